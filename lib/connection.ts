@@ -1,0 +1,116 @@
+/**
+ * Turns the `connection` option into an ioredis client. It accepts an ioredis `Redis` or `Cluster`
+ * (used as is and never closed by EchoMQ), or a URL: `redis://` or `rediss://` (TLS), with an optional
+ * ACL user and password (`rediss://user:pass@host:6380/0`). With `cluster: true`, or a URL whose scheme is
+ * `redis+cluster://` / `rediss+cluster://`, the URL names one seed node of a Redis Cluster
+ * (several seeds may be given as `host1:port1,host2:port2`). Default: REDIS_URL, then redis://127.0.0.1:6379.
+ * Passwords never appear in EchoMQ's messages (see redactUrl).
+ */
+import { Cluster, Redis, type RedisOptions } from 'ioredis'
+import { EchoMQError } from './errors.js'
+import type { RedisClient } from './scripts.js'
+
+export const REDIS_URL_DEFAULT = 'redis://127.0.0.1:6379'
+
+export interface OpenOptions {
+  cluster?: boolean
+  /** Extra ioredis options for connections EchoMQ creates (timeouts, retry strategy). */
+  redisOptions?: RedisOptions
+}
+
+export interface Connection {
+  client: RedisClient
+  /** True when EchoMQ created the client and so must close it. */
+  owned: boolean
+}
+
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z+]+:\/\/)([^@/]*)@/i, (_, scheme: string, auth: string) =>
+    auth.includes(':') ? `${scheme}${auth.slice(0, auth.indexOf(':'))}:***@` : `${scheme}${auth}@`,
+  )
+}
+
+function isClient(value: unknown): value is RedisClient {
+  return value instanceof Redis || value instanceof Cluster
+}
+
+export function resolveUrl(connection: unknown): string {
+  if (connection === undefined) return process.env.REDIS_URL || REDIS_URL_DEFAULT
+  if (typeof connection === 'string') return connection
+  throw new EchoMQError('ERR_CONNECTION', 'expected connection to be an ioredis client or a redis:// or rediss:// URL')
+}
+
+interface ParsedUrl {
+  tls: boolean
+  cluster: boolean
+  username: string | undefined
+  password: string | undefined
+  db: number
+  nodes: { host: string; port: number }[]
+}
+
+export function parseRedisUrl(url: string): ParsedUrl {
+  const scheme = /^(redis|rediss)(\+cluster)?:\/\//i.exec(url)
+  if (!scheme?.[1]) {
+    throw new EchoMQError('ERR_CONNECTION', `expected a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL, got: ${JSON.stringify(redactUrl(url))}`)
+  }
+  const rest = url.slice(scheme[0].length)
+  const at = rest.lastIndexOf('@', rest.indexOf('/') === -1 ? undefined : rest.indexOf('/'))
+  const auth = at === -1 ? '' : rest.slice(0, at)
+  const [hostPart = '', dbPart = ''] = rest.slice(at + 1).split('/')
+  const colon = auth.indexOf(':')
+  const decode = (s: string) => (s === '' ? undefined : decodeURIComponent(s))
+  const nodes = hostPart.split(',').map((hp) => {
+    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hp)
+    if (!m?.[1]) throw new EchoMQError('ERR_CONNECTION', `bad host in Redis URL ${JSON.stringify(redactUrl(url))}`)
+    return { host: m[1].replace(/^\[|\]$/g, ''), port: m[2] ? Number(m[2]) : 6379 }
+  })
+  const db = dbPart.split('?')[0] ?? ''
+  if (db !== '' && !/^\d+$/.test(db)) throw new EchoMQError('ERR_CONNECTION', `bad database number in Redis URL ${JSON.stringify(redactUrl(url))}`)
+  return {
+    tls: scheme[1].toLowerCase() === 'rediss',
+    cluster: Boolean(scheme[2]),
+    username: colon === -1 ? decode(auth) : decode(auth.slice(0, colon)),
+    password: colon === -1 ? undefined : decode(auth.slice(colon + 1)),
+    db: db === '' ? 0 : Number(db),
+    nodes,
+  }
+}
+
+/** Validates without connecting: used before any Redis call so bad input changes nothing. */
+export function checkConnection(connection: unknown): void {
+  if (isClient(connection)) return
+  parseRedisUrl(resolveUrl(connection))
+}
+
+export function openConnection(connection: unknown, options: OpenOptions = {}): Connection {
+  if (isClient(connection)) return { client: connection, owned: false }
+  const url = resolveUrl(connection)
+  const parsed = parseRedisUrl(url)
+  const common: RedisOptions = {
+    ...options.redisOptions,
+    ...(parsed.username ? { username: parsed.username } : {}),
+    ...(parsed.password ? { password: parsed.password } : {}),
+    ...(parsed.tls ? { tls: { ...(options.redisOptions?.tls ?? {}) } } : {}),
+  }
+  if (parsed.cluster || options.cluster) {
+    return { client: new Cluster(parsed.nodes, { redisOptions: common }), owned: true }
+  }
+  const node = parsed.nodes[0]
+  if (!node || parsed.nodes.length > 1) throw new EchoMQError('ERR_CONNECTION', `a non-cluster Redis URL names one host, got: ${JSON.stringify(redactUrl(url))}`)
+  return { client: new Redis({ ...common, host: node.host, port: node.port, db: parsed.db }), owned: true }
+}
+
+export async function closeConnection(conn: Connection): Promise<void> {
+  if (!conn.owned) return
+  try {
+    await conn.client.quit()
+  } catch {
+    conn.client.disconnect()
+  }
+}
+
+/** A second connection with the same settings, for blocking commands. */
+export function duplicateClient(client: RedisClient): RedisClient {
+  return client instanceof Cluster ? client.duplicate() : client.duplicate()
+}

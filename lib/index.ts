@@ -1,0 +1,10 @@
+/** EchoMQ: leases, batched heartbeats and an atomic two-phase stalled-job sweep for Redis job queues. */
+export { Queue, type QueueCounts } from './queue.js'
+export { Worker, type Processor, type WorkerOptions } from './worker.js'
+export { sweep, type SweepOptions, type SweepResult } from './sweep.js'
+export { EchoMQError, type EchoMQErrorCode } from './errors.js'
+export type { Job, JobState } from './job.js'
+export { queueKeys, registryKey, type QueueKeys } from './keys.js'
+export { registeredQueues } from './registry.js'
+export { openConnection, redactUrl, type Connection } from './connection.js'
+export * from './options.js'

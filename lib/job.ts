@@ -1,0 +1,59 @@
+/** A job as stored in its hash, and the conversion from the hash's fields. */
+export type JobState = 'wait' | 'active' | 'completed' | 'failed'
+
+export interface Job<Data = unknown, Result = unknown> {
+  id: string
+  name: string
+  data: Data
+  /** Total starts allowed. */
+  attempts: number
+  /** Attempts used: runs that completed, failed or stalled. A run returned by a closing worker uses none. */
+  attemptsMade: number
+  /** Times a worker took the job. */
+  attemptsStarted: number
+  state: JobState
+  failedReason?: string
+  /** Error of the last attempt that did not succeed, while the job waits for another. */
+  lastError?: string
+  returnValue?: Result
+  createdOn: number
+  startedOn?: number
+  finishedOn?: number
+}
+
+function parseJson(text: string | undefined): unknown {
+  if (text === undefined) return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v))
+
+/** Builds a Job from HGETALL output (an object, or the flat field/value list a script returns). */
+export function jobFromHash(id: string, hash: Record<string, string> | string[]): Job {
+  const h: Record<string, string> = {}
+  if (Array.isArray(hash)) {
+    for (let i = 0; i + 1 < hash.length; i += 2) h[hash[i] as string] = hash[i + 1] as string
+  } else Object.assign(h, hash)
+  const job: Job = {
+    id,
+    name: h.name ?? '',
+    data: parseJson(h.data),
+    attempts: Number(h.attempts ?? 1),
+    attemptsMade: Number(h.attemptsMade ?? 0),
+    attemptsStarted: Number(h.attemptsStarted ?? 0),
+    state: (h.state ?? 'wait') as JobState,
+    createdOn: Number(h.createdOn ?? 0),
+  }
+  if (h.failedReason !== undefined) job.failedReason = h.failedReason
+  if (h.lastError !== undefined) job.lastError = h.lastError
+  if (h.returnValue !== undefined) job.returnValue = parseJson(h.returnValue)
+  const startedOn = optionalNumber(h.startedOn)
+  if (startedOn !== undefined) job.startedOn = startedOn
+  const finishedOn = optionalNumber(h.finishedOn)
+  if (finishedOn !== undefined) job.finishedOn = finishedOn
+  return job
+}

@@ -1,0 +1,72 @@
+/**
+ * sweep(): one pass of the two-phase stalled-job sweep over one queue, returning what it did.
+ *
+ * A job in `active` whose lease has expired is marked on the first pass and recovered on a later pass
+ * that still finds it stalled with a mark at least `graceMs` old: attemptsMade + 1, then back to `wait`
+ * (served next) or to `failed` when no attempts are left. Each step is one script call, so any number of
+ * overlapping sweeps recover a job exactly once. The pass walks the lease index from the earliest
+ * deadline and stops at the first live one: its cost grows with the number of expired leases, not with
+ * the number of healthy jobs in flight. Each call handles at most `limit` candidates.
+ *
+ * A lease key deleted by hand (or evicted: run Redis with `maxmemory-policy noeviction`) is seen once
+ * the deadline recorded in the index passes.
+ *
+ * Options: prefix ('emq'), graceMs (0: one sweep interval is the grace), limit (100 candidates per call).
+ */
+import { openConnection, closeConnection } from './connection.js'
+import { redisError } from './errors.js'
+import { queueKeys } from './keys.js'
+import { sweepSettings, validateQueueName } from './options.js'
+import { runScript, scripts, type RedisClient } from './scripts.js'
+
+export interface SweepResult {
+  marked: string[]
+  recovered: string[]
+  failed: string[]
+}
+
+export interface SweepOptions {
+  prefix?: string
+  graceMs?: number
+  limit?: number
+}
+
+type StepReply = [string[], string[], string[], number, number]
+
+export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
+  validateQueueName(queue)
+  const { prefix, graceMs, limit } = sweepSettings(options)
+  const conn = openConnection(connection)
+  try {
+    return await sweepWith(conn.client, queue, prefix, graceMs, limit)
+  } catch (err) {
+    throw redisError(queue, 'sweep', err)
+  } finally {
+    await closeConnection(conn)
+  }
+}
+
+async function sweepWith(client: RedisClient, queue: string, prefix: string, graceMs: number, limit: number): Promise<SweepResult> {
+  const keys = queueKeys(prefix, queue)
+  const result: SweepResult = { marked: [], recovered: [], failed: [] }
+  const script = scripts.sweep()
+  let offset = 0
+  for (;;) {
+    const ids = await client.zrange(keys.active, String(offset), String(offset + limit - 1))
+    if (ids.length === 0) break
+    const jobKeys = ids.flatMap((id) => [keys.job(id), keys.lock(id)])
+    const [marked, recovered, failed, left, done] = (await runScript(
+      client,
+      script,
+      [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...jobKeys],
+      [graceMs, ...ids],
+    )) as StepReply
+    result.marked.push(...marked)
+    result.recovered.push(...recovered)
+    result.failed.push(...failed)
+    if (done === 1 || ids.length < limit) break
+    // Candidates that stay in `active` (marked, within grace) keep their rank; step past them.
+    offset += left
+  }
+  return result
+}

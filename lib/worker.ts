@@ -1,0 +1,251 @@
+/**
+ * Worker: takes jobs with a lease, runs the processor, and finishes each job fenced by the run's token.
+ *
+ * Guarantees: at-least-once execution. A job is taken and leased in one script, so a crash never strands
+ * it; the LockManager renews every lease on one timer; completing or failing succeeds only while the run
+ * still owns the job, so a worker whose job was recovered (or re-taken elsewhere) cannot finish it. An
+ * idle worker blocks on the queue's marker key (BZPOPMIN), so it does not poll.
+ *
+ * Options (validated in options.ts): connection, prefix ('emq'), concurrency (1), lockDuration (30000 ms),
+ * heartbeatInterval (half the lease), closeTimeout (5000 ms), clock (timers, for tests).
+ *
+ * Events: 'active' (job), 'completed' (job, result), 'failed' (job, error; job.state says whether it will
+ * be retried), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the processor's signal is aborted), 'error'.
+ */
+import { randomUUID } from 'node:crypto'
+import { EventEmitter } from 'node:events'
+import { closeConnection, duplicateClient, openConnection, type Connection } from './connection.js'
+import { EchoMQError, redisError } from './errors.js'
+import { jobFromHash, type Job, type JobState } from './job.js'
+import { queueKeys, type QueueKeys } from './keys.js'
+import { LockManager, type Lease } from './lock-manager.js'
+import { validateQueueName, workerSettings, type WorkerSettings } from './options.js'
+import { registerQueue } from './registry.js'
+import { runScript, scripts, type RedisClient } from './scripts.js'
+
+export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
+
+export interface WorkerOptions {
+  connection?: unknown
+  prefix?: string
+  concurrency?: number
+  lockDuration?: number
+  heartbeatInterval?: number
+  closeTimeout?: number
+  clock?: WorkerSettings['clock']
+}
+
+/** The safety net on the blocking wait (s): a lost wake-up costs at most this long. */
+const BLOCK_TIMEOUT_S = 5
+const MAX_TAKE_BATCH = 100
+const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
+
+interface Run {
+  job: Job
+  token: string
+  controller: AbortController
+  done: Promise<void>
+  lost: boolean
+  released: boolean
+}
+
+type TakeReply = [string, string, string[]][]
+type FinishReply = ['ok' | 'lost', JobState | 'missing']
+
+export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
+  readonly name: string
+  readonly id = randomUUID()
+  private readonly settings: WorkerSettings
+  private readonly keys: QueueKeys
+  private readonly conn: Connection
+  private readonly blocking: RedisClient
+  private readonly locks: LockManager
+  private readonly runs = new Map<string, Run>()
+  private readonly loopDone: Promise<void>
+  private stopping = false
+  private closing: Promise<void> | undefined
+  private wake: (() => void) | undefined
+
+  constructor(name: string, private readonly processor: Processor<Data, Result>, options?: WorkerOptions) {
+    super()
+    this.name = validateQueueName(name)
+    if (typeof processor !== 'function') throw new EchoMQError('ERR_OPTIONS', 'expected processor to be a function')
+    this.settings = workerSettings(options)
+    this.keys = queueKeys(this.settings.prefix, this.name)
+    this.conn = openConnection(this.settings.connection)
+    this.blocking = duplicateClient(this.conn.client)
+    this.blocking.on('error', () => undefined) // reported by the loop's failed commands
+    this.locks = new LockManager({
+      extend: (leases) => this.extend(leases),
+      intervalMs: this.settings.heartbeatInterval,
+      leaseMs: this.settings.lockDuration,
+      clock: this.settings.clock,
+      onLost: (id, reason) => this.lockLost(id, reason),
+      onError: (err) => this.report(redisError(this.name, 'renew leases of queue', err)),
+    })
+    this.locks.start()
+    this.loopDone = this.loop()
+  }
+
+  /** Stops taking jobs, waits up to closeTimeout for running ones, then aborts the rest and returns them
+   * to `wait` without using an attempt. Safe to call more than once. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown()
+    return this.closing
+  }
+
+  private async loop(): Promise<void> {
+    await registerQueue(this.conn.client, this.settings.prefix, this.name).catch((err: unknown) => this.report(redisError(this.name, 'register queue', err)))
+    let failures = 0
+    while (!this.stopping) {
+      try {
+        const free = this.settings.concurrency - this.runs.size
+        if (free <= 0) {
+          await this.nap()
+          continue
+        }
+        const taken = await this.take(Math.min(free, MAX_TAKE_BATCH))
+        if (taken === undefined) await this.blocking.bzpopmin(this.keys.marker, BLOCK_TIMEOUT_S)
+        else for (const run of taken) this.start(run)
+        failures = 0
+      } catch (err) {
+        if (this.stopping) break
+        this.report(redisError(this.name, 'take jobs from queue', err))
+        await this.nap(RETRY_BACKOFF_MS[Math.min(failures++, RETRY_BACKOFF_MS.length - 1)])
+      }
+    }
+  }
+
+  /** Reads candidates from the tail of `wait`, then takes them in one script. Undefined when `wait` is empty. */
+  private async take(n: number): Promise<{ job: Job; token: string; sentAt: number }[] | undefined> {
+    const ids = (await this.conn.client.lrange(this.keys.wait, -n, -1)).reverse()
+    if (ids.length === 0) return undefined
+    const sentAt = this.settings.clock.now()
+    const reply = (await runScript(
+      this.conn.client,
+      scripts.take(),
+      [this.keys.wait, this.keys.active, this.keys.marker, ...ids.flatMap((id) => [this.keys.job(id), this.keys.lock(id)])],
+      [this.id, this.settings.lockDuration, ...ids],
+    )) as TakeReply
+    return reply.map(([id, token, hash]) => ({ job: jobFromHash(id, hash), token, sentAt }))
+  }
+
+  private start({ job, token, sentAt }: { job: Job; token: string; sentAt: number }): void {
+    const controller = new AbortController()
+    this.locks.add({ id: job.id, token }, sentAt)
+    const run: Run = { job, token, controller, lost: false, released: false, done: Promise.resolve() }
+    this.runs.set(job.id, run)
+    this.emit('active', job)
+    run.done = this.execute(run).finally(() => {
+      this.locks.remove(job.id)
+      this.runs.delete(job.id)
+      this.wake?.()
+    })
+  }
+
+  private async execute(run: Run): Promise<void> {
+    let action: 'complete' | 'fail'
+    let value: string
+    let result: unknown
+    let error: Error | undefined
+    try {
+      result = await this.processor(run.job as Job<Data>, run.controller.signal)
+      action = 'complete'
+      value = JSON.stringify(result) ?? 'null'
+    } catch (err) {
+      error = err instanceof Error ? err : new Error(String(err))
+      action = 'fail'
+      value = error.message || error.name
+    }
+    if (run.released) return
+    try {
+      const [status, state] = (await runScript(this.conn.client, scripts.finish(), this.finishKeys(run.job.id), [run.job.id, run.token, action, value])) as FinishReply
+      if (status === 'lost') {
+        this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`)
+        return
+      }
+      run.job.state = state as JobState
+      if (action === 'complete') {
+        run.job.attemptsMade += 1
+        run.job.returnValue = result
+        this.emit('completed', run.job, result)
+      } else {
+        run.job.attemptsMade += 1
+        if (state === 'failed') run.job.failedReason = value
+        this.emit('failed', run.job, error)
+      }
+    } catch (err) {
+      if (!run.released) this.report(redisError(this.name, `finish job ${run.job.id} of queue`, err))
+    }
+  }
+
+  private finishKeys(id: string): string[] {
+    const k = this.keys
+    return [k.job(id), k.lock(id), k.active, k.stalled, k.wait, k.completed, k.failed, k.marker]
+  }
+
+  private async extend(leases: Lease[]): Promise<number[]> {
+    const k = this.keys
+    return (await runScript(
+      this.conn.client,
+      scripts.extend(),
+      [k.active, k.stalled, ...leases.flatMap(({ id }) => [k.job(id), k.lock(id)])],
+      [this.settings.lockDuration, ...leases.flatMap(({ id, token }) => [id, token])],
+    )) as number[]
+  }
+
+  private lockLost(id: string, reason: string): void {
+    const run = this.runs.get(id)
+    if (!run || run.lost || run.released) return
+    run.lost = true
+    this.locks.remove(id)
+    const err = new EchoMQError('ERR_LOCK_LOST', `job ${id} of queue ${this.name} lost its lease: ${reason}`)
+    run.controller.abort(err)
+    this.emit('lockLost', run.job, err)
+  }
+
+  private async shutdown(): Promise<void> {
+    this.stopping = true
+    this.wake?.()
+    this.blocking.disconnect()
+    await this.loopDone
+    const { clock, closeTimeout } = this.settings
+    let timer: unknown
+    const timedOut = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, closeTimeout)))
+    await Promise.race([Promise.all([...this.runs.values()].map((r) => r.done)), timedOut])
+    clock.clearTimeout(timer)
+    await Promise.all([...this.runs.values()].map((run) => this.release(run)))
+    await this.locks.close()
+    await closeConnection(this.conn)
+  }
+
+  /** Returns a job still running at close to `wait`, served next, without using an attempt. */
+  private async release(run: Run): Promise<void> {
+    run.released = true
+    this.locks.remove(run.job.id)
+    run.controller.abort(new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`))
+    try {
+      await runScript(this.conn.client, scripts.finish(), this.finishKeys(run.job.id), [run.job.id, run.token, 'release', ''])
+    } catch (err) {
+      this.report(redisError(this.name, `return job ${run.job.id} to wait in queue`, err))
+    }
+  }
+
+  /** Sleeps until a run ends, close() is called, or `ms` passes. */
+  private nap(ms?: number): Promise<void> {
+    return new Promise((resolve) => {
+      let timer: unknown
+      this.wake = () => {
+        this.wake = undefined
+        if (timer !== undefined) this.settings.clock.clearTimeout(timer)
+        resolve()
+      }
+      if (ms !== undefined) timer = this.settings.clock.setTimeout(() => this.wake?.(), ms)
+    })
+  }
+
+  private report(err: unknown): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err)
+    else console.error(`[echomq] worker ${this.name}:`, err instanceof Error ? err.message : err)
+  }
+}

@@ -1,0 +1,52 @@
+--[[
+  Ends a worker's run of a job, fenced by its token: a worker that no longer owns the job (the job was
+  recovered, or another worker now holds it) changes nothing.
+
+  KEYS[1] job        HASH   <prefix>:{q}:<id>
+  KEYS[2] lease      STRING <prefix>:{q}:<id>:lock
+  KEYS[3] active     ZSET   <prefix>:{q}:active
+  KEYS[4] stalled    ZSET   <prefix>:{q}:stalled
+  KEYS[5] wait       LIST   <prefix>:{q}:wait
+  KEYS[6] completed  ZSET   <prefix>:{q}:completed
+  KEYS[7] failed     ZSET   <prefix>:{q}:failed
+  KEYS[8] marker     ZSET   <prefix>:{q}:marker
+
+  ARGV[1] job id
+  ARGV[2] token of the run
+  ARGV[3] action: "complete" | "fail" (uses an attempt) | "release" (back to wait, no attempt used)
+  ARGV[4] return value (JSON text) for complete, error message for fail, unused for release
+
+  Returns { "ok", new state } or { "lost", current state }.
+]]
+local rcall = redis.call
+local jobKey, lockKey, activeKey, stalledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local waitKey, completedKey, failedKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local id, token, action, value = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- @include now
+-- @include leaveActive
+-- @include useAttempt
+
+-- Ownership is the run's token on the job, while the job is in flight. A lapsed lease that no sweep has
+-- recovered yet still belongs to this run; a lease held by another token never does.
+local holder = rcall('GET', lockKey)
+local owned = rcall('ZSCORE', activeKey, id) and rcall('HGET', jobKey, 'token') == token
+  and (holder == false or holder == token)
+if not owned then
+  return { 'lost', rcall('HGET', jobKey, 'state') or 'missing' }
+end
+
+local now = nowMs()
+leaveActive(jobKey, lockKey, activeKey, stalledKey, id)
+if action == 'complete' then
+  rcall('HINCRBY', jobKey, 'attemptsMade', 1)
+  rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', now)
+  rcall('ZADD', completedKey, now, id)
+  return { 'ok', 'completed' }
+elseif action == 'fail' then
+  return { 'ok', useAttempt(jobKey, waitKey, failedKey, markerKey, id, now, value, false) }
+end
+-- release: the worker is shutting down; the job is served next and keeps its attempt.
+rcall('HSET', jobKey, 'state', 'wait')
+rcall('RPUSH', waitKey, id)
+rcall('ZADD', markerKey, 0, '0')
+return { 'ok', 'wait' }

@@ -1,0 +1,25 @@
+/** Polls a condition until it holds or a deadline passes: synchronisation without fixed sleeps. */
+export async function waitFor<T>(
+  check: () => Promise<T | false | undefined | null> | T | false | undefined | null,
+  { timeoutMs = 10_000, intervalMs = 10, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let lastError: unknown
+  for (;;) {
+    try {
+      const value = await check()
+      if (value) return value
+    } catch (err) {
+      lastError = err
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
+
+/** Resolves with the arguments of the next `event` emitted by `emitter`. */
+export function nextEvent<T extends unknown[]>(emitter: { once(event: string, fn: (...args: T) => void): unknown }, event: string): Promise<T> {
+  return new Promise((resolve) => emitter.once(event, (...args: T) => resolve(args)))
+}

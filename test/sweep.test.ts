@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { Queue, sweep } from '../lib/index.js'
+import { queueKeys } from '../lib/keys.js'
+import { runScript, scripts } from '../lib/scripts.js'
+import { crashedJobs } from './helpers/queue-state.js'
+import { startRedis, type TestRedis } from './helpers/redis-server.js'
+
+let redis: TestRedis
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+beforeEach(async () => {
+  await redis.client.flushall()
+})
+
+const keys = queueKeys('emq', 'q')
+
+describe('sweep: the two-phase decision, one case per branch', () => {
+  it('leaves a job with a live lease alone', async () => {
+    const q = new Queue('q', { connection: redis.client })
+    await q.add('job', {}, { jobId: 'live' })
+    const live = (await redis.client.lrange(keys.wait, 0, -1))
+    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, keys.job('live'), keys.lock('live')], ['w', 60_000, ...live])
+
+    const first = await sweep(redis.client, 'q')
+    const second = await sweep(redis.client, 'q')
+
+    expect(first).toEqual({ marked: [], recovered: [], failed: [] })
+    expect(second).toEqual({ marked: [], recovered: [], failed: [] })
+    expect((await q.getJob('live'))?.state).toBe('active')
+  })
+
+  it('marks a job whose lease is gone, then recovers it on the next sweep with attemptsMade + 1', async () => {
+    const [id] = await crashedJobs(redis.client, 'q', 1)
+
+    const first = await sweep(redis.client, 'q')
+    const q = new Queue('q', { connection: redis.client })
+    const afterFirst = await q.getJob(id as string)
+    const second = await sweep(redis.client, 'q')
+
+    expect(first).toEqual({ marked: [id], recovered: [], failed: [] })
+    expect(afterFirst).toMatchObject({ state: 'active', attemptsMade: 0 })
+    expect(second).toEqual({ marked: [], recovered: [id], failed: [] })
+    expect(await q.getJob(id as string)).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual([id]) // served next
+    expect(await q.counts()).toEqual({ wait: 1, active: 0, stalled: 0, completed: 0, failed: 0 })
+  })
+
+  it('moves a stalled job on its last attempt to failed, with a reason that says it stalled', async () => {
+    const [id] = await crashedJobs(redis.client, 'q', 1, { attempts: 1 })
+
+    await sweep(redis.client, 'q')
+    const second = await sweep(redis.client, 'q')
+
+    const job = await new Queue('q', { connection: redis.client }).getJob(id as string)
+    expect(second).toEqual({ marked: [], recovered: [], failed: [id] })
+    expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 })
+    expect(job?.failedReason).toMatch(/stalled/)
+    expect(await redis.client.llen(keys.wait)).toBe(0)
+    expect(await redis.client.zscore(keys.failed, id as string)).not.toBeNull()
+  })
+
+  it('does not recover a marked job before its mark is graceMs old', async () => {
+    const [id] = await crashedJobs(redis.client, 'q', 1)
+
+    await sweep(redis.client, 'q', { graceMs: 60_000 })
+    const early = await sweep(redis.client, 'q', { graceMs: 60_000 })
+    const late = await sweep(redis.client, 'q', { graceMs: 0 })
+
+    expect(early).toEqual({ marked: [], recovered: [], failed: [] })
+    expect(late.recovered).toEqual([id])
+  })
+
+  it('leaves alone a marked job whose worker renewed before the second sweep, and clears the mark', async () => {
+    const [id] = await crashedJobs(redis.client, 'q', 1)
+    await sweep(redis.client, 'q')
+    expect(await redis.client.zscore(keys.stalled, id as string)).not.toBeNull()
+
+    const codes = await runScript(redis.client, scripts.extend(), [keys.active, keys.stalled, keys.job(id as string), keys.lock(id as string)], [
+      60_000,
+      id as string,
+      'dead-worker:1',
+    ])
+    const second = await sweep(redis.client, 'q')
+
+    expect(codes).toEqual([2]) // lapsed lease taken back
+    expect(await redis.client.zscore(keys.stalled, id as string)).toBeNull()
+    expect(second).toEqual({ marked: [], recovered: [], failed: [] })
+    expect(await redis.client.get(keys.lock(id as string))).toBe('dead-worker:1')
+  })
+
+  it('walks past more stalled jobs than one call takes (limit), and each call stays bounded', async () => {
+    const ids = await crashedJobs(redis.client, 'q', 250)
+
+    const first = await sweep(redis.client, 'q', { limit: 40 })
+    const second = await sweep(redis.client, 'q', { limit: 40 })
+
+    expect(first.marked.sort()).toEqual([...ids].sort())
+    expect(second.recovered.sort()).toEqual([...ids].sort())
+  })
+})
+
+describe('sweep: overlapping sweeps', () => {
+  it('16 sweeps at once on 500 marked jobs recover each exactly once', async () => {
+    const ids = await crashedJobs(redis.client, 'q', 500, { attempts: 5 })
+    expect((await sweep(redis.client, 'q')).marked).toHaveLength(500)
+
+    const clients = Array.from({ length: 16 }, () => redis.connect())
+    const results = await Promise.all(clients.map((c) => sweep(c, 'q', { limit: 50 })))
+
+    const recovered = results.flatMap((r) => r.recovered)
+    const wait = await redis.client.lrange(keys.wait, 0, -1)
+    const q = new Queue('q', { connection: redis.client })
+    const attempts = await Promise.all(ids.map(async (id) => (await q.getJob(id))?.attemptsMade))
+    expect(recovered).toHaveLength(500)
+    expect(new Set(recovered).size).toBe(500)
+    expect(wait).toHaveLength(500)
+    expect(new Set(wait).size).toBe(500)
+    expect(attempts.every((a) => a === 1)).toBe(true)
+    expect(await q.counts()).toMatchObject({ wait: 500, active: 0, stalled: 0 })
+  })
+})
+
+describe('sweep: cost', () => {
+  it('with nothing stalled, one pass is two commands however many jobs are in flight', async () => {
+    const q = new Queue('q', { connection: redis.client })
+    for (let i = 0; i < 300; i++) await q.add('job', {}, { jobId: `h${i}` })
+    const batch = (await redis.client.lrange(keys.wait, 0, -1))
+    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, ...batch.flatMap((id) => [keys.job(id), keys.lock(id)])], ['w', 60_000, ...batch])
+    await redis.client.config('RESETSTAT')
+
+    await sweep(redis.client, 'q')
+
+    const stats = await redis.client.info('commandstats')
+    const calls = Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
+    expect(calls.zrange).toBe(1) // one page of candidates
+    expect(calls.evalsha).toBe(1) // one script call
+    expect(calls.zscore).toBe(1) // the script stopped at the first live deadline
+    expect(calls.exists ?? 0).toBe(0)
+  })
+})
