@@ -1,0 +1,103 @@
+/** The LockManager with an injected clock: ticks, batching, loss and close, with no real waiting. */
+import { describe, expect, it } from 'vitest'
+import { LockManager, type Lease } from '../lib/lock-manager.js'
+import { ManualClock } from './helpers/manual-clock.js'
+
+function setup(reply: (batch: Lease[]) => Promise<number[]> = async (b) => b.map(() => 1), batchSize?: number) {
+  const clock = new ManualClock()
+  const calls: Lease[][] = []
+  const lost: [string, string][] = []
+  const errors: unknown[] = []
+  const manager = new LockManager({
+    extend: (batch) => {
+      calls.push(batch)
+      return reply(batch)
+    },
+    intervalMs: 100,
+    leaseMs: 300,
+    clock,
+    onLost: (id, reason) => lost.push([id, reason]),
+    onError: (err) => errors.push(err),
+    ...(batchSize ? { batchSize } : {}),
+  })
+  return { clock, calls, lost, errors, manager }
+}
+
+describe('LockManager', () => {
+  it('renews every lease once per tick, in batches no larger than batchSize', async () => {
+    const { clock, calls, manager } = setup(undefined, 500)
+    for (let i = 0; i < 1200; i++) manager.add({ id: `j${i}`, token: 't' }, 0)
+    manager.start()
+
+    await clock.advance(100)
+
+    expect(calls.map((b) => b.length)).toEqual([500, 500, 200])
+    await clock.advance(100)
+    expect(calls).toHaveLength(6)
+    await manager.close()
+  })
+
+  it('does not call Redis when it holds no lease', async () => {
+    const { clock, calls, manager } = setup()
+    manager.start()
+    await clock.advance(1000)
+    expect(calls).toHaveLength(0)
+    await manager.close()
+  })
+
+  it('reports a lease the script found lost and stops renewing it', async () => {
+    const { clock, calls, lost, manager } = setup(async (b) => b.map((l) => (l.id === 'gone' ? 0 : 1)))
+    manager.add({ id: 'gone', token: 't' }, 0)
+    manager.add({ id: 'kept', token: 't' }, 0)
+    manager.start()
+
+    await clock.advance(100)
+    await clock.advance(100)
+
+    expect(lost.map(([id]) => id)).toEqual(['gone'])
+    expect(calls[1]?.map((l) => l.id)).toEqual(['kept'])
+    await manager.close()
+  })
+
+  it('when renewals fail, reports the error each tick and the lease lost once its deadline passes', async () => {
+    const { clock, lost, errors, manager } = setup(async () => {
+      throw new Error('connection refused')
+    })
+    manager.add({ id: 'a', token: 't' }, 0) // deadline 300
+    manager.start()
+
+    await clock.advance(200)
+    expect(errors).toHaveLength(2)
+    expect(lost).toEqual([])
+    await clock.advance(100)
+
+    expect(lost).toEqual([['a', 'the lease could not be renewed before it expired']])
+    await manager.close()
+  })
+
+  it('never overlaps ticks: the next one is armed after the slow one settles', async () => {
+    let release: (() => void) | undefined
+    const { clock, calls, manager } = setup((b) => new Promise((resolve) => (release = () => resolve(b.map(() => 1)))))
+    manager.add({ id: 'a', token: 't' }, 0)
+    manager.start()
+
+    await clock.advance(250) // the first tick (at 100) is still waiting for its reply
+    expect(calls).toHaveLength(1)
+    release?.()
+    await clock.advance(100)
+    expect(calls).toHaveLength(2)
+    release?.()
+    await manager.close()
+  })
+
+  it('close stops the timer and is safe to call twice', async () => {
+    const { clock, calls, manager } = setup()
+    manager.add({ id: 'a', token: 't' }, 0)
+    manager.start()
+    await manager.close()
+    await manager.close()
+    await clock.advance(1000)
+    expect(calls).toHaveLength(0)
+    expect(clock.pending).toBe(0)
+  })
+})

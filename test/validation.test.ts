@@ -1,0 +1,147 @@
+/** Bad input gets an EchoMQError with a code, and nothing in Redis is changed. */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { EchoMQError, Queue, Worker, sweep } from '../lib/index.js'
+import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { snapshot } from './helpers/snapshot.js'
+
+let redis: TestRedis
+let queue: Queue
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+beforeEach(async () => {
+  await redis.client.flushall()
+  queue = new Queue('q', { connection: redis.client, maxDataBytes: 1024 })
+  await queue.add('seed', { existing: true }, { jobId: 'seed' })
+})
+
+async function rejects(code: string, call: () => unknown): Promise<EchoMQError> {
+  const before = await snapshot(redis.client)
+  let caught: unknown
+  try {
+    await call()
+  } catch (err) {
+    caught = err
+  }
+  expect(caught, 'expected the call to throw').toBeInstanceOf(EchoMQError)
+  expect((caught as EchoMQError).code).toBe(code)
+  expect(await snapshot(redis.client)).toEqual(before)
+  return caught as EchoMQError
+}
+
+const badQueueNames: unknown[] = ['', 'a b', 'q{x}', 'é', 'a/b', 'x'.repeat(129), 42, null, undefined]
+const badJobIds: unknown[] = ['', 'a:b', 'a{b', 'a}b', 'a b', 'x'.repeat(129), 7, 'wait', 'active', 'stalled', 'failed', 'completed', 'marker']
+
+describe('queue names', () => {
+  it.each(badQueueNames.map((n) => [JSON.stringify(n) ?? String(n), n]))('rejects %s in Queue, Worker and sweep', async (_label, name) => {
+    await rejects('ERR_QUEUE_NAME', () => new Queue(name as string, { connection: redis.client }))
+    await rejects('ERR_QUEUE_NAME', () => new Worker(name as string, () => 1, { connection: redis.client }))
+    await rejects('ERR_QUEUE_NAME', () => sweep(redis.client, name as string))
+  })
+
+  it('accepts the full alphabet and 128 characters', () => {
+    expect(new Queue('Az09._:-', { connection: redis.client }).name).toBe('Az09._:-')
+    expect(new Queue('q'.repeat(128), { connection: redis.client }).name).toHaveLength(128)
+  })
+})
+
+describe('job ids', () => {
+  it.each(badJobIds.map((id) => [JSON.stringify(id), id]))('rejects %s in add and getJob', async (_label, id) => {
+    await rejects('ERR_JOB_ID', () => queue.add('x', {}, { jobId: id as string }))
+    await rejects('ERR_JOB_ID', () => queue.getJob(id as string))
+  })
+
+  it('adding an existing jobId returns the stored job and changes nothing', async () => {
+    const before = await snapshot(redis.client)
+    const again = await queue.add('other-name', { different: 1 }, { jobId: 'seed', attempts: 9 })
+    expect(again).toMatchObject({ id: 'seed', name: 'seed', data: { existing: true }, attempts: 3, state: 'wait' })
+    expect(await snapshot(redis.client)).toEqual(before)
+  })
+})
+
+describe('job data and names', () => {
+  const circular: Record<string, unknown> = {}
+  circular.self = circular
+  it.each([
+    ['a BigInt', { n: 1n }],
+    ['a circular object', circular],
+    ['undefined', undefined],
+    ['a function', () => 1],
+    ['a symbol', Symbol('s')],
+    ['data over maxDataBytes', { text: 'x'.repeat(2000) }],
+  ])('rejects %s', async (_label, data) => {
+    const err = await rejects('ERR_JOB_DATA', () => queue.add('x', data))
+    expect(err.message).toMatch(/JSON|maxDataBytes/)
+  })
+
+  it('the default limit is 1 MiB', async () => {
+    const q = new Queue('big', { connection: redis.client })
+    await rejects('ERR_JOB_DATA', () => q.add('x', 'x'.repeat(1024 * 1024)))
+    await expect(q.add('x', 'x'.repeat(1024 * 1024 - 2))).resolves.toMatchObject({ state: 'wait' })
+  })
+
+  it.each([[''], ['x'.repeat(257)], [5]])('rejects the job name %j', async (name) => {
+    await rejects('ERR_JOB_NAME', () => queue.add(name as string, {}))
+  })
+})
+
+describe('options', () => {
+  const proc = () => 1
+  it.each([
+    [{ lockDuration: 0 }, /lockDuration to be a positive integer \(ms\), got: 0/],
+    [{ lockDuration: -5 }, /lockDuration/],
+    [{ lockDuration: 1.5 }, /lockDuration/],
+    [{ lockDuration: '30000' }, /lockDuration/],
+    [{ heartbeatInterval: 0 }, /heartbeatInterval/],
+    [{ lockDuration: 1000, heartbeatInterval: 1000 }, /heartbeatInterval \(1000 ms\) to be shorter than lockDuration \(1000 ms\)/],
+    [{ lockDuration: 1000, heartbeatInterval: 5000 }, /shorter than lockDuration/],
+    [{ concurrency: 0 }, /concurrency/],
+    [{ concurrency: -1 }, /concurrency/],
+    [{ concurrency: 2.5 }, /concurrency/],
+    [{ closeTimeout: 0 }, /closeTimeout/],
+    [{ closeTimeout: -1 }, /closeTimeout/],
+    [{ prefix: 'a{b}' }, /prefix/],
+    [{ lockDuraton: 5000 }, /unknown Worker option "lockDuraton" \(did you mean "lockDuration"\?\)/],
+    [{ connection: 'http://example' }, /redis:\/\//],
+  ])('Worker rejects %j', async (options, message) => {
+    const err = await rejects(String(options.connection ? 'ERR_CONNECTION' : 'ERR_OPTIONS'), () => new Worker('q', proc, { connection: redis.client, ...options }))
+    expect(err.message).toMatch(message)
+  })
+
+  it('Worker rejects a processor that is not a function', async () => {
+    await rejects('ERR_OPTIONS', () => new Worker('q', 'nope' as never, { connection: redis.client }))
+  })
+
+  it.each([
+    [{ attempts: 0 }, /attempts/],
+    [{ attempts: 1.5 }, /attempts/],
+    [{ attempt: 3 }, /did you mean "attempts"/],
+  ])('add rejects %j', async (options, message) => {
+    const err = await rejects('ERR_OPTIONS', () => queue.add('x', {}, options as never))
+    expect(err.message).toMatch(message)
+  })
+
+  it.each([
+    [{ graceMs: -1 }, /graceMs/],
+    [{ limit: 0 }, /limit/],
+    [{ limit: 100_000 }, /limit/],
+    [{ grace: 5 }, /did you mean "graceMs"/],
+  ])('sweep rejects %j', async (options, message) => {
+    const err = await rejects('ERR_OPTIONS', () => sweep(redis.client, 'q', options as never))
+    expect(err.message).toMatch(message)
+  })
+
+  it.each([[{ maxDataBytes: 0 }], [{ prefix: '' }], [{ conection: 'redis://x' }]])('Queue rejects %j', async (options) => {
+    await rejects('ERR_OPTIONS', () => new Queue('q', options as never))
+  })
+
+  it('defaults: heartbeat is half the lease', async () => {
+    const { workerSettings, LOCK_DURATION_MS_DEFAULT } = await import('../lib/options.js')
+    expect(workerSettings({ lockDuration: 800 }).heartbeatInterval).toBe(400)
+    expect(workerSettings({}).lockDuration).toBe(LOCK_DURATION_MS_DEFAULT)
+    expect(workerSettings({}).heartbeatInterval).toBe(15_000)
+  })
+})

@@ -1,0 +1,202 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { EchoMQError, Queue, Worker, type Job } from '../lib/index.js'
+import { queueKeys } from '../lib/keys.js'
+import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { nextEvent, waitFor } from './helpers/wait.js'
+
+let redis: TestRedis
+let queue: Queue
+const workers: Worker[] = []
+const keys = queueKeys('emq', 'q')
+
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+beforeEach(async () => {
+  await redis.client.flushall()
+  queue = new Queue('q', { connection: redis.client })
+})
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.close()))
+})
+
+function worker<R>(processor: (job: Job, signal: AbortSignal) => Promise<R> | R, options: Record<string, unknown> = {}): Worker {
+  const w = new Worker('q', processor, { connection: redis.url, lockDuration: 400, heartbeatInterval: 100, closeTimeout: 300, ...options })
+  workers.push(w)
+  return w
+}
+
+/** A processor that holds each job until the test releases it. */
+function held() {
+  const releases = new Map<string, (value: unknown) => void>()
+  const processor = (job: Job) => new Promise((resolve) => releases.set(job.id, resolve))
+  return { processor, release: (id: string, value: unknown = 'ok') => releases.get(id)?.(value), has: (id: string) => releases.has(id) }
+}
+
+describe('worker: take, lease and heartbeat', () => {
+  it('takes a job with a lease set with PX holding its token, and the heartbeat renews it', async () => {
+    const hold = held()
+    const w = worker(hold.processor, { lockDuration: 600, heartbeatInterval: 150 })
+    const [job] = await Promise.all([nextEvent<[Job]>(w, 'active').then(([j]) => j), queue.add('send', { to: 'a@b.c' }, { jobId: 'a' })])
+
+    const token = await redis.client.get(keys.lock('a'))
+    const firstTtl = await redis.client.pttl(keys.lock('a'))
+    const firstDeadline = Number(await redis.client.zscore(keys.active, 'a'))
+    // Past several heartbeats and past the original lease: still held, deadline moved forward.
+    await waitFor(async () => Number(await redis.client.zscore(keys.active, 'a')) > firstDeadline + 700, { what: 'lease renewals' })
+
+    expect(job?.id).toBe('a')
+    expect(token).toMatch(new RegExp(`^${w.id}:1$`))
+    expect(firstTtl).toBeGreaterThan(0)
+    expect(firstTtl).toBeLessThanOrEqual(600)
+    expect(await redis.client.get(keys.lock('a'))).toBe(token)
+    expect(await redis.client.pttl(keys.lock('a'))).toBeGreaterThan(0)
+    hold.release('a')
+    await nextEvent(w, 'completed')
+    expect(await queue.getJob('a')).toMatchObject({ state: 'completed', returnValue: 'ok', attemptsMade: 1 })
+    expect(await redis.client.exists(keys.lock('a'))).toBe(0)
+  })
+
+  it('an idle worker blocks on Redis and wakes when a job is added', async () => {
+    const w = worker(() => 'done')
+    await waitFor(async () => (await redis.client.client('LIST')).toString().includes('cmd=bzpopmin'), { what: 'worker to block' })
+
+    const [[job]] = await Promise.all([nextEvent<[Job]>(w, 'completed'), queue.add('x', 1, { jobId: 'wake' })])
+
+    expect(job.id).toBe('wake')
+  })
+
+  it('one worker holding 200 jobs renews them with about one script call per tick', async () => {
+    const hold = held()
+    for (let i = 0; i < 200; i++) await queue.add('job', i, { jobId: `r${i}` })
+    const w = worker(hold.processor, { concurrency: 200, lockDuration: 2_000, heartbeatInterval: 200 })
+    await waitFor(async () => (await redis.client.zcard(keys.active)) === 200, { what: '200 jobs taken' })
+    await redis.client.config('RESETSTAT')
+    const since = Date.now()
+    const scriptCalls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0)
+
+    const calls = await waitFor(async () => ((await scriptCalls()) >= 5 ? scriptCalls() : false), { what: 'five heartbeat ticks' })
+    const elapsedTicks = (Date.now() - since) / 200
+    const renewals = Number(/cmdstat_set:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0)
+
+    expect(calls).toBeLessThanOrEqual(Math.ceil(elapsedTicks) + 1) // one script call per tick, not per job
+    expect(renewals).toBe(calls * 200) // each call renewed all 200 leases
+    for (let i = 0; i < 200; i++) hold.release(`r${i}`)
+    await waitFor(async () => (await queue.counts()).completed === 200, { what: 'all completed' })
+    expect(w.listenerCount('error')).toBe(0)
+  })
+})
+
+describe('worker: finishing', () => {
+  it('a processor error uses one attempt and returns the job to wait, then fails it on the last attempt', async () => {
+    const w = worker(() => {
+      throw new Error('boom')
+    })
+    const failures: Job[] = []
+    w.on('failed', (job: Job) => failures.push({ ...job }))
+
+    await queue.add('x', {}, { jobId: 'f', attempts: 2 })
+    await waitFor(() => failures.length === 2, { what: 'two failures' })
+
+    expect(failures.map((j) => j.state)).toEqual(['wait', 'failed'])
+    expect(await queue.getJob('f')).toMatchObject({ state: 'failed', attemptsMade: 2, attemptsStarted: 2, failedReason: 'boom' })
+    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 0, failed: 1 })
+  })
+
+  it('a result that is not JSON fails the attempt with a clear reason', async () => {
+    worker(() => ({ big: 1n }))
+    await queue.add('x', {}, { jobId: 'bad-result', attempts: 1 })
+    await waitFor(async () => (await queue.getJob('bad-result'))?.state === 'failed', { what: 'job failed' })
+    expect((await queue.getJob('bad-result'))?.failedReason).toMatch(/BigInt/)
+  })
+
+  it('a fenced-out worker cannot complete a job that another worker now holds', async () => {
+    // Worker A takes the job, then stops renewing (as if paused); the job is recovered and taken by B.
+    const holdA = held()
+    const a = worker(holdA.processor, { lockDuration: 200, heartbeatInterval: 100 })
+    await Promise.all([nextEvent(a, 'active'), queue.add('x', {}, { jobId: 'fenced' })])
+    const tokenA = await redis.client.get(keys.lock('fenced'))
+    await (a as unknown as { locks: { close(): Promise<void> } }).locks.close() // A's heartbeat stops
+    await waitFor(async () => (await redis.client.exists(keys.lock('fenced'))) === 0, { what: "A's lease to lapse" })
+    const { sweep } = await import('../lib/index.js')
+    await sweep(redis.client, 'q')
+    expect((await sweep(redis.client, 'q')).recovered).toEqual(['fenced'])
+    const holdB = held()
+    const b = worker(holdB.processor)
+    await nextEvent(b, 'active')
+    const tokenB = await redis.client.get(keys.lock('fenced'))
+
+    const lost = nextEvent<[Job, EchoMQError]>(a, 'lockLost')
+    holdA.release('fenced', 'from A')
+    const [, err] = await lost
+
+    expect(tokenB).not.toBe(tokenA)
+    expect(err).toBeInstanceOf(EchoMQError)
+    expect(err.code).toBe('ERR_LOCK_LOST')
+    expect(await queue.getJob('fenced')).toMatchObject({ state: 'active', attemptsMade: 1, attemptsStarted: 2 })
+    expect(await redis.client.get(keys.lock('fenced'))).toBe(tokenB)
+    holdB.release('fenced', 'from B')
+    await nextEvent(b, 'completed')
+    expect(await queue.getJob('fenced')).toMatchObject({ state: 'completed', returnValue: 'from B' })
+  })
+
+  it('a renewal that finds the job recovered aborts the signal and emits lockLost', async () => {
+    let signal: AbortSignal | undefined
+    const w = worker((_job, s) => {
+      signal = s
+      return new Promise((_resolve, reject) => s.addEventListener('abort', () => reject(s.reason)))
+    })
+    await Promise.all([nextEvent(w, 'active'), queue.add('x', {}, { jobId: 'stolen' })])
+    // Another party takes ownership away (as a recovery by a sweep would).
+    await redis.client.hset(keys.job('stolen'), 'token', 'someone-else')
+    await redis.client.del(keys.lock('stolen'))
+
+    const [job, err] = await nextEvent<[Job, EchoMQError]>(w, 'lockLost')
+
+    expect(job.id).toBe('stolen')
+    expect(err.code).toBe('ERR_LOCK_LOST')
+    expect(signal?.aborted).toBe(true)
+    expect((await queue.getJob('stolen'))?.state).toBe('active') // untouched by the fenced-out worker
+  })
+})
+
+describe('worker: close', () => {
+  it('waits for running jobs to finish', async () => {
+    const hold = held()
+    const w = worker(hold.processor, { closeTimeout: 10_000 })
+    await Promise.all([nextEvent(w, 'active'), queue.add('x', {}, { jobId: 'c1' })])
+
+    let closed = false
+    const closing = w.close().then(() => (closed = true))
+    await queue.add('x', {}, { jobId: 'c2' }) // not taken: the worker is closing
+    expect(closed).toBe(false)
+    hold.release('c1')
+    await closing
+
+    expect(await queue.getJob('c1')).toMatchObject({ state: 'completed' })
+    expect(await queue.getJob('c2')).toMatchObject({ state: 'wait', attemptsStarted: 0 })
+    expect(hold.has('c2')).toBe(false)
+    await w.close() // safe twice
+  })
+
+  it('aborts jobs still running after closeTimeout and returns them to wait without using an attempt', async () => {
+    let signal: AbortSignal | undefined
+    const w = worker((_job, s) => {
+      signal = s
+      return new Promise(() => undefined) // never finishes
+    }, { closeTimeout: 200 })
+    await Promise.all([nextEvent(w, 'active'), queue.add('x', {}, { jobId: 'slow', attempts: 1 })])
+
+    await w.close()
+
+    expect(signal?.aborted).toBe(true)
+    expect((signal?.reason as EchoMQError).code).toBe('ERR_CLOSED')
+    expect(await queue.getJob('slow')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1 })
+    expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual(['slow'])
+    expect(await queue.counts()).toMatchObject({ wait: 1, active: 0, stalled: 0 })
+    expect(await redis.client.exists(keys.lock('slow'))).toBe(0)
+  })
+})
