@@ -93,12 +93,17 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
     ...(parsed.password ? { password: parsed.password } : {}),
     ...(parsed.tls ? { tls: { ...(options.redisOptions?.tls ?? {}) } } : {}),
   }
-  if (parsed.cluster || options.cluster) {
-    return { client: new Cluster(parsed.nodes, { redisOptions: common }), owned: true }
-  }
   const node = parsed.nodes[0]
-  if (!node || parsed.nodes.length > 1) throw new EchoMQError('ERR_CONNECTION', `a non-cluster Redis URL names one host, got: ${JSON.stringify(redactUrl(url))}`)
-  return { client: new Redis({ ...common, host: node.host, port: node.port, db: parsed.db }), owned: true }
+  if (!(parsed.cluster || options.cluster) && (!node || parsed.nodes.length > 1)) {
+    throw new EchoMQError('ERR_CONNECTION', `a non-cluster Redis URL names one host, got: ${JSON.stringify(redactUrl(url))}`)
+  }
+  const client: RedisClient =
+    parsed.cluster || options.cluster
+      ? new Cluster(parsed.nodes, { redisOptions: common })
+      : new Redis({ ...common, host: node?.host ?? '127.0.0.1', port: node?.port ?? 6379, db: parsed.db })
+  // Failures reach callers as rejected commands; without a listener ioredis also prints each one.
+  client.on('error', () => undefined)
+  return { client, owned: true }
 }
 
 export async function closeConnection(conn: Connection): Promise<void> {

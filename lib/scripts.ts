@@ -25,7 +25,8 @@ function luaDir(): string {
   const candidates = [
     process.env.ECHOMQ_LUA_DIR,
     typeof import.meta.url === 'string' ? fileURLToPath(new URL('../lua/', import.meta.url)) : undefined,
-    path.join(process.env.LAMBDA_TASK_ROOT ?? process.cwd(), 'lua'),
+    process.env.LAMBDA_TASK_ROOT && path.join(process.env.LAMBDA_TASK_ROOT, 'lua'),
+    path.join(process.cwd(), 'lua'),
   ]
   for (const dir of candidates) if (dir && existsSync(path.join(dir, 'sweep-5.lua'))) return dir
   throw new EchoMQError('ERR_SCRIPT', `cannot find EchoMQ's lua/ directory (looked in ${candidates.filter(Boolean).join(', ')}); set ECHOMQ_LUA_DIR`)

@@ -107,7 +107,8 @@ describe('options', () => {
     [{ lockDuraton: 5000 }, /unknown Worker option "lockDuraton" \(did you mean "lockDuration"\?\)/],
     [{ connection: 'http://example' }, /redis:\/\//],
   ])('Worker rejects %j', async (options, message) => {
-    const err = await rejects(String(options.connection ? 'ERR_CONNECTION' : 'ERR_OPTIONS'), () => new Worker('q', proc, { connection: redis.client, ...options }))
+    const o = options as Record<string, unknown>
+    const err = await rejects(o.connection ? 'ERR_CONNECTION' : 'ERR_OPTIONS', () => new Worker('q', proc, { connection: redis.client, ...o }))
     expect(err.message).toMatch(message)
   })
 

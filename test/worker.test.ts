@@ -62,7 +62,7 @@ describe('worker: take, lease and heartbeat', () => {
 
   it('an idle worker blocks on Redis and wakes when a job is added', async () => {
     const w = worker(() => 'done')
-    await waitFor(async () => (await redis.client.client('LIST')).toString().includes('cmd=bzpopmin'), { what: 'worker to block' })
+    await waitFor(async () => String(await redis.client.call('CLIENT', 'LIST')).includes('cmd=bzpopmin'), { what: 'worker to block' })
 
     const [[job]] = await Promise.all([nextEvent<[Job]>(w, 'completed'), queue.add('x', 1, { jobId: 'wake' })])
 
