@@ -34,6 +34,16 @@ function luaDir(): string {
 
 let dir: string | undefined
 const cache = new Map<string, Script>()
+let wrap: ((lua: string) => string) | undefined
+
+/**
+ * Test hook: rewrites every script's source before it is hashed and run (the key guard in the tests uses
+ * it to fail any redis.call on a key not passed in KEYS). Clears the cache; pass undefined to remove it.
+ */
+export function setScriptWrapper(fn: ((lua: string) => string) | undefined): void {
+  wrap = fn
+  cache.clear()
+}
 
 export function loadScript(file: string): Script {
   const cached = cache.get(file)
@@ -42,9 +52,10 @@ export function loadScript(file: string): Script {
   const match = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file)
   if (!match?.[1] || !match[2]) throw new EchoMQError('ERR_SCRIPT', `script file ${file} is not named verb-N.lua`)
   const root = dir
-  const lua = readFileSync(path.join(root, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
+  const source = readFileSync(path.join(root, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
     readFileSync(path.join(root, 'includes', `${name}.lua`), 'utf8'),
   )
+  const lua = wrap ? wrap(source) : source
   const script = { name: match[1], fixedKeys: Number(match[2]), lua, sha: createHash('sha1').update(lua).digest('hex') }
   cache.set(file, script)
   return script
