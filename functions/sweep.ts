@@ -16,7 +16,7 @@ import { checkEvictionPolicy, connectReaper } from '../lib/reaper-connection.js'
 
 export type { ReaperSummary }
 
-const log: Log = (level, message, fields = {}) => {
+const jsonLog: Log = (level, message, fields = {}) => {
   const line = JSON.stringify({ level, message, ...fields })
   if (level === 'error') console.error(line)
   else console.log(line)
@@ -51,7 +51,8 @@ export interface SweepHandler {
   close(): Promise<void>
 }
 
-export function createHandler(env: Record<string, string | undefined> = process.env): SweepHandler {
+/** `log` replaces the JSON log lines (the echomq command prints its own tables). */
+export function createHandler(env: Record<string, string | undefined> = process.env, { log = jsonLog }: { log?: Log } = {}): SweepHandler {
   let container: Container | undefined
 
   const handler = async function handler(event: unknown, context?: Partial<Context>): Promise<ReaperSummary> {

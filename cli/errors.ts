@@ -1,0 +1,10 @@
+/** An error the command reports as a message, without a stack; `usage` errors exit 2, others 1. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly usage = false,
+  ) {
+    super(message)
+    this.name = 'CliError'
+  }
+}

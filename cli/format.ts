@@ -1,0 +1,53 @@
+/** Output helpers for the echomq command: aligned tables, and a spinner on stderr for slow steps. */
+
+export function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))]
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)))
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.slice(1).map(line)].join('\n')
+}
+
+export interface Spinner {
+  text(message: string): void
+  stop(): void
+}
+
+const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']
+
+/** A spinner on stderr while `message` runs; silent when stderr is not a terminal or output is JSON. */
+export function spinner(message: string, enabled = Boolean(process.stderr.isTTY)): Spinner {
+  if (!enabled) return { text: () => undefined, stop: () => undefined }
+  let current = message
+  let frame = 0
+  const draw = () => process.stderr.write(`\r\x1b[2K${FRAMES[frame++ % FRAMES.length]} ${current}`)
+  draw()
+  const timer = setInterval(draw, 80)
+  return {
+    text(next) {
+      current = next
+    },
+    stop() {
+      clearInterval(timer)
+      process.stderr.write('\r\x1b[2K')
+    },
+  }
+}
+
+/** Runs `fn` under a spinner. */
+export async function withSpinner<T>(message: string, enabled: boolean, fn: (s: Spinner) => Promise<T>): Promise<T> {
+  const s = spinner(message, enabled)
+  try {
+    return await fn(s)
+  } finally {
+    s.stop()
+  }
+}
+
+/** "10s", "500ms", "2m" or a plain number of ms. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim())
+  if (!m?.[1]) return undefined
+  const factor = m[2] === 's' ? 1000 : m[2] === 'm' ? 60_000 : 1
+  const ms = Math.round(Number(m[1]) * factor)
+  return ms > 0 ? ms : undefined
+}

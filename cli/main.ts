@@ -1,0 +1,340 @@
+/**
+ * The `echomq` command: demo, race, sweep, stats, inspect. Tables by default, `--json` for scripts,
+ * `--help` on every command. Redis: --redis-url, then REDIS_URL, then the local default (demo and race
+ * start their own redis-server; the others use redis://127.0.0.1:6379). Exit codes: 0 success, 1 failure,
+ * 2 bad usage or input.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { Redis } from 'ioredis'
+import { createHandler } from '../functions/sweep.js'
+import { EchoMQError } from '../lib/errors.js'
+import { REDIS_URL_DEFAULT, parseRedisUrl, redactUrl } from '../lib/connection.js'
+import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from '../lib/options.js'
+import type { ReaperSummary } from '../lib/reaper.js'
+import { runDemo, WORKER_NAMES, type Role } from './demo.js'
+import { CliError } from './errors.js'
+import { parseDuration, spinner, table, withSpinner } from './format.js'
+import { inspect, stats } from './inspect.js'
+import { startLocalRedis } from './local-redis.js'
+import { runRace, type RaceSide } from './race.js'
+
+type Options = NonNullable<ParseArgsConfig['options']>
+
+const COMMON: Options = {
+  'redis-url': { type: 'string' },
+  prefix: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+}
+const COMMON_HELP = `  --redis-url <url>   Redis to use (default: REDIS_URL, then the local default)
+  --prefix <prefix>   key prefix (default: ${PREFIX_DEFAULT})
+  --json              print JSON instead of tables
+  -h, --help          show this help`
+
+interface Command {
+  summary: string
+  usage: string
+  options: Options
+  positionals?: number
+  run(values: Record<string, unknown>, positionals: string[]): Promise<void>
+}
+
+const out = (text: string): void => void process.stdout.write(`${text}\n`)
+
+function redisUrl(values: Record<string, unknown>): string | undefined {
+  const url = (values['redis-url'] as string | undefined) ?? process.env.REDIS_URL
+  if (url === undefined || url === '') return undefined
+  try {
+    parseRedisUrl(url)
+  } catch (err) {
+    throw new CliError((err as Error).message, true)
+  }
+  return url
+}
+
+function prefixOf(values: Record<string, unknown>): string {
+  try {
+    return validatePrefix((values.prefix as string | undefined) ?? PREFIX_DEFAULT)
+  } catch (err) {
+    throw new CliError((err as Error).message, true)
+  }
+}
+
+function queueNames(list: unknown): string[] | undefined {
+  const names = ((list as string[] | undefined) ?? []).flatMap((q) => q.split(',')).map((q) => q.trim()).filter(Boolean)
+  if (names.length === 0) return undefined
+  try {
+    return names.map((q) => validateQueueName(q))
+  } catch (err) {
+    throw new CliError((err as Error).message, true)
+  }
+}
+
+function positiveInt(values: Record<string, unknown>, name: string, fallback: number, max: number): number {
+  const raw = values[name] as string | undefined
+  if (raw === undefined) return fallback
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) throw new CliError(`--${name} expects an integer from 1 to ${max}, got: ${raw}`, true)
+  return Number(raw)
+}
+
+async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: (n) => (n > 2 ? null : 100) })
+  let lastError: Error | undefined
+  client.on('error', (err: Error) => (lastError = err))
+  try {
+    return await fn(client)
+  } catch (err) {
+    if (err instanceof EchoMQError || err instanceof CliError) throw err
+    throw new CliError(`Redis at ${redactUrl(url)} is unreachable: ${(lastError ?? (err as Error)).message}`)
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** The Redis for demo and race: the given one, or a private redis-server started for the run. */
+async function withDemoRedis<T>(values: Record<string, unknown>, fn: (url: string, own: boolean) => Promise<T>): Promise<T> {
+  const given = redisUrl(values)
+  if (given) return fn(given, false)
+  const local = await startLocalRedis()
+  try {
+    return await fn(local.url, true)
+  } finally {
+    await local.stop()
+  }
+}
+
+function workerList(raw: unknown, flag: string): string[] {
+  const list = ((raw as string[] | undefined) ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean)
+  for (const w of list) if (!(WORKER_NAMES as readonly string[]).includes(w)) throw new CliError(`--${flag} takes worker names ${WORKER_NAMES.join(', ')}, got: ${w}`, true)
+  return list
+}
+
+const commands: Record<string, Command> = {
+  demo: {
+    summary: 'crash, pause and sweep real worker processes, with a readout after each sweep',
+    usage: `echomq demo [--kill w1] [--pause w2] [--jobs 2] [--lease 1000]
+
+Starts three worker processes (w1, w2, w3) holding a few jobs each. By default w1 is killed (SIGKILL),
+w2 is paused (SIGSTOP) past its lease and resumed (SIGCONT) before the second sweep, and w3 stays healthy;
+one of the killed worker's jobs is on its last attempt. Then sweep 1 and sweep 2, each with a readout.
+Without --redis-url or REDIS_URL it starts its own redis-server in a temporary directory.
+
+  --kill <w,...>      workers to kill (default w1; "none" for none)
+  --pause <w,...>     workers to pause (default w2; "none" for none)
+  --jobs <n>          jobs per worker (default 2)
+  --lease <ms>        lease duration of the workers (default 1000)`,
+    options: { kill: { type: 'string', multiple: true }, pause: { type: 'string', multiple: true }, jobs: { type: 'string' }, lease: { type: 'string' } },
+    async run(values) {
+      const none = (v: unknown) => Array.isArray(v) && v.length === 1 && v[0] === 'none'
+      const kill = none(values.kill) ? [] : values.kill ? workerList(values.kill, 'kill') : ['w1']
+      const pause = none(values.pause) ? [] : values.pause ? workerList(values.pause, 'pause') : ['w2']
+      const both = kill.filter((w) => pause.includes(w))
+      if (both.length > 0) throw new CliError(`a worker cannot be both killed and paused: ${both.join(', ')}`, true)
+      const roles: Record<string, Role> = Object.fromEntries(WORKER_NAMES.map((w) => [w, kill.includes(w) ? 'killed' : pause.includes(w) ? 'paused' : 'healthy']))
+      const jobsPerWorker = positiveInt(values, 'jobs', 2, 50)
+      const leaseMs = positiveInt(values, 'lease', 1000, 60_000)
+      if (leaseMs < 200) throw new CliError('--lease must be at least 200 ms', true)
+      const json = values.json as boolean
+      const jobs = await withDemoRedis(values, async (url, ownRedis) => {
+        if (!json) out(ownRedis ? `Started a private redis-server at ${url}` : `Using Redis at ${redactUrl(url)}`)
+        const spin = spinner('starting', !json && Boolean(process.stderr.isTTY))
+        try {
+          return await runDemo({ redisUrl: url, ownRedis, roles, jobsPerWorker, leaseMs, say: json ? () => undefined : (t) => (spin.text(''), out(t)), progress: (t) => spin.text(t) })
+        } finally {
+          spin.stop()
+        }
+      })
+      if (json) out(JSON.stringify({ jobs: jobs.map(({ id, worker, sweep1, sweep2, attemptsMade }) => ({ id, worker, sweep1, sweep2, attemptsMade })) }))
+    },
+  },
+  race: {
+    summary: 'overlapping app-side checkers against overlapping atomic sweeps',
+    usage: `echomq race [--jobs 1000] [--sweepers 8]
+
+Builds the same crashed-worker state twice. Runs N overlapping app-side checkers (the unsafe Go-port
+algorithm: list active, EXISTS lock, remove, push, attempts +1 client-side, separate round trips) on one
+copy and N overlapping atomic sweeps on the other, then counts recoveries per job.
+Without --redis-url or REDIS_URL it starts its own redis-server.
+
+  --jobs <n>          stalled jobs (default 1000)
+  --sweepers <n>      overlapping checkers / sweeps (default 8)`,
+    options: { jobs: { type: 'string' }, sweepers: { type: 'string' } },
+    async run(values) {
+      const jobs = positiveInt(values, 'jobs', 1000, 1_000_000)
+      const sweepers = positiveInt(values, 'sweepers', 8, 256)
+      const json = values.json as boolean
+      const prefix = `emq-race-${process.pid}`
+      const report = await withDemoRedis(values, (url, own) =>
+        withSpinner('race', !json, async (s) => {
+          try {
+            return await runRace(url, jobs, sweepers, prefix, (t) => s.text(t))
+          } finally {
+            if (!own) await withClient(url, (c) => deletePrefix(c, prefix))
+          }
+        }),
+      )
+      if (json) return out(JSON.stringify(report))
+      const row = (label: string, pick: (s: RaceSide) => number) => [label, pick(report.appSide), pick(report.atomic)]
+      out(
+        table(['', 'app-side checkers (unsafe)', 'atomic sweep'], [
+          row('jobs stalled', (s) => s.stalled),
+          row('recoveries', (s) => s.recoveries),
+          row('jobs recovered more than once (extra recoveries)', (s) => s.duplicates),
+          row('duplicate entries in wait', (s) => s.waitDuplicates),
+          row('attempts mis-incremented', (s) => s.attemptsWrong),
+        ]),
+      )
+    },
+  },
+  sweep: {
+    summary: 'run the reaper (the Lambda handler\u2019s code path) once or on an interval',
+    usage: `echomq sweep [--queue q ...] [--every 10s] [--times n] [--grace 15000] [--metrics off]
+
+Runs the same code as the Lambda handler, for hosts without Lambda (cron, a Kubernetes CronJob).
+Other settings come from the same environment variables as the Lambda (see README).
+
+  --queue <q>         queue to sweep (repeatable or comma list; default: every registered queue)
+  --every <duration>  sweep on an interval (10s, 500ms, 1m) until interrupted
+  --times <n>         with --every: stop after n runs
+  --grace <ms>        SWEEP_GRACE_MS: minimum age of a mark before recovery (default 15000)
+  --metrics <mode>    api | emf | off (default: METRICS_MODE, else off)`,
+    options: { queue: { type: 'string', multiple: true }, every: { type: 'string' }, times: { type: 'string' }, grace: { type: 'string' }, metrics: { type: 'string' } },
+    async run(values) {
+      const url = redisUrl(values) ?? REDIS_URL_DEFAULT
+      const queues = queueNames(values.queue)
+      const every = values.every === undefined ? undefined : parseDuration(values.every as string)
+      if (values.every !== undefined && every === undefined) throw new CliError(`--every expects a duration such as 10s or 500ms, got: ${values.every}`, true)
+      const times = every === undefined ? 1 : positiveInt(values, 'times', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
+      const json = values.json as boolean
+      const env = {
+        ...process.env,
+        REDIS_URL: url,
+        PREFIX: prefixOf(values),
+        METRICS_MODE: (values.metrics as string | undefined) ?? process.env.METRICS_MODE ?? 'off',
+        ...(queues ? { QUEUES: queues.join(',') } : {}),
+        ...(values.grace !== undefined ? { SWEEP_GRACE_MS: values.grace as string } : {}),
+      }
+      const handler = createHandler(env, { log: (level, message, fields) => level !== 'info' && process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`) })
+      let stop = false
+      const interrupt = () => (stop = true)
+      process.once('SIGINT', interrupt)
+      process.once('SIGTERM', interrupt)
+      try {
+        for (let n = 0; n < times && !stop; n++) {
+          if (n > 0) await new Promise((resolve) => setTimeout(resolve, every))
+          let summary: ReaperSummary
+          try {
+            summary = await withSpinner('sweeping', !json, () => handler({}))
+          } catch (err) {
+            if (err instanceof EchoMQError && err.code === 'ERR_CONFIG') throw new CliError(err.message, true)
+            throw err
+          }
+          if (json) out(JSON.stringify(summary))
+          else {
+            out(`${new Date().toISOString()}  sweep of ${Object.keys(summary.queues).length} queue(s)`)
+            out(table(['queue', 'marked', 'recovered', 'failed', 'error'], Object.entries(summary.queues).map(([q, r]) => [q, r.marked, r.recovered, r.failed, r.error ?? ''])))
+          }
+          if (Object.values(summary.queues).some((r) => r.error)) process.exitCode = 1
+        }
+      } finally {
+        process.off('SIGINT', interrupt)
+        process.off('SIGTERM', interrupt)
+        await handler.close()
+      }
+    },
+  },
+  stats: {
+    summary: 'wait / active / stalled / completed / failed per queue',
+    usage: `echomq stats [--queue q ...]
+
+  --queue <q>         queue to show (repeatable or comma list; default: every registered queue)`,
+    options: { queue: { type: 'string', multiple: true } },
+    async run(values) {
+      const url = redisUrl(values) ?? REDIS_URL_DEFAULT
+      const queues = queueNames(values.queue)
+      const result = await withClient(url, (c) => stats(c, prefixOf(values), queues))
+      if (values.json) return out(JSON.stringify(result))
+      const rows = Object.entries(result).map(([q, c]) => [q, c.wait, c.active, c.stalled, c.completed, c.failed])
+      out(rows.length === 0 ? 'no queues registered' : table(['queue', 'wait', 'active', 'stalled', 'completed', 'failed'], rows))
+    },
+  },
+  inspect: {
+    summary: 'in-flight jobs with their leases, and failed jobs with their reasons',
+    usage: `echomq inspect <queue> [--limit 50]
+
+  --limit <n>         rows per section (default 50)`,
+    options: { limit: { type: 'string' } },
+    positionals: 1,
+    async run(values, positionals) {
+      const [queue] = queueNames(positionals) ?? []
+      if (!queue) throw new CliError('inspect needs a queue name: echomq inspect <queue>', true)
+      const limit = positiveInt(values, 'limit', 50, 10_000)
+      const url = redisUrl(values) ?? REDIS_URL_DEFAULT
+      const result = await withClient(url, (c) => inspect(c, prefixOf(values), queue, limit))
+      if (values.json) return out(JSON.stringify(result))
+      const c = result.counts
+      out(`${queue}: wait ${c.wait}, active ${c.active}, stalled ${c.stalled}, completed ${c.completed}, failed ${c.failed}\n`)
+      out('in flight (earliest lease deadline first)')
+      out(table(['job', 'name', 'lease', 'marked', 'attempts'], result.inFlight.map((j) => [j.id, j.name, j.leaseMsLeft === null ? 'lapsed' : `${j.leaseMsLeft} ms left`, j.marked ? 'yes' : 'no', `${j.attemptsMade}/${j.attempts}`])))
+      out('\nfailed (most recent first)')
+      out(table(['job', 'name', 'attempts', 'reason'], result.failed.map((j) => [j.id, j.name, j.attemptsMade, j.failedReason])))
+    },
+  },
+}
+
+async function deletePrefix(client: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    cursor = next
+    if (keys.length > 0) await client.del(...keys)
+  } while (cursor !== '0')
+}
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(commands).map((c) => c.length))
+  return `echomq: stalled-job recovery for Redis job queues
+
+Usage: echomq <command> [options]
+
+Commands:
+${Object.entries(commands)
+  .map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`)
+  .join('\n')}
+
+Run "echomq <command> --help" for a command's options.`
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    out(mainHelp())
+    return name === undefined ? 2 : 0
+  }
+  const command = commands[name]
+  if (!command) {
+    process.stderr.write(`echomq: unknown command "${name}"\n\n${mainHelp()}\n`)
+    return 2
+  }
+  try {
+    let parsed: ReturnType<typeof parseArgs>
+    try {
+      parsed = parseArgs({ args: rest, options: { ...COMMON, ...command.options }, allowPositionals: true, strict: true })
+    } catch (err) {
+      throw new CliError((err as Error).message, true)
+    }
+    const { values, positionals } = parsed
+    if (values.help) {
+      out(`Usage: ${command.usage}\n\nCommon options:\n${COMMON_HELP}`)
+      return 0
+    }
+    if (positionals.length > (command.positionals ?? 0)) throw new CliError(`unexpected argument: ${positionals[command.positionals ?? 0]}`, true)
+    await command.run(values, positionals)
+    return typeof process.exitCode === 'number' ? process.exitCode : 0
+  } catch (err) {
+    const usage = err instanceof CliError && err.usage
+    const inputError = err instanceof EchoMQError && ['ERR_QUEUE_NAME', 'ERR_JOB_ID', 'ERR_OPTIONS', 'ERR_CONFIG'].includes(err.code)
+    process.stderr.write(`echomq ${name}: ${(err as Error).message}\n${usage || inputError ? `Run "echomq ${name} --help" for usage.\n` : ''}`)
+    return usage || inputError ? 2 : 1
+  }
+}
