@@ -1,0 +1,207 @@
+/**
+ * Property-based hostile input: queue names, job ids, job data, options, environment configuration and
+ * Lambda events are each accepted, or rejected with an EchoMQError and a code while Redis stays unchanged.
+ */
+import fc from 'fast-check'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createHandler } from '../functions/sweep.js'
+import { EchoMQError, Queue, sweep, Worker } from '../lib/index.js'
+import { addSettings, sweepSettings, workerSettings } from '../lib/options.js'
+import { readReaperConfig } from '../lib/reaper-config.js'
+import { crashedJobs } from './helpers/queue-state.js'
+import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { snapshot } from './helpers/snapshot.js'
+
+let redis: TestRedis
+let queue: Queue
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+beforeEach(async () => {
+  await redis.client.flushall()
+  queue = new Queue('q', { connection: redis.client, maxDataBytes: 4096 })
+  await crashedJobs(redis.client, 'q', 2)
+})
+
+const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/
+const JOB_ID = /^[A-Za-z0-9._-]{1,128}$/
+const RESERVED = ['wait', 'active', 'stalled', 'completed', 'failed', 'marker']
+const runs = { numRuns: 150 }
+
+/** Runs `call`; on rejection, asserts an EchoMQError with one of `codes` and an unchanged Redis. */
+async function acceptedOrRejected(call: () => unknown, codes: string[]): Promise<'accepted' | 'rejected'> {
+  const before = await snapshot(redis.client)
+  try {
+    await call()
+    return 'accepted'
+  } catch (err) {
+    expect(err).toBeInstanceOf(EchoMQError)
+    expect(codes).toContain((err as EchoMQError).code)
+    expect(await snapshot(redis.client)).toEqual(before)
+    return 'rejected'
+  }
+}
+
+const nameLike = fc.oneof(
+  fc.string({ maxLength: 140 }),
+  fc.string({ unit: fc.constantFrom(...'abcXYZ019._:-{} /\\\n\u00e9*?[]'.split('')), maxLength: 140 }),
+  fc.constantFrom(...RESERVED, '', 'x'.repeat(128), 'x'.repeat(129), 'a:b', '{q}'),
+)
+
+describe('queue names', () => {
+  it('Queue and sweep accept exactly [A-Za-z0-9._:-]{1,128}', async () => {
+    await fc.assert(
+      fc.asyncProperty(nameLike, async (name) => {
+        const outcome = await acceptedOrRejected(() => sweep(redis.client, name), ['ERR_QUEUE_NAME'])
+        expect(outcome === 'accepted').toBe(QUEUE_NAME.test(name))
+        let constructed = false
+        try {
+          new Queue(name, { connection: redis.client })
+          constructed = true
+        } catch (err) {
+          expect((err as EchoMQError).code).toBe('ERR_QUEUE_NAME')
+        }
+        expect(constructed).toBe(QUEUE_NAME.test(name))
+      }),
+      runs,
+    )
+  })
+})
+
+describe('job ids', () => {
+  it('add accepts exactly [A-Za-z0-9._-]{1,128} minus the queue\u2019s own key names', async () => {
+    await fc.assert(
+      fc.asyncProperty(nameLike, async (id) => {
+        const valid = JOB_ID.test(id) && !RESERVED.includes(id)
+        const outcome = await acceptedOrRejected(() => queue.add('x', { id }, { jobId: id }), ['ERR_JOB_ID'])
+        expect(outcome === 'accepted').toBe(valid)
+        if (valid) expect((await queue.getJob(id))?.id).toBe(id)
+      }),
+      runs,
+    )
+  })
+})
+
+describe('job data', () => {
+  const hostile = fc.oneof(
+    fc.jsonValue(),
+    fc.anything(),
+    fc.bigInt().map((n) => ({ n })),
+    fc.constant(undefined),
+    fc.constant(() => 1),
+    fc.string({ minLength: 4000, maxLength: 5000 }),
+  )
+  it('JSON data within maxDataBytes round-trips; anything else is rejected with ERR_JOB_DATA', async () => {
+    await fc.assert(
+      fc.asyncProperty(hostile, async (data) => {
+        let json: string | undefined
+        try {
+          json = JSON.stringify(data)
+        } catch {
+          json = undefined
+        }
+        const fits = json !== undefined && Buffer.byteLength(json) <= 4096
+        const outcome = await acceptedOrRejected(() => queue.add('x', data), ['ERR_JOB_DATA'])
+        expect(outcome === 'accepted').toBe(fits)
+      }),
+      runs,
+    )
+  })
+
+  it('stored data equals its JSON round trip', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.jsonValue({ maxDepth: 4 }), async (data) => {
+        const job = await queue.add('x', data)
+        expect((await queue.getJob(job.id))?.data).toEqual(JSON.parse(JSON.stringify(data)))
+      }),
+      { numRuns: 100 },
+    )
+  })
+})
+
+describe('options', () => {
+  const value = fc.oneof(fc.integer({ min: -5, max: 100_000 }), fc.double(), fc.string({ maxLength: 5 }), fc.constant(null), fc.boolean(), fc.constant(undefined))
+  const known = ['concurrency', 'lockDuration', 'heartbeatInterval', 'closeTimeout', 'prefix', 'attempts', 'graceMs', 'limit']
+  const options = fc.dictionary(fc.oneof(fc.constantFrom(...known), fc.string({ maxLength: 8 })), value, { maxKeys: 4 })
+
+  it('validators return settings or throw ERR_OPTIONS, nothing else', () => {
+    fc.assert(
+      fc.property(options, (o) => {
+        for (const validate of [workerSettings, addSettings, sweepSettings]) {
+          try {
+            validate(o)
+          } catch (err) {
+            expect(err).toBeInstanceOf(EchoMQError)
+            expect(['ERR_OPTIONS', 'ERR_JOB_ID']).toContain((err as EchoMQError).code)
+          }
+        }
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it('a Worker with rejected options writes nothing to Redis', async () => {
+    await fc.assert(
+      fc.asyncProperty(options, async (o) => {
+        const outcome = await acceptedOrRejected(() => workerSettings(o) && new Worker('q', () => 1, { ...o, connection: redis.client }).close(), ['ERR_OPTIONS'])
+        if (outcome === 'accepted') expect(() => workerSettings(o)).not.toThrow()
+      }),
+      { numRuns: 60 },
+    )
+  })
+})
+
+describe('environment configuration', () => {
+  const names = ['REDIS_URL', 'REDIS_CLUSTER', 'REDIS_TIMEOUT_MS', 'QUEUES', 'PREFIX', 'SWEEPS_PER_INVOCATION', 'SWEEP_INTERVAL_MS', 'SWEEP_GRACE_MS', 'SWEEP_CONCURRENCY', 'SWEEP_LIMIT', 'METRICS_MODE', 'METRICS_NAMESPACE']
+  const raw = fc.oneof(fc.string({ maxLength: 12 }), fc.integer({ min: -10, max: 10_000_000 }).map(String), fc.constantFrom('true', 'false', 'api', 'emf', 'off', 'redis://h:1', 'rediss://u:p@h:2/3', 'a,b'))
+  it('is read into a config or rejected with ERR_CONFIG naming the variable', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom(...names), raw, { maxKeys: 5 }), (env) => {
+        try {
+          readReaperConfig(env)
+        } catch (err) {
+          expect(err).toBeInstanceOf(EchoMQError)
+          expect((err as EchoMQError).code).toBe('ERR_CONFIG')
+          expect(names.some((n) => (err as Error).message.startsWith(`${n}:`))).toBe(true)
+        }
+      }),
+      { numRuns: 1000 },
+    )
+  })
+})
+
+describe('Lambda events', () => {
+  it('any event is swept or rejected with ERR_EVENT, and a rejected one changes nothing', async () => {
+    vi.spyOn(console, 'log').mockImplementation(() => undefined)
+    vi.spyOn(console, 'error').mockImplementation(() => undefined)
+    const handler = createHandler({ REDIS_URL: redis.url, METRICS_MODE: 'off', SWEEP_GRACE_MS: '3600000' })
+    const event = fc.oneof(fc.anything(), fc.record({ queues: fc.array(nameLike, { maxLength: 3 }) }), fc.constant({ 'detail-type': 'Scheduled Event', source: 'aws.events' }))
+    await fc.assert(
+      fc.asyncProperty(event, async (e) => {
+        await acceptedOrRejected(() => handler(e, { getRemainingTimeInMillis: () => 50_000 }), ['ERR_EVENT'])
+      }),
+      { numRuns: 100 },
+    )
+    await handler.close()
+    vi.restoreAllMocks()
+  })
+})
+
+describe('keys of the wrong type', () => {
+  it('give a clear error for that queue only', async () => {
+    const other = new Queue('other', { connection: redis.client })
+    await redis.client.set('emq:{bad}:wait', 'not a list')
+    const bad = new Queue('bad', { connection: redis.client })
+
+    const err = await bad.add('x', {}).catch((e: unknown) => e)
+
+    expect(err).toBeInstanceOf(EchoMQError)
+    expect((err as EchoMQError).code).toBe('ERR_WRONG_TYPE')
+    expect((err as Error).message).toMatch(/queue bad|bad:/)
+    await expect(other.add('x', {})).resolves.toMatchObject({ state: 'wait' })
+    await expect(bad.counts()).rejects.toMatchObject({ code: 'ERR_WRONG_TYPE' })
+  })
+})
