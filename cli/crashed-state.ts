@@ -31,12 +31,13 @@ export async function buildCrashedState(
     ])) as unknown[]
     taken += reply.length
   }
-  // Jobs are taken in the order they were added, so the last id's lease is the last to expire.
-  const last = keys.lock(ids.at(-1) ?? '')
   const deadline = Date.now() + leaseMs + 5_000
-  while ((await client.exists(last)) === 1) {
-    if (Date.now() > deadline) throw new Error('crashed leases did not expire')
-    await new Promise((resolve) => setTimeout(resolve, Math.min(leaseMs, 20)))
+  for (let i = 0; i < n; i += 500) {
+    const locks = ids.slice(i, i + 500).map((id) => keys.lock(id))
+    while ((await client.exists(...locks)) > 0) {
+      if (Date.now() > deadline) throw new Error('crashed leases did not expire')
+      await new Promise((resolve) => setTimeout(resolve, Math.min(leaseMs, 20)))
+    }
   }
   return ids
 }
