@@ -203,4 +203,16 @@ describe('handler: failures', () => {
     await redis.client.config('SET', 'maxmemory-policy', 'noeviction')
     expect(logs.filter((l) => l.includes('maxmemory-policy is allkeys-lru'))).toHaveLength(1)
   })
+
+  it('a managed Redis that refuses CONFIG is handled: a note, and the sweep goes on', async () => {
+    const managed = await startRedis(['--rename-command', 'CONFIG', ''])
+    const handler = createHandler({ REDIS_URL: managed.url, METRICS_MODE: 'off', QUEUES: 'a' })
+    try {
+      expect(await handler({}, context)).toEqual({ sweeps: 1, queues: { a: { marked: 0, recovered: 0, failed: 0 } } })
+      expect(logs.some((l) => l.includes('could not read maxmemory-policy'))).toBe(true)
+    } finally {
+      await handler.close()
+      await managed.stop()
+    }
+  })
 })
