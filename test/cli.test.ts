@@ -1,10 +1,10 @@
 /** The echomq command, run as a real process: output and exit codes. */
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Queue } from '../lib/index.js'
 import { crashedJobs } from './helpers/queue-state.js'
-import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { useRedis } from './helpers/redis-server.js'
 
 const BIN = new URL('../bin/echomq.js', import.meta.url).pathname
 const exec = promisify(execFile)
@@ -20,16 +20,7 @@ async function echomq(args: string[], env: Record<string, string | undefined> = 
   }
 }
 
-let redis: TestRedis
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
-beforeEach(async () => {
-  await redis.client.flushall()
-})
+const redis = useRedis()
 
 describe('echomq demo', () => {
   it('plays the scene: killed worker\u2019s jobs recovered, paused worker\u2019s left alone, last attempt failed', async () => {

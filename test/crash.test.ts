@@ -1,24 +1,17 @@
 /** Real worker processes killed with SIGKILL and paused with SIGSTOP, swept by the two-phase sweep. */
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
+import { afterEach, beforeEach, expect, it } from 'vitest'
 import { Queue, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from './helpers/worker-process.js'
 
-let redis: TestRedis
+const redis = useRedis()
 let queue: Queue
 const children: WorkerProcess[] = []
 const keys = queueKeys('emq', 'q')
 
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
 beforeEach(async () => {
-  await redis.client.flushall()
   queue = new Queue('q', { connection: redis.client })
 })
 afterEach(async () => {

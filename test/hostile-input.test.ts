@@ -3,25 +3,18 @@
  * Lambda events are each accepted, or rejected with an EchoMQError and a code while Redis stays unchanged.
  */
 import fc from 'fast-check'
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue, sweep, Worker } from '../lib/index.js'
 import { addSettings, sweepSettings, workerSettings } from '../lib/options.js'
 import { readReaperConfig } from '../lib/reaper-config.js'
 import { crashedJobs } from './helpers/queue-state.js'
-import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 
-let redis: TestRedis
+const redis = useRedis()
 let queue: Queue
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
 beforeEach(async () => {
-  await redis.client.flushall()
   queue = new Queue('q', { connection: redis.client, maxDataBytes: 4096 })
   await crashedJobs(redis.client, 'q', 2)
 })

@@ -1,23 +1,16 @@
 /** The Lambda handler against real Redis: two invocations recover a crashed worker's jobs, and more. */
 import { createServer, type Server } from 'node:net'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
 import { crashedJobs } from './helpers/queue-state.js'
-import { freePort, startRedis, type TestRedis } from './helpers/redis-server.js'
+import { freePort, startRedis, useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 
-let redis: TestRedis
+const redis = useRedis()
 let logs: string[]
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
 beforeEach(async () => {
-  await redis.client.flushall()
   logs = []
   const capture = (...args: unknown[]) => void logs.push(args.map(String).join(' '))
   vi.spyOn(console, 'log').mockImplementation(capture)

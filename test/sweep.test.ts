@@ -1,20 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Queue, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
 import { runScript, scripts } from '../lib/scripts.js'
 import { crashedJobs } from './helpers/queue-state.js'
-import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { useRedis } from './helpers/redis-server.js'
 
-let redis: TestRedis
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
-beforeEach(async () => {
-  await redis.client.flushall()
-})
+const redis = useRedis()
 
 const keys = queueKeys('emq', 'q')
 

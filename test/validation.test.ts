@@ -1,19 +1,12 @@
 /** Bad input gets an EchoMQError with a code, and nothing in Redis is changed. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { EchoMQError, Queue, Worker, sweep } from '../lib/index.js'
-import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 
-let redis: TestRedis
+const redis = useRedis()
 let queue: Queue
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
 beforeEach(async () => {
-  await redis.client.flushall()
   queue = new Queue('q', { connection: redis.client, maxDataBytes: 1024 })
   await queue.add('seed', { existing: true }, { jobId: 'seed' })
 })

@@ -1,22 +1,15 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { EchoMQError, Queue, Worker, type Job } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { useRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
-let redis: TestRedis
+const redis = useRedis()
 let queue: Queue
 const workers: Worker[] = []
 const keys = queueKeys('emq', 'q')
 
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
 beforeEach(async () => {
-  await redis.client.flushall()
   queue = new Queue('q', { connection: redis.client })
 })
 afterEach(async () => {

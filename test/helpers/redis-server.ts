@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
+import { afterAll, beforeAll, beforeEach } from 'vitest'
 import { waitFor } from './wait.js'
 
 export interface TestRedis {
@@ -65,4 +66,22 @@ export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * One private redis-server for a test file, started before its tests, flushed before each, stopped after.
+ * The returned object is filled in by the beforeAll hook.
+ */
+export function useRedis(extraArgs: string[] = []): TestRedis {
+  const holder = {} as TestRedis
+  beforeAll(async () => {
+    Object.assign(holder, await startRedis(extraArgs))
+  })
+  afterAll(async () => {
+    await holder.stop?.()
+  })
+  beforeEach(async () => {
+    await holder.client.flushall()
+  })
+  return holder
 }
