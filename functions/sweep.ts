@@ -6,8 +6,8 @@
  */
 import type { Context } from 'aws-lambda'
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
-import { closeConnection, openConnection, redactUrl, type Connection } from '../lib/connection.js'
-import { EchoMQError } from '../lib/errors.js'
+import { closeConnection, lastConnectionError, openConnection, redactUrl, type Connection } from '../lib/connection.js'
+import { EchoMQError, withLastError, withoutSecrets } from '../lib/errors.js'
 import { publishMetrics } from '../lib/metrics.js'
 import { validateQueueName } from '../lib/options.js'
 import { readReaperConfig, type ReaperConfig } from '../lib/reaper-config.js'
@@ -104,7 +104,8 @@ async function ping(redis: Connection, config: ReaperConfig): Promise<void> {
   try {
     await Promise.race([redis.client.ping(), timeout])
   } catch (err) {
-    throw new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(config.redisUrl)} is unreachable: ${(err as Error).message}`, { cause: err })
+    const message = withLastError((err as Error).message, lastConnectionError(redis.client))
+    throw new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(config.redisUrl)} is unreachable: ${message}`, { cause: withoutSecrets(err) })
   } finally {
     clearTimeout(timer)
   }

@@ -24,6 +24,13 @@ export interface Connection {
   owned: boolean
 }
 
+const lastErrors = new WeakMap<object, Error>()
+
+/** The last 'error' event of a client EchoMQ created (a TLS, DNS or auth failure that commands only see as retries). */
+export function lastConnectionError(client: RedisClient): Error | undefined {
+  return lastErrors.get(client)
+}
+
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z+]+:\/\/)([^@/]*)@/i, (_, scheme: string, auth: string) =>
     auth.includes(':') ? `${scheme}${auth.slice(0, auth.indexOf(':'))}:***@` : `${scheme}${auth}@`,
@@ -102,7 +109,7 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
       ? new Cluster(parsed.nodes, { redisOptions: common })
       : new Redis({ ...common, host: node?.host ?? '127.0.0.1', port: node?.port ?? 6379, db: parsed.db })
   // Failures reach callers as rejected commands; without a listener ioredis also prints each one.
-  client.on('error', () => undefined)
+  client.on('error', (err: Error) => void lastErrors.set(client, err))
   return { client, owned: true }
 }
 

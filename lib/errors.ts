@@ -30,10 +30,26 @@ export class EchoMQError extends Error {
 
 const CONNECTION_FAILURE = /connect|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|closed|timed? ?out|max retries|not writeable|NOAUTH|WRONGPASS|LOADING|CLUSTERDOWN|MASTERDOWN|READONLY/i
 
+/** ioredis attaches the failed command to reply errors (`err.command.args`); for AUTH and HELLO that is the password. */
+export function withoutSecrets<T>(err: T): T {
+  let e: unknown = err
+  for (let depth = 0; e !== null && typeof e === 'object' && depth < 5; depth++) {
+    const command = (e as { command?: { name?: unknown; args?: unknown[] } }).command
+    if (command && /^(auth|hello)$/i.test(String(command.name))) command.args = ['***']
+    e = (e as { cause?: unknown }).cause
+  }
+  return err
+}
+
+/** ioredis reports a failed handshake (TLS, DNS, AUTH) to commands only as retries; name the real cause. */
+export function withLastError(message: string, last: Error | undefined): string {
+  return last && !message.includes(last.message) ? `${message} (last connection error: ${last.message})` : message
+}
+
 /** Turns a Redis reply error into an EchoMQError naming the queue; a WRONGTYPE reply means a foreign key sits under the queue's prefix. */
-export function redisError(queue: string, what: string, err: unknown): EchoMQError {
+export function redisError(queue: string, what: string, err: unknown, lastConnectionError?: Error): EchoMQError {
   if (err instanceof EchoMQError) return err
-  const message = err instanceof Error ? err.message : String(err)
+  const message = withLastError(err instanceof Error ? err.message : String(err), lastConnectionError)
   const code: EchoMQErrorCode = /WRONGTYPE/.test(message)
     ? 'ERR_WRONG_TYPE'
     : /user_script|NOSCRIPT|ERR Error (running|compiling) script/i.test(message)
@@ -42,5 +58,5 @@ export function redisError(queue: string, what: string, err: unknown): EchoMQErr
         ? 'ERR_CONNECTION'
         : 'ERR_REDIS'
   const hint = code === 'ERR_WRONG_TYPE' ? ' (a key under this queue has the wrong Redis type; another program may be using the same prefix)' : ''
-  return new EchoMQError(code, `${what} ${queue}: ${message}${hint}`, { cause: err })
+  return new EchoMQError(code, `${what} ${queue}: ${message}${hint}`, { cause: withoutSecrets(err) })
 }

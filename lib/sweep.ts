@@ -13,7 +13,7 @@
  *
  * Options: prefix ('emq'), graceMs (0: one sweep interval is the grace), limit (100 candidates per call).
  */
-import { openConnection, closeConnection } from './connection.js'
+import { closeConnection, lastConnectionError, openConnection } from './connection.js'
 import { redisError } from './errors.js'
 import { queueKeys } from './keys.js'
 import { sweepSettings, validateQueueName } from './options.js'
@@ -36,11 +36,11 @@ type StepReply = [string[], string[], string[], number, number]
 export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
   validateQueueName(queue)
   const { prefix, graceMs, limit } = sweepSettings(options)
-  const conn = openConnection(connection)
+  const conn = openConnection(connection, { redisOptions: { connectTimeout: 5_000, maxRetriesPerRequest: 1, retryStrategy: (times) => (times > 2 ? null : 100 * times) } })
   try {
     return await sweepWith(conn.client, queue, prefix, graceMs, limit)
   } catch (err) {
-    throw redisError(queue, 'sweep', err)
+    throw redisError(queue, 'sweep', err, lastConnectionError(conn.client))
   } finally {
     await closeConnection(conn)
   }

@@ -1,0 +1,88 @@
+/**
+ * The key guard: a Lua prologue for setScriptWrapper (lib/scripts.ts) that makes every redis.call /
+ * redis.pcall of a script fail when it names a key that was not passed in KEYS, when it uses a command
+ * the guard does not know (so a new command must be classified here before the tests pass), or when the
+ * script was run with no KEYS at all. Redis Cluster routes a script by its keys, so a key outside KEYS
+ * could live on another node: this guard finds such keys on a plain standalone Redis.
+ *
+ * It shadows the global `redis` with a local table, so it works whether or not Redis lets a script
+ * modify the global `redis` table, and it is in scope for the whole script: `local rcall = redis.call`
+ * and the includes' `redis.call(...)` all resolve to the guarded call.
+ */
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Script } from '../../lib/scripts.js'
+
+export const GUARD_CODE = 'EMQGUARD'
+
+/** Commands whose first argument is their only key. */
+const FIRST_ARG_KEY = [
+  'GET', 'SET', 'PEXPIRE', 'EXPIRE', 'PTTL', 'TTL', 'TYPE', 'INCR',
+  'HSET', 'HGET', 'HMGET', 'HGETALL', 'HINCRBY', 'HDEL', 'HEXISTS', 'HLEN',
+  'LPUSH', 'RPUSH', 'LPOP', 'RPOP', 'LPOS', 'LREM', 'LLEN', 'LRANGE', 'LINDEX',
+  'ZADD', 'ZREM', 'ZSCORE', 'ZCARD', 'ZRANGE', 'ZRANGEBYSCORE', 'ZPOPMIN', 'ZINCRBY',
+  'SADD', 'SREM', 'SISMEMBER', 'SMEMBERS', 'SCARD',
+]
+/** Commands whose every argument is a key. */
+const ALL_ARGS_KEYS = ['EXISTS', 'DEL', 'UNLINK', 'TOUCH']
+/** Commands without keys. */
+const NO_KEYS = ['TIME']
+
+const luaSet = (names: string[]) => `{ ${names.map((n) => `${n} = true`).join(', ')} }`
+
+export const GUARD_PROLOGUE = `-- ${GUARD_CODE} key guard (test/helpers/key-guard.ts)
+local __emq_real = redis
+if #KEYS == 0 then
+  error(__emq_real.error_reply('${GUARD_CODE} script run with no KEYS'))
+end
+local __emq_declared = {}
+for _, k in ipairs(KEYS) do __emq_declared[k] = true end
+local __emq_first, __emq_all, __emq_none = ${luaSet(FIRST_ARG_KEY)}, ${luaSet(ALL_ARGS_KEYS)}, ${luaSet(NO_KEYS)}
+local function __emq_check(cmd, ...)
+  local name = string.upper(tostring(cmd))
+  local args = { ... }
+  local keys
+  if __emq_none[name] then
+    keys = {}
+  elseif __emq_first[name] then
+    if args[1] == nil then error(__emq_real.error_reply('${GUARD_CODE} ' .. name .. ' without a key')) end
+    keys = { args[1] }
+  elseif __emq_all[name] then
+    if #args == 0 then error(__emq_real.error_reply('${GUARD_CODE} ' .. name .. ' without a key')) end
+    keys = args
+  else
+    error(__emq_real.error_reply('${GUARD_CODE} command ' .. name .. ' is not known to the key guard'))
+  end
+  for _, key in ipairs(keys) do
+    if not __emq_declared[tostring(key)] then
+      error(__emq_real.error_reply('${GUARD_CODE} ' .. name .. ' touches key ' .. tostring(key) .. ' which is not in KEYS'))
+    end
+  end
+end
+local redis = setmetatable({
+  call = function(cmd, ...) __emq_check(cmd, ...) return __emq_real.call(cmd, ...) end,
+  pcall = function(cmd, ...) __emq_check(cmd, ...) return __emq_real.pcall(cmd, ...) end,
+}, { __index = __emq_real })
+-- end of key guard
+`
+
+/** The wrapper to pass to setScriptWrapper. */
+export function keyGuard(lua: string): string {
+  return GUARD_PROLOGUE + lua
+}
+
+const LUA_DIR = fileURLToPath(new URL('../../lua/', import.meta.url))
+
+/** A script file's source with its includes resolved, as loadScript reads it (before any wrapper). */
+export function scriptSource(file: string): string {
+  return readFileSync(path.join(LUA_DIR, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
+    readFileSync(path.join(LUA_DIR, 'includes', `${name}.lua`), 'utf8'),
+  )
+}
+
+/** A Script object for runScript built from any (guarded) Lua source: for scripts the tests make up. */
+export function makeScript(name: string, fixedKeys: number, lua: string): Script {
+  return { name, fixedKeys, lua, sha: createHash('sha1').update(lua).digest('hex') }
+}

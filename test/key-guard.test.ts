@@ -1,0 +1,249 @@
+/**
+ * Every script runs under a key guard (test/helpers/key-guard.ts, installed with setScriptWrapper): any
+ * redis.call on a key not passed in KEYS, any command the guard does not know, or a script run with no
+ * KEYS fails the script. The whole flow runs under it on a private standalone Redis; negative tests
+ * prove the guard fires.
+ */
+import { createHash } from 'node:crypto'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createHandler } from '../functions/sweep.js'
+import { EchoMQError, Queue, sweep, Worker, type Job } from '../lib/index.js'
+import { queueKeys } from '../lib/keys.js'
+import { loadScript, runScript, scripts, setScriptWrapper } from '../lib/scripts.js'
+import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, makeScript, scriptSource } from './helpers/key-guard.js'
+import { ManualClock } from './helpers/manual-clock.js'
+import { crashedJobs } from './helpers/queue-state.js'
+import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { nextEvent, waitFor } from './helpers/wait.js'
+
+const FILES = ['add-3.lua', 'take-3.lua', 'extend-2.lua', 'finish-8.lua', 'sweep-5.lua']
+const GUARD_ERROR = new RegExp(GUARD_CODE)
+
+let redis: TestRedis
+let queue: Queue
+const keys = queueKeys('emq', 'q')
+const workers: Worker[] = []
+const errors: unknown[] = []
+
+beforeAll(async () => {
+  setScriptWrapper(keyGuard)
+  redis = await startRedis()
+})
+afterAll(async () => {
+  setScriptWrapper(undefined)
+  await redis?.stop()
+})
+beforeEach(async () => {
+  await redis.client.flushall()
+  await redis.client.script('FLUSH')
+  errors.length = 0
+  queue = new Queue('q', { connection: redis.client })
+})
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.close()))
+  vi.restoreAllMocks()
+  expect(errors).toEqual([])
+})
+
+function worker(processor: (job: Job, signal: AbortSignal) => unknown, options: Record<string, unknown> = {}): Worker {
+  const w = new Worker('q', processor, { connection: redis.url, lockDuration: 300, heartbeatInterval: 50, closeTimeout: 2_000, ...options })
+  w.on('error', (err) => errors.push(err))
+  workers.push(w)
+  return w
+}
+
+/** Every script file ran under the guard: the guarded source's SHA is in Redis's script cache. */
+async function expectGuardedScriptsRan(files: string[]): Promise<void> {
+  const shas = files.map((f) => loadScript(f).sha)
+  expect(await redis.client.script('EXISTS', ...shas)).toEqual(files.map(() => 1))
+}
+
+describe('the guard is installed', () => {
+  it('every script is wrapped by the guard before it is hashed', () => {
+    for (const file of FILES) {
+      const script = loadScript(file)
+      expect(script.lua.startsWith(GUARD_PROLOGUE)).toBe(true)
+      expect(script.lua.slice(GUARD_PROLOGUE.length)).toBe(scriptSource(file))
+      expect(script.sha).toBe(createHash('sha1').update(script.lua).digest('hex'))
+    }
+  })
+})
+
+describe('the whole flow under the guard', () => {
+  it('add, take, heartbeat renewals on a short lease, complete', async () => {
+    const releases = new Map<string, () => void>()
+    const w = worker((job) => new Promise((resolve) => releases.set(job.id, () => resolve({ done: job.id }))))
+    const active = nextEvent<[Job]>(w, 'active')
+    await queue.add('send', { to: 'x' }, { jobId: 'a' })
+    await active
+    const firstDeadline = Number(await redis.client.zscore(keys.active, 'a'))
+
+    await waitFor(async () => Number(await redis.client.zscore(keys.active, 'a')) > firstDeadline + 600, { what: 'renewals past two leases' })
+    const completed = nextEvent(w, 'completed')
+    releases.get('a')?.()
+    await completed
+
+    expect(await queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, returnValue: { done: 'a' } })
+    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 1, failed: 0 })
+    expect((await queue.add('send', {}, { jobId: 'a' })).state).toBe('completed') // an existing id: add changes nothing
+    await expectGuardedScriptsRan(['add-3.lua', 'take-3.lua', 'extend-2.lua', 'finish-8.lua'])
+  })
+
+  it('fail and retry, then fail at the last attempt', async () => {
+    const runs = new Map<string, number>()
+    const failed: [string, string][] = []
+    const w = worker((job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+      if (job.id === 'never' || runs.get(job.id) === 1) throw new Error(`boom ${job.id}`)
+      return 'ok'
+    }, { concurrency: 2 })
+    w.on('failed', (job: Job) => failed.push([job.id, job.state]))
+    await queue.add('job', {}, { jobId: 'retry', attempts: 2 })
+    await queue.add('job', {}, { jobId: 'never', attempts: 2 })
+
+    await waitFor(async () => (await queue.counts()).completed === 1 && (await queue.counts()).failed === 1, { what: 'one completed and one failed' })
+
+    expect(await queue.getJob('retry')).toMatchObject({ state: 'completed', attemptsMade: 2, lastError: 'boom retry' })
+    expect(await queue.getJob('never')).toMatchObject({ state: 'failed', attemptsMade: 2, failedReason: 'boom never' })
+    expect(failed.sort()).toEqual([['never', 'failed'], ['never', 'wait'], ['retry', 'wait']])
+  })
+
+  it('close() past closeTimeout returns the running job to wait without using an attempt; another worker completes it', async () => {
+    const first = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { closeTimeout: 50 })
+    const active = nextEvent(first, 'active')
+    await queue.add('job', {}, { jobId: 'c' })
+    await active
+    await first.close()
+
+    expect(await queue.getJob('c')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1 })
+    const second = worker(() => 'done')
+    await nextEvent(second, 'completed')
+    expect(await queue.getJob('c')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 })
+  })
+
+  it('a lapsed lease is taken back by the next heartbeat; after a sweep recovers the job the heartbeat reports it lost and the finish is fenced', async () => {
+    const clock = new ManualClock()
+    const lost: string[] = []
+    const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { clock, lockDuration: 200, heartbeatInterval: 100, closeTimeout: 50 })
+    w.on('lockLost', (job: Job) => lost.push(job.id))
+    const active = nextEvent(w, 'active')
+    await queue.add('job', {}, { jobId: 'p', attempts: 3 })
+    await active
+    const token = await redis.client.get(keys.lock('p'))
+
+    // The worker "pauses" (its clock stands still) past the lease; nobody recovered the job: code 2.
+    await waitFor(async () => (await redis.client.exists(keys.lock('p'))) === 0, { what: 'lease to lapse' })
+    await clock.advance(100)
+    await waitFor(async () => (await redis.client.get(keys.lock('p'))) === token, { what: 'the lapsed lease to be taken back' })
+    expect(lost).toEqual([])
+
+    // Lapses again; two sweeps recover it; the next heartbeat gets code 0 and the run's finish is 'lost'.
+    await waitFor(async () => (await redis.client.exists(keys.lock('p'))) === 0, { what: 'lease to lapse again' })
+    expect((await sweep(redis.client, 'q')).marked).toEqual(['p'])
+    expect((await sweep(redis.client, 'q')).recovered).toEqual(['p'])
+    const lockLost = nextEvent(w, 'lockLost')
+    await clock.advance(100)
+    await lockLost
+
+    // The aborted run's finish is fenced ('lost'); only then does the worker take the recovered job again.
+    const again = await waitFor(async () => ((await queue.getJob('p'))?.attemptsStarted === 2 ? queue.getJob('p') : undefined), { what: 'the recovered job to be taken again' })
+    expect(again).toMatchObject({ state: 'active', attemptsMade: 1 })
+    expect(lost).toEqual(['p'])
+    // close() waits closeTimeout by the worker's clock: move it until close returns the second run to wait.
+    let closed = false
+    void w.close().then(() => (closed = true))
+    await waitFor(async () => {
+      await clock.advance(60)
+      return closed
+    }, { what: 'close() with a manual clock' })
+    expect(await queue.getJob('p')).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 2 })
+    await expectGuardedScriptsRan(FILES)
+  })
+
+  it("sweep(): a crashed worker's jobs are marked, recovered, and failed at their last attempt (several script steps)", async () => {
+    const ids = await crashedJobs(redis.client, 'q', 5, { attempts: 3 })
+    const lastIds = await crashedJobs(redis.client, 'last', 2, { attempts: 1 })
+
+    const mark = await sweep(redis.url, 'q', { limit: 2 })
+    const recover = await sweep(redis.url, 'q', { limit: 2 })
+    await sweep(redis.url, 'last')
+    const fail = await sweep(redis.url, 'last')
+
+    expect(mark.marked.sort()).toEqual([...ids].sort())
+    expect(recover.recovered.sort()).toEqual([...ids].sort())
+    for (const id of ids) expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    expect(fail).toEqual({ marked: [], recovered: [], failed: [...lastIds].sort() })
+    const last = new Queue('last', { connection: redis.client })
+    expect(await last.getJob('j0')).toMatchObject({ state: 'failed', failedReason: expect.stringMatching(/stalled/) })
+    expect(await last.counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 0, failed: 2 })
+    await expectGuardedScriptsRan(['add-3.lua', 'take-3.lua', 'sweep-5.lua'])
+  })
+
+  it('the Lambda handler marks on one invocation and recovers on the next', async () => {
+    const logs: string[] = []
+    const capture = (...args: unknown[]) => void logs.push(args.map(String).join(' '))
+    vi.spyOn(console, 'log').mockImplementation(capture)
+    vi.spyOn(console, 'error').mockImplementation(capture)
+    await crashedJobs(redis.client, 'q', 3)
+    const handler = createHandler({ REDIS_URL: redis.url, METRICS_MODE: 'off', IS_LOCAL: 'true', SWEEP_GRACE_MS: '0' })
+
+    const first = await handler({}, { getRemainingTimeInMillis: () => 50_000 })
+    const second = await handler({}, { getRemainingTimeInMillis: () => 50_000 })
+
+    expect(first).toEqual({ sweeps: 1, queues: { q: { marked: 3, recovered: 0, failed: 0 } } })
+    expect(second).toEqual({ sweeps: 1, queues: { q: { marked: 0, recovered: 3, failed: 0 } } })
+    expect(logs.join('\n')).not.toMatch(GUARD_ERROR)
+  })
+})
+
+describe('the guard fires', () => {
+  const guarded = (lua: string, fixedKeys = 1) => makeScript('probe', fixedKeys, keyGuard(lua))
+
+  it.each([
+    ['a key not in KEYS, through the rcall alias', "local rcall = redis.call\nrcall('SET', KEYS[1], 'v')\nreturn rcall('SET', 'emq:{q}:undeclared', 'v')", /SET touches key emq:\{q\}:undeclared which is not in KEYS/],
+    ['a key not in KEYS, through redis.pcall', "return redis.pcall('HGET', 'emq:{q}:other', 'f')", /HGET touches key emq:\{q\}:other/],
+    ['a multi-key command with one undeclared key', "return redis.call('DEL', KEYS[1], 'emq:{q}:undeclared')", /DEL touches key emq:\{q\}:undeclared/],
+    ['a command the guard does not classify', "return redis.call('FLUSHALL')", /command FLUSHALL is not known to the key guard/],
+    ['a keyed command with no key', "return redis.call('GET')", /GET without a key/],
+  ])('%s', async (_label, body, message) => {
+    await redis.client.set('emq:{q}:undeclared', 'before')
+    await redis.client.set('emq:{q}:k', 'before')
+
+    const err = await runScript(redis.client, guarded(body), ['emq:{q}:k'], []).catch((e: unknown) => e)
+
+    expect(err).toBeInstanceOf(Error)
+    expect((err as Error).message).toMatch(GUARD_ERROR)
+    expect((err as Error).message).toMatch(message)
+    expect(await redis.client.get('emq:{q}:undeclared')).toBe('before')
+    expect((await redis.client.keys('emq:{q}:*')).sort()).toEqual(['emq:{q}:k', 'emq:{q}:undeclared'])
+  })
+
+  it('the same script passes when the key is declared (the guard is not just failing everything)', async () => {
+    const script = guarded("redis.call('SET', KEYS[2], 'v')\nreturn redis.call('EXISTS', KEYS[1], KEYS[2])")
+    expect(await runScript(redis.client, script, ['emq:{q}:a', 'emq:{q}:b'], [])).toBe(1)
+  })
+
+  it('a script run with no KEYS fails in Redis, and runScript refuses it before sending', async () => {
+    const script = guarded("return redis.call('TIME')")
+    await expect(redis.client.eval(script.lua, 0)).rejects.toThrow(/EMQGUARD script run with no KEYS/)
+    const err = await runScript(redis.client, script, [], []).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(EchoMQError)
+    expect((err as EchoMQError).code).toBe('ERR_SCRIPT')
+  })
+
+  it('a modified sweep-5.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
+    await crashedJobs(redis.client, 'q', 1)
+    const source = scriptSource('sweep-5.lua')
+    const modified = source.replace("rcall('ZADD', stalledKey, now, id)", "rcall('ZADD', 'emq:{q}:stalled-elsewhere', now, id)")
+    expect(modified).not.toBe(source)
+    const ids = await redis.client.zrange(keys.active, '0', '-1')
+    const stepKeys = [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])]
+
+    const err = await runScript(redis.client, makeScript('sweep', 5, keyGuard(modified)), stepKeys, [0, ...ids]).catch((e: unknown) => e)
+
+    expect((err as Error).message).toMatch(/EMQGUARD ZADD touches key emq:\{q\}:stalled-elsewhere/)
+    expect(await redis.client.exists('emq:{q}:stalled-elsewhere', keys.stalled)).toBe(0)
+    // The unmodified script, same keys and arguments, is accepted by the guard.
+    expect(await runScript(redis.client, scripts.sweep(), stepKeys, [0, ...ids])).toEqual([ids, [], [], 1, 0])
+  })
+})
