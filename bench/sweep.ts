@@ -1,0 +1,228 @@
+/**
+ * Sweep cost: N jobs in flight, k of them stalled. EchoMQ: the k jobs were taken with a 1 ms lease (a dead
+ * worker), the rest with a long one; one sweep() marks, the next recovers (graceMs 0). BullMQ: all N moved
+ * to active with a lock, the locks of k of them (spread evenly over the active list) deleted; one
+ * moveStalledJobsToWait call marks (SADD of every active id), the next recovers. Between BullMQ's two
+ * calls the healthy jobs' locks are renewed with extendLocks (which also takes them out of the stalled
+ * set), as its workers do within a stalledInterval; that renewal is not measured, and it makes BullMQ's
+ * second call cheaper than without it. Its `stalled-check` guard key is deleted before each call.
+ *
+ * Server time per pass = usec of the top-level commands (EVALSHA, and ZRANGE for EchoMQ) from INFO
+ * commandstats after CONFIG RESETSTAT; each call is timed alone (commandstats read after every call),
+ * which gives the longest single call. SLOWLOG (threshold 1 ms) cross-checks the longest call.
+ */
+import type { Redis } from 'ioredis'
+import { sweep } from '../lib/index.js'
+import { queueKeys } from '../lib/keys.js'
+import { scripts } from '../lib/scripts.js'
+import { bullActive, bullKey, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
+import { commandStats, resetStats, SCRIPT_CMDS, slowlogThreshold, subtract, sum, timeEachCall, topLevelSlowlog, withoutMeter, type CmdStats } from './meter.js'
+import { median, sleep, type Ctx } from './util.js'
+
+const HEALTHY_LEASE_MS = 3_600_000
+const FLAT_ROUNDS = 21
+
+export interface PassResult {
+  /** Server time of the pass: sum of its top-level commands (µs). */
+  usec: number
+  calls: number
+  /** Longest single top-level call (µs), from commandstats read after each call. */
+  maxCallUs: number
+  /** Server time of each top-level call, in order (µs). */
+  perCallUs: number[]
+  /** Longest top-level call at or over 1 ms seen by SLOWLOG (0 when none). */
+  slowlogMaxUs: number
+  /** What the pass did: marked / recovered (EchoMQ) or recovered (BullMQ) job count. */
+  marked?: number
+  recovered: number
+  commandstats: CmdStats
+}
+
+export interface SweepRow {
+  n: number
+  k: number
+  emq: { mark: PassResult; recover: PassResult; usec: number; maxCallUs: number; buildMs: number }
+  bull: { mark: PassResult; recover: PassResult; usec: number; maxCallUs: number; buildMs: number }
+}
+
+const EMQ_TOP = ['zrange', ...SCRIPT_CMDS]
+
+async function measurePass(meter: Redis, run: () => Promise<{ marked?: number; recovered: number; perCall?: number[] }>, top: string[]): Promise<PassResult> {
+  await slowlogThreshold(meter, 1000)
+  await resetStats(meter)
+  const before = await commandStats(meter)
+  const did = await run()
+  const stats = withoutMeter(subtract(await commandStats(meter), before))
+  const slow = await topLevelSlowlog(meter)
+  await slowlogThreshold(meter, -1)
+  const total = sum(stats, top)
+  const perCall = did.perCall ?? [total.usec]
+  return {
+    usec: total.usec,
+    calls: total.calls,
+    maxCallUs: Math.max(0, ...perCall),
+    perCallUs: perCall,
+    slowlogMaxUs: Math.max(0, ...slow.map((e) => e.usec)),
+    ...(did.marked === undefined ? {} : { marked: did.marked }),
+    recovered: did.recovered,
+    commandstats: stats,
+  }
+}
+
+async function waitExpired(client: Redis, lockKeys: string[]): Promise<void> {
+  for (;;) {
+    let alive = 0
+    for (let i = 0; i < lockKeys.length; i += 500) alive += await client.exists(...lockKeys.slice(i, i + 500))
+    if (alive === 0) return
+    await sleep(5)
+  }
+}
+
+async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['emq']> {
+  const { redis } = ctx
+  const client = redis.connect(`emq-sweep-${n}-${k}`)
+  const queue = `sweep-${n}-${k}`
+  const keys = queueKeys(EMQ_PREFIX, queue)
+  try {
+    const t0 = Date.now()
+    await emqAdd(client, queue, 0, n)
+    const dead = await emqTake(client, queue, k, 1, 'dead-worker')
+    await emqTake(client, queue, n - k, HEALTHY_LEASE_MS, 'live-worker')
+    await waitExpired(client, dead.map((h) => keys.lock(h.id)))
+    const buildMs = Date.now() - t0
+    await client.script('LOAD', scripts.sweep().lua)
+    const timer = timeEachCall(client, redis.meter, ['zrange', 'evalsha'], EMQ_TOP)
+    const pass = (expect: 'marked' | 'recovered') =>
+      measurePass(
+        redis.meter,
+        async () => {
+          await timer.start()
+          const r = await sweep(client, queue, { prefix: EMQ_PREFIX, graceMs: 0 })
+          if (r[expect].length !== k || r.failed.length !== 0) throw new Error(`EchoMQ sweep ${n}/${k}: expected ${k} ${expect}, got ${JSON.stringify({ m: r.marked.length, r: r.recovered.length, f: r.failed.length })}`)
+          return { marked: r.marked.length, recovered: r.recovered.length, perCall: timer.calls.map((c) => c.usec) }
+        },
+        EMQ_TOP,
+      )
+    try {
+      const mark = await pass('marked')
+      const recover = await pass('recovered')
+      return { mark, recover, usec: mark.usec + recover.usec, maxCallUs: Math.max(mark.maxCallUs, recover.maxCallUs), buildMs }
+    } finally {
+      timer.restore()
+    }
+  } finally {
+    client.disconnect()
+  }
+}
+
+async function bullScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['bull']> {
+  const { redis } = ctx
+  const name = `sweep-${n}-${k}`
+  const TOKEN = 'bench-live-token'
+  const t0 = Date.now()
+  const state = await bullActive(redis.host, redis.port, name, n, () => TOKEN)
+  try {
+    const active = await redis.meter.lrange(bullKey(name, 'active'), 0, -1)
+    if (active.length !== n) throw new Error(`BullMQ sweep ${n}/${k}: ${active.length} active, expected ${n}`)
+    const stalled = new Set(Array.from({ length: k }, (_, i) => active[Math.floor((i * n) / k)] as string))
+    const stalledList = [...stalled]
+    for (let i = 0; i < stalledList.length; i += 500) await redis.meter.del(...stalledList.slice(i, i + 500).map((id) => bullKey(name, `${id}:lock`)))
+    const buildMs = Date.now() - t0
+    const backend = state.worker.backend
+    // ioredis sends a script as EVAL the first time on each connection: make that first call a no-op (the
+    // stalled-check guard makes the script return at once) so the measured calls are EVALSHA.
+    await redis.meter.set(bullKey(name, 'stalled-check'), '1', 'PX', 60_000)
+    if ((await backend.moveStalledJobsToWait()).length !== 0) throw new Error('BullMQ warm-up call did work')
+    const pass = async (expectRecovered: number) => {
+      await redis.meter.del(bullKey(name, 'stalled-check'))
+      return measurePass(
+        redis.meter,
+        async () => {
+          const recovered = await backend.moveStalledJobsToWait()
+          if (recovered.length !== expectRecovered) throw new Error(`BullMQ sweep ${n}/${k}: expected ${expectRecovered} recovered, got ${recovered.length}`)
+          return { recovered: recovered.length }
+        },
+        SCRIPT_CMDS,
+      )
+    }
+    const mark = await pass(0)
+    // Healthy workers renew their locks before the next check (not measured).
+    const healthy = active.filter((id) => !stalled.has(id))
+    for (let i = 0; i < healthy.length; i += 5000) {
+      const ids = healthy.slice(i, i + 5000)
+      const failed = await backend.extendLocks(ids, ids.map(() => TOKEN), 30_000)
+      if (failed.length) throw new Error(`BullMQ sweep ${n}/${k}: ${failed.length} lock renewals failed`)
+    }
+    const recover = await pass(k)
+    return { mark, recover, usec: mark.usec + recover.usec, maxCallUs: Math.max(mark.maxCallUs, recover.maxCallUs), buildMs }
+  } finally {
+    await closeBull(state)
+  }
+}
+
+export interface FlatRow {
+  n: number
+  /** Server time of one EchoMQ sweep with nothing stalled (µs): median and minimum over the rounds. */
+  medianUs: number
+  minUs: number
+  rounds: number
+}
+
+/**
+ * Does a sweep with nothing stalled cost more with more jobs in flight? One EchoMQ queue per N, all in
+ * the same Redis, swept in turn for FLAT_ROUNDS rounds, so noise from the machine hits every N alike.
+ */
+async function flatCheck(ctx: Ctx, sizes: number[]): Promise<FlatRow[]> {
+  const client = ctx.redis.connect('emq-sweep-flat')
+  try {
+    await ctx.redis.meter.flushall()
+    for (const n of sizes) {
+      await emqAdd(client, `flat-${n}`, 0, n)
+      await emqTake(client, `flat-${n}`, n, HEALTHY_LEASE_MS, 'live-worker')
+    }
+    await client.script('LOAD', scripts.sweep().lua)
+    const samples = new Map<number, number[]>(sizes.map((n) => [n, []]))
+    for (let round = 0; round < FLAT_ROUNDS; round++) {
+      for (const n of sizes) {
+        await resetStats(ctx.redis.meter)
+        const before = await commandStats(ctx.redis.meter)
+        const r = await sweep(client, `flat-${n}`, { prefix: EMQ_PREFIX })
+        if (r.marked.length + r.recovered.length + r.failed.length !== 0) throw new Error(`flat sweep N=${n} found stalled jobs`)
+        samples.get(n)?.push(sum(withoutMeter(subtract(await commandStats(ctx.redis.meter), before)), EMQ_TOP).usec)
+      }
+    }
+    await ctx.redis.meter.flushall()
+    return sizes.map((n) => {
+      const v = samples.get(n) ?? []
+      return { n, medianUs: median(v), minUs: Math.min(...v), rounds: v.length }
+    })
+  } finally {
+    client.disconnect()
+  }
+}
+
+export interface SweepResults {
+  rows: SweepRow[]
+  flat: FlatRow[]
+}
+
+export async function runSweep(ctx: Ctx): Promise<SweepResults> {
+  const sizes = ctx.quick ? [500, 5_000] : [1_000, 10_000, 100_000]
+  const stalls = ctx.quick ? [0, 10, 100] : [0, 10, 1_000]
+  const rows: SweepRow[] = []
+  for (const n of sizes) {
+    for (const k of stalls) {
+      if (k > n) continue
+      await ctx.redis.meter.flushall()
+      const emq = await emqScenario(ctx, n, k)
+      await ctx.redis.meter.flushall()
+      const bull = await bullScenario(ctx, n, k)
+      await ctx.redis.meter.flushall()
+      ctx.log(`sweep N=${n} k=${k}: EchoMQ ${emq.usec} µs (max call ${emq.maxCallUs}, build ${emq.buildMs} ms), BullMQ ${bull.usec} µs (max call ${bull.maxCallUs}, build ${bull.buildMs} ms)`)
+      rows.push({ n, k, emq, bull })
+    }
+  }
+  const flat = await flatCheck(ctx, sizes)
+  ctx.log(`sweep with nothing stalled, EchoMQ, median of ${FLAT_ROUNDS}: ${flat.map((f) => `N=${f.n} ${f.medianUs} µs`).join(', ')}`)
+  return { rows, flat }
+}
