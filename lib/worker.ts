@@ -4,7 +4,8 @@
  * Guarantees: at-least-once execution. A job is taken and leased in one script, so a crash never strands
  * it; the LockManager renews every lease on one timer; completing or failing succeeds only while the run
  * still owns the job, so a worker whose job was recovered (or re-taken elsewhere) cannot finish it. An
- * idle worker blocks on the queue's marker key (BZPOPMIN), so it does not poll.
+ * idle worker blocks on the queue's marker key (BZPOPMIN), so it does not poll. A busy worker takes its
+ * next job in the same call that finishes the last one.
  *
  * Options (validated in options.ts): connection, prefix ('emq'), concurrency (1), lockDuration (30000 ms),
  * heartbeatInterval (half the lease), closeTimeout (5000 ms), clock (timers, for tests).
@@ -16,12 +17,13 @@ import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { closeConnection, duplicateClient, openConnection, type Connection } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
-import { jobFromHash, type Job, type JobState } from './job.js'
+import type { Job, JobState } from './job.js'
 import { queueKeys, type QueueKeys } from './keys.js'
-import { LockManager, type Lease } from './lock-manager.js'
+import { extendLeases, finishJob, readCandidates, takeJobs, type FinishAction, type Taken } from './lease.js'
+import { LockManager } from './lock-manager.js'
 import { validateQueueName, workerSettings, type WorkerSettings } from './options.js'
 import { registerQueue } from './registry.js'
-import { runScript, scripts, type RedisClient } from './scripts.js'
+import type { RedisClient } from './scripts.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
 
@@ -36,8 +38,10 @@ export interface WorkerOptions {
 }
 
 /** The safety net on the blocking wait (s): a lost wake-up costs at most this long. */
-const BLOCK_TIMEOUT_S = 5
+const BLOCK_TIMEOUT_S = 10
 const MAX_TAKE_BATCH = 100
+/** Ids a finishing run peeks at from the tail of `wait`, to take with the next finish. */
+const PEEK = 2
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 
 interface Run {
@@ -49,8 +53,7 @@ interface Run {
   released: boolean
 }
 
-type TakeReply = [string, string, string[]][]
-type FinishReply = ['ok' | 'lost', JobState | 'missing']
+type Started = Taken & { sentAt: number }
 
 export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   readonly name: string
@@ -65,6 +68,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private stopping = false
   private closing: Promise<void> | undefined
   private wake: (() => void) | undefined
+  /** Ids the last finish saw at the tail of `wait`: the next candidates, saving a read. */
+  private hint: string[] = []
 
   constructor(name: string, private readonly processor: Processor<Data, Result>, options?: WorkerOptions) {
     super()
@@ -76,7 +81,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.blocking = duplicateClient(this.conn.client)
     this.blocking.on('error', () => undefined) // reported by the loop's failed commands
     this.locks = new LockManager({
-      extend: (leases) => this.extend(leases),
+      extend: (leases) => extendLeases(this.conn.client, this.keys, this.settings.lockDuration, leases),
       intervalMs: this.settings.heartbeatInterval,
       leaseMs: this.settings.lockDuration,
       clock: this.settings.clock,
@@ -106,7 +111,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         }
         const taken = await this.take(Math.min(free, MAX_TAKE_BATCH))
         if (taken === undefined) await this.blocking.bzpopmin(this.keys.marker, BLOCK_TIMEOUT_S)
-        else for (const run of taken) this.start(run)
+        else for (const started of taken) this.start(started)
         failures = 0
       } catch (err) {
         if (this.stopping) break
@@ -116,21 +121,16 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
   }
 
-  /** Reads candidates from the tail of `wait`, then takes them in one script. Undefined when `wait` is empty. */
-  private async take(n: number): Promise<{ job: Job; token: string; sentAt: number }[] | undefined> {
-    const ids = (await this.conn.client.lrange(this.keys.wait, -n, -1)).reverse()
+  /** Takes up to n jobs: the last peek's ids, else ids read from `wait`. Undefined when `wait` is empty. */
+  private async take(n: number): Promise<Started[] | undefined> {
+    const ids = this.hint.length > 0 ? this.hint.splice(0, n) : await readCandidates(this.conn.client, this.keys, n)
     if (ids.length === 0) return undefined
     const sentAt = this.settings.clock.now()
-    const reply = (await runScript(
-      this.conn.client,
-      scripts.take(),
-      [this.keys.wait, this.keys.active, this.keys.marker, ...ids.flatMap((id) => [this.keys.job(id), this.keys.lock(id)])],
-      [this.id, this.settings.lockDuration, ...ids],
-    )) as TakeReply
-    return reply.map(([id, token, hash]) => ({ job: jobFromHash(id, hash), token, sentAt }))
+    const taken = await takeJobs(this.conn.client, this.keys, this.id, this.settings.lockDuration, ids)
+    return taken.map((t) => ({ ...t, sentAt }))
   }
 
-  private start({ job, token, sentAt }: { job: Job; token: string; sentAt: number }): void {
+  private start({ job, token, sentAt }: Started): void {
     const controller = new AbortController()
     this.locks.add({ id: job.id, token }, sentAt)
     const run: Run = { job, token, controller, lost: false, released: false, done: Promise.resolve() }
@@ -144,7 +144,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private async execute(run: Run): Promise<void> {
-    let action: 'complete' | 'fail'
+    let action: FinishAction
     let value: string
     let result: unknown
     let error: Error | undefined
@@ -159,39 +159,33 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
     if (run.released) return
     try {
-      const [status, state] = (await runScript(this.conn.client, scripts.finish(), this.finishKeys(run.job.id), [run.job.id, run.token, action, value])) as FinishReply
+      // The slot this run frees is filled in the same call, unless the worker is closing.
+      const next = {
+        workerToken: this.id,
+        leaseMs: this.settings.lockDuration,
+        candidates: this.stopping ? [] : this.hint.splice(0, 1),
+        peek: this.stopping ? 0 : PEEK,
+      }
+      const sentAt = this.settings.clock.now()
+      const { status, state, taken, peeked } = await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)
       if (status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`)
         return
       }
+      this.hint = peeked
+      for (const t of taken) this.start({ ...t, sentAt })
       run.job.state = state as JobState
+      run.job.attemptsMade += 1
       if (action === 'complete') {
-        run.job.attemptsMade += 1
         run.job.returnValue = result
         this.emit('completed', run.job, result)
       } else {
-        run.job.attemptsMade += 1
         if (state === 'failed') run.job.failedReason = value
         this.emit('failed', run.job, error)
       }
     } catch (err) {
       if (!run.released) this.report(redisError(this.name, `finish job ${run.job.id} of queue`, err))
     }
-  }
-
-  private finishKeys(id: string): string[] {
-    const k = this.keys
-    return [k.job(id), k.lock(id), k.active, k.stalled, k.wait, k.completed, k.failed, k.marker]
-  }
-
-  private async extend(leases: Lease[]): Promise<number[]> {
-    const k = this.keys
-    return (await runScript(
-      this.conn.client,
-      scripts.extend(),
-      [k.active, k.stalled, ...leases.flatMap(({ id }) => [k.job(id), k.lock(id)])],
-      [this.settings.lockDuration, ...leases.flatMap(({ id, token }) => [id, token])],
-    )) as number[]
   }
 
   private lockLost(id: string, reason: string): void {
@@ -210,9 +204,16 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.blocking.disconnect()
     await this.loopDone
     const { clock, closeTimeout } = this.settings
+    let expired = false
     let timer: unknown
-    const timedOut = new Promise<void>((resolve) => (timer = clock.setTimeout(resolve, closeTimeout)))
-    await Promise.race([Promise.all([...this.runs.values()].map((r) => r.done)), timedOut])
+    const timedOut = new Promise<void>((resolve) => {
+      timer = clock.setTimeout(() => {
+        expired = true
+        resolve()
+      }, closeTimeout)
+    })
+    // A finish sent before close() may have taken a job in the same call: wait for those runs too.
+    while (this.runs.size > 0 && !expired) await Promise.race([Promise.all([...this.runs.values()].map((r) => r.done)), timedOut])
     clock.clearTimeout(timer)
     await Promise.all([...this.runs.values()].map((run) => this.release(run)))
     await this.locks.close()
@@ -225,7 +226,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.locks.remove(run.job.id)
     run.controller.abort(new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`))
     try {
-      await runScript(this.conn.client, scripts.finish(), this.finishKeys(run.job.id), [run.job.id, run.token, 'release', ''])
+      await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, 'release', '')
     } catch (err) {
       this.report(redisError(this.name, `return job ${run.job.id} to wait in queue`, err))
     }

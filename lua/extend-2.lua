@@ -20,24 +20,37 @@ local n = (#ARGV - 1) / 2
 -- @include now
 
 local now = nowMs()
-local codes = {}
+-- One call each for the reads and the index update: per-command overhead dominates a heartbeat.
+local lockKeys = {}
+for i = 0, n - 1 do
+  lockKeys[i + 1] = KEYS[4 + 2 * i]
+end
+local holders = rcall('MGET', unpack(lockKeys))
+local codes, deadlines, renewed = {}, {}, {}
 for i = 0, n - 1 do
   local id, token = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
-  local jobKey, lockKey = KEYS[3 + 2 * i], KEYS[4 + 2 * i]
-  local holder = rcall('GET', lockKey)
+  local holder = holders[i + 1]
   local code = 0
   if holder == token then
     code = 1
-  elseif holder == false and rcall('ZSCORE', activeKey, id) and rcall('HGET', jobKey, 'token') == token then
+    rcall('PEXPIRE', lockKeys[i + 1], leaseMs)
+  elseif holder == false and rcall('ZSCORE', activeKey, id) and rcall('HGET', KEYS[3 + 2 * i], 'token') == token then
     -- The worker was paused past its lease but no sweep recovered the job: it is still the owner.
     code = 2
+    rcall('SET', lockKeys[i + 1], token, 'PX', leaseMs)
   end
   if code > 0 then
-    rcall('SET', lockKey, token, 'PX', leaseMs)
-    rcall('ZADD', activeKey, 'XX', now + leaseMs, id)
-    -- A renewal proves the worker alive: clear a mark from the first sweep.
-    rcall('ZREM', stalledKey, id)
+    deadlines[#deadlines + 1] = now + leaseMs
+    deadlines[#deadlines + 1] = id
+    renewed[#renewed + 1] = id
   end
   codes[i + 1] = code
+end
+if #deadlines > 0 then
+  rcall('ZADD', activeKey, 'XX', unpack(deadlines))
+  -- A renewal proves the worker alive: clear any mark from a first sweep.
+  if rcall('ZCARD', stalledKey) > 0 then
+    rcall('ZREM', stalledKey, unpack(renewed))
+  end
 end
 return codes

@@ -18,31 +18,7 @@
 local rcall = redis.call
 local waitKey, activeKey, markerKey = KEYS[1], KEYS[2], KEYS[3]
 local workerToken, leaseMs = ARGV[1], tonumber(ARGV[2])
-local n = #ARGV - 2
 -- @include now
+-- @include takeJobs
 
-local now = nowMs()
--- Candidates were read from the tail; only look that far (plus what may have been pushed since), so a
--- long `wait` list never costs a full scan.
-local window = 2 * n + 64
-local taken = {}
-for i = 0, n - 1 do
-  local id = ARGV[3 + i]
-  local jobKey, lockKey = KEYS[4 + 2 * i], KEYS[5 + 2 * i]
-  if rcall('LPOS', waitKey, id, 'RANK', -1, 'MAXLEN', window) then
-    rcall('LREM', waitKey, -1, id)
-    if rcall('EXISTS', jobKey) == 1 then
-      local started = rcall('HINCRBY', jobKey, 'attemptsStarted', 1)
-      local token = workerToken .. ':' .. started
-      rcall('SET', lockKey, token, 'PX', leaseMs)
-      rcall('ZADD', activeKey, now + leaseMs, id)
-      rcall('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', now)
-      taken[#taken + 1] = { id, token, rcall('HGETALL', jobKey) }
-    end
-  end
-end
--- Chain wake-ups: another idle worker wakes while work remains.
-if #taken > 0 and rcall('LLEN', waitKey) > 0 then
-  rcall('ZADD', markerKey, 0, '0')
-end
-return taken
+return takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, nowMs(), 4, 3, #ARGV - 2)

@@ -26,7 +26,7 @@ const FIRST_ARG_KEY = [
   'SADD', 'SREM', 'SISMEMBER', 'SMEMBERS', 'SCARD',
 ]
 /** Commands whose every argument is a key. */
-const ALL_ARGS_KEYS = ['EXISTS', 'DEL', 'UNLINK', 'TOUCH']
+const ALL_ARGS_KEYS = ['EXISTS', 'DEL', 'UNLINK', 'TOUCH', 'MGET']
 /** Commands without keys. */
 const NO_KEYS = ['TIME']
 

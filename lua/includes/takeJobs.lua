@@ -1,0 +1,29 @@
+-- Takes candidate jobs from the right of `wait` and gives each a lease. Candidate i is ARGV[firstArg + i]
+-- with its job hash at KEYS[firstKey + 2i] and lease at KEYS[firstKey + 2i + 1]. A candidate that is no
+-- longer near the tail of `wait` (another worker took it) is skipped. Returns { { id, token, hash }, ... }.
+local function takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, now, firstKey, firstArg, n)
+  -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
+  -- long `wait` list never costs a full scan.
+  local window = 2 * n + 64
+  local taken = {}
+  for i = 0, n - 1 do
+    local id = ARGV[firstArg + i]
+    local jobKey, lockKey = KEYS[firstKey + 2 * i], KEYS[firstKey + 2 * i + 1]
+    if redis.call('LPOS', waitKey, id, 'RANK', -1, 'MAXLEN', window) then
+      redis.call('LREM', waitKey, -1, id)
+      if redis.call('EXISTS', jobKey) == 1 then
+        local started = redis.call('HINCRBY', jobKey, 'attemptsStarted', 1)
+        local token = workerToken .. ':' .. started
+        redis.call('SET', lockKey, token, 'PX', leaseMs)
+        redis.call('ZADD', activeKey, now + leaseMs, id)
+        redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', now)
+        taken[#taken + 1] = { id, token, redis.call('HGETALL', jobKey) }
+      end
+    end
+  end
+  -- Chain wake-ups: another idle worker wakes while work remains.
+  if #taken > 0 and redis.call('LLEN', waitKey) > 0 then
+    redis.call('ZADD', markerKey, 0, '0')
+  end
+  return taken
+end
