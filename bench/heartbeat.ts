@@ -10,9 +10,10 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { queueKeys } from '../lib/keys.js'
+import { extendLeases } from '../lib/lease.js'
 import { LockManager, type Lease } from '../lib/lock-manager.js'
 import { LOCK_DURATION_MS_DEFAULT, systemClock } from '../lib/options.js'
-import { runScript, scripts } from '../lib/scripts.js'
+import { scripts } from '../lib/scripts.js'
 import { bullActive, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
 import { commandStats, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
 import { countRoundTrips, median, type Ctx } from './util.js'
@@ -64,14 +65,8 @@ async function emqSide(ctx: Ctx, leases: number): Promise<HeartbeatSide> {
     await emqAdd(client, queue, 0, leases)
     const held = await emqTake(client, queue, leases, LOCK_DURATION_MS_DEFAULT, randomUUID())
     await client.script('LOAD', scripts.extend().lua)
-    // The same call Worker.extend makes (lib/worker.ts).
-    const extend = async (batch: Lease[]) =>
-      (await runScript(
-        client,
-        scripts.extend(),
-        [k.active, k.stalled, ...batch.flatMap(({ id }) => [k.job(id), k.lock(id)])],
-        [LOCK_DURATION_MS_DEFAULT, ...batch.flatMap(({ id, token }) => [id, token])],
-      )) as number[]
+    // The same function a Worker gives its LockManager (lib/lease.ts).
+    const extend = (batch: Lease[]) => extendLeases(client, k, LOCK_DURATION_MS_DEFAULT, batch)
     const { counter, wrapped } = countRoundTrips(extend)
     const problems: string[] = []
     const manager = new LockManager({

@@ -29,15 +29,22 @@ export async function takeJobs(client: RedisClient, keys: QueueKeys, workerToken
   return toTaken(reply as TakenReply)
 }
 
-/** Renews leases; one code per lease: 1 renewed, 2 lapsed but taken back, 0 lost. */
+/**
+ * Renews leases; one code per lease: 1 renewed, 2 lapsed but taken back, 0 lost. Leases that lapsed (a
+ * paused worker) need the job's hash to judge, so they go to a second script; normally there are none.
+ */
 export async function extendLeases(client: RedisClient, keys: QueueKeys, leaseMs: number, leases: Lease[]): Promise<number[]> {
-  const reply = await runScript(
+  const codes = (await runScript(client, scripts.extend(), [keys.active, keys.stalled, ...leases.map((l) => keys.lock(l.id))], [leaseMs, ...leases.map((l) => l.token)])) as number[]
+  const lapsed = leases.filter((_, i) => codes[i] === 3)
+  if (lapsed.length === 0) return codes
+  const reclaimed = (await runScript(
     client,
-    scripts.extend(),
-    [keys.active, keys.stalled, ...jobKeyPairs(keys, leases.map((l) => l.id))],
-    [leaseMs, ...leases.flatMap(({ id, token }) => [id, token])],
-  )
-  return reply as number[]
+    scripts.reclaim(),
+    [keys.active, keys.stalled, ...jobKeyPairs(keys, lapsed.map((l) => l.id))],
+    [leaseMs, ...lapsed.flatMap(({ id, token }) => [id, token])],
+  )) as number[]
+  let next = 0
+  return codes.map((code) => (code === 3 ? (reclaimed[next++] ?? 0) : code))
 }
 
 export type FinishAction = 'complete' | 'fail' | 'release'

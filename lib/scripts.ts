@@ -79,6 +79,7 @@ export const scripts = {
   add: () => loadScript('add-3.lua'),
   take: () => loadScript('take-3.lua'),
   extend: () => loadScript('extend-2.lua'),
+  reclaim: () => loadScript('reclaim-2.lua'),
   finish: () => loadScript('finish-8.lua'),
   sweep: () => loadScript('sweep-5.lua'),
 }

@@ -70,6 +70,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private wake: (() => void) | undefined
   /** Ids the last finish saw at the tail of `wait`: the next candidates, saving a read. */
   private hint: string[] = []
+  /** Finish calls in flight; while others are, the hint is stale and the loop takes instead. */
+  private finishing = 0
 
   constructor(name: string, private readonly processor: Processor<Data, Result>, options?: WorkerOptions) {
     super()
@@ -159,20 +161,20 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
     if (run.released) return
     try {
-      // The slot this run frees is filled in the same call, unless the worker is closing.
-      const next = {
-        workerToken: this.id,
-        leaseMs: this.settings.lockDuration,
-        candidates: this.stopping ? [] : this.hint.splice(0, 1),
-        peek: this.stopping ? 0 : PEEK,
-      }
+      // The slot this run frees is filled in the same call, unless the worker is closing or other finishes
+      // in flight make the hint stale (with concurrency, the loop's batched take does better).
+      const inline = !this.stopping && this.finishing === 0
+      const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates: inline ? this.hint.splice(0, 1) : [], peek: inline ? PEEK : 0 }
       const sentAt = this.settings.clock.now()
-      const { status, state, taken, peeked } = await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)
+      this.finishing++
+      const { status, state, taken, peeked } = await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next).finally(
+        () => this.finishing--,
+      )
       if (status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`)
         return
       }
-      this.hint = peeked
+      if (inline) this.hint = peeked
       for (const t of taken) this.start({ ...t, sentAt })
       run.job.state = state as JobState
       run.job.attemptsMade += 1

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { Queue, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
+import { extendLeases } from '../lib/lease.js'
 import { runScript, scripts } from '../lib/scripts.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
@@ -70,11 +71,7 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     await sweep(redis.client, 'q')
     expect(await redis.client.zscore(keys.stalled, id as string)).not.toBeNull()
 
-    const codes = await runScript(redis.client, scripts.extend(), [keys.active, keys.stalled, keys.job(id as string), keys.lock(id as string)], [
-      60_000,
-      id as string,
-      'dead-worker:1',
-    ])
+    const codes = await extendLeases(redis.client, keys, 60_000, [{ id: id as string, token: 'dead-worker:1' }])
     const second = await sweep(redis.client, 'q')
 
     expect(codes).toEqual([2]) // lapsed lease taken back
