@@ -40,6 +40,8 @@ export class LockManager {
   private timer: unknown
   private running: Promise<void> | undefined
   private closed = false
+  /** The last tick's renewals failed or went unanswered. */
+  private failing = false
 
   constructor(private readonly options: LockManagerOptions) {}
 
@@ -63,16 +65,29 @@ export class LockManager {
 
   /** One renewal round; the timer calls it, tests may too. */
   async tick(): Promise<void> {
+    // While renewals fail, a lease past its deadline is lost now: asking Redis again cannot save it in
+    // time. (A worker that was only paused has no failures, so it asks first and may take its leases back.)
+    if (this.failing) this.expire('the lease could not be renewed before it expired')
     const leases = [...this.held.values()]
     if (leases.length === 0) return
     const { clock, leaseMs, batchSize = LEASE_BATCH_SIZE_DEFAULT } = this.options
     const sentAt = clock.now()
     const batches: Held[][] = []
     for (let i = 0; i < leases.length; i += batchSize) batches.push(leases.slice(i, i + batchSize))
-    const replies = await Promise.allSettled(batches.map((batch) => this.options.extend(batch.map(({ id, token }) => ({ id, token })))))
-    replies.forEach((reply, b) => {
+    const renewed = Promise.allSettled(batches.map((batch) => this.options.extend(batch.map(({ id, token }) => ({ id, token })))))
+    // No answer (a stalled link) must not hold back the expiry check below: wait for one only until the
+    // earliest deadline (at least one interval, so a worker resuming from a pause hears its take-backs).
+    let timer: unknown
+    const unanswered = new Promise<undefined>((resolve) => {
+      timer = clock.setTimeout(() => resolve(undefined), Math.max(this.earliestDeadline() - sentAt, this.options.intervalMs))
+    })
+    const replies = await Promise.race([renewed, unanswered])
+    clock.clearTimeout(timer)
+    this.failing = replies === undefined
+    replies?.forEach((reply, b) => {
       const batch = batches[b] ?? []
       if (reply.status === 'rejected') {
+        this.failing = true
         this.options.onError(reply.reason)
         return
       }
@@ -84,13 +99,7 @@ export class LockManager {
         } else lease.deadline = sentAt + leaseMs
       })
     })
-    const now = clock.now()
-    for (const lease of this.held.values()) {
-      if (lease.deadline <= now) {
-        this.held.delete(lease.id)
-        this.options.onLost(lease.id, 'the lease could not be renewed before it expired')
-      }
-    }
+    this.expire('the lease could not be renewed before it expired')
   }
 
   /** Stops the timer and waits for a tick in progress. Safe to call more than once. */
@@ -101,14 +110,33 @@ export class LockManager {
     await this.running
   }
 
+  private expire(reason: string): void {
+    const now = this.options.clock.now()
+    for (const lease of this.held.values()) {
+      if (lease.deadline <= now) {
+        this.held.delete(lease.id)
+        this.options.onLost(lease.id, reason)
+      }
+    }
+  }
+
+  private earliestDeadline(): number {
+    let earliest = Infinity
+    for (const lease of this.held.values()) earliest = Math.min(earliest, lease.deadline)
+    return earliest
+  }
+
   private arm(): void {
-    this.timer = this.options.clock.setTimeout(() => {
+    const { clock, intervalMs } = this.options
+    // While renewals fail, tick again no later than the earliest deadline, so its job is aborted on time.
+    const delay = this.failing ? Math.max(1, Math.min(intervalMs, this.earliestDeadline() - clock.now())) : intervalMs
+    this.timer = clock.setTimeout(() => {
       this.running = this.tick()
         .catch((err: unknown) => this.options.onError(err))
         .finally(() => {
           this.running = undefined
           if (!this.closed) this.arm()
         })
-    }, this.options.intervalMs)
+    }, delay)
   }
 }

@@ -36,7 +36,7 @@ type StepReply = [string[], string[], string[], number, number]
 export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
   validateQueueName(queue)
   const { prefix, graceMs, limit } = sweepSettings(options)
-  const conn = openConnection(connection, { redisOptions: { connectTimeout: 5_000, maxRetriesPerRequest: 1, retryStrategy: (times) => (times > 2 ? null : 100 * times) } })
+  const conn = openConnection(connection, { redisOptions: { connectTimeout: 5_000, commandTimeout: 5_000, maxRetriesPerRequest: 1, retryStrategy: (times) => (times > 2 ? null : 100 * times) } })
   try {
     return await sweepWith(conn.client, queue, prefix, graceMs, limit)
   } catch (err) {

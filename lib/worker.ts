@@ -68,6 +68,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private stopping = false
   private closing: Promise<void> | undefined
   private wake: (() => void) | undefined
+  private stopped: () => void = () => undefined
+  /** Settles on close(): a blocking call on a client that is reconnecting never settles once disconnect()ed. */
+  private readonly stopSignal = new Promise<void>((resolve) => (this.stopped = resolve))
   /** Ids the last finish saw at the tail of `wait`: the next candidates, saving a read. */
   private hint: string[] = []
   /** Finish calls in flight; while others are, the hint is stale and the loop takes instead. */
@@ -112,7 +115,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
           continue
         }
         const taken = await this.take(Math.min(free, MAX_TAKE_BATCH))
-        if (taken === undefined) await this.blocking.bzpopmin(this.keys.marker, BLOCK_TIMEOUT_S)
+        if (taken === undefined) await Promise.race([this.blocking.bzpopmin(this.keys.marker, BLOCK_TIMEOUT_S), this.stopSignal])
         else for (const started of taken) this.start(started)
         failures = 0
       } catch (err) {
@@ -133,12 +136,17 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private start({ job, token, sentAt }: Started): void {
+    const current = this.runs.get(job.id)
+    if (current?.token === token) return // a replayed take handed back a run already going here
+    // A sweep recovered the job from a run still going here and this worker took it again: that run is fenced out.
+    if (current) this.lockLost(job.id, 'the job was recovered and taken again')
     const controller = new AbortController()
     this.locks.add({ id: job.id, token }, sentAt)
     const run: Run = { job, token, controller, lost: false, released: false, done: Promise.resolve() }
     this.runs.set(job.id, run)
     this.emit('active', job)
     run.done = this.execute(run).finally(() => {
+      if (this.runs.get(job.id) !== run) return this.wake?.()
       this.locks.remove(job.id)
       this.runs.delete(job.id)
       this.wake?.()
@@ -160,6 +168,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       value = error.message || error.name
     }
     if (run.released) return
+    // A run aborted for a lost lease failed because of the abort: if the job is somehow still its own
+    // (the link came back before any sweep), return it to wait without charging an attempt.
+    if (run.lost && action === 'fail') action = 'release'
     try {
       // The slot this run frees is filled in the same call, unless the worker is closing or other finishes
       // in flight make the hint stale (with concurrency, the loop's batched take does better).
@@ -171,12 +182,13 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         () => this.finishing--,
       )
       if (status === 'lost') {
-        this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`)
+        this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`, run)
         return
       }
       if (inline) this.hint = peeked
       for (const t of taken) this.start({ ...t, sentAt })
       run.job.state = state as JobState
+      if (action === 'release') return
       run.job.attemptsMade += 1
       if (action === 'complete') {
         run.job.returnValue = result
@@ -190,11 +202,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
   }
 
-  private lockLost(id: string, reason: string): void {
-    const run = this.runs.get(id)
+  private lockLost(id: string, reason: string, run = this.runs.get(id)): void {
     if (!run || run.lost || run.released) return
     run.lost = true
-    this.locks.remove(id)
+    if (this.runs.get(id) === run) this.locks.remove(id)
     const err = new EchoMQError('ERR_LOCK_LOST', `job ${id} of queue ${this.name} lost its lease: ${reason}`)
     run.controller.abort(err)
     this.emit('lockLost', run.job, err)
@@ -202,6 +213,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   private async shutdown(): Promise<void> {
     this.stopping = true
+    this.stopped()
     this.wake?.()
     this.blocking.disconnect()
     await this.loopDone

@@ -43,6 +43,10 @@ local holder = rcall('GET', lockKey)
 local owned = rcall('ZSCORE', activeKey, id) and rcall('HGET', jobKey, 'token') == token
   and (holder == false or holder == token)
 if not owned then
+  -- A replay of this run's own finish (its reply was lost to a dropped connection): report what it did.
+  if rcall('HGET', jobKey, 'finishedBy') == token then
+    return { 'ok', rcall('HGET', jobKey, 'finishedAs'), takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, nowMs(), 9, 8, #ARGV - 7), {} }
+  end
   return { 'lost', rcall('HGET', jobKey, 'state') or 'missing', {}, {} }
 end
 
@@ -63,6 +67,7 @@ else
   rcall('ZADD', markerKey, 0, '0')
   state = 'wait'
 end
+rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state)
 local taken = takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, now, 9, 8, #ARGV - 7)
 local peeked = peek > 0 and rcall('LRANGE', waitKey, -peek, -1) or {}
 return { 'ok', state, taken, peeked }

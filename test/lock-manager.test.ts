@@ -101,3 +101,31 @@ describe('LockManager', () => {
     expect(clock.pending).toBe(0)
   })
 })
+
+describe('LockManager under failing renewals', () => {
+  it('reports a lease lost at its deadline, not a heartbeat later', async () => {
+    const { clock, lost, manager } = setup(async () => {
+      throw new Error('connection refused')
+    })
+    manager.add({ id: 'a', token: 't' }, 0) // deadline 300, heartbeat 100
+    manager.add({ id: 'b', token: 't' }, 50) // deadline 350
+    manager.start()
+
+    await clock.advance(299)
+    expect(lost).toEqual([])
+    await clock.advance(1)
+    expect(lost.map(([id]) => id)).toEqual(['a'])
+    await clock.advance(50)
+    expect(lost.map(([id]) => id)).toEqual(['a', 'b'])
+    await manager.close()
+  })
+
+  it('a renewal that never answers does not hold back the expiry', async () => {
+    const { clock, lost, manager } = setup(() => new Promise(() => undefined))
+    manager.add({ id: 'a', token: 't' }, 0)
+    manager.start()
+    await clock.advance(300)
+    expect(lost.map(([id]) => id)).toEqual(['a'])
+    await manager.close()
+  })
+})

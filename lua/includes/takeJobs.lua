@@ -19,6 +19,16 @@ local function takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, now
         redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', now)
         taken[#taken + 1] = { id, token, redis.call('HGETALL', jobKey) }
       end
+    elseif redis.call('ZSCORE', activeKey, id) then
+      -- In flight under this worker's token: a replay of a call whose reply was lost (or a run the worker
+      -- already has, which it skips). Hand it back rather than strand it until a sweep charges a stall.
+      local token = redis.call('HGET', jobKey, 'token')
+      local holder = redis.call('GET', lockKey)
+      if token and string.sub(token, 1, #workerToken + 1) == workerToken .. ':' and (holder == false or holder == token) then
+        redis.call('SET', lockKey, token, 'PX', leaseMs)
+        redis.call('ZADD', activeKey, now + leaseMs, id)
+        taken[#taken + 1] = { id, token, redis.call('HGETALL', jobKey) }
+      end
     end
   end
   -- Chain wake-ups: another idle worker wakes while work remains.

@@ -1,0 +1,341 @@
+/**
+ * Network faults between one worker (or the sweeper) and Redis, through test/chaos/proxy.ts: a stalled
+ * link (connections open, nothing forwarded), a refusing one (connections reset and refused), a slow one,
+ * and cuts. A worker that cannot renew must abort its jobs before their leases can be recovered elsewhere,
+ * the sweeper must fail fast with a clear error, and close() must not hang once the link is back.
+ */
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { createHandler } from '../../functions/sweep.js'
+import { EchoMQError, Queue, Worker, sweep, type Job } from '../../lib/index.js'
+import { queueKeys } from '../../lib/keys.js'
+import { LockManager } from '../../lib/lock-manager.js'
+import { ManualClock } from '../helpers/manual-clock.js'
+import { crashedJobs } from '../helpers/queue-state.js'
+import { startRedis, type TestRedis } from '../helpers/redis-server.js'
+import { waitFor } from '../helpers/wait.js'
+import { pause } from './config.js'
+import { closeWithin } from './cleanup.js'
+import { TcpProxy } from './proxy.js'
+
+const LOCK_MS = 500
+const HEARTBEAT_MS = 100
+let redis: TestRedis
+let queue: Queue
+let proxy: TcpProxy
+const workers: Worker[] = []
+const stops: (() => Promise<unknown>)[] = []
+const keys = queueKeys('emq', 'q')
+
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+beforeEach(async () => {
+  await redis.client.flushall()
+  queue = new Queue('q', { connection: redis.client })
+  proxy = await TcpProxy.start(redis.port)
+})
+afterEach(async () => {
+  for (const stop of stops.splice(0)) await stop()
+  proxy.resume()
+  await Promise.all(workers.splice(0).map((w) => closeWithin(w)))
+  await proxy.close()
+})
+
+function worker(processor: (job: Job, signal: AbortSignal) => Promise<unknown>, options: Record<string, unknown> = {}): Worker {
+  const w = new Worker('q', processor, { connection: proxy.url, lockDuration: LOCK_MS, heartbeatInterval: HEARTBEAT_MS, closeTimeout: 200, ...options })
+  w.on('error', () => undefined)
+  workers.push(w)
+  return w
+}
+
+/** Holds every job until its signal aborts; records when. */
+function holding() {
+  const started = new Map<string, number>()
+  const aborted = new Map<string, number>()
+  const processor = (job: Job, signal: AbortSignal) =>
+    new Promise((_, reject) => {
+      started.set(job.id, Date.now())
+      signal.addEventListener('abort', () => (aborted.set(job.id, Date.now()), reject(signal.reason)), { once: true })
+    })
+  return { processor, started, aborted }
+}
+
+/** A sweeper loop on a direct connection (every ~100 ms, no grace): records when each job was recovered. */
+function sweeper(graceMs = 0) {
+  const recoveredAt = new Map<string, number>()
+  let marked = 0
+  let running = true
+  const client = redis.connect()
+  const loop = (async () => {
+    while (running) {
+      const result = await sweep(client, 'q', { graceMs })
+      marked += result.marked.length
+      for (const id of [...result.recovered, ...result.failed]) recoveredAt.set(id, Date.now())
+      await pause(100)
+    }
+  })()
+  const stop = async () => {
+    running = false
+    await loop
+  }
+  stops.push(stop)
+  return { recoveredAt, marked: () => marked, stop }
+}
+
+describe('a worker that cannot reach Redis', () => {
+  it('LockManager: a renewal that never gets an answer still reports the leases lost once their deadline passes', async () => {
+    const clock = new ManualClock()
+    const lost: string[] = []
+    const locks = new LockManager({
+      extend: () => new Promise<number[]>(() => undefined), // a stalled connection: no reply, no error
+      intervalMs: HEARTBEAT_MS,
+      leaseMs: LOCK_MS,
+      clock,
+      onLost: (id) => lost.push(id),
+      onError: () => undefined,
+    })
+    locks.add({ id: 'a', token: 't' }, clock.now())
+    locks.start()
+
+    await clock.advance(LOCK_MS * 3)
+
+    expect(lost).toEqual(['a'])
+  })
+
+  for (const fault of ['stall', 'refuse'] as const) {
+    it(`${fault}: its jobs get lockLost around lockDuration, before two sweeps recover them elsewhere; nothing else accepts its runs`, async () => {
+      const hold = holding()
+      const w = worker(hold.processor, { concurrency: 2 })
+      const lostAt = new Map<string, number>()
+      w.on('lockLost', (job: Job) => lostAt.set(job.id, Date.now()))
+      await queue.add('job', {}, { jobId: 'a' })
+      await queue.add('job', {}, { jobId: 'b' })
+      await waitFor(() => hold.started.size === 2, { what: 'the worker to take both jobs' })
+
+      const faultAt = Date.now()
+      if (fault === 'stall') proxy.stall()
+      else proxy.refuse()
+      const sweeps = sweeper()
+      // A healthy worker on a direct connection takes whatever is recovered.
+      const healthy = new Worker('q', async () => 'healthy', { connection: redis.url, lockDuration: LOCK_MS, heartbeatInterval: HEARTBEAT_MS })
+      workers.push(healthy)
+      await waitFor(async () => (await redis.client.zcard(keys.completed)) === 2, { timeoutMs: 10_000, what: 'both jobs completed elsewhere' })
+      await sweeps.stop()
+
+      const report = ['a', 'b'].map((id) => ({
+        id,
+        lostAfterMs: lostAt.has(id) ? (lostAt.get(id) as number) - faultAt : null,
+        recoveredAfterMs: (sweeps.recoveredAt.get(id) ?? NaN) - faultAt,
+      }))
+      console.log(`[chaos] network ${fault}: ${JSON.stringify(report)}`)
+      for (const id of ['a', 'b']) expect(await queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 2 })
+      // Aborted before the recovery, within about one lease (plus a heartbeat and scheduling slack).
+      for (const r of report) {
+        expect(r.lostAfterMs, `lockLost of ${r.id}`).not.toBeNull()
+        expect(r.lostAfterMs as number).toBeLessThan(r.recoveredAfterMs)
+        expect(r.lostAfterMs as number).toBeLessThanOrEqual(LOCK_MS + HEARTBEAT_MS + 250)
+      }
+    })
+  }
+
+  it('stall, then heal before any sweep: the aborted run returns its job to wait without charging an attempt', async () => {
+    const hold = holding()
+    const w = worker(hold.processor)
+    const failed: string[] = []
+    const lost: string[] = []
+    w.on('failed', (job: Job) => failed.push(job.id))
+    w.on('lockLost', (job: Job) => lost.push(job.id))
+    await queue.add('job', {}, { jobId: 'a' })
+    await waitFor(() => hold.started.size === 1, { what: 'the worker to take the job' })
+
+    proxy.stall()
+    await waitFor(() => lost.includes('a'), { timeoutMs: 5_000, what: 'the stalled worker to give up its lease' })
+    proxy.resume()
+    // Back in wait, where the healed worker may already have taken it again.
+    const job = await waitFor(async () => {
+      const j = await queue.getJob('a')
+      return j && (j.state === 'wait' || j.attemptsStarted === 2) ? j : undefined
+    }, { timeoutMs: 5_000, what: 'the job back in wait' })
+
+    expect(hold.aborted.has('a')).toBe(true)
+    expect(failed).toEqual([])
+    expect(job.attemptsMade).toBe(0)
+  })
+
+  it('stall: close() returns once the link heals', async () => {
+    const hold = holding()
+    const w = worker(hold.processor)
+    await queue.add('job', {}, { jobId: 'a' })
+    await waitFor(() => hold.started.size === 1, { what: 'the worker to take the job' })
+    proxy.stall()
+    let closed = false
+    const closing = w.close().then(() => (closed = true))
+    await pause(LOCK_MS) // the fault lasts a while (not a synchronisation)
+
+    proxy.resume()
+    const healedAt = Date.now()
+    await waitFor(() => closed, { timeoutMs: 5_000, what: 'close() to return after the link healed' })
+    await closing
+    console.log(`[chaos] network stall: close() returned ${Date.now() - healedAt} ms after the link healed`)
+    expect(hold.aborted.has('a')).toBe(true)
+    // The run was returned to wait (no attempt used) or, had its lease lapsed into a recovery, fenced out.
+    expect((await queue.getJob('a'))?.state).toBe('wait')
+  })
+
+  it('refuse: close() called while Redis is unreachable returns once the link heals', async () => {
+    const w = worker(async () => 'done')
+    // Idle: blocked on the marker (Redis lists the blocked client with its command).
+    await waitFor(async () => proxy.openConnections >= 2 && /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), { what: 'the worker to block on the marker' })
+    proxy.refuse()
+    // Both of its connections are now retrying (each retry is refused).
+    await waitFor(() => proxy.stats.refused >= 4, { what: 'reconnect attempts' })
+    let closed = false
+    void w.close().then(() => (closed = true))
+    await pause(200)
+
+    proxy.resume()
+    const healedAt = Date.now()
+    const returned = await waitFor(() => closed, { timeoutMs: 5_000, what: 'close() to return after the link healed' }).then(
+      () => true,
+      () => false,
+    )
+    console.log(`[chaos] network refuse: close() ${returned ? `returned ${Date.now() - healedAt} ms after the link healed` : 'still pending 5 s after the link healed'}`)
+    expect(returned).toBe(true)
+  })
+})
+
+describe('a worker behind a degraded link carries on', () => {
+  it('slow link (100 ms each way, lease 1000 ms): it keeps its leases, nothing is marked or recovered, every job completes once on it', async () => {
+    proxy.slow(100)
+    const lost: string[] = []
+    const w = worker(async (job, signal) => {
+      await new Promise((resolve, reject) => {
+        const t = setTimeout(resolve, 300)
+        signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true })
+      })
+      return `slow:${job.attemptsStarted}`
+    }, { lockDuration: 1_000, concurrency: 5 })
+    w.on('lockLost', (job: Job) => lost.push(job.id))
+    const completions: string[] = []
+    w.on('completed', (job: Job) => completions.push(job.id))
+    const sweeps = sweeper()
+    const ids = Array.from({ length: 10 }, (_, i) => `s${i}`)
+    for (const id of ids) await queue.add('job', {}, { jobId: id })
+
+    await waitFor(() => completions.length === ids.length, { timeoutMs: 15_000, what: 'every job completed' })
+    await sweeps.stop()
+
+    console.log(`[chaos] network slow: completed=${completions.length} lockLost=${lost.length} marked=${sweeps.marked()} recovered=${sweeps.recoveredAt.size} chunksDelayed=${proxy.stats.chunks}`)
+    expect(lost).toEqual([])
+    expect(sweeps.marked()).toBe(0)
+    expect(sweeps.recoveredAt.size).toBe(0)
+    expect(completions.sort()).toEqual([...ids].sort())
+    for (const id of ids) expect(await queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'slow:1', attemptsMade: 1 })
+  })
+
+  it('cuts (every connection reset, reconnects allowed): it reconnects and every job completes exactly once', async () => {
+    const completions = new Map<string, number>()
+    const w = worker(async (job, signal) => {
+      await new Promise((resolve, reject) => {
+        const t = setTimeout(resolve, 20 + Math.random() * 30)
+        signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true })
+      })
+      return job.attemptsStarted
+    }, { concurrency: 3 })
+    w.on('completed', (job: Job) => completions.set(job.id, (completions.get(job.id) ?? 0) + 1))
+    const sweeps = sweeper()
+    const ids = Array.from({ length: 60 }, (_, i) => `c${i}`)
+    for (const id of ids) await queue.add('job', {}, { jobId: id })
+
+    let cuts = 0
+    for (let k = 1; k <= 3; k++) {
+      const done = (await redis.client.zcard(keys.completed)) as number
+      await waitFor(async () => (await redis.client.zcard(keys.completed)) > done, { timeoutMs: 10_000, what: `progress before cut ${k}` })
+      cuts += proxy.cut()
+    }
+    await waitFor(async () => (await redis.client.zcard(keys.completed)) === ids.length, { timeoutMs: 20_000, what: 'every job completed' })
+    await sweeps.stop()
+
+    const jobs = await Promise.all(ids.map((id) => queue.getJob(id)))
+    console.log(`[chaos] network cut: cuts=${cuts} connections=${proxy.stats.connections} completedEvents=${[...completions.values()].reduce((a, b) => a + b, 0)} recovered=${sweeps.recoveredAt.size}`)
+    expect(cuts).toBeGreaterThanOrEqual(3)
+    expect(proxy.stats.connections).toBeGreaterThan(2) // it reconnected
+    expect(jobs.every((j) => j?.state === 'completed' && j.returnValue === j.attemptsStarted)).toBe(true)
+    expect([...completions.values()].every((n) => n === 1)).toBe(true)
+  })
+})
+
+describe('the sweeper through a faulty link fails fast', () => {
+  it('the Lambda handler (REDIS_TIMEOUT_MS=300) fails within about the timeout with ERR_CONNECTION when stalled or refused, and sweeps again once healed', async () => {
+    await crashedJobs(redis.client, 'q', 2)
+    const handler = createHandler({ REDIS_URL: proxy.url, REDIS_TIMEOUT_MS: '300', METRICS_MODE: 'off', QUEUES: 'q', SWEEP_GRACE_MS: '0' })
+    stops.push(() => handler.close())
+    const invoke = async () => {
+      const t = Date.now()
+      try {
+        return { ms: Date.now() - t, summary: await handler({}), error: undefined }
+      } catch (err) {
+        return { ms: Date.now() - t, summary: undefined, error: err as EchoMQError }
+      }
+    }
+
+    const healthy = await invoke()
+    proxy.stall()
+    const stalled = await invoke()
+    proxy.resume()
+    const healed = await invoke()
+    proxy.refuse()
+    const refused = await invoke()
+    proxy.resume()
+    const again = await invoke()
+
+    console.log(`[chaos] handler: stalled ${stalled.ms} ms "${stalled.error?.message}"; refused ${refused.ms} ms "${refused.error?.message}"`)
+    expect(healthy.summary?.queues.q).toMatchObject({ marked: 2 })
+    for (const failed of [stalled, refused]) {
+      expect(failed.error).toBeInstanceOf(EchoMQError)
+      expect(failed.error?.code).toBe('ERR_CONNECTION')
+      expect(failed.error?.message).toMatch(/unreachable|timed out|max retries/i)
+      expect(failed.ms).toBeLessThan(1_500)
+    }
+    expect(healed.summary?.queues.q).toMatchObject({ recovered: 2 })
+    expect(again.error).toBeUndefined()
+  })
+
+  it('sweep() with a client that has a command timeout fails fast with ERR_CONNECTION through a stalled link', async () => {
+    const client = new Redis(proxy.port, '127.0.0.1', { commandTimeout: 300, maxRetriesPerRequest: 1 })
+    client.on('error', () => undefined)
+    stops.push(async () => client.disconnect())
+    await client.ping()
+    proxy.stall()
+    const t = Date.now()
+    const error = await sweep(client, 'q').then(
+      () => undefined,
+      (err: EchoMQError) => err,
+    )
+    const ms = Date.now() - t
+    console.log(`[chaos] sweep(client) stalled: ${ms} ms "${error?.message}"`)
+    expect(error?.code).toBe('ERR_CONNECTION')
+    expect(ms).toBeLessThan(1_500)
+  })
+
+  it('sweep() given a URL settles (with ERR_CONNECTION) within 5 s through a stalled link', async () => {
+    proxy.stall()
+    const t = Date.now()
+    let outcome: string | undefined
+    void sweep(proxy.url, 'q').then(
+      () => (outcome = 'resolved'),
+      (err: EchoMQError) => (outcome = `${err.code}: ${err.message}`),
+    )
+    const settled = await waitFor(() => outcome, { timeoutMs: 5_000, what: 'sweep(url) to settle' }).then(
+      () => true,
+      () => false,
+    )
+    console.log(`[chaos] sweep(url) stalled: ${settled ? `settled after ${Date.now() - t} ms: ${outcome}` : 'still pending after 5 s'}`)
+    expect(settled).toBe(true)
+    expect(outcome).toMatch(/^ERR_CONNECTION/)
+  })
+})

@@ -1,0 +1,129 @@
+/**
+ * Replies lost to a dropped connection: the proxy lets a script call reach Redis, holds its reply, then
+ * cuts the connection. ioredis reconnects and sends the call again (autoResendUnfulfilledCommands), so
+ * every script a worker runs meets its own earlier effect. A take or a finish whose reply is lost must not
+ * cost the job a run nor turn the worker's own accepted result into a 'lockLost'.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
+import { Queue, Worker, sweep, type Job } from '../../lib/index.js'
+import { queueKeys } from '../../lib/keys.js'
+import { scripts } from '../../lib/scripts.js'
+import { startRedis, type TestRedis } from '../helpers/redis-server.js'
+import { waitFor } from '../helpers/wait.js'
+import { pause } from './config.js'
+import { closeWithin } from './cleanup.js'
+import { TcpProxy } from './proxy.js'
+
+let redis: TestRedis
+let queue: Queue
+let proxy: TcpProxy
+const workers: Worker[] = []
+const keys = queueKeys('emq', 'q')
+let sweeping = false
+
+beforeAll(async () => {
+  redis = await startRedis()
+})
+afterAll(async () => {
+  await redis?.stop()
+})
+beforeEach(async () => {
+  await redis.client.flushall()
+  // Loaded up front, so workers call them by SHA (the proxy recognises a call by its SHA).
+  for (const s of [scripts.take(), scripts.finish(), scripts.extend()]) await redis.client.script('LOAD', s.lua)
+  queue = new Queue('q', { connection: redis.client })
+  proxy = await TcpProxy.start(redis.port)
+})
+afterEach(async () => {
+  sweeping = false
+  proxy.resume()
+  await Promise.all(workers.splice(0).map((w) => closeWithin(w)))
+  await proxy.close()
+})
+
+function worker(processor: (job: Job, signal: AbortSignal) => Promise<unknown>): Worker {
+  const w = new Worker('q', processor, { connection: proxy.url, lockDuration: 500, heartbeatInterval: 100, closeTimeout: 200 })
+  w.on('error', () => undefined)
+  workers.push(w)
+  return w
+}
+
+const callsScript = (sha: string) => (chunk: Buffer) => chunk.includes(sha)
+const stateOf = async (id: string) => (await redis.client.hget(keys.job(id), 'state')) ?? undefined
+
+it("a take whose reply is lost: the job still runs (it is not left leased to nobody until a sweep charges it a stall)", async () => {
+  const runs: string[] = []
+  const w = worker(async (job) => {
+    runs.push(job.id)
+    return 'ran'
+  })
+  await waitFor(async () => (await redis.client.sismember('emq:queues', 'q')) === 1 && proxy.openConnections >= 2, { what: 'the worker to connect' })
+  proxy.holdRepliesAfter(callsScript(scripts.take().sha))
+  await queue.add('job', {}, { jobId: 't', attempts: 1 })
+  await waitFor(async () => (await stateOf('t')) === 'active', { what: 'the take to run in Redis' })
+  proxy.cut()
+  sweeping = true
+  void (async () => {
+    while (sweeping) {
+      await sweep(redis.client, 'q', { graceMs: 0 })
+      await pause(100)
+    }
+  })()
+
+  const job = await waitFor(async () => {
+    const j = await queue.getJob('t')
+    return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
+  }, { what: 't to finish' })
+  console.log(`[chaos] reply-loss take: runs=${runs.length} final=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason })}`)
+  expect(job).toMatchObject({ state: 'completed', returnValue: 'ran' })
+  expect(runs).toEqual(['t'])
+})
+
+it("a completion whose reply is lost: the worker reports 'completed', not 'lockLost' for its own accepted result", async () => {
+  let release: (() => void) | undefined
+  const w = worker((job) => new Promise((resolve) => (release = () => resolve(`done:${job.id}`))))
+  const events: string[] = []
+  w.on('completed', () => events.push('completed'))
+  w.on('lockLost', (_job: Job, err: Error) => events.push(`lockLost: ${err.message}`))
+  await queue.add('job', {}, { jobId: 'f' })
+  await waitFor(() => release, { what: 'the worker to take the job' })
+  proxy.holdRepliesAfter(callsScript(scripts.finish().sha))
+  release?.()
+  await waitFor(async () => (await stateOf('f')) === 'completed', { what: 'the completion to run in Redis' })
+  proxy.cut()
+
+  await waitFor(() => events.length > 0, { what: "the worker's report" })
+  console.log(`[chaos] reply-loss finish: events=${JSON.stringify(events)}`)
+  expect(await queue.getJob('f')).toMatchObject({ state: 'completed', returnValue: 'done:f', attemptsMade: 1 })
+  expect(events).toEqual(['completed'])
+})
+
+it('a finish that also took the next job, whose reply is lost: that next job still runs', async () => {
+  const runs: string[] = []
+  worker(async (job) => {
+    runs.push(job.id)
+    return `ran:${job.id}`
+  })
+  // f1 is taken by the loop; its finish peeks [f2, f3]; f2 is taken from that peek, and f2's finish takes f3.
+  await queue.add('job', {}, { jobId: 'f1' })
+  await queue.add('job', {}, { jobId: 'f2' })
+  await queue.add('job', {}, { jobId: 'f3', attempts: 1 })
+  proxy.holdRepliesAfter((chunk) => chunk.includes(scripts.finish().sha) && chunk.includes('{q}:f3'))
+  await waitFor(async () => (await stateOf('f3')) === 'active' && proxy.holding.size > 0, { what: "f2's finish to take f3 in Redis" })
+  proxy.cut()
+  sweeping = true
+  void (async () => {
+    while (sweeping) {
+      await sweep(redis.client, 'q', { graceMs: 0 })
+      await pause(100)
+    }
+  })()
+
+  const job = await waitFor(async () => {
+    const j = await queue.getJob('f3')
+    return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
+  }, { what: 'f3 to finish' })
+  console.log(`[chaos] reply-loss finish+take: runs=${JSON.stringify(runs)} f3=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, failedReason: job.failedReason })}`)
+  expect(job).toMatchObject({ state: 'completed', returnValue: 'ran:f3' })
+  expect(runs.filter((id) => id === 'f3')).toEqual(['f3'])
+})
