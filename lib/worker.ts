@@ -40,8 +40,8 @@ export interface WorkerOptions {
 /** The safety net on the blocking wait (s): a lost wake-up costs at most this long. */
 const BLOCK_TIMEOUT_S = 10
 const MAX_TAKE_BATCH = 100
-/** Ids a finishing run peeks at from the tail of `wait`, to take with the next finish. */
-const PEEK = 2
+/** Most ids a finish peeks at from the tail of `wait`, for the finishes after it to take. */
+const MAX_PEEK = 32
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 
 interface Run {
@@ -73,8 +73,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private readonly stopSignal = new Promise<void>((resolve) => (this.stopped = resolve))
   /** Ids the last finish saw at the tail of `wait`: the next candidates, saving a read. */
   private hint: string[] = []
-  /** Finish calls in flight; while others are, the hint is stale and the loop takes instead. */
-  private finishing = 0
+  /** Ids handed to a take or finish call still in flight, so no two calls of this worker try the same id. */
+  private readonly claimed = new Set<string>()
 
   constructor(name: string, private readonly processor: Processor<Data, Result>, options?: WorkerOptions) {
     super()
@@ -128,11 +128,28 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   /** Takes up to n jobs: the last peek's ids, else ids read from `wait`. Undefined when `wait` is empty. */
   private async take(n: number): Promise<Started[] | undefined> {
-    const ids = this.hint.length > 0 ? this.hint.splice(0, n) : await readCandidates(this.conn.client, this.keys, n)
+    const hinted = this.claim(n)
+    const ids = hinted.length > 0 ? hinted : await readCandidates(this.conn.client, this.keys, n)
     if (ids.length === 0) return undefined
     const sentAt = this.settings.clock.now()
-    const taken = await takeJobs(this.conn.client, this.keys, this.id, this.settings.lockDuration, ids)
-    return taken.map((t) => ({ ...t, sentAt }))
+    try {
+      const taken = await takeJobs(this.conn.client, this.keys, this.id, this.settings.lockDuration, ids)
+      return taken.map((t) => ({ ...t, sentAt }))
+    } finally {
+      for (const id of hinted) this.claimed.delete(id)
+    }
+  }
+
+  /** Up to n ids from the last peek that no call of this worker has in flight. */
+  private claim(n: number): string[] {
+    const ids: string[] = []
+    while (ids.length < n && this.hint.length > 0) {
+      const id = this.hint.shift() as string
+      if (this.claimed.has(id)) continue
+      this.claimed.add(id)
+      ids.push(id)
+    }
+    return ids
   }
 
   private start({ job, token, sentAt }: Started): void {
@@ -172,20 +189,18 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     // (the link came back before any sweep), return it to wait without charging an attempt.
     if (run.lost && action === 'fail') action = 'release'
     try {
-      // The slot this run frees is filled in the same call, unless the worker is closing or other finishes
-      // in flight make the hint stale (with concurrency, the loop's batched take does better).
-      const inline = !this.stopping && this.finishing === 0
-      const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates: inline ? this.hint.splice(0, 1) : [], peek: inline ? PEEK : 0 }
+      // The slot this run frees is filled in the same call (from the last peek), unless the worker is closing.
+      const candidates = this.stopping ? [] : this.claim(1)
+      const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: this.stopping ? 0 : Math.min(this.settings.concurrency + 1, MAX_PEEK) }
       const sentAt = this.settings.clock.now()
-      this.finishing++
-      const { status, state, taken, peeked } = await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next).finally(
-        () => this.finishing--,
-      )
+      const { status, state, taken, peeked } = await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next).finally(() => {
+        for (const id of candidates) this.claimed.delete(id)
+      })
       if (status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`, run)
         return
       }
-      if (inline) this.hint = peeked
+      if (!this.stopping) this.hint = peeked.filter((id) => !this.claimed.has(id))
       for (const t of taken) this.start({ ...t, sentAt })
       run.job.state = state as JobState
       if (action === 'release') return
