@@ -51,6 +51,8 @@ interface Run {
   done: Promise<void>
   lost: boolean
   released: boolean
+  /** Its finish call is in flight: that call's reply, not a heartbeat racing it, says whether it was accepted. */
+  finishing: boolean
 }
 
 type Started = Taken & { sentAt: number }
@@ -90,7 +92,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       intervalMs: this.settings.heartbeatInterval,
       leaseMs: this.settings.lockDuration,
       clock: this.settings.clock,
-      onLost: (id, reason) => this.lockLost(id, reason),
+      onLost: (id, reason) => {
+        if (!this.runs.get(id)?.finishing) this.lockLost(id, reason)
+      },
       onError: (err) => this.report(redisError(this.name, 'renew leases of queue', err)),
     })
     this.locks.start()
@@ -159,7 +163,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (current) this.lockLost(job.id, 'the job was recovered and taken again')
     const controller = new AbortController()
     this.locks.add({ id: job.id, token }, sentAt)
-    const run: Run = { job, token, controller, lost: false, released: false, done: Promise.resolve() }
+    const run: Run = { job, token, controller, lost: false, released: false, finishing: false, done: Promise.resolve() }
     this.runs.set(job.id, run)
     this.emit('active', job)
     run.done = this.execute(run).finally(() => {
@@ -193,6 +197,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       const candidates = this.stopping ? [] : this.claim(1)
       const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: this.stopping ? 0 : Math.min(this.settings.concurrency + 1, MAX_PEEK) }
       const sentAt = this.settings.clock.now()
+      run.finishing = true
       const { status, state, taken, peeked } = await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next).finally(() => {
         for (const id of candidates) this.claimed.delete(id)
       })
