@@ -7,8 +7,9 @@
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { Queue, sweep, type SweepResult } from '../lib/index.js'
-import { queueKeys, registryKey } from '../lib/keys.js'
+import { queueKeys } from '../lib/keys.js'
 import { table } from './format.js'
+import { deletePrefix } from './local-redis.js'
 import { spawnWorker, type WorkerProcess } from './worker-process.js'
 
 export type Role = 'killed' | 'paused' | 'healthy'
@@ -145,7 +146,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
     return result
   } finally {
     await Promise.all([...workers.values()].map((w) => (w.kill('SIGCONT'), w.stop())))
-    if (!o.ownRedis) await removeKeys(redis, prefix)
+    if (!o.ownRedis) await deletePrefix(redis, prefix)
     await queue.close()
     redis.disconnect()
   }
@@ -180,14 +181,4 @@ async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<
     if (Date.now() > deadline) throw new Error('the demo timed out waiting for a lease to change')
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
-}
-
-async function removeKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0'
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500)
-    cursor = next
-    if (found.length > 0) await redis.del(...found)
-  } while (cursor !== '0')
-  await redis.del(registryKey(prefix))
 }

@@ -1,8 +1,8 @@
 /**
- * The local default for `echomq demo`: when no Redis URL is given, start a private redis-server on a free
- * port in a temporary directory, and stop it afterwards.
+ * A private redis-server on a free port in a temporary directory: the local default for `echomq demo`
+ * and `echomq race`, and what the tests and benchmarks run against. It never touches another Redis.
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -11,13 +11,17 @@ import { Redis } from 'ioredis'
 import { CliError } from './errors.js'
 
 export interface LocalRedis {
+  port: number
   url: string
+  dir: string
+  process: ChildProcess
   stop(): Promise<void>
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
+    server.unref()
     server.on('error', reject)
     server.listen(0, '127.0.0.1', () => {
       const address = server.address()
@@ -26,38 +30,54 @@ async function freePort(): Promise<number> {
   })
 }
 
-export async function startLocalRedis(): Promise<LocalRedis> {
+/** Starts redis-server (no persistence unless `extraArgs` ask for it) and waits until it answers PING. */
+export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRedis> {
   if (spawnSync('redis-server', ['--version']).error) {
     throw new CliError(
       'redis-server is not on PATH. Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) or set REDIS_URL to a Redis you have.',
     )
   }
   const port = await freePort()
-  const dir = mkdtempSync(path.join(tmpdir(), 'echomq-demo-'))
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-  const client = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
-  client.on('error', () => undefined)
-  const deadline = Date.now() + 5_000
-  for (;;) {
-    try {
-      await client.connect()
-      await client.ping()
-      break
-    } catch {
-      if (Date.now() > deadline || child.exitCode !== null) throw new CliError(`redis-server did not start on port ${port}`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
+  const dir = mkdtempSync(path.join(tmpdir(), 'echomq-redis-'))
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], {
+    stdio: 'ignore',
+  })
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGKILL')
+      await exited
     }
+    rmSync(dir, { recursive: true, force: true })
   }
-  client.disconnect()
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve))
-        child.kill('SIGTERM')
-        await exited
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  probe.on('error', () => undefined)
+  const deadline = Date.now() + 10_000
+  try {
+    for (;;) {
+      try {
+        await probe.connect()
+        if ((await probe.ping()) === 'PONG') break
+      } catch {
+        if (Date.now() > deadline || child.exitCode !== null) throw new CliError(`redis-server did not start on port ${port}`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
       }
-      rmSync(dir, { recursive: true, force: true })
-    },
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  } finally {
+    probe.disconnect()
   }
+  return { port, url: `redis://127.0.0.1:${port}`, dir, process: child, stop }
+}
+
+/** Deletes every key under `prefix` (and its registry): for runs on a Redis the command did not start. */
+export async function deletePrefix(client: Redis, prefix: string): Promise<void> {
+  let cursor = '0'
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
+    cursor = next
+    if (keys.length > 0) await client.del(...keys)
+  } while (cursor !== '0')
 }

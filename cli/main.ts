@@ -15,7 +15,7 @@ import { runDemo, WORKER_NAMES, type Role } from './demo.js'
 import { CliError } from './errors.js'
 import { parseDuration, spinner, table, withSpinner } from './format.js'
 import { inspect, stats } from './inspect.js'
-import { startLocalRedis } from './local-redis.js'
+import { deletePrefix, startLocalRedis } from './local-redis.js'
 import { runRace, type RaceSide } from './race.js'
 
 type Options = NonNullable<ParseArgsConfig['options']>
@@ -280,15 +280,6 @@ Other settings come from the same environment variables as the Lambda (see READM
       out(table(['job', 'name', 'attempts', 'reason'], result.failed.map((j) => [j.id, j.name, j.attemptsMade, j.failedReason])))
     },
   },
-}
-
-async function deletePrefix(client: Redis, prefix: string): Promise<void> {
-  let cursor = '0'
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-    cursor = next
-    if (keys.length > 0) await client.del(...keys)
-  } while (cursor !== '0')
 }
 
 function mainHelp(): string {

@@ -4,31 +4,24 @@
  * every script a worker runs meets its own earlier effect. A take or a finish whose reply is lost must not
  * cost the job a run nor turn the worker's own accepted result into a 'lockLost'.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
+import { afterEach, beforeEach, expect, it } from 'vitest'
 import { Queue, Worker, sweep, type Job } from '../../lib/index.js'
 import { queueKeys } from '../../lib/keys.js'
 import { scripts } from '../../lib/scripts.js'
-import { startRedis, type TestRedis } from '../helpers/redis-server.js'
+import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { pause } from './config.js'
 import { closeWithin } from './cleanup.js'
 import { TcpProxy } from './proxy.js'
 
-let redis: TestRedis
+const redis = useRedis()
 let queue: Queue
 let proxy: TcpProxy
 const workers: Worker[] = []
 const keys = queueKeys('emq', 'q')
 let sweeping = false
 
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
 beforeEach(async () => {
-  await redis.client.flushall()
   // Loaded up front, so workers call them by SHA (the proxy recognises a call by its SHA).
   for (const s of [scripts.take(), scripts.finish(), scripts.extend()]) await redis.client.script('LOAD', s.lua)
   queue = new Queue('q', { connection: redis.client })

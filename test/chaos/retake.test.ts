@@ -4,27 +4,20 @@
  * the old run is still in its processor. The old run is fenced out for good (its token can never own the
  * job again); the new run owns the job and must be left alone.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest'
+import { afterEach, beforeEach, expect, it } from 'vitest'
 import { Queue, Worker, sweep, type Job } from '../../lib/index.js'
 import { queueKeys } from '../../lib/keys.js'
 import { ManualClock } from '../helpers/manual-clock.js'
-import { startRedis, type TestRedis } from '../helpers/redis-server.js'
+import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { closeWithin } from './cleanup.js'
 
-let redis: TestRedis
+const redis = useRedis()
 let queue: Queue
 const workers: Worker[] = []
 const keys = queueKeys('emq', 'q')
 
-beforeAll(async () => {
-  redis = await startRedis()
-})
-afterAll(async () => {
-  await redis?.stop()
-})
 beforeEach(async () => {
-  await redis.client.flushall()
   queue = new Queue('q', { connection: redis.client })
 })
 afterEach(async () => {
