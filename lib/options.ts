@@ -15,6 +15,7 @@ export const HEARTBEAT_FRACTION_DEFAULT = 0.5
 export const CLOSE_TIMEOUT_MS_DEFAULT = 5_000
 export const SWEEP_GRACE_MS_DEFAULT = 0
 export const SWEEP_LIMIT_DEFAULT = 100
+export const SWEEP_AUDIT_DEFAULT = 32
 
 const MAX_ATTEMPTS = 1_000_000
 const MAX_CONCURRENCY = 10_000
@@ -188,13 +189,15 @@ export interface SweepSettings {
   prefix: string
   graceMs: number
   limit: number
+  audit: number
 }
 
 export function sweepSettings(options: unknown): SweepSettings {
-  const o = checkKnown('sweep', options, ['prefix', 'graceMs', 'limit'])
+  const o = checkKnown('sweep', options, ['prefix', 'graceMs', 'limit', 'audit'])
   return {
     prefix: opt(o.prefix, PREFIX_DEFAULT, validatePrefix),
     graceMs: opt(o.graceMs, SWEEP_GRACE_MS_DEFAULT, (v) => integer('graceMs', v, 0, MAX_DURATION_MS, ' (ms)')),
     limit: opt(o.limit, SWEEP_LIMIT_DEFAULT, (v) => integer('limit', v, 1, MAX_SWEEP_LIMIT)),
+    audit: opt(o.audit, SWEEP_AUDIT_DEFAULT, (v) => integer('audit', v, 0, MAX_SWEEP_LIMIT)),
   }
 }

@@ -8,15 +8,19 @@
  * deadline and stops at the first live one: its cost grows with the number of expired leases, not with
  * the number of healthy jobs in flight. Each call handles at most `limit` candidates.
  *
- * A lease key deleted by hand (or evicted: run Redis with `maxmemory-policy noeviction`) is seen once
- * the deadline recorded in the index passes.
+ * Each pass also audits a window of `audit` in-flight jobs picked at random, whatever their deadline, so
+ * a lease key deleted by hand or evicted (run Redis with `maxmemory-policy noeviction`) is found before
+ * its recorded deadline: at once in a queue with no more jobs in flight than that, else within a few
+ * passes. Its cost is bounded by `audit`, not by the number of jobs in flight.
  *
- * Options: prefix ('emq'), graceMs (0: one sweep interval is the grace), limit (100 candidates per call).
+ * Options: prefix ('emq'), graceMs (0: one sweep interval is the grace), limit (100 candidates per call),
+ * audit (32 jobs per pass; 0 turns the audit off).
  */
 import { closeConnection, lastConnectionError, openConnection } from './connection.js'
 import { redisError } from './errors.js'
 import { queueKeys } from './keys.js'
-import { sweepSettings, validateQueueName } from './options.js'
+import { randomInt } from 'node:crypto'
+import { sweepSettings, validateQueueName, type SweepSettings } from './options.js'
 import { runScript, scripts, type RedisClient } from './scripts.js'
 
 export interface SweepResult {
@@ -29,16 +33,17 @@ export interface SweepOptions {
   prefix?: string
   graceMs?: number
   limit?: number
+  audit?: number
 }
 
 type StepReply = [string[], string[], string[], number, number]
 
 export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
   validateQueueName(queue)
-  const { prefix, graceMs, limit } = sweepSettings(options)
+  const settings = sweepSettings(options)
   const conn = openConnection(connection, { redisOptions: { connectTimeout: 5_000, commandTimeout: 5_000, maxRetriesPerRequest: 1, retryStrategy: (times) => (times > 2 ? null : 100 * times) } })
   try {
-    return await sweepWith(conn.client, queue, prefix, graceMs, limit)
+    return await sweepWith(conn.client, queue, settings)
   } catch (err) {
     throw redisError(queue, 'sweep', err, lastConnectionError(conn.client))
   } finally {
@@ -46,27 +51,38 @@ export async function sweep(connection: unknown, queue: string, options?: SweepO
   }
 }
 
-async function sweepWith(client: RedisClient, queue: string, prefix: string, graceMs: number, limit: number): Promise<SweepResult> {
+async function sweepWith(client: RedisClient, queue: string, { prefix, graceMs, limit, audit }: SweepSettings): Promise<SweepResult> {
   const keys = queueKeys(prefix, queue)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
-  const script = scripts.sweep()
+  const step = async (ids: string[], mode: 'deadline' | 'audit'): Promise<StepReply> => {
+    const reply = (await runScript(
+      client,
+      scripts.sweep(),
+      [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])],
+      [graceMs, mode, ...ids],
+    )) as StepReply
+    const [marked, recovered, failed] = reply
+    for (const id of marked) if (!result.marked.includes(id)) result.marked.push(id)
+    result.recovered.push(...recovered)
+    result.failed.push(...failed)
+    return reply
+  }
   let offset = 0
   for (;;) {
     const ids = await client.zrange(keys.active, String(offset), String(offset + limit - 1))
     if (ids.length === 0) break
-    const jobKeys = ids.flatMap((id) => [keys.job(id), keys.lock(id)])
-    const [marked, recovered, failed, left, done] = (await runScript(
-      client,
-      script,
-      [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...jobKeys],
-      [graceMs, ...ids],
-    )) as StepReply
-    result.marked.push(...marked)
-    result.recovered.push(...recovered)
-    result.failed.push(...failed)
+    const [, , , left, done] = await step(ids, 'deadline')
     if (done === 1 || ids.length < limit) break
     // Candidates that stay in `active` (marked, within grace) keep their rank; step past them.
     offset += left
+  }
+  if (audit > 0) {
+    const inFlight = await client.zcard(keys.active)
+    if (inFlight > 0) {
+      const start = inFlight > audit ? randomInt(inFlight - audit + 1) : 0
+      const ids = await client.zrange(keys.active, String(start), String(start + audit - 1))
+      if (ids.length > 0) await step(ids, 'audit')
+    }
   }
   return result
 }

@@ -9,6 +9,9 @@
                                        of `wait`, or to `failed` when no attempts are left
     marked more recently            -> leave it for a later sweep
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
+  In audit mode the candidates are a window of the index taken regardless of deadline, to find leases
+  deleted by hand or evicted before their recorded deadline: only candidates whose deadline is still ahead
+  are judged, and a live deadline does not end the step.
 
   KEYS[1] active   ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
   KEYS[2] stalled  ZSET  <prefix>:{q}:stalled (id -> time of mark, ms)
@@ -19,15 +22,16 @@
   KEYS[7 + 2i]     STRING lease of job i
 
   ARGV[1] grace between mark and recovery (ms)
-  ARGV[2 + i] job id i
+  ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
+  ARGV[3 + i] job id i
 
   Returns { marked ids, recovered ids, failed ids, number of candidates left in active, done (1|0) }
   where done = 1 when a live deadline was reached, so no later candidate can be stalled.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, failedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local graceMs = tonumber(ARGV[1])
-local n = #ARGV - 1
+local graceMs, audit = tonumber(ARGV[1]), ARGV[2] == 'audit'
+local n = #ARGV - 2
 -- @include now
 -- @include leaveActive
 -- @include useAttempt
@@ -36,11 +40,12 @@ local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
 local left, done = 0, 0
 for i = 0, n - 1 do
-  local id = ARGV[2 + i]
+  local id = ARGV[3 + i]
   local jobKey, lockKey = KEYS[6 + 2 * i], KEYS[7 + 2 * i]
   local deadline = rcall('ZSCORE', activeKey, id)
-  if deadline then
-    if tonumber(deadline) > now then
+  -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
+  if deadline and not (audit and tonumber(deadline) <= now) then
+    if tonumber(deadline) > now and not audit then
       done = 1
       break
     end

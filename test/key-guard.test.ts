@@ -16,7 +16,7 @@ import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
-const FILES = ['add-3.lua', 'take-3.lua', 'extend-2.lua', 'finish-8.lua', 'sweep-5.lua']
+const FILES = ['add-3.lua', 'take-3.lua', 'extend-2.lua', 'reclaim-2.lua', 'finish-8.lua', 'sweep-5.lua']
 const GUARD_ERROR = new RegExp(GUARD_CODE)
 
 let redis: TestRedis
@@ -239,11 +239,11 @@ describe('the guard fires', () => {
     const ids = await redis.client.zrange(keys.active, '0', '-1')
     const stepKeys = [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])]
 
-    const err = await runScript(redis.client, makeScript('sweep', 5, keyGuard(modified)), stepKeys, [0, ...ids]).catch((e: unknown) => e)
+    const err = await runScript(redis.client, makeScript('sweep', 5, keyGuard(modified)), stepKeys, [0, 'deadline', ...ids]).catch((e: unknown) => e)
 
     expect((err as Error).message).toMatch(/EMQGUARD ZADD touches key emq:\{q\}:stalled-elsewhere/)
     expect(await redis.client.exists('emq:{q}:stalled-elsewhere', keys.stalled)).toBe(0)
     // The unmodified script, same keys and arguments, is accepted by the guard.
-    expect(await runScript(redis.client, scripts.sweep(), stepKeys, [0, ...ids])).toEqual([ids, [], [], 1, 0])
+    expect(await runScript(redis.client, scripts.sweep(), stepKeys, [0, 'deadline', ...ids])).toEqual([ids, [], [], 1, 0])
   })
 })

@@ -113,20 +113,54 @@ describe('sweep: overlapping sweeps', () => {
 })
 
 describe('sweep: cost', () => {
-  it('with nothing stalled, one pass is two commands however many jobs are in flight', async () => {
+  it('with nothing stalled, one pass reads one page and stops at the first live lease, plus a bounded audit', async () => {
     const q = new Queue('q', { connection: redis.client })
     for (let i = 0; i < 300; i++) await q.add('job', {}, { jobId: `h${i}` })
-    const batch = (await redis.client.lrange(keys.wait, 0, -1))
+    const batch = await redis.client.lrange(keys.wait, 0, -1)
     await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, ...batch.flatMap((id) => [keys.job(id), keys.lock(id)])], ['w', 60_000, ...batch])
     await redis.client.config('RESETSTAT')
 
-    await sweep(redis.client, 'q')
+    await sweep(redis.client, 'q', { audit: 20 })
 
     const stats = await redis.client.info('commandstats')
     const calls = Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
-    expect(calls.zrange).toBe(1) // one page of candidates
-    expect(calls.evalsha).toBe(1) // one script call
-    expect(calls.zscore).toBe(1) // the script stopped at the first live deadline
-    expect(calls.exists ?? 0).toBe(0)
+    expect(calls.zrange).toBe(2) // one page of candidates, one audit window
+    expect(calls.evalsha).toBe(2)
+    expect(calls.zscore).toBe(1 + 20) // the deadline pass stopped at the first live lease; the audit checked 20
+    expect(calls.exists).toBe(20)
+  })
+
+  it('with audit 0, one pass is two commands however many jobs are in flight', async () => {
+    const q = new Queue('q', { connection: redis.client })
+    for (let i = 0; i < 300; i++) await q.add('job', {}, { jobId: `h${i}` })
+    const batch = await redis.client.lrange(keys.wait, 0, -1)
+    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, ...batch.flatMap((id) => [keys.job(id), keys.lock(id)])], ['w', 60_000, ...batch])
+    await redis.client.config('RESETSTAT')
+
+    await sweep(redis.client, 'q', { audit: 0 })
+
+    const stats = await redis.client.info('commandstats')
+    const calls = Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
+    expect([calls.zrange, calls.evalsha, calls.zscore, calls.exists ?? 0]).toEqual([1, 1, 1, 0])
+  })
+})
+
+describe('sweep: the audit', () => {
+  it('marks, then recovers, a job whose lease key was deleted before its recorded deadline', async () => {
+    const q = new Queue('q', { connection: redis.client })
+    await q.add('job', {}, { jobId: 'gone' })
+    await q.add('job', {}, { jobId: 'kept' })
+    const ids = await redis.client.lrange(keys.wait, 0, -1)
+    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])], ['w', 60_000, ...ids])
+    await redis.client.del(keys.lock('gone')) // deleted by hand, or evicted
+
+    const first = await sweep(redis.client, 'q')
+    const second = await sweep(redis.client, 'q')
+    const off = await sweep(redis.client, 'q', { audit: 0 })
+
+    expect(first).toEqual({ marked: ['gone'], recovered: [], failed: [] })
+    expect(second).toEqual({ marked: [], recovered: ['gone'], failed: [] })
+    expect(off).toEqual({ marked: [], recovered: [], failed: [] })
+    expect((await q.getJob('kept'))?.state).toBe('active')
   })
 })
