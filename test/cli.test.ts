@@ -12,7 +12,7 @@ const exec = promisify(execFile)
 async function echomq(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const { REDIS_URL: _ignored, ...base } = process.env
   try {
-    const { stdout, stderr } = await exec('node', [BIN, ...args], { env: { ...base, ...env }, timeout: 60_000 })
+    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env: { ...base, ...env }, timeout: 60_000 })
     return { code: 0, stdout, stderr }
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string }
@@ -46,6 +46,12 @@ describe('echomq demo', () => {
     expect(stdout).toMatch(/job-3 +w3 \(killed\) +lapsed +marked/)
     expect(stdout).toMatch(/job-1 +w1 \(healthy\) +alive, \d+ ms left +left alone/)
     expect(stdout).toMatch(/counts: wait \d+, active \d+, stalled 0, completed \d+, failed 1/)
+  })
+
+  it('says how to install redis-server when none is on PATH and no Redis is configured', async () => {
+    const { code, stderr } = await echomq(['demo'], { PATH: '/nonexistent' })
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/redis-server is not on PATH\. Install it .*apt-get install redis-server.* or set REDIS_URL/)
   })
 
   it.each([[['--kill', 'w9']], [['--kill', 'w1', '--pause', 'w1']], [['--jobs', '0']], [['--lease', '50']], [['--bogus']]])('rejects %j with exit code 2', async (args) => {
