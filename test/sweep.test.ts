@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { Queue, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { extendLeases } from '../lib/lease.js'
+import { extendLeases, takeJobs } from '../lib/lease.js'
 import { runScript, scripts } from '../lib/scripts.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
@@ -112,18 +112,27 @@ describe('sweep: overlapping sweeps', () => {
   })
 })
 
+/** `n` jobs taken with a one-minute lease: healthy work in flight. */
+async function healthyJobsInFlight(n: number): Promise<void> {
+  const q = new Queue('q', { connection: redis.client })
+  for (let i = 0; i < n; i++) await q.add('job', {}, { jobId: `h${i}` })
+  const batch = await redis.client.lrange(keys.wait, 0, -1)
+  await takeJobs(redis.client, keys, 'w', 60_000, batch)
+}
+
+async function commandCalls(): Promise<Record<string, number>> {
+  const stats = await redis.client.info('commandstats')
+  return Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
+}
+
 describe('sweep: cost', () => {
   it('with nothing stalled, one pass reads one page and stops at the first live lease, plus a bounded audit', async () => {
-    const q = new Queue('q', { connection: redis.client })
-    for (let i = 0; i < 300; i++) await q.add('job', {}, { jobId: `h${i}` })
-    const batch = await redis.client.lrange(keys.wait, 0, -1)
-    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, ...batch.flatMap((id) => [keys.job(id), keys.lock(id)])], ['w', 60_000, ...batch])
+    await healthyJobsInFlight(300)
     await redis.client.config('RESETSTAT')
 
     await sweep(redis.client, 'q', { audit: 20 })
 
-    const stats = await redis.client.info('commandstats')
-    const calls = Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
+    const calls = await commandCalls()
     expect(calls.zrange).toBe(2) // one page of candidates, one audit window
     expect(calls.evalsha).toBe(2)
     expect(calls.zscore).toBe(1 + 20) // the deadline pass stopped at the first live lease; the audit checked 20
@@ -131,16 +140,12 @@ describe('sweep: cost', () => {
   })
 
   it('with audit 0, one pass is two commands however many jobs are in flight', async () => {
-    const q = new Queue('q', { connection: redis.client })
-    for (let i = 0; i < 300; i++) await q.add('job', {}, { jobId: `h${i}` })
-    const batch = await redis.client.lrange(keys.wait, 0, -1)
-    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, ...batch.flatMap((id) => [keys.job(id), keys.lock(id)])], ['w', 60_000, ...batch])
+    await healthyJobsInFlight(300)
     await redis.client.config('RESETSTAT')
 
     await sweep(redis.client, 'q', { audit: 0 })
 
-    const stats = await redis.client.info('commandstats')
-    const calls = Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
+    const calls = await commandCalls()
     expect([calls.zrange, calls.evalsha, calls.zscore, calls.exists ?? 0]).toEqual([1, 1, 1, 0])
   })
 })
