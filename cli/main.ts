@@ -216,12 +216,22 @@ Other settings come from the same environment variables as the Lambda (see READM
       }
       const handler = createHandler(env, { log: (level, message, fields) => level !== 'info' && process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`) })
       let stop = false
-      const interrupt = () => (stop = true)
+      let wakeUp: () => void = () => undefined
+      const interrupt = () => {
+        stop = true
+        wakeUp()
+      }
       process.once('SIGINT', interrupt)
       process.once('SIGTERM', interrupt)
       try {
         for (let n = 0; n < times && !stop; n++) {
-          if (n > 0) await new Promise((resolve) => setTimeout(resolve, every))
+          if (n > 0) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, every)
+              wakeUp = () => (clearTimeout(timer), resolve())
+            })
+            if (stop) break
+          }
           let summary: ReaperSummary
           try {
             summary = await withSpinner('sweeping', !json, () => handler({}))

@@ -31,10 +31,14 @@ export function lastConnectionError(client: RedisClient): Error | undefined {
   return lastErrors.get(client)
 }
 
+/** The URL with its password masked. Credentials end at the last '@' (a password may hold '@' or '/'). */
 export function redactUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/)([^@/]*)@/i, (_, scheme: string, auth: string) =>
-    auth.includes(':') ? `${scheme}${auth.slice(0, auth.indexOf(':'))}:***@` : `${scheme}${auth}@`,
-  )
+  const scheme = /^[a-z+]+:\/\//i.exec(url)?.[0] ?? ''
+  const at = url.lastIndexOf('@')
+  if (at < scheme.length) return url
+  const auth = url.slice(scheme.length, at)
+  const colon = auth.indexOf(':')
+  return colon === -1 ? url : `${scheme}${auth.slice(0, colon)}:***${url.slice(at)}`
 }
 
 function isClient(value: unknown): value is RedisClient {
@@ -62,11 +66,18 @@ export function parseRedisUrl(url: string): ParsedUrl {
     throw new EchoMQError('ERR_CONNECTION', `expected a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL, got: ${JSON.stringify(redactUrl(url))}`)
   }
   const rest = url.slice(scheme[0].length)
-  const at = rest.lastIndexOf('@', rest.indexOf('/') === -1 ? undefined : rest.indexOf('/'))
+  const at = rest.lastIndexOf('@')
   const auth = at === -1 ? '' : rest.slice(0, at)
   const [hostPart = '', dbPart = ''] = rest.slice(at + 1).split('/')
   const colon = auth.indexOf(':')
-  const decode = (s: string) => (s === '' ? undefined : decodeURIComponent(s))
+  const decode = (s: string) => {
+    if (s === '') return undefined
+    try {
+      return decodeURIComponent(s)
+    } catch {
+      return s // a literal '%' in a password
+    }
+  }
   const nodes = hostPart.split(',').map((hp) => {
     const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hp)
     if (!m?.[1]) throw new EchoMQError('ERR_CONNECTION', `bad host in Redis URL ${JSON.stringify(redactUrl(url))}`)

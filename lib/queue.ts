@@ -11,7 +11,7 @@ import { EchoMQError, redisError } from './errors.js'
 import { jobFromHash, type Job } from './job.js'
 import { queueKeys, type QueueKeys } from './keys.js'
 import { addSettings, queueSettings, validateJobId, validateQueueName, type QueueSettings } from './options.js'
-import { registerQueue } from './registry.js'
+import { registration } from './registry.js'
 import { runScript, scripts } from './scripts.js'
 
 export interface QueueCounts {
@@ -43,7 +43,7 @@ export class Queue<Data = unknown> {
   readonly keys: QueueKeys
   private readonly settings: QueueSettings
   private readonly conn: Connection
-  private readonly registered: Promise<void>
+  private readonly register: () => Promise<unknown>
   private closing: Promise<void> | undefined
 
   constructor(name: string, options?: { connection?: unknown; prefix?: string; maxDataBytes?: number }) {
@@ -52,8 +52,8 @@ export class Queue<Data = unknown> {
     this.settings = settings
     this.keys = queueKeys(settings.prefix, this.name)
     this.conn = openConnection(connection)
-    this.registered = registerQueue(this.conn.client, settings.prefix, this.name)
-    this.registered.catch(() => undefined) // surfaced by the first call that awaits it
+    this.register = registration(this.conn.client, settings.prefix, this.name)
+    void this.register()
   }
 
   get client() {
@@ -69,7 +69,7 @@ export class Queue<Data = unknown> {
     const json = serialise(data, this.settings.maxDataBytes)
     const id = jobId ?? randomUUID()
     try {
-      await this.registered
+      void this.register()
       const added = await runScript(this.client, scripts.add(), [this.keys.job(id), this.keys.wait, this.keys.marker], [id, name, json, attempts])
       if (added === 1) return { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn: Date.now() }
     } catch (err) {

@@ -71,8 +71,12 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
 
 export function readReaperConfig(env: Env = process.env): ReaperConfig {
   const redisUrl = env.REDIS_URL?.trim() || REDIS_URL_DEFAULT
+  let seeds: number
+  let clusterScheme: boolean
   try {
-    parseRedisUrl(redisUrl)
+    const parsed = parseRedisUrl(redisUrl)
+    seeds = parsed.nodes.length
+    clusterScheme = parsed.cluster
   } catch (err) {
     throw new EchoMQError('ERR_CONFIG', `REDIS_URL: ${(err as Error).message}`)
   }
@@ -99,9 +103,13 @@ export function readReaperConfig(env: Env = process.env): ReaperConfig {
   if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace) || namespace.startsWith('AWS/')) {
     bad('METRICS_NAMESPACE', 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace)
   }
+  const cluster = oneOf(env, 'REDIS_CLUSTER', 'false', ['true', 'false'] as const) === 'true'
+  if (seeds > 1 && !cluster && !clusterScheme) {
+    throw new EchoMQError('ERR_CONFIG', `REDIS_URL: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`)
+  }
   return {
     redisUrl,
-    cluster: oneOf(env, 'REDIS_CLUSTER', 'false', ['true', 'false'] as const) === 'true',
+    cluster,
     redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', REDIS_TIMEOUT_MS_DEFAULT, 100, 60_000),
     queues,
     prefix,

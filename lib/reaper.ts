@@ -58,7 +58,7 @@ export async function runReaper(client: RedisClient, config: ReaperConfig, optio
   for (let i = 0; i < config.sweeps; i++) {
     if (i > 0) {
       const left = options.remainingMs?.() ?? Infinity
-      if (left < config.intervalMs + config.redisTimeoutMs + END_RESERVE_MS) {
+      if (left <= config.intervalMs + config.redisTimeoutMs + END_RESERVE_MS) {
         log('warn', 'stopping early: not enough time left for another sweep', { done: sweeps, planned: config.sweeps, remainingMs: left })
         break
       }

@@ -22,7 +22,7 @@ import { queueKeys, type QueueKeys } from './keys.js'
 import { extendLeases, finishJob, readCandidates, takeJobs, type FinishAction, type Taken } from './lease.js'
 import { LockManager } from './lock-manager.js'
 import { validateQueueName, workerSettings, type WorkerSettings } from './options.js'
-import { registerQueue } from './registry.js'
+import { registration } from './registry.js'
 import type { RedisClient } from './scripts.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
@@ -77,6 +77,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private hint: string[] = []
   /** Ids handed to a take or finish call still in flight, so no two calls of this worker try the same id. */
   private readonly claimed = new Set<string>()
+  /** Finish calls in flight: close() waits for them, since one may have taken a job. */
+  private readonly finishes = new Set<Promise<unknown>>()
+  /** close() is returning jobs to wait: a job a finish took now goes straight back. */
+  private releasing = false
 
   constructor(name: string, private readonly processor: Processor<Data, Result>, options?: WorkerOptions) {
     super()
@@ -109,7 +113,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private async loop(): Promise<void> {
-    await registerQueue(this.conn.client, this.settings.prefix, this.name).catch((err: unknown) => this.report(redisError(this.name, 'register queue', err)))
+    const register = registration(this.conn.client, this.settings.prefix, this.name)
+    const ensureRegistered = () =>
+      void register().then((err) => err && this.report(redisError(this.name, `register (in ${this.settings.prefix}:queues, for the reaper) queue`, err)))
+    ensureRegistered()
     let failures = 0
     while (!this.stopping) {
       try {
@@ -126,6 +133,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         if (this.stopping) break
         this.report(redisError(this.name, 'take jobs from queue', err))
         await this.nap(RETRY_BACKOFF_MS[Math.min(failures++, RETRY_BACKOFF_MS.length - 1)])
+        ensureRegistered() // a registration lost to the same outage is tried again
+
       }
     }
   }
@@ -165,7 +174,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.locks.add({ id: job.id, token }, sentAt)
     const run: Run = { job, token, controller, lost: false, released: false, finishing: false, done: Promise.resolve() }
     this.runs.set(job.id, run)
-    this.emit('active', job)
     run.done = this.execute(run).finally(() => {
       if (this.runs.get(job.id) !== run) return this.wake?.()
       this.locks.remove(job.id)
@@ -175,6 +183,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private async execute(run: Run): Promise<void> {
+    this.notify('active', run.job)
     let action: FinishAction
     let value: string
     let result: unknown
@@ -198,7 +207,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: this.stopping ? 0 : Math.min(this.settings.concurrency + 1, MAX_PEEK) }
       const sentAt = this.settings.clock.now()
       run.finishing = true
-      const { status, state, taken, peeked } = await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next).finally(() => {
+      const call = finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)
+      this.finishes.add(call)
+      const { status, state, taken, peeked } = await call.finally(() => {
+        this.finishes.delete(call)
         for (const id of candidates) this.claimed.delete(id)
       })
       if (status === 'lost') {
@@ -206,16 +218,19 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         return
       }
       if (!this.stopping) this.hint = peeked.filter((id) => !this.claimed.has(id))
-      for (const t of taken) this.start({ ...t, sentAt })
+      for (const t of taken) {
+        if (this.releasing) this.finishes.add(this.giveBack(t))
+        else this.start({ ...t, sentAt })
+      }
       run.job.state = state as JobState
       if (action === 'release') return
       run.job.attemptsMade += 1
       if (action === 'complete') {
         run.job.returnValue = result
-        this.emit('completed', run.job, result)
+        this.notify('completed', run.job, result)
       } else {
         if (state === 'failed') run.job.failedReason = value
-        this.emit('failed', run.job, error)
+        this.notify('failed', run.job, error)
       }
     } catch (err) {
       if (!run.released) this.report(redisError(this.name, `finish job ${run.job.id} of queue`, err))
@@ -228,7 +243,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (this.runs.get(id) === run) this.locks.remove(id)
     const err = new EchoMQError('ERR_LOCK_LOST', `job ${id} of queue ${this.name} lost its lease: ${reason}`)
     run.controller.abort(err)
-    this.emit('lockLost', run.job, err)
+    this.notify('lockLost', run.job, err)
   }
 
   private async shutdown(): Promise<void> {
@@ -237,21 +252,42 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.wake?.()
     this.blocking.disconnect()
     await this.loopDone
-    const { clock, closeTimeout } = this.settings
-    let expired = false
-    let timer: unknown
-    const timedOut = new Promise<void>((resolve) => {
-      timer = clock.setTimeout(() => {
-        expired = true
-        resolve()
-      }, closeTimeout)
-    })
+    const { closeTimeout } = this.settings
     // A finish sent before close() may have taken a job in the same call: wait for those runs too.
-    while (this.runs.size > 0 && !expired) await Promise.race([Promise.all([...this.runs.values()].map((r) => r.done)), timedOut])
-    clock.clearTimeout(timer)
-    await Promise.all([...this.runs.values()].map((run) => this.release(run)))
+    const deadline = this.settings.clock.now() + closeTimeout
+    while (this.runs.size > 0 && this.settings.clock.now() < deadline) {
+      await this.within(Promise.all([...this.runs.values()].map((r) => r.done)), deadline - this.settings.clock.now())
+    }
+    this.releasing = true
+    // Redis may be unreachable: each step is bounded, so close() always returns.
+    await this.within(Promise.all([...this.runs.values()].map((run) => this.release(run))), closeTimeout)
+    while (this.finishes.size > 0) if (!(await this.within(Promise.allSettled([...this.finishes]), closeTimeout))) break
     await this.locks.close()
-    await closeConnection(this.conn)
+    if (!(await this.within(closeConnection(this.conn), closeTimeout))) this.conn.client.disconnect()
+  }
+
+  /** Waits for `work` at most `ms`; true when it settled in time. */
+  private async within(work: Promise<unknown>, ms: number): Promise<boolean> {
+    let timer: unknown
+    const late = new Promise<false>((resolve) => (timer = this.settings.clock.setTimeout(() => resolve(false), Math.max(0, ms))))
+    const settled = work.then(
+      () => true as const,
+      () => true as const,
+    )
+    try {
+      return await Promise.race([settled, late])
+    } finally {
+      this.settings.clock.clearTimeout(timer)
+    }
+  }
+
+  /** A job a finish took after close() began releasing: straight back to wait, no attempt used. */
+  private async giveBack({ job, token }: Taken): Promise<void> {
+    try {
+      await finishJob(this.conn.client, this.keys, { id: job.id, token }, 'release', '')
+    } catch (err) {
+      this.report(redisError(this.name, `return job ${job.id} to wait in queue`, err))
+    }
   }
 
   /** Returns a job still running at close to `wait`, served next, without using an attempt. */
@@ -277,6 +313,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       }
       if (ms !== undefined) timer = this.settings.clock.setTimeout(() => this.wake?.(), ms)
     })
+  }
+
+  /** Emits to the application's listeners; a listener that throws is reported, never left to break a run. */
+  private notify(event: 'active' | 'completed' | 'failed' | 'lockLost', ...args: unknown[]): void {
+    try {
+      this.emit(event, ...args)
+    } catch (err) {
+      this.report(new EchoMQError('ERR_OPTIONS', `a '${event}' listener of worker ${this.name} threw: ${(err as Error)?.message ?? String(err)}`, { cause: err }))
+    }
   }
 
   private report(err: unknown): void {

@@ -3,6 +3,8 @@ import { createServer, type Server } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue } from '../lib/index.js'
+import { readReaperConfig } from '../lib/reaper-config.js'
+import { runReaper } from '../lib/reaper.js'
 import { queueKeys } from '../lib/keys.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { freePort, startRedis, useRedis } from './helpers/redis-server.js'
@@ -53,6 +55,17 @@ describe('handler', () => {
     const summary = await handler({}, { getRemainingTimeInMillis: () => 3_000 })
     expect(summary.sweeps).toBe(1)
     expect(logs.some((l) => l.includes('stopping early'))).toBe(true)
+  })
+
+  it('fits five sweeps spaced 10 s apart in a 55 s invocation (the README\u2019s sub-minute setting), not six', async () => {
+    let elapsed = 0
+    const config = readReaperConfig({ SWEEPS_PER_INVOCATION: '6', SWEEP_INTERVAL_MS: '10000', QUEUES: 'a' })
+    const { summary } = await runReaper(redis.client, config, {
+      log: () => undefined,
+      remainingMs: () => 55_000 - elapsed,
+      sleep: async (ms) => void (elapsed += ms),
+    })
+    expect(summary.sweeps).toBe(5)
   })
 
   it('keeps the grace: with SWEEP_GRACE_MS, back-to-back invocations mark but do not recover', async () => {
@@ -156,6 +169,8 @@ describe('handler: failures', () => {
     [{ REDIS_CLUSTER: 'yes' }, /REDIS_CLUSTER: expected one of true, false/],
     [{ QUEUES: 'ok,bad queue' }, /QUEUES: expected .* got: "bad queue"/],
     [{ REDIS_URL: 'http://user:hunter2@host' }, /REDIS_URL: expected a redis:\/\//],
+    [{ REDIS_URL: 'redis://user:hunter2@h1:1,h2:2' }, /REDIS_URL: names 2 hosts/],
+    [{ REDIS_URL: 'redis://user:hunter2@' }, /REDIS_URL: bad host/],
     [{ METRICS_NAMESPACE: 'AWS/Lambda' }, /METRICS_NAMESPACE/],
     [{ PREFIX: 'a{b}' }, /PREFIX/],
   ])('rejects the configuration %j, naming the variable, and writes nothing', async (bad, message) => {

@@ -156,6 +156,38 @@ describe('worker: finishing', () => {
   })
 })
 
+describe('worker: the application\u2019s listeners', () => {
+  it('a throwing listener is reported and does not strand the job', async () => {
+    const w = worker(() => 'done')
+    const errors: Error[] = []
+    w.on('error', (err: Error) => errors.push(err))
+    w.on('active', () => {
+      throw new Error('listener bug')
+    })
+
+    await Promise.all([nextEvent(w, 'completed'), queue.add('x', {}, { jobId: 'l1' })])
+
+    expect(await queue.getJob('l1')).toMatchObject({ state: 'completed' })
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/'active' listener .* threw: listener bug/)])
+  })
+})
+
+describe('worker: the registry', () => {
+  it('a registry key of the wrong type is reported once and does not stop adds or work', async () => {
+    await redis.client.set('emq:queues', 'not a set')
+    const w = worker(() => 'done')
+    const errors: Error[] = []
+    w.on('error', (err: Error) => errors.push(err))
+
+    await Promise.all([nextEvent(w, 'completed'), queue.add('x', {}, { jobId: 'r1' })])
+
+    expect(await queue.getJob('r1')).toMatchObject({ state: 'completed' })
+    await expect(new Queue('other', { connection: redis.client }).add('x', {})).resolves.toMatchObject({ state: 'wait' })
+    expect(errors).toHaveLength(1)
+    expect((errors[0] as EchoMQError).code).toBe('ERR_WRONG_TYPE')
+  })
+})
+
 describe('worker: close', () => {
   it('waits for running jobs to finish', async () => {
     const hold = held()

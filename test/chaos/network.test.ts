@@ -199,6 +199,31 @@ describe('a worker that cannot reach Redis', () => {
     console.log(`[chaos] network refuse: close() ${returned ? `returned ${Date.now() - healedAt} ms after the link healed` : 'still pending 5 s after the link healed'}`)
     expect(returned).toBe(true)
   })
+
+  it('refuse and never heal: close() still returns, bounded by closeTimeout, and the job is recovered later', async () => {
+    const hold = holding()
+    const w = worker(hold.processor, { closeTimeout: 200 })
+    await queue.add('job', {}, { jobId: 'a' })
+    await waitFor(() => hold.started.size === 1, { what: 'the worker to take the job' })
+    proxy.refuse()
+    await waitFor(() => proxy.stats.refused >= 2, { what: 'reconnect attempts' })
+
+    const t = Date.now()
+    let closed = false
+    void w.close().then(() => (closed = true))
+    const returned = await waitFor(() => closed, { timeoutMs: 5_000, what: 'close() to return with Redis unreachable' }).then(
+      () => true,
+      () => false,
+    )
+
+    console.log(`[chaos] network refuse (never healed): close() ${returned ? `returned after ${Date.now() - t} ms` : 'still pending after 5 s'}`)
+    expect(returned).toBe(true)
+    expect(hold.aborted.has('a')).toBe(true)
+    // Its release never reached Redis: the lease expires and the sweep recovers the job.
+    await waitFor(async () => (await redis.client.exists(keys.lock('a'))) === 0, { what: 'the lease to lapse' })
+    await sweep(redis.client, 'q')
+    expect((await sweep(redis.client, 'q')).recovered).toEqual(['a'])
+  })
 })
 
 describe('a worker behind a degraded link carries on', () => {
