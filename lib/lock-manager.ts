@@ -78,8 +78,18 @@ export class LockManager {
     // No answer (a stalled link) must not hold back the expiry check below: wait for one only until the
     // earliest deadline (at least one interval, so a worker resuming from a pause hears its take-backs).
     let timer: unknown
+    const { intervalMs } = this.options
     const unanswered = new Promise<undefined>((resolve) => {
-      timer = clock.setTimeout(() => resolve(undefined), Math.max(this.earliestDeadline() - sentAt, this.options.intervalMs))
+      const wait = (ms: number, lateOnce: boolean) => {
+        const due = clock.now() + ms
+        timer = clock.setTimeout(() => {
+          // Fired well after its time: this process was paused (SIGSTOP, a long GC) and the reply may be
+          // waiting to be read. Give it one more interval before concluding that Redis did not answer.
+          if (!lateOnce && clock.now() - due > intervalMs / 2) wait(intervalMs, true)
+          else resolve(undefined)
+        }, ms)
+      }
+      wait(Math.max(this.earliestDeadline() - sentAt, intervalMs), false)
     })
     const replies = await Promise.race([renewed, unanswered])
     clock.clearTimeout(timer)
@@ -96,7 +106,12 @@ export class LockManager {
         if (reply.value[i] === 0) {
           this.held.delete(lease.id)
           this.options.onLost(lease.id, 'the job was recovered by a sweep or is held by another worker')
-        } else lease.deadline = sentAt + leaseMs
+        } else {
+          // A reply read after the deadline it sets (this process was paused while it was in flight) says
+          // the lease was renewed, but not until when: ask again on the next tick rather than give it up.
+          const now = clock.now()
+          lease.deadline = sentAt + leaseMs > now ? sentAt + leaseMs : now + intervalMs
+        }
       })
     })
     this.expire('the lease could not be renewed before it expired')

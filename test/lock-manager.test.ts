@@ -129,3 +129,42 @@ describe('LockManager under failing renewals', () => {
     await manager.close()
   })
 })
+
+describe('LockManager in a process paused while a renewal was in flight', () => {
+  function pausedMidRenewal() {
+    let answer: ((codes: number[]) => void) | undefined
+    let first = true
+    // The first renewal is answered when the test says so; later ones at once.
+    const ctx = setup((batch) => {
+      if (!first) return Promise.resolve(batch.map(() => 1))
+      first = false
+      return new Promise((resolve) => (answer = () => resolve(batch.map(() => 1))))
+    })
+    ctx.manager.add({ id: 'a', token: 't' }, 0) // deadline 300, heartbeat 100
+    ctx.manager.start()
+    return { ...ctx, answer: () => answer?.([1]) }
+  }
+
+  it('keeps the lease when the reply is read first on resume', async () => {
+    const { clock, lost, calls, manager, answer } = pausedMidRenewal()
+    await clock.advance(100) // renewal sent
+    clock.jump(1_000) // paused past the lease
+    answer() // the reply was waiting in the socket
+    await clock.advance(0)
+    await clock.advance(100) // the next tick asks again
+    expect(lost).toEqual([])
+    expect(calls).toHaveLength(2)
+    await manager.close()
+  })
+
+  it('keeps the lease when the overdue timer fires before the reply is read', async () => {
+    const { clock, lost, manager, answer } = pausedMidRenewal()
+    await clock.advance(100)
+    clock.jump(1_000)
+    await clock.advance(0) // the late timer fires first: it waits one more interval
+    answer()
+    await clock.advance(0)
+    expect(lost).toEqual([])
+    await manager.close()
+  })
+})

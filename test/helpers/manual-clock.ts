@@ -24,6 +24,11 @@ export class ManualClock implements Clock {
     return this.timers.size
   }
 
+  /** Moves time forward without firing anything, as for a process that was paused (SIGSTOP, a long GC). */
+  jump(ms: number): void {
+    this.time += ms
+  }
+
   /** Moves time forward, firing due timers and letting the promises they start settle. */
   async advance(ms: number): Promise<void> {
     const until = this.time + ms
@@ -32,7 +37,7 @@ export class ManualClock implements Clock {
       const due = [...this.timers.entries()].filter(([, t]) => t.at <= until).sort((a, b) => a[1].at - b[1].at)[0]
       if (!due) break
       this.timers.delete(due[0])
-      this.time = due[1].at
+      this.time = Math.max(this.time, due[1].at)
       due[1].fn()
       for (let i = 0; i < 20; i++) await Promise.resolve()
     }
