@@ -207,19 +207,18 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: this.stopping ? 0 : Math.min(this.settings.concurrency + 1, MAX_PEEK) }
       const sentAt = this.settings.clock.now()
       run.finishing = true
-      const call = finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)
-      this.finishes.add(call)
-      const { status, state, taken, peeked } = await call.finally(() => {
-        this.finishes.delete(call)
-        for (const id of candidates) this.claimed.delete(id)
-      })
+      const { status, state, taken, peeked } = await this.track(finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)).finally(
+        () => {
+          for (const id of candidates) this.claimed.delete(id)
+        },
+      )
       if (status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`, run)
         return
       }
       if (!this.stopping) this.hint = peeked.filter((id) => !this.claimed.has(id))
       for (const t of taken) {
-        if (this.releasing) this.finishes.add(this.giveBack(t))
+        if (this.releasing) void this.track(this.giveBack(t))
         else this.start({ ...t, sentAt })
       }
       run.job.state = state as JobState
@@ -261,9 +260,20 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.releasing = true
     // Redis may be unreachable: each step is bounded, so close() always returns.
     await this.within(Promise.all([...this.runs.values()].map((run) => this.release(run))), closeTimeout)
+    // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
     while (this.finishes.size > 0) if (!(await this.within(Promise.allSettled([...this.finishes]), closeTimeout))) break
     await this.locks.close()
     if (!(await this.within(closeConnection(this.conn), closeTimeout))) this.conn.client.disconnect()
+  }
+
+  /** Keeps `call` in `finishes` until it settles. */
+  private track<T>(call: Promise<T>): Promise<T> {
+    this.finishes.add(call)
+    void call.then(
+      () => this.finishes.delete(call),
+      () => this.finishes.delete(call),
+    )
+    return call
   }
 
   /** Waits for `work` at most `ms`; true when it settled in time. */

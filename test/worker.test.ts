@@ -156,6 +156,39 @@ describe('worker: finishing', () => {
   })
 })
 
+describe('worker: close while Redis is paused', () => {
+  it('a job taken by a finish whose reply arrives during close() goes straight back to wait, unstarted', async () => {
+    // Added before the worker starts: z is taken first and its finish peeks at a and b; a is taken next,
+    // and its finish will carry b as the next job.
+    for (const id of ['z', 'a', 'b']) await queue.add('x', {}, { jobId: id })
+    const started: string[] = []
+    let releaseA: (() => void) | undefined
+    const w = worker(
+      (job) => {
+        started.push(job.id)
+        if (job.id === 'a') return new Promise<string>((resolve) => (releaseA = () => resolve('a done')))
+        return 'done'
+      },
+      { closeTimeout: 400 },
+    )
+    await waitFor(() => started.includes('a'), { what: 'a to start' })
+
+    redis.process.kill('SIGSTOP')
+    releaseA?.() // a's finish, taking b, is sent to a Redis that does not answer...
+    await new Promise((resolve) => setImmediate(resolve))
+    const closing = w.close() // ...before close() begins
+    // The fault lasts past the wait for running jobs and the release phase (not a synchronisation).
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    redis.process.kill('SIGCONT')
+    await closing
+
+    expect(started).toEqual(['z', 'a'])
+    expect(await queue.getJob('a')).toMatchObject({ state: 'completed' })
+    expect(await queue.getJob('b')).toMatchObject({ state: 'wait', attemptsMade: 0 })
+    expect(await redis.client.exists(keys.lock('b'))).toBe(0)
+  })
+})
+
 describe('worker: the application\u2019s listeners', () => {
   it('a throwing listener is reported and does not strand the job', async () => {
     const w = worker(() => 'done')
