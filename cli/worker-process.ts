@@ -21,6 +21,14 @@ export interface WorkerProcess {
   stop(): Promise<void>
 }
 
+/** SIGKILLs a child process (unless it already exited) and resolves once it has. */
+export async function killAndWait(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGKILL')
+  await exited
+}
+
 export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
   const child = fork(HELD_WORKER, [], {
     execArgv: ['--import', 'tsx'],
@@ -61,12 +69,7 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerPr
     waitForMessage,
     finish: (id) => child.send({ type: 'finish', id }),
     kill: (signal) => child.kill(signal),
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGKILL')
-      await exited
-    },
+    stop: () => killAndWait(child),
   }
   await handle.waitForMessage('ready')
   return handle

@@ -12,8 +12,8 @@
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
  */
+/** The queue's own keys; a job id may not take one of these names. */
 export const QUEUE_KEY_NAMES = ['wait', 'active', 'stalled', 'completed', 'failed', 'marker'] as const
-export type QueueKeyName = (typeof QUEUE_KEY_NAMES)[number]
 
 export interface QueueKeys {
   readonly wait: string

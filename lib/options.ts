@@ -4,6 +4,7 @@
  * falls back to a default. Validation happens before any Redis call.
  */
 import { EchoMQError, type EchoMQErrorCode } from './errors.js'
+import { QUEUE_KEY_NAMES } from './keys.js'
 
 export const PREFIX_DEFAULT = 'emq'
 export const ATTEMPTS_DEFAULT = 3
@@ -26,7 +27,7 @@ const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/
 const JOB_ID = /^[A-Za-z0-9._-]{1,128}$/
 const PREFIX = /^[A-Za-z0-9._:-]{1,64}$/
 /** Ids that would make the job's key collide with one of the queue's own keys. */
-const RESERVED_JOB_IDS = new Set(['wait', 'active', 'stalled', 'completed', 'failed', 'marker'])
+const RESERVED_JOB_IDS: ReadonlySet<string> = new Set(QUEUE_KEY_NAMES)
 
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)

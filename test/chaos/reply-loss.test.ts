@@ -44,6 +44,21 @@ function worker(processor: (job: Job, signal: AbortSignal) => Promise<unknown>):
 const callsScript = (sha: string) => (chunk: Buffer) => chunk.includes(sha)
 const stateOf = async (id: string) => (await redis.client.hget(keys.job(id), 'state')) ?? undefined
 
+/** Sweeps every 100 ms (no grace) until job `id` is completed or failed; returns it. */
+async function sweepUntilFinished(id: string) {
+  sweeping = true
+  void (async () => {
+    while (sweeping) {
+      await sweep(redis.client, 'q', { graceMs: 0 })
+      await pause(100)
+    }
+  })()
+  return waitFor(async () => {
+    const j = await queue.getJob(id)
+    return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
+  }, { what: `${id} to finish` })
+}
+
 it("a take whose reply is lost: the job still runs (it is not left leased to nobody until a sweep charges it a stall)", async () => {
   const runs: string[] = []
   const w = worker(async (job) => {
@@ -55,18 +70,8 @@ it("a take whose reply is lost: the job still runs (it is not left leased to nob
   await queue.add('job', {}, { jobId: 't', attempts: 1 })
   await waitFor(async () => (await stateOf('t')) === 'active', { what: 'the take to run in Redis' })
   proxy.cut()
-  sweeping = true
-  void (async () => {
-    while (sweeping) {
-      await sweep(redis.client, 'q', { graceMs: 0 })
-      await pause(100)
-    }
-  })()
 
-  const job = await waitFor(async () => {
-    const j = await queue.getJob('t')
-    return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
-  }, { what: 't to finish' })
+  const job = await sweepUntilFinished('t')
   console.log(`[chaos] reply-loss take: runs=${runs.length} final=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason })}`)
   expect(job).toMatchObject({ state: 'completed', returnValue: 'ran' })
   expect(runs).toEqual(['t'])
@@ -104,18 +109,8 @@ it('a finish that also took the next job, whose reply is lost: that next job sti
   proxy.holdRepliesAfter((chunk) => chunk.includes(scripts.finish().sha) && chunk.includes('{q}:f3'))
   await waitFor(async () => (await stateOf('f3')) === 'active' && proxy.holding.size > 0, { what: "f2's finish to take f3 in Redis" })
   proxy.cut()
-  sweeping = true
-  void (async () => {
-    while (sweeping) {
-      await sweep(redis.client, 'q', { graceMs: 0 })
-      await pause(100)
-    }
-  })()
 
-  const job = await waitFor(async () => {
-    const j = await queue.getJob('f3')
-    return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
-  }, { what: 'f3 to finish' })
+  const job = await sweepUntilFinished('f3')
   console.log(`[chaos] reply-loss finish+take: runs=${JSON.stringify(runs)} f3=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, failedReason: job.failedReason })}`)
   expect(job).toMatchObject({ state: 'completed', returnValue: 'ran:f3' })
   expect(runs.filter((id) => id === 'f3')).toEqual(['f3'])

@@ -12,6 +12,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
+import { killAndWait } from '../../cli/worker-process.js'
 import { freePort } from './redis-server.js'
 import { waitFor } from './wait.js'
 
@@ -154,12 +155,7 @@ async function forkCaptured(file: string, env: Record<string, string>, ready: (m
     },
     send: (message) => child.send(message),
     kill: (signal) => child.kill(signal),
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      const exited = new Promise((resolve) => child.once('exit', resolve))
-      child.kill('SIGKILL')
-      await exited
-    },
+    stop: () => killAndWait(child),
   }
   try {
     await waitFor(() => messages.find(ready), { timeoutMs: 20_000, what: `${path.basename(file)} to start` })
