@@ -1,23 +1,19 @@
 /**
  * Builds in-flight state quickly for both libraries, with each library's own scripts:
- * EchoMQ: Queue.add (many in flight at once, so they share round trips), then the take script in batches
- * of 500, as test/helpers/queue-state.ts does. BullMQ: Queue.addBulk, then its moveToActive script (the
+ * EchoMQ: cli/crashed-state.ts's addJobs and holdJobs, the builder the race and the tests use. BullMQ: Queue.addBulk, then its moveToActive script (the
  * backend call a Worker's getNextJob makes) with a lock token, many in flight at once.
  */
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import type { Redis } from 'ioredis'
-import { Queue } from '../lib/index.js'
-import { queueKeys } from '../lib/keys.js'
-import { runScript, scripts } from '../lib/scripts.js'
+import { addJobs, holdJobs } from '../cli/crashed-state.js'
 
 export const EMQ_PREFIX = 'emq'
 export const BULL_PREFIX = 'bull'
 const CHUNK = 500
 
-export interface Held {
-  id: string
-  token: string
-}
+import type { Lease as Held } from '../lib/commands.js'
+
+export type { Held }
 
 async function inChunks<T>(items: T[], size: number, fn: (chunk: T[]) => Promise<void>): Promise<void> {
   for (let i = 0; i < items.length; i += size) await fn(items.slice(i, i + size))
@@ -27,29 +23,12 @@ const range = (from: number, to: number) => Array.from({ length: Math.max(0, to 
 
 /** Adds jobs `j<from>` .. `j<to - 1>` to an EchoMQ queue. */
 export async function emqAdd(client: Redis, queue: string, from: number, to: number): Promise<void> {
-  const q = new Queue(queue, { connection: client, prefix: EMQ_PREFIX })
-  await inChunks(range(from, to), CHUNK, async (chunk) => {
-    await Promise.all(chunk.map((i) => q.add('job', { i }, { jobId: `j${i}` })))
-  })
-  await q.close()
+  await addJobs(client, queue, range(from, to).map((i) => `j${i}`), { prefix: EMQ_PREFIX })
 }
 
 /** Takes `n` jobs from the tail of `wait` with a lease of `leaseMs`, as a worker with id `worker` would. */
-export async function emqTake(client: Redis, queue: string, n: number, leaseMs: number, worker: string): Promise<Held[]> {
-  const keys = queueKeys(EMQ_PREFIX, queue)
-  const held: Held[] = []
-  while (held.length < n) {
-    const ids = (await client.lrange(keys.wait, -Math.min(CHUNK, n - held.length), -1)).reverse()
-    if (ids.length === 0) throw new Error(`emqTake: wait of ${queue} is empty after ${held.length} of ${n}`)
-    const reply = (await runScript(
-      client,
-      scripts.take(),
-      [keys.wait, keys.active, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])],
-      [worker, leaseMs, ...ids],
-    )) as [string, string, string[]][]
-    for (const [id, token] of reply) held.push({ id, token })
-  }
-  return held
+export function emqTake(client: Redis, queue: string, n: number, leaseMs: number, worker: string): Promise<Held[]> {
+  return holdJobs(client, queue, n, { prefix: EMQ_PREFIX, leaseMs, workerToken: worker })
 }
 
 export interface BullState {

@@ -10,10 +10,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { queueKeys } from '../lib/keys.js'
-import { extendLeases } from '../lib/lease.js'
+import { extend, preloadScripts } from '../lib/commands.js'
 import { LockManager, type Lease } from '../lib/lock-manager.js'
 import { LOCK_DURATION_MS_DEFAULT, systemClock } from '../lib/options.js'
-import { scripts } from '../lib/scripts.js'
 import { bullActive, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
 import { commandStats, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
 import { countRoundTrips, median, type Ctx } from './util.js'
@@ -64,10 +63,10 @@ async function emqSide(ctx: Ctx, leases: number): Promise<HeartbeatSide> {
   try {
     await emqAdd(client, queue, 0, leases)
     const held = await emqTake(client, queue, leases, LOCK_DURATION_MS_DEFAULT, randomUUID())
-    await client.script('LOAD', scripts.extend().lua)
-    // The same function a Worker gives its LockManager (lib/lease.ts).
-    const extend = (batch: Lease[]) => extendLeases(client, k, LOCK_DURATION_MS_DEFAULT, batch)
-    const { counter, wrapped } = countRoundTrips(extend)
+    await preloadScripts(client)
+    // The same function a Worker gives its LockManager (lib/commands.ts).
+    const renew = (batch: Lease[]) => extend(client, k, LOCK_DURATION_MS_DEFAULT, batch)
+    const { counter, wrapped } = countRoundTrips(renew)
     const problems: string[] = []
     const manager = new LockManager({
       extend: wrapped,

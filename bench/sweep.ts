@@ -14,7 +14,7 @@
 import type { Redis } from 'ioredis'
 import { sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { scripts } from '../lib/scripts.js'
+import { preloadScripts } from '../lib/commands.js'
 import { bullActive, bullKey, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
 import { commandStats, resetStats, SCRIPT_CMDS, slowlogThreshold, subtract, sum, timeEachCall, topLevelSlowlog, withoutMeter, type CmdStats } from './meter.js'
 import { median, sleep, type Ctx } from './util.js'
@@ -90,7 +90,7 @@ async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['em
     await emqTake(client, queue, n - k, HEALTHY_LEASE_MS, 'live-worker')
     await waitExpired(client, dead.map((h) => keys.lock(h.id)))
     const buildMs = Date.now() - t0
-    await client.script('LOAD', scripts.sweep().lua)
+    await preloadScripts(client)
     const timer = timeEachCall(client, redis.meter, ['zrange', 'evalsha'], EMQ_TOP)
     const pass = (expect: 'marked' | 'recovered') =>
       measurePass(
@@ -180,7 +180,7 @@ async function flatCheck(ctx: Ctx, sizes: number[]): Promise<FlatRow[]> {
       await emqAdd(client, `flat-${n}`, 0, n)
       await emqTake(client, `flat-${n}`, n, HEALTHY_LEASE_MS, 'live-worker')
     }
-    await client.script('LOAD', scripts.sweep().lua)
+    await preloadScripts(client)
     const samples = new Map<number, number[]>(sizes.map((n) => [n, []]))
     for (let round = 0; round < FLAT_ROUNDS; round++) {
       for (const n of sizes) {

@@ -1,41 +1,63 @@
 /**
- * Builds the state a crashed worker leaves behind: `n` jobs taken with a lease nobody renews, already
- * expired. Used by `echomq race` and by the tests.
+ * The state a crashed worker leaves behind: jobs taken with a lease that nobody renews. One builder for
+ * the race, the benchmarks and the tests, on a `Redis` or a `Cluster` (every key of a queue is in one
+ * slot). `holdJobs` takes jobs as a worker would (the take command, in batches); `buildCrashedState`
+ * adds jobs, holds them with a short lease and waits until the leases have lapsed.
  */
-import type { Redis } from 'ioredis'
-import { Queue } from '../lib/index.js'
+import { type Lease, readCandidates, take } from '../lib/commands.js'
+import type { RedisClient } from '../lib/connection.js'
 import { queueKeys } from '../lib/keys.js'
-import { runScript, scripts } from '../lib/scripts.js'
+import { PREFIX_DEFAULT } from '../lib/options.js'
+import { Queue } from '../lib/queue.js'
 
+/** Jobs per add round and per take call: well under Redis's argument limits. */
 const BATCH = 200
 
-export async function buildCrashedState(
-  client: Redis,
-  queue: string,
-  n: number,
-  { leaseMs = 1, attempts = 3, prefix = 'emq', idPrefix = 'j' } = {},
-): Promise<string[]> {
+export interface HoldOptions {
+  prefix?: string
+  /** Lease of the taken jobs (ms). */
+  leaseMs?: number
+  /** The token of the (dead) worker holding the leases. */
+  workerToken?: string
+}
+
+/** Adds jobs with the given ids (job data `{ i }`), BATCH adds in flight at a time. */
+export async function addJobs(client: RedisClient, queue: string, ids: string[], { prefix = PREFIX_DEFAULT, attempts = 3 } = {}): Promise<void> {
   const q = new Queue(queue, { connection: client, prefix })
-  const keys = queueKeys(prefix, queue)
-  const ids = Array.from({ length: n }, (_, i) => `${idPrefix}${i}`)
-  for (let i = 0; i < n; i += BATCH) {
+  for (let i = 0; i < ids.length; i += BATCH) {
     await Promise.all(ids.slice(i, i + BATCH).map((id, j) => q.add('job', { i: i + j }, { attempts, jobId: id })))
   }
-  for (let taken = 0; taken < n; ) {
-    const batch = (await client.lrange(keys.wait, -BATCH, -1)).reverse()
-    if (batch.length === 0) break
-    const reply = (await runScript(client, scripts.take(), [keys.wait, keys.active, keys.marker, ...batch.flatMap((id) => [keys.job(id), keys.lock(id)])], [
-      'dead-worker',
-      leaseMs,
-      ...batch,
-    ])) as unknown[]
-    taken += reply.length
+  await q.close()
+}
+
+/** Takes `n` jobs from the tail of `wait` as a worker would, and returns their leases. */
+export async function holdJobs(client: RedisClient, queue: string, n: number, { prefix = PREFIX_DEFAULT, leaseMs = 1, workerToken = 'dead-worker' }: HoldOptions = {}): Promise<Lease[]> {
+  const keys = queueKeys(prefix, queue)
+  const held: Lease[] = []
+  while (held.length < n) {
+    const ids = await readCandidates(client, keys, Math.min(BATCH, n - held.length))
+    if (ids.length === 0) throw new Error(`holdJobs: wait of ${queue} is empty after ${held.length} of ${n} jobs`)
+    for (const { job, token } of await take(client, keys, { workerToken, leaseMs, ids })) held.push({ id: job.id, token })
   }
-  const deadline = Date.now() + leaseMs + 5_000
-  for (let i = 0; i < n; i += 500) {
-    const locks = ids.slice(i, i + 500).map((id) => keys.lock(id))
+  return held
+}
+
+/** Adds `n` jobs (ids `<idPrefix>0` ..) and takes them all with a lease that has lapsed on return. */
+export async function buildCrashedState(
+  client: RedisClient,
+  queue: string,
+  n: number,
+  { leaseMs = 1, attempts = 3, prefix = PREFIX_DEFAULT, idPrefix = 'j' } = {},
+): Promise<string[]> {
+  const keys = queueKeys(prefix, queue)
+  const ids = Array.from({ length: n }, (_, i) => `${idPrefix}${i}`)
+  await addJobs(client, queue, ids, { prefix, attempts })
+  await holdJobs(client, queue, n, { prefix, leaseMs })
+  const deadline = performance.now() + leaseMs + 5_000
+  for (let i = 0; i < n; i += BATCH) {
+    const locks = ids.slice(i, i + BATCH).map((id) => keys.lock(id))
     while ((await client.exists(...locks)) > 0) {
-      if (Date.now() > deadline) throw new Error('crashed leases did not expire')
+      if (performance.now() > deadline) throw new Error('crashed leases did not expire')
       await new Promise((resolve) => setTimeout(resolve, Math.min(leaseMs, 20)))
     }
   }

@@ -8,7 +8,8 @@
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { EchoMQError } from './errors.js'
-import type { RedisClient } from './scripts.js'
+
+export type RedisClient = Redis | Cluster
 
 export const REDIS_URL_DEFAULT = 'redis://127.0.0.1:6379'
 

@@ -9,17 +9,15 @@
  * counted from when the renewal that set it was sent, has passed: the job is aborted before a sweep can
  * recover it elsewhere.
  */
+import type { Lease, LeaseStatus } from './commands.js'
 import type { Clock } from './options.js'
 
 export const LEASE_BATCH_SIZE_DEFAULT = 500
 
-export interface Lease {
-  id: string
-  token: string
-}
+export type { Lease }
 
-/** Codes per lease, in order: 1 renewed, 2 lapsed lease taken back, 0 lost. */
-export type ExtendLeases = (leases: Lease[]) => Promise<number[]>
+/** One status per lease, in order (lib/commands.ts's extend). */
+export type ExtendLeases = (leases: Lease[]) => Promise<LeaseStatus[]>
 
 export interface LockManagerOptions {
   extend: ExtendLeases
@@ -103,7 +101,7 @@ export class LockManager {
       }
       batch.forEach((lease, i) => {
         if (this.held.get(lease.id) !== lease) return // finished or replaced meanwhile
-        if (reply.value[i] === 0) {
+        if (reply.value[i] === 'lost') {
           this.held.delete(lease.id)
           this.options.onLost(lease.id, 'the job was recovered by a sweep or is held by another worker')
         } else {

@@ -6,13 +6,13 @@
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data).
  */
 import { randomUUID } from 'node:crypto'
+import * as commands from './commands.js'
 import { closeConnection, openConnection, type Connection } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import { jobFromHash, type Job } from './job.js'
 import { queueKeys, type QueueKeys } from './keys.js'
 import { addSettings, queueSettings, validateJobId, validateQueueName, type QueueSettings } from './options.js'
 import { registration } from './registry.js'
-import { runScript, scripts } from './scripts.js'
 
 export interface QueueCounts {
   wait: number
@@ -70,8 +70,8 @@ export class Queue<Data = unknown> {
     const id = jobId ?? randomUUID()
     try {
       void this.register()
-      const added = await runScript(this.client, scripts.add(), [this.keys.job(id), this.keys.wait, this.keys.marker], [id, name, json, attempts])
-      if (added === 1) return { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn: Date.now() }
+      const added = await commands.add(this.client, this.keys, { id, name, data: json, attempts })
+      if (added === 'added') return { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn: Date.now() }
     } catch (err) {
       throw redisError(this.name, 'add to queue', err)
     }

@@ -6,7 +6,7 @@ import type { RedisOptions } from 'ioredis'
 import type { OpenOptions } from './connection.js'
 import type { ReaperConfig } from './reaper-config.js'
 import type { Log } from './reaper.js'
-import type { RedisClient } from './scripts.js'
+import type { RedisClient } from './connection.js'
 
 export function connectReaper(config: ReaperConfig): OpenOptions {
   const redisOptions: RedisOptions = {

@@ -10,7 +10,7 @@ import type { QueueRun } from './metrics.js'
 import { queueCounts } from './queue.js'
 import type { ReaperConfig } from './reaper-config.js'
 import { registeredQueues } from './registry.js'
-import type { RedisClient } from './scripts.js'
+import type { RedisClient } from './connection.js'
 import { sweep } from './sweep.js'
 
 export type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void

@@ -4,7 +4,7 @@
  * call that triggered it, and it is tried again later.
  */
 import { registryKey } from './keys.js'
-import type { RedisClient } from './scripts.js'
+import type { RedisClient } from './connection.js'
 
 /** Don't retry a failed registration more often than this (a broken registry key must not cost every call). */
 const RETRY_AFTER_MS = 10_000

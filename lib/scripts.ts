@@ -1,17 +1,13 @@
 /**
- * Loads the Lua scripts in `lua/` once per process and runs them with EVALSHA, falling back to EVAL on
- * NOSCRIPT (a restarted or failed-over Redis has an empty script cache; EVAL also re-caches it).
- * `-- @include name` lines are replaced by `lua/includes/name.lua`. Every call passes at least one key,
- * so Redis Cluster routes it to the queue's slot.
+ * Loads the Lua scripts in `lua/` once per process: `-- @include name` lines are replaced by
+ * `lua/includes/name.lua`, and the result is hashed for EVALSHA. Loading only: scripts are run by
+ * lib/commands.ts, the one module that calls them.
  */
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Cluster, Redis } from 'ioredis'
 import { EchoMQError } from './errors.js'
-
-export type RedisClient = Redis | Cluster
 
 export interface Script {
   readonly name: string
@@ -59,27 +55,4 @@ export function loadScript(file: string): Script {
   const script = { name: match[1], fixedKeys: Number(match[2]), lua, sha: createHash('sha1').update(lua).digest('hex') }
   cache.set(file, script)
   return script
-}
-
-export async function runScript(client: RedisClient, script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
-  if (keys.length < script.fixedKeys || keys.length === 0) {
-    throw new EchoMQError('ERR_SCRIPT', `${script.name} needs at least ${Math.max(1, script.fixedKeys)} keys, got ${keys.length}`)
-  }
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args)
-  } catch (err) {
-    if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
-      return await client.eval(script.lua, keys.length, ...keys, ...args)
-    }
-    throw err
-  }
-}
-
-export const scripts = {
-  add: () => loadScript('add-3.lua'),
-  take: () => loadScript('take-3.lua'),
-  extend: () => loadScript('extend-2.lua'),
-  reclaim: () => loadScript('reclaim-2.lua'),
-  finish: () => loadScript('finish-8.lua'),
-  sweep: () => loadScript('sweep-5.lua'),
 }

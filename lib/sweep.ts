@@ -16,12 +16,12 @@
  * Options: prefix ('emq'), graceMs (0: one sweep interval is the grace), limit (100 candidates per call),
  * audit (32 jobs per pass; 0 turns the audit off).
  */
-import { closeConnection, lastConnectionError, openConnection } from './connection.js'
+import { randomInt } from 'node:crypto'
+import { sweepStep } from './commands.js'
+import { closeConnection, lastConnectionError, openConnection, type RedisClient } from './connection.js'
 import { redisError } from './errors.js'
 import { queueKeys } from './keys.js'
-import { randomInt } from 'node:crypto'
 import { sweepSettings, validateQueueName, type SweepSettings } from './options.js'
-import { runScript, scripts, type RedisClient } from './scripts.js'
 
 export interface SweepResult {
   marked: string[]
@@ -35,8 +35,6 @@ export interface SweepOptions {
   limit?: number
   audit?: number
 }
-
-type StepReply = [string[], string[], string[], number, number]
 
 export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
   validateQueueName(queue)
@@ -54,25 +52,19 @@ export async function sweep(connection: unknown, queue: string, options?: SweepO
 async function sweepWith(client: RedisClient, queue: string, { prefix, graceMs, limit, audit }: SweepSettings): Promise<SweepResult> {
   const keys = queueKeys(prefix, queue)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
-  const step = async (ids: string[], mode: 'deadline' | 'audit'): Promise<StepReply> => {
-    const reply = (await runScript(
-      client,
-      scripts.sweep(),
-      [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])],
-      [graceMs, mode, ...ids],
-    )) as StepReply
-    const [marked, recovered, failed] = reply
-    for (const id of marked) if (!result.marked.includes(id)) result.marked.push(id)
-    result.recovered.push(...recovered)
-    result.failed.push(...failed)
+  const step = async (ids: string[], mode: 'deadline' | 'audit') => {
+    const reply = await sweepStep(client, keys, { graceMs, mode, ids })
+    for (const id of reply.marked) if (!result.marked.includes(id)) result.marked.push(id)
+    result.recovered.push(...reply.recovered)
+    result.failed.push(...reply.failed)
     return reply
   }
   let offset = 0
   for (;;) {
     const ids = await client.zrange(keys.active, String(offset), String(offset + limit - 1))
     if (ids.length === 0) break
-    const [, , , left, done] = await step(ids, 'deadline')
-    if (done === 1 || ids.length < limit) break
+    const { left, done } = await step(ids, 'deadline')
+    if (done || ids.length < limit) break
     // Candidates that stay in `active` (marked, within grace) keep their rank; step past them.
     offset += left
   }

@@ -15,15 +15,14 @@
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { closeConnection, duplicateClient, openConnection, type Connection } from './connection.js'
+import { extend, finish, readCandidates, take, type FinishAction, type Taken } from './commands.js'
+import { closeConnection, duplicateClient, openConnection, type Connection, type RedisClient } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
 import { queueKeys, type QueueKeys } from './keys.js'
-import { extendLeases, finishJob, readCandidates, takeJobs, type FinishAction, type Taken } from './lease.js'
 import { LockManager } from './lock-manager.js'
 import { validateQueueName, workerSettings, type WorkerSettings } from './options.js'
 import { registration } from './registry.js'
-import type { RedisClient } from './scripts.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
 
@@ -92,7 +91,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.blocking = duplicateClient(this.conn.client)
     this.blocking.on('error', () => undefined) // reported by the loop's failed commands
     this.locks = new LockManager({
-      extend: (leases) => extendLeases(this.conn.client, this.keys, this.settings.lockDuration, leases),
+      extend: (leases) => extend(this.conn.client, this.keys, this.settings.lockDuration, leases),
       intervalMs: this.settings.heartbeatInterval,
       leaseMs: this.settings.lockDuration,
       clock: this.settings.clock,
@@ -146,7 +145,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (ids.length === 0) return undefined
     const sentAt = this.settings.clock.now()
     try {
-      const taken = await takeJobs(this.conn.client, this.keys, this.id, this.settings.lockDuration, ids)
+      const taken = await take(this.conn.client, this.keys, { workerToken: this.id, leaseMs: this.settings.lockDuration, ids })
       return taken.map((t) => ({ ...t, sentAt }))
     } finally {
       for (const id of hinted) this.claimed.delete(id)
@@ -207,7 +206,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: this.stopping ? 0 : Math.min(this.settings.concurrency + 1, MAX_PEEK) }
       const sentAt = this.settings.clock.now()
       run.finishing = true
-      const { status, state, taken, peeked } = await this.track(finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)).finally(
+      const { status, state, taken, peeked } = await this.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)).finally(
         () => {
           for (const id of candidates) this.claimed.delete(id)
         },
@@ -294,7 +293,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** A job a finish took after close() began releasing: straight back to wait, no attempt used. */
   private async giveBack({ job, token }: Taken): Promise<void> {
     try {
-      await finishJob(this.conn.client, this.keys, { id: job.id, token }, 'release', '')
+      await finish(this.conn.client, this.keys, { id: job.id, token }, 'release', '')
     } catch (err) {
       this.report(redisError(this.name, `return job ${job.id} to wait in queue`, err))
     }
@@ -306,7 +305,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.locks.remove(run.job.id)
     run.controller.abort(new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`))
     try {
-      await finishJob(this.conn.client, this.keys, { id: run.job.id, token: run.token }, 'release', '')
+      await finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, 'release', '')
     } catch (err) {
       this.report(redisError(this.name, `return job ${run.job.id} to wait in queue`, err))
     }

@@ -32,6 +32,7 @@ local jobKey, lockKey, activeKey, stalledKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4
 local waitKey, completedKey, failedKey, markerKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local id, token, action, value = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local workerToken, leaseMs, peek = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local candidates = { firstKey = 9, firstArg = 8, count = #ARGV - 7 }
 -- @include now
 -- @include leaveActive
 -- @include useAttempt
@@ -45,7 +46,7 @@ local owned = rcall('ZSCORE', activeKey, id) and rcall('HGET', jobKey, 'token') 
 if not owned then
   -- A replay of this run's own finish (its reply was lost to a dropped connection): report what it did.
   if rcall('HGET', jobKey, 'finishedBy') == token then
-    return { 'ok', rcall('HGET', jobKey, 'finishedAs'), takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, nowMs(), 9, 8, #ARGV - 7), {} }
+    return { 'ok', rcall('HGET', jobKey, 'finishedAs'), takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, nowMs(), candidates), {} }
   end
   return { 'lost', rcall('HGET', jobKey, 'state') or 'missing', {}, {} }
 end
@@ -68,6 +69,6 @@ else
   state = 'wait'
 end
 rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state)
-local taken = takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, now, 9, 8, #ARGV - 7)
+local taken = takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, now, candidates)
 local peeked = peek > 0 and rcall('LRANGE', waitKey, -peek, -1) or {}
 return { 'ok', state, taken, peeked }

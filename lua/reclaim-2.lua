@@ -15,6 +15,7 @@
   Returns one code per job: 2 taken back, 1 renewed (the lease was back in place), 0 lost.
 ]]
 local rcall = redis.call
+local LOST, RENEWED, RECLAIMED = 0, 1, 2
 local activeKey, stalledKey = KEYS[1], KEYS[2]
 local leaseMs = tonumber(ARGV[1])
 local n = (#ARGV - 1) / 2
@@ -26,13 +27,13 @@ for i = 0, n - 1 do
   local id, token = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
   local jobKey, lockKey = KEYS[3 + 2 * i], KEYS[4 + 2 * i]
   local holder = rcall('GET', lockKey)
-  local code = 0
+  local code = LOST
   if holder == token then
-    code = 1
+    code = RENEWED
   elseif holder == false and rcall('ZSCORE', activeKey, id) and rcall('HGET', jobKey, 'token') == token then
-    code = 2
+    code = RECLAIMED
   end
-  if code > 0 then
+  if code ~= LOST then
     rcall('SET', lockKey, token, 'PX', leaseMs)
     rcall('ZADD', activeKey, 'XX', now + leaseMs, id)
     rcall('ZREM', stalledKey, id)

@@ -20,5 +20,6 @@ local waitKey, activeKey, markerKey = KEYS[1], KEYS[2], KEYS[3]
 local workerToken, leaseMs = ARGV[1], tonumber(ARGV[2])
 -- @include now
 -- @include takeJobs
+local candidates = { firstKey = 4, firstArg = 3, count = #ARGV - 2 }
 
-return takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, nowMs(), 4, 3, #ARGV - 2)
+return takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, nowMs(), candidates)

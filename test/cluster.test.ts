@@ -9,7 +9,8 @@ import { createHandler } from '../functions/sweep.js'
 import { closeConnection, openConnection } from '../lib/connection.js'
 import { Queue, sweep, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { crashedJobsOn, startCluster, type TestCluster } from './helpers/cluster.js'
+import { buildCrashedState } from '../cli/crashed-state.js'
+import { startCluster, type TestCluster } from './helpers/cluster.js'
 import { waitFor } from './helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from './helpers/worker-process.js'
 
@@ -187,7 +188,7 @@ describe('the Lambda handler on a cluster', () => {
     ['REDIS_URL=redis+cluster://', 'c4', () => ({ REDIS_URL: cluster.url })],
     ['REDIS_CLUSTER=true with a redis:// seed', 'c5', () => ({ REDIS_URL: `redis://127.0.0.1:${cluster.nodes[2]?.port}`, REDIS_CLUSTER: 'true' })],
   ])('%s: marks every queue on one invocation and recovers on the next, no queue error', async (_label, prefix, redisEnv) => {
-    for (const q of queues) await crashedJobsOn(client, q, ['h1', 'h2', 'h3'], { prefix, attempts: q === queues[2] ? 1 : 3 })
+    for (const q of queues) await buildCrashedState(client, q, 3, { idPrefix: 'h', prefix, attempts: q === queues[2] ? 1 : 3 })
     // No QUEUES: the queues come from the registry key, which lives on a slot of its own.
     const handler = createHandler({ ...redisEnv(), PREFIX: prefix, METRICS_MODE: 'off', IS_LOCAL: 'true', SWEEP_GRACE_MS: '0' })
 
@@ -198,7 +199,7 @@ describe('the Lambda handler on a cluster', () => {
     expect(first).toEqual({ sweeps: 1, queues: { [q1]: { marked: 3, recovered: 0, failed: 0 }, [q2]: { marked: 3, recovered: 0, failed: 0 }, [q3]: { marked: 3, recovered: 0, failed: 0 } } })
     expect(second).toEqual({ sweeps: 1, queues: { [q1]: { marked: 0, recovered: 3, failed: 0 }, [q2]: { marked: 0, recovered: 3, failed: 0 }, [q3]: { marked: 0, recovered: 0, failed: 3 } } })
     expect(await new Queue(q3, { connection: client, prefix }).counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 0, failed: 3 })
-    expect(await new Queue(q1, { connection: client, prefix }).getJob('h2')).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    expect(await new Queue(q1, { connection: client, prefix }).getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 1 })
     expect(logs.join('\n')).not.toMatch(/CROSSSLOT|"level":"error"/)
     expect(logs.filter((l) => l.includes('"message":"sweep"'))).toHaveLength(6)
   })

@@ -7,16 +7,16 @@
 import { createHash } from 'node:crypto'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
-import { EchoMQError, Queue, sweep, Worker, type Job } from '../lib/index.js'
+import { Queue, sweep, Worker, type Job } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { loadScript, runScript, scripts, setScriptWrapper } from '../lib/scripts.js'
-import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, makeScript, scriptSource } from './helpers/key-guard.js'
+import { loadScript, SCRIPT_FILES, setScriptWrapper, sweepStep } from '../lib/commands.js'
+import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, scriptSource } from './helpers/key-guard.js'
 import { ManualClock } from './helpers/manual-clock.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
-const FILES = ['add-3.lua', 'take-3.lua', 'extend-2.lua', 'reclaim-2.lua', 'finish-8.lua', 'sweep-5.lua']
+const FILES: string[] = Object.values(SCRIPT_FILES)
 const GUARD_ERROR = new RegExp(GUARD_CODE)
 
 let redis: TestRedis
@@ -197,7 +197,8 @@ describe('the whole flow under the guard', () => {
 })
 
 describe('the guard fires', () => {
-  const guarded = (lua: string, fixedKeys = 1) => makeScript('probe', fixedKeys, keyGuard(lua))
+  // Made-up scripts, run straight through the client: they are probes of the guard, not EchoMQ commands.
+  const evalGuarded = (body: string, keys: string[], args: (string | number)[] = []) => redis.client.eval(keyGuard(body), keys.length, ...keys, ...args)
 
   it.each([
     ['a key not in KEYS, through the rcall alias', "local rcall = redis.call\nrcall('SET', KEYS[1], 'v')\nreturn rcall('SET', 'emq:{q}:undeclared', 'v')", /SET touches key emq:\{q\}:undeclared which is not in KEYS/],
@@ -209,7 +210,7 @@ describe('the guard fires', () => {
     await redis.client.set('emq:{q}:undeclared', 'before')
     await redis.client.set('emq:{q}:k', 'before')
 
-    const err = await runScript(redis.client, guarded(body), ['emq:{q}:k'], []).catch((e: unknown) => e)
+    const err = await evalGuarded(body, ['emq:{q}:k']).catch((e: unknown) => e)
 
     expect(err).toBeInstanceOf(Error)
     expect((err as Error).message).toMatch(GUARD_ERROR)
@@ -219,16 +220,11 @@ describe('the guard fires', () => {
   })
 
   it('the same script passes when the key is declared (the guard is not just failing everything)', async () => {
-    const script = guarded("redis.call('SET', KEYS[2], 'v')\nreturn redis.call('EXISTS', KEYS[1], KEYS[2])")
-    expect(await runScript(redis.client, script, ['emq:{q}:a', 'emq:{q}:b'], [])).toBe(1)
+    expect(await evalGuarded("redis.call('SET', KEYS[2], 'v')\nreturn redis.call('EXISTS', KEYS[1], KEYS[2])", ['emq:{q}:a', 'emq:{q}:b'])).toBe(1)
   })
 
-  it('a script run with no KEYS fails in Redis, and runScript refuses it before sending', async () => {
-    const script = guarded("return redis.call('TIME')")
-    await expect(redis.client.eval(script.lua, 0)).rejects.toThrow(/EMQGUARD script run with no KEYS/)
-    const err = await runScript(redis.client, script, [], []).catch((e: unknown) => e)
-    expect(err).toBeInstanceOf(EchoMQError)
-    expect((err as EchoMQError).code).toBe('ERR_SCRIPT')
+  it('a script run with no KEYS fails in Redis', async () => {
+    await expect(evalGuarded("return redis.call('TIME')", [])).rejects.toThrow(/EMQGUARD script run with no KEYS/)
   })
 
   it('a modified sweep-5.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
@@ -239,11 +235,11 @@ describe('the guard fires', () => {
     const ids = await redis.client.zrange(keys.active, '0', '-1')
     const stepKeys = [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])]
 
-    const err = await runScript(redis.client, makeScript('sweep', 5, keyGuard(modified)), stepKeys, [0, 'deadline', ...ids]).catch((e: unknown) => e)
+    const err = await redis.client.eval(keyGuard(modified), stepKeys.length, ...stepKeys, 0, 'deadline', ...ids).catch((e: unknown) => e)
 
     expect((err as Error).message).toMatch(/EMQGUARD ZADD touches key emq:\{q\}:stalled-elsewhere/)
     expect(await redis.client.exists('emq:{q}:stalled-elsewhere', keys.stalled)).toBe(0)
     // The unmodified script, same keys and arguments, is accepted by the guard.
-    expect(await runScript(redis.client, scripts.sweep(), stepKeys, [0, 'deadline', ...ids])).toEqual([ids, [], [], 1, 0])
+    expect(await sweepStep(redis.client, keys, { graceMs: 0, mode: 'deadline', ids })).toEqual({ marked: ids, recovered: [], failed: [], left: 1, done: false })
   })
 })

@@ -1,9 +1,10 @@
 /** The LockManager with an injected clock: ticks, batching, loss and close, with no real waiting. */
 import { describe, expect, it } from 'vitest'
+import type { LeaseStatus } from '../lib/commands.js'
 import { LockManager, type Lease } from '../lib/lock-manager.js'
 import { ManualClock } from './helpers/manual-clock.js'
 
-function setup(reply: (batch: Lease[]) => Promise<number[]> = async (b) => b.map(() => 1), batchSize?: number) {
+function setup(reply: (batch: Lease[]) => Promise<LeaseStatus[]> = async (b) => b.map(() => 'renewed'), batchSize?: number) {
   const clock = new ManualClock()
   const calls: Lease[][] = []
   const lost: [string, string][] = []
@@ -46,7 +47,7 @@ describe('LockManager', () => {
   })
 
   it('reports a lease the script found lost and stops renewing it', async () => {
-    const { clock, calls, lost, manager } = setup(async (b) => b.map((l) => (l.id === 'gone' ? 0 : 1)))
+    const { clock, calls, lost, manager } = setup(async (b) => b.map((l) => (l.id === 'gone' ? 'lost' : 'renewed')))
     manager.add({ id: 'gone', token: 't' }, 0)
     manager.add({ id: 'kept', token: 't' }, 0)
     manager.start()
@@ -77,7 +78,7 @@ describe('LockManager', () => {
 
   it('never overlaps ticks: the next one is armed after the slow one settles', async () => {
     let release: (() => void) | undefined
-    const { clock, calls, manager } = setup((b) => new Promise((resolve) => (release = () => resolve(b.map(() => 1)))))
+    const { clock, calls, manager } = setup((b) => new Promise((resolve) => (release = () => resolve(b.map(() => 'renewed' as const)))))
     manager.add({ id: 'a', token: 't' }, 0)
     manager.start()
 
@@ -136,9 +137,9 @@ describe('LockManager in a process paused while a renewal was in flight', () => 
     let first = true
     // The first renewal is answered when the test says so; later ones at once.
     const ctx = setup((batch) => {
-      if (!first) return Promise.resolve(batch.map(() => 1))
+      if (!first) return Promise.resolve(batch.map(() => 'renewed' as const))
       first = false
-      return new Promise((resolve) => (answer = () => resolve(batch.map(() => 1))))
+      return new Promise((resolve) => (answer = () => resolve(batch.map(() => 'renewed' as const))))
     })
     ctx.manager.add({ id: 'a', token: 't' }, 0) // deadline 300, heartbeat 100
     ctx.manager.start()

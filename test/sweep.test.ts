@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { Queue, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { extendLeases, takeJobs } from '../lib/lease.js'
-import { runScript, scripts } from '../lib/scripts.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { extend } from '../lib/commands.js'
+import { addJobs, crashedJobs, holdJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 
 const redis = useRedis()
@@ -13,9 +12,8 @@ const keys = queueKeys('emq', 'q')
 describe('sweep: the two-phase decision, one case per branch', () => {
   it('leaves a job with a live lease alone', async () => {
     const q = new Queue('q', { connection: redis.client })
-    await q.add('job', {}, { jobId: 'live' })
-    const live = (await redis.client.lrange(keys.wait, 0, -1))
-    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, keys.job('live'), keys.lock('live')], ['w', 60_000, ...live])
+    await addJobs(redis.client, 'q', ['live'])
+    await holdJobs(redis.client, 'q', 1, { leaseMs: 60_000, workerToken: 'w' })
 
     const first = await sweep(redis.client, 'q')
     const second = await sweep(redis.client, 'q')
@@ -71,10 +69,10 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     await sweep(redis.client, 'q')
     expect(await redis.client.zscore(keys.stalled, id as string)).not.toBeNull()
 
-    const codes = await extendLeases(redis.client, keys, 60_000, [{ id: id as string, token: 'dead-worker:1' }])
+    const statuses = await extend(redis.client, keys, 60_000, [{ id: id as string, token: 'dead-worker:1' }])
     const second = await sweep(redis.client, 'q')
 
-    expect(codes).toEqual([2]) // lapsed lease taken back
+    expect(statuses).toEqual(['reclaimed'])
     expect(await redis.client.zscore(keys.stalled, id as string)).toBeNull()
     expect(second).toEqual({ marked: [], recovered: [], failed: [] })
     expect(await redis.client.get(keys.lock(id as string))).toBe('dead-worker:1')
@@ -114,10 +112,8 @@ describe('sweep: overlapping sweeps', () => {
 
 /** `n` jobs taken with a one-minute lease: healthy work in flight. */
 async function healthyJobsInFlight(n: number): Promise<void> {
-  const q = new Queue('q', { connection: redis.client })
-  for (let i = 0; i < n; i++) await q.add('job', {}, { jobId: `h${i}` })
-  const batch = await redis.client.lrange(keys.wait, 0, -1)
-  await takeJobs(redis.client, keys, 'w', 60_000, batch)
+  await addJobs(redis.client, 'q', Array.from({ length: n }, (_, i) => `h${i}`))
+  await holdJobs(redis.client, 'q', n, { leaseMs: 60_000, workerToken: 'w' })
 }
 
 async function commandCalls(): Promise<Record<string, number>> {
@@ -153,10 +149,8 @@ describe('sweep: cost', () => {
 describe('sweep: the audit', () => {
   it('marks, then recovers, a job whose lease key was deleted before its recorded deadline', async () => {
     const q = new Queue('q', { connection: redis.client })
-    await q.add('job', {}, { jobId: 'gone' })
-    await q.add('job', {}, { jobId: 'kept' })
-    const ids = await redis.client.lrange(keys.wait, 0, -1)
-    await runScript(redis.client, scripts.take(), [keys.wait, keys.active, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])], ['w', 60_000, ...ids])
+    await addJobs(redis.client, 'q', ['gone', 'kept'])
+    await holdJobs(redis.client, 'q', 2, { leaseMs: 60_000, workerToken: 'w' })
     await redis.client.del(keys.lock('gone')) // deleted by hand, or evicted
 
     const first = await sweep(redis.client, 'q')

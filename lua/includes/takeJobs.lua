@@ -1,7 +1,9 @@
--- Takes candidate jobs from the right of `wait` and gives each a lease. Candidate i is ARGV[firstArg + i]
--- with its job hash at KEYS[firstKey + 2i] and lease at KEYS[firstKey + 2i + 1]. A candidate that is no
--- longer near the tail of `wait` (another worker took it) is skipped. Returns { { id, token, hash }, ... }.
-local function takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, now, firstKey, firstArg, n)
+-- Takes candidate jobs from the right of `wait` and gives each a lease. `at` says where the candidates
+-- are: candidate i (i = 0 .. at.count - 1) is ARGV[at.firstArg + i], with its job hash at
+-- KEYS[at.firstKey + 2i] and its lease at KEYS[at.firstKey + 2i + 1]. A candidate that is no longer near
+-- the tail of `wait` (another worker took it) is skipped. Returns { { id, token, hash }, ... }.
+local function takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, now, at)
+  local firstKey, firstArg, n = at.firstKey, at.firstArg, at.count
   -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
   -- long `wait` list never costs a full scan.
   local window = 2 * n + 64

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { EchoMQError, Queue, Worker, sweep, type Job } from '../../lib/index.js'
 import { queueKeys } from '../../lib/keys.js'
+import type { LeaseStatus } from '../../lib/commands.js'
 import { LockManager } from '../../lib/lock-manager.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs } from '../helpers/queue-state.js'
@@ -84,7 +85,7 @@ describe('a worker that cannot reach Redis', () => {
     const clock = new ManualClock()
     const lost: string[] = []
     const locks = new LockManager({
-      extend: () => new Promise<number[]>(() => undefined), // a stalled connection: no reply, no error
+      extend: () => new Promise<LeaseStatus[]>(() => undefined), // a stalled connection: no reply, no error
       intervalMs: HEARTBEAT_MS,
       leaseMs: LOCK_MS,
       clock,

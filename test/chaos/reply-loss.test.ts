@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, expect, it } from 'vitest'
 import { Queue, Worker, sweep, type Job } from '../../lib/index.js'
 import { queueKeys } from '../../lib/keys.js'
-import { scripts } from '../../lib/scripts.js'
+import { loadScript, preloadScripts, SCRIPT_FILES } from '../../lib/commands.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { pause } from './config.js'
@@ -23,7 +23,7 @@ let sweeping = false
 
 beforeEach(async () => {
   // Loaded up front, so workers call them by SHA (the proxy recognises a call by its SHA).
-  for (const s of [scripts.take(), scripts.finish(), scripts.extend()]) await redis.client.script('LOAD', s.lua)
+  await preloadScripts(redis.client)
   queue = new Queue('q', { connection: redis.client })
   proxy = await TcpProxy.start(redis.port)
 })
@@ -66,7 +66,7 @@ it("a take whose reply is lost: the job still runs (it is not left leased to nob
     return 'ran'
   })
   await waitFor(async () => (await redis.client.sismember('emq:queues', 'q')) === 1 && proxy.openConnections >= 2, { what: 'the worker to connect' })
-  proxy.holdRepliesAfter(callsScript(scripts.take().sha))
+  proxy.holdRepliesAfter(callsScript(loadScript(SCRIPT_FILES.take).sha))
   await queue.add('job', {}, { jobId: 't', attempts: 1 })
   await waitFor(async () => (await stateOf('t')) === 'active', { what: 'the take to run in Redis' })
   proxy.cut()
@@ -85,7 +85,7 @@ it("a completion whose reply is lost: the worker reports 'completed', not 'lockL
   w.on('lockLost', (_job: Job, err: Error) => events.push(`lockLost: ${err.message}`))
   await queue.add('job', {}, { jobId: 'f' })
   await waitFor(() => release, { what: 'the worker to take the job' })
-  proxy.holdRepliesAfter(callsScript(scripts.finish().sha))
+  proxy.holdRepliesAfter(callsScript(loadScript(SCRIPT_FILES.finish).sha))
   release?.()
   await waitFor(async () => (await stateOf('f')) === 'completed', { what: 'the completion to run in Redis' })
   proxy.cut()
@@ -106,7 +106,7 @@ it('a finish that also took the next job, whose reply is lost: that next job sti
   await queue.add('job', {}, { jobId: 'f1' })
   await queue.add('job', {}, { jobId: 'f2' })
   await queue.add('job', {}, { jobId: 'f3', attempts: 1 })
-  proxy.holdRepliesAfter((chunk) => chunk.includes(scripts.finish().sha) && chunk.includes('{q}:f3'))
+  proxy.holdRepliesAfter((chunk) => chunk.includes(loadScript(SCRIPT_FILES.finish).sha) && chunk.includes('{q}:f3'))
   await waitFor(async () => (await stateOf('f3')) === 'active' && proxy.holding.size > 0, { what: "f2's finish to take f3 in Redis" })
   proxy.cut()
 

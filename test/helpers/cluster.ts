@@ -9,9 +9,6 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { Cluster, Redis } from 'ioredis'
-import { queueKeys } from '../../lib/keys.js'
-import { Queue } from '../../lib/index.js'
-import { runScript, scripts } from '../../lib/scripts.js'
 import { freePort } from './redis-server.js'
 import { waitFor } from './wait.js'
 
@@ -122,14 +119,4 @@ export async function startCluster(size = 3): Promise<TestCluster> {
     },
     stop,
   }
-}
-
-/** Adds `n` jobs and takes them with a lease nobody renews (a crashed worker), on any client. */
-export async function crashedJobsOn(client: Redis | Cluster, queue: string, ids: string[], { leaseMs = 1, attempts = 3, prefix = 'emq' } = {}): Promise<void> {
-  const q = new Queue(queue, { connection: client, prefix })
-  for (const id of ids) await q.add('job', { id }, { attempts, jobId: id })
-  const keys = queueKeys(prefix, queue)
-  const batch = (await client.lrange(keys.wait, -ids.length, -1)).reverse()
-  await runScript(client, scripts.take(), [keys.wait, keys.active, keys.marker, ...batch.flatMap((id) => [keys.job(id), keys.lock(id)])], ['dead-worker', leaseMs, ...batch])
-  await waitFor(async () => (await client.exists(...ids.map((id) => keys.lock(id)))) === 0, { what: `crashed leases of ${queue} to expire` })
 }

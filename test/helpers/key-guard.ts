@@ -1,5 +1,5 @@
 /**
- * The key guard: a Lua prologue for setScriptWrapper (lib/scripts.ts) that makes every redis.call /
+ * The key guard: a Lua prologue for setScriptWrapper (lib/commands.ts) that makes every redis.call /
  * redis.pcall of a script fail when it names a key that was not passed in KEYS, when it uses a command
  * the guard does not know (so a new command must be classified here before the tests pass), or when the
  * script was run with no KEYS at all. Redis Cluster routes a script by its keys, so a key outside KEYS
@@ -9,11 +9,9 @@
  * modify the global `redis` table, and it is in scope for the whole script: `local rcall = redis.call`
  * and the includes' `redis.call(...)` all resolve to the guarded call.
  */
-import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Script } from '../../lib/scripts.js'
 
 export const GUARD_CODE = 'EMQGUARD'
 
@@ -80,9 +78,4 @@ export function scriptSource(file: string): string {
   return readFileSync(path.join(LUA_DIR, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
     readFileSync(path.join(LUA_DIR, 'includes', `${name}.lua`), 'utf8'),
   )
-}
-
-/** A Script object for runScript built from any (guarded) Lua source: for scripts the tests make up. */
-export function makeScript(name: string, fixedKeys: number, lua: string): Script {
-  return { name, fixedKeys, lua, sha: createHash('sha1').update(lua).digest('hex') }
 }
