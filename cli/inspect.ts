@@ -1,11 +1,11 @@
 /** `echomq stats` and `echomq inspect`: read-only views of queues. */
-import type { Redis } from 'ioredis'
+import type { RedisClient } from '../lib/connection.js'
 import { queueKeys } from '../lib/keys.js'
 import { jobFromHash } from '../lib/job.js'
 import { queueCounts, type QueueCounts } from '../lib/queue.js'
 import { registeredQueues } from '../lib/registry.js'
 
-export async function stats(client: Redis, prefix: string, queues: string[] | undefined): Promise<Record<string, QueueCounts>> {
+export async function stats(client: RedisClient, prefix: string, queues: string[] | undefined): Promise<Record<string, QueueCounts>> {
   const names = queues ?? (await registeredQueues(client, prefix))
   const out: Record<string, QueueCounts> = {}
   for (const q of names) out[q] = await queueCounts(client, queueKeys(prefix, q), q)
@@ -36,7 +36,7 @@ export interface Inspection {
 }
 
 /** The `limit` in-flight jobs with the earliest lease deadlines, and the `limit` most recent failures. */
-export async function inspect(client: Redis, prefix: string, queue: string, limit: number): Promise<Inspection> {
+export async function inspect(client: RedisClient, prefix: string, queue: string, limit: number): Promise<Inspection> {
   const keys = queueKeys(prefix, queue)
   const counts = await queueCounts(client, keys, queue)
   const inFlight: InFlight[] = []

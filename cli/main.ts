@@ -5,12 +5,11 @@
  * 2 bad usage or input.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { Redis } from 'ioredis'
-import { createHandler } from '../functions/sweep.js'
-import { EchoMQError } from '../lib/errors.js'
-import { REDIS_URL_DEFAULT, parseRedisUrl, redactUrl } from '../lib/connection.js'
-import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from '../lib/options.js'
-import type { ReaperSummary } from '../lib/reaper.js'
+import { failFast, lastConnectionError, openConnection, parseRedisUrl, REDIS_URL_DEFAULT, type RedisClient, redactUrl } from '../lib/connection.js'
+import { EchoMQError, withLastError } from '../lib/errors.js'
+import { DEFAULTS, PREFIX_DEFAULT, validatePrefix, validateQueueName } from '../lib/options.js'
+import { createReaper, type Log } from '../lib/reaper.js'
+import { type MetricsMode, reaperConfig } from '../lib/reaper-config.js'
 import { runDemo, WORKER_NAMES, type Role } from './demo.js'
 import { CliError } from './errors.js'
 import { parseDuration, spinner, table, withSpinner } from './format.js'
@@ -77,17 +76,15 @@ function positiveInt(values: Record<string, unknown>, name: string, fallback: nu
   return Number(raw)
 }
 
-async function withClient<T>(url: string, fn: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: (n) => (n > 2 ? null : 100) })
-  let lastError: Error | undefined
-  client.on('error', (err: Error) => (lastError = err))
+async function withClient<T>(url: string, fn: (client: RedisClient) => Promise<T>): Promise<T> {
+  const conn = openConnection(url, { redisOptions: failFast(DEFAULTS.redisTimeoutMs) })
   try {
-    return await fn(client)
+    return await fn(conn.client)
   } catch (err) {
     if (err instanceof EchoMQError || err instanceof CliError) throw err
-    throw new CliError(`Redis at ${redactUrl(url)} is unreachable: ${(lastError ?? (err as Error)).message}`)
+    throw new CliError(`Redis at ${redactUrl(url)} is unreachable: ${withLastError((err as Error).message, lastConnectionError(conn.client))}`)
   } finally {
-    client.disconnect()
+    conn.client.disconnect()
   }
 }
 
@@ -187,34 +184,38 @@ Without --redis-url or REDIS_URL it starts its own redis-server.
     },
   },
   sweep: {
-    summary: 'run the reaper (the Lambda handler\u2019s code path) once or on an interval',
-    usage: `echomq sweep [--queue q ...] [--every 10s] [--times n] [--grace 15000] [--metrics off]
+    summary: 'run the reaper (what the Lambda runs) once, or on an interval as a daemon',
+    usage: `echomq sweep [--queue q ...] [--every 10s] [--times n] [--grace ${DEFAULTS.reaperGraceMs}] [--metrics off]
 
-Runs the same code as the Lambda handler, for hosts without Lambda (cron, a Kubernetes CronJob).
-Other settings come from the same environment variables as the Lambda (see README).
+Runs the reaper the Lambda handler runs, for hosts without Lambda (cron, a Kubernetes CronJob, or a
+daemon with --every). Other settings come from the same environment variables as the Lambda (see README).
+With --every, a run that fails (Redis unreachable, a queue whose sweep failed) is reported and the loop
+keeps its schedule, reconnecting for the next run; it stops on SIGINT or SIGTERM (or after --times runs)
+and then exits 1 if any run failed.
 
-  --queue <q>         queue to sweep (repeatable or comma list; default: every registered queue)
-  --every <duration>  sweep on an interval (10s, 500ms, 1m) until interrupted
+  --queue <q>         queue to sweep (repeatable or comma list; default: QUEUES, else every registered queue)
+  --every <duration>  sweep on an interval (10s, 500ms, 1m) until stopped
   --times <n>         with --every: stop after n runs
-  --grace <ms>        SWEEP_GRACE_MS: minimum age of a mark before recovery (default 15000)
+  --grace <ms>        minimum age of a mark before recovery (default: SWEEP_GRACE_MS, else ${DEFAULTS.reaperGraceMs})
   --metrics <mode>    api | emf | off (default: METRICS_MODE, else off)`,
     options: { queue: { type: 'string', multiple: true }, every: { type: 'string' }, times: { type: 'string' }, grace: { type: 'string' }, metrics: { type: 'string' } },
     async run(values) {
-      const url = redisUrl(values) ?? REDIS_URL_DEFAULT
-      const queues = queueNames(values.queue)
       const every = values.every === undefined ? undefined : parseDuration(values.every as string)
       if (values.every !== undefined && every === undefined) throw new CliError(`--every expects a duration such as 10s or 500ms, got: ${values.every}`, true)
       const times = every === undefined ? 1 : positiveInt(values, 'times', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
       const json = values.json as boolean
-      const env = {
-        ...process.env,
-        REDIS_URL: url,
-        PREFIX: prefixOf(values),
-        METRICS_MODE: (values.metrics as string | undefined) ?? process.env.METRICS_MODE ?? 'off',
-        ...(queues ? { QUEUES: queues.join(',') } : {}),
-        ...(values.grace !== undefined ? { SWEEP_GRACE_MS: values.grace as string } : {}),
-      }
-      const handler = createHandler(env, { log: (level, message, fields) => level !== 'info' && process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`) })
+      const queues = queueNames(values.queue)
+      const grace = values.grace as string | undefined
+      if (grace !== undefined && !/^\d+$/.test(grace)) throw new CliError(`--grace expects a whole number of ms, got: ${grace}`, true)
+      const config = reaperConfig({
+        redisUrl: redisUrl(values) ?? process.env.REDIS_URL ?? REDIS_URL_DEFAULT,
+        prefix: prefixOf(values),
+        ...(queues ? { queues } : {}),
+        ...(grace !== undefined ? { graceMs: Number(grace) } : {}),
+        ...(values.metrics !== undefined ? { metricsMode: values.metrics as MetricsMode } : process.env.METRICS_MODE ? {} : { metricsMode: 'off' as const }),
+      })
+      const log: Log = (level, message, fields) => level !== 'info' && process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`)
+      const reaper = createReaper(config, { log })
       let stop = false
       let wakeUp: () => void = () => undefined
       const interrupt = () => {
@@ -223,6 +224,7 @@ Other settings come from the same environment variables as the Lambda (see READM
       }
       process.once('SIGINT', interrupt)
       process.once('SIGTERM', interrupt)
+      let failedRuns = 0
       try {
         for (let n = 0; n < times && !stop; n++) {
           if (n > 0) {
@@ -232,25 +234,28 @@ Other settings come from the same environment variables as the Lambda (see READM
             })
             if (stop) break
           }
-          let summary: ReaperSummary
           try {
-            summary = await withSpinner('sweeping', !json, () => handler({}))
+            const summary = await withSpinner('sweeping', !json, () => reaper.run())
+            if (Object.values(summary.queues).some((r) => r.error)) failedRuns++
+            if (json) out(JSON.stringify(summary))
+            else {
+              out(`${new Date().toISOString()}  sweep of ${Object.keys(summary.queues).length} queue(s)`)
+              out(table(['queue', 'marked', 'recovered', 'failed', 'error'], Object.entries(summary.queues).map(([q, r]) => [q, r.marked, r.recovered, r.failed, r.error ?? ''])))
+            }
           } catch (err) {
-            if (err instanceof EchoMQError && err.code === 'ERR_CONFIG') throw new CliError(err.message, true)
-            throw err
+            // Once: the error is the command's result. On an interval: a daemon reports it and keeps going.
+            if (every === undefined) throw err
+            failedRuns++
+            const code = err instanceof EchoMQError ? `${err.code}: ` : ''
+            process.stderr.write(`${new Date().toISOString()}  sweep failed, next try in ${values.every}: ${code}${(err as Error).message}\n`)
           }
-          if (json) out(JSON.stringify(summary))
-          else {
-            out(`${new Date().toISOString()}  sweep of ${Object.keys(summary.queues).length} queue(s)`)
-            out(table(['queue', 'marked', 'recovered', 'failed', 'error'], Object.entries(summary.queues).map(([q, r]) => [q, r.marked, r.recovered, r.failed, r.error ?? ''])))
-          }
-          if (Object.values(summary.queues).some((r) => r.error)) process.exitCode = 1
         }
       } finally {
         process.off('SIGINT', interrupt)
         process.off('SIGTERM', interrupt)
-        await handler.close()
+        await reaper.close()
       }
+      if (failedRuns > 0) process.exitCode = 1
     },
   },
   stats: {

@@ -125,6 +125,20 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
   return { client, owned: true }
 }
 
+/**
+ * ioredis settings for a client that must fail fast rather than wait (the sweep, the reaper, the
+ * command): connecting and every command are bounded by `timeoutMs`, a command is tried at most twice,
+ * and reconnecting gives up after a few tries (the next call or invocation opens a new connection).
+ */
+export function failFast(timeoutMs: number): RedisOptions {
+  return {
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times) => (times > 2 ? null : 100 * times),
+  }
+}
+
 export async function closeConnection(conn: Connection): Promise<void> {
   if (!conn.owned) return
   try {

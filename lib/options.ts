@@ -1,27 +1,48 @@
 /**
- * Every option EchoMQ accepts is validated here, with its default stated once. Durations are integers in
- * milliseconds. Unknown option names are rejected with the closest known name, so a typo never silently
- * falls back to a default. Validation happens before any Redis call.
+ * Every option EchoMQ accepts is validated here, with its default stated once (in defaults.json, which
+ * serverless.yml and the command's help read too) and its limits stated once (RANGES, which the reaper's
+ * configuration uses for the same settings). Durations are integers in milliseconds. Unknown option
+ * names are rejected with the closest known name, so a typo never silently falls back to a default.
+ * Validation happens before any Redis call.
  */
+import defaults from './defaults.json' with { type: 'json' }
 import { EchoMQError, type EchoMQErrorCode } from './errors.js'
 import { QUEUE_KEY_NAMES } from './keys.js'
 
-export const PREFIX_DEFAULT = 'emq'
-export const ATTEMPTS_DEFAULT = 3
-export const MAX_DATA_BYTES_DEFAULT = 1024 * 1024
-export const CONCURRENCY_DEFAULT = 1
-export const LOCK_DURATION_MS_DEFAULT = 30_000
+export const DEFAULTS = defaults
+export const PREFIX_DEFAULT = defaults.prefix
+export const ATTEMPTS_DEFAULT = defaults.attempts
+export const MAX_DATA_BYTES_DEFAULT = defaults.maxDataBytes
+export const CONCURRENCY_DEFAULT = defaults.concurrency
+export const LOCK_DURATION_MS_DEFAULT = defaults.lockDurationMs
 /** Heartbeat default is half the lease, so one missed tick never loses it. */
 export const HEARTBEAT_FRACTION_DEFAULT = 0.5
-export const CLOSE_TIMEOUT_MS_DEFAULT = 5_000
-export const SWEEP_GRACE_MS_DEFAULT = 0
-export const SWEEP_LIMIT_DEFAULT = 100
-export const SWEEP_AUDIT_DEFAULT = 32
+export const CLOSE_TIMEOUT_MS_DEFAULT = defaults.closeTimeoutMs
+export const SWEEP_GRACE_MS_DEFAULT = defaults.sweepGraceMs
+export const SWEEP_LIMIT_DEFAULT = defaults.sweepLimit
+export const SWEEP_AUDIT_DEFAULT = defaults.sweepAudit
 
-const MAX_ATTEMPTS = 1_000_000
-const MAX_CONCURRENCY = 10_000
-const MAX_DURATION_MS = 2 ** 31 - 1 // setTimeout's ceiling
-const MAX_SWEEP_LIMIT = 1_000
+/** setTimeout's ceiling. */
+const MAX_DURATION_MS = 2 ** 31 - 1
+
+/** The accepted range of each numeric setting, wherever it is set (an option or the reaper's environment). */
+export const RANGES = {
+  attempts: { min: 1, max: 1_000_000 },
+  concurrency: { min: 1, max: 10_000 },
+  maxDataBytes: { min: 1, max: 512 * 1024 * 1024, unit: 'bytes' },
+  lockDuration: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
+  heartbeatInterval: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
+  closeTimeout: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
+  graceMs: { min: 0, max: 3_600_000, unit: 'ms' },
+  limit: { min: 1, max: 1_000 },
+  audit: { min: 0, max: 1_000 },
+} as const satisfies Record<string, Range>
+
+export interface Range {
+  min: number
+  max: number
+  unit?: string
+}
 
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/
 const JOB_ID = /^[A-Za-z0-9._-]{1,128}$/
@@ -68,17 +89,16 @@ export function validatePrefix(prefix: unknown): string {
   return prefix
 }
 
-function integer(name: string, value: unknown, min: number, max: number, unit = ''): number {
+/** Checks an integer setting against its range; `name` is what the user wrote (an option or a variable). */
+export function checkInteger(name: string, value: unknown, { min, max, unit }: Range, code: EchoMQErrorCode = 'ERR_OPTIONS'): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     const range = min === 1 && max >= MAX_DURATION_MS ? 'a positive integer' : `an integer from ${min} to ${max}`
-    fail('ERR_OPTIONS', `expected ${name} to be ${range}${unit}, got: ${describe(value)}`)
+    fail(code, `expected ${name} to be ${range}${unit ? ` (${unit})` : ''}, got: ${describe(value)}`)
   }
   return value
 }
 
-function duration(name: string, value: unknown): number {
-  return integer(name, value, 1, MAX_DURATION_MS, ' (ms)')
-}
+const setting = (name: keyof typeof RANGES) => (value: unknown) => checkInteger(name, value, RANGES[name])
 
 function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
@@ -139,7 +159,7 @@ export function queueSettings(options: unknown): QueueSettings & { connection: u
   return {
     connection: o.connection,
     prefix: opt(o.prefix, PREFIX_DEFAULT, validatePrefix),
-    maxDataBytes: opt(o.maxDataBytes, MAX_DATA_BYTES_DEFAULT, (v) => integer('maxDataBytes', v, 1, 512 * 1024 * 1024, ' (bytes)')),
+    maxDataBytes: opt(o.maxDataBytes, MAX_DATA_BYTES_DEFAULT, setting('maxDataBytes')),
   }
 }
 
@@ -151,7 +171,7 @@ export interface AddSettings {
 export function addSettings(options: unknown): AddSettings {
   const o = checkKnown('add', options, ['attempts', 'jobId'])
   return {
-    attempts: opt(o.attempts, ATTEMPTS_DEFAULT, (v) => integer('attempts', v, 1, MAX_ATTEMPTS)),
+    attempts: opt(o.attempts, ATTEMPTS_DEFAULT, setting('attempts')),
     jobId: opt(o.jobId, undefined, validateJobId),
   }
 }
@@ -168,20 +188,18 @@ export interface WorkerSettings {
 
 export function workerSettings(options: unknown): WorkerSettings {
   const o = checkKnown('Worker', options, ['connection', 'prefix', 'concurrency', 'lockDuration', 'heartbeatInterval', 'closeTimeout', 'clock'])
-  const lockDuration = opt(o.lockDuration, LOCK_DURATION_MS_DEFAULT, (v) => duration('lockDuration', v))
-  const heartbeatInterval = opt(o.heartbeatInterval, Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)), (v) =>
-    duration('heartbeatInterval', v),
-  )
+  const lockDuration = opt(o.lockDuration, LOCK_DURATION_MS_DEFAULT, setting('lockDuration'))
+  const heartbeatInterval = opt(o.heartbeatInterval, Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)), setting('heartbeatInterval'))
   if (heartbeatInterval >= lockDuration) {
     fail('ERR_OPTIONS', `expected heartbeatInterval (${heartbeatInterval} ms) to be shorter than lockDuration (${lockDuration} ms)`)
   }
   return {
     connection: o.connection,
     prefix: opt(o.prefix, PREFIX_DEFAULT, validatePrefix),
-    concurrency: opt(o.concurrency, CONCURRENCY_DEFAULT, (v) => integer('concurrency', v, 1, MAX_CONCURRENCY)),
+    concurrency: opt(o.concurrency, CONCURRENCY_DEFAULT, setting('concurrency')),
     lockDuration,
     heartbeatInterval,
-    closeTimeout: opt(o.closeTimeout, CLOSE_TIMEOUT_MS_DEFAULT, (v) => duration('closeTimeout', v)),
+    closeTimeout: opt(o.closeTimeout, CLOSE_TIMEOUT_MS_DEFAULT, setting('closeTimeout')),
     clock: opt(o.clock, systemClock, clock),
   }
 }
@@ -197,8 +215,8 @@ export function sweepSettings(options: unknown): SweepSettings {
   const o = checkKnown('sweep', options, ['prefix', 'graceMs', 'limit', 'audit'])
   return {
     prefix: opt(o.prefix, PREFIX_DEFAULT, validatePrefix),
-    graceMs: opt(o.graceMs, SWEEP_GRACE_MS_DEFAULT, (v) => integer('graceMs', v, 0, MAX_DURATION_MS, ' (ms)')),
-    limit: opt(o.limit, SWEEP_LIMIT_DEFAULT, (v) => integer('limit', v, 1, MAX_SWEEP_LIMIT)),
-    audit: opt(o.audit, SWEEP_AUDIT_DEFAULT, (v) => integer('audit', v, 0, MAX_SWEEP_LIMIT)),
+    graceMs: opt(o.graceMs, SWEEP_GRACE_MS_DEFAULT, setting('graceMs')),
+    limit: opt(o.limit, SWEEP_LIMIT_DEFAULT, setting('limit')),
+    audit: opt(o.audit, SWEEP_AUDIT_DEFAULT, setting('audit')),
   }
 }

@@ -1,8 +1,11 @@
 /**
- * The reaper's configuration, read from the environment once and validated; a bad value fails with a
- * message naming the variable and what it expected. Used by the Lambda handler and `echomq sweep`.
+ * The reaper's configuration, for the Lambda handler and `echomq sweep`. Each setting comes from an
+ * explicit option (what the command's flags set), else the environment (read here and nowhere else),
+ * else its default (defaults.json, which serverless.yml reads too). Numeric settings share their range
+ * with the library option of the same meaning (RANGES in options.ts). A bad value fails with a message
+ * naming the variable or option and what it expected.
  *
- *   REDIS_URL              redis://, rediss://, redis+cluster://  (default redis://127.0.0.1:6379)
+ *   REDIS_URL              redis://, rediss://, redis+cluster://  (redis://127.0.0.1:6379)
  *   REDIS_CLUSTER          true | false                    (false) treat REDIS_URL as a cluster seed
  *   REDIS_TIMEOUT_MS       connect and command timeout     (3000) a dead Redis fails the run this fast
  *   QUEUES                 comma list                      (every queue in the registry <prefix>:queues)
@@ -12,6 +15,7 @@
  *   SWEEP_GRACE_MS         min age of a mark to recover    (15000) see GRACE below
  *   SWEEP_CONCURRENCY      queues swept at once            (8)
  *   SWEEP_LIMIT            candidates per script call      (100)
+ *   SWEEP_AUDIT            in-flight jobs audited per pass (32)
  *   METRICS_MODE           api | emf | off                 (api)
  *   METRICS_NAMESPACE      CloudWatch namespace            (EchoMQ)
  *
@@ -20,18 +24,21 @@
  * The default equals a worker's default heartbeat interval (half of the 30 s lease): a worker that resumes
  * right after the mark renews before recovery.
  */
-import { EchoMQError } from './errors.js'
 import { parseRedisUrl, REDIS_URL_DEFAULT } from './connection.js'
+import { EchoMQError } from './errors.js'
 import metricNames from './metric-names.json' with { type: 'json' }
-import { PREFIX_DEFAULT, SWEEP_LIMIT_DEFAULT, validatePrefix, validateQueueName } from './options.js'
+import { DEFAULTS, RANGES, type Range, validatePrefix, validateQueueName } from './options.js'
 
-export const SWEEPS_PER_INVOCATION_DEFAULT = 1
-export const SWEEP_INTERVAL_MS_DEFAULT = 10_000
-export const REAPER_GRACE_MS_DEFAULT = 15_000
-export const SWEEP_CONCURRENCY_DEFAULT = 8
-export const REDIS_TIMEOUT_MS_DEFAULT = 3_000
+export const METRICS_MODES = ['api', 'emf', 'off'] as const
+export type MetricsMode = (typeof METRICS_MODES)[number]
 
-export type MetricsMode = 'api' | 'emf' | 'off'
+/** Ranges of the reaper's own settings (the sweep's come from RANGES). */
+const REAPER_RANGES = {
+  redisTimeoutMs: { min: 100, max: 60_000, unit: 'ms' },
+  sweeps: { min: 1, max: 60 },
+  intervalMs: { min: 0, max: 900_000, unit: 'ms' },
+  concurrency: { min: 1, max: 256 },
+} as const satisfies Record<string, Range>
 
 export interface ReaperConfig {
   redisUrl: string
@@ -44,81 +51,119 @@ export interface ReaperConfig {
   graceMs: number
   concurrency: number
   limit: number
+  audit: number
   metricsMode: MetricsMode
   namespace: string
 }
 
+/** Explicit settings, which win over the environment. */
+export type ReaperOptions = Partial<ReaperConfig>
+
 type Env = Record<string, string | undefined>
 
-function bad(name: string, expected: string, value: string): never {
-  throw new EchoMQError('ERR_CONFIG', `${name}: expected ${expected}, got: ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value)}`)
+function bad(name: string, expected: string, value: unknown): never {
+  const text = typeof value === 'string' ? value : String(value)
+  throw new EchoMQError('ERR_CONFIG', `${name}: expected ${expected}, got: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)}`)
 }
 
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name]?.trim()
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) bad(name, `an integer from ${min} to ${max}`, raw)
-  return Number(raw)
-}
+/** Reads settings from options, then the environment, then defaults. */
+class Source {
+  constructor(
+    private readonly options: ReaperOptions,
+    private readonly env: Env,
+  ) {}
 
-function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
-  const raw = env[name]?.trim()
-  if (raw === undefined || raw === '') return fallback
-  const value = raw.toLowerCase() as T
-  if (!allowed.includes(value)) bad(name, `one of ${allowed.join(', ')}`, raw)
-  return value
-}
-
-export function readReaperConfig(env: Env = process.env): ReaperConfig {
-  const redisUrl = env.REDIS_URL?.trim() || REDIS_URL_DEFAULT
-  let seeds: number
-  let clusterScheme: boolean
-  try {
-    const parsed = parseRedisUrl(redisUrl)
-    seeds = parsed.nodes.length
-    clusterScheme = parsed.cluster
-  } catch (err) {
-    throw new EchoMQError('ERR_CONFIG', `REDIS_URL: ${(err as Error).message}`)
+  /** The raw value and the name to blame: the option's, or the variable's. */
+  private pick<K extends keyof ReaperConfig>(key: K, variable: string): { name: string; value: ReaperConfig[K] | string | undefined } {
+    if (this.options[key] !== undefined) return { name: key, value: this.options[key] }
+    const raw = this.env[variable]?.trim()
+    return { name: variable, value: raw === '' ? undefined : raw }
   }
-  const prefixRaw = env.PREFIX?.trim() || PREFIX_DEFAULT
-  let prefix: string
-  try {
-    prefix = validatePrefix(prefixRaw)
-  } catch {
-    bad('PREFIX', '1-64 characters from [A-Za-z0-9._:-]', prefixRaw)
+
+  int(key: 'redisTimeoutMs' | 'sweeps' | 'intervalMs' | 'graceMs' | 'concurrency' | 'limit' | 'audit', variable: string, fallback: number, range: Range): number {
+    const { name, value } = this.pick(key, variable)
+    if (value === undefined) return fallback
+    const n = typeof value === 'number' ? value : /^\d+$/.test(String(value)) ? Number(value) : Number.NaN
+    const unit = range.unit ? ` (${range.unit})` : ''
+    if (!Number.isInteger(n) || n < range.min || n > range.max) bad(name, `an integer from ${range.min} to ${range.max}${unit}`, value)
+    return n
   }
-  const queuesRaw = env.QUEUES?.trim()
-  let queues: string[] | undefined
-  if (queuesRaw) {
-    queues = [...new Set(queuesRaw.split(',').map((q) => q.trim()).filter(Boolean))]
-    for (const q of queues) {
+
+  oneOf<T extends string>(key: 'metricsMode', variable: string, fallback: T, allowed: readonly T[]): T {
+    const { name, value } = this.pick(key, variable)
+    if (value === undefined) return fallback
+    const text = String(value).toLowerCase() as T
+    if (!allowed.includes(text)) bad(name, `one of ${allowed.join(', ')}`, value)
+    return text
+  }
+
+  text(key: 'redisUrl' | 'prefix' | 'namespace', variable: string, fallback: string): { name: string; value: string } {
+    const { name, value } = this.pick(key, variable)
+    return { name, value: value === undefined ? fallback : String(value) }
+  }
+
+  flag(key: 'cluster', variable: string): boolean {
+    const { name, value } = this.pick(key, variable)
+    if (value === undefined || typeof value === 'boolean') return value ?? false
+    const text = String(value).toLowerCase()
+    if (text !== 'true' && text !== 'false') bad(name, 'one of true, false', value)
+    return text === 'true'
+  }
+
+  queues(): string[] | undefined {
+    const { name, value } = this.pick('queues', 'QUEUES')
+    if (value === undefined) return undefined
+    const list = [...new Set((Array.isArray(value) ? value : String(value).split(',')).map((q) => String(q).trim()).filter(Boolean))]
+    for (const q of list) {
       try {
         validateQueueName(q)
       } catch {
-        bad('QUEUES', 'a comma-separated list of queue names of 1-128 characters from [A-Za-z0-9._:-]', q)
+        bad(name, 'a comma-separated list of queue names of 1-128 characters from [A-Za-z0-9._:-]', q)
       }
     }
+    return list.length > 0 ? list : undefined
   }
-  const namespace = env.METRICS_NAMESPACE?.trim() || metricNames.namespaceDefault
-  if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace) || namespace.startsWith('AWS/')) {
-    bad('METRICS_NAMESPACE', 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace)
+}
+
+export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env): ReaperConfig {
+  const source = new Source(options, env)
+  const url = source.text('redisUrl', 'REDIS_URL', REDIS_URL_DEFAULT)
+  let seeds: number
+  let clusterScheme: boolean
+  try {
+    const parsed = parseRedisUrl(url.value)
+    seeds = parsed.nodes.length
+    clusterScheme = parsed.cluster
+  } catch (err) {
+    throw new EchoMQError('ERR_CONFIG', `${url.name}: ${(err as Error).message}`)
   }
-  const cluster = oneOf(env, 'REDIS_CLUSTER', 'false', ['true', 'false'] as const) === 'true'
+  const prefix = source.text('prefix', 'PREFIX', DEFAULTS.prefix)
+  try {
+    validatePrefix(prefix.value)
+  } catch {
+    bad(prefix.name, '1-64 characters from [A-Za-z0-9._:-]', prefix.value)
+  }
+  const namespace = source.text('namespace', 'METRICS_NAMESPACE', metricNames.namespaceDefault)
+  if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace.value) || namespace.value.startsWith('AWS/')) {
+    bad(namespace.name, 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace.value)
+  }
+  const cluster = source.flag('cluster', 'REDIS_CLUSTER')
   if (seeds > 1 && !cluster && !clusterScheme) {
-    throw new EchoMQError('ERR_CONFIG', `REDIS_URL: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`)
+    throw new EchoMQError('ERR_CONFIG', `${url.name}: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`)
   }
   return {
-    redisUrl,
+    redisUrl: url.value,
     cluster,
-    redisTimeoutMs: int(env, 'REDIS_TIMEOUT_MS', REDIS_TIMEOUT_MS_DEFAULT, 100, 60_000),
-    queues,
-    prefix,
-    sweeps: int(env, 'SWEEPS_PER_INVOCATION', SWEEPS_PER_INVOCATION_DEFAULT, 1, 60),
-    intervalMs: int(env, 'SWEEP_INTERVAL_MS', SWEEP_INTERVAL_MS_DEFAULT, 0, 900_000),
-    graceMs: int(env, 'SWEEP_GRACE_MS', REAPER_GRACE_MS_DEFAULT, 0, 3_600_000),
-    concurrency: int(env, 'SWEEP_CONCURRENCY', SWEEP_CONCURRENCY_DEFAULT, 1, 256),
-    limit: int(env, 'SWEEP_LIMIT', SWEEP_LIMIT_DEFAULT, 1, 1_000),
-    metricsMode: oneOf(env, 'METRICS_MODE', 'api', ['api', 'emf', 'off'] as const),
-    namespace,
+    redisTimeoutMs: source.int('redisTimeoutMs', 'REDIS_TIMEOUT_MS', DEFAULTS.redisTimeoutMs, REAPER_RANGES.redisTimeoutMs),
+    queues: source.queues(),
+    prefix: prefix.value,
+    sweeps: source.int('sweeps', 'SWEEPS_PER_INVOCATION', DEFAULTS.sweepsPerInvocation, REAPER_RANGES.sweeps),
+    intervalMs: source.int('intervalMs', 'SWEEP_INTERVAL_MS', DEFAULTS.sweepIntervalMs, REAPER_RANGES.intervalMs),
+    graceMs: source.int('graceMs', 'SWEEP_GRACE_MS', DEFAULTS.reaperGraceMs, RANGES.graceMs),
+    concurrency: source.int('concurrency', 'SWEEP_CONCURRENCY', DEFAULTS.sweepConcurrency, REAPER_RANGES.concurrency),
+    limit: source.int('limit', 'SWEEP_LIMIT', DEFAULTS.sweepLimit, RANGES.limit),
+    audit: source.int('audit', 'SWEEP_AUDIT', DEFAULTS.sweepAudit, RANGES.audit),
+    metricsMode: source.oneOf('metricsMode', 'METRICS_MODE', DEFAULTS.metricsMode as MetricsMode, METRICS_MODES),
+    namespace: namespace.value,
   }
 }

@@ -1,23 +1,65 @@
 /**
- * Connection settings for the reaper, which must fail fast rather than wait out a Lambda timeout, and the
- * eviction-policy check it runs once per cold start.
+ * The reaper's Redis connection, kept across runs (a Lambda container's warm invocations, the ticks of
+ * `echomq sweep --every`). `client()` opens it when needed, pings it (a Redis that does not answer fails
+ * the run within the configured timeout, naming the URL with its password masked) and, once (per cold
+ * start, in a Lambda), checks the eviction policy. A run that failed calls `discard()`, so the next one opens a
+ * fresh connection rather than reusing a broken one.
  */
-import type { RedisOptions } from 'ioredis'
-import type { OpenOptions } from './connection.js'
+import { closeConnection, type Connection, failFast, lastConnectionError, openConnection, type RedisClient, redactUrl } from './connection.js'
+import { EchoMQError, withLastError, withoutSecrets } from './errors.js'
 import type { ReaperConfig } from './reaper-config.js'
-import type { Log } from './reaper.js'
-import type { RedisClient } from './connection.js'
 
-export function connectReaper(config: ReaperConfig): OpenOptions {
-  const redisOptions: RedisOptions = {
-    lazyConnect: true,
-    connectTimeout: config.redisTimeoutMs,
-    commandTimeout: config.redisTimeoutMs,
-    maxRetriesPerRequest: 1,
-    // Give up reconnecting quickly: the next invocation opens a new connection.
-    retryStrategy: (times) => (times > 2 ? null : 100 * times),
+export type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void
+
+export class ReaperConnection {
+  private conn: Connection | undefined
+  private evictionChecked = false
+
+  constructor(
+    private readonly config: ReaperConfig,
+    private readonly log: Log,
+  ) {}
+
+  /** A connected client, answering within the timeout. */
+  async client(): Promise<RedisClient> {
+    if (!this.conn || this.conn.client.status === 'end') {
+      this.conn = openConnection(this.config.redisUrl, { cluster: this.config.cluster, redisOptions: { lazyConnect: true, ...failFast(this.config.redisTimeoutMs) } })
+    }
+    const { client } = this.conn
+    await this.ping(client)
+    if (!this.evictionChecked) {
+      this.evictionChecked = true
+      await checkEvictionPolicy(client, this.log)
+    }
+    return client
   }
-  return { cluster: config.cluster, redisOptions }
+
+  /** Drops the connection after a failure; the next run opens a new one. */
+  discard(): void {
+    this.conn?.client.disconnect()
+    this.conn = undefined
+  }
+
+  async close(): Promise<void> {
+    if (this.conn) await closeConnection(this.conn)
+    this.conn = undefined
+  }
+
+  private async ping(client: RedisClient): Promise<void> {
+    const { redisTimeoutMs, redisUrl } = this.config
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${redisTimeoutMs} ms`)), redisTimeoutMs)
+    })
+    try {
+      await Promise.race([client.ping(), timeout])
+    } catch (err) {
+      const message = withLastError((err as Error).message, lastConnectionError(client))
+      throw new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(redisUrl)} is unreachable: ${message}`, { cause: withoutSecrets(err) })
+    } finally {
+      clearTimeout(timer)
+    }
+  }
 }
 
 /** An evicted lease looks like a dead worker, so anything but `noeviction` is worth a warning. */

@@ -1,19 +1,24 @@
 /**
  * The reaper: runs the two-phase sweep over every queue, `config.sweeps` times spaced `config.intervalMs`
  * apart, and returns per-queue totals. One queue's failure (a key of the wrong type, a script error) is
- * recorded for that queue and does not stop the others; a connection failure ends the run. Shared by the
- * Lambda handler (functions/sweep.ts) and `echomq sweep`.
+ * recorded for that queue and does not stop the others; a connection failure ends the run.
+ *
+ * `createReaper` is what the Lambda handler (functions/sweep.ts) and `echomq sweep` call: it keeps the
+ * connection (and the CloudWatch client) across runs, and each `run()` is one invocation: sweeps,
+ * counts, metrics (config.metricsMode), and one summary log line.
  */
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
+import type { RedisClient } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import { queueKeys } from './keys.js'
-import type { QueueRun } from './metrics.js'
+import { publishMetrics, type QueueRun } from './metrics.js'
 import { queueCounts } from './queue.js'
 import type { ReaperConfig } from './reaper-config.js'
+import { type Log, ReaperConnection } from './reaper-connection.js'
 import { registeredQueues } from './registry.js'
-import type { RedisClient } from './connection.js'
 import { sweep } from './sweep.js'
 
-export type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void
+export type { Log }
 
 export interface ReaperSummary {
   sweeps: number
@@ -69,7 +74,7 @@ export async function runReaper(client: RedisClient, config: ReaperConfig, optio
       const run = runs[queue] as QueueRun
       const started = performance.now()
       try {
-        const result = await sweep(client, queue, { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit })
+        const result = await sweep(client, queue, { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit, audit: config.audit })
         const durationMs = Math.round((performance.now() - started) * 100) / 100
         run.marked += result.marked.length
         run.recovered += result.recovered.length
@@ -98,4 +103,34 @@ export async function runReaper(client: RedisClient, config: ReaperConfig, optio
     summary.queues[queue] = { marked: run.marked, recovered: run.recovered, failed: run.failed, ...(run.error ? { error: run.error } : {}) }
   }
   return { summary, runs }
+}
+
+export interface Reaper {
+  /** One invocation: every sweep, the counts, the metrics and a summary log line. */
+  run(options?: Pick<RunOptions, 'queues' | 'remainingMs'>): Promise<ReaperSummary>
+  /** Closes the connection; a later run opens a new one. */
+  close(): Promise<void>
+}
+
+export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptions, 'log' | 'sleep'>): Reaper {
+  const connection = new ReaperConnection(config, log)
+  let cloudwatch: CloudWatchClient | undefined
+  return {
+    async run(options = {}) {
+      let runs: Record<string, QueueRun>
+      let summary: ReaperSummary
+      try {
+        const client = await connection.client()
+        ;({ summary, runs } = await runReaper(client, config, { log, ...(sleep ? { sleep } : {}), ...options }))
+      } catch (err) {
+        connection.discard()
+        throw err
+      }
+      if (config.metricsMode === 'api') cloudwatch ??= new CloudWatchClient({})
+      await publishMetrics(runs, { mode: config.metricsMode, namespace: config.namespace, log, ...(cloudwatch ? { client: cloudwatch } : {}) })
+      log('info', 'summary', summary)
+      return summary
+    },
+    close: () => connection.close(),
+  }
 }

@@ -18,10 +18,10 @@
  */
 import { randomInt } from 'node:crypto'
 import { sweepStep } from './commands.js'
-import { closeConnection, lastConnectionError, openConnection, type RedisClient } from './connection.js'
+import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './connection.js'
 import { redisError } from './errors.js'
 import { queueKeys } from './keys.js'
-import { sweepSettings, validateQueueName, type SweepSettings } from './options.js'
+import { DEFAULTS, sweepSettings, validateQueueName, type SweepSettings } from './options.js'
 
 export interface SweepResult {
   marked: string[]
@@ -39,7 +39,7 @@ export interface SweepOptions {
 export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
   validateQueueName(queue)
   const settings = sweepSettings(options)
-  const conn = openConnection(connection, { redisOptions: { connectTimeout: 5_000, commandTimeout: 5_000, maxRetriesPerRequest: 1, retryStrategy: (times) => (times > 2 ? null : 100 * times) } })
+  const conn = openConnection(connection, { redisOptions: failFast(DEFAULTS.redisTimeoutMs) })
   try {
     return await sweepWith(conn.client, queue, settings)
   } catch (err) {

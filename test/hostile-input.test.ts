@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue, sweep, Worker } from '../lib/index.js'
 import { addSettings, sweepSettings, workerSettings } from '../lib/options.js'
-import { readReaperConfig } from '../lib/reaper-config.js'
+import { reaperConfig } from '../lib/reaper-config.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
@@ -148,13 +148,13 @@ describe('options', () => {
 })
 
 describe('environment configuration', () => {
-  const names = ['REDIS_URL', 'REDIS_CLUSTER', 'REDIS_TIMEOUT_MS', 'QUEUES', 'PREFIX', 'SWEEPS_PER_INVOCATION', 'SWEEP_INTERVAL_MS', 'SWEEP_GRACE_MS', 'SWEEP_CONCURRENCY', 'SWEEP_LIMIT', 'METRICS_MODE', 'METRICS_NAMESPACE']
+  const names = ['REDIS_URL', 'REDIS_CLUSTER', 'REDIS_TIMEOUT_MS', 'QUEUES', 'PREFIX', 'SWEEPS_PER_INVOCATION', 'SWEEP_INTERVAL_MS', 'SWEEP_GRACE_MS', 'SWEEP_CONCURRENCY', 'SWEEP_LIMIT', 'SWEEP_AUDIT', 'METRICS_MODE', 'METRICS_NAMESPACE']
   const raw = fc.oneof(fc.string({ maxLength: 12 }), fc.integer({ min: -10, max: 10_000_000 }).map(String), fc.constantFrom('true', 'false', 'api', 'emf', 'off', 'redis://h:1', 'rediss://u:p@h:2/3', 'a,b'))
   it('is read into a config or rejected with ERR_CONFIG naming the variable', () => {
     fc.assert(
       fc.property(fc.dictionary(fc.constantFrom(...names), raw, { maxKeys: 5 }), (env) => {
         try {
-          readReaperConfig(env)
+          reaperConfig({}, env)
         } catch (err) {
           expect(err).toBeInstanceOf(EchoMQError)
           expect((err as EchoMQError).code).toBe('ERR_CONFIG')

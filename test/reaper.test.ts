@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue } from '../lib/index.js'
-import { readReaperConfig } from '../lib/reaper-config.js'
+import { reaperConfig } from '../lib/reaper-config.js'
 import { runReaper } from '../lib/reaper.js'
 import { queueKeys } from '../lib/keys.js'
 import { crashedJobs } from './helpers/queue-state.js'
@@ -59,7 +59,7 @@ describe('handler', () => {
 
   it('fits five sweeps spaced 10 s apart in a 55 s invocation (the README\u2019s sub-minute setting), not six', async () => {
     let elapsed = 0
-    const config = readReaperConfig({ SWEEPS_PER_INVOCATION: '6', SWEEP_INTERVAL_MS: '10000', QUEUES: 'a' })
+    const config = reaperConfig({}, { SWEEPS_PER_INVOCATION: '6', SWEEP_INTERVAL_MS: '10000', QUEUES: 'a' })
     const { summary } = await runReaper(redis.client, config, {
       log: () => undefined,
       remainingMs: () => 55_000 - elapsed,
