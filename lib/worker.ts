@@ -21,6 +21,7 @@ import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
 import { queueKeys, type QueueKeys } from './keys.js'
 import { LockManager } from './lock-manager.js'
+import { TakeAhead } from './take-ahead.js'
 import { validateQueueName, workerSettings, type WorkerSettings } from './options.js'
 import { registration } from './registry.js'
 
@@ -43,16 +44,24 @@ const MAX_TAKE_BATCH = 100
 const MAX_PEEK = 32
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 
+/**
+ * A run's phase: `running` (the processor has the job), `finishing` (its finish call is in flight: that
+ * call's reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost;
+ * the signal is aborted and the worker told once), `released` (close() returned the job to `wait`).
+ */
+type RunPhase = 'running' | 'finishing' | 'lost' | 'released'
+
 interface Run {
   job: Job
   token: string
   controller: AbortController
   done: Promise<void>
-  lost: boolean
-  released: boolean
-  /** Its finish call is in flight: that call's reply, not a heartbeat racing it, says whether it was accepted. */
-  finishing: boolean
+  phase: RunPhase
 }
+
+/** `running`; `draining` (close() was called: no new jobs, running ones may finish); `releasing`
+ * (closeTimeout passed: running jobs, and any a finish takes, go back to `wait`). */
+type WorkerPhase = 'running' | 'draining' | 'releasing'
 
 type Started = Taken & { sentAt: number }
 
@@ -66,20 +75,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private readonly locks: LockManager
   private readonly runs = new Map<string, Run>()
   private readonly loopDone: Promise<void>
-  private stopping = false
+  private phase: WorkerPhase = 'running'
   private closing: Promise<void> | undefined
   private wake: (() => void) | undefined
   private stopped: () => void = () => undefined
   /** Settles on close(): a blocking call on a client that is reconnecting never settles once disconnect()ed. */
   private readonly stopSignal = new Promise<void>((resolve) => (this.stopped = resolve))
-  /** Ids the last finish saw at the tail of `wait`: the next candidates, saving a read. */
-  private hint: string[] = []
-  /** Ids handed to a take or finish call still in flight, so no two calls of this worker try the same id. */
-  private readonly claimed = new Set<string>()
+  private readonly takeAhead = new TakeAhead()
   /** Finish calls in flight: close() waits for them, since one may have taken a job. */
   private readonly finishes = new Set<Promise<unknown>>()
-  /** close() is returning jobs to wait: a job a finish took now goes straight back. */
-  private releasing = false
 
   constructor(name: string, private readonly processor: Processor<Data, Result>, options?: WorkerOptions) {
     super()
@@ -96,7 +100,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       leaseMs: this.settings.lockDuration,
       clock: this.settings.clock,
       onLost: (id, reason) => {
-        if (!this.runs.get(id)?.finishing) this.lockLost(id, reason)
+        if (this.runs.get(id)?.phase === 'running') this.lockLost(id, reason)
       },
       onError: (err) => this.report(redisError(this.name, 'renew leases of queue', err)),
     })
@@ -117,7 +121,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       void register().then((err) => err && this.report(redisError(this.name, `register (in ${this.settings.prefix}:queues, for the reaper) queue`, err)))
     ensureRegistered()
     let failures = 0
-    while (!this.stopping) {
+    while (this.phase === 'running') {
       try {
         const free = this.settings.concurrency - this.runs.size
         if (free <= 0) {
@@ -129,7 +133,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         else for (const started of taken) this.start(started)
         failures = 0
       } catch (err) {
-        if (this.stopping) break
+        if (this.phase !== 'running') break
         this.report(redisError(this.name, 'take jobs from queue', err))
         await this.nap(RETRY_BACKOFF_MS[Math.min(failures++, RETRY_BACKOFF_MS.length - 1)])
         ensureRegistered() // a registration lost to the same outage is tried again
@@ -140,7 +144,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   /** Takes up to n jobs: the last peek's ids, else ids read from `wait`. Undefined when `wait` is empty. */
   private async take(n: number): Promise<Started[] | undefined> {
-    const hinted = this.claim(n)
+    const hinted = this.takeAhead.claim(n)
     const ids = hinted.length > 0 ? hinted : await readCandidates(this.conn.client, this.keys, n)
     if (ids.length === 0) return undefined
     const sentAt = this.settings.clock.now()
@@ -148,20 +152,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       const taken = await take(this.conn.client, this.keys, { workerToken: this.id, leaseMs: this.settings.lockDuration, ids })
       return taken.map((t) => ({ ...t, sentAt }))
     } finally {
-      for (const id of hinted) this.claimed.delete(id)
+      this.takeAhead.release(hinted)
     }
-  }
-
-  /** Up to n ids from the last peek that no call of this worker has in flight. */
-  private claim(n: number): string[] {
-    const ids: string[] = []
-    while (ids.length < n && this.hint.length > 0) {
-      const id = this.hint.shift() as string
-      if (this.claimed.has(id)) continue
-      this.claimed.add(id)
-      ids.push(id)
-    }
-    return ids
   }
 
   private start({ job, token, sentAt }: Started): void {
@@ -171,7 +163,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (current) this.lockLost(job.id, 'the job was recovered and taken again')
     const controller = new AbortController()
     this.locks.add({ id: job.id, token }, sentAt)
-    const run: Run = { job, token, controller, lost: false, released: false, finishing: false, done: Promise.resolve() }
+    const run: Run = { job, token, controller, phase: 'running', done: Promise.resolve() }
     this.runs.set(job.id, run)
     run.done = this.execute(run).finally(() => {
       if (this.runs.get(job.id) !== run) return this.wake?.()
@@ -196,28 +188,27 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       action = 'fail'
       value = error.message || error.name
     }
-    if (run.released) return
+    if (run.phase === 'released') return
     // A run aborted for a lost lease failed because of the abort: if the job is somehow still its own
     // (the link came back before any sweep), return it to wait without charging an attempt.
-    if (run.lost && action === 'fail') action = 'release'
+    if (run.phase === 'lost' && action === 'fail') action = 'release'
+    if (run.phase === 'running') run.phase = 'finishing'
+    const takingNext = this.phase === 'running'
     try {
       // The slot this run frees is filled in the same call (from the last peek), unless the worker is closing.
-      const candidates = this.stopping ? [] : this.claim(1)
-      const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: this.stopping ? 0 : Math.min(this.settings.concurrency + 1, MAX_PEEK) }
+      const candidates = takingNext ? this.takeAhead.claim(1) : []
+      const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: takingNext ? Math.min(this.settings.concurrency + 1, MAX_PEEK) : 0 }
       const sentAt = this.settings.clock.now()
-      run.finishing = true
       const { status, state, taken, peeked } = await this.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)).finally(
-        () => {
-          for (const id of candidates) this.claimed.delete(id)
-        },
+        () => this.takeAhead.release(candidates),
       )
       if (status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`, run)
         return
       }
-      if (!this.stopping) this.hint = peeked.filter((id) => !this.claimed.has(id))
+      if (this.phase === 'running') this.takeAhead.remember(peeked)
       for (const t of taken) {
-        if (this.releasing) void this.track(this.giveBack(t))
+        if (this.phase === 'releasing') void this.track(this.giveBack(t))
         else this.start({ ...t, sentAt })
       }
       run.job.state = state as JobState
@@ -231,13 +222,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         this.notify('failed', run.job, error)
       }
     } catch (err) {
-      if (!run.released) this.report(redisError(this.name, `finish job ${run.job.id} of queue`, err))
+      // release() may have run meanwhile (close() past its timeout): its error is expected then.
+      if ((run.phase as RunPhase) !== 'released') this.report(redisError(this.name, `finish job ${run.job.id} of queue`, err))
     }
   }
 
   private lockLost(id: string, reason: string, run = this.runs.get(id)): void {
-    if (!run || run.lost || run.released) return
-    run.lost = true
+    if (!run || run.phase === 'lost' || run.phase === 'released') return
+    run.phase = 'lost'
     if (this.runs.get(id) === run) this.locks.remove(id)
     const err = new EchoMQError('ERR_LOCK_LOST', `job ${id} of queue ${this.name} lost its lease: ${reason}`)
     run.controller.abort(err)
@@ -245,7 +237,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private async shutdown(): Promise<void> {
-    this.stopping = true
+    this.phase = 'draining'
     this.stopped()
     this.wake?.()
     this.blocking.disconnect()
@@ -256,7 +248,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     while (this.runs.size > 0 && this.settings.clock.now() < deadline) {
       await this.within(Promise.all([...this.runs.values()].map((r) => r.done)), deadline - this.settings.clock.now())
     }
-    this.releasing = true
+    this.phase = 'releasing'
     // Redis may be unreachable: each step is bounded, so close() always returns.
     await this.within(Promise.all([...this.runs.values()].map((run) => this.release(run))), closeTimeout)
     // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
@@ -301,7 +293,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   /** Returns a job still running at close to `wait`, served next, without using an attempt. */
   private async release(run: Run): Promise<void> {
-    run.released = true
+    run.phase = 'released'
     this.locks.remove(run.job.id)
     run.controller.abort(new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`))
     try {
