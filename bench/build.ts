@@ -23,7 +23,12 @@ const range = (from: number, to: number) => Array.from({ length: Math.max(0, to 
 
 /** Adds jobs `j<from>` .. `j<to - 1>` to an EchoMQ queue. */
 export async function emqAdd(client: Redis, queue: string, from: number, to: number): Promise<void> {
-  await addJobs(client, queue, range(from, to).map((i) => `j${i}`), { prefix: EMQ_PREFIX })
+  await addJobs(
+    client,
+    queue,
+    range(from, to).map((i) => `j${i}`),
+    { prefix: EMQ_PREFIX },
+  )
 }
 
 /** Takes `n` jobs from the tail of `wait` with a lease of `leaseMs`, as a worker with id `worker` would. */

@@ -9,13 +9,13 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { queueKeys } from '../lib/keys.js'
 import { extend, preloadScripts } from '../lib/commands.js'
-import { LockManager, type Lease } from '../lib/lock-manager.js'
+import { queueKeys } from '../lib/keys.js'
+import { type Lease, LockManager } from '../lib/lock-manager.js'
 import { LOCK_DURATION_MS_DEFAULT, systemClock } from '../lib/options.js'
 import { bullActive, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
 import { commandStats, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
-import { countRoundTrips, median, type Ctx } from './util.js'
+import { type Ctx, countRoundTrips, median } from './util.js'
 
 const TICKS = 5
 
@@ -40,7 +40,12 @@ export interface HeartbeatRow {
   bull: HeartbeatSide
 }
 
-async function measureTicks(meter: Redis, counter: { calls: number; roundTrips: number }, tick: () => Promise<void>, leases: number): Promise<HeartbeatSide> {
+async function measureTicks(
+  meter: Redis,
+  counter: { calls: number; roundTrips: number },
+  tick: () => Promise<void>,
+  leases: number,
+): Promise<HeartbeatSide> {
   await tick() // unmeasured: the first call on a connection may be an EVAL
   const ticks: TickResult[] = []
   for (let i = 0; i < TICKS; i++) {
@@ -53,7 +58,13 @@ async function measureTicks(meter: Redis, counter: { calls: number; roundTrips: 
     ticks.push({ usec: s.usec, calls: counter.calls, roundTrips: counter.roundTrips })
   }
   const usec = median(ticks.map((t) => t.usec))
-  return { usec, usecPerLease: usec / leases, calls: median(ticks.map((t) => t.calls)), roundTrips: median(ticks.map((t) => t.roundTrips)), ticks }
+  return {
+    usec,
+    usecPerLease: usec / leases,
+    calls: median(ticks.map((t) => t.calls)),
+    roundTrips: median(ticks.map((t) => t.roundTrips)),
+    ticks,
+  }
 }
 
 async function emqSide(ctx: Ctx, leases: number): Promise<HeartbeatSide> {
@@ -80,7 +91,8 @@ async function emqSide(ctx: Ctx, leases: number): Promise<HeartbeatSide> {
     for (const lease of held) manager.add(lease, now)
     const result = await measureTicks(ctx.redis.meter, counter, () => manager.tick(), leases)
     await manager.close()
-    if (problems.length || manager.size !== leases) throw new Error(`EchoMQ heartbeat: ${problems.slice(0, 3).join('; ')} (${manager.size} of ${leases} held)`)
+    if (problems.length || manager.size !== leases)
+      throw new Error(`EchoMQ heartbeat: ${problems.slice(0, 3).join('; ')} (${manager.size} of ${leases} held)`)
     return result
   } finally {
     client.disconnect()
@@ -96,7 +108,10 @@ async function bullSide(ctx: Ctx, leases: number): Promise<HeartbeatSide> {
   const workerId = randomUUID()
   const state = await bullActive(ctx.redis.host, ctx.redis.port, `hb-${leases}`, leases, (i) => `${workerId}:${i}`)
   try {
-    const worker = state.worker as unknown as { lockManager: BullLockManager; extendJobLocks: (ids: string[], tokens: string[], d: number) => Promise<string[]> }
+    const worker = state.worker as unknown as {
+      lockManager: BullLockManager
+      extendJobLocks: (ids: string[], tokens: string[], d: number) => Promise<string[]>
+    }
     const { counter, wrapped } = countRoundTrips(worker.extendJobLocks.bind(worker))
     worker.extendJobLocks = wrapped
     const problems: string[] = []
@@ -122,7 +137,10 @@ export async function runHeartbeat(ctx: Ctx): Promise<HeartbeatRow[]> {
     await ctx.redis.meter.flushall()
     const bull = await bullSide(ctx, leases)
     await ctx.redis.meter.flushall()
-    ctx.log(`heartbeat L=${leases}: EchoMQ ${emq.usecPerLease.toFixed(2)} µs/lease in ${emq.calls} calls / ${emq.roundTrips} RT, BullMQ ${bull.usecPerLease.toFixed(2)} µs/lease in ${bull.calls} calls / ${bull.roundTrips} RT`)
+    ctx.log(
+      `heartbeat L=${leases}: EchoMQ ${emq.usecPerLease.toFixed(2)} µs/lease in ${emq.calls} calls / ${emq.roundTrips} RT, ` +
+        `BullMQ ${bull.usecPerLease.toFixed(2)} µs/lease in ${bull.calls} calls / ${bull.roundTrips} RT`,
+    )
     rows.push({ leases, emq, bull })
   }
   return rows

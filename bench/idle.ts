@@ -11,7 +11,7 @@ import type { Redis } from 'ioredis'
 import { sweep, Worker } from '../lib/index.js'
 import { BULL_PREFIX, bullConnection, EMQ_PREFIX } from './build.js'
 import { commandStats, resetStats, slowlogThreshold, subtract, topLevelSlowlog, withoutMeter } from './meter.js'
-import { sleep, type Ctx } from './util.js'
+import { type Ctx, sleep } from './util.js'
 
 const SWEEP_EVERY_MS = 10_000
 const BLOCKING = /^(bzpopmin|bzpopmax|bzmpop|blpop|brpop|blmpop|blmove|brpoplpush)$/
@@ -66,7 +66,8 @@ async function emqSide(ctx: Ctx, seconds: number): Promise<IdleSide> {
   try {
     await sleep(1000)
     return await window(ctx.redis.meter, seconds, () => {
-      const run = () => void sweep(sweeper, queue, { prefix: EMQ_PREFIX }).catch((err: unknown) => ctx.log(`EchoMQ idle sweep error: ${String(err)}`))
+      const run = () =>
+        void sweep(sweeper, queue, { prefix: EMQ_PREFIX }).catch((err: unknown) => ctx.log(`EchoMQ idle sweep error: ${String(err)}`))
       run()
       const timer = setInterval(run, SWEEP_EVERY_MS)
       return () => clearInterval(timer)
@@ -79,7 +80,10 @@ async function emqSide(ctx: Ctx, seconds: number): Promise<IdleSide> {
 }
 
 async function bullSide(ctx: Ctx, seconds: number): Promise<IdleSide> {
-  const worker = new BullWorker('idle', async () => null, { connection: bullConnection(ctx.redis.host, ctx.redis.port), prefix: BULL_PREFIX })
+  const worker = new BullWorker('idle', async () => null, {
+    connection: bullConnection(ctx.redis.host, ctx.redis.port),
+    prefix: BULL_PREFIX,
+  })
   worker.on('error', (err) => ctx.log(`BullMQ idle worker error: ${String(err)}`))
   try {
     await worker.waitUntilReady()

@@ -19,7 +19,14 @@ export interface BenchRedis {
 
 export async function startRedis(): Promise<BenchRedis> {
   const host = '127.0.0.1'
-  const server = await startLocalRedis(['--maxmemory-policy', 'noeviction', '--slowlog-log-slower-than', '-1', '--slowlog-max-len', '100000'])
+  const server = await startLocalRedis([
+    '--maxmemory-policy',
+    'noeviction',
+    '--slowlog-log-slower-than',
+    '-1',
+    '--slowlog-max-len',
+    '100000',
+  ])
   const clients: Redis[] = []
   const connect = (name: string) => {
     const c = new Redis({ host, port: server.port, connectionName: name, maxRetriesPerRequest: null, retryStrategy: () => 100 })

@@ -10,12 +10,12 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { runHeartbeat, type HeartbeatRow } from './heartbeat.js'
-import { runIdle, type IdleResult } from './idle.js'
+import { type HeartbeatRow, runHeartbeat } from './heartbeat.js'
+import { type IdleResult, runIdle } from './idle.js'
 import { startRedis } from './redis.js'
 import { runSweep, type SweepResults } from './sweep.js'
 import { runThroughput, type ThroughputRow } from './throughput.js'
-import { ratio, type Ctx } from './util.js'
+import { type Ctx, ratio } from './util.js'
 
 const BENCHES = ['sweep', 'heartbeat', 'throughput', 'idle'] as const
 type Bench = (typeof BENCHES)[number]
@@ -50,7 +50,8 @@ function parseArgs(argv: string[]): { quick: boolean; only: Bench[] } {
   return { quick, only: only.length ? only : [...BENCHES] }
 }
 
-const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : String(n))
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : String(n)
 const x = (r: number) => (Number.isFinite(r) ? `${r < 0.1 ? r.toFixed(4) : r.toFixed(2)}x` : 'inf')
 
 function table(header: string[], rows: string[][]): string {
@@ -70,14 +71,26 @@ function targets(r: Results, quick: boolean): Target[] {
     const big = rows.find((s) => s.n === maxN && s.k === maxK)
     if (big) {
       const rr = ratio(big.emq.usec, big.bull.usec)
-      out.push({ name: `sweep N=${maxN} k=${maxK}: server time <= 1/20 of BullMQ${note}`, pass: rr <= 0.05, figures: `${fmt(big.emq.usec)} vs ${fmt(big.bull.usec)} µs = ${x(rr)} (limit 0.05x)` })
-      out.push({ name: `sweep N=${maxN} k=${maxK}: no single call > 10 ms${note}`, pass: big.emq.maxCallUs <= 10_000, figures: `longest EchoMQ call ${fmt(big.emq.maxCallUs)} µs (BullMQ ${fmt(big.bull.maxCallUs)} µs)` })
+      out.push({
+        name: `sweep N=${maxN} k=${maxK}: server time <= 1/20 of BullMQ${note}`,
+        pass: rr <= 0.05,
+        figures: `${fmt(big.emq.usec)} vs ${fmt(big.bull.usec)} µs = ${x(rr)} (limit 0.05x)`,
+      })
+      out.push({
+        name: `sweep N=${maxN} k=${maxK}: no single call > 10 ms${note}`,
+        pass: big.emq.maxCallUs <= 10_000,
+        figures: `longest EchoMQ call ${fmt(big.emq.maxCallUs)} µs (BullMQ ${fmt(big.bull.maxCallUs)} µs)`,
+      })
     }
     const flatBig = r.sweep.flat.find((f) => f.n === maxN)?.medianUs
     const flatSmall = r.sweep.flat.find((f) => f.n === minN)?.medianUs
     if (flatBig !== undefined && flatSmall !== undefined && maxN > minN) {
       const g = ratio(flatBig, flatSmall)
-      out.push({ name: `sweep k=0: cost does not grow with N (N=${maxN} <= 1.5x N=${minN})${note}`, pass: g <= 1.5, figures: `median sweep ${fmt(flatBig)} µs at N=${maxN} vs ${fmt(flatSmall)} µs at N=${minN} = ${x(g)}` })
+      out.push({
+        name: `sweep k=0: cost does not grow with N (N=${maxN} <= 1.5x N=${minN})${note}`,
+        pass: g <= 1.5,
+        figures: `median sweep ${fmt(flatBig)} µs at N=${maxN} vs ${fmt(flatSmall)} µs at N=${minN} = ${x(g)}`,
+      })
     }
   }
   for (const h of r.heartbeat ?? []) {
@@ -90,11 +103,19 @@ function targets(r: Results, quick: boolean): Target[] {
   }
   if (r.idle) {
     const rr = ratio(r.idle.emq.perMinute, r.idle.bull.perMinute)
-    out.push({ name: `idle: commands per minute <= BullMQ${note}`, pass: rr <= 1, figures: `${fmt(r.idle.emq.perMinute, 1)} vs ${fmt(r.idle.bull.perMinute, 1)} /min = ${x(rr)} (${r.idle.windowS} s window scaled)` })
+    out.push({
+      name: `idle: commands per minute <= BullMQ${note}`,
+      pass: rr <= 1,
+      figures: `${fmt(r.idle.emq.perMinute, 1)} vs ${fmt(r.idle.bull.perMinute, 1)} /min = ${x(rr)} (${r.idle.windowS} s window scaled)`,
+    })
   }
   for (const t of r.throughput ?? []) {
     const rr = ratio(t.emq.jobsPerSec, t.bull.jobsPerSec)
-    out.push({ name: `throughput c=${t.concurrency}: jobs/s >= BullMQ${note}`, pass: rr >= 1, figures: `${fmt(t.emq.jobsPerSec)} vs ${fmt(t.bull.jobsPerSec)} jobs/s = ${x(rr)}` })
+    out.push({
+      name: `throughput c=${t.concurrency}: jobs/s >= BullMQ${note}`,
+      pass: rr >= 1,
+      figures: `${fmt(t.emq.jobsPerSec)} vs ${fmt(t.bull.jobsPerSec)} jobs/s = ${x(rr)}`,
+    })
   }
   return out
 }
@@ -105,30 +126,74 @@ function report(r: Results, t: Target[], head: string): string {
     parts.push(
       '\n1. Sweep: server time per pass, µs (INFO commandstats: top-level EVALSHA/ZRANGE); pass 1 marks, pass 2 recovers\n' +
         table(
-          ['N', 'k', 'EMQ mark', 'EMQ recover', 'EMQ total', 'EMQ max call', 'EMQ calls', 'Bull mark', 'Bull recover', 'Bull total', 'Bull max call', 'ratio total', 'ratio max call'],
+          [
+            'N',
+            'k',
+            'EMQ mark',
+            'EMQ recover',
+            'EMQ total',
+            'EMQ max call',
+            'EMQ calls',
+            'Bull mark',
+            'Bull recover',
+            'Bull total',
+            'Bull max call',
+            'ratio total',
+            'ratio max call',
+          ],
           r.sweep.rows.map((s) => [
-            fmt(s.n), fmt(s.k),
-            fmt(s.emq.mark.usec), fmt(s.emq.recover.usec), fmt(s.emq.usec), fmt(s.emq.maxCallUs), `${s.emq.mark.calls}+${s.emq.recover.calls}`,
-            fmt(s.bull.mark.usec), fmt(s.bull.recover.usec), fmt(s.bull.usec), fmt(s.bull.maxCallUs),
-            x(ratio(s.emq.usec, s.bull.usec)), x(ratio(s.emq.maxCallUs, s.bull.maxCallUs)),
+            fmt(s.n),
+            fmt(s.k),
+            fmt(s.emq.mark.usec),
+            fmt(s.emq.recover.usec),
+            fmt(s.emq.usec),
+            fmt(s.emq.maxCallUs),
+            `${s.emq.mark.calls}+${s.emq.recover.calls}`,
+            fmt(s.bull.mark.usec),
+            fmt(s.bull.recover.usec),
+            fmt(s.bull.usec),
+            fmt(s.bull.maxCallUs),
+            x(ratio(s.emq.usec, s.bull.usec)),
+            x(ratio(s.emq.maxCallUs, s.bull.maxCallUs)),
           ]),
         ) +
         '\n   BullMQ: healthy locks renewed between its two calls (unmeasured), as its workers do within a stalledInterval.',
     )
     const flat = r.sweep.flat
     if (flat.length) {
-      parts.push(`   EchoMQ sweep with nothing stalled (one queue per N, swept in turn ${flat[0]?.rounds} times): ` +
-        flat.map((f) => `N=${fmt(f.n)} median ${fmt(f.medianUs)} µs (min ${fmt(f.minUs)})`).join(', '))
+      parts.push(
+        `   EchoMQ sweep with nothing stalled (one queue per N, swept in turn ${flat[0]?.rounds} times): ` +
+          flat.map((f) => `N=${fmt(f.n)} median ${fmt(f.medianUs)} µs (min ${fmt(f.minUs)})`).join(', '),
+      )
     }
   }
   if (r.heartbeat) {
     parts.push(
       '\n2. Heartbeat: renewing L leases once (median of 5 ticks; server µs from INFO commandstats; round trips counted on the client)\n' +
         table(
-          ['leases', 'EMQ µs/lease', 'EMQ µs/tick', 'EMQ calls', 'EMQ RT', 'Bull µs/lease', 'Bull µs/tick', 'Bull calls', 'Bull RT', 'ratio µs/lease'],
+          [
+            'leases',
+            'EMQ µs/lease',
+            'EMQ µs/tick',
+            'EMQ calls',
+            'EMQ RT',
+            'Bull µs/lease',
+            'Bull µs/tick',
+            'Bull calls',
+            'Bull RT',
+            'ratio µs/lease',
+          ],
           r.heartbeat.map((h) => [
-            fmt(h.leases), fmt(h.emq.usecPerLease, 2), fmt(h.emq.usec), fmt(h.emq.calls), fmt(h.emq.roundTrips),
-            fmt(h.bull.usecPerLease, 2), fmt(h.bull.usec), fmt(h.bull.calls), fmt(h.bull.roundTrips), x(ratio(h.emq.usecPerLease, h.bull.usecPerLease)),
+            fmt(h.leases),
+            fmt(h.emq.usecPerLease, 2),
+            fmt(h.emq.usec),
+            fmt(h.emq.calls),
+            fmt(h.emq.roundTrips),
+            fmt(h.bull.usecPerLease, 2),
+            fmt(h.bull.usec),
+            fmt(h.bull.calls),
+            fmt(h.bull.roundTrips),
+            x(ratio(h.emq.usecPerLease, h.bull.usecPerLease)),
           ]),
         ),
     )
@@ -137,30 +202,60 @@ function report(r: Results, t: Target[], head: string): string {
     parts.push(
       '\n3. Throughput: no-op jobs, pre-added, one worker in this process (jobs/s on the client clock; Redis CPU from INFO cpu)\n' +
         table(
-          ['concurrency', 'jobs', 'EMQ jobs/s', 'EMQ Redis CPU µs/job', 'EMQ scripts/job', 'Bull jobs/s', 'Bull Redis CPU µs/job', 'Bull scripts/job', 'ratio jobs/s'],
+          [
+            'concurrency',
+            'jobs',
+            'EMQ jobs/s',
+            'EMQ Redis CPU µs/job',
+            'EMQ scripts/job',
+            'Bull jobs/s',
+            'Bull Redis CPU µs/job',
+            'Bull scripts/job',
+            'ratio jobs/s',
+          ],
           r.throughput.map((t) => [
-            fmt(t.concurrency), fmt(t.jobs), fmt(t.emq.jobsPerSec), fmt(t.emq.redisCpuUsPerJob, 1), fmt(t.emq.scriptCallsPerJob, 2),
-            fmt(t.bull.jobsPerSec), fmt(t.bull.redisCpuUsPerJob, 1), fmt(t.bull.scriptCallsPerJob, 2), x(ratio(t.emq.jobsPerSec, t.bull.jobsPerSec)),
+            fmt(t.concurrency),
+            fmt(t.jobs),
+            fmt(t.emq.jobsPerSec),
+            fmt(t.emq.redisCpuUsPerJob, 1),
+            fmt(t.emq.scriptCallsPerJob, 2),
+            fmt(t.bull.jobsPerSec),
+            fmt(t.bull.redisCpuUsPerJob, 1),
+            fmt(t.bull.scriptCallsPerJob, 2),
+            x(ratio(t.emq.jobsPerSec, t.bull.jobsPerSec)),
           ]),
         ),
     )
   }
   if (r.idle) {
     const i = r.idle
-    const cmds = (c: Record<string, number>) => Object.entries(c).map(([k, v]) => `${k} ${v}`).join(', ')
+    const cmds = (c: Record<string, number>) =>
+      Object.entries(c)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')
     parts.push(
       `\n4. Idle: Redis commands per minute, measured for ${i.windowS} s and scaled to 1 minute (EchoMQ: worker + sweep every 10 s; BullMQ: worker with its stalled checker)\n` +
         table(
           ['', 'EchoMQ', 'BullMQ', 'ratio'],
           [
-            ['commands/min sent by clients', fmt(i.emq.perMinute, 1), fmt(i.bull.perMinute, 1), x(ratio(i.emq.perMinute, i.bull.perMinute))],
-            ['incl. commands inside scripts', fmt(i.emq.perMinuteWithScriptInner, 1), fmt(i.bull.perMinuteWithScriptInner, 1), x(ratio(i.emq.perMinuteWithScriptInner, i.bull.perMinuteWithScriptInner))],
+            [
+              'commands/min sent by clients',
+              fmt(i.emq.perMinute, 1),
+              fmt(i.bull.perMinute, 1),
+              x(ratio(i.emq.perMinute, i.bull.perMinute)),
+            ],
+            [
+              'incl. commands inside scripts',
+              fmt(i.emq.perMinuteWithScriptInner, 1),
+              fmt(i.bull.perMinuteWithScriptInner, 1),
+              x(ratio(i.emq.perMinuteWithScriptInner, i.bull.perMinuteWithScriptInner)),
+            ],
           ],
         ) +
         `\n   in the window: EchoMQ ${cmds(i.emq.commands)}; BullMQ ${cmds(i.bull.commands)}`,
     )
   }
-  if (t.length) parts.push('\nTargets\n' + t.map((g) => `${g.pass ? 'PASS' : 'MISS'}  ${g.name}: ${g.figures}`).join('\n'))
+  if (t.length) parts.push(`\nTargets\n${t.map((g) => `${g.pass ? 'PASS' : 'MISS'}  ${g.name}: ${g.figures}`).join('\n')}`)
   return parts.join('\n')
 }
 
@@ -192,7 +287,7 @@ async function main(): Promise<void> {
       try {
         return await run()
       } catch (err) {
-        errors[bench] = err instanceof Error ? err.stack ?? err.message : String(err)
+        errors[bench] = err instanceof Error ? (err.stack ?? err.message) : String(err)
         ctx.log(`${bench} FAILED: ${errors[bench]}`)
         return undefined
       }
@@ -218,15 +313,21 @@ async function main(): Promise<void> {
     totalSeconds: Math.round(seconds),
   }
   const head = `EchoMQ vs BullMQ ${env.bullmq}: one run on a fresh redis-server ${env.redis}, node ${env.node}, ${env.cpus} CPUs, ${env.mode} sizes; ratios are EchoMQ/BullMQ`
-  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), quick ? 'results-quick.json' : only.length < BENCHES.length ? 'results-partial.json' : 'results.json')
-  writeFileSync(file, JSON.stringify({ env, targets: t, errors, results }, null, 2) + '\n')
+  const file = path.join(
+    path.dirname(fileURLToPath(import.meta.url)),
+    quick ? 'results-quick.json' : only.length < BENCHES.length ? 'results-partial.json' : 'results.json',
+  )
+  writeFileSync(file, `${JSON.stringify({ env, targets: t, errors, results }, null, 2)}\n`)
   console.log(report(results, t, head))
   if (Object.keys(errors).length) process.exitCode = 1
   for (const [bench, err] of Object.entries(errors)) console.log(`\nFAILED ${bench}: ${err.split('\n')[0]}`)
   console.log(`\nresults: ${path.relative(process.cwd(), file)}; total run time ${seconds.toFixed(0)} s`)
 }
 
-main().then(() => process.exit(process.exitCode ?? 0), (err: unknown) => {
-  console.error(err)
-  process.exit(1)
-})
+main().then(
+  () => process.exit(process.exitCode ?? 0),
+  (err: unknown) => {
+    console.error(err)
+    process.exit(1)
+  },
+)

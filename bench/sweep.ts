@@ -12,12 +12,23 @@
  * which gives the longest single call. SLOWLOG (threshold 1 ms) cross-checks the longest call.
  */
 import type { Redis } from 'ioredis'
+import { preloadScripts } from '../lib/commands.js'
 import { sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { preloadScripts } from '../lib/commands.js'
 import { bullActive, bullKey, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
-import { commandStats, resetStats, SCRIPT_CMDS, slowlogThreshold, subtract, sum, timeEachCall, topLevelSlowlog, withoutMeter, type CmdStats } from './meter.js'
-import { median, sleep, type Ctx } from './util.js'
+import {
+  type CmdStats,
+  commandStats,
+  resetStats,
+  SCRIPT_CMDS,
+  slowlogThreshold,
+  subtract,
+  sum,
+  timeEachCall,
+  topLevelSlowlog,
+  withoutMeter,
+} from './meter.js'
+import { type Ctx, median, sleep } from './util.js'
 
 const HEALTHY_LEASE_MS = 3_600_000
 const FLAT_ROUNDS = 21
@@ -47,7 +58,11 @@ export interface SweepRow {
 
 const EMQ_TOP = ['zrange', ...SCRIPT_CMDS]
 
-async function measurePass(meter: Redis, run: () => Promise<{ marked?: number; recovered: number; perCall?: number[] }>, top: string[]): Promise<PassResult> {
+async function measurePass(
+  meter: Redis,
+  run: () => Promise<{ marked?: number; recovered: number; perCall?: number[] }>,
+  top: string[],
+): Promise<PassResult> {
   await slowlogThreshold(meter, 1000)
   await resetStats(meter)
   const before = await commandStats(meter)
@@ -88,7 +103,10 @@ async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['em
     await emqAdd(client, queue, 0, n)
     const dead = await emqTake(client, queue, k, 1, 'dead-worker')
     await emqTake(client, queue, n - k, HEALTHY_LEASE_MS, 'live-worker')
-    await waitExpired(client, dead.map((h) => keys.lock(h.id)))
+    await waitExpired(
+      client,
+      dead.map((h) => keys.lock(h.id)),
+    )
     const buildMs = Date.now() - t0
     await preloadScripts(client)
     const timer = timeEachCall(client, redis.meter, ['zrange', 'evalsha'], EMQ_TOP)
@@ -98,7 +116,10 @@ async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['em
         async () => {
           await timer.start()
           const r = await sweep(client, queue, { prefix: EMQ_PREFIX, graceMs: 0 })
-          if (r[expect].length !== k || r.failed.length !== 0) throw new Error(`EchoMQ sweep ${n}/${k}: expected ${k} ${expect}, got ${JSON.stringify({ m: r.marked.length, r: r.recovered.length, f: r.failed.length })}`)
+          if (r[expect].length !== k || r.failed.length !== 0)
+            throw new Error(
+              `EchoMQ sweep ${n}/${k}: expected ${k} ${expect}, got ${JSON.stringify({ m: r.marked.length, r: r.recovered.length, f: r.failed.length })}`,
+            )
           return { marked: r.marked.length, recovered: r.recovered.length, perCall: timer.calls.map((c) => c.usec) }
         },
         EMQ_TOP,
@@ -126,7 +147,8 @@ async function bullScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['b
     if (active.length !== n) throw new Error(`BullMQ sweep ${n}/${k}: ${active.length} active, expected ${n}`)
     const stalled = new Set(Array.from({ length: k }, (_, i) => active[Math.floor((i * n) / k)] as string))
     const stalledList = [...stalled]
-    for (let i = 0; i < stalledList.length; i += 500) await redis.meter.del(...stalledList.slice(i, i + 500).map((id) => bullKey(name, `${id}:lock`)))
+    for (let i = 0; i < stalledList.length; i += 500)
+      await redis.meter.del(...stalledList.slice(i, i + 500).map((id) => bullKey(name, `${id}:lock`)))
     const buildMs = Date.now() - t0
     const backend = state.worker.backend
     // ioredis sends a script as EVAL the first time on each connection: make that first call a no-op (the
@@ -139,7 +161,8 @@ async function bullScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['b
         redis.meter,
         async () => {
           const recovered = await backend.moveStalledJobsToWait()
-          if (recovered.length !== expectRecovered) throw new Error(`BullMQ sweep ${n}/${k}: expected ${expectRecovered} recovered, got ${recovered.length}`)
+          if (recovered.length !== expectRecovered)
+            throw new Error(`BullMQ sweep ${n}/${k}: expected ${expectRecovered} recovered, got ${recovered.length}`)
           return { recovered: recovered.length }
         },
         SCRIPT_CMDS,
@@ -150,7 +173,11 @@ async function bullScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['b
     const healthy = active.filter((id) => !stalled.has(id))
     for (let i = 0; i < healthy.length; i += 5000) {
       const ids = healthy.slice(i, i + 5000)
-      const failed = await backend.extendLocks(ids, ids.map(() => TOKEN), 30_000)
+      const failed = await backend.extendLocks(
+        ids,
+        ids.map(() => TOKEN),
+        30_000,
+      )
       if (failed.length) throw new Error(`BullMQ sweep ${n}/${k}: ${failed.length} lock renewals failed`)
     }
     const recover = await pass(k)
@@ -218,7 +245,9 @@ export async function runSweep(ctx: Ctx): Promise<SweepResults> {
       await ctx.redis.meter.flushall()
       const bull = await bullScenario(ctx, n, k)
       await ctx.redis.meter.flushall()
-      ctx.log(`sweep N=${n} k=${k}: EchoMQ ${emq.usec} µs (max call ${emq.maxCallUs}, build ${emq.buildMs} ms), BullMQ ${bull.usec} µs (max call ${bull.maxCallUs}, build ${bull.buildMs} ms)`)
+      ctx.log(
+        `sweep N=${n} k=${k}: EchoMQ ${emq.usec} µs (max call ${emq.maxCallUs}, build ${emq.buildMs} ms), BullMQ ${bull.usec} µs (max call ${bull.maxCallUs}, build ${bull.buildMs} ms)`,
+      )
       rows.push({ n, k, emq, bull })
     }
   }

@@ -9,7 +9,7 @@ import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import { Worker } from '../lib/index.js'
 import { BULL_PREFIX, bullConnection, EMQ_PREFIX, emqAdd } from './build.js'
-import { commandStats, redisCpuUs, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter, type CmdStats } from './meter.js'
+import { type CmdStats, commandStats, redisCpuUs, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
 import type { Ctx } from './util.js'
 
 const TIMEOUT_MS = 180_000
@@ -97,7 +97,13 @@ async function bullSide(ctx: Ctx, concurrency: number, jobs: number): Promise<Th
       await queue.addBulk(Array.from({ length: Math.min(1000, jobs - i) }, (_, j) => ({ name: 'job', data: { i: i + j } })))
     }
     const done = completion(jobs, 'BullMQ throughput')
-    const worker = new BullWorker(name, async () => null, { connection, prefix: BULL_PREFIX, concurrency, lockDuration: 30_000, autorun: false })
+    const worker = new BullWorker(name, async () => null, {
+      connection,
+      prefix: BULL_PREFIX,
+      concurrency,
+      lockDuration: 30_000,
+      autorun: false,
+    })
     worker.on('completed', done.one)
     worker.on('failed', (_job, err) => done.fail(err))
     worker.on('error', done.fail)
@@ -116,7 +122,15 @@ async function bullSide(ctx: Ctx, concurrency: number, jobs: number): Promise<Th
 }
 
 export async function runThroughput(ctx: Ctx): Promise<ThroughputRow[]> {
-  const cases = ctx.quick ? [{ concurrency: 1, jobs: 300 }, { concurrency: 50, jobs: 1_500 }] : [{ concurrency: 1, jobs: 2_000 }, { concurrency: 50, jobs: 10_000 }]
+  const cases = ctx.quick
+    ? [
+        { concurrency: 1, jobs: 300 },
+        { concurrency: 50, jobs: 1_500 },
+      ]
+    : [
+        { concurrency: 1, jobs: 2_000 },
+        { concurrency: 50, jobs: 10_000 },
+      ]
   const rows: ThroughputRow[] = []
   for (const { concurrency, jobs } of cases) {
     await ctx.redis.meter.flushall()

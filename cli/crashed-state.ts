@@ -22,7 +22,12 @@ export interface HoldOptions {
 }
 
 /** Adds jobs with the given ids (job data `{ i }`), BATCH adds in flight at a time. */
-export async function addJobs(client: RedisClient, queue: string, ids: string[], { prefix = PREFIX_DEFAULT, attempts = 3 } = {}): Promise<void> {
+export async function addJobs(
+  client: RedisClient,
+  queue: string,
+  ids: string[],
+  { prefix = PREFIX_DEFAULT, attempts = 3 } = {},
+): Promise<void> {
   const q = new Queue(queue, { connection: client, prefix })
   for (let i = 0; i < ids.length; i += BATCH) {
     await Promise.all(ids.slice(i, i + BATCH).map((id, j) => q.add('job', { i: i + j }, { attempts, jobId: id })))
@@ -31,7 +36,12 @@ export async function addJobs(client: RedisClient, queue: string, ids: string[],
 }
 
 /** Takes `n` jobs from the tail of `wait` as a worker would, and returns their leases. */
-export async function holdJobs(client: RedisClient, queue: string, n: number, { prefix = PREFIX_DEFAULT, leaseMs = 1, workerToken = 'dead-worker' }: HoldOptions = {}): Promise<Lease[]> {
+export async function holdJobs(
+  client: RedisClient,
+  queue: string,
+  n: number,
+  { prefix = PREFIX_DEFAULT, leaseMs = 1, workerToken = 'dead-worker' }: HoldOptions = {},
+): Promise<Lease[]> {
   const keys = queueKeys(prefix, queue)
   const held: Lease[] = []
   while (held.length < n) {

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { Queue, sweep, type SweepResult } from '../lib/index.js'
+import { Queue, type SweepResult, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
 import { table } from './format.js'
 import { deletePrefix } from './local-redis.js'
@@ -71,13 +71,23 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
         role,
         attempts: name === firstKilled && i === count - 1 ? 1 : 3,
       }))
-      const w = await spawnWorker({ REDIS_URL: o.redisUrl, QUEUE: 'demo', PREFIX: prefix, LOCK_MS: String(o.leaseMs), HEARTBEAT_MS: String(Math.floor(o.leaseMs / 4)), CONCURRENCY: String(count) })
+      const w = await spawnWorker({
+        REDIS_URL: o.redisUrl,
+        QUEUE: 'demo',
+        PREFIX: prefix,
+        LOCK_MS: String(o.leaseMs),
+        HEARTBEAT_MS: String(Math.floor(o.leaseMs / 4)),
+        CONCURRENCY: String(count),
+      })
       workers.set(name, w)
       for (const s of mine) await queue.add('send-email', { to: `${s.id}@example.com` }, { jobId: s.id, attempts: s.attempts })
       await Promise.all(mine.map((s) => w.waitForMessage('active', s.id)))
       slots.push(...mine)
     }
-    o.say(`${slots.length} jobs in flight on 3 workers (lease ${o.leaseMs} ms, heartbeat ${Math.floor(o.leaseMs / 4)} ms); ${firstKilled ? `${firstKilled}'s last job is on its last attempt` : 'no worker is killed'}`)
+    o.say(
+      `${slots.length} jobs in flight on 3 workers (lease ${o.leaseMs} ms, heartbeat ${Math.floor(o.leaseMs / 4)} ms); ` +
+        (firstKilled ? `${firstKilled}'s last job is on its last attempt` : 'no worker is killed'),
+    )
 
     for (const [name, w] of workers) {
       if (o.roles[name] === 'killed') w.kill('SIGKILL')
@@ -141,11 +151,23 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
       })
     }
     const counts = await queue.counts()
-    o.say(`\ncounts: wait ${counts.wait}, active ${counts.active}, stalled ${counts.stalled}, completed ${counts.completed}, failed ${counts.failed}`)
-    o.say(table(['job', 'worker', 'what happened'], result.map((j) => [j.id, `${slots.find((s) => s.id === j.id)?.name} (${j.worker})`, story(j)])))
+    o.say(
+      `\ncounts: wait ${counts.wait}, active ${counts.active}, stalled ${counts.stalled}, completed ${counts.completed}, failed ${counts.failed}`,
+    )
+    o.say(
+      table(
+        ['job', 'worker', 'what happened'],
+        result.map((j) => [j.id, `${slots.find((s) => s.id === j.id)?.name} (${j.worker})`, story(j)]),
+      ),
+    )
     return result
   } finally {
-    await Promise.all([...workers.values()].map((w) => (w.kill('SIGCONT'), w.stop())))
+    await Promise.all(
+      [...workers.values()].map((w) => {
+        w.kill('SIGCONT')
+        return w.stop()
+      }),
+    )
     if (!o.ownRedis) await deletePrefix(redis, prefix)
     await queue.close()
     redis.disconnect()
@@ -166,11 +188,23 @@ function story(j: DemoJob): string {
   return `lease kept alive; left alone, ${j.finalState}`
 }
 
-async function readout(redis: Redis, queue: Queue, keys: ReturnType<typeof queueKeys>, slots: Slot[], result: SweepResult): Promise<string> {
+async function readout(
+  redis: Redis,
+  queue: Queue,
+  keys: ReturnType<typeof queueKeys>,
+  slots: Slot[],
+  result: SweepResult,
+): Promise<string> {
   const rows: string[][] = []
   for (const s of slots) {
     const [ttl, job] = await Promise.all([redis.pttl(keys.lock(s.id)), queue.getJob(s.id)])
-    rows.push([s.id, `${s.name} (${s.role})`, ttl > 0 ? `alive, ${ttl} ms left` : 'lapsed', verdict(s.id, result), `${job?.attemptsMade ?? 0}/${job?.attempts ?? 0}`])
+    rows.push([
+      s.id,
+      `${s.name} (${s.role})`,
+      ttl > 0 ? `alive, ${ttl} ms left` : 'lapsed',
+      verdict(s.id, result),
+      `${job?.attemptsMade ?? 0}/${job?.attempts ?? 0}`,
+    ])
   }
   return table(['job', 'worker', 'lease', 'verdict', 'attempts'], rows)
 }

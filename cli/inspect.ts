@@ -1,8 +1,8 @@
 /** `echomq stats` and `echomq inspect`: read-only views of queues. */
 import type { RedisClient } from '../lib/connection.js'
-import { queueKeys } from '../lib/keys.js'
 import { jobFromHash } from '../lib/job.js'
-import { queueCounts, type QueueCounts } from '../lib/queue.js'
+import { queueKeys } from '../lib/keys.js'
+import { type QueueCounts, queueCounts } from '../lib/queue.js'
 import { registeredQueues } from '../lib/registry.js'
 
 export async function stats(client: RedisClient, prefix: string, queues: string[] | undefined): Promise<Record<string, QueueCounts>> {
@@ -41,14 +41,31 @@ export async function inspect(client: RedisClient, prefix: string, queue: string
   const counts = await queueCounts(client, keys, queue)
   const inFlight: InFlight[] = []
   for (const id of await client.zrange(keys.active, '0', String(limit - 1))) {
-    const [ttl, markedAt, hash] = await Promise.all([client.pttl(keys.lock(id)), client.zscore(keys.stalled, id), client.hgetall(keys.job(id))])
+    const [ttl, markedAt, hash] = await Promise.all([
+      client.pttl(keys.lock(id)),
+      client.zscore(keys.stalled, id),
+      client.hgetall(keys.job(id)),
+    ])
     const job = jobFromHash(id, hash)
-    inFlight.push({ id, name: job.name, leaseMsLeft: ttl > 0 ? ttl : null, marked: markedAt !== null, attemptsMade: job.attemptsMade, attempts: job.attempts })
+    inFlight.push({
+      id,
+      name: job.name,
+      leaseMsLeft: ttl > 0 ? ttl : null,
+      marked: markedAt !== null,
+      attemptsMade: job.attemptsMade,
+      attempts: job.attempts,
+    })
   }
   const failed: FailedJob[] = []
   for (const id of await client.zrevrange(keys.failed, '0', String(limit - 1))) {
     const job = jobFromHash(id, await client.hgetall(keys.job(id)))
-    failed.push({ id, name: job.name, failedReason: job.failedReason ?? '', attemptsMade: job.attemptsMade, finishedOn: job.finishedOn ?? null })
+    failed.push({
+      id,
+      name: job.name,
+      failedReason: job.failedReason ?? '',
+      attemptsMade: job.attemptsMade,
+      finishedOn: job.finishedOn ?? null,
+    })
   }
   return { counts, inFlight, failed }
 }

@@ -2,7 +2,7 @@
  * A private redis-server on a free port in a temporary directory: the local default for `echomq demo`
  * and `echomq race`, and what the tests and benchmarks run against. It never touches another Redis.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -40,9 +40,13 @@ export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRe
   }
   const port = await freePort()
   const dir = mkdtempSync(path.join(tmpdir(), 'echomq-redis-'))
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs], {
-    stdio: 'ignore',
-  })
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+    {
+      stdio: 'ignore',
+    },
+  )
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve))

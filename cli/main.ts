@@ -4,18 +4,26 @@
  * start their own redis-server; the others use redis://127.0.0.1:6379). Exit codes: 0 success, 1 failure,
  * 2 bad usage or input.
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { failFast, lastConnectionError, openConnection, parseRedisUrl, REDIS_URL_DEFAULT, type RedisClient, redactUrl } from '../lib/connection.js'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
+import {
+  failFast,
+  lastConnectionError,
+  openConnection,
+  parseRedisUrl,
+  REDIS_URL_DEFAULT,
+  type RedisClient,
+  redactUrl,
+} from '../lib/connection.js'
 import { EchoMQError, withLastError } from '../lib/errors.js'
 import { DEFAULTS, PREFIX_DEFAULT, validatePrefix, validateQueueName } from '../lib/options.js'
 import { createReaper, type Log } from '../lib/reaper.js'
 import { type MetricsMode, reaperConfig } from '../lib/reaper-config.js'
-import { runDemo, WORKER_NAMES, type Role } from './demo.js'
+import { type Role, runDemo, WORKER_NAMES } from './demo.js'
 import { CliError } from './errors.js'
 import { parseDuration, spinner, table, withSpinner } from './format.js'
 import { inspect, stats } from './inspect.js'
 import { deletePrefix, startLocalRedis } from './local-redis.js'
-import { runRace, type RaceSide } from './race.js'
+import { type RaceSide, runRace } from './race.js'
 
 type Options = NonNullable<ParseArgsConfig['options']>
 
@@ -60,7 +68,10 @@ function prefixOf(values: Record<string, unknown>): string {
 }
 
 function queueNames(list: unknown): string[] | undefined {
-  const names = ((list as string[] | undefined) ?? []).flatMap((q) => q.split(',')).map((q) => q.trim()).filter(Boolean)
+  const names = ((list as string[] | undefined) ?? [])
+    .flatMap((q) => q.split(','))
+    .map((q) => q.trim())
+    .filter(Boolean)
   if (names.length === 0) return undefined
   try {
     return names.map((q) => validateQueueName(q))
@@ -72,7 +83,8 @@ function queueNames(list: unknown): string[] | undefined {
 function positiveInt(values: Record<string, unknown>, name: string, fallback: number, max: number): number {
   const raw = values[name] as string | undefined
   if (raw === undefined) return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) throw new CliError(`--${name} expects an integer from 1 to ${max}, got: ${raw}`, true)
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max)
+    throw new CliError(`--${name} expects an integer from 1 to ${max}, got: ${raw}`, true)
   return Number(raw)
 }
 
@@ -82,7 +94,9 @@ async function withClient<T>(url: string, fn: (client: RedisClient) => Promise<T
     return await fn(conn.client)
   } catch (err) {
     if (err instanceof EchoMQError || err instanceof CliError) throw err
-    throw new CliError(`Redis at ${redactUrl(url)} is unreachable: ${withLastError((err as Error).message, lastConnectionError(conn.client))}`)
+    throw new CliError(
+      `Redis at ${redactUrl(url)} is unreachable: ${withLastError((err as Error).message, lastConnectionError(conn.client))}`,
+    )
   } finally {
     conn.client.disconnect()
   }
@@ -101,8 +115,13 @@ async function withDemoRedis<T>(values: Record<string, unknown>, fn: (url: strin
 }
 
 function workerList(raw: unknown, flag: string): string[] {
-  const list = ((raw as string[] | undefined) ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean)
-  for (const w of list) if (!(WORKER_NAMES as readonly string[]).includes(w)) throw new CliError(`--${flag} takes worker names ${WORKER_NAMES.join(', ')}, got: ${w}`, true)
+  const list = ((raw as string[] | undefined) ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean)
+  for (const w of list)
+    if (!(WORKER_NAMES as readonly string[]).includes(w))
+      throw new CliError(`--${flag} takes worker names ${WORKER_NAMES.join(', ')}, got: ${w}`, true)
   return list
 }
 
@@ -120,14 +139,21 @@ Without --redis-url or REDIS_URL it starts its own redis-server in a temporary d
   --pause <w,...>     workers to pause (default w2; "none" for none)
   --jobs <n>          jobs per worker (default 2)
   --lease <ms>        lease duration of the workers (default 1000)`,
-    options: { kill: { type: 'string', multiple: true }, pause: { type: 'string', multiple: true }, jobs: { type: 'string' }, lease: { type: 'string' } },
+    options: {
+      kill: { type: 'string', multiple: true },
+      pause: { type: 'string', multiple: true },
+      jobs: { type: 'string' },
+      lease: { type: 'string' },
+    },
     async run(values) {
       const none = (v: unknown) => Array.isArray(v) && v.length === 1 && v[0] === 'none'
       const kill = none(values.kill) ? [] : values.kill ? workerList(values.kill, 'kill') : ['w1']
       const pause = none(values.pause) ? [] : values.pause ? workerList(values.pause, 'pause') : ['w2']
       const both = kill.filter((w) => pause.includes(w))
       if (both.length > 0) throw new CliError(`a worker cannot be both killed and paused: ${both.join(', ')}`, true)
-      const roles: Record<string, Role> = Object.fromEntries(WORKER_NAMES.map((w) => [w, kill.includes(w) ? 'killed' : pause.includes(w) ? 'paused' : 'healthy']))
+      const roles: Record<string, Role> = Object.fromEntries(
+        WORKER_NAMES.map((w) => [w, kill.includes(w) ? 'killed' : pause.includes(w) ? 'paused' : 'healthy']),
+      )
       const jobsPerWorker = positiveInt(values, 'jobs', 2, 50)
       const leaseMs = positiveInt(values, 'lease', 1000, 60_000)
       if (leaseMs < 200) throw new CliError('--lease must be at least 200 ms', true)
@@ -136,12 +162,30 @@ Without --redis-url or REDIS_URL it starts its own redis-server in a temporary d
         if (!json) out(ownRedis ? `Started a private redis-server at ${url}` : `Using Redis at ${redactUrl(url)}`)
         const spin = spinner('starting', !json && Boolean(process.stderr.isTTY))
         try {
-          return await runDemo({ redisUrl: url, ownRedis, roles, jobsPerWorker, leaseMs, say: json ? () => undefined : (t) => (spin.text(''), out(t)), progress: (t) => spin.text(t) })
+          return await runDemo({
+            redisUrl: url,
+            ownRedis,
+            roles,
+            jobsPerWorker,
+            leaseMs,
+            say: json
+              ? () => undefined
+              : (t) => {
+                  spin.text('')
+                  out(t)
+                },
+            progress: (t) => spin.text(t),
+          })
         } finally {
           spin.stop()
         }
       })
-      if (json) out(JSON.stringify({ jobs: jobs.map(({ id, worker, sweep1, sweep2, attemptsMade }) => ({ id, worker, sweep1, sweep2, attemptsMade })) }))
+      if (json)
+        out(
+          JSON.stringify({
+            jobs: jobs.map(({ id, worker, sweep1, sweep2, attemptsMade }) => ({ id, worker, sweep1, sweep2, attemptsMade })),
+          }),
+        )
     },
   },
   race: {
@@ -173,13 +217,16 @@ Without --redis-url or REDIS_URL it starts its own redis-server.
       if (json) return out(JSON.stringify(report))
       const row = (label: string, pick: (s: RaceSide) => number) => [label, pick(report.appSide), pick(report.atomic)]
       out(
-        table(['', 'app-side checkers (unsafe)', 'atomic sweep'], [
-          row('jobs stalled', (s) => s.stalled),
-          row('recoveries', (s) => s.recoveries),
-          row('jobs recovered more than once (extra recoveries)', (s) => s.duplicates),
-          row('duplicate entries in wait', (s) => s.waitDuplicates),
-          row('attempts mis-incremented', (s) => s.attemptsWrong),
-        ]),
+        table(
+          ['', 'app-side checkers (unsafe)', 'atomic sweep'],
+          [
+            row('jobs stalled', (s) => s.stalled),
+            row('recoveries', (s) => s.recoveries),
+            row('jobs recovered more than once (extra recoveries)', (s) => s.duplicates),
+            row('duplicate entries in wait', (s) => s.waitDuplicates),
+            row('attempts mis-incremented', (s) => s.attemptsWrong),
+          ],
+        ),
       )
     },
   },
@@ -198,10 +245,17 @@ and then exits 1 if any run failed.
   --times <n>         with --every: stop after n runs
   --grace <ms>        minimum age of a mark before recovery (default: SWEEP_GRACE_MS, else ${DEFAULTS.reaperGraceMs})
   --metrics <mode>    api | emf | off (default: METRICS_MODE, else off)`,
-    options: { queue: { type: 'string', multiple: true }, every: { type: 'string' }, times: { type: 'string' }, grace: { type: 'string' }, metrics: { type: 'string' } },
+    options: {
+      queue: { type: 'string', multiple: true },
+      every: { type: 'string' },
+      times: { type: 'string' },
+      grace: { type: 'string' },
+      metrics: { type: 'string' },
+    },
     async run(values) {
       const every = values.every === undefined ? undefined : parseDuration(values.every as string)
-      if (values.every !== undefined && every === undefined) throw new CliError(`--every expects a duration such as 10s or 500ms, got: ${values.every}`, true)
+      if (values.every !== undefined && every === undefined)
+        throw new CliError(`--every expects a duration such as 10s or 500ms, got: ${values.every}`, true)
       const times = every === undefined ? 1 : positiveInt(values, 'times', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
       const json = values.json as boolean
       const queues = queueNames(values.queue)
@@ -212,9 +266,14 @@ and then exits 1 if any run failed.
         prefix: prefixOf(values),
         ...(queues ? { queues } : {}),
         ...(grace !== undefined ? { graceMs: Number(grace) } : {}),
-        ...(values.metrics !== undefined ? { metricsMode: values.metrics as MetricsMode } : process.env.METRICS_MODE ? {} : { metricsMode: 'off' as const }),
+        ...(values.metrics !== undefined
+          ? { metricsMode: values.metrics as MetricsMode }
+          : process.env.METRICS_MODE
+            ? {}
+            : { metricsMode: 'off' as const }),
       })
-      const log: Log = (level, message, fields) => level !== 'info' && process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`)
+      const log: Log = (level, message, fields) =>
+        level !== 'info' && process.stderr.write(`${level}: ${message} ${fields ? JSON.stringify(fields) : ''}\n`)
       const reaper = createReaper(config, { log })
       let stop = false
       let wakeUp: () => void = () => undefined
@@ -230,7 +289,10 @@ and then exits 1 if any run failed.
           if (n > 0) {
             await new Promise<void>((resolve) => {
               const timer = setTimeout(resolve, every)
-              wakeUp = () => (clearTimeout(timer), resolve())
+              wakeUp = () => {
+                clearTimeout(timer)
+                resolve()
+              }
             })
             if (stop) break
           }
@@ -240,14 +302,21 @@ and then exits 1 if any run failed.
             if (json) out(JSON.stringify(summary))
             else {
               out(`${new Date().toISOString()}  sweep of ${Object.keys(summary.queues).length} queue(s)`)
-              out(table(['queue', 'marked', 'recovered', 'failed', 'error'], Object.entries(summary.queues).map(([q, r]) => [q, r.marked, r.recovered, r.failed, r.error ?? ''])))
+              out(
+                table(
+                  ['queue', 'marked', 'recovered', 'failed', 'error'],
+                  Object.entries(summary.queues).map(([q, r]) => [q, r.marked, r.recovered, r.failed, r.error ?? '']),
+                ),
+              )
             }
           } catch (err) {
             // Once: the error is the command's result. On an interval: a daemon reports it and keeps going.
             if (every === undefined) throw err
             failedRuns++
             const code = err instanceof EchoMQError ? `${err.code}: ` : ''
-            process.stderr.write(`${new Date().toISOString()}  sweep failed, next try in ${values.every}: ${code}${(err as Error).message}\n`)
+            process.stderr.write(
+              `${new Date().toISOString()}  sweep failed, next try in ${values.every}: ${code}${(err as Error).message}\n`,
+            )
           }
         }
       } finally {
@@ -290,9 +359,25 @@ and then exits 1 if any run failed.
       const c = result.counts
       out(`${queue}: wait ${c.wait}, active ${c.active}, stalled ${c.stalled}, completed ${c.completed}, failed ${c.failed}\n`)
       out('in flight (earliest lease deadline first)')
-      out(table(['job', 'name', 'lease', 'marked', 'attempts'], result.inFlight.map((j) => [j.id, j.name, j.leaseMsLeft === null ? 'lapsed' : `${j.leaseMsLeft} ms left`, j.marked ? 'yes' : 'no', `${j.attemptsMade}/${j.attempts}`])))
+      out(
+        table(
+          ['job', 'name', 'lease', 'marked', 'attempts'],
+          result.inFlight.map((j) => [
+            j.id,
+            j.name,
+            j.leaseMsLeft === null ? 'lapsed' : `${j.leaseMsLeft} ms left`,
+            j.marked ? 'yes' : 'no',
+            `${j.attemptsMade}/${j.attempts}`,
+          ]),
+        ),
+      )
       out('\nfailed (most recent first)')
-      out(table(['job', 'name', 'attempts', 'reason'], result.failed.map((j) => [j.id, j.name, j.attemptsMade, j.failedReason])))
+      out(
+        table(
+          ['job', 'name', 'attempts', 'reason'],
+          result.failed.map((j) => [j.id, j.name, j.attemptsMade, j.failedReason]),
+        ),
+      )
     },
   },
 }
@@ -334,13 +419,16 @@ export async function main(argv: string[]): Promise<number> {
       out(`Usage: ${command.usage}\n\nCommon options:\n${COMMON_HELP}`)
       return 0
     }
-    if (positionals.length > (command.positionals ?? 0)) throw new CliError(`unexpected argument: ${positionals[command.positionals ?? 0]}`, true)
+    if (positionals.length > (command.positionals ?? 0))
+      throw new CliError(`unexpected argument: ${positionals[command.positionals ?? 0]}`, true)
     await command.run(values, positionals)
     return typeof process.exitCode === 'number' ? process.exitCode : 0
   } catch (err) {
     const usage = err instanceof CliError && err.usage
     const inputError = err instanceof EchoMQError && ['ERR_QUEUE_NAME', 'ERR_JOB_ID', 'ERR_OPTIONS', 'ERR_CONFIG'].includes(err.code)
-    process.stderr.write(`echomq ${name}: ${(err as Error).message}\n${usage || inputError ? `Run "echomq ${name} --help" for usage.\n` : ''}`)
+    process.stderr.write(
+      `echomq ${name}: ${(err as Error).message}\n${usage || inputError ? `Run "echomq ${name} --help" for usage.\n` : ''}`,
+    )
     return usage || inputError ? 2 : 1
   }
 }

@@ -9,7 +9,7 @@
  */
 import { Redis } from 'ioredis'
 import { sweep } from '../lib/index.js'
-import { queueKeys, type QueueKeys } from '../lib/keys.js'
+import { type QueueKeys, queueKeys } from '../lib/keys.js'
 import { buildCrashedState } from './crashed-state.js'
 
 export interface RaceSide {
@@ -53,7 +53,13 @@ async function tally(client: Redis, keys: QueueKeys, ids: string[], recoveries: 
   }
 }
 
-export async function runRace(redisUrl: string, jobs: number, sweepers: number, prefix: string, progress: (t: string) => void): Promise<RaceReport> {
+export async function runRace(
+  redisUrl: string,
+  jobs: number,
+  sweepers: number,
+  prefix: string,
+  progress: (t: string) => void,
+): Promise<RaceReport> {
   const admin = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
   admin.on('error', () => undefined)
   const clients = Array.from({ length: sweepers }, () => {
@@ -78,7 +84,10 @@ export async function runRace(redisUrl: string, jobs: number, sweepers: number, 
     const atomicRecoveries = new Map<string, number>()
     for (const id of results.flatMap((r) => [...r.recovered, ...r.failed])) atomicRecoveries.set(id, (atomicRecoveries.get(id) ?? 0) + 1)
 
-    return { appSide: await tally(admin, appKeys, appIds, appRecoveries), atomic: await tally(admin, atomicKeys, atomicIds, atomicRecoveries) }
+    return {
+      appSide: await tally(admin, appKeys, appIds, appRecoveries),
+      atomic: await tally(admin, atomicKeys, atomicIds, atomicRecoveries),
+    }
   } finally {
     for (const c of [admin, ...clients]) c.disconnect()
   }

@@ -1,5 +1,5 @@
 /** Spawns cli/held-worker.ts as a real child process and records what it reports. */
-import { fork, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const HELD_WORKER = fileURLToPath(new URL('./held-worker.ts', import.meta.url))

@@ -21,11 +21,15 @@ const jsonLog: Log = (level, message, fields = {}) => {
 function queuesFromEvent(event: unknown): string[] | undefined {
   if (event === undefined || event === null) return undefined
   if (typeof event !== 'object' || Array.isArray(event)) {
-    throw new EchoMQError('ERR_EVENT', `expected the event to be an object (a scheduled event or { "queues": [...] }), got: ${JSON.stringify(event)}`)
+    throw new EchoMQError(
+      'ERR_EVENT',
+      `expected the event to be an object (a scheduled event or { "queues": [...] }), got: ${JSON.stringify(event)}`,
+    )
   }
   const queues = (event as { queues?: unknown }).queues
   if (queues === undefined) return undefined
-  if (!Array.isArray(queues) || queues.length === 0) throw new EchoMQError('ERR_EVENT', 'expected event.queues to be a non-empty array of queue names')
+  if (!Array.isArray(queues) || queues.length === 0)
+    throw new EchoMQError('ERR_EVENT', 'expected event.queues to be a non-empty array of queue names')
   try {
     return queues.map((q) => validateQueueName(q))
   } catch (err) {

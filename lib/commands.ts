@@ -7,7 +7,7 @@
  */
 import type { RedisClient } from './connection.js'
 import { EchoMQError } from './errors.js'
-import { jobFromHash, type Job, type JobState } from './job.js'
+import { type Job, type JobState, jobFromHash } from './job.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
 
@@ -55,7 +55,12 @@ export interface NewJob {
 
 /** Stores a job and pushes it on `wait`; 'exists' when the id is taken (nothing changes then). */
 export async function add(client: RedisClient, keys: QueueKeys, job: NewJob): Promise<'added' | 'exists'> {
-  const reply = await evalScript(client, SCRIPT_FILES.add, [keys.job(job.id), keys.wait, keys.marker], [job.id, job.name, job.data, job.attempts])
+  const reply = await evalScript(
+    client,
+    SCRIPT_FILES.add,
+    [keys.job(job.id), keys.wait, keys.marker],
+    [job.id, job.name, job.data, job.attempts],
+  )
   return reply === 1 ? 'added' : 'exists'
 }
 
@@ -86,7 +91,12 @@ export interface TakeRequest {
 
 /** Takes the candidates still in `wait`, each with a lease of `leaseMs`. */
 export async function take(client: RedisClient, keys: QueueKeys, { workerToken, leaseMs, ids }: TakeRequest): Promise<Taken[]> {
-  const reply = await evalScript(client, SCRIPT_FILES.take, [keys.wait, keys.active, keys.marker, ...jobKeyPairs(keys, ids)], [workerToken, leaseMs, ...ids])
+  const reply = await evalScript(
+    client,
+    SCRIPT_FILES.take,
+    [keys.wait, keys.active, keys.marker, ...jobKeyPairs(keys, ids)],
+    [workerToken, leaseMs, ...ids],
+  )
   return toTaken(reply as TakenReply)
 }
 
@@ -124,7 +134,14 @@ export async function extend(client: RedisClient, keys: QueueKeys, leaseMs: numb
   const reclaimed = (await evalScript(
     client,
     SCRIPT_FILES.reclaim,
-    [keys.active, keys.stalled, ...jobKeyPairs(keys, lapsed.map((l) => l.id))],
+    [
+      keys.active,
+      keys.stalled,
+      ...jobKeyPairs(
+        keys,
+        lapsed.map((l) => l.id),
+      ),
+    ],
     [leaseMs, ...lapsed.flatMap(({ id, token }) => [id, token])],
   )) as number[]
   let next = 0

@@ -64,7 +64,10 @@ interface ParsedUrl {
 export function parseRedisUrl(url: string): ParsedUrl {
   const scheme = /^(redis|rediss)(\+cluster)?:\/\//i.exec(url)
   if (!scheme?.[1]) {
-    throw new EchoMQError('ERR_CONNECTION', `expected a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL, got: ${JSON.stringify(redactUrl(url))}`)
+    throw new EchoMQError(
+      'ERR_CONNECTION',
+      `expected a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL, got: ${JSON.stringify(redactUrl(url))}`,
+    )
   }
   const rest = url.slice(scheme[0].length)
   const at = rest.lastIndexOf('@')
@@ -85,7 +88,8 @@ export function parseRedisUrl(url: string): ParsedUrl {
     return { host: m[1].replace(/^\[|\]$/g, ''), port: m[2] ? Number(m[2]) : 6379 }
   })
   const db = dbPart.split('?')[0] ?? ''
-  if (db !== '' && !/^\d+$/.test(db)) throw new EchoMQError('ERR_CONNECTION', `bad database number in Redis URL ${JSON.stringify(redactUrl(url))}`)
+  if (db !== '' && !/^\d+$/.test(db))
+    throw new EchoMQError('ERR_CONNECTION', `bad database number in Redis URL ${JSON.stringify(redactUrl(url))}`)
   return {
     tls: scheme[1].toLowerCase() === 'rediss',
     cluster: Boolean(scheme[2]),

@@ -28,7 +28,8 @@ export class EchoMQError extends Error {
   }
 }
 
-const CONNECTION_FAILURE = /connect|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|closed|timed? ?out|max retries|not writeable|NOAUTH|WRONGPASS|LOADING|CLUSTERDOWN|MASTERDOWN|READONLY/i
+const CONNECTION_FAILURE =
+  /connect|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|closed|timed? ?out|max retries|not writeable|NOAUTH|WRONGPASS|LOADING|CLUSTERDOWN|MASTERDOWN|READONLY/i
 
 /** ioredis attaches the failed command to reply errors (`err.command.args`); for AUTH and HELLO that is the password. */
 export function withoutSecrets<T>(err: T): T {
@@ -57,6 +58,7 @@ export function redisError(queue: string, what: string, err: unknown, lastConnec
       : CONNECTION_FAILURE.test(message)
         ? 'ERR_CONNECTION'
         : 'ERR_REDIS'
-  const hint = code === 'ERR_WRONG_TYPE' ? ' (a key under this queue has the wrong Redis type; another program may be using the same prefix)' : ''
+  const hint =
+    code === 'ERR_WRONG_TYPE' ? ' (a key under this queue has the wrong Redis type; another program may be using the same prefix)' : ''
   return new EchoMQError(code, `${what} ${queue}: ${message}${hint}`, { cause: withoutSecrets(err) })
 }

@@ -1,10 +1,11 @@
 /** EchoMQ: leases, batched heartbeats and an atomic two-phase stalled-job sweep for Redis job queues. */
-export { Queue, type QueueCounts } from './queue.js'
-export { Worker, type Processor, type WorkerOptions } from './worker.js'
-export { sweep, type SweepOptions, type SweepResult } from './sweep.js'
+
+export { type Connection, openConnection, redactUrl } from './connection.js'
 export { EchoMQError, type EchoMQErrorCode } from './errors.js'
 export type { Job, JobState } from './job.js'
-export { queueKeys, registryKey, type QueueKeys } from './keys.js'
-export { registeredQueues } from './registry.js'
-export { openConnection, redactUrl, type Connection } from './connection.js'
+export { type QueueKeys, queueKeys, registryKey } from './keys.js'
 export * from './options.js'
+export { Queue, type QueueCounts } from './queue.js'
+export { registeredQueues } from './registry.js'
+export { type SweepOptions, type SweepResult, sweep } from './sweep.js'
+export { type Processor, Worker, type WorkerOptions } from './worker.js'

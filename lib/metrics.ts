@@ -11,9 +11,9 @@
  * CloudWatch Embedded Metric Format lines to stdout (for a function in a VPC without a route to the
  * CloudWatch API), `off`. A failure to publish is logged and never fails the sweep.
  */
-import { CloudWatchClient, PutMetricDataCommand, type MetricDatum, type StandardUnit } from '@aws-sdk/client-cloudwatch'
-import type { QueueCounts } from './queue.js'
+import { CloudWatchClient, type MetricDatum, PutMetricDataCommand, type StandardUnit } from '@aws-sdk/client-cloudwatch'
 import names from './metric-names.json' with { type: 'json' }
+import type { QueueCounts } from './queue.js'
 
 export const METRIC_NAMES = names
 export const MAX_METRICS_PER_CALL = 1000

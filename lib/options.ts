@@ -187,9 +187,21 @@ export interface WorkerSettings {
 }
 
 export function workerSettings(options: unknown): WorkerSettings {
-  const o = checkKnown('Worker', options, ['connection', 'prefix', 'concurrency', 'lockDuration', 'heartbeatInterval', 'closeTimeout', 'clock'])
+  const o = checkKnown('Worker', options, [
+    'connection',
+    'prefix',
+    'concurrency',
+    'lockDuration',
+    'heartbeatInterval',
+    'closeTimeout',
+    'clock',
+  ])
   const lockDuration = opt(o.lockDuration, LOCK_DURATION_MS_DEFAULT, setting('lockDuration'))
-  const heartbeatInterval = opt(o.heartbeatInterval, Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)), setting('heartbeatInterval'))
+  const heartbeatInterval = opt(
+    o.heartbeatInterval,
+    Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)),
+    setting('heartbeatInterval'),
+  )
   if (heartbeatInterval >= lockDuration) {
     fail('ERR_OPTIONS', `expected heartbeatInterval (${heartbeatInterval} ms) to be shorter than lockDuration (${lockDuration} ms)`)
   }

@@ -7,11 +7,11 @@
  */
 import { randomUUID } from 'node:crypto'
 import * as commands from './commands.js'
-import { closeConnection, openConnection, type Connection } from './connection.js'
+import { type Connection, closeConnection, openConnection } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
-import { jobFromHash, type Job } from './job.js'
-import { queueKeys, type QueueKeys } from './keys.js'
-import { addSettings, queueSettings, validateJobId, validateQueueName, type QueueSettings } from './options.js'
+import { type Job, jobFromHash } from './job.js'
+import { type QueueKeys, queueKeys } from './keys.js'
+import { addSettings, type QueueSettings, queueSettings, validateJobId, validateQueueName } from './options.js'
 import { registration } from './registry.js'
 
 export interface QueueCounts {

@@ -63,7 +63,10 @@ type Env = Record<string, string | undefined>
 
 function bad(name: string, expected: string, value: unknown): never {
   const text = typeof value === 'string' ? value : String(value)
-  throw new EchoMQError('ERR_CONFIG', `${name}: expected ${expected}, got: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)}`)
+  throw new EchoMQError(
+    'ERR_CONFIG',
+    `${name}: expected ${expected}, got: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)}`,
+  )
 }
 
 /** Reads settings from options, then the environment, then defaults. */
@@ -80,7 +83,12 @@ class Source {
     return { name: variable, value: raw === '' ? undefined : raw }
   }
 
-  int(key: 'redisTimeoutMs' | 'sweeps' | 'intervalMs' | 'graceMs' | 'concurrency' | 'limit' | 'audit', variable: string, fallback: number, range: Range): number {
+  int(
+    key: 'redisTimeoutMs' | 'sweeps' | 'intervalMs' | 'graceMs' | 'concurrency' | 'limit' | 'audit',
+    variable: string,
+    fallback: number,
+    range: Range,
+  ): number {
     const { name, value } = this.pick(key, variable)
     if (value === undefined) return fallback
     const n = typeof value === 'number' ? value : /^\d+$/.test(String(value)) ? Number(value) : Number.NaN
@@ -149,7 +157,10 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
   }
   const cluster = source.flag('cluster', 'REDIS_CLUSTER')
   if (seeds > 1 && !cluster && !clusterScheme) {
-    throw new EchoMQError('ERR_CONFIG', `${url.name}: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`)
+    throw new EchoMQError(
+      'ERR_CONFIG',
+      `${url.name}: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`,
+    )
   }
   return {
     redisUrl: url.value,

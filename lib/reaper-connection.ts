@@ -5,7 +5,15 @@
  * start, in a Lambda), checks the eviction policy. A run that failed calls `discard()`, so the next one opens a
  * fresh connection rather than reusing a broken one.
  */
-import { closeConnection, type Connection, failFast, lastConnectionError, openConnection, type RedisClient, redactUrl } from './connection.js'
+import {
+  type Connection,
+  closeConnection,
+  failFast,
+  lastConnectionError,
+  openConnection,
+  type RedisClient,
+  redactUrl,
+} from './connection.js'
 import { EchoMQError, withLastError, withoutSecrets } from './errors.js'
 import type { ReaperConfig } from './reaper-config.js'
 
@@ -23,7 +31,10 @@ export class ReaperConnection {
   /** A connected client, answering within the timeout. */
   async client(): Promise<RedisClient> {
     if (!this.conn || this.conn.client.status === 'end') {
-      this.conn = openConnection(this.config.redisUrl, { cluster: this.config.cluster, redisOptions: { lazyConnect: true, ...failFast(this.config.redisTimeoutMs) } })
+      this.conn = openConnection(this.config.redisUrl, {
+        cluster: this.config.cluster,
+        redisOptions: { lazyConnect: true, ...failFast(this.config.redisTimeoutMs) },
+      })
     }
     const { client } = this.conn
     await this.ping(client)
@@ -68,7 +79,11 @@ export async function checkEvictionPolicy(client: RedisClient, log: Log): Promis
     const reply = (await client.call('CONFIG', 'GET', 'maxmemory-policy')) as string[]
     const policy = reply[1]
     if (policy !== undefined && policy !== 'noeviction') {
-      log('warn', `Redis maxmemory-policy is ${policy}; EchoMQ needs noeviction (an evicted lease looks like a dead worker and its job is run again)`, { policy })
+      log(
+        'warn',
+        `Redis maxmemory-policy is ${policy}; EchoMQ needs noeviction (an evicted lease looks like a dead worker and its job is run again)`,
+        { policy },
+      )
     }
     return policy
   } catch (err) {

@@ -49,7 +49,11 @@ function isConnectionFailure(err: unknown): boolean {
   return err instanceof EchoMQError && err.code === 'ERR_CONNECTION'
 }
 
-export async function runReaper(client: RedisClient, config: ReaperConfig, options: RunOptions): Promise<{ summary: ReaperSummary; runs: Record<string, QueueRun> }> {
+export async function runReaper(
+  client: RedisClient,
+  config: ReaperConfig,
+  options: RunOptions,
+): Promise<{ summary: ReaperSummary; runs: Record<string, QueueRun> }> {
   const { log } = options
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
   let queues: string[]
@@ -74,17 +78,34 @@ export async function runReaper(client: RedisClient, config: ReaperConfig, optio
       const run = runs[queue] as QueueRun
       const started = performance.now()
       try {
-        const result = await sweep(client, queue, { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit, audit: config.audit })
+        const result = await sweep(client, queue, {
+          prefix: config.prefix,
+          graceMs: config.graceMs,
+          limit: config.limit,
+          audit: config.audit,
+        })
         const durationMs = Math.round((performance.now() - started) * 100) / 100
         run.marked += result.marked.length
         run.recovered += result.recovered.length
         run.failed += result.failed.length
         run.durations.push(durationMs)
-        log('info', 'sweep', { queue, sweep: sweeps, marked: result.marked.length, recovered: result.recovered.length, failed: result.failed.length, durationMs })
+        log('info', 'sweep', {
+          queue,
+          sweep: sweeps,
+          marked: result.marked.length,
+          recovered: result.recovered.length,
+          failed: result.failed.length,
+          durationMs,
+        })
       } catch (err) {
         if (isConnectionFailure(err)) throw err
         run.error = (err as Error).message
-        log('error', 'sweep failed for this queue; other queues go on', { queue, sweep: sweeps, code: (err as EchoMQError).code, error: run.error })
+        log('error', 'sweep failed for this queue; other queues go on', {
+          queue,
+          sweep: sweeps,
+          code: (err as EchoMQError).code,
+          error: run.error,
+        })
       }
     })
   }
@@ -127,7 +148,12 @@ export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptio
         throw err
       }
       if (config.metricsMode === 'api') cloudwatch ??= new CloudWatchClient({})
-      await publishMetrics(runs, { mode: config.metricsMode, namespace: config.namespace, log, ...(cloudwatch ? { client: cloudwatch } : {}) })
+      await publishMetrics(runs, {
+        mode: config.metricsMode,
+        namespace: config.namespace,
+        log,
+        ...(cloudwatch ? { client: cloudwatch } : {}),
+      })
       log('info', 'summary', summary)
       return summary
     },

@@ -3,8 +3,9 @@
  * sweeps a new queue without being redeployed. Registering is best effort: a failure never fails the
  * call that triggered it, and it is tried again later.
  */
-import { registryKey } from './keys.js'
+
 import type { RedisClient } from './connection.js'
+import { registryKey } from './keys.js'
 
 /** Don't retry a failed registration more often than this (a broken registry key must not cost every call). */
 const RETRY_AFTER_MS = 10_000

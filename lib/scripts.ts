@@ -25,7 +25,10 @@ function luaDir(): string {
     path.join(process.cwd(), 'lua'),
   ]
   for (const dir of candidates) if (dir && existsSync(path.join(dir, 'sweep-5.lua'))) return dir
-  throw new EchoMQError('ERR_SCRIPT', `cannot find EchoMQ's lua/ directory (looked in ${candidates.filter(Boolean).join(', ')}); set ECHOMQ_LUA_DIR`)
+  throw new EchoMQError(
+    'ERR_SCRIPT',
+    `cannot find EchoMQ's lua/ directory (looked in ${candidates.filter(Boolean).join(', ')}); set ECHOMQ_LUA_DIR`,
+  )
 }
 
 let dir: string | undefined

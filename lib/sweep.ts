@@ -21,7 +21,7 @@ import { sweepStep } from './commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './connection.js'
 import { redisError } from './errors.js'
 import { queueKeys } from './keys.js'
-import { DEFAULTS, sweepSettings, validateQueueName, type SweepSettings } from './options.js'
+import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
 
 export interface SweepResult {
   marked: string[]

@@ -15,15 +15,15 @@
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { extend, finish, readCandidates, take, type FinishAction, type Taken } from './commands.js'
-import { closeConnection, duplicateClient, openConnection, type Connection, type RedisClient } from './connection.js'
+import { extend, type FinishAction, finish, readCandidates, type Taken, take } from './commands.js'
+import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
-import { queueKeys, type QueueKeys } from './keys.js'
+import { type QueueKeys, queueKeys } from './keys.js'
 import { LockManager } from './lock-manager.js'
-import { TakeAhead } from './take-ahead.js'
-import { validateQueueName, workerSettings, type WorkerSettings } from './options.js'
+import { validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import { registration } from './registry.js'
+import { TakeAhead } from './take-ahead.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
 
@@ -85,7 +85,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** Finish calls in flight: close() waits for them, since one may have taken a job. */
   private readonly finishes = new Set<Promise<unknown>>()
 
-  constructor(name: string, private readonly processor: Processor<Data, Result>, options?: WorkerOptions) {
+  constructor(
+    name: string,
+    private readonly processor: Processor<Data, Result>,
+    options?: WorkerOptions,
+  ) {
     super()
     this.name = validateQueueName(name)
     if (typeof processor !== 'function') throw new EchoMQError('ERR_OPTIONS', 'expected processor to be a function')
@@ -118,7 +122,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private async loop(): Promise<void> {
     const register = registration(this.conn.client, this.settings.prefix, this.name)
     const ensureRegistered = () =>
-      void register().then((err) => err && this.report(redisError(this.name, `register (in ${this.settings.prefix}:queues, for the reaper) queue`, err)))
+      void register().then(
+        (err) => err && this.report(redisError(this.name, `register (in ${this.settings.prefix}:queues, for the reaper) queue`, err)),
+      )
     ensureRegistered()
     let failures = 0
     while (this.phase === 'running') {
@@ -137,7 +143,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         this.report(redisError(this.name, 'take jobs from queue', err))
         await this.nap(RETRY_BACKOFF_MS[Math.min(failures++, RETRY_BACKOFF_MS.length - 1)])
         ensureRegistered() // a registration lost to the same outage is tried again
-
       }
     }
   }
@@ -197,11 +202,16 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     try {
       // The slot this run frees is filled in the same call (from the last peek), unless the worker is closing.
       const candidates = takingNext ? this.takeAhead.claim(1) : []
-      const next = { workerToken: this.id, leaseMs: this.settings.lockDuration, candidates, peek: takingNext ? Math.min(this.settings.concurrency + 1, MAX_PEEK) : 0 }
+      const next = {
+        workerToken: this.id,
+        leaseMs: this.settings.lockDuration,
+        candidates,
+        peek: takingNext ? Math.min(this.settings.concurrency + 1, MAX_PEEK) : 0,
+      }
       const sentAt = this.settings.clock.now()
-      const { status, state, taken, peeked } = await this.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next)).finally(
-        () => this.takeAhead.release(candidates),
-      )
+      const { status, state, taken, peeked } = await this.track(
+        finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next),
+      ).finally(() => this.takeAhead.release(candidates))
       if (status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`, run)
         return
@@ -295,7 +305,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private async release(run: Run): Promise<void> {
     run.phase = 'released'
     this.locks.remove(run.job.id)
-    run.controller.abort(new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`))
+    run.controller.abort(
+      new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`),
+    )
     try {
       await finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, 'release', '')
     } catch (err) {
@@ -321,7 +333,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     try {
       this.emit(event, ...args)
     } catch (err) {
-      this.report(new EchoMQError('ERR_OPTIONS', `a '${event}' listener of worker ${this.name} threw: ${(err as Error)?.message ?? String(err)}`, { cause: err }))
+      this.report(
+        new EchoMQError('ERR_OPTIONS', `a '${event}' listener of worker ${this.name} threw: ${(err as Error)?.message ?? String(err)}`, {
+          cause: err,
+        }),
+      )
     }
   }
 

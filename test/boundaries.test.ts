@@ -13,7 +13,7 @@ function sources(dir: string): string[] {
   return readdirSync(path.join(root, dir)).flatMap((name) => {
     const rel = path.join(dir, name)
     if (statSync(path.join(root, rel)).isDirectory()) return sources(rel)
-    return /\.(ts|js|cjs)$/.test(name) ? [rel] : []
+    return /\.(ts|js|cjs|lua)$/.test(name) ? [rel] : []
   })
 }
 
@@ -38,6 +38,18 @@ describe('one module runs the scripts', () => {
     const allowed = [path.join('lib', 'commands.ts'), path.join('test', 'key-guard.test.ts'), path.join('test', 'boundaries.test.ts')]
     const callers = files.filter((f) => !allowed.includes(f) && SCRIPT_CALL.test(read(f)))
     expect(callers).toEqual([])
+  })
+})
+
+describe('habits', () => {
+  it('no line of code, Lua or template reaches 200 characters', () => {
+    const texts = [...files, ...sources('lua'), 'serverless.yml']
+    const long = texts.flatMap((f) =>
+      read(f)
+        .split('\n')
+        .flatMap((line, i) => (line.length >= 200 ? [`${f}:${i + 1} (${line.length})`] : [])),
+    )
+    expect(long).toEqual([])
   })
 })
 

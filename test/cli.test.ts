@@ -9,7 +9,10 @@ import { useRedis } from './helpers/redis-server.js'
 const BIN = new URL('../bin/echomq.js', import.meta.url).pathname
 const exec = promisify(execFile)
 
-async function echomq(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function echomq(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const { REDIS_URL: _ignored, ...base } = process.env
   try {
     const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env: { ...base, ...env }, timeout: 60_000 })
@@ -54,11 +57,14 @@ describe('echomq demo', () => {
     expect(stderr).toMatch(/redis-server is not on PATH\. Install it .*apt-get install redis-server.* or set REDIS_URL/)
   })
 
-  it.each([[['--kill', 'w9']], [['--kill', 'w1', '--pause', 'w1']], [['--jobs', '0']], [['--lease', '50']], [['--bogus']]])('rejects %j with exit code 2', async (args) => {
-    const { code, stderr } = await echomq(['demo', ...args, '--redis-url', redis.url])
-    expect(code).toBe(2)
-    expect(stderr).toMatch(/echomq demo: .+/)
-  })
+  it.each([[['--kill', 'w9']], [['--kill', 'w1', '--pause', 'w1']], [['--jobs', '0']], [['--lease', '50']], [['--bogus']]])(
+    'rejects %j with exit code 2',
+    async (args) => {
+      const { code, stderr } = await echomq(['demo', ...args, '--redis-url', redis.url])
+      expect(code).toBe(2)
+      expect(stderr).toMatch(/echomq demo: .+/)
+    },
+  )
 })
 
 describe('echomq race', () => {
@@ -101,8 +107,14 @@ describe('echomq sweep, stats, inspect', () => {
     await crashedJobs(redis.client, 'emails', 1)
     const { code, stdout } = await echomq(['sweep', '--every', '50ms', '--times', '2', '--grace', '0', '--json', '--redis-url', redis.url])
     expect(code).toBe(0)
-    const runs = stdout.trim().split('\n').map((l) => JSON.parse(l) as { queues: Record<string, { marked: number; recovered: number }> })
-    expect(runs.map((r) => [r.queues.emails?.marked, r.queues.emails?.recovered])).toEqual([[1, 0], [0, 1]])
+    const runs = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { queues: Record<string, { marked: number; recovered: number }> })
+    expect(runs.map((r) => [r.queues.emails?.marked, r.queues.emails?.recovered])).toEqual([
+      [1, 0],
+      [0, 1],
+    ])
   })
 
   it('sweep exits 1 when a queue fails, and 1 when Redis is unreachable', async () => {

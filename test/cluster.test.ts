@@ -5,11 +5,11 @@
  */
 import { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { buildCrashedState } from '../cli/crashed-state.js'
 import { createHandler } from '../functions/sweep.js'
 import { closeConnection, openConnection } from '../lib/connection.js'
 import { Queue, sweep, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { buildCrashedState } from '../cli/crashed-state.js'
 import { startCluster, type TestCluster } from './helpers/cluster.js'
 import { waitFor } from './helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from './helpers/worker-process.js'
@@ -72,7 +72,12 @@ describe('cluster layout', () => {
       const conn = openConnection(url)
       expect(conn.client).toBeInstanceOf(Cluster)
       await waitFor(async () => (conn.client as Cluster).status === 'ready', { what: `cluster client for ${url}` })
-      expect((conn.client as Cluster).nodes('master').map((n) => n.options.port).sort()).toEqual(cluster.nodes.map((n) => n.port).sort())
+      expect(
+        (conn.client as Cluster)
+          .nodes('master')
+          .map((n) => n.options.port)
+          .sort(),
+      ).toEqual(cluster.nodes.map((n) => n.port).sort())
       await closeConnection(conn)
     }
   })
@@ -103,7 +108,12 @@ describe('Queue and Worker on a cluster', () => {
       const queue = new Queue(q, { connection: client, prefix })
       await waitFor(async () => (await queue.counts()).completed === 3, { what: `3 completed jobs in ${q}` })
       expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 3, failed: 0 })
-      expect(await queue.getJob('flaky')).toMatchObject({ state: 'completed', attemptsMade: 2, attemptsStarted: 2, returnValue: { q, id: 'flaky' } })
+      expect(await queue.getJob('flaky')).toMatchObject({
+        state: 'completed',
+        attemptsMade: 2,
+        attemptsStarted: 2,
+        returnValue: { q, id: 'flaky' },
+      })
       // The job really lives on the master that owns the queue's slot.
       const owner = await cluster.ownerOf(await cluster.slotOf(queueKeys(prefix, q).wait))
       const node = cluster.nodes.find((n) => n.port === owner)
@@ -127,7 +137,13 @@ describe('Queue and Worker on a cluster', () => {
 
     // A job still running when close() times out goes back to wait (the finish script's release path).
     const queue3 = track(new Queue(q3, { connection: cluster.url, prefix }))
-    const hung = track(new Worker(q3, (_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { connection: cluster.singleSeedUrl, prefix, closeTimeout: 50 }))
+    const hung = track(
+      new Worker(q3, (_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+        connection: cluster.singleSeedUrl,
+        prefix,
+        closeTimeout: 50,
+      }),
+    )
     await queue3.add('job', {}, { jobId: 'held' })
     await waitFor(async () => (await queue3.getJob('held'))?.state === 'active', { what: 'held to be taken' })
     await hung.close()
@@ -142,7 +158,14 @@ describe('crash recovery on a cluster', () => {
     const prefix = 'c3'
     const workers = await Promise.all(
       queues.map(async (q) => {
-        const w = await spawnWorker({ REDIS_URL: cluster.url, QUEUE: q, PREFIX: prefix, LOCK_MS: '400', HEARTBEAT_MS: '100', CONCURRENCY: '2' })
+        const w = await spawnWorker({
+          REDIS_URL: cluster.url,
+          QUEUE: q,
+          PREFIX: prefix,
+          LOCK_MS: '400',
+          HEARTBEAT_MS: '100',
+          CONCURRENCY: '2',
+        })
         children.push(w)
         return w
       }),
@@ -151,13 +174,23 @@ describe('crash recovery on a cluster', () => {
       const queue = track(new Queue(q, { connection: client, prefix }))
       for (const id of ['k1', 'k2']) await queue.add('job', {}, { jobId: id })
     }
-    await Promise.all(workers.map((w) => waitFor(() => ['k1', 'k2'].every((id) => w.active().includes(id)), { what: 'child worker to take k1,k2' })))
+    await Promise.all(
+      workers.map((w) => waitFor(() => ['k1', 'k2'].every((id) => w.active().includes(id)), { what: 'child worker to take k1,k2' })),
+    )
     // Heartbeats keep the 400 ms leases alive well past their first deadline.
     const firstDeadline = Number(await client.zscore(queueKeys(prefix, queues[0] as string).active, 'k1'))
-    await waitFor(async () => Number(await client.zscore(queueKeys(prefix, queues[0] as string).active, 'k1')) > firstDeadline + 400, { what: 'a renewal past the first deadline' })
+    await waitFor(async () => Number(await client.zscore(queueKeys(prefix, queues[0] as string).active, 'k1')) > firstDeadline + 400, {
+      what: 'a renewal past the first deadline',
+    })
 
     for (const w of workers) w.kill('SIGKILL')
-    await Promise.all(queues.map((q) => waitFor(async () => (await client.exists(queueKeys(prefix, q).lock('k1'), queueKeys(prefix, q).lock('k2'))) === 0, { what: `leases of ${q} to lapse` })))
+    await Promise.all(
+      queues.map((q) =>
+        waitFor(async () => (await client.exists(queueKeys(prefix, q).lock('k1'), queueKeys(prefix, q).lock('k2'))) === 0, {
+          what: `leases of ${q} to lapse`,
+        }),
+      ),
+    )
 
     for (const q of queues) {
       const first = await sweep(cluster.url, q, { prefix })
@@ -186,7 +219,11 @@ describe('the Lambda handler on a cluster', () => {
 
   it.each([
     ['REDIS_URL=redis+cluster://', 'c4', () => ({ REDIS_URL: cluster.url })],
-    ['REDIS_CLUSTER=true with a redis:// seed', 'c5', () => ({ REDIS_URL: `redis://127.0.0.1:${cluster.nodes[2]?.port}`, REDIS_CLUSTER: 'true' })],
+    [
+      'REDIS_CLUSTER=true with a redis:// seed',
+      'c5',
+      () => ({ REDIS_URL: `redis://127.0.0.1:${cluster.nodes[2]?.port}`, REDIS_CLUSTER: 'true' }),
+    ],
   ])('%s: marks every queue on one invocation and recovers on the next, no queue error', async (_label, prefix, redisEnv) => {
     for (const q of queues) await buildCrashedState(client, q, 3, { idPrefix: 'h', prefix, attempts: q === queues[2] ? 1 : 3 })
     // No QUEUES: the queues come from the registry key, which lives on a slot of its own.
@@ -196,9 +233,29 @@ describe('the Lambda handler on a cluster', () => {
     const second = await handler({}, context)
 
     const [q1, q2, q3] = queues as [string, string, string]
-    expect(first).toEqual({ sweeps: 1, queues: { [q1]: { marked: 3, recovered: 0, failed: 0 }, [q2]: { marked: 3, recovered: 0, failed: 0 }, [q3]: { marked: 3, recovered: 0, failed: 0 } } })
-    expect(second).toEqual({ sweeps: 1, queues: { [q1]: { marked: 0, recovered: 3, failed: 0 }, [q2]: { marked: 0, recovered: 3, failed: 0 }, [q3]: { marked: 0, recovered: 0, failed: 3 } } })
-    expect(await new Queue(q3, { connection: client, prefix }).counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 0, failed: 3 })
+    expect(first).toEqual({
+      sweeps: 1,
+      queues: {
+        [q1]: { marked: 3, recovered: 0, failed: 0 },
+        [q2]: { marked: 3, recovered: 0, failed: 0 },
+        [q3]: { marked: 3, recovered: 0, failed: 0 },
+      },
+    })
+    expect(second).toEqual({
+      sweeps: 1,
+      queues: {
+        [q1]: { marked: 0, recovered: 3, failed: 0 },
+        [q2]: { marked: 0, recovered: 3, failed: 0 },
+        [q3]: { marked: 0, recovered: 0, failed: 3 },
+      },
+    })
+    expect(await new Queue(q3, { connection: client, prefix }).counts()).toEqual({
+      wait: 0,
+      active: 0,
+      stalled: 0,
+      completed: 0,
+      failed: 3,
+    })
     expect(await new Queue(q1, { connection: client, prefix }).getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 1 })
     expect(logs.join('\n')).not.toMatch(/CROSSSLOT|"level":"error"/)
     expect(logs.filter((l) => l.includes('"message":"sweep"'))).toHaveLength(6)

@@ -36,15 +36,18 @@ describe('parseRedisUrl', () => {
     ])
   })
 
-  it.each(['http://user:hunter2@host', 'redis://user:hunter2@', 'redis://user:hunter2@host/x'])('rejects %s without showing the password', (url) => {
-    let caught: unknown
-    try {
-      parseRedisUrl(url)
-    } catch (err) {
-      caught = err
-    }
-    expect(caught).toBeInstanceOf(EchoMQError)
-    expect((caught as EchoMQError).code).toBe('ERR_CONNECTION')
-    expect((caught as Error).message).not.toContain('hunter2')
-  })
+  it.each(['http://user:hunter2@host', 'redis://user:hunter2@', 'redis://user:hunter2@host/x'])(
+    'rejects %s without showing the password',
+    (url) => {
+      let caught: unknown
+      try {
+        parseRedisUrl(url)
+      } catch (err) {
+        caught = err
+      }
+      expect(caught).toBeInstanceOf(EchoMQError)
+      expect((caught as EchoMQError).code).toBe('ERR_CONNECTION')
+      expect((caught as Error).message).not.toContain('hunter2')
+    },
+  )
 })

@@ -116,7 +116,14 @@ describe('job data', () => {
 })
 
 describe('options', () => {
-  const value = fc.oneof(fc.integer({ min: -5, max: 100_000 }), fc.double(), fc.string({ maxLength: 5 }), fc.constant(null), fc.boolean(), fc.constant(undefined))
+  const value = fc.oneof(
+    fc.integer({ min: -5, max: 100_000 }),
+    fc.double(),
+    fc.string({ maxLength: 5 }),
+    fc.constant(null),
+    fc.boolean(),
+    fc.constant(undefined),
+  )
   const known = ['concurrency', 'lockDuration', 'heartbeatInterval', 'closeTimeout', 'prefix', 'attempts', 'graceMs', 'limit']
   const options = fc.dictionary(fc.oneof(fc.constantFrom(...known), fc.string({ maxLength: 8 })), value, { maxKeys: 4 })
 
@@ -139,7 +146,10 @@ describe('options', () => {
   it('a Worker with rejected options writes nothing to Redis', async () => {
     await fc.assert(
       fc.asyncProperty(options, async (o) => {
-        const outcome = await acceptedOrRejected(() => workerSettings(o) && new Worker('q', () => 1, { ...o, connection: redis.client }).close(), ['ERR_OPTIONS'])
+        const outcome = await acceptedOrRejected(
+          () => workerSettings(o) && new Worker('q', () => 1, { ...o, connection: redis.client }).close(),
+          ['ERR_OPTIONS'],
+        )
         if (outcome === 'accepted') expect(() => workerSettings(o)).not.toThrow()
       }),
       { numRuns: 60 },
@@ -148,8 +158,26 @@ describe('options', () => {
 })
 
 describe('environment configuration', () => {
-  const names = ['REDIS_URL', 'REDIS_CLUSTER', 'REDIS_TIMEOUT_MS', 'QUEUES', 'PREFIX', 'SWEEPS_PER_INVOCATION', 'SWEEP_INTERVAL_MS', 'SWEEP_GRACE_MS', 'SWEEP_CONCURRENCY', 'SWEEP_LIMIT', 'SWEEP_AUDIT', 'METRICS_MODE', 'METRICS_NAMESPACE']
-  const raw = fc.oneof(fc.string({ maxLength: 12 }), fc.integer({ min: -10, max: 10_000_000 }).map(String), fc.constantFrom('true', 'false', 'api', 'emf', 'off', 'redis://h:1', 'rediss://u:p@h:2/3', 'a,b'))
+  const names = [
+    'REDIS_URL',
+    'REDIS_CLUSTER',
+    'REDIS_TIMEOUT_MS',
+    'QUEUES',
+    'PREFIX',
+    'SWEEPS_PER_INVOCATION',
+    'SWEEP_INTERVAL_MS',
+    'SWEEP_GRACE_MS',
+    'SWEEP_CONCURRENCY',
+    'SWEEP_LIMIT',
+    'SWEEP_AUDIT',
+    'METRICS_MODE',
+    'METRICS_NAMESPACE',
+  ]
+  const raw = fc.oneof(
+    fc.string({ maxLength: 12 }),
+    fc.integer({ min: -10, max: 10_000_000 }).map(String),
+    fc.constantFrom('true', 'false', 'api', 'emf', 'off', 'redis://h:1', 'rediss://u:p@h:2/3', 'a,b'),
+  )
   it('is read into a config or rejected with ERR_CONFIG naming the variable', () => {
     fc.assert(
       fc.property(fc.dictionary(fc.constantFrom(...names), raw, { maxKeys: 5 }), (env) => {
@@ -171,7 +199,11 @@ describe('Lambda events', () => {
     vi.spyOn(console, 'log').mockImplementation(() => undefined)
     vi.spyOn(console, 'error').mockImplementation(() => undefined)
     const handler = createHandler({ REDIS_URL: redis.url, METRICS_MODE: 'off', SWEEP_GRACE_MS: '3600000' })
-    const event = fc.oneof(fc.anything(), fc.record({ queues: fc.array(nameLike, { maxLength: 3 }) }), fc.constant({ 'detail-type': 'Scheduled Event', source: 'aws.events' }))
+    const event = fc.oneof(
+      fc.anything(),
+      fc.record({ queues: fc.array(nameLike, { maxLength: 3 }) }),
+      fc.constant({ 'detail-type': 'Scheduled Event', source: 'aws.events' }),
+    )
     await fc.assert(
       fc.asyncProperty(event, async (e) => {
         await acceptedOrRejected(() => handler(e, { getRemainingTimeInMillis: () => 50_000 }), ['ERR_EVENT'])

@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
-import { Queue, sweep, Worker, type Job } from '../lib/index.js'
-import { queueKeys } from '../lib/keys.js'
 import { loadScript, SCRIPT_FILES, setScriptWrapper, sweepStep } from '../lib/commands.js'
+import { type Job, Queue, sweep, Worker } from '../lib/index.js'
+import { queueKeys } from '../lib/keys.js'
 import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, scriptSource } from './helpers/key-guard.js'
 import { ManualClock } from './helpers/manual-clock.js'
 import { crashedJobs } from './helpers/queue-state.js'
@@ -78,7 +78,9 @@ describe('the whole flow under the guard', () => {
     await active
     const firstDeadline = Number(await redis.client.zscore(keys.active, 'a'))
 
-    await waitFor(async () => Number(await redis.client.zscore(keys.active, 'a')) > firstDeadline + 600, { what: 'renewals past two leases' })
+    await waitFor(async () => Number(await redis.client.zscore(keys.active, 'a')) > firstDeadline + 600, {
+      what: 'renewals past two leases',
+    })
     const completed = nextEvent(w, 'completed')
     releases.get('a')?.()
     await completed
@@ -92,24 +94,35 @@ describe('the whole flow under the guard', () => {
   it('fail and retry, then fail at the last attempt', async () => {
     const runs = new Map<string, number>()
     const failed: [string, string][] = []
-    const w = worker((job) => {
-      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
-      if (job.id === 'never' || runs.get(job.id) === 1) throw new Error(`boom ${job.id}`)
-      return 'ok'
-    }, { concurrency: 2 })
+    const w = worker(
+      (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+        if (job.id === 'never' || runs.get(job.id) === 1) throw new Error(`boom ${job.id}`)
+        return 'ok'
+      },
+      { concurrency: 2 },
+    )
     w.on('failed', (job: Job) => failed.push([job.id, job.state]))
     await queue.add('job', {}, { jobId: 'retry', attempts: 2 })
     await queue.add('job', {}, { jobId: 'never', attempts: 2 })
 
-    await waitFor(async () => (await queue.counts()).completed === 1 && (await queue.counts()).failed === 1, { what: 'one completed and one failed' })
+    await waitFor(async () => (await queue.counts()).completed === 1 && (await queue.counts()).failed === 1, {
+      what: 'one completed and one failed',
+    })
 
     expect(await queue.getJob('retry')).toMatchObject({ state: 'completed', attemptsMade: 2, lastError: 'boom retry' })
     expect(await queue.getJob('never')).toMatchObject({ state: 'failed', attemptsMade: 2, failedReason: 'boom never' })
-    expect(failed.sort()).toEqual([['never', 'failed'], ['never', 'wait'], ['retry', 'wait']])
+    expect(failed.sort()).toEqual([
+      ['never', 'failed'],
+      ['never', 'wait'],
+      ['retry', 'wait'],
+    ])
   })
 
   it('close() past closeTimeout returns the running job to wait without using an attempt; another worker completes it', async () => {
-    const first = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { closeTimeout: 50 })
+    const first = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+      closeTimeout: 50,
+    })
     const active = nextEvent(first, 'active')
     await queue.add('job', {}, { jobId: 'c' })
     await active
@@ -124,7 +137,12 @@ describe('the whole flow under the guard', () => {
   it('a lapsed lease is taken back by the next heartbeat; after a sweep recovers the job the heartbeat reports it lost and the finish is fenced', async () => {
     const clock = new ManualClock()
     const lost: string[] = []
-    const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), { clock, lockDuration: 200, heartbeatInterval: 100, closeTimeout: 50 })
+    const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+      clock,
+      lockDuration: 200,
+      heartbeatInterval: 100,
+      closeTimeout: 50,
+    })
     w.on('lockLost', (job: Job) => lost.push(job.id))
     const active = nextEvent(w, 'active')
     await queue.add('job', {}, { jobId: 'p', attempts: 3 })
@@ -146,16 +164,21 @@ describe('the whole flow under the guard', () => {
     await lockLost
 
     // The aborted run's finish is fenced ('lost'); only then does the worker take the recovered job again.
-    const again = await waitFor(async () => ((await queue.getJob('p'))?.attemptsStarted === 2 ? queue.getJob('p') : undefined), { what: 'the recovered job to be taken again' })
+    const again = await waitFor(async () => ((await queue.getJob('p'))?.attemptsStarted === 2 ? queue.getJob('p') : undefined), {
+      what: 'the recovered job to be taken again',
+    })
     expect(again).toMatchObject({ state: 'active', attemptsMade: 1 })
     expect(lost).toEqual(['p'])
     // close() waits closeTimeout by the worker's clock: move it until close returns the second run to wait.
     let closed = false
     void w.close().then(() => (closed = true))
-    await waitFor(async () => {
-      await clock.advance(60)
-      return closed
-    }, { what: 'close() with a manual clock' })
+    await waitFor(
+      async () => {
+        await clock.advance(60)
+        return closed
+      },
+      { what: 'close() with a manual clock' },
+    )
     expect(await queue.getJob('p')).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 2 })
     await expectGuardedScriptsRan(FILES)
   })
@@ -198,12 +221,21 @@ describe('the whole flow under the guard', () => {
 
 describe('the guard fires', () => {
   // Made-up scripts, run straight through the client: they are probes of the guard, not EchoMQ commands.
-  const evalGuarded = (body: string, keys: string[], args: (string | number)[] = []) => redis.client.eval(keyGuard(body), keys.length, ...keys, ...args)
+  const evalGuarded = (body: string, keys: string[], args: (string | number)[] = []) =>
+    redis.client.eval(keyGuard(body), keys.length, ...keys, ...args)
 
   it.each([
-    ['a key not in KEYS, through the rcall alias', "local rcall = redis.call\nrcall('SET', KEYS[1], 'v')\nreturn rcall('SET', 'emq:{q}:undeclared', 'v')", /SET touches key emq:\{q\}:undeclared which is not in KEYS/],
+    [
+      'a key not in KEYS, through the rcall alias',
+      "local rcall = redis.call\nrcall('SET', KEYS[1], 'v')\nreturn rcall('SET', 'emq:{q}:undeclared', 'v')",
+      /SET touches key emq:\{q\}:undeclared which is not in KEYS/,
+    ],
     ['a key not in KEYS, through redis.pcall', "return redis.pcall('HGET', 'emq:{q}:other', 'f')", /HGET touches key emq:\{q\}:other/],
-    ['a multi-key command with one undeclared key', "return redis.call('DEL', KEYS[1], 'emq:{q}:undeclared')", /DEL touches key emq:\{q\}:undeclared/],
+    [
+      'a multi-key command with one undeclared key',
+      "return redis.call('DEL', KEYS[1], 'emq:{q}:undeclared')",
+      /DEL touches key emq:\{q\}:undeclared/,
+    ],
     ['a command the guard does not classify', "return redis.call('FLUSHALL')", /command FLUSHALL is not known to the key guard/],
     ['a keyed command with no key', "return redis.call('GET')", /GET without a key/],
   ])('%s', async (_label, body, message) => {
@@ -220,7 +252,9 @@ describe('the guard fires', () => {
   })
 
   it('the same script passes when the key is declared (the guard is not just failing everything)', async () => {
-    expect(await evalGuarded("redis.call('SET', KEYS[2], 'v')\nreturn redis.call('EXISTS', KEYS[1], KEYS[2])", ['emq:{q}:a', 'emq:{q}:b'])).toBe(1)
+    expect(
+      await evalGuarded("redis.call('SET', KEYS[2], 'v')\nreturn redis.call('EXISTS', KEYS[1], KEYS[2])", ['emq:{q}:a', 'emq:{q}:b']),
+    ).toBe(1)
   })
 
   it('a script run with no KEYS fails in Redis', async () => {
@@ -240,6 +274,12 @@ describe('the guard fires', () => {
     expect((err as Error).message).toMatch(/EMQGUARD ZADD touches key emq:\{q\}:stalled-elsewhere/)
     expect(await redis.client.exists('emq:{q}:stalled-elsewhere', keys.stalled)).toBe(0)
     // The unmodified script, same keys and arguments, is accepted by the guard.
-    expect(await sweepStep(redis.client, keys, { graceMs: 0, mode: 'deadline', ids })).toEqual({ marked: ids, recovered: [], failed: [], left: 1, done: false })
+    expect(await sweepStep(redis.client, keys, { graceMs: 0, mode: 'deadline', ids })).toEqual({
+      marked: ids,
+      recovered: [],
+      failed: [],
+      left: 1,
+      done: false,
+    })
   })
 })

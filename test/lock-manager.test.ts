@@ -1,7 +1,7 @@
 /** The LockManager with an injected clock: ticks, batching, loss and close, with no real waiting. */
 import { describe, expect, it } from 'vitest'
 import type { LeaseStatus } from '../lib/commands.js'
-import { LockManager, type Lease } from '../lib/lock-manager.js'
+import { type Lease, LockManager } from '../lib/lock-manager.js'
 import { ManualClock } from './helpers/manual-clock.js'
 
 function setup(reply: (batch: Lease[]) => Promise<LeaseStatus[]> = async (b) => b.map(() => 'renewed'), batchSize?: number) {

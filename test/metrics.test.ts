@@ -27,7 +27,10 @@ describe('PutMetricData (aws-sdk-client-mock)', () => {
   it('sends every metric of an invocation in one call, with the exact data', async () => {
     cw.on(PutMetricDataCommand).resolves({})
 
-    const calls = await publishMetrics({ emails: run() }, { mode: 'api', namespace: 'EchoMQ', client: new CloudWatchClient({}), log: noLog, now: when })
+    const calls = await publishMetrics(
+      { emails: run() },
+      { mode: 'api', namespace: 'EchoMQ', client: new CloudWatchClient({}), log: noLog, now: when },
+    )
 
     expect(calls).toBe(1)
     const q = [{ Name: 'Queue', Value: 'emails' }]
@@ -63,13 +66,23 @@ describe('PutMetricData (aws-sdk-client-mock)', () => {
     cw.on(PutMetricDataCommand).rejects(new Error('AccessDenied'))
     const logged: string[] = []
     await expect(
-      publishMetrics({ emails: run() }, { mode: 'api', namespace: 'EchoMQ', client: new CloudWatchClient({}), log: (_l, m, f) => void logged.push(`${m} ${JSON.stringify(f)}`) }),
+      publishMetrics(
+        { emails: run() },
+        {
+          mode: 'api',
+          namespace: 'EchoMQ',
+          client: new CloudWatchClient({}),
+          log: (_l, m, f) => void logged.push(`${m} ${JSON.stringify(f)}`),
+        },
+      ),
     ).resolves.toBe(1)
     expect(logged.join()).toMatch(/metrics not published.*AccessDenied/)
   })
 
   it('mode off sends nothing', async () => {
-    expect(await publishMetrics({ emails: run() }, { mode: 'off', namespace: 'EchoMQ', client: new CloudWatchClient({}), log: noLog })).toBe(0)
+    expect(
+      await publishMetrics({ emails: run() }, { mode: 'off', namespace: 'EchoMQ', client: new CloudWatchClient({}), log: noLog }),
+    ).toBe(0)
     expect(cw.commandCalls(PutMetricDataCommand)).toHaveLength(0)
   })
 })
@@ -79,7 +92,10 @@ describe('EMF', () => {
     const docs = emfDocuments({ emails: run(), sms: run({ counts: undefined }) }, 'EchoMQ', when) as Record<string, unknown>[]
     expect(docs).toHaveLength(3)
     for (const doc of docs) {
-      const meta = doc._aws as { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] }
+      const meta = doc._aws as {
+        Timestamp: number
+        CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[]
+      }
       expect(meta.Timestamp).toBe(when.getTime())
       expect(meta.CloudWatchMetrics).toHaveLength(1)
       const [directive] = meta.CloudWatchMetrics
@@ -119,7 +135,13 @@ describe('the handler sends metrics through the real client to AWS_ENDPOINT_URL_
   it('one PutMetricData request per invocation, decoded from the wire', async () => {
     vi.spyOn(console, 'log').mockImplementation(() => undefined)
     await crashedJobs(redis.client, 'emails', 2, { attempts: 1 })
-    const handler = createHandler({ REDIS_URL: redis.url, SWEEP_GRACE_MS: '0', SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10', METRICS_NAMESPACE: 'EchoMQ/Test' })
+    const handler = createHandler({
+      REDIS_URL: redis.url,
+      SWEEP_GRACE_MS: '0',
+      SWEEPS_PER_INVOCATION: '2',
+      SWEEP_INTERVAL_MS: '10',
+      METRICS_NAMESPACE: 'EchoMQ/Test',
+    })
 
     await handler({}, { getRemainingTimeInMillis: () => 50_000 })
     await handler.close()
@@ -139,7 +161,10 @@ describe('the handler sends metrics through the real client to AWS_ENDPOINT_URL_
 
   it('METRICS_MODE=emf writes EMF lines to stdout and calls no API', async () => {
     const lines: string[] = []
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (lines.push(String(chunk)), true))
+    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk))
+      return true
+    })
     vi.spyOn(console, 'log').mockImplementation(() => undefined)
     const before = endpoint.requests.length
     const handler = createHandler({ REDIS_URL: redis.url, METRICS_MODE: 'emf', QUEUES: 'emails' })

@@ -3,9 +3,9 @@ import { createServer, type Server } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue } from '../lib/index.js'
-import { reaperConfig } from '../lib/reaper-config.js'
-import { runReaper } from '../lib/reaper.js'
 import { queueKeys } from '../lib/keys.js'
+import { runReaper } from '../lib/reaper.js'
+import { reaperConfig } from '../lib/reaper-config.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { freePort, startRedis, useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
@@ -22,7 +22,13 @@ afterEach(() => {
   vi.restoreAllMocks()
 })
 
-const env = (extra: Record<string, string> = {}) => ({ REDIS_URL: redis.url, METRICS_MODE: 'off', SWEEP_GRACE_MS: '0', IS_LOCAL: 'true', ...extra })
+const env = (extra: Record<string, string> = {}) => ({
+  REDIS_URL: redis.url,
+  METRICS_MODE: 'off',
+  SWEEP_GRACE_MS: '0',
+  IS_LOCAL: 'true',
+  ...extra,
+})
 const context = { getRemainingTimeInMillis: () => 50_000 }
 
 describe('handler', () => {
@@ -63,7 +69,9 @@ describe('handler', () => {
     const { summary } = await runReaper(redis.client, config, {
       log: () => undefined,
       remainingMs: () => 55_000 - elapsed,
-      sleep: async (ms) => void (elapsed += ms),
+      sleep: async (ms) => {
+        elapsed += ms
+      },
     })
     expect(summary.sweeps).toBe(5)
   })
@@ -186,15 +194,18 @@ describe('handler: failures', () => {
     expect(await snapshot(redis.client)).toEqual(before)
   })
 
-  it.each([['a string', 'sweep'], ['a number', 42], ['an array', []], ['bad queues', { queues: ['a b'] }], ['empty queues', { queues: [] }]])(
-    'rejects %s as the event with ERR_EVENT and writes nothing',
-    async (_label, event) => {
-      await crashedJobs(redis.client, 'emails', 1)
-      const before = await snapshot(redis.client)
-      await expect(createHandler(env())(event, context)).rejects.toMatchObject({ code: 'ERR_EVENT' })
-      expect(await snapshot(redis.client)).toEqual(before)
-    },
-  )
+  it.each([
+    ['a string', 'sweep'],
+    ['a number', 42],
+    ['an array', []],
+    ['bad queues', { queues: ['a b'] }],
+    ['empty queues', { queues: [] }],
+  ])('rejects %s as the event with ERR_EVENT and writes nothing', async (_label, event) => {
+    await crashedJobs(redis.client, 'emails', 1)
+    const before = await snapshot(redis.client)
+    await expect(createHandler(env())(event, context)).rejects.toMatchObject({ code: 'ERR_EVENT' })
+    expect(await snapshot(redis.client)).toEqual(before)
+  })
 
   it('an event naming queues sweeps only those', async () => {
     await crashedJobs(redis.client, 'a', 1)

@@ -52,7 +52,10 @@ describe('serverless package', () => {
   })
 
   it('may call cloudwatch:PutMetricData only, in its namespace, and nothing else beyond its logs', () => {
-    const role = resources.IamRoleLambdaExecution?.Properties as { Policies: { PolicyDocument: { Statement: { Action: string[] | string; Condition?: unknown }[] } }[]; ManagedPolicyArns?: unknown }
+    const role = resources.IamRoleLambdaExecution?.Properties as {
+      Policies: { PolicyDocument: { Statement: { Action: string[] | string; Condition?: unknown }[] } }[]
+      ManagedPolicyArns?: unknown
+    }
     const statements = role.Policies.flatMap((p) => p.PolicyDocument.Statement)
     const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]))
     expect(actions.filter((a) => !a.startsWith('logs:'))).toEqual(['cloudwatch:PutMetricData'])
@@ -63,7 +66,12 @@ describe('serverless package', () => {
 
   it('alarms watch the metric names and namespace the code emits', () => {
     const alarms = Object.fromEntries(ofType('AWS::CloudWatch::Alarm').map(([id, r]) => [id, r.Properties]))
-    expect(alarms.JobsFailedAlarm).toMatchObject({ Namespace: METRIC_NAMES.namespaceDefault, MetricName: METRIC_NAMES.JobsFailed, Period: 60, TreatMissingData: 'notBreaching' })
+    expect(alarms.JobsFailedAlarm).toMatchObject({
+      Namespace: METRIC_NAMES.namespaceDefault,
+      MetricName: METRIC_NAMES.JobsFailed,
+      Period: 60,
+      TreatMissingData: 'notBreaching',
+    })
     expect(alarms.JobsFailedAlarm).not.toHaveProperty('Dimensions')
     expect(alarms.FailedBacklogAlarm).toMatchObject({ Namespace: METRIC_NAMES.namespaceDefault, MetricName: METRIC_NAMES.FailedCount })
     expect(alarms.SweeperSilentAlarm).toMatchObject({
@@ -82,7 +90,16 @@ describe('serverless package', () => {
     expect(resources.AlarmTopic?.Type).toBe('AWS::SNS::Topic')
     expect(resources.AlarmEmailSubscription?.Condition).toBe('HasAlarmEmail')
     const body = JSON.stringify(resources.Dashboard?.Properties.DashboardBody)
-    for (const name of ['StalledMarked', 'StalledRecovered', 'JobsFailed', 'WaitingCount', 'ActiveCount', 'FailedCount', 'SweepDuration', 'SweepRuns'] as const) {
+    for (const name of [
+      'StalledMarked',
+      'StalledRecovered',
+      'JobsFailed',
+      'WaitingCount',
+      'ActiveCount',
+      'FailedCount',
+      'SweepDuration',
+      'SweepRuns',
+    ] as const) {
       expect(body).toContain(METRIC_NAMES[name])
     }
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['AlarmTopicArn', 'DashboardName']))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { extend } from '../lib/commands.js'
 import { Queue, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { extend } from '../lib/commands.js'
 import { addJobs, crashedJobs, holdJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 
@@ -112,7 +112,11 @@ describe('sweep: overlapping sweeps', () => {
 
 /** `n` jobs taken with a one-minute lease: healthy work in flight. */
 async function healthyJobsInFlight(n: number): Promise<void> {
-  await addJobs(redis.client, 'q', Array.from({ length: n }, (_, i) => `h${i}`))
+  await addJobs(
+    redis.client,
+    'q',
+    Array.from({ length: n }, (_, i) => `h${i}`),
+  )
   await holdJobs(redis.client, 'q', n, { leaseMs: 60_000, workerToken: 'w' })
 }
 

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { spawnTlsClient, spawnTlsWorker, startTlsRedis, type Child, type TlsRedis } from './helpers/tls.js'
+import { type Child, spawnTlsClient, spawnTlsWorker, startTlsRedis, type TlsRedis } from './helpers/tls.js'
 import { waitFor } from './helpers/wait.js'
 
 let redis: TlsRedis
@@ -24,13 +24,27 @@ const children: Child[] = []
 /** Everything the in-process runs printed with console.*. */
 const inProcessLogs: string[] = []
 
-const base = (redisUrl: string) => ({ REDIS_URL: redisUrl, NODE_EXTRA_CA_CERTS: redis.certs.ca, METRICS_MODE: 'off', IS_LOCAL: 'true', SWEEP_GRACE_MS: '0', REDIS_TIMEOUT_MS: '3000' })
+const base = (redisUrl: string) => ({
+  REDIS_URL: redisUrl,
+  NODE_EXTRA_CA_CERTS: redis.certs.ca,
+  METRICS_MODE: 'off',
+  IS_LOCAL: 'true',
+  SWEEP_GRACE_MS: '0',
+  REDIS_TIMEOUT_MS: '3000',
+})
 
 beforeAll(async () => {
   redis = await startTlsRedis()
   ;[good, bad] = await Promise.all([spawnTlsClient(base(redis.url)), spawnTlsClient(base(redis.wrongUrl))])
   children.push(good, bad)
-  emq = new Redis({ host: '127.0.0.1', port: redis.tlsPort, username: redis.user, password: redis.password, tls: { ca: readFileSync(redis.certs.ca) }, maxRetriesPerRequest: 1 })
+  emq = new Redis({
+    host: '127.0.0.1',
+    port: redis.tlsPort,
+    username: redis.user,
+    password: redis.password,
+    tls: { ca: readFileSync(redis.certs.ca) },
+    maxRetriesPerRequest: 1,
+  })
   emq.on('error', () => undefined)
 }, 60_000)
 afterAll(async () => {
@@ -57,7 +71,14 @@ describe('rediss:// with an ACL user', () => {
     expect(await redis.admin.config('GET', 'port')).toEqual(['port', '0'])
     expect(await emq.acl('WHOAMI')).toBe('emq')
     // The plain default user cannot get in without the admin password.
-    const anonymous = new Redis({ host: '127.0.0.1', port: redis.tlsPort, tls: { ca: readFileSync(redis.certs.ca) }, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    const anonymous = new Redis({
+      host: '127.0.0.1',
+      port: redis.tlsPort,
+      tls: { ca: readFileSync(redis.certs.ca) },
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    })
     anonymous.on('error', () => undefined)
     await expect(anonymous.get('x')).rejects.toThrow(/NOAUTH|Authentication required/)
     anonymous.disconnect()
@@ -90,7 +111,10 @@ describe('rediss:// with an ACL user', () => {
     const second = await good.request({ op: 'handler' })
 
     expect(first).toMatchObject({ ok: true, result: { marked: expect.arrayContaining(['k1', 'k2']), recovered: [], failed: [] } })
-    expect(second).toMatchObject({ ok: true, result: { sweeps: 1, queues: { cq: { marked: 0, recovered: 2, failed: 0 }, tq: { marked: 0, recovered: 0, failed: 0 } } } })
+    expect(second).toMatchObject({
+      ok: true,
+      result: { sweeps: 1, queues: { cq: { marked: 0, recovered: 2, failed: 0 }, tq: { marked: 0, recovered: 0, failed: 0 } } },
+    })
     for (const q of Object.values((second.result as { queues: Record<string, object> }).queues)) expect(q).not.toHaveProperty('error')
     expect(await new Queue('cq', { connection: emq }).counts()).toEqual({ wait: 2, active: 0, stalled: 0, completed: 0, failed: 0 })
     // In process, the connection-object route works over TLS too (the CA passed explicitly).
@@ -164,7 +188,9 @@ describe('secrets in output', () => {
   it('the password appears in no output of any child process nor in console output of the in-process runs', async () => {
     expect(await good.request({ op: 'handler' })).toMatchObject({ ok: true })
     const outputs = children.map((c) => c.output())
-    const ipc = children.map((c) => JSON.stringify(c.messages.map(({ error, ...m }) => ({ ...m, error: error && { ...error, inspected: undefined } }))))
+    const ipc = children.map((c) =>
+      JSON.stringify(c.messages.map(({ error, ...m }) => ({ ...m, error: error && { ...error, inspected: undefined } }))),
+    )
     // The capture works: the handler's JSON log lines and the logged failures are there.
     expect(good.output()).toContain('"message":"summary"')
     expect(bad.output()).toMatch(/WRONGPASS/)

@@ -1,6 +1,6 @@
 /** Bad input gets an EchoMQError with a code, and nothing in Redis is changed. */
 import { beforeEach, describe, expect, it } from 'vitest'
-import { EchoMQError, Queue, Worker, sweep } from '../lib/index.js'
+import { EchoMQError, Queue, sweep, Worker } from '../lib/index.js'
 import { useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 
@@ -26,7 +26,21 @@ async function rejects(code: string, call: () => unknown): Promise<EchoMQError> 
 }
 
 const badQueueNames: unknown[] = ['', 'a b', 'q{x}', 'é', 'a/b', 'x'.repeat(129), 42, null, undefined]
-const badJobIds: unknown[] = ['', 'a:b', 'a{b', 'a}b', 'a b', 'x'.repeat(129), 7, 'wait', 'active', 'stalled', 'failed', 'completed', 'marker']
+const badJobIds: unknown[] = [
+  '',
+  'a:b',
+  'a{b',
+  'a}b',
+  'a b',
+  'x'.repeat(129),
+  7,
+  'wait',
+  'active',
+  'stalled',
+  'failed',
+  'completed',
+  'marker',
+]
 
 describe('queue names', () => {
   it.each(badQueueNames.map((n) => [JSON.stringify(n) ?? String(n), n]))('rejects %s in Queue, Worker and sweep', async (_label, name) => {
@@ -101,7 +115,10 @@ describe('options', () => {
     [{ connection: 'http://example' }, /redis:\/\//],
   ])('Worker rejects %j', async (options, message) => {
     const o = options as Record<string, unknown>
-    const err = await rejects(o.connection ? 'ERR_CONNECTION' : 'ERR_OPTIONS', () => new Worker('q', proc, { connection: redis.client, ...o }))
+    const err = await rejects(
+      o.connection ? 'ERR_CONNECTION' : 'ERR_OPTIONS',
+      () => new Worker('q', proc, { connection: redis.client, ...o }),
+    )
     expect(err.message).toMatch(message)
   })
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { EchoMQError, Queue, Worker, type Job } from '../lib/index.js'
+import { EchoMQError, type Job, Queue, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
 import { useRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
@@ -242,16 +242,19 @@ describe('worker: close', () => {
 
   it('aborts jobs still running after closeTimeout and returns them to wait without using an attempt', async () => {
     let signal: AbortSignal | undefined
-    const w = worker((_job, s) => {
-      signal = s
-      return new Promise(() => undefined) // never finishes
-    }, { closeTimeout: 200 })
+    const w = worker(
+      (_job, s) => {
+        signal = s
+        return new Promise(() => undefined) // never finishes
+      },
+      { closeTimeout: 200 },
+    )
     await Promise.all([nextEvent(w, 'active'), queue.add('x', {}, { jobId: 'slow', attempts: 1 })])
 
     await w.close()
 
     expect(signal?.aborted).toBe(true)
-    expect((signal?.reason as EchoMQError).code).toBe('ERR_CLOSED')
+    expect((signal?.reason as EchoMQError | undefined)?.code).toBe('ERR_CLOSED')
     expect(await queue.getJob('slow')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1 })
     expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual(['slow'])
     expect(await queue.counts()).toMatchObject({ wait: 1, active: 0, stalled: 0 })

@@ -28,7 +28,12 @@ export const sizes = {
 }
 
 /** A seeded PRNG (mulberry32) so a failing run can be replayed with CHAOS_SEED. */
-export function rng(seed = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31)): { seed: number; next(): number; int(min: number, max: number): number; pick<T>(items: T[]): T } {
+export function rng(seed = Number(process.env.CHAOS_SEED ?? Date.now() % 2 ** 31)): {
+  seed: number
+  next(): number
+  int(min: number, max: number): number
+  pick<T>(items: T[]): T
+} {
   let a = seed >>> 0
   const next = () => {
     a = (a + 0x6d2b79f5) >>> 0

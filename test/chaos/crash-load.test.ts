@@ -11,7 +11,7 @@ import { queueKeys } from '../../lib/keys.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { FULL, pause, rng, sizes } from './config.js'
-import { retire, spawnChaosWorker, type ChaosMessage, type ChaosWorker } from './workers.js'
+import { type ChaosMessage, type ChaosWorker, retire, spawnChaosWorker } from './workers.js'
 
 const QUEUE = 'chaos'
 const keys = queueKeys('emq', QUEUE)
@@ -28,7 +28,12 @@ beforeAll(async () => {
   redis = await startRedis()
 })
 afterAll(async () => {
-  await Promise.all(everyWorker.map((w) => (w.proc.exitCode === null && w.proc.signalCode === null ? (w.proc.kill('SIGKILL'), w.closed) : w.closed)))
+  await Promise.all(
+    everyWorker.map((w) => {
+      if (w.proc.exitCode === null && w.proc.signalCode === null) w.proc.kill('SIGKILL')
+      return w.closed
+    }),
+  )
   await redis?.stop()
 })
 
@@ -36,14 +41,27 @@ const count = <K>(map: Map<K, number>, key: K, by = 1) => map.set(key, (map.get(
 
 /** An atomic view of the queue's id collections; returns the invariant violations it shows. */
 async function sample(client: Redis): Promise<string[]> {
-  const replies = (await client.multi().lrange(keys.wait, 0, -1).zrange(keys.active, '0', '-1').zrange(keys.completed, '0', '-1').zrange(keys.failed, '0', '-1').exec()) ?? []
+  const replies =
+    (await client
+      .multi()
+      .lrange(keys.wait, 0, -1)
+      .zrange(keys.active, '0', '-1')
+      .zrange(keys.completed, '0', '-1')
+      .zrange(keys.failed, '0', '-1')
+      .exec()) ?? []
   const [wait, active, completed, failed] = replies.map(([err, value]) => {
     if (err) throw err
     return value as string[]
   }) as [string[], string[], string[], string[]]
   const found: string[] = []
   const waitSet = new Set(wait)
-  if (waitSet.size !== wait.length) found.push(`duplicate ids in wait: ${wait.filter((id, i) => wait.indexOf(id) !== i).slice(0, 5).join(',')}`)
+  if (waitSet.size !== wait.length)
+    found.push(
+      `duplicate ids in wait: ${wait
+        .filter((id, i) => wait.indexOf(id) !== i)
+        .slice(0, 5)
+        .join(',')}`,
+    )
   const named: [string, string[]][] = [
     ['wait', [...waitSet]],
     ['active', active],
@@ -62,11 +80,21 @@ async function sample(client: Redis): Promise<string[]> {
   return found
 }
 
-it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at random, 3 overlapping sweepers: every job finished exactly once`, { timeout: FULL ? 600_000 : 90_000 }, async () => {
+it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at random, 3 overlapping sweepers: every job finished exactly once`, {
+  timeout: FULL ? 600_000 : 90_000,
+}, async () => {
   const r = rng()
   const t0 = Date.now()
   const N = sizes.jobs
-  const env = { REDIS_URL: redis.url, QUEUE, LOCK_MS: String(LOCK_MS), HEARTBEAT_MS: String(HEARTBEAT_MS), CONCURRENCY: String(CONCURRENCY), WORK_MIN_MS: '2', WORK_MAX_MS: '50' }
+  const env = {
+    REDIS_URL: redis.url,
+    QUEUE,
+    LOCK_MS: String(LOCK_MS),
+    HEARTBEAT_MS: String(HEARTBEAT_MS),
+    CONCURRENCY: String(CONCURRENCY),
+    WORK_MIN_MS: '2',
+    WORK_MAX_MS: '50',
+  }
   const live = new Set<ChaosWorker>()
   const spawn = async () => {
     const w = await spawnChaosWorker(env)
@@ -115,7 +143,8 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
 
   const queue = new Queue(QUEUE, { connection: redis.client })
   const ids = Array.from({ length: N }, (_, i) => `j${i}`)
-  for (let i = 0; i < N; i += 500) await Promise.all(ids.slice(i, i + 500).map((id, k) => queue.add('work', { i: i + k }, { jobId: id, attempts: ATTEMPTS })))
+  for (let i = 0; i < N; i += 500)
+    await Promise.all(ids.slice(i, i + 500).map((id, k) => queue.add('work', { i: i + k }, { jobId: id, attempts: ATTEMPTS })))
   const finishedCount = async () => (await redis.client.zcard(keys.completed)) + (await redis.client.zcard(keys.failed))
 
   // Chaos: SIGKILL (and respawn) or SIGSTOP for 100-1200 ms, every 100-400 ms, always leaving one worker running.
@@ -132,7 +161,9 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
       // The first two actions are one kill and one pause, so every run has both.
       const kill = action === 0 ? true : action === 1 ? false : r.next() < 0.5
       if (kill) {
-        const holding = victim.messages.filter((m) => m.t === 's').length - victim.messages.filter((m) => m.t === 'c' || m.t === 'f' || m.t === 'l').length
+        const holding =
+          victim.messages.filter((m) => m.t === 's').length -
+          victim.messages.filter((m) => m.t === 'c' || m.t === 'f' || m.t === 'l').length
         victim.proc.kill('SIGKILL')
         victim.killed = true
         live.delete(victim)
@@ -155,7 +186,11 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   })()
 
   try {
-    await waitFor(async () => (await finishedCount()) === N, { timeoutMs: FULL ? 400_000 : 60_000, intervalMs: 100, what: `all ${N} jobs to finish` })
+    await waitFor(async () => (await finishedCount()) === N, {
+      timeoutMs: FULL ? 400_000 : 60_000,
+      intervalMs: 100,
+      what: `all ${N} jobs to finish`,
+    })
   } finally {
     finished = true
     await chaosLoop
@@ -174,7 +209,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   for (let i = 0; i < N; i += 500) {
     const batch = ids.slice(i, i + 500)
     const replies = (await batch.reduce((p, id) => p.hgetall(keys.job(id)), redis.client.pipeline()).exec()) ?? []
-    batch.forEach((id, k) => hashes.set(id, (replies[k]?.[1] ?? {}) as Record<string, string>))
+    for (const [k, id] of batch.entries()) hashes.set(id, (replies[k]?.[1] ?? {}) as Record<string, string>)
   }
   const completed = new Set(await redis.client.zrange(keys.completed, '0', '-1'))
   const failed = new Set(await redis.client.zrange(keys.failed, '0', '-1'))
@@ -183,7 +218,8 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   // ---- What the workers reported, per job.
   type Event = ChaosMessage & { pid: number; killed: boolean }
   const events = new Map<string, Event[]>()
-  for (const w of everyWorker) for (const m of w.messages) if (m.id) events.set(m.id, [...(events.get(m.id) ?? []), { ...m, pid: w.pid, killed: w.killed }])
+  for (const w of everyWorker)
+    for (const m of w.messages) if (m.id) events.set(m.id, [...(events.get(m.id) ?? []), { ...m, pid: w.pid, killed: w.killed }])
   const errors = everyWorker.flatMap((w) => w.messages.filter((m) => m.t === 'e'))
 
   const problems: string[] = []
@@ -207,24 +243,33 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     lockLost += ev('l').length
     if (!inCompleted && !inFailed) lost++
     if (inCompleted && inFailed) problems.push(`${id}: in completed and failed`)
-    if ((state === 'completed') !== inCompleted || (state === 'failed') !== inFailed) problems.push(`${id}: state ${state} but completed=${inCompleted} failed=${inFailed}`)
+    if ((state === 'completed') !== inCompleted || (state === 'failed') !== inFailed)
+      problems.push(`${id}: state ${state} but completed=${inCompleted} failed=${inFailed}`)
     // Every take ended in exactly one attempt (completion, failure or stall), except a run that gave up a
     // lease it could not renew (a paused worker) while still owning the job: it returned the job to wait
     // without charging an attempt. No graceful close released one.
     const gaveUp = ev('l').filter((e) => /could not be renewed/.test(e.msg ?? '')).length
-    if (made > started || started - made > gaveUp) problems.push(`${id}: attemptsMade ${made}, attemptsStarted ${started}, leases given up ${gaveUp}`)
+    if (made > started || started - made > gaveUp)
+      problems.push(`${id}: attemptsMade ${made}, attemptsStarted ${started}, leases given up ${gaveUp}`)
     // Each start number is handed out once.
     const startNumbers = ev('s').map((e) => e.n ?? 0)
     if (new Set(startNumbers).size !== startNumbers.length) problems.push(`${id}: start number logged twice: ${startNumbers.join(',')}`)
-    if (startNumbers.some((n) => n < 1 || n > started)) problems.push(`${id}: start numbers ${startNumbers.join(',')} beyond attemptsStarted ${started}`)
+    if (startNumbers.some((n) => n < 1 || n > started))
+      problems.push(`${id}: start numbers ${startNumbers.join(',')} beyond attemptsStarted ${started}`)
     // Attempts: each one used by a completion, an accepted failure, or a sweep's recovery (once, though three sweepers overlap).
     const explained = (sweeps.recovered.get(id) ?? 0) + (sweeps.failed.get(id) ?? 0) + ev('f').length + (state === 'completed' ? 1 : 0)
-    if (explained > made) problems.push(`${id}: ${explained} attempt uses reported (sweeps + failures + completion) but attemptsMade is ${made}`)
+    if (explained > made)
+      problems.push(`${id}: ${explained} attempt uses reported (sweeps + failures + completion) but attemptsMade is ${made}`)
     else unexplainedAttempts += made - explained
     // A run fenced out (recovered or held by another token) can never own the job again.
     for (const lostEv of ev('l').filter((e) => !/could not be renewed/.test(e.msg ?? ''))) {
-      const after = evs.slice(evs.indexOf(lostEv) + 1).filter((e) => (e.t === 'c' || e.t === 'f') && e.pid === lostEv.pid && e.n === lostEv.n)
-      if (after.length > 0) problems.push(`${id}: run ${lostEv.pid}#${lostEv.n} got lockLost ("${lostEv.msg}") and then its ${after[0]?.t === 'c' ? 'completion' : 'failure'} was accepted`)
+      const after = evs
+        .slice(evs.indexOf(lostEv) + 1)
+        .filter((e) => (e.t === 'c' || e.t === 'f') && e.pid === lostEv.pid && e.n === lostEv.n)
+      if (after.length > 0)
+        problems.push(
+          `${id}: run ${lostEv.pid}#${lostEv.n} got lockLost ("${lostEv.msg}") and then its ${after[0]?.t === 'c' ? 'completion' : 'failure'} was accepted`,
+        )
     }
     const completions = ev('c')
     if (state === 'completed') {
@@ -240,12 +285,15 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
       }
       // The completing run was the last take: everything before it ended (recovered or failed) first.
       if (rv.n !== started) problems.push(`${id}: completed by start #${rv.n} but attemptsStarted is ${started}`)
-      if (!evs.some((e) => e.t === 's' && e.pid === rv.pid && e.n === rv.n)) problems.push(`${id}: completed by ${rv.pid}#${rv.n}, which never logged that start`)
+      if (!evs.some((e) => e.t === 's' && e.pid === rv.pid && e.n === rv.n))
+        problems.push(`${id}: completed by ${rv.pid}#${rv.n}, which never logged that start`)
       if (completions.length > 1) problems.push(`${id}: ${completions.length} completions accepted`)
       else if (completions.length === 1) {
         const c = completions[0] as Event
-        if (c.pid !== rv.pid || c.n !== rv.n) problems.push(`${id}: completion accepted for ${c.pid}#${c.n} but returnValue is from ${rv.pid}#${rv.n}`)
-      } else if (everyWorker.find((w) => w.pid === rv.pid)?.killed) unreportedCompletions++ // killed between the commit and the report
+        if (c.pid !== rv.pid || c.n !== rv.n)
+          problems.push(`${id}: completion accepted for ${c.pid}#${c.n} but returnValue is from ${rv.pid}#${rv.n}`)
+      } else if (everyWorker.find((w) => w.pid === rv.pid)?.killed)
+        unreportedCompletions++ // killed between the commit and the report
       else problems.push(`${id}: completed by ${rv.pid}#${rv.n}, which never reported it`)
     } else {
       if (completions.length > 0) problems.push(`${id}: ended ${state} but ${completions.length} completion(s) were accepted`)

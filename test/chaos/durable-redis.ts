@@ -2,7 +2,7 @@
  * A redis-server with an append-only file fsynced on every write, on a fixed free port and a fixed --dir,
  * so it can be stopped (SHUTDOWN, SIGTERM or SIGKILL) and started again with the same data.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -26,7 +26,12 @@ export interface DurableRedis {
 }
 
 async function ping(port: number): Promise<boolean> {
-  const c = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false })
+  const c = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  })
   c.on('error', () => undefined)
   try {
     await c.connect()
@@ -42,7 +47,8 @@ export async function startDurableRedis(): Promise<DurableRedis> {
   const port = await freePort()
   const dir = mkdtempSync(path.join(tmpdir(), 'emq-chaos-aof-'))
   let child: ChildProcess | undefined
-  const exited = (c: ChildProcess) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => c.once('exit', () => resolve())))
+  const exited = (c: ChildProcess) =>
+    c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => c.once('exit', () => resolve()))
   const redis: DurableRedis = {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -54,7 +60,22 @@ export async function startDurableRedis(): Promise<DurableRedis> {
       if (redis.running) throw new Error('redis-server is already running')
       child = spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'yes',
+          '--appendfsync',
+          'always',
+          '--maxmemory-policy',
+          'noeviction',
+        ],
         { stdio: 'ignore' },
       )
       await waitFor(() => ping(port), { timeoutMs: 10_000, intervalMs: 20, what: `redis-server on port ${port}` })

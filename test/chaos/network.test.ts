@@ -7,16 +7,16 @@
 import { Redis } from 'ioredis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { EchoMQError, Queue, Worker, sweep, type Job } from '../../lib/index.js'
-import { queueKeys } from '../../lib/keys.js'
 import type { LeaseStatus } from '../../lib/commands.js'
+import { EchoMQError, type Job, Queue, sweep, Worker } from '../../lib/index.js'
+import { queueKeys } from '../../lib/keys.js'
 import { LockManager } from '../../lib/lock-manager.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { pause } from './config.js'
 import { closeWithin } from './cleanup.js'
+import { pause } from './config.js'
 import { TcpProxy } from './proxy.js'
 
 const LOCK_MS = 500
@@ -40,7 +40,13 @@ afterEach(async () => {
 })
 
 function worker(processor: (job: Job, signal: AbortSignal) => Promise<unknown>, options: Record<string, unknown> = {}): Worker {
-  const w = new Worker('q', processor, { connection: proxy.url, lockDuration: LOCK_MS, heartbeatInterval: HEARTBEAT_MS, closeTimeout: 200, ...options })
+  const w = new Worker('q', processor, {
+    connection: proxy.url,
+    lockDuration: LOCK_MS,
+    heartbeatInterval: HEARTBEAT_MS,
+    closeTimeout: 200,
+    ...options,
+  })
   w.on('error', () => undefined)
   workers.push(w)
   return w
@@ -53,7 +59,14 @@ function holding() {
   const processor = (job: Job, signal: AbortSignal) =>
     new Promise((_, reject) => {
       started.set(job.id, Date.now())
-      signal.addEventListener('abort', () => (aborted.set(job.id, Date.now()), reject(signal.reason)), { once: true })
+      signal.addEventListener(
+        'abort',
+        () => {
+          aborted.set(job.id, Date.now())
+          reject(signal.reason)
+        },
+        { once: true },
+      )
     })
   return { processor, started, aborted }
 }
@@ -115,9 +128,16 @@ describe('a worker that cannot reach Redis', () => {
       else proxy.refuse()
       const sweeps = sweeper()
       // A healthy worker on a direct connection takes whatever is recovered.
-      const healthy = new Worker('q', async () => 'healthy', { connection: redis.url, lockDuration: LOCK_MS, heartbeatInterval: HEARTBEAT_MS })
+      const healthy = new Worker('q', async () => 'healthy', {
+        connection: redis.url,
+        lockDuration: LOCK_MS,
+        heartbeatInterval: HEARTBEAT_MS,
+      })
       workers.push(healthy)
-      await waitFor(async () => (await redis.client.zcard(keys.completed)) === 2, { timeoutMs: 10_000, what: 'both jobs completed elsewhere' })
+      await waitFor(async () => (await redis.client.zcard(keys.completed)) === 2, {
+        timeoutMs: 10_000,
+        what: 'both jobs completed elsewhere',
+      })
       await sweeps.stop()
 
       const report = ['a', 'b'].map((id) => ({
@@ -126,7 +146,8 @@ describe('a worker that cannot reach Redis', () => {
         recoveredAfterMs: (sweeps.recoveredAt.get(id) ?? NaN) - faultAt,
       }))
       console.log(`[chaos] network ${fault}: ${JSON.stringify(report)}`)
-      for (const id of ['a', 'b']) expect(await queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 2 })
+      for (const id of ['a', 'b'])
+        expect(await queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 2 })
       // Aborted before the recovery, within about one lease (plus a heartbeat and scheduling slack).
       for (const r of report) {
         expect(r.lostAfterMs, `lockLost of ${r.id}`).not.toBeNull()
@@ -150,10 +171,13 @@ describe('a worker that cannot reach Redis', () => {
     await waitFor(() => lost.includes('a'), { timeoutMs: 5_000, what: 'the stalled worker to give up its lease' })
     proxy.resume()
     // Back in wait, where the healed worker may already have taken it again.
-    const job = await waitFor(async () => {
-      const j = await queue.getJob('a')
-      return j && (j.state === 'wait' || j.attemptsStarted === 2) ? j : undefined
-    }, { timeoutMs: 5_000, what: 'the job back in wait' })
+    const job = await waitFor(
+      async () => {
+        const j = await queue.getJob('a')
+        return j && (j.state === 'wait' || j.attemptsStarted === 2) ? j : undefined
+      },
+      { timeoutMs: 5_000, what: 'the job back in wait' },
+    )
 
     expect(hold.aborted.has('a')).toBe(true)
     expect(failed).toEqual([])
@@ -183,7 +207,9 @@ describe('a worker that cannot reach Redis', () => {
   it('refuse: close() called while Redis is unreachable returns once the link heals', async () => {
     const w = worker(async () => 'done')
     // Idle: blocked on the marker (Redis lists the blocked client with its command).
-    await waitFor(async () => proxy.openConnections >= 2 && /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), { what: 'the worker to block on the marker' })
+    await waitFor(async () => proxy.openConnections >= 2 && /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), {
+      what: 'the worker to block on the marker',
+    })
     proxy.refuse()
     // Both of its connections are now retrying (each retry is refused).
     await waitFor(() => proxy.stats.refused >= 4, { what: 'reconnect attempts' })
@@ -197,7 +223,9 @@ describe('a worker that cannot reach Redis', () => {
       () => true,
       () => false,
     )
-    console.log(`[chaos] network refuse: close() ${returned ? `returned ${Date.now() - healedAt} ms after the link healed` : 'still pending 5 s after the link healed'}`)
+    console.log(
+      `[chaos] network refuse: close() ${returned ? `returned ${Date.now() - healedAt} ms after the link healed` : 'still pending 5 s after the link healed'}`,
+    )
     expect(returned).toBe(true)
   })
 
@@ -217,7 +245,9 @@ describe('a worker that cannot reach Redis', () => {
       () => false,
     )
 
-    console.log(`[chaos] network refuse (never healed): close() ${returned ? `returned after ${Date.now() - t} ms` : 'still pending after 5 s'}`)
+    console.log(
+      `[chaos] network refuse (never healed): close() ${returned ? `returned after ${Date.now() - t} ms` : 'still pending after 5 s'}`,
+    )
     expect(returned).toBe(true)
     expect(hold.aborted.has('a')).toBe(true)
     // Its release never reached Redis: the lease expires and the sweep recovers the job.
@@ -231,13 +261,23 @@ describe('a worker behind a degraded link carries on', () => {
   it('slow link (100 ms each way, lease 1000 ms): it keeps its leases, nothing is marked or recovered, every job completes once on it', async () => {
     proxy.slow(100)
     const lost: string[] = []
-    const w = worker(async (job, signal) => {
-      await new Promise((resolve, reject) => {
-        const t = setTimeout(resolve, 300)
-        signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true })
-      })
-      return `slow:${job.attemptsStarted}`
-    }, { lockDuration: 1_000, concurrency: 5 })
+    const w = worker(
+      async (job, signal) => {
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(resolve, 300)
+          signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(t)
+              reject(signal.reason)
+            },
+            { once: true },
+          )
+        })
+        return `slow:${job.attemptsStarted}`
+      },
+      { lockDuration: 1_000, concurrency: 5 },
+    )
     w.on('lockLost', (job: Job) => lost.push(job.id))
     const completions: string[] = []
     w.on('completed', (job: Job) => completions.push(job.id))
@@ -248,7 +288,9 @@ describe('a worker behind a degraded link carries on', () => {
     await waitFor(() => completions.length === ids.length, { timeoutMs: 15_000, what: 'every job completed' })
     await sweeps.stop()
 
-    console.log(`[chaos] network slow: completed=${completions.length} lockLost=${lost.length} marked=${sweeps.marked()} recovered=${sweeps.recoveredAt.size} chunksDelayed=${proxy.stats.chunks}`)
+    console.log(
+      `[chaos] network slow: completed=${completions.length} lockLost=${lost.length} marked=${sweeps.marked()} recovered=${sweeps.recoveredAt.size} chunksDelayed=${proxy.stats.chunks}`,
+    )
     expect(lost).toEqual([])
     expect(sweeps.marked()).toBe(0)
     expect(sweeps.recoveredAt.size).toBe(0)
@@ -258,13 +300,23 @@ describe('a worker behind a degraded link carries on', () => {
 
   it('cuts (every connection reset, reconnects allowed): it reconnects and every job completes exactly once', async () => {
     const completions = new Map<string, number>()
-    const w = worker(async (job, signal) => {
-      await new Promise((resolve, reject) => {
-        const t = setTimeout(resolve, 20 + Math.random() * 30)
-        signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true })
-      })
-      return job.attemptsStarted
-    }, { concurrency: 3 })
+    const w = worker(
+      async (job, signal) => {
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(resolve, 20 + Math.random() * 30)
+          signal.addEventListener(
+            'abort',
+            () => {
+              clearTimeout(t)
+              reject(signal.reason)
+            },
+            { once: true },
+          )
+        })
+        return job.attemptsStarted
+      },
+      { concurrency: 3 },
+    )
     w.on('completed', (job: Job) => completions.set(job.id, (completions.get(job.id) ?? 0) + 1))
     const sweeps = sweeper()
     const ids = Array.from({ length: 60 }, (_, i) => `c${i}`)
@@ -280,7 +332,9 @@ describe('a worker behind a degraded link carries on', () => {
     await sweeps.stop()
 
     const jobs = await Promise.all(ids.map((id) => queue.getJob(id)))
-    console.log(`[chaos] network cut: cuts=${cuts} connections=${proxy.stats.connections} completedEvents=${[...completions.values()].reduce((a, b) => a + b, 0)} recovered=${sweeps.recoveredAt.size}`)
+    console.log(
+      `[chaos] network cut: cuts=${cuts} connections=${proxy.stats.connections} completedEvents=${[...completions.values()].reduce((a, b) => a + b, 0)} recovered=${sweeps.recoveredAt.size}`,
+    )
     expect(cuts).toBeGreaterThanOrEqual(3)
     expect(proxy.stats.connections).toBeGreaterThan(2) // it reconnected
     expect(jobs.every((j) => j?.state === 'completed' && j.returnValue === j.attemptsStarted)).toBe(true)
@@ -312,7 +366,9 @@ describe('the sweeper through a faulty link fails fast', () => {
     proxy.resume()
     const again = await invoke()
 
-    console.log(`[chaos] handler: stalled ${stalled.ms} ms "${stalled.error?.message}"; refused ${refused.ms} ms "${refused.error?.message}"`)
+    console.log(
+      `[chaos] handler: stalled ${stalled.ms} ms "${stalled.error?.message}"; refused ${refused.ms} ms "${refused.error?.message}"`,
+    )
     expect(healthy.summary?.queues.q).toMatchObject({ marked: 2 })
     for (const failed of [stalled, refused]) {
       expect(failed.error).toBeInstanceOf(EchoMQError)

@@ -11,7 +11,7 @@
  *              then drops them: "the command ran but the client never heard"
  *   resume()   forwards normally again; stalled bytes are delivered
  */
-import { createServer, connect, type Server, type Socket } from 'node:net'
+import { connect, createServer, type Server, type Socket } from 'node:net'
 
 type Mode = 'pass' | 'stall' | 'refuse'
 

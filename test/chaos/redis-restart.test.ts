@@ -6,11 +6,11 @@
  */
 import { Redis } from 'ioredis'
 import { afterAll, expect, it } from 'vitest'
-import { Queue, Worker, sweep, type Job } from '../../lib/index.js'
+import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
 import { queueKeys } from '../../lib/keys.js'
 import { waitFor } from '../helpers/wait.js'
 import { FULL, pause, rng, sizes } from './config.js'
-import { startDurableRedis, type DurableRedis, type StopHow } from './durable-redis.js'
+import { type DurableRedis, type StopHow, startDurableRedis } from './durable-redis.js'
 
 const QUEUE = 'restart'
 const keys = queueKeys('emq', QUEUE)
@@ -22,7 +22,9 @@ afterAll(async () => {
   await redis?.destroy()
 })
 
-it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.restarts} times: no acknowledged job is lost`, { timeout: FULL ? 300_000 : 90_000 }, async () => {
+it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.restarts} times: no acknowledged job is lost`, {
+  timeout: FULL ? 300_000 : 90_000,
+}, async () => {
   const r = rng()
   const t0 = Date.now()
   const server = await startDurableRedis()
@@ -38,12 +40,25 @@ it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.rest
     executions.set(job.id, (executions.get(job.id) ?? 0) + 1)
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, 2 + Math.random() * 18)
-      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer)
+          reject(signal.reason)
+        },
+        { once: true },
+      )
     })
     return { n: job.attemptsStarted }
   }
   const workers = [0, 1].map(() => {
-    const w = new Worker(QUEUE, processor, { connection: server.url, concurrency: 4, lockDuration: 1_000, heartbeatInterval: 200, closeTimeout: 500 })
+    const w = new Worker(QUEUE, processor, {
+      connection: server.url,
+      concurrency: 4,
+      lockDuration: 1_000,
+      heartbeatInterval: 200,
+      closeTimeout: 500,
+    })
     w.on('error', () => stats.workerErrors++)
     w.on('lockLost', () => stats.lockLost++)
     w.on('failed', () => stats.failedEvents++)
@@ -119,7 +134,7 @@ it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.rest
     for (let i = 0; i < ids.length; i += 500) {
       const batch = ids.slice(i, i + 500)
       const replies = (await batch.reduce((pl, id) => pl.hgetall(keys.job(id)), check.pipeline()).exec()) ?? []
-      batch.forEach((id, k) => out.set(id, (replies[k]?.[1] ?? {}) as Record<string, string>))
+      for (const [k, id] of batch.entries()) out.set(id, (replies[k]?.[1] ?? {}) as Record<string, string>)
     }
     return out
   }
@@ -141,12 +156,16 @@ it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.rest
     stalled: await check.zcard(keys.stalled),
   }
   const lostAcked = [...acked].filter((id) => final.get(id)?.state === undefined)
-  const notCompleted = existing(final).filter(([id, h]) => h.state !== 'completed' || !completedSet.has(id)).map(([id, h]) => `${id}:${h.state}`)
+  const notCompleted = existing(final)
+    .filter(([id, h]) => h.state !== 'completed' || !completedSet.has(id))
+    .map(([id, h]) => `${id}:${h.state}`)
   const badData = [...acked].filter((id) => {
     const [p, i] = id.slice(1).split('-').map(Number)
     return final.get(id)?.data !== JSON.stringify({ p, i })
   })
-  const badReturn = existing(final).filter(([, h]) => h.state === 'completed' && JSON.parse(h.returnValue ?? 'null')?.n !== Number(h.attemptsStarted)).map(([id]) => id)
+  const badReturn = existing(final)
+    .filter(([, h]) => h.state === 'completed' && JSON.parse(h.returnValue ?? 'null')?.n !== Number(h.attemptsStarted))
+    .map(([id]) => id)
   const multiCompleted = [...completedEvents].filter(([, n]) => n > 1).map(([id]) => id)
   const summary = {
     seed: r.seed,

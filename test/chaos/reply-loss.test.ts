@@ -5,13 +5,13 @@
  * cost the job a run nor turn the worker's own accepted result into a 'lockLost'.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest'
-import { Queue, Worker, sweep, type Job } from '../../lib/index.js'
-import { queueKeys } from '../../lib/keys.js'
 import { loadScript, preloadScripts, SCRIPT_FILES } from '../../lib/commands.js'
+import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
+import { queueKeys } from '../../lib/keys.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { pause } from './config.js'
 import { closeWithin } from './cleanup.js'
+import { pause } from './config.js'
 import { TcpProxy } from './proxy.js'
 
 const redis = useRedis()
@@ -53,26 +53,33 @@ async function sweepUntilFinished(id: string) {
       await pause(100)
     }
   })()
-  return waitFor(async () => {
-    const j = await queue.getJob(id)
-    return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
-  }, { what: `${id} to finish` })
+  return waitFor(
+    async () => {
+      const j = await queue.getJob(id)
+      return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
+    },
+    { what: `${id} to finish` },
+  )
 }
 
-it("a take whose reply is lost: the job still runs (it is not left leased to nobody until a sweep charges it a stall)", async () => {
+it('a take whose reply is lost: the job still runs (it is not left leased to nobody until a sweep charges it a stall)', async () => {
   const runs: string[] = []
-  const w = worker(async (job) => {
+  worker(async (job) => {
     runs.push(job.id)
     return 'ran'
   })
-  await waitFor(async () => (await redis.client.sismember('emq:queues', 'q')) === 1 && proxy.openConnections >= 2, { what: 'the worker to connect' })
+  await waitFor(async () => (await redis.client.sismember('emq:queues', 'q')) === 1 && proxy.openConnections >= 2, {
+    what: 'the worker to connect',
+  })
   proxy.holdRepliesAfter(callsScript(loadScript(SCRIPT_FILES.take).sha))
   await queue.add('job', {}, { jobId: 't', attempts: 1 })
   await waitFor(async () => (await stateOf('t')) === 'active', { what: 'the take to run in Redis' })
   proxy.cut()
 
   const job = await sweepUntilFinished('t')
-  console.log(`[chaos] reply-loss take: runs=${runs.length} final=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason })}`)
+  console.log(
+    `[chaos] reply-loss take: runs=${runs.length} final=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, failedReason: job.failedReason })}`,
+  )
   expect(job).toMatchObject({ state: 'completed', returnValue: 'ran' })
   expect(runs).toEqual(['t'])
 })
@@ -111,7 +118,9 @@ it('a finish that also took the next job, whose reply is lost: that next job sti
   proxy.cut()
 
   const job = await sweepUntilFinished('f3')
-  console.log(`[chaos] reply-loss finish+take: runs=${JSON.stringify(runs)} f3=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, failedReason: job.failedReason })}`)
+  console.log(
+    `[chaos] reply-loss finish+take: runs=${JSON.stringify(runs)} f3=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, failedReason: job.failedReason })}`,
+  )
   expect(job).toMatchObject({ state: 'completed', returnValue: 'ran:f3' })
   expect(runs.filter((id) => id === 'f3')).toEqual(['f3'])
 })

@@ -5,7 +5,7 @@
  * job again); the new run owns the job and must be left alone.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest'
-import { Queue, Worker, sweep, type Job } from '../../lib/index.js'
+import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
 import { queueKeys } from '../../lib/keys.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -69,12 +69,18 @@ it('a job recovered from a stalled worker and taken again by that same worker: t
   await waitFor(() => lost.length > 0, { what: 'lockLost for the fenced-out run' })
   const run2AbortedBeforeRelease = run2.signal.aborted
   run2.release()
-  const job = await waitFor(async () => {
-    const j = await queue.getJob('x')
-    return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
-  }, { what: 'x to finish' })
+  const job = await waitFor(
+    async () => {
+      const j = await queue.getJob('x')
+      return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
+    },
+    { what: 'x to finish' },
+  )
 
-  console.log(`[chaos] retake: run1Told=${run1Told} lockLost=${JSON.stringify(lost)} run2Aborted=${run2AbortedBeforeRelease} final=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, returnValue: job.returnValue, failedReason: job.failedReason })}`)
+  console.log(
+    `[chaos] retake: run1Told=${run1Told} lockLost=${JSON.stringify(lost)} run2Aborted=${run2AbortedBeforeRelease} ` +
+      `final=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, returnValue: job.returnValue })}`,
+  )
   expect(job).toMatchObject({ state: 'completed', returnValue: 'run2', attemptsMade: 2, attemptsStarted: 2 })
   expect(lost.map((l) => l.n)).toEqual([1])
   expect(run2AbortedBeforeRelease).toBe(false)

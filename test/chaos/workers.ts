@@ -1,5 +1,5 @@
 /** Spawns test/chaos/fixtures/chaos-worker.ts processes and keeps everything each one reported. */
-import { fork, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { waitFor } from '../helpers/wait.js'
 
@@ -36,10 +36,13 @@ export async function spawnChaosWorker(env: Record<string, string>): Promise<Cha
   const messages: ChaosMessage[] = []
   proc.on('message', (m: ChaosMessage) => messages.push(m))
   const closed = new Promise<void>((resolve) => proc.once('close', () => resolve()))
-  const ready = await waitFor(() => messages.find((m) => m.t === 'ready') ?? (proc.exitCode !== null ? Promise.reject(new Error('exited')) : undefined), {
-    timeoutMs: 30_000,
-    what: 'chaos worker to start',
-  })
+  const ready = await waitFor(
+    () => messages.find((m) => m.t === 'ready') ?? (proc.exitCode !== null ? Promise.reject(new Error('exited')) : undefined),
+    {
+      timeoutMs: 30_000,
+      what: 'chaos worker to start',
+    },
+  )
   return { proc, pid: proc.pid ?? 0, wid: ready.wid ?? '', messages, killed: false, paused: false, closed }
 }
 

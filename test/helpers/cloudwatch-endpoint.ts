@@ -3,7 +3,10 @@ import { createServer, type Server } from 'node:http'
 
 export interface CapturedPut {
   target: string | undefined
-  body: { Namespace: string; MetricData: { MetricName: string; Value?: number; Values?: number[]; Unit?: string; Dimensions?: { Name: string; Value: string }[] }[] }
+  body: {
+    Namespace: string
+    MetricData: { MetricName: string; Value?: number; Values?: number[]; Unit?: string; Dimensions?: { Name: string; Value: string }[] }[]
+  }
 }
 
 export async function startCloudWatchEndpoint(): Promise<{ url: string; requests: CapturedPut[]; close(): Promise<void> }> {

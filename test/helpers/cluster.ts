@@ -3,7 +3,7 @@
  * Each node gets an explicit cluster bus port (`--cluster-port`, Redis 7+), so a data port near 65535
  * never yields an impossible bus port. Stop everything with stop().
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -70,9 +70,26 @@ export async function startCluster(size = 3): Promise<TestCluster> {
       const child = spawn(
         'redis-server',
         [
-          '--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
-          '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--cluster-port', String(bus),
-          '--cluster-node-timeout', '5000', '--maxmemory-policy', 'noeviction',
+          '--port',
+          String(p),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          path.join(dir, 'nodes.conf'),
+          '--cluster-port',
+          String(bus),
+          '--cluster-node-timeout',
+          '5000',
+          '--maxmemory-policy',
+          'noeviction',
         ],
         { stdio: 'ignore' },
       )
@@ -81,14 +98,31 @@ export async function startCluster(size = 3): Promise<TestCluster> {
       clients.push(client)
       nodes.push({ port: p, busPort: bus, dir, process: child, client })
     }
-    for (const n of nodes) await waitFor(async () => (await n.client.ping()) === 'PONG', { timeoutMs: 10_000, what: `cluster node ${n.port}` })
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 })
+    for (const n of nodes)
+      await waitFor(async () => (await n.client.ping()) === 'PONG', { timeoutMs: 10_000, what: `cluster node ${n.port}` })
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+      { timeout: 30_000 },
+    )
     // Every node must agree: state ok, all slots assigned, every master known, the same slot map.
     await waitFor(
       async () => {
         const infos = await Promise.all(nodes.map((n) => n.client.cluster('INFO')))
-        if (!infos.every((i) => /cluster_state:ok/.test(i) && /cluster_slots_assigned:16384/.test(i) && new RegExp(`cluster_known_nodes:${size}\\b`).test(i))) return false
-        const maps = await Promise.all(nodes.map(async (n) => JSON.stringify((await n.client.cluster('SLOTS')).map(([a, b, master]) => [a, b, master?.[1]]).sort((x, y) => Number(x[0]) - Number(y[0])))))
+        if (
+          !infos.every(
+            (i) =>
+              /cluster_state:ok/.test(i) && /cluster_slots_assigned:16384/.test(i) && new RegExp(`cluster_known_nodes:${size}\\b`).test(i),
+          )
+        )
+          return false
+        const maps = await Promise.all(
+          nodes.map(async (n) =>
+            JSON.stringify(
+              (await n.client.cluster('SLOTS')).map(([a, b, master]) => [a, b, master?.[1]]).sort((x, y) => Number(x[0]) - Number(y[0])),
+            ),
+          ),
+        )
         return maps.every((m) => m === maps[0])
       },
       { timeoutMs: 20_000, intervalMs: 50, what: 'cluster_state:ok on every node' },
@@ -100,10 +134,16 @@ export async function startCluster(size = 3): Promise<TestCluster> {
   const first = nodes[0] as ClusterNode
   return {
     nodes,
-    url: `redis+cluster://${nodes.slice(0, 2).map((n) => `127.0.0.1:${n.port}`).join(',')}`,
+    url: `redis+cluster://${nodes
+      .slice(0, 2)
+      .map((n) => `127.0.0.1:${n.port}`)
+      .join(',')}`,
     singleSeedUrl: `redis+cluster://127.0.0.1:${first.port}`,
     connect() {
-      const c = new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), { redisOptions: { maxRetriesPerRequest: 2 } })
+      const c = new Cluster(
+        nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
+        { redisOptions: { maxRetriesPerRequest: 2 } },
+      )
       c.on('error', () => undefined)
       clients.push(c)
       return c

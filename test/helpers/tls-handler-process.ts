@@ -48,7 +48,11 @@ process.on('message', (req: Request) => {
       console.error(`[tls-child] ${req.op} failed:`, err)
       const e = err as { name?: string; code?: string; message?: string }
       // `inspected`: the whole error object with its cause chain, as a logger printing it in full would see it.
-      process.send?.({ seq: req.seq, ok: false, error: { name: e.name, code: e.code, message: e.message, inspected: inspect(err, { depth: null }) } })
+      process.send?.({
+        seq: req.seq,
+        ok: false,
+        error: { name: e.name, code: e.code, message: e.message, inspected: inspect(err, { depth: null }) },
+      })
     },
   )
 })

@@ -4,7 +4,7 @@
  * processes (a Worker, and a client that runs Queue.add / sweep() / the Lambda handler) that trust the CA
  * through NODE_EXTRA_CA_CERTS and whose stdout and stderr are captured, so the test can search them.
  */
-import { execFile, fork, spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, execFile, fork, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -33,8 +33,27 @@ export async function makeCerts(dir: string): Promise<Certs> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
   await run('openssl', ['req', '-x509', ...ec, '-keyout', p('ca.key'), '-out', p('ca.pem'), '-days', '2', '-subj', '/CN=EchoMQ test CA'])
   await run('openssl', ['req', ...ec, '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=127.0.0.1'])
-  writeFileSync(p('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n')
-  await run('openssl', ['x509', '-req', '-in', p('server.csr'), '-CA', p('ca.pem'), '-CAkey', p('ca.key'), '-CAcreateserial', '-out', p('server.pem'), '-days', '2', '-extfile', p('server.ext')])
+  writeFileSync(
+    p('server.ext'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n',
+  )
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    p('server.csr'),
+    '-CA',
+    p('ca.pem'),
+    '-CAkey',
+    p('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    p('server.pem'),
+    '-days',
+    '2',
+    '-extfile',
+    p('server.ext'),
+  ])
   return { dir, ca: p('ca.pem'), cert: p('server.pem'), key: p('server.key') }
 }
 
@@ -78,13 +97,41 @@ export async function startTlsRedis(): Promise<TlsRedis> {
     child = spawn(
       'redis-server',
       [
-        '--port', '0', '--tls-port', String(tlsPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
-        '--tls-cert-file', certs.cert, '--tls-key-file', certs.key, '--tls-ca-cert-file', certs.ca, '--tls-auth-clients', 'no',
-        '--requirepass', adminPassword, '--maxmemory-policy', 'noeviction',
+        '--port',
+        '0',
+        '--tls-port',
+        String(tlsPort),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--tls-cert-file',
+        certs.cert,
+        '--tls-key-file',
+        certs.key,
+        '--tls-ca-cert-file',
+        certs.ca,
+        '--tls-auth-clients',
+        'no',
+        '--requirepass',
+        adminPassword,
+        '--maxmemory-policy',
+        'noeviction',
       ],
       { stdio: 'ignore' },
     )
-    admin = new Redis({ host: '127.0.0.1', port: tlsPort, password: adminPassword, tls: { ca: readFileSync(certs.ca) }, maxRetriesPerRequest: 1, retryStrategy: () => 50 })
+    admin = new Redis({
+      host: '127.0.0.1',
+      port: tlsPort,
+      password: adminPassword,
+      tls: { ca: readFileSync(certs.ca) },
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => 50,
+    })
     admin.on('error', () => undefined)
     const a = admin
     await waitFor(async () => (await a.ping()) === 'PONG', { timeoutMs: 10_000, what: `redis-server on TLS port ${tlsPort}` })
@@ -147,7 +194,10 @@ async function forkCaptured(file: string, env: Record<string, string>, ready: (m
     active: () => messages.filter((m) => m.type === 'active').map((m) => m.id ?? ''),
     output: () => chunks.join(''),
     waitForMessage: (type, id, timeoutMs = 15_000) =>
-      waitFor(() => messages.find((m) => m.type === type && (id === undefined || m.id === id)), { timeoutMs, what: `child message ${type} ${id ?? ''}` }),
+      waitFor(() => messages.find((m) => m.type === type && (id === undefined || m.id === id)), {
+        timeoutMs,
+        what: `child message ${type} ${id ?? ''}`,
+      }),
     async request(req, timeoutMs = 20_000) {
       const n = ++seq
       child.send({ ...req, seq: n })

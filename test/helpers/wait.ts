@@ -20,6 +20,9 @@ export async function waitFor<T>(
 }
 
 /** Resolves with the arguments of the next `event` emitted by `emitter`. */
-export function nextEvent<T extends unknown[]>(emitter: { once(event: string, fn: (...args: T) => void): unknown }, event: string): Promise<T> {
+export function nextEvent<T extends unknown[]>(
+  emitter: { once(event: string, fn: (...args: T) => void): unknown },
+  event: string,
+): Promise<T> {
   return new Promise((resolve) => emitter.once(event, (...args: T) => resolve(args)))
 }
