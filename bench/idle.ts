@@ -67,7 +67,9 @@ async function emqSide(ctx: Ctx, seconds: number): Promise<IdleSide> {
     await sleep(1000)
     return await window(ctx.redis.meter, seconds, () => {
       const run = () =>
-        void sweep(sweeper, queue, { prefix: EMQ_PREFIX }).catch((err: unknown) => ctx.log(`EchoMQ idle sweep error: ${String(err)}`))
+        void sweep(sweeper, queue, { prefix: EMQ_PREFIX, graceMs: 0 }).catch((err: unknown) =>
+          ctx.log(`EchoMQ idle sweep error: ${String(err)}`),
+        )
       run()
       const timer = setInterval(run, SWEEP_EVERY_MS)
       return () => clearInterval(timer)

@@ -213,7 +213,7 @@ async function flatCheck(ctx: Ctx, sizes: number[]): Promise<FlatRow[]> {
       for (const n of sizes) {
         await resetStats(ctx.redis.meter)
         const before = await commandStats(ctx.redis.meter)
-        const r = await sweep(client, `flat-${n}`, { prefix: EMQ_PREFIX })
+        const r = await sweep(client, `flat-${n}`, { prefix: EMQ_PREFIX, graceMs: 0 })
         if (r.marked.length + r.recovered.length + r.failed.length !== 0) throw new Error(`flat sweep N=${n} found stalled jobs`)
         samples.get(n)?.push(sum(withoutMeter(subtract(await commandStats(ctx.redis.meter), before)), EMQ_TOP).usec)
       }

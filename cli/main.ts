@@ -232,7 +232,7 @@ Without --redis-url or REDIS_URL it starts its own redis-server.
   },
   sweep: {
     summary: 'run the reaper (what the Lambda runs) once, or on an interval as a daemon',
-    usage: `echomq sweep [--queue q ...] [--every 10s] [--times n] [--grace ${DEFAULTS.reaperGraceMs}] [--metrics off]
+    usage: `echomq sweep [--queue q ...] [--every 10s] [--times n] [--grace ${DEFAULTS.sweepGraceMs}] [--metrics off]
 
 Runs the reaper the Lambda handler runs, for hosts without Lambda (cron, a Kubernetes CronJob, or a
 daemon with --every). Other settings come from the same environment variables as the Lambda (see README).
@@ -243,7 +243,7 @@ and then exits 1 if any run failed.
   --queue <q>         queue to sweep (repeatable or comma list; default: QUEUES, else every registered queue)
   --every <duration>  sweep on an interval (10s, 500ms, 1m) until stopped
   --times <n>         with --every: stop after n runs
-  --grace <ms>        minimum age of a mark before recovery (default: SWEEP_GRACE_MS, else ${DEFAULTS.reaperGraceMs})
+  --grace <ms>        minimum age of a mark before recovery (default: SWEEP_GRACE_MS, else ${DEFAULTS.sweepGraceMs})
   --metrics <mode>    api | emf | off (default: METRICS_MODE, else off)`,
     options: {
       queue: { type: 'string', multiple: true },

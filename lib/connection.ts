@@ -145,6 +145,8 @@ export function failFast(timeoutMs: number): RedisOptions {
 
 export async function closeConnection(conn: Connection): Promise<void> {
   if (!conn.owned) return
+  // QUIT on a connection that is not up would wait for a reconnect that may never come.
+  if (conn.client.status !== 'ready') return conn.client.disconnect()
   try {
     await conn.client.quit()
   } catch {

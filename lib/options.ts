@@ -18,6 +18,11 @@ export const LOCK_DURATION_MS_DEFAULT = defaults.lockDurationMs
 /** Heartbeat default is half the lease, so one missed tick never loses it. */
 export const HEARTBEAT_FRACTION_DEFAULT = 0.5
 export const CLOSE_TIMEOUT_MS_DEFAULT = defaults.closeTimeoutMs
+/**
+ * close() returns within closeTimeout plus this: the time it gives the calls that return running jobs to
+ * `wait`. Calls still unanswered then (a stalled link) finish in the background.
+ */
+export const CLOSE_MARGIN_MS = 250
 export const SWEEP_GRACE_MS_DEFAULT = defaults.sweepGraceMs
 export const SWEEP_LIMIT_DEFAULT = defaults.sweepLimit
 export const SWEEP_AUDIT_DEFAULT = defaults.sweepAudit
@@ -136,7 +141,8 @@ export interface Clock {
 }
 
 export const systemClock: Clock = {
-  now: () => Date.now(),
+  // Monotonic: a wall-clock step (NTP) must not move a lease deadline or the close deadline.
+  now: () => performance.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
@@ -202,8 +208,13 @@ export function workerSettings(options: unknown): WorkerSettings {
     Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)),
     setting('heartbeatInterval'),
   )
-  if (heartbeatInterval >= lockDuration) {
-    fail('ERR_OPTIONS', `expected heartbeatInterval (${heartbeatInterval} ms) to be shorter than lockDuration (${lockDuration} ms)`)
+  if (heartbeatInterval > lockDuration / 2) {
+    fail(
+      'ERR_OPTIONS',
+      `expected heartbeatInterval (${heartbeatInterval} ms) to be at most half of lockDuration (${lockDuration} ms): ` +
+        'a lease must outlive a missed renewal, or a short event-loop pause (a GC, a busy callback) lets it lapse ' +
+        `and a sweep runs the job a second time elsewhere; a worker survives pauses of up to lockDuration - heartbeatInterval`,
+    )
   }
   return {
     connection: o.connection,

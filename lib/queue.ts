@@ -52,7 +52,7 @@ export class Queue<Data = unknown> {
     this.settings = settings
     this.keys = queueKeys(settings.prefix, this.name)
     this.conn = openConnection(connection)
-    this.register = registration(this.conn.client, settings.prefix, this.name)
+    this.register = registration(this.conn.client, settings.prefix, this.name, () => performance.now())
     void this.register()
   }
 

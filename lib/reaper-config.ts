@@ -170,7 +170,7 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
     prefix: prefix.value,
     sweeps: source.int('sweeps', 'SWEEPS_PER_INVOCATION', DEFAULTS.sweepsPerInvocation, REAPER_RANGES.sweeps),
     intervalMs: source.int('intervalMs', 'SWEEP_INTERVAL_MS', DEFAULTS.sweepIntervalMs, REAPER_RANGES.intervalMs),
-    graceMs: source.int('graceMs', 'SWEEP_GRACE_MS', DEFAULTS.reaperGraceMs, RANGES.graceMs),
+    graceMs: source.int('graceMs', 'SWEEP_GRACE_MS', DEFAULTS.sweepGraceMs, RANGES.graceMs),
     concurrency: source.int('concurrency', 'SWEEP_CONCURRENCY', DEFAULTS.sweepConcurrency, REAPER_RANGES.concurrency),
     limit: source.int('limit', 'SWEEP_LIMIT', DEFAULTS.sweepLimit, RANGES.limit),
     audit: source.int('audit', 'SWEEP_AUDIT', DEFAULTS.sweepAudit, RANGES.audit),

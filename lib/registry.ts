@@ -1,13 +1,16 @@
 /**
  * The queue registry: every Queue and Worker adds its queue's name to `<prefix>:queues`, so the reaper
- * sweeps a new queue without being redeployed. Registering is best effort: a failure never fails the
- * call that triggered it, and it is tried again later.
+ * sweeps a new queue without being redeployed. A live Queue or Worker registers again at most once a
+ * minute (REGISTRATION_REFRESH_MS), so a registry lost to a Redis restart without persistence, a
+ * failover or a deleted key is restored within a minute, at the cost of one SADD a minute. Registering is
+ * best effort: a failure never fails the call that triggered it, and is tried again sooner.
  */
-
 import type { RedisClient } from './connection.js'
 import { registryKey } from './keys.js'
 
-/** Don't retry a failed registration more often than this (a broken registry key must not cost every call). */
+/** How often a live Queue or Worker registers again. */
+export const REGISTRATION_REFRESH_MS = 60_000
+/** After a failed registration, the next try (a broken registry key must not cost every call). */
 const RETRY_AFTER_MS = 10_000
 
 export async function registerQueue(client: RedisClient, prefix: string, queue: string): Promise<void> {
@@ -19,20 +22,21 @@ export async function registeredQueues(client: RedisClient, prefix: string): Pro
 }
 
 /**
- * Returns `ensure()`: registers the queue until it has worked once. Resolves with the error of an attempt
- * that failed (for the caller to report), undefined otherwise; never rejects.
+ * Returns `ensure()`: registers the queue when the last registration is REGISTRATION_REFRESH_MS old (or
+ * failed RETRY_AFTER_MS ago). Resolves with the error of an attempt that failed (for the caller to
+ * report), undefined otherwise; never rejects. `now` is a monotonic clock (ms).
  */
-export function registration(client: RedisClient, prefix: string, queue: string, now = () => Date.now()): () => Promise<unknown> {
-  let done = false
-  let lastTry = -Infinity
+export function registration(client: RedisClient, prefix: string, queue: string, now: () => number): () => Promise<unknown> {
+  let due = Number.NEGATIVE_INFINITY
   return async () => {
-    if (done || now() - lastTry < RETRY_AFTER_MS) return undefined
-    lastTry = now()
+    const at = now()
+    if (at < due) return undefined
+    due = at + REGISTRATION_REFRESH_MS
     try {
       await registerQueue(client, prefix, queue)
-      done = true
       return undefined
     } catch (err) {
+      due = at + RETRY_AFTER_MS
       return err
     }
   }

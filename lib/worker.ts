@@ -21,7 +21,7 @@ import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
 import { type QueueKeys, queueKeys } from './keys.js'
 import { LockManager } from './lock-manager.js'
-import { validateQueueName, type WorkerSettings, workerSettings } from './options.js'
+import { CLOSE_MARGIN_MS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import { registration } from './registry.js'
 import { TakeAhead } from './take-ahead.js'
 
@@ -37,8 +37,14 @@ export interface WorkerOptions {
   clock?: WorkerSettings['clock']
 }
 
-/** The safety net on the blocking wait (s): a lost wake-up costs at most this long. */
-const BLOCK_TIMEOUT_S = 10
+/**
+ * How long an idle worker blocks on the marker (s). Every add wakes it; when the block times out nothing
+ * was added, so it only renews its registration (REGISTRATION_REFRESH_MS, the same minute) and blocks
+ * again: an idle worker sends two commands a minute.
+ */
+const BLOCK_TIMEOUT_S = 60
+/** A blocking call with no answer this long past its timeout is on a dead link: reconnect. */
+const BLOCK_GUARD_MS = 10_000
 const MAX_TAKE_BATCH = 100
 /** Most ids a finish peeks at from the tail of `wait`, for the finishes after it to take. */
 const MAX_PEEK = 32
@@ -120,30 +126,54 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private async loop(): Promise<void> {
-    const register = registration(this.conn.client, this.settings.prefix, this.name)
+    const { clock } = this.settings
+    const register = registration(this.conn.client, this.settings.prefix, this.name, () => clock.now())
     const ensureRegistered = () =>
       void register().then(
         (err) => err && this.report(redisError(this.name, `register (in ${this.settings.prefix}:queues, for the reaper) queue`, err)),
       )
-    ensureRegistered()
     let failures = 0
+    // After a block that timed out nothing was added: block again without reading `wait`.
+    let idle = false
     while (this.phase === 'running') {
+      ensureRegistered()
       try {
         const free = this.settings.concurrency - this.runs.size
         if (free <= 0) {
           await this.nap()
           continue
         }
-        const taken = await this.take(Math.min(free, MAX_TAKE_BATCH))
-        if (taken === undefined) await Promise.race([this.blocking.bzpopmin(this.keys.marker, BLOCK_TIMEOUT_S), this.stopSignal])
-        else for (const started of taken) this.start(started)
+        const taken = idle ? undefined : await this.take(Math.min(free, MAX_TAKE_BATCH))
+        if (taken === undefined) idle = (await this.block()) === 'timeout'
+        else for (const started of taken) this.startOrGiveBack(started)
         failures = 0
       } catch (err) {
         if (this.phase !== 'running') break
+        idle = false
         this.report(redisError(this.name, 'take jobs from queue', err))
         await this.nap(RETRY_BACKOFF_MS[Math.min(failures++, RETRY_BACKOFF_MS.length - 1)])
-        ensureRegistered() // a registration lost to the same outage is tried again
       }
+    }
+  }
+
+  /** Waits on the marker until a job is added, close() is called, or BLOCK_TIMEOUT_S passes. */
+  private async block(): Promise<'woken' | 'timeout' | 'stopped'> {
+    let guard: unknown
+    const dead = new Promise<'dead'>((resolve) => {
+      guard = this.settings.clock.setTimeout(() => resolve('dead'), BLOCK_TIMEOUT_S * 1000 + BLOCK_GUARD_MS)
+    })
+    try {
+      const popped = this.blocking.bzpopmin(this.keys.marker, BLOCK_TIMEOUT_S)
+      const outcome = await Promise.race([popped, this.stopSignal.then(() => 'stopped' as const), dead])
+      if (outcome === 'stopped') return 'stopped'
+      if (outcome === 'dead') {
+        // A lost wake-up is repaired by the next sweep, which re-arms the marker while `wait` has jobs.
+        this.blocking.disconnect(true)
+        return 'woken'
+      }
+      return outcome === null ? 'timeout' : 'woken'
+    } finally {
+      this.settings.clock.clearTimeout(guard)
     }
   }
 
@@ -151,7 +181,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private async take(n: number): Promise<Started[] | undefined> {
     const hinted = this.takeAhead.claim(n)
     const ids = hinted.length > 0 ? hinted : await readCandidates(this.conn.client, this.keys, n)
-    if (ids.length === 0) return undefined
+    if (ids.length === 0 || this.phase !== 'running') return undefined
     const sentAt = this.settings.clock.now()
     try {
       const taken = await take(this.conn.client, this.keys, { workerToken: this.id, leaseMs: this.settings.lockDuration, ids })
@@ -159,6 +189,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     } finally {
       this.takeAhead.release(hinted)
     }
+  }
+
+  /** A take whose reply came after close() began (a slow or stalled link) hands its jobs back. */
+  private startOrGiveBack(started: Started): void {
+    if (this.phase === 'running') this.start(started)
+    else void this.track(this.giveBack(started))
   }
 
   private start({ job, token, sentAt }: Started): void {
@@ -217,10 +253,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         return
       }
       if (this.phase === 'running') this.takeAhead.remember(peeked)
-      for (const t of taken) {
-        if (this.phase === 'releasing') void this.track(this.giveBack(t))
-        else this.start({ ...t, sentAt })
-      }
+      for (const t of taken) this.startOrGiveBack({ ...t, sentAt })
       run.job.state = state as JobState
       if (action === 'release') return
       run.job.attemptsMade += 1
@@ -247,24 +280,34 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private async shutdown(): Promise<void> {
+    const { clock, closeTimeout } = this.settings
+    const deadline = clock.now() + closeTimeout
+    const left = () => Math.max(0, deadline - clock.now())
     this.phase = 'draining'
     this.stopped()
     this.wake?.()
     this.blocking.disconnect()
-    await this.loopDone
-    const { closeTimeout } = this.settings
-    // A finish sent before close() may have taken a job in the same call: wait for those runs too.
-    const deadline = this.settings.clock.now() + closeTimeout
-    while (this.runs.size > 0 && this.settings.clock.now() < deadline) {
-      await this.within(Promise.all([...this.runs.values()].map((r) => r.done)), deadline - this.settings.clock.now())
-    }
+    // The loop may wait on a take over a stalled link: not past the deadline (its jobs are handed back
+    // when the reply comes, see startOrGiveBack).
+    await this.within(this.loopDone, left())
+    while (this.runs.size > 0 && left() > 0) await this.within(Promise.all([...this.runs.values()].map((r) => r.done)), left())
     this.phase = 'releasing'
-    // Redis may be unreachable: each step is bounded, so close() always returns.
-    await this.within(Promise.all([...this.runs.values()].map((run) => this.release(run))), closeTimeout)
+    const end = clock.now() + CLOSE_MARGIN_MS
+    const rest = () => Math.max(0, end - clock.now())
+    for (const run of this.runs.values()) void this.track(this.release(run))
     // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
-    while (this.finishes.size > 0) if (!(await this.within(Promise.allSettled([...this.finishes]), closeTimeout))) break
-    await this.locks.close()
-    if (!(await this.within(closeConnection(this.conn), closeTimeout))) this.conn.client.disconnect()
+    while (this.finishes.size > 0 && rest() > 0) if (!(await this.within(Promise.allSettled([...this.finishes]), rest()))) break
+    await this.within(this.locks.close(), rest())
+    const pending = () => Promise.allSettled([this.loopDone, ...this.finishes])
+    if (await this.within(pending(), rest())) {
+      if (!(await this.within(closeConnection(this.conn), rest()))) this.conn.client.disconnect()
+      return
+    }
+    // Calls still unanswered (a stalled link) keep the connection until they settle, so a job a late take
+    // returns is handed back; at most one lease later, when the lease would have lapsed anyway.
+    void this.within(pending(), this.settings.lockDuration)
+      .then(() => this.within(closeConnection(this.conn), CLOSE_MARGIN_MS))
+      .finally(() => this.conn.client.disconnect())
   }
 
   /** Keeps `call` in `finishes` until it settles. */
@@ -292,7 +335,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
   }
 
-  /** A job a finish took after close() began releasing: straight back to wait, no attempt used. */
+  /** A job taken after close() began (by a late take, or a finish while releasing): back to wait, no attempt used. */
   private async giveBack({ job, token }: Taken): Promise<void> {
     try {
       await finish(this.conn.client, this.keys, { id: job.id, token }, 'release', '')

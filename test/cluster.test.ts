@@ -193,8 +193,8 @@ describe('crash recovery on a cluster', () => {
     )
 
     for (const q of queues) {
-      const first = await sweep(cluster.url, q, { prefix })
-      const second = await sweep(cluster.singleSeedUrl, q, { prefix })
+      const first = await sweep(cluster.url, q, { prefix, graceMs: 0 })
+      const second = await sweep(cluster.singleSeedUrl, q, { prefix, graceMs: 0 })
       expect(first.marked.sort()).toEqual(['k1', 'k2'])
       expect(first.recovered).toEqual([])
       expect(second).toEqual({ marked: [], recovered: expect.arrayContaining(['k1', 'k2']), failed: [] })

@@ -33,8 +33,8 @@ it('a worker killed with SIGKILL has its jobs marked by the first sweep and reco
 
   w.kill('SIGKILL')
   await Promise.all(['k1', 'k2'].map(leaseGone))
-  const first = await sweep(redis.url, 'q')
-  const second = await sweep(redis.url, 'q')
+  const first = await sweep(redis.url, 'q', { graceMs: 0 })
+  const second = await sweep(redis.url, 'q', { graceMs: 0 })
 
   expect(first.marked.sort()).toEqual(['k1', 'k2'])
   expect(first.recovered).toEqual([])
@@ -48,10 +48,10 @@ it('a worker paused with SIGSTOP past its lease and resumed before the second sw
 
   w.kill('SIGSTOP')
   await leaseGone('p1')
-  const first = await sweep(redis.url, 'q')
+  const first = await sweep(redis.url, 'q', { graceMs: 0 })
   w.kill('SIGCONT')
   await waitFor(async () => (await redis.client.zscore(keys.stalled, 'p1')) === null, { what: 'renewal to clear the mark' })
-  const second = await sweep(redis.url, 'q')
+  const second = await sweep(redis.url, 'q', { graceMs: 0 })
   w.finish('p1')
   await w.waitForMessage('completed', 'p1')
 
@@ -66,8 +66,8 @@ it("a killed worker's job on its last attempt lands in failed", async () => {
 
   w.kill('SIGKILL')
   await leaseGone('last')
-  await sweep(redis.url, 'q')
-  const second = await sweep(redis.url, 'q')
+  await sweep(redis.url, 'q', { graceMs: 0 })
+  const second = await sweep(redis.url, 'q', { graceMs: 0 })
 
   expect(second.failed).toEqual(['last'])
   const job = await queue.getJob('last')
@@ -80,8 +80,8 @@ it('a recovered job is taken again by a healthy worker and completed', async () 
   const dead = await workerHolding(['again'])
   dead.kill('SIGKILL')
   await leaseGone('again')
-  await sweep(redis.url, 'q')
-  await sweep(redis.url, 'q')
+  await sweep(redis.url, 'q', { graceMs: 0 })
+  await sweep(redis.url, 'q', { graceMs: 0 })
 
   const healthy = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '400', HEARTBEAT_MS: '100' })
   children.push(healthy)

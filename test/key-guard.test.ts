@@ -157,8 +157,8 @@ describe('the whole flow under the guard', () => {
 
     // Lapses again; two sweeps recover it; the next heartbeat gets code 0 and the run's finish is 'lost'.
     await waitFor(async () => (await redis.client.exists(keys.lock('p'))) === 0, { what: 'lease to lapse again' })
-    expect((await sweep(redis.client, 'q')).marked).toEqual(['p'])
-    expect((await sweep(redis.client, 'q')).recovered).toEqual(['p'])
+    expect((await sweep(redis.client, 'q', { graceMs: 0 })).marked).toEqual(['p'])
+    expect((await sweep(redis.client, 'q', { graceMs: 0 })).recovered).toEqual(['p'])
     const lockLost = nextEvent(w, 'lockLost')
     await clock.advance(100)
     await lockLost
@@ -187,10 +187,10 @@ describe('the whole flow under the guard', () => {
     const ids = await crashedJobs(redis.client, 'q', 5, { attempts: 3 })
     const lastIds = await crashedJobs(redis.client, 'last', 2, { attempts: 1 })
 
-    const mark = await sweep(redis.url, 'q', { limit: 2 })
-    const recover = await sweep(redis.url, 'q', { limit: 2 })
-    await sweep(redis.url, 'last')
-    const fail = await sweep(redis.url, 'last')
+    const mark = await sweep(redis.url, 'q', { limit: 2, graceMs: 0 })
+    const recover = await sweep(redis.url, 'q', { limit: 2, graceMs: 0 })
+    await sweep(redis.url, 'last', { graceMs: 0 })
+    const fail = await sweep(redis.url, 'last', { graceMs: 0 })
 
     expect(mark.marked.sort()).toEqual([...ids].sort())
     expect(recover.recovered.sort()).toEqual([...ids].sort())

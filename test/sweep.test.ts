@@ -15,8 +15,8 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     await addJobs(redis.client, 'q', ['live'])
     await holdJobs(redis.client, 'q', 1, { leaseMs: 60_000, workerToken: 'w' })
 
-    const first = await sweep(redis.client, 'q')
-    const second = await sweep(redis.client, 'q')
+    const first = await sweep(redis.client, 'q', { graceMs: 0 })
+    const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
     expect(first).toEqual({ marked: [], recovered: [], failed: [] })
     expect(second).toEqual({ marked: [], recovered: [], failed: [] })
@@ -26,10 +26,10 @@ describe('sweep: the two-phase decision, one case per branch', () => {
   it('marks a job whose lease is gone, then recovers it on the next sweep with attemptsMade + 1', async () => {
     const [id] = await crashedJobs(redis.client, 'q', 1)
 
-    const first = await sweep(redis.client, 'q')
+    const first = await sweep(redis.client, 'q', { graceMs: 0 })
     const q = new Queue('q', { connection: redis.client })
     const afterFirst = await q.getJob(id as string)
-    const second = await sweep(redis.client, 'q')
+    const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
     expect(first).toEqual({ marked: [id], recovered: [], failed: [] })
     expect(afterFirst).toMatchObject({ state: 'active', attemptsMade: 0 })
@@ -42,8 +42,8 @@ describe('sweep: the two-phase decision, one case per branch', () => {
   it('moves a stalled job on its last attempt to failed, with a reason that says it stalled', async () => {
     const [id] = await crashedJobs(redis.client, 'q', 1, { attempts: 1 })
 
-    await sweep(redis.client, 'q')
-    const second = await sweep(redis.client, 'q')
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
     const job = await new Queue('q', { connection: redis.client }).getJob(id as string)
     expect(second).toEqual({ marked: [], recovered: [], failed: [id] })
@@ -66,11 +66,11 @@ describe('sweep: the two-phase decision, one case per branch', () => {
 
   it('leaves alone a marked job whose worker renewed before the second sweep, and clears the mark', async () => {
     const [id] = await crashedJobs(redis.client, 'q', 1)
-    await sweep(redis.client, 'q')
+    await sweep(redis.client, 'q', { graceMs: 0 })
     expect(await redis.client.zscore(keys.stalled, id as string)).not.toBeNull()
 
     const statuses = await extend(redis.client, keys, 60_000, [{ id: id as string, token: 'dead-worker:1' }])
-    const second = await sweep(redis.client, 'q')
+    const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
     expect(statuses).toEqual(['reclaimed'])
     expect(await redis.client.zscore(keys.stalled, id as string)).toBeNull()
@@ -78,11 +78,22 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     expect(await redis.client.get(keys.lock(id as string))).toBe('dead-worker:1')
   })
 
+  it('by default keeps a grace (the reaper\u2019s, 15 s): a second sweep right after the mark does not recover', async () => {
+    const [id] = await crashedJobs(redis.client, 'q', 1)
+
+    const first = await sweep(redis.client, 'q')
+    const second = await sweep(redis.client, 'q')
+
+    expect(first.marked).toEqual([id])
+    expect(second).toEqual({ marked: [], recovered: [], failed: [] })
+    expect(await redis.client.zscore(keys.stalled, id as string)).not.toBeNull()
+  })
+
   it('walks past more stalled jobs than one call takes (limit), and each call stays bounded', async () => {
     const ids = await crashedJobs(redis.client, 'q', 250)
 
-    const first = await sweep(redis.client, 'q', { limit: 40 })
-    const second = await sweep(redis.client, 'q', { limit: 40 })
+    const first = await sweep(redis.client, 'q', { limit: 40, graceMs: 0 })
+    const second = await sweep(redis.client, 'q', { limit: 40, graceMs: 0 })
 
     expect(first.marked.sort()).toEqual([...ids].sort())
     expect(second.recovered.sort()).toEqual([...ids].sort())
@@ -92,10 +103,10 @@ describe('sweep: the two-phase decision, one case per branch', () => {
 describe('sweep: overlapping sweeps', () => {
   it('16 sweeps at once on 500 marked jobs recover each exactly once', async () => {
     const ids = await crashedJobs(redis.client, 'q', 500, { attempts: 5 })
-    expect((await sweep(redis.client, 'q')).marked).toHaveLength(500)
+    expect((await sweep(redis.client, 'q', { graceMs: 0 })).marked).toHaveLength(500)
 
     const clients = Array.from({ length: 16 }, () => redis.connect())
-    const results = await Promise.all(clients.map((c) => sweep(c, 'q', { limit: 50 })))
+    const results = await Promise.all(clients.map((c) => sweep(c, 'q', { limit: 50, graceMs: 0 })))
 
     const recovered = results.flatMap((r) => r.recovered)
     const wait = await redis.client.lrange(keys.wait, 0, -1)
@@ -130,7 +141,7 @@ describe('sweep: cost', () => {
     await healthyJobsInFlight(300)
     await redis.client.config('RESETSTAT')
 
-    await sweep(redis.client, 'q', { audit: 20 })
+    await sweep(redis.client, 'q', { audit: 20, graceMs: 0 })
 
     const calls = await commandCalls()
     expect(calls.zrange).toBe(2) // one page of candidates, one audit window
@@ -143,7 +154,7 @@ describe('sweep: cost', () => {
     await healthyJobsInFlight(300)
     await redis.client.config('RESETSTAT')
 
-    await sweep(redis.client, 'q', { audit: 0 })
+    await sweep(redis.client, 'q', { audit: 0, graceMs: 0 })
 
     const calls = await commandCalls()
     expect([calls.zrange, calls.evalsha, calls.zscore, calls.exists ?? 0]).toEqual([1, 1, 1, 0])
@@ -157,9 +168,9 @@ describe('sweep: the audit', () => {
     await holdJobs(redis.client, 'q', 2, { leaseMs: 60_000, workerToken: 'w' })
     await redis.client.del(keys.lock('gone')) // deleted by hand, or evicted
 
-    const first = await sweep(redis.client, 'q')
-    const second = await sweep(redis.client, 'q')
-    const off = await sweep(redis.client, 'q', { audit: 0 })
+    const first = await sweep(redis.client, 'q', { graceMs: 0 })
+    const second = await sweep(redis.client, 'q', { graceMs: 0 })
+    const off = await sweep(redis.client, 'q', { audit: 0, graceMs: 0 })
 
     expect(first).toEqual({ marked: ['gone'], recovered: [], failed: [] })
     expect(second).toEqual({ marked: [], recovered: ['gone'], failed: [] })

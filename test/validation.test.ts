@@ -103,8 +103,10 @@ describe('options', () => {
     [{ lockDuration: 1.5 }, /lockDuration/],
     [{ lockDuration: '30000' }, /lockDuration/],
     [{ heartbeatInterval: 0 }, /heartbeatInterval/],
-    [{ lockDuration: 1000, heartbeatInterval: 1000 }, /heartbeatInterval \(1000 ms\) to be shorter than lockDuration \(1000 ms\)/],
-    [{ lockDuration: 1000, heartbeatInterval: 5000 }, /shorter than lockDuration/],
+    [{ lockDuration: 1000, heartbeatInterval: 1000 }, /heartbeatInterval \(1000 ms\) to be at most half of lockDuration \(1000 ms\)/],
+    [{ lockDuration: 500, heartbeatInterval: 490 }, /at most half of lockDuration \(500 ms\).*event-loop pause/],
+    [{ lockDuration: 1000, heartbeatInterval: 501 }, /at most half of lockDuration/],
+    [{ lockDuration: 1000, heartbeatInterval: 5000 }, /at most half of lockDuration/],
     [{ concurrency: 0 }, /concurrency/],
     [{ concurrency: -1 }, /concurrency/],
     [{ concurrency: 2.5 }, /concurrency/],
@@ -154,5 +156,12 @@ describe('options', () => {
     expect(workerSettings({ lockDuration: 800 }).heartbeatInterval).toBe(400)
     expect(workerSettings({}).lockDuration).toBe(LOCK_DURATION_MS_DEFAULT)
     expect(workerSettings({}).heartbeatInterval).toBe(15_000)
+  })
+
+  it('defaults: the library sweep and the reaper share one grace, which outlasts a default heartbeat interval', async () => {
+    const { sweepSettings, workerSettings } = await import('../lib/options.js')
+    const { reaperConfig } = await import('../lib/reaper-config.js')
+    expect(sweepSettings({}).graceMs).toBe(reaperConfig({}, {}).graceMs)
+    expect(sweepSettings({}).graceMs).toBeGreaterThanOrEqual(workerSettings({}).heartbeatInterval)
   })
 })

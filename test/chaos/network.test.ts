@@ -5,12 +5,13 @@
  * the sweeper must fail fast with a clear error, and close() must not hang once the link is back.
  */
 import { Redis } from 'ioredis'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import type { LeaseStatus } from '../../lib/commands.js'
+import { type LeaseStatus, loadScript, SCRIPT_FILES } from '../../lib/commands.js'
 import { EchoMQError, type Job, Queue, sweep, Worker } from '../../lib/index.js'
 import { queueKeys } from '../../lib/keys.js'
 import { LockManager } from '../../lib/lock-manager.js'
+import { CLOSE_MARGIN_MS } from '../../lib/options.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -69,6 +70,26 @@ function holding() {
       )
     })
   return { processor, started, aborted }
+}
+
+/** Sweeps (no grace) on a direct connection every 50 ms until `id` is recovered; returns when, by the monotonic clock. */
+async function sweepUntilRecovered(id: string): Promise<number> {
+  const client = redis.connect()
+  const deadline = performance.now() + 10_000
+  while (performance.now() < deadline) {
+    const result = await sweep(client, 'q', { graceMs: 0 })
+    if (result.recovered.includes(id) || result.failed.includes(id)) return performance.now()
+    await pause(50)
+  }
+  throw new Error(`${id} was not recovered within 10 s`)
+}
+
+/** How long `fn` takes, by the monotonic clock; at most 5 s (a hang fails the test, it does not stall it). */
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const started = performance.now()
+  const done = await Promise.race([fn().then(() => true), pause(5_000).then(() => false)])
+  if (!done) throw new Error('still pending after 5 s')
+  return performance.now() - started
 }
 
 /** A sweeper loop on a direct connection (every ~100 ms, no grace): records when each job was recovered. */
@@ -184,27 +205,48 @@ describe('a worker that cannot reach Redis', () => {
     expect(job.attemptsMade).toBe(0)
   })
 
-  it('stall: close() returns once the link heals', async () => {
+  it('stall: close() returns within closeTimeout plus the margin while the link is still stalled; healed, the job is back in wait', async () => {
     const hold = holding()
     const w = worker(hold.processor)
     await queue.add('job', {}, { jobId: 'a' })
     await waitFor(() => hold.started.size === 1, { what: 'the worker to take the job' })
     proxy.stall()
-    let closed = false
-    const closing = w.close().then(() => (closed = true))
-    await pause(LOCK_MS) // the fault lasts a while (not a synchronisation)
 
+    const closeMs = await timed(() => w.close())
     proxy.resume()
-    const healedAt = Date.now()
-    await waitFor(() => closed, { timeoutMs: 5_000, what: 'close() to return after the link healed' })
-    await closing
-    console.log(`[chaos] network stall: close() returned ${Date.now() - healedAt} ms after the link healed`)
+
+    console.log(`[chaos] network stall: close() returned after ${closeMs.toFixed(0)} ms with the link stalled (closeTimeout 200)`)
+    expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
     expect(hold.aborted.has('a')).toBe(true)
-    // The run was returned to wait (no attempt used) or, had its lease lapsed into a recovery, fenced out.
-    expect((await queue.getJob('a'))?.state).toBe('wait')
+    // Its release was sent into the stall and arrives once healed: back in wait, no attempt used.
+    await waitFor(async () => (await queue.getJob('a'))?.state === 'wait', { what: 'the job back in wait' })
+    expect(await queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
   })
 
-  it('refuse: close() called while Redis is unreachable returns once the link heals', async () => {
+  for (const held of ['LRANGE', 'take script'] as const) {
+    it(`the link stalls while the worker waits for its ${held} reply: close() returns on time; the late reply hands the job back unstarted`, async () => {
+      const hold = holding()
+      const w = worker(hold.processor)
+      await waitFor(async () => /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), { what: 'the worker to block' })
+      const sha = loadScript(SCRIPT_FILES.take).sha
+      proxy.holdRepliesAfter((chunk) => (held === 'LRANGE' ? /lrange/i.test(chunk.toString()) : chunk.includes(sha)))
+      await queue.add('job', {}, { jobId: 'a' })
+      if (held === 'take script') await waitFor(async () => (await queue.getJob('a'))?.state === 'active', { what: 'the take to run' })
+      else await waitFor(() => proxy.holding.size === 1, { what: 'the LRANGE reply to be held' })
+
+      const closeMs = await timed(() => w.close())
+      proxy.resume()
+
+      console.log(`[chaos] network held ${held}: close() returned after ${closeMs.toFixed(0)} ms (closeTimeout 200)`)
+      expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
+      await waitFor(async () => (await queue.getJob('a'))?.state === 'wait', { what: 'the job in wait' })
+      expect(await queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
+      expect(await redis.client.exists(keys.lock('a'))).toBe(0)
+      expect(hold.started.size).toBe(0)
+    })
+  }
+
+  it('refuse: close() called while Redis is unreachable returns within closeTimeout plus the margin', async () => {
     const w = worker(async () => 'done')
     // Idle: blocked on the marker (Redis lists the blocked client with its command).
     await waitFor(async () => proxy.openConnections >= 2 && /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), {
@@ -213,20 +255,11 @@ describe('a worker that cannot reach Redis', () => {
     proxy.refuse()
     // Both of its connections are now retrying (each retry is refused).
     await waitFor(() => proxy.stats.refused >= 4, { what: 'reconnect attempts' })
-    let closed = false
-    void w.close().then(() => (closed = true))
-    await pause(200)
 
-    proxy.resume()
-    const healedAt = Date.now()
-    const returned = await waitFor(() => closed, { timeoutMs: 5_000, what: 'close() to return after the link healed' }).then(
-      () => true,
-      () => false,
-    )
-    console.log(
-      `[chaos] network refuse: close() ${returned ? `returned ${Date.now() - healedAt} ms after the link healed` : 'still pending 5 s after the link healed'}`,
-    )
-    expect(returned).toBe(true)
+    const closeMs = await timed(() => w.close())
+
+    console.log(`[chaos] network refuse: close() returned after ${closeMs.toFixed(0)} ms with Redis unreachable`)
+    expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
   })
 
   it('refuse and never heal: close() still returns, bounded by closeTimeout, and the job is recovered later', async () => {
@@ -237,23 +270,61 @@ describe('a worker that cannot reach Redis', () => {
     proxy.refuse()
     await waitFor(() => proxy.stats.refused >= 2, { what: 'reconnect attempts' })
 
-    const t = Date.now()
-    let closed = false
-    void w.close().then(() => (closed = true))
-    const returned = await waitFor(() => closed, { timeoutMs: 5_000, what: 'close() to return with Redis unreachable' }).then(
-      () => true,
-      () => false,
-    )
+    const closeMs = await timed(() => w.close())
 
-    console.log(
-      `[chaos] network refuse (never healed): close() ${returned ? `returned after ${Date.now() - t} ms` : 'still pending after 5 s'}`,
-    )
-    expect(returned).toBe(true)
+    console.log(`[chaos] network refuse (never healed): close() returned after ${closeMs.toFixed(0)} ms`)
+    expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
     expect(hold.aborted.has('a')).toBe(true)
     // Its release never reached Redis: the lease expires and the sweep recovers the job.
     await waitFor(async () => (await redis.client.exists(keys.lock('a'))) === 0, { what: 'the lease to lapse' })
-    await sweep(redis.client, 'q')
-    expect((await sweep(redis.client, 'q')).recovered).toEqual(['a'])
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    expect((await sweep(redis.client, 'q', { graceMs: 0 })).recovered).toEqual(['a'])
+  })
+})
+
+describe('a wall-clock step (what NTP does to a drifting host) changes nothing the worker measures', () => {
+  afterEach(() => vi.restoreAllMocks())
+
+  it('Date.now stepped back 30 s as the link stalls: lockLost still comes at about one lease, before the job is recovered elsewhere', async () => {
+    const started = new Set<string>()
+    let lostAt: number | undefined
+    const w = worker((job, signal) => {
+      started.add(job.id)
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
+    })
+    w.on('lockLost', () => (lostAt ??= performance.now()))
+    await queue.add('job', {}, { jobId: 'a' })
+    await waitFor(() => started.has('a'), { what: 'the worker to take the job' })
+
+    const realNow = Date.now.bind(Date)
+    const faultAt = performance.now()
+    proxy.stall()
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() - 30_000)
+    const recoveredAt = await sweepUntilRecovered('a')
+
+    const lostAfter = (lostAt ?? Number.POSITIVE_INFINITY) - faultAt
+    console.log(
+      `[chaos] clock step -30 s: lockLost after ${lostAfter.toFixed(0)} ms, recovered after ${(recoveredAt - faultAt).toFixed(0)} ms`,
+    )
+    expect(lostAfter).toBeLessThan(recoveredAt - faultAt)
+    expect(lostAfter).toBeLessThanOrEqual(LOCK_MS + HEARTBEAT_MS + 250)
+  })
+
+  it('Date.now stepped back 10 s during close(): it still returns within closeTimeout plus the margin', async () => {
+    const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))))
+    await queue.add('job', {}, { jobId: 'a' })
+    await waitFor(async () => (await queue.getJob('a'))?.state === 'active', { what: 'the job to start' })
+    const realNow = Date.now.bind(Date)
+
+    const closeMs = await timed(async () => {
+      const closing = w.close()
+      vi.spyOn(Date, 'now').mockImplementation(() => realNow() - 10_000)
+      await closing
+    })
+
+    expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
+    vi.restoreAllMocks()
+    expect(await queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
   })
 })
 
@@ -387,7 +458,7 @@ describe('the sweeper through a faulty link fails fast', () => {
     await client.ping()
     proxy.stall()
     const t = Date.now()
-    const error = await sweep(client, 'q').then(
+    const error = await sweep(client, 'q', { graceMs: 0 }).then(
       () => undefined,
       (err: EchoMQError) => err,
     )
@@ -401,7 +472,7 @@ describe('the sweeper through a faulty link fails fast', () => {
     proxy.stall()
     const t = Date.now()
     let outcome: string | undefined
-    void sweep(proxy.url, 'q').then(
+    void sweep(proxy.url, 'q', { graceMs: 0 }).then(
       () => (outcome = 'resolved'),
       (err: EchoMQError) => (outcome = `${err.code}: ${err.message}`),
     )
