@@ -19,6 +19,8 @@ export interface HoldOptions {
   leaseMs?: number
   /** The token of the (dead) worker holding the leases. */
   workerToken?: string
+  /** The name recorded on the jobs (a stalled job's reason names it). */
+  workerName?: string
 }
 
 /** Adds jobs with the given ids (job data `{ i }`), BATCH adds in flight at a time. */
@@ -40,14 +42,14 @@ export async function holdJobs(
   client: RedisClient,
   queue: string,
   n: number,
-  { prefix = PREFIX_DEFAULT, leaseMs = 1, workerToken = 'dead-worker' }: HoldOptions = {},
+  { prefix = PREFIX_DEFAULT, leaseMs = 1, workerToken = 'dead-worker', workerName = 'dead-worker' }: HoldOptions = {},
 ): Promise<Lease[]> {
   const keys = queueKeys(prefix, queue)
   const held: Lease[] = []
   while (held.length < n) {
     const ids = await readCandidates(client, keys, Math.min(BATCH, n - held.length))
     if (ids.length === 0) throw new Error(`holdJobs: wait of ${queue} is empty after ${held.length} of ${n} jobs`)
-    for (const { job, token } of await take(client, keys, { workerToken, leaseMs, ids })) held.push({ id: job.id, token })
+    for (const { job, token } of await take(client, keys, { workerToken, leaseMs, workerName }, ids)) held.push({ id: job.id, token })
   }
   return held
 }

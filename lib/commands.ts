@@ -15,13 +15,24 @@ export { loadScript, setScriptWrapper } from './scripts.js'
 
 /** Every script file, by the command that runs it. */
 export const SCRIPT_FILES = {
-  add: 'add-3.lua',
+  add: 'add-4.lua',
   take: 'take-3.lua',
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
-  finish: 'finish-8.lua',
-  sweepStep: 'sweep-5.lua',
+  finish: 'finish-10.lua',
+  probe: 'probe-8.lua',
+  sweepStep: 'sweep-6.lua',
+  promote: 'promote-3.lua',
+  trim: 'trim-2.lua',
+  retry: 'retry-3.lua',
+  remove: 'remove-6.lua',
 } as const
+
+/**
+ * The most bytes of job data one take returns (a job larger than this is still taken, alone): a reply
+ * of many large jobs would hold Redis for as long as it takes to build it.
+ */
+export const TAKE_MAX_BYTES = 1024 * 1024
 
 async function evalScript(client: RedisClient, file: string, keys: string[], args: (string | number)[]): Promise<unknown> {
   const script: Script = loadScript(file)
@@ -51,15 +62,22 @@ export interface NewJob {
   /** JSON text. */
   data: string
   attempts: number
+  /** ms before the job may run; 0 for none. */
+  delayMs: number
+  /** Encoded backoff, "<type>,<delay>,<maxDelay>,<jitter>", or "" (see lua/includes/backoff.lua). */
+  backoff: string
+  /** Encoded retention in `completed` and in `failed` (see lua/includes/retention.lua). */
+  keep: string
+  keepFailed: string
 }
 
-/** Stores a job and pushes it on `wait`; 'exists' when the id is taken (nothing changes then). */
+/** Stores a job and pushes it on `wait` (or `delayed`); 'exists' when the id is taken (nothing changes then). */
 export async function add(client: RedisClient, keys: QueueKeys, job: NewJob): Promise<'added' | 'exists'> {
   const reply = await evalScript(
     client,
     SCRIPT_FILES.add,
-    [keys.job(job.id), keys.wait, keys.marker],
-    [job.id, job.name, job.data, job.attempts],
+    [keys.job(job.id), keys.wait, keys.delayed, keys.marker],
+    [job.id, job.name, job.data, job.attempts, job.delayMs, job.backoff, job.keep, job.keepFailed],
   )
   return reply === 1 ? 'added' : 'exists'
 }
@@ -81,21 +99,22 @@ export async function readCandidates(client: RedisClient, keys: QueueKeys, n: nu
   return (await client.lrange(keys.wait, -n, -1)).reverse()
 }
 
-export interface TakeRequest {
+/** The worker taking jobs. */
+export interface Taker {
   /** The lease value is `<workerToken>:<start number>`. */
   workerToken: string
   leaseMs: number
-  /** Candidate ids (from readCandidates); one another worker took meanwhile is skipped. */
-  ids: string[]
+  /** Recorded on each job taken (`workerName`). */
+  workerName: string
 }
 
-/** Takes the candidates still in `wait`, each with a lease of `leaseMs`. */
-export async function take(client: RedisClient, keys: QueueKeys, { workerToken, leaseMs, ids }: TakeRequest): Promise<Taken[]> {
+/** Takes the candidates (from readCandidates) still in `wait`, each with a lease of `leaseMs`. */
+export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, ids: string[]): Promise<Taken[]> {
   const reply = await evalScript(
     client,
     SCRIPT_FILES.take,
     [keys.wait, keys.active, keys.marker, ...jobKeyPairs(keys, ids)],
-    [workerToken, leaseMs, ...ids],
+    [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, ...ids],
   )
   return toTaken(reply as TakenReply)
 }
@@ -150,8 +169,11 @@ export async function extend(client: RedisClient, keys: QueueKeys, leaseMs: numb
 
 // ---- finish ------------------------------------------------------------------------------------------
 
-/** complete; fail (uses an attempt); release (back to wait, served next, no attempt used). */
+/** complete; fail (uses an attempt; a retry waits the job's backoff); release (back to wait, served next, no attempt used). */
 export type FinishAction = 'complete' | 'fail' | 'release'
+
+/** A finished set past its retention plus slack: the caller runs `trim` on it. */
+export type FinishedSet = 'completed' | 'failed'
 
 export interface FinishResult {
   /** `lost`: the run no longer owned the job; nothing changed. */
@@ -161,17 +183,16 @@ export interface FinishResult {
   taken: Taken[]
   /** Ids at the tail of `wait` after the call: candidates for the next one. */
   peeked: string[]
+  trim: FinishedSet | undefined
 }
 
 /** What a finish takes in the same call: candidates read earlier, and how many ids to peek at after. */
-export interface TakeNext {
-  workerToken: string
-  leaseMs: number
+export interface TakeNext extends Taker {
   candidates: string[]
   peek: number
 }
 
-const NOTHING_NEXT: TakeNext = { workerToken: '', leaseMs: 1, candidates: [], peek: 0 }
+const NOTHING_NEXT: TakeNext = { workerToken: '', leaseMs: 1, workerName: '', candidates: [], peek: 0 }
 
 /** Completes, fails or releases a run, fenced by its token; may take the next jobs in the same call. */
 export async function finish(
@@ -186,14 +207,100 @@ export async function finish(
   const reply = (await evalScript(
     client,
     SCRIPT_FILES.finish,
-    [k.job(run.id), k.lock(run.id), k.active, k.stalled, k.wait, k.completed, k.failed, k.marker, ...jobKeyPairs(keys, next.candidates)],
-    [run.id, run.token, action, value, next.workerToken, next.leaseMs, next.peek, ...next.candidates],
-  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[]]
-  const [status, state, taken, peeked] = reply
-  return { status, state, taken: toTaken(taken), peeked: peeked.reverse() }
+    [
+      k.job(run.id),
+      k.lock(run.id),
+      k.active,
+      k.stalled,
+      k.wait,
+      k.completed,
+      k.failed,
+      k.marker,
+      k.delayed,
+      k.meta,
+      ...jobKeyPairs(keys, next.candidates),
+    ],
+    [
+      run.id,
+      run.token,
+      action,
+      value,
+      Math.random(),
+      next.workerToken,
+      next.leaseMs,
+      next.workerName,
+      TAKE_MAX_BYTES,
+      next.peek,
+      ...next.candidates,
+    ],
+  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], FinishedSet | '']
+  const [status, state, taken, peeked, trim] = reply
+  return { status, state, taken: toTaken(taken), peeked: peeked.reverse(), trim: trim === '' ? undefined : trim }
 }
 
-// ---- sweep step ----------------------------------------------------------------------------------------
+// ---- sweep: probe, then steps ------------------------------------------------------------------------
+
+export interface ProbeRequest {
+  /** Most candidates per list. */
+  limit: number
+  /** Audit window size; 0 for none. */
+  audit: number
+  /** Where the audit window starts, as a fraction of the jobs in flight (0..1). */
+  auditAt: number
+  /** Take the count of jobs that entered `failed` since it was last taken (the reaper's metric). */
+  takeFailures: boolean
+}
+
+export interface QueueCounts {
+  wait: number
+  active: number
+  /** Jobs in `active` that a sweep has marked (they are counted in `active` too). */
+  stalled: number
+  delayed: number
+  completed: number
+  failed: number
+}
+
+export interface Probe {
+  /** Redis's clock (ms) when the probe ran. */
+  now: number
+  counts: QueueCounts
+  /** Jobs that entered `failed` since the count was last taken (0 unless takeFailures). */
+  failedNew: number
+  /** In-flight ids whose recorded lease deadline has passed, earliest first. */
+  expired: string[]
+  audit: string[]
+  /** Delayed ids that are due. */
+  due: string[]
+  /** The oldest ids of each finished set when it is past its retention. */
+  trim: Record<FinishedSet, string[]>
+  /** The id next in line in `wait`. */
+  head: string | undefined
+}
+
+type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null]
+
+/** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
+export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
+  const k = keys
+  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head] = (await evalScript(
+    client,
+    SCRIPT_FILES.probe,
+    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta],
+    [request.limit, request.audit, request.auditAt, request.takeFailures ? 1 : 0],
+  )) as ProbeReply
+  const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = c
+  return {
+    now,
+    counts: { wait, active, stalled, delayed, completed, failed },
+    failedNew,
+    expired,
+    audit,
+    due,
+    trim: { completed: trimCompleted, failed: trimFailed },
+    head: head ?? undefined,
+  }
+}
 
 export interface SweepStepRequest {
   graceMs: number
@@ -206,19 +313,88 @@ export interface SweepStepResult {
   marked: string[]
   recovered: string[]
   failed: string[]
-  /** Candidates still in `active` after the step (marked, or within grace). */
+  /** Candidates still in `active` where they were (marked, or within grace). */
   left: number
   /** A live deadline was reached: no later candidate in the index can be stalled. */
   done: boolean
+  /** `failed` is past its retention plus slack. */
+  trimFailed: boolean
 }
 
 /** One bounded step of the two-phase sweep over the given candidates. */
 export async function sweepStep(client: RedisClient, keys: QueueKeys, { graceMs, mode, ids }: SweepStepRequest): Promise<SweepStepResult> {
-  const [marked, recovered, failed, left, done] = (await evalScript(
+  const [marked, recovered, failed, left, done, trim] = (await evalScript(
     client,
     SCRIPT_FILES.sweepStep,
-    [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...jobKeyPairs(keys, ids)],
+    [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, keys.meta, ...jobKeyPairs(keys, ids)],
     [graceMs, mode, ...ids],
-  )) as [string[], string[], string[], number, number]
-  return { marked, recovered, failed, left, done: done === 1 }
+  )) as [string[], string[], string[], number, number, number]
+  return { marked, recovered, failed, left, done: done === 1, trimFailed: trim === 1 }
+}
+
+export interface Promoted {
+  promoted: string[]
+  /** ms until the next delayed job is due (by Redis's clock), undefined when none is left. */
+  nextDueInMs: number | undefined
+  /** When the next delayed job is due (ms, Redis's clock). */
+  nextDueAt: number | undefined
+}
+
+/**
+ * Moves the due jobs among `ids` (the earliest in `delayed`) to `wait`. `rearm` leaves the next due
+ * time in the marker for an idle worker (for a caller that does not set a timer itself).
+ */
+export async function promote(client: RedisClient, keys: QueueKeys, ids: string[], rearm: boolean): Promise<Promoted> {
+  const [promoted, inMs, at] = (await evalScript(
+    client,
+    SCRIPT_FILES.promote,
+    [keys.delayed, keys.wait, keys.marker, ...ids.map((id) => keys.job(id))],
+    [rearm ? 1 : 0, ...ids],
+  )) as [string[], number, number]
+  return { promoted, nextDueInMs: inMs < 0 ? undefined : inMs, nextDueAt: at < 0 ? undefined : at }
+}
+
+/** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
+export async function trim(
+  client: RedisClient,
+  keys: QueueKeys,
+  set: FinishedSet,
+  ids: string[],
+): Promise<{ removed: string[]; done: boolean }> {
+  const [removed, done] = (await evalScript(
+    client,
+    SCRIPT_FILES.trim,
+    [keys[set], keys.meta, ...ids.map((id) => keys.job(id))],
+    [set, ...ids],
+  )) as [string[], number]
+  return { removed, done: done === 1 }
+}
+
+/**
+ * Sends failed jobs back to `wait` with a fresh attempts budget. `strict`: every id must be failed, else
+ * nothing changes and the first other id is returned as `notFailed`.
+ */
+export async function retry(
+  client: RedisClient,
+  keys: QueueKeys,
+  ids: string[],
+  strict: boolean,
+): Promise<{ moved: string[]; notFailed: string | undefined }> {
+  const [status, result] = (await evalScript(
+    client,
+    SCRIPT_FILES.retry,
+    [keys.failed, keys.wait, keys.marker, ...ids.map((id) => keys.job(id))],
+    [strict ? 'strict' : 'any', ...ids],
+  )) as ['ok', string[]] | ['not-failed', string]
+  return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: result }
+}
+
+/** Removes a job that is not in flight. */
+export async function remove(client: RedisClient, keys: QueueKeys, id: string): Promise<'removed' | 'missing' | 'active'> {
+  return (await evalScript(
+    client,
+    SCRIPT_FILES.remove,
+    [keys.job(id), keys.active, keys.wait, keys.delayed, keys.completed, keys.failed],
+    [id],
+  )) as 'removed' | 'missing' | 'active'
 }

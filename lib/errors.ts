@@ -17,6 +17,10 @@ export type EchoMQErrorCode =
   | 'ERR_SWEEP'
   | 'ERR_CLOSED'
   | 'ERR_REDIS'
+  | 'ERR_OOM'
+  | 'ERR_NOPERM'
+  | 'ERR_JOB_ACTIVE'
+  | 'ERR_JOB_STATE'
 
 export class EchoMQError extends Error {
   readonly code: EchoMQErrorCode
@@ -47,18 +51,28 @@ export function withLastError(message: string, last: Error | undefined): string 
   return last && !message.includes(last.message) ? `${message} (last connection error: ${last.message})` : message
 }
 
+function replyCode(message: string): EchoMQErrorCode {
+  if (/WRONGTYPE/.test(message)) return 'ERR_WRONG_TYPE'
+  if (/^OOM\b|\bOOM command not allowed/.test(message)) return 'ERR_OOM'
+  if (/^NOPERM\b|\bNOPERM\b/.test(message)) return 'ERR_NOPERM'
+  if (/user_script|NOSCRIPT|ERR Error (running|compiling) script/i.test(message)) return 'ERR_SCRIPT'
+  if (CONNECTION_FAILURE.test(message)) return 'ERR_CONNECTION'
+  return 'ERR_REDIS'
+}
+
+const HINTS: Partial<Record<EchoMQErrorCode, string>> = {
+  ERR_WRONG_TYPE: ' (a key under this queue has the wrong Redis type; another program may be using the same prefix)',
+  ERR_OOM:
+    ' (Redis is out of memory: maxmemory is reached and the policy refuses writes, so no job can be added, finished or ' +
+    'recovered, and the sweep cannot mark stalled jobs, until memory is freed: raise maxmemory, or remove finished jobs)',
+  ERR_NOPERM:
+    " (the Redis user lacks a permission EchoMQ needs: it runs scripts (EVALSHA, EVAL, SCRIPT LOAD) and reads and writes the keys under the queue's prefix)",
+}
+
 /** Turns a Redis reply error into an EchoMQError naming the queue; a WRONGTYPE reply means a foreign key sits under the queue's prefix. */
 export function redisError(queue: string, what: string, err: unknown, lastConnectionError?: Error): EchoMQError {
   if (err instanceof EchoMQError) return err
   const message = withLastError(err instanceof Error ? err.message : String(err), lastConnectionError)
-  const code: EchoMQErrorCode = /WRONGTYPE/.test(message)
-    ? 'ERR_WRONG_TYPE'
-    : /user_script|NOSCRIPT|ERR Error (running|compiling) script/i.test(message)
-      ? 'ERR_SCRIPT'
-      : CONNECTION_FAILURE.test(message)
-        ? 'ERR_CONNECTION'
-        : 'ERR_REDIS'
-  const hint =
-    code === 'ERR_WRONG_TYPE' ? ' (a key under this queue has the wrong Redis type; another program may be using the same prefix)' : ''
-  return new EchoMQError(code, `${what} ${queue}: ${message}${hint}`, { cause: withoutSecrets(err) })
+  const code = replyCode(message)
+  return new EchoMQError(code, `${what} ${queue}: ${message}${HINTS[code] ?? ''}`, { cause: withoutSecrets(err) })
 }

@@ -1,5 +1,7 @@
 /** A job as stored in its hash, and the conversion from the hash's fields. */
-export type JobState = 'wait' | 'active' | 'completed' | 'failed'
+export type JobState = 'wait' | 'delayed' | 'active' | 'completed' | 'failed'
+
+export const JOB_STATES: readonly JobState[] = ['wait', 'delayed', 'active', 'completed', 'failed']
 
 export interface Job<Data = unknown, Result = unknown> {
   id: string
@@ -9,16 +11,23 @@ export interface Job<Data = unknown, Result = unknown> {
   attempts: number
   /** Attempts used: runs that completed, failed or stalled. A run returned by a closing worker uses none. */
   attemptsMade: number
-  /** Times a worker took the job. */
+  /** Times a worker took the job (all runs, including those before a retry from `failed`). */
   attemptsStarted: number
   state: JobState
   failedReason?: string
-  /** Error of the last attempt that did not succeed, while the job waits for another. */
+  /** Error of the last attempt that did not succeed (kept when a failed job is retried). */
   lastError?: string
   returnValue?: Result
+  /** ms, Redis's clock. */
   createdOn: number
   startedOn?: number
   finishedOn?: number
+  /** When a delayed job (or a retry in backoff) is due (ms, Redis's clock). */
+  dueAt?: number
+  /** The `name` of the worker that took the job last. */
+  workerName?: string
+  /** Times the job was sent back from `failed` by retryJobs. */
+  retried?: number
 }
 
 function parseJson(text: string | undefined): unknown {
@@ -55,5 +64,10 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[])
   if (startedOn !== undefined) job.startedOn = startedOn
   const finishedOn = optionalNumber(h.finishedOn)
   if (finishedOn !== undefined) job.finishedOn = finishedOn
+  const dueAt = optionalNumber(h.dueAt)
+  if (dueAt !== undefined && job.state === 'delayed') job.dueAt = dueAt
+  if (h.workerName !== undefined) job.workerName = h.workerName
+  const retried = optionalNumber(h.retried)
+  if (retried !== undefined) job.retried = retried
   return job
 }

@@ -5,15 +5,19 @@
  *   <prefix>:{q}:wait       LIST   job ids; producers push left, workers take right, recoveries push right
  *   <prefix>:{q}:active     ZSET   in-flight job id -> lease deadline (ms, Redis clock): the lease index
  *   <prefix>:{q}:stalled    ZSET   marked job id -> time of the mark (ms, Redis clock)
+ *   <prefix>:{q}:delayed    ZSET   job id -> due time (ms, Redis clock): delayed jobs and retries in backoff
  *   <prefix>:{q}:completed  ZSET   job id -> finish time (ms)
  *   <prefix>:{q}:failed     ZSET   job id -> finish time (ms)
- *   <prefix>:{q}:marker     ZSET   one member; idle workers block on it (BZPOPMIN) to wake on new work
+ *   <prefix>:{q}:marker     ZSET   idle workers block on it (BZPOPMIN): '0' (score 0) when `wait` has work,
+ *                                  'd' scored with the earliest due time of a delayed job
+ *   <prefix>:{q}:meta       HASH   failedNew (jobs that entered `failed`, not yet counted by the reaper),
+ *                                  keepCompleted / keepFailed (the sets' retention limits)
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
  */
 /** The queue's own keys; a job id may not take one of these names. */
-export const QUEUE_KEY_NAMES = ['wait', 'active', 'stalled', 'completed', 'failed', 'marker'] as const
+export const QUEUE_KEY_NAMES = ['wait', 'active', 'stalled', 'delayed', 'completed', 'failed', 'marker', 'meta'] as const
 
 export interface QueueKeys {
   readonly wait: string
@@ -21,7 +25,9 @@ export interface QueueKeys {
   readonly stalled: string
   readonly completed: string
   readonly failed: string
+  readonly delayed: string
   readonly marker: string
+  readonly meta: string
   job(id: string): string
   lock(id: string): string
 }
@@ -34,7 +40,9 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     stalled: `${base}stalled`,
     completed: `${base}completed`,
     failed: `${base}failed`,
+    delayed: `${base}delayed`,
     marker: `${base}marker`,
+    meta: `${base}meta`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
   }
@@ -42,4 +50,17 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
 
 export function registryKey(prefix: string): string {
   return `${prefix}:queues`
+}
+
+/** A SCAN pattern matching the lease index of every queue under `prefix` (queues with jobs in flight). */
+export function activeKeyPattern(prefix: string): string {
+  return `${prefix.replace(/[*?[\]\\]/g, '\\$&')}:{*}:active`
+}
+
+/** The queue whose lease index `key` is, or undefined when `key` is not one under `prefix`. */
+export function queueOfActiveKey(prefix: string, key: string): string | undefined {
+  const head = `${prefix}:{`
+  const tail = '}:active'
+  if (!key.startsWith(head) || !key.endsWith(tail)) return undefined
+  return key.slice(head.length, key.length - tail.length)
 }

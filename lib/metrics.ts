@@ -12,8 +12,8 @@
  * CloudWatch API), `off`. A failure to publish is logged and never fails the sweep.
  */
 import { CloudWatchClient, type MetricDatum, PutMetricDataCommand, type StandardUnit } from '@aws-sdk/client-cloudwatch'
+import type { QueueCounts } from './commands.js'
 import names from './metric-names.json' with { type: 'json' }
-import type { QueueCounts } from './queue.js'
 
 export const METRIC_NAMES = names
 export const MAX_METRICS_PER_CALL = 1000
@@ -24,11 +24,19 @@ const PUBLISH_TIMEOUT_MS = 5_000
 export interface QueueRun {
   marked: number
   recovered: number
+  /** Moved to failed by the sweeps (a stall on the last attempt). */
   failed: number
+  /** Every job that entered `failed` since it was last counted, whatever moved it there (exactly once). */
+  failedNew: number
   /** Duration of each sweep of this queue (ms). */
   durations: number[]
+  /** Sizes seen by the last sweep. */
   counts?: QueueCounts
+  /** How long the job next in line in `wait` has waited (ms), at the last sweep. */
+  oldestWaitAgeMs?: number
   error?: string
+  /** The EchoMQError code of `error`. */
+  errorCode?: string
 }
 
 interface Sample {

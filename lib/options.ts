@@ -5,9 +5,13 @@
  * names are rejected with the closest known name, so a typo never silently falls back to a default.
  * Validation happens before any Redis call.
  */
+import { hostname } from 'node:os'
 import defaults from './defaults.json' with { type: 'json' }
-import { EchoMQError, type EchoMQErrorCode } from './errors.js'
+import { JOB_DEFAULTS, type JobSettings, jobSettings } from './job-options.js'
 import { QUEUE_KEY_NAMES } from './keys.js'
+import { checkInteger, checkKnown, describe, fail, LONE_SURROGATE, opt, RANGES } from './validate.js'
+
+export { RANGES, type Range } from './validate.js'
 
 export const DEFAULTS = defaults
 export const PREFIX_DEFAULT = defaults.prefix
@@ -27,48 +31,13 @@ export const SWEEP_GRACE_MS_DEFAULT = defaults.sweepGraceMs
 export const SWEEP_LIMIT_DEFAULT = defaults.sweepLimit
 export const SWEEP_AUDIT_DEFAULT = defaults.sweepAudit
 
-/** setTimeout's ceiling. */
-const MAX_DURATION_MS = 2 ** 31 - 1
-
-/** The accepted range of each numeric setting, wherever it is set (an option or the reaper's environment). */
-export const RANGES = {
-  attempts: { min: 1, max: 1_000_000 },
-  concurrency: { min: 1, max: 10_000 },
-  maxDataBytes: { min: 1, max: 512 * 1024 * 1024, unit: 'bytes' },
-  lockDuration: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
-  heartbeatInterval: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
-  closeTimeout: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
-  graceMs: { min: 0, max: 3_600_000, unit: 'ms' },
-  limit: { min: 1, max: 1_000 },
-  audit: { min: 0, max: 1_000 },
-} as const satisfies Record<string, Range>
-
-export interface Range {
-  min: number
-  max: number
-  unit?: string
-}
-
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/
 const JOB_ID = /^[A-Za-z0-9._-]{1,128}$/
 const PREFIX = /^[A-Za-z0-9._:-]{1,64}$/
 /** Ids that would make the job's key collide with one of the queue's own keys. */
 const RESERVED_JOB_IDS: ReadonlySet<string> = new Set(QUEUE_KEY_NAMES)
 
-function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)
-  if (typeof value === 'bigint') return `${value}n`
-  if (typeof value === 'function') return 'a function'
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
-  }
-}
-
-function fail(code: EchoMQErrorCode, message: string): never {
-  throw new EchoMQError(code, message)
-}
+export const isQueueName = (name: string): boolean => QUEUE_NAME.test(name)
 
 export function validateQueueName(name: unknown): string {
   if (typeof name !== 'string' || !QUEUE_NAME.test(name)) {
@@ -87,6 +56,25 @@ export function validateJobId(id: unknown): string {
   return id
 }
 
+const MAX_JOB_NAME_LENGTH = 256
+const MAX_WORKER_NAME_LENGTH = 128
+export function validateJobName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
+    fail('ERR_JOB_NAME', `expected a job name of 1-${MAX_JOB_NAME_LENGTH} characters, got: ${describe(name)}`)
+  }
+  if (LONE_SURROGATE.test(name)) {
+    fail('ERR_JOB_NAME', `expected a job name of well-formed text, got one with an unpaired surrogate: ${describe(name)}`)
+  }
+  return name
+}
+
+export function validateWorkerName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_WORKER_NAME_LENGTH || LONE_SURROGATE.test(name)) {
+    fail('ERR_OPTIONS', `expected name to be well-formed text of 1-${MAX_WORKER_NAME_LENGTH} characters, got: ${describe(name)}`)
+  }
+  return name
+}
+
 export function validatePrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
     fail('ERR_OPTIONS', `expected prefix to be 1-64 characters from [A-Za-z0-9._:-], got: ${describe(prefix)}`)
@@ -94,45 +82,7 @@ export function validatePrefix(prefix: unknown): string {
   return prefix
 }
 
-/** Checks an integer setting against its range; `name` is what the user wrote (an option or a variable). */
-export function checkInteger(name: string, value: unknown, { min, max, unit }: Range, code: EchoMQErrorCode = 'ERR_OPTIONS'): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    const range = min === 1 && max >= MAX_DURATION_MS ? 'a positive integer' : `an integer from ${min} to ${max}`
-    fail(code, `expected ${name} to be ${range}${unit ? ` (${unit})` : ''}, got: ${describe(value)}`)
-  }
-  return value
-}
-
-const setting = (name: keyof typeof RANGES) => (value: unknown) => checkInteger(name, value, RANGES[name])
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1
-      row[j] = Math.min((prev[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost)
-    }
-    prev = row
-  }
-  return prev[b.length] ?? 0
-}
-
-function checkKnown(what: string, options: unknown, known: readonly string[]): Record<string, unknown> {
-  if (options === undefined) return {}
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    fail('ERR_OPTIONS', `expected ${what} options to be an object, got: ${describe(options)}`)
-  }
-  for (const key of Object.keys(options)) {
-    if (known.includes(key)) continue
-    const closest = [...known].sort((a, b) => editDistance(key, a) - editDistance(key, b))[0]
-    const hint = closest !== undefined && editDistance(key, closest) <= 3 ? ` (did you mean "${closest}"?)` : ''
-    fail('ERR_OPTIONS', `unknown ${what} option "${key}"${hint}; known options: ${known.join(', ')}`)
-  }
-  return options as Record<string, unknown>
-}
-
-const opt = <T>(value: unknown, fallback: T, check: (v: unknown) => T): T => (value === undefined ? fallback : check(value))
+export const setting = (name: keyof typeof RANGES) => (value: unknown) => checkInteger(name, value, RANGES[name])
 
 export interface Clock {
   now(): number
@@ -158,33 +108,24 @@ function clock(value: unknown): Clock {
 export interface QueueSettings {
   prefix: string
   maxDataBytes: number
+  defaultJobOptions: JobSettings
 }
 
 export function queueSettings(options: unknown): QueueSettings & { connection: unknown } {
-  const o = checkKnown('Queue', options, ['connection', 'prefix', 'maxDataBytes'])
+  const o = checkKnown('Queue', options, ['connection', 'prefix', 'maxDataBytes', 'defaultJobOptions'])
   return {
     connection: o.connection,
     prefix: opt(o.prefix, PREFIX_DEFAULT, validatePrefix),
     maxDataBytes: opt(o.maxDataBytes, MAX_DATA_BYTES_DEFAULT, setting('maxDataBytes')),
-  }
-}
-
-export interface AddSettings {
-  attempts: number
-  jobId: string | undefined
-}
-
-export function addSettings(options: unknown): AddSettings {
-  const o = checkKnown('add', options, ['attempts', 'jobId'])
-  return {
-    attempts: opt(o.attempts, ATTEMPTS_DEFAULT, setting('attempts')),
-    jobId: opt(o.jobId, undefined, validateJobId),
+    defaultJobOptions: jobSettings('defaultJobOptions', o.defaultJobOptions, JOB_DEFAULTS),
   }
 }
 
 export interface WorkerSettings {
   connection: unknown
   prefix: string
+  /** Recorded on every job the worker takes (`workerName`), and in a stalled job's reason. */
+  name: string
   concurrency: number
   lockDuration: number
   heartbeatInterval: number
@@ -196,6 +137,7 @@ export function workerSettings(options: unknown): WorkerSettings {
   const o = checkKnown('Worker', options, [
     'connection',
     'prefix',
+    'name',
     'concurrency',
     'lockDuration',
     'heartbeatInterval',
@@ -219,6 +161,7 @@ export function workerSettings(options: unknown): WorkerSettings {
   return {
     connection: o.connection,
     prefix: opt(o.prefix, PREFIX_DEFAULT, validatePrefix),
+    name: opt(o.name, `${hostname()}:${process.pid}`, validateWorkerName),
     concurrency: opt(o.concurrency, CONCURRENCY_DEFAULT, setting('concurrency')),
     lockDuration,
     heartbeatInterval,

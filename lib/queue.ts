@@ -1,29 +1,39 @@
 /**
- * Queue: the producer's side. `add` stores a job and pushes it on `wait` in one script; an existing
- * `jobId` returns the job already stored and changes nothing. Inputs are validated before any Redis call.
+ * Queue: the producer's side, and the operator's. `add` stores a job and pushes it on `wait` (or on
+ * `delayed`, with a `delay`) in one script; an existing `jobId` returns the job already stored and changes
+ * nothing. `getJobs`, `retryJobs` and `remove` look at and redrive finished jobs. Inputs are validated
+ * before any Redis call, so a rejected call changes nothing.
  *
  * Options: connection (ioredis client or URL; default REDIS_URL, then redis://127.0.0.1:6379),
- * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data).
+ * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
+ * (see job-options.ts: attempts, delay, backoff, removeOnComplete, removeOnFail).
  */
 import { randomUUID } from 'node:crypto'
 import * as commands from './commands.js'
-import { type Connection, closeConnection, openConnection } from './connection.js'
+import { type Connection, closeConnection, openConnection, type RedisClient } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
-import { type Job, jobFromHash } from './job.js'
+import { JOB_STATES, type Job, type JobState, jobFromHash } from './job.js'
+import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { type QueueKeys, queueKeys } from './keys.js'
-import { addSettings, type QueueSettings, queueSettings, validateJobId, validateQueueName } from './options.js'
+import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateQueueName } from './options.js'
 import { registration } from './registry.js'
+import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
-export interface QueueCounts {
-  wait: number
-  active: number
-  /** Jobs in `active` that a sweep has marked (they are counted in `active` too). */
-  stalled: number
-  completed: number
-  failed: number
+export type { JobOptions } from './job-options.js'
+
+export type QueueCounts = commands.QueueCounts
+
+export interface QueueOptions {
+  connection?: unknown
+  prefix?: string
+  maxDataBytes?: number
+  defaultJobOptions?: Omit<JobOptions, 'jobId'>
 }
 
-const MAX_JOB_NAME_LENGTH = 256
+/** Most jobs one getJobs call returns, and most ids one retryJobs call names. */
+export const MAX_JOBS_PER_CALL = 1_000
+/** Failed jobs sent back per script call when retryJobs walks `failed`. */
+const RETRY_BATCH = 100
 
 function serialise(data: unknown, maxBytes: number): string {
   let json: string | undefined
@@ -46,7 +56,7 @@ export class Queue<Data = unknown> {
   private readonly register: () => Promise<unknown>
   private closing: Promise<void> | undefined
 
-  constructor(name: string, options?: { connection?: unknown; prefix?: string; maxDataBytes?: number }) {
+  constructor(name: string, options?: QueueOptions) {
     this.name = validateQueueName(name)
     const { connection, ...settings } = queueSettings(options)
     this.settings = settings
@@ -56,28 +66,46 @@ export class Queue<Data = unknown> {
     void this.register()
   }
 
-  get client() {
+  get client(): RedisClient {
     return this.conn.client
   }
 
-  async add(name: string, data: Data, options?: { attempts?: number; jobId?: string }): Promise<Job<Data>> {
+  async add(name: string, data: Data, options?: JobOptions): Promise<Job<Data>> {
     this.assertOpen()
-    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_JOB_NAME_LENGTH) {
-      throw new EchoMQError('ERR_JOB_NAME', `expected a job name of 1-${MAX_JOB_NAME_LENGTH} characters, got: ${JSON.stringify(name)}`)
-    }
-    const { attempts, jobId } = addSettings(options)
+    validateJobName(name)
+    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail } = addSettings(options, this.settings.defaultJobOptions)
+    const id = jobId === undefined ? randomUUID() : validateJobId(jobId)
     const json = serialise(data, this.settings.maxDataBytes)
-    const id = jobId ?? randomUUID()
     try {
       void this.register()
-      const added = await commands.add(this.client, this.keys, { id, name, data: json, attempts })
-      if (added === 'added') return { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn: Date.now() }
+      const added = await commands.add(this.client, this.keys, {
+        id,
+        name,
+        data: json,
+        attempts,
+        delayMs: delay,
+        backoff: encodeBackoff(backoff),
+        keep: encodeKeep(removeOnComplete),
+        keepFailed: encodeKeep(removeOnFail),
+      })
+      if (added === 'added') {
+        return {
+          id,
+          name,
+          data,
+          attempts,
+          attemptsMade: 0,
+          attemptsStarted: 0,
+          state: delay > 0 ? 'delayed' : 'wait',
+          createdOn: Date.now(),
+        }
+      }
     } catch (err) {
       throw redisError(this.name, 'add to queue', err)
     }
     const existing = await this.getJob(id)
     if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${id} in queue ${this.name} vanished while being added`)
-    return existing as Job<Data>
+    return existing
   }
 
   async getJob(id: string): Promise<Job<Data> | null> {
@@ -90,6 +118,72 @@ export class Queue<Data = unknown> {
     }
   }
 
+  /**
+   * Jobs in one state, a page at a time (`start`, `end`: inclusive ranks, at most MAX_JOBS_PER_CALL):
+   * `wait` in the order they will run, `delayed` by due time, `active` by lease deadline, `completed` and
+   * `failed` most recent first. Jobs removed while being read are left out.
+   */
+  async getJobs(state: JobState, range?: { start?: number; end?: number }): Promise<Job<Data>[]> {
+    if (!JOB_STATES.includes(state)) fail('ERR_OPTIONS', `expected a state, one of ${JOB_STATES.join(', ')}, got: ${describe(state)}`)
+    const r = checkKnown('getJobs', range, ['start', 'end'])
+    const start = opt(r.start, 0, (v) => checkInteger('start', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
+    const end = opt(r.end, start + 99, (v) => checkInteger('end', v, { min: start, max: start + MAX_JOBS_PER_CALL - 1 }))
+    try {
+      const ids = await this.idsIn(state, start, end)
+      const hashes = await Promise.all(ids.map((id) => this.client.hgetall(this.keys.job(id))))
+      return ids.flatMap((id, i) => {
+        const hash = hashes[i] ?? {}
+        return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash) as Job<Data>]
+      })
+    } catch (err) {
+      throw redisError(this.name, `list ${state} jobs of queue`, err)
+    }
+  }
+
+  /**
+   * Sends failed jobs back to `wait` with a fresh attempts budget, keeping their history (the last error
+   * in `lastError`, all runs in `attemptsStarted`). `ids`: those jobs, every one of which must be failed
+   * (else ERR_JOB_STATE and nothing changes); otherwise the oldest failed jobs, at most `limit` (all).
+   * Resolves to the ids moved.
+   */
+  async retryJobs(options?: { ids?: string[]; limit?: number }): Promise<string[]> {
+    this.assertOpen()
+    const o = checkKnown('retryJobs', options, ['ids', 'limit'])
+    if (o.ids !== undefined && o.limit !== undefined) fail('ERR_OPTIONS', 'retryJobs takes ids or limit, not both')
+    if (o.ids !== undefined) {
+      if (!Array.isArray(o.ids) || o.ids.length === 0 || o.ids.length > MAX_JOBS_PER_CALL) {
+        fail('ERR_OPTIONS', `expected ids to be an array of 1-${MAX_JOBS_PER_CALL} job ids, got: ${describe(o.ids)}`)
+      }
+      const ids = [...new Set(o.ids.map((id) => validateJobId(id)))]
+      const { moved, notFailed } = await this.call('retry failed jobs of queue', () => commands.retry(this.client, this.keys, ids, true))
+      if (notFailed !== undefined) {
+        throw new EchoMQError('ERR_JOB_STATE', `job ${notFailed} of queue ${this.name} is not failed; nothing was retried`)
+      }
+      return moved
+    }
+    const limit = opt(o.limit, Number.POSITIVE_INFINITY, (v) => checkInteger('limit', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
+    const moved: string[] = []
+    while (moved.length < limit) {
+      const n = Math.min(RETRY_BATCH, limit - moved.length)
+      const batch = await this.call('retry failed jobs of queue', async () => {
+        const ids = await this.client.zrange(this.keys.failed, '0', String(n - 1))
+        return ids.length === 0 ? undefined : (await commands.retry(this.client, this.keys, ids, false)).moved
+      })
+      if (batch === undefined) break
+      moved.push(...batch)
+    }
+    return moved
+  }
+
+  /** Removes a job that is not in flight (ERR_JOB_ACTIVE if it is); resolves to whether there was one. */
+  async remove(id: string): Promise<boolean> {
+    this.assertOpen()
+    validateJobId(id)
+    const outcome = await this.call('remove a job of queue', () => commands.remove(this.client, this.keys, id))
+    if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${this.name} is in flight; it was not removed`)
+    return outcome === 'removed'
+  }
+
   async counts(): Promise<QueueCounts> {
     return queueCounts(this.client, this.keys, this.name)
   }
@@ -99,21 +193,45 @@ export class Queue<Data = unknown> {
     return this.closing
   }
 
+  private async idsIn(state: JobState, start: number, end: number): Promise<string[]> {
+    const k = this.keys
+    switch (state) {
+      case 'wait':
+        // Workers take from the right: the next to run is the last element.
+        return (await this.client.lrange(k.wait, -(end + 1), -(start + 1))).reverse()
+      case 'delayed':
+        return this.client.zrange(k.delayed, String(start), String(end))
+      case 'active':
+        return this.client.zrange(k.active, String(start), String(end))
+      default:
+        return this.client.zrevrange(k[state], String(start), String(end))
+    }
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn()
+    } catch (err) {
+      throw redisError(this.name, what, err)
+    }
+  }
+
   private assertOpen(): void {
     if (this.closing) throw new EchoMQError('ERR_CLOSED', `queue ${this.name} is closed`)
   }
 }
 
-export async function queueCounts(client: Connection['client'], keys: QueueKeys, queue: string): Promise<QueueCounts> {
+export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
-    const [wait, active, stalled, completed, failed] = await Promise.all([
+    const [wait, active, stalled, delayed, completed, failed] = await Promise.all([
       client.llen(keys.wait),
       client.zcard(keys.active),
       client.zcard(keys.stalled),
+      client.zcard(keys.delayed),
       client.zcard(keys.completed),
       client.zcard(keys.failed),
     ])
-    return { wait, active, stalled, completed, failed }
+    return { wait, active, stalled, delayed, completed, failed }
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
   }

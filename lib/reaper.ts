@@ -9,14 +9,14 @@
  */
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
 import type { RedisClient } from './connection.js'
-import { EchoMQError, redisError } from './errors.js'
+import { Discovery } from './discovery.js'
+import { redisError } from './errors.js'
 import { queueKeys } from './keys.js'
 import { publishMetrics, type QueueRun } from './metrics.js'
-import { queueCounts } from './queue.js'
 import type { ReaperConfig } from './reaper-config.js'
 import { type Log, ReaperConnection } from './reaper-connection.js'
 import { registeredQueues } from './registry.js'
-import { sweep } from './sweep.js'
+import { sweepQueue } from './sweep.js'
 
 export type { Log }
 
@@ -30,12 +30,18 @@ export interface RunOptions {
   /** Milliseconds left before the run must end (a Lambda's remaining time); no limit when absent. */
   remainingMs?: () => number
   sleep?: (ms: number) => Promise<void>
+  /** A monotonic clock (ms) that times each pass; tests inject one. */
+  now?: () => number
   /** Queues to sweep instead of config.queues / the registry. */
   queues?: string[]
+  /** Finds queues with jobs in flight missing from the registry (kept by the caller across runs). */
+  discovery?: Discovery
 }
 
 /** Time kept free at the end of a run for the counts and the metrics. */
 const END_RESERVE_MS = 2_000
+/** The next pass is planned as this many times the last one (a slower network, more queues). */
+const PASS_SAFETY = 1.5
 
 async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0
@@ -45,8 +51,15 @@ async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promi
   await Promise.all(lanes)
 }
 
-function isConnectionFailure(err: unknown): boolean {
-  return err instanceof EchoMQError && err.code === 'ERR_CONNECTION'
+/** The registry, plus queues with jobs in flight that discovery found missing from it. */
+async function listQueues(client: RedisClient, prefix: string, discovery: Discovery | undefined, log: Log): Promise<string[]> {
+  const registered = await registeredQueues(client, prefix)
+  const missing = discovery ? await discovery.missing(client, registered) : []
+  if (missing.length === 0) return registered
+  log('warn', 'queues with jobs in flight were missing from the registry (a Redis restart, a failover, a deleted key); registered again', {
+    queues: missing,
+  })
+  return [...registered, ...missing].sort()
 }
 
 export async function runReaper(
@@ -58,67 +71,74 @@ export async function runReaper(
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)))
   let queues: string[]
   try {
-    queues = options.queues ?? config.queues ?? (await registeredQueues(client, config.prefix))
+    queues = options.queues ?? config.queues ?? (await listQueues(client, config.prefix, options.discovery, log))
   } catch (err) {
     throw redisError('(registry)', 'list queues', err)
   }
-  const runs: Record<string, QueueRun> = Object.fromEntries(queues.map((q) => [q, { marked: 0, recovered: 0, failed: 0, durations: [] }]))
+  const runs: Record<string, QueueRun> = Object.fromEntries(
+    queues.map((q) => [q, { marked: 0, recovered: 0, failed: 0, failedNew: 0, durations: [] }]),
+  )
+  const settings = { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit, audit: config.audit }
   let sweeps = 0
+  const now = options.now ?? (() => performance.now())
+  let lastPassMs = 0
   for (let i = 0; i < config.sweeps; i++) {
     if (i > 0) {
-      const left = options.remainingMs?.() ?? Infinity
-      if (left <= config.intervalMs + config.redisTimeoutMs + END_RESERVE_MS) {
-        log('warn', 'stopping early: not enough time left for another sweep', { done: sweeps, planned: config.sweeps, remainingMs: left })
+      // Another sweep must fit: the wait, a pass as long as the last one with half again for a slower
+      // network, one command that takes the whole timeout, and the metrics at the end.
+      const left = options.remainingMs?.() ?? Number.POSITIVE_INFINITY
+      const needed = config.intervalMs + Math.ceil(lastPassMs * PASS_SAFETY) + config.redisTimeoutMs + END_RESERVE_MS
+      if (left <= needed) {
+        log('warn', 'stopping early: not enough time left for another sweep', {
+          done: sweeps,
+          planned: config.sweeps,
+          remainingMs: left,
+          neededMs: needed,
+          lastPassMs: Math.round(lastPassMs),
+        })
         break
       }
       await sleep(config.intervalMs)
     }
     sweeps++
+    const passStarted = now()
     await forEachLimit(queues, config.concurrency, async (queue) => {
       const run = runs[queue] as QueueRun
       const started = performance.now()
       try {
-        const result = await sweep(client, queue, {
-          prefix: config.prefix,
-          graceMs: config.graceMs,
-          limit: config.limit,
-          audit: config.audit,
-        })
+        const pass = await sweepQueue(client, queueKeys(config.prefix, queue), settings, { takeFailures: true })
         const durationMs = Math.round((performance.now() - started) * 100) / 100
-        run.marked += result.marked.length
-        run.recovered += result.recovered.length
-        run.failed += result.failed.length
+        run.marked += pass.marked.length
+        run.recovered += pass.recovered.length
+        run.failed += pass.failed.length
+        run.failedNew += pass.failedNew
         run.durations.push(durationMs)
-        log('info', 'sweep', {
-          queue,
-          sweep: sweeps,
-          marked: result.marked.length,
-          recovered: result.recovered.length,
-          failed: result.failed.length,
-          durationMs,
-        })
+        run.counts = pass.counts
+        if (pass.oldestWaitMs === undefined) delete run.oldestWaitAgeMs
+        else run.oldestWaitAgeMs = pass.oldestWaitMs
+        // Only a pass that did something is worth a line: an idle fleet of queues logs nothing per queue.
+        if (pass.marked.length + pass.recovered.length + pass.failed.length + pass.promoted + pass.trimmed > 0) {
+          log('info', 'sweep', {
+            queue,
+            sweep: sweeps,
+            marked: pass.marked.length,
+            recovered: pass.recovered.length,
+            failed: pass.failed.length,
+            promoted: pass.promoted,
+            trimmed: pass.trimmed,
+            durationMs,
+          })
+        }
       } catch (err) {
-        if (isConnectionFailure(err)) throw err
-        run.error = (err as Error).message
-        log('error', 'sweep failed for this queue; other queues go on', {
-          queue,
-          sweep: sweeps,
-          code: (err as EchoMQError).code,
-          error: run.error,
-        })
+        const failure = redisError(queue, 'sweep', err)
+        if (failure.code === 'ERR_CONNECTION') throw failure
+        run.error = failure.message
+        run.errorCode = failure.code
+        log('error', 'sweep failed for this queue; other queues go on', { queue, sweep: sweeps, code: failure.code, error: run.error })
       }
     })
+    lastPassMs = now() - passStarted
   }
-  await forEachLimit(queues, config.concurrency, async (queue) => {
-    const run = runs[queue] as QueueRun
-    if (run.error) return
-    try {
-      run.counts = await queueCounts(client, queueKeys(config.prefix, queue), queue)
-    } catch (err) {
-      if (isConnectionFailure(err)) throw err
-      run.error = (err as Error).message
-    }
-  })
   const summary: ReaperSummary = { sweeps, queues: {} }
   for (const [queue, run] of Object.entries(runs)) {
     summary.queues[queue] = { marked: run.marked, recovered: run.recovered, failed: run.failed, ...(run.error ? { error: run.error } : {}) }
@@ -135,6 +155,7 @@ export interface Reaper {
 
 export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptions, 'log' | 'sleep'>): Reaper {
   const connection = new ReaperConnection(config, log)
+  const discovery = new Discovery(config.prefix)
   let cloudwatch: CloudWatchClient | undefined
   return {
     async run(options = {}) {
@@ -142,7 +163,7 @@ export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptio
       let summary: ReaperSummary
       try {
         const client = await connection.client()
-        ;({ summary, runs } = await runReaper(client, config, { log, ...(sleep ? { sleep } : {}), ...options }))
+        ;({ summary, runs } = await runReaper(client, config, { log, discovery, ...(sleep ? { sleep } : {}), ...options }))
       } catch (err) {
         connection.discard()
         throw err

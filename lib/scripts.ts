@@ -24,7 +24,7 @@ function luaDir(): string {
     process.env.LAMBDA_TASK_ROOT && path.join(process.env.LAMBDA_TASK_ROOT, 'lua'),
     path.join(process.cwd(), 'lua'),
   ]
-  for (const dir of candidates) if (dir && existsSync(path.join(dir, 'sweep-5.lua'))) return dir
+  for (const dir of candidates) if (dir && existsSync(path.join(dir, 'includes', 'now.lua'))) return dir
   throw new EchoMQError(
     'ERR_SCRIPT',
     `cannot find EchoMQ's lua/ directory (looked in ${candidates.filter(Boolean).join(', ')}); set ECHOMQ_LUA_DIR`,

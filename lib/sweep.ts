@@ -1,27 +1,32 @@
 /**
- * sweep(): one pass of the two-phase stalled-job sweep over one queue, returning what it did.
+ * sweep(): one pass of the queue's maintenance, returning what it did. Its heart is the two-phase
+ * stalled-job sweep: a job in `active` whose lease has expired is marked on the first pass and recovered
+ * on a later pass that still finds it stalled with a mark at least `graceMs` old: attemptsMade + 1, then
+ * back to `wait` (served next) or to `failed` when no attempts are left. Each step is one script call, so
+ * any number of overlapping sweeps recover a job exactly once.
  *
- * A job in `active` whose lease has expired is marked on the first pass and recovered on a later pass
- * that still finds it stalled with a mark at least `graceMs` old: attemptsMade + 1, then back to `wait`
- * (served next) or to `failed` when no attempts are left. Each step is one script call, so any number of
- * overlapping sweeps recover a job exactly once. The pass walks the lease index from the earliest
- * deadline and stops at the first live one: its cost grows with the number of expired leases, not with
- * the number of healthy jobs in flight. Each call handles at most `limit` candidates.
+ * A pass opens with one call on the queue's own keys (lua/probe-8.lua): the counts, and the candidates of
+ * the steps below. For an idle queue that is the only call. Then, each in bounded script calls over ids
+ * the probe or a read found, re-checked by the script:
+ *   - the deadline walk over leases whose recorded deadline has passed (a live lease with a stale
+ *     deadline, which heartbeats refresh only every other tick, is re-scored and skipped): its cost grows
+ *     with the number of expired leases, not with the number of healthy jobs in flight;
+ *   - an audit of `audit` in-flight jobs picked at random, whatever their deadline, so a lease key
+ *     deleted by hand or evicted (run Redis with `maxmemory-policy noeviction`) is found before its
+ *     recorded deadline;
+ *   - delayed jobs that are due move to `wait`;
+ *   - `completed` and `failed` are trimmed exactly to their retention.
  *
- * Each pass also audits a window of `audit` in-flight jobs picked at random, whatever their deadline, so
- * a lease key deleted by hand or evicted (run Redis with `maxmemory-policy noeviction`) is found before
- * its recorded deadline: at once in a queue with no more jobs in flight than that, else within a few
- * passes. Its cost is bounded by `audit`, not by the number of jobs in flight.
- *
- * Options: prefix ('emq'), graceMs (0: one sweep interval is the grace), limit (100 candidates per call),
- * audit (32 jobs per pass; 0 turns the audit off).
+ * Options: prefix ('emq'), graceMs (15000, the reaper's too), limit (100 candidates per call), audit (32
+ * jobs per pass; 0 turns the audit off).
  */
 import { randomInt } from 'node:crypto'
-import { sweepStep } from './commands.js'
+import { type FinishedSet, type Probe, probe, promote, type QueueCounts, sweepStep } from './commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './connection.js'
 import { redisError } from './errors.js'
-import { queueKeys } from './keys.js'
+import { type QueueKeys, queueKeys } from './keys.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
+import { trimFinished } from './retention.js'
 
 export interface SweepResult {
   marked: string[]
@@ -36,12 +41,24 @@ export interface SweepOptions {
   audit?: number
 }
 
+/** What a pass did and saw, for the reaper's metrics. */
+export interface QueuePass extends SweepResult {
+  promoted: number
+  trimmed: number
+  counts: QueueCounts
+  /** Jobs that entered `failed` since the reaper last counted (0 unless asked for). */
+  failedNew: number
+  /** How long the job next in line has been waiting (ms), when `wait` is not empty. */
+  oldestWaitMs: number | undefined
+}
+
 export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
   validateQueueName(queue)
   const settings = sweepSettings(options)
   const conn = openConnection(connection, { redisOptions: failFast(DEFAULTS.redisTimeoutMs) })
   try {
-    return await sweepWith(conn.client, queue, settings)
+    const { marked, recovered, failed } = await sweepQueue(conn.client, queueKeys(settings.prefix, queue), settings)
+    return { marked, recovered, failed }
   } catch (err) {
     throw redisError(queue, 'sweep', err, lastConnectionError(conn.client))
   } finally {
@@ -49,32 +66,73 @@ export async function sweep(connection: unknown, queue: string, options?: SweepO
   }
 }
 
-async function sweepWith(client: RedisClient, queue: string, { prefix, graceMs, limit, audit }: SweepSettings): Promise<SweepResult> {
-  const keys = queueKeys(prefix, queue)
+/**
+ * One pass over one queue (see above). `takeFailures`: count the jobs that entered `failed` since the
+ * last count, exactly once (the reaper's JobsFailed; a library sweep leaves the count to the reaper).
+ */
+export async function sweepQueue(
+  client: RedisClient,
+  keys: QueueKeys,
+  { graceMs, limit, audit }: SweepSettings,
+  { takeFailures = false }: { takeFailures?: boolean } = {},
+): Promise<QueuePass> {
+  const found = await probe(client, keys, { limit, audit, auditAt: randomInt(1_000_000) / 1_000_000, takeFailures })
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
+  const trims = new Set<FinishedSet>()
   const step = async (ids: string[], mode: 'deadline' | 'audit') => {
     const reply = await sweepStep(client, keys, { graceMs, mode, ids })
     for (const id of reply.marked) if (!result.marked.includes(id)) result.marked.push(id)
     result.recovered.push(...reply.recovered)
     result.failed.push(...reply.failed)
+    if (reply.trimFailed) trims.add('failed')
     return reply
   }
+  let ids = found.expired
   let offset = 0
-  for (;;) {
-    const ids = await client.zrange(keys.active, String(offset), String(offset + limit - 1))
-    if (ids.length === 0) break
+  while (ids.length > 0) {
     const { left, done } = await step(ids, 'deadline')
     if (done || ids.length < limit) break
-    // Candidates that stay in `active` (marked, within grace) keep their rank; step past them.
+    // Candidates that stay in place (marked, within grace) keep their rank; step past them.
     offset += left
+    ids = await client.zrangebyscore(keys.active, '-inf', found.now, 'LIMIT', offset, limit)
   }
-  if (audit > 0) {
-    const inFlight = await client.zcard(keys.active)
-    if (inFlight > 0) {
-      const start = inFlight > audit ? randomInt(inFlight - audit + 1) : 0
-      const ids = await client.zrange(keys.active, String(start), String(start + audit - 1))
-      if (ids.length > 0) await step(ids, 'audit')
-    }
+  if (found.audit.length > 0) await step(found.audit, 'audit')
+  const promoted = await promoteAll(client, keys, found, limit)
+  const trimmed = { completed: 0, failed: 0 }
+  for (const set of ['completed', 'failed'] as const) {
+    if (found.trim[set].length > 0 || trims.has(set)) trimmed[set] = (await trimFinished(client, keys, set, found.trim[set])).length
   }
-  return result
+  // The probe's counts, moved on by what this pass did.
+  const c = found.counts
+  const left = result.recovered.length + result.failed.length
+  const counts: QueueCounts = {
+    wait: c.wait + result.recovered.length + promoted,
+    active: c.active - left,
+    stalled: Math.max(0, c.stalled + result.marked.length - left),
+    delayed: c.delayed - promoted,
+    completed: c.completed - trimmed.completed,
+    failed: c.failed + result.failed.length - trimmed.failed,
+  }
+  const oldestWaitMs = await waitingFor(client, keys, found)
+  return { ...result, promoted, trimmed: trimmed.completed + trimmed.failed, counts, failedNew: found.failedNew, oldestWaitMs }
+}
+
+/** Moves every delayed job due by the probe's time to `wait`; the marker then names the next due time. */
+async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, limit: number): Promise<number> {
+  let ids = found.due
+  let promoted = 0
+  while (ids.length > 0) {
+    const step = await promote(client, keys, ids, true)
+    promoted += step.promoted.length
+    if (ids.length < limit || step.promoted.length === 0) break
+    ids = await client.zrangebyscore(keys.delayed, '-inf', found.now, 'LIMIT', 0, limit)
+  }
+  return promoted
+}
+
+/** How long the job next in line has waited (one read, only when `wait` is not empty). */
+async function waitingFor(client: RedisClient, keys: QueueKeys, found: Probe): Promise<number | undefined> {
+  if (found.head === undefined) return undefined
+  const since = Number(await client.hget(keys.job(found.head), 'waitingSince'))
+  return Number.isFinite(since) && since > 0 ? Math.max(0, found.now - since) : undefined
 }

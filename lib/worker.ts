@@ -15,14 +15,16 @@
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { extend, type FinishAction, finish, readCandidates, type Taken, take } from './commands.js'
+import { extend, type FinishAction, type FinishedSet, finish, readCandidates, type Taken, type Taker, take } from './commands.js'
 import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
 import { type QueueKeys, queueKeys } from './keys.js'
 import { LockManager } from './lock-manager.js'
 import { CLOSE_MARGIN_MS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
+import { Promoter } from './promoter.js'
 import { registration } from './registry.js'
+import { trimFinished } from './retention.js'
 import { TakeAhead } from './take-ahead.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
@@ -30,6 +32,8 @@ export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signa
 export interface WorkerOptions {
   connection?: unknown
   prefix?: string
+  /** Recorded on every job this worker takes (default `<hostname>:<pid>`). */
+  name?: string
   concurrency?: number
   lockDuration?: number
   heartbeatInterval?: number
@@ -90,6 +94,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private readonly takeAhead = new TakeAhead()
   /** Finish calls in flight: close() waits for them, since one may have taken a job. */
   private readonly finishes = new Set<Promise<unknown>>()
+  private readonly taker: Taker
+  private readonly promoter: Promoter
+  /** Finished sets being trimmed: one trim per set at a time. */
+  private readonly trimming = new Set<FinishedSet>()
 
   constructor(
     name: string,
@@ -104,6 +112,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.conn = openConnection(this.settings.connection)
     this.blocking = duplicateClient(this.conn.client)
     this.blocking.on('error', () => undefined) // reported by the loop's failed commands
+    this.taker = { workerToken: this.id, leaseMs: this.settings.lockDuration, workerName: this.settings.name }
+    this.promoter = new Promoter(this.conn.client, this.keys, this.settings.clock, (err) =>
+      this.report(redisError(this.name, 'promote delayed jobs of queue', err)),
+    )
     this.locks = new LockManager({
       extend: (leases) => extend(this.conn.client, this.keys, this.settings.lockDuration, leases),
       intervalMs: this.settings.heartbeatInterval,
@@ -144,8 +156,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
           continue
         }
         const taken = idle ? undefined : await this.take(Math.min(free, MAX_TAKE_BATCH))
-        if (taken === undefined) idle = (await this.block()) === 'timeout'
-        else for (const started of taken) this.startOrGiveBack(started)
+        if (taken !== undefined) {
+          for (const started of taken) this.startOrGiveBack(started)
+        } else {
+          const woken = await this.block()
+          idle = woken === 'timeout'
+          // The marker named a due time: promote what is due, and keep a timer for the rest.
+          if (woken === 'due') await this.promoter.promoteDue()
+        }
         failures = 0
       } catch (err) {
         if (this.phase !== 'running') break
@@ -157,7 +175,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   /** Waits on the marker until a job is added, close() is called, or BLOCK_TIMEOUT_S passes. */
-  private async block(): Promise<'woken' | 'timeout' | 'stopped'> {
+  private async block(): Promise<'woken' | 'due' | 'timeout' | 'stopped'> {
     let guard: unknown
     const dead = new Promise<'dead'>((resolve) => {
       guard = this.settings.clock.setTimeout(() => resolve('dead'), BLOCK_TIMEOUT_S * 1000 + BLOCK_GUARD_MS)
@@ -171,7 +189,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         this.blocking.disconnect(true)
         return 'woken'
       }
-      return outcome === null ? 'timeout' : 'woken'
+      if (outcome === null) return 'timeout'
+      return outcome[1] === 'd' ? 'due' : 'woken'
     } finally {
       this.settings.clock.clearTimeout(guard)
     }
@@ -184,7 +203,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (ids.length === 0 || this.phase !== 'running') return undefined
     const sentAt = this.settings.clock.now()
     try {
-      const taken = await take(this.conn.client, this.keys, { workerToken: this.id, leaseMs: this.settings.lockDuration, ids })
+      const taken = await take(this.conn.client, this.keys, this.taker, ids)
       return taken.map((t) => ({ ...t, sentAt }))
     } finally {
       this.takeAhead.release(hinted)
@@ -239,13 +258,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       // The slot this run frees is filled in the same call (from the last peek), unless the worker is closing.
       const candidates = takingNext ? this.takeAhead.claim(1) : []
       const next = {
-        workerToken: this.id,
-        leaseMs: this.settings.lockDuration,
+        ...this.taker,
         candidates,
         peek: takingNext ? Math.min(this.settings.concurrency + 1, MAX_PEEK) : 0,
       }
       const sentAt = this.settings.clock.now()
-      const { status, state, taken, peeked } = await this.track(
+      const { status, state, taken, peeked, trim } = await this.track(
         finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next),
       ).finally(() => this.takeAhead.release(candidates))
       if (status === 'lost') {
@@ -254,6 +272,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       }
       if (this.phase === 'running') this.takeAhead.remember(peeked)
       for (const t of taken) this.startOrGiveBack({ ...t, sentAt })
+      if (trim) this.trim(trim)
       run.job.state = state as JobState
       if (action === 'release') return
       run.job.attemptsMade += 1
@@ -298,6 +317,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
     while (this.finishes.size > 0 && rest() > 0) if (!(await this.within(Promise.allSettled([...this.finishes]), rest()))) break
     await this.within(this.locks.close(), rest())
+    await this.within(
+      this.promoter.close().catch(() => undefined),
+      rest(),
+    )
     const pending = () => Promise.allSettled([this.loopDone, ...this.finishes])
     if (await this.within(pending(), rest())) {
       if (!(await this.within(closeConnection(this.conn), rest()))) this.conn.client.disconnect()
@@ -308,6 +331,17 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     void this.within(pending(), this.settings.lockDuration)
       .then(() => this.within(closeConnection(this.conn), CLOSE_MARGIN_MS))
       .finally(() => this.conn.client.disconnect())
+  }
+
+  /** Trims a finished set past its retention (a finish said so), one trim per set at a time. */
+  private trim(set: FinishedSet): void {
+    if (this.trimming.has(set)) return
+    this.trimming.add(set)
+    void this.track(
+      trimFinished(this.conn.client, this.keys, set)
+        .catch((err: unknown) => this.report(redisError(this.name, `trim ${set} jobs of queue`, err)))
+        .finally(() => this.trimming.delete(set)),
+    )
   }
 
   /** Keeps `call` in `finishes` until it settles. */

@@ -11,15 +11,17 @@
 
   ARGV[1] worker token (the lease value is "<worker token>:<start number>")
   ARGV[2] lease duration (ms)
-  ARGV[3..] candidate job ids, in the order of KEYS pairs
+  ARGV[3] worker name (recorded on each job taken)
+  ARGV[4] most bytes of job data in the reply (at least one job is taken whatever its size)
+  ARGV[5..] candidate job ids, in the order of KEYS pairs
 
   Returns { { id, token, { job hash as field, value, ... } }, ... } for the jobs taken.
 ]]
 local rcall = redis.call
 local waitKey, activeKey, markerKey = KEYS[1], KEYS[2], KEYS[3]
-local workerToken, leaseMs = ARGV[1], tonumber(ARGV[2])
+local taker = { token = ARGV[1], leaseMs = tonumber(ARGV[2]), name = ARGV[3], maxBytes = tonumber(ARGV[4]) }
+local candidates = { firstKey = 4, firstArg = 5, count = #ARGV - 4 }
 -- @include now
 -- @include takeJobs
-local candidates = { firstKey = 4, firstArg = 3, count = #ARGV - 2 }
 
-return takeJobs(waitKey, activeKey, markerKey, workerToken, leaseMs, nowMs(), candidates)
+return takeJobs(waitKey, activeKey, markerKey, taker, nowMs(), candidates)

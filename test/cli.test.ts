@@ -139,7 +139,7 @@ describe('echomq sweep, stats, inspect', () => {
     expect(human.stdout).toMatch(/queue +wait +active +stalled +completed +failed/)
     expect(human.stdout).toMatch(/emails +2 +0 +0 +0 +0/)
     expect(human.stdout).toMatch(/sms +0 +1 +0 +0 +0/)
-    expect(JSON.parse(json.stdout)).toEqual({ emails: { wait: 2, active: 0, stalled: 0, completed: 0, failed: 0 } })
+    expect(JSON.parse(json.stdout)).toEqual({ emails: { wait: 2, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 } })
   })
 
   it('inspect shows in-flight leases, marks and attempts, and failed jobs with their reasons', async () => {

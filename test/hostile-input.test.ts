@@ -6,7 +6,8 @@ import fc from 'fast-check'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue, sweep, Worker } from '../lib/index.js'
-import { addSettings, sweepSettings, workerSettings } from '../lib/options.js'
+import { addSettings, JOB_DEFAULTS } from '../lib/job-options.js'
+import { sweepSettings, workerSettings } from '../lib/options.js'
 import { reaperConfig } from '../lib/reaper-config.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
@@ -123,14 +124,19 @@ describe('options', () => {
     fc.constant(null),
     fc.boolean(),
     fc.constant(undefined),
+    fc.record({ type: fc.constantFrom('fixed', 'exponential', 'linear'), delay: fc.integer({ min: -5, max: 5000 }) }),
+    fc.record({ count: fc.oneof(fc.integer({ min: -2, max: 50 }), fc.double()), age: fc.integer({ min: -2, max: 5000 }) }),
   )
-  const known = ['concurrency', 'lockDuration', 'heartbeatInterval', 'closeTimeout', 'prefix', 'attempts', 'graceMs', 'limit']
+  const known = [
+    ...['concurrency', 'lockDuration', 'heartbeatInterval', 'closeTimeout', 'prefix', 'attempts', 'graceMs', 'limit', 'name'],
+    ...['delay', 'backoff', 'removeOnComplete', 'removeOnFail'],
+  ]
   const options = fc.dictionary(fc.oneof(fc.constantFrom(...known), fc.string({ maxLength: 8 })), value, { maxKeys: 4 })
 
   it('validators return settings or throw ERR_OPTIONS, nothing else', () => {
     fc.assert(
       fc.property(options, (o) => {
-        for (const validate of [workerSettings, addSettings, sweepSettings]) {
+        for (const validate of [workerSettings, (x: unknown) => addSettings(x, JOB_DEFAULTS), sweepSettings]) {
           try {
             validate(o)
           } catch (err) {

@@ -86,9 +86,9 @@ describe('the whole flow under the guard', () => {
     await completed
 
     expect(await queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, returnValue: { done: 'a' } })
-    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 1, failed: 0 })
+    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 1, failed: 0 })
     expect((await queue.add('send', {}, { jobId: 'a' })).state).toBe('completed') // an existing id: add changes nothing
-    await expectGuardedScriptsRan(['add-3.lua', 'take-3.lua', 'extend-2.lua', 'finish-8.lua'])
+    await expectGuardedScriptsRan([SCRIPT_FILES.add, SCRIPT_FILES.take, SCRIPT_FILES.extend, SCRIPT_FILES.finish])
   })
 
   it('fail and retry, then fail at the last attempt', async () => {
@@ -180,7 +180,8 @@ describe('the whole flow under the guard', () => {
       { what: 'close() with a manual clock' },
     )
     expect(await queue.getJob('p')).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 2 })
-    await expectGuardedScriptsRan(FILES)
+    const { add, take, extend, reclaim, finish, probe, sweepStep } = SCRIPT_FILES
+    await expectGuardedScriptsRan([add, take, extend, reclaim, finish, probe, sweepStep])
   })
 
   it("sweep(): a crashed worker's jobs are marked, recovered, and failed at their last attempt (several script steps)", async () => {
@@ -198,8 +199,41 @@ describe('the whole flow under the guard', () => {
     expect(fail).toEqual({ marked: [], recovered: [], failed: [...lastIds].sort() })
     const last = new Queue('last', { connection: redis.client })
     expect(await last.getJob('j0')).toMatchObject({ state: 'failed', failedReason: expect.stringMatching(/stalled/) })
-    expect(await last.counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 0, failed: 2 })
-    await expectGuardedScriptsRan(['add-3.lua', 'take-3.lua', 'sweep-5.lua'])
+    expect(await last.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 2 })
+    await expectGuardedScriptsRan([SCRIPT_FILES.add, SCRIPT_FILES.take, SCRIPT_FILES.probe, SCRIPT_FILES.sweepStep])
+  })
+
+  it('a delayed job, a retry in backoff, retention trims, a redrive and a removal', async () => {
+    const q = new Queue('q', {
+      connection: redis.client,
+      defaultJobOptions: { removeOnComplete: { count: 2 }, removeOnFail: { count: 1 } },
+    })
+    const completed: string[] = []
+    const w = worker((job) => {
+      if (job.name === 'flaky' && job.attemptsStarted === 1) throw new Error('first run fails')
+      if (job.name === 'bad') throw new Error('always fails')
+      return 'ok'
+    })
+    w.on('completed', (job: Job) => completed.push(job.id))
+    await q.add('later', {}, { jobId: 'd1', delay: 100 })
+    await q.add('flaky', {}, { jobId: 'f1', attempts: 2, backoff: { type: 'exponential', delay: 50 } })
+    for (let i = 0; i < 14; i++) await q.add('job', {}, { jobId: `c${i}` })
+    for (const id of ['b1', 'b2']) await q.add('bad', {}, { jobId: id, attempts: 1 })
+
+    await waitFor(() => completed.includes('d1') && completed.includes('f1') && completed.length === 16, { what: '16 completions' })
+    await waitFor(async () => (await q.counts()).failed >= 1, { what: 'a failure' })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+
+    expect(await q.counts()).toMatchObject({ completed: 2, failed: 1, wait: 0, delayed: 0 })
+    const [failed] = await q.getJobs('failed')
+    expect(await q.retryJobs({ ids: [failed?.id as string] })).toEqual([failed?.id])
+    await waitFor(async () => (await q.counts()).failed === 1 && (await q.getJob(failed?.id as string))?.retried === 1, {
+      what: 'the redrive to fail again',
+    })
+    expect(await q.remove(failed?.id as string)).toBe(true)
+    expect(await q.getJob(failed?.id as string)).toBeNull()
+    const { add, take, finish, probe, promote, trim, retry, remove } = SCRIPT_FILES
+    await expectGuardedScriptsRan([add, take, finish, probe, promote, trim, retry, remove])
   })
 
   it('the Lambda handler marks on one invocation and recovers on the next', async () => {
@@ -261,13 +295,21 @@ describe('the guard fires', () => {
     await expect(evalGuarded("return redis.call('TIME')", [])).rejects.toThrow(/EMQGUARD script run with no KEYS/)
   })
 
-  it('a modified sweep-5.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
+  it('a modified sweep-6.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
     await crashedJobs(redis.client, 'q', 1)
-    const source = scriptSource('sweep-5.lua')
+    const source = scriptSource(SCRIPT_FILES.sweepStep)
     const modified = source.replace("rcall('ZADD', stalledKey, now, id)", "rcall('ZADD', 'emq:{q}:stalled-elsewhere', now, id)")
     expect(modified).not.toBe(source)
     const ids = await redis.client.zrange(keys.active, '0', '-1')
-    const stepKeys = [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, ...ids.flatMap((id) => [keys.job(id), keys.lock(id)])]
+    const stepKeys = [
+      keys.active,
+      keys.stalled,
+      keys.wait,
+      keys.failed,
+      keys.marker,
+      keys.meta,
+      ...ids.flatMap((id) => [keys.job(id), keys.lock(id)]),
+    ]
 
     const err = await redis.client.eval(keyGuard(modified), stepKeys.length, ...stepKeys, 0, 'deadline', ...ids).catch((e: unknown) => e)
 
@@ -280,6 +322,7 @@ describe('the guard fires', () => {
       failed: [],
       left: 1,
       done: false,
+      trimFailed: false,
     })
   })
 })

@@ -13,8 +13,9 @@ const run = (over: Partial<QueueRun> = {}): QueueRun => ({
   marked: 2,
   recovered: 1,
   failed: 1,
+  failedNew: 1,
   durations: [3.5, 4],
-  counts: { wait: 5, active: 7, stalled: 2, completed: 9, failed: 3 },
+  counts: { wait: 5, active: 7, stalled: 2, delayed: 0, completed: 9, failed: 3 },
   ...over,
 })
 const noLog = () => undefined

@@ -108,7 +108,7 @@ describe('serverless package', () => {
   it('the package holds the bundle and the Lua scripts', async () => {
     const { stdout } = await run('unzip', ['-l', `${root}.serverless/echomq-reaper.zip`])
     expect(stdout).toContain('functions/sweep.cjs')
-    expect(stdout).toContain('lua/sweep-5.lua')
+    expect(stdout).toContain('lua/sweep-6.lua')
   })
 })
 

@@ -36,7 +36,7 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     expect(second).toEqual({ marked: [], recovered: [id], failed: [] })
     expect(await q.getJob(id as string)).toMatchObject({ state: 'wait', attemptsMade: 1 })
     expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual([id]) // served next
-    expect(await q.counts()).toEqual({ wait: 1, active: 0, stalled: 0, completed: 0, failed: 0 })
+    expect(await q.counts()).toEqual({ wait: 1, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
   })
 
   it('moves a stalled job on its last attempt to failed, with a reason that says it stalled', async () => {
@@ -136,28 +136,51 @@ async function commandCalls(): Promise<Record<string, number>> {
   return Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
 }
 
+/** A ready connection that counts the commands it sends from now on (a script call is one, as per-command pricing bills it). */
+async function countingClient() {
+  const client = redis.connect()
+  await client.ping()
+  const sent: string[] = []
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = ((command: { name: string }) => {
+    sent.push(command.name)
+    return send(command as never)
+  }) as typeof client.sendCommand
+  return { client, sent }
+}
+
 describe('sweep: cost', () => {
-  it('with nothing stalled, one pass reads one page and stops at the first live lease, plus a bounded audit', async () => {
-    await healthyJobsInFlight(300)
-    await redis.client.config('RESETSTAT')
+  it('an idle queue costs one command: the probe', async () => {
+    await new Queue('q', { connection: redis.client }).add('job', {}, { jobId: 'x' })
+    await redis.client.del(keys.wait) // nothing waiting, nothing in flight
+    const { client, sent } = await countingClient()
 
-    await sweep(redis.client, 'q', { audit: 20, graceMs: 0 })
+    await sweep(client, 'q')
 
-    const calls = await commandCalls()
-    expect(calls.zrange).toBe(2) // one page of candidates, one audit window
-    expect(calls.evalsha).toBe(2)
-    expect(calls.zscore).toBe(1 + 20) // the deadline pass stopped at the first live lease; the audit checked 20
-    expect(calls.exists).toBe(20)
+    expect(sent).toEqual(['evalsha'])
   })
 
-  it('with audit 0, one pass is two commands however many jobs are in flight', async () => {
+  it('with nothing stalled, one pass is the probe and one audit step; it reads no page of the lease index', async () => {
     await healthyJobsInFlight(300)
     await redis.client.config('RESETSTAT')
+    const { client, sent } = await countingClient()
 
-    await sweep(redis.client, 'q', { audit: 0, graceMs: 0 })
+    await sweep(client, 'q', { audit: 20, graceMs: 0 })
 
     const calls = await commandCalls()
-    expect([calls.zrange, calls.evalsha, calls.zscore, calls.exists ?? 0]).toEqual([1, 1, 1, 0])
+    expect(sent).toEqual(['evalsha', 'evalsha'])
+    expect(calls.zrangebyscore).toBe(1) // the probe found no expired deadline
+    expect(calls.zscore).toBe(20) // the audit checked 20
+    expect(calls.pttl).toBe(20)
+  })
+
+  it('with audit 0, one pass is one command however many jobs are in flight', async () => {
+    await healthyJobsInFlight(300)
+    const { client, sent } = await countingClient()
+
+    await sweep(client, 'q', { audit: 0, graceMs: 0 })
+
+    expect(sent).toEqual(['evalsha'])
   })
 })
 

@@ -116,7 +116,14 @@ describe('rediss:// with an ACL user', () => {
       result: { sweeps: 1, queues: { cq: { marked: 0, recovered: 2, failed: 0 }, tq: { marked: 0, recovered: 0, failed: 0 } } },
     })
     for (const q of Object.values((second.result as { queues: Record<string, object> }).queues)) expect(q).not.toHaveProperty('error')
-    expect(await new Queue('cq', { connection: emq }).counts()).toEqual({ wait: 2, active: 0, stalled: 0, completed: 0, failed: 0 })
+    expect(await new Queue('cq', { connection: emq }).counts()).toEqual({
+      wait: 2,
+      active: 0,
+      stalled: 0,
+      delayed: 0,
+      completed: 0,
+      failed: 0,
+    })
     // In process, the connection-object route works over TLS too (the CA passed explicitly).
     expect(await sweep(emq, 'cq', { graceMs: 0 })).toEqual({ marked: [], recovered: [], failed: [] })
   })

@@ -90,8 +90,18 @@ describe('job data and names', () => {
     await expect(q.add('x', 'x'.repeat(1024 * 1024 - 2))).resolves.toMatchObject({ state: 'wait' })
   })
 
-  it.each([[''], ['x'.repeat(257)], [5]])('rejects the job name %j', async (name) => {
-    await rejects('ERR_JOB_NAME', () => queue.add(name as string, {}))
+  it.each([[''], ['x'.repeat(257)], [5], ['bad \ud800 half'], ['\udc00 alone'], ['end \ud83d']])(
+    'rejects the job name %j',
+    async (name) => {
+      await rejects('ERR_JOB_NAME', () => queue.add(name as string, {}))
+    },
+  )
+
+  it('accepts well-formed names with any characters, and stores them as given', async () => {
+    for (const name of ['send \u{1F4E7} mail', 'día', '\u4e2d\u6587']) {
+      const job = await queue.add(name, {})
+      expect((await queue.getJob(job.id))?.name).toBe(name)
+    }
   })
 })
 

@@ -97,7 +97,7 @@ describe('worker: finishing', () => {
 
     expect(failures.map((j) => j.state)).toEqual(['wait', 'failed'])
     expect(await queue.getJob('f')).toMatchObject({ state: 'failed', attemptsMade: 2, attemptsStarted: 2, failedReason: 'boom' })
-    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, completed: 0, failed: 1 })
+    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
   })
 
   it('a result that is not JSON fails the attempt with a clear reason', async () => {

@@ -343,7 +343,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   expect(problems).toEqual([])
   expect(lost).toBe(0)
   expect(completed.size + failed.size).toBe(N)
-  expect(counts).toEqual({ wait: 0, active: 0, stalled: 0, completed: completed.size, failed: failed.size })
+  expect(counts).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: completed.size, failed: failed.size })
   // Attempts no one reported can only be failures accepted just before a SIGKILL hid the report.
   expect(unexplainedAttempts).toBeLessThanOrEqual(chaos.kills)
 })

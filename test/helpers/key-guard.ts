@@ -33,6 +33,7 @@ const FIRST_ARG_KEY = [
   'HDEL',
   'HEXISTS',
   'HLEN',
+  'HSTRLEN',
   'LPUSH',
   'RPUSH',
   'LPOP',

@@ -1,12 +1,15 @@
 --[[
   One bounded step of the two-phase stalled sweep. Detect and move happen in this one call, so
   overlapping sweeps can never recover a job twice. The caller passes the ids with the earliest lease
-  deadlines (ZRANGE active by rank); the script re-checks each one.
+  deadlines (from probe-8.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
 
-  For each candidate still in `active` whose deadline has passed and whose lease key is gone:
-    not marked                      -> mark it in `stalled` (phase 1)
+  For each candidate still in `active` whose deadline has passed:
+    lease key still there           -> a live lease whose recorded deadline is stale (heartbeats refresh
+                                       the index only every other tick): re-score it to now + its TTL
+    lease key gone, not marked      -> mark it in `stalled` (phase 1)
     marked at least graceMs ago     -> recover it (phase 2): attemptsMade + 1, then back to the right
-                                       of `wait`, or to `failed` when no attempts are left
+                                       of `wait` (served next, no backoff), or to `failed` when no
+                                       attempts are left
     marked more recently            -> leave it for a later sweep
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
   In audit mode the candidates are a window of the index taken regardless of deadline, to find leases
@@ -18,30 +21,35 @@
   KEYS[3] wait     LIST  <prefix>:{q}:wait
   KEYS[4] failed   ZSET  <prefix>:{q}:failed
   KEYS[5] marker   ZSET  <prefix>:{q}:marker
-  KEYS[6 + 2i]     HASH  job i        (i = 0 .. n-1)
-  KEYS[7 + 2i]     STRING lease of job i
+  KEYS[6] meta     HASH  <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[7 + 2i]     HASH  job i        (i = 0 .. n-1)
+  KEYS[8 + 2i]     STRING lease of job i
 
   ARGV[1] grace between mark and recovery (ms)
   ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
   ARGV[3 + i] job id i
 
-  Returns { marked ids, recovered ids, failed ids, number of candidates left in active, done (1|0) }
-  where done = 1 when a live deadline was reached, so no later candidate can be stalled.
+  Returns { marked ids, recovered ids, failed ids, number of candidates left in active in place, done
+  (1|0), trim (1 when `failed` is past its retention plus slack) } where done = 1 when a live deadline
+  was reached, so no later candidate can be stalled.
 ]]
 local rcall = redis.call
-local activeKey, stalledKey, waitKey, failedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local activeKey, stalledKey = KEYS[1], KEYS[2]
+local q = { wait = KEYS[3], failed = KEYS[4], marker = KEYS[5], meta = KEYS[6] }
 local graceMs, audit = tonumber(ARGV[1]), ARGV[2] == 'audit'
 local n = #ARGV - 2
 -- @include now
 -- @include leaveActive
+-- @include retention
+-- @include enter
 -- @include useAttempt
 
 local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
-local left, done = 0, 0
+local left, done, trim = 0, 0, 0
 for i = 0, n - 1 do
   local id = ARGV[3 + i]
-  local jobKey, lockKey = KEYS[6 + 2 * i], KEYS[7 + 2 * i]
+  local jobKey, lockKey = KEYS[7 + 2 * i], KEYS[8 + 2 * i]
   local deadline = rcall('ZSCORE', activeKey, id)
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then
@@ -49,18 +57,31 @@ for i = 0, n - 1 do
       done = 1
       break
     end
-    left = left + 1
-    if rcall('EXISTS', lockKey) == 0 then
+    local ttl = rcall('PTTL', lockKey)
+    if ttl ~= -2 then
+      -- The lease key is there: alive. Re-scored, it leaves the expired range (a key with no TTL, which
+      -- EchoMQ never writes, stays where it is).
+      if ttl > 0 and not audit then
+        rcall('ZADD', activeKey, now + ttl, id)
+      else
+        left = left + 1
+      end
+    else
+      left = left + 1
       local markedAt = rcall('ZSCORE', stalledKey, id)
       if not markedAt then
         rcall('ZADD', stalledKey, now, id)
         marked[#marked + 1] = id
       elseif now - tonumber(markedAt) >= graceMs then
         left = left - 1
+        local worker = rcall('HGET', jobKey, 'workerName')
         leaveActive(jobKey, lockKey, activeKey, stalledKey, id)
-        local reason = 'job stalled: its lease expired before it finished'
-        if useAttempt(jobKey, waitKey, failedKey, markerKey, id, now, reason, true) == 'failed' then
+        local reason = 'job stalled: its lease expired before it finished (worker ' .. (worker or 'unknown') .. ')'
+        if useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 }) == 'failed' then
           failed[#failed + 1] = id
+          if fileFinished(jobKey, q, 'failed', id, now) ~= '' then
+            trim = 1
+          end
         else
           recovered[#recovered + 1] = id
         end
@@ -68,4 +89,4 @@ for i = 0, n - 1 do
     end
   end
 end
-return { marked, recovered, failed, left, done }
+return { marked, recovered, failed, left, done, trim }

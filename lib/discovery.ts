@@ -1,0 +1,59 @@
+/**
+ * Discovery: finds queues with jobs in flight that are missing from the registry (lost to a Redis restart
+ * without persistence, a failover to a replica that lacked the key, a deleted key), so the reaper never
+ * stays blind to stalled jobs. It SCANs for lease indexes (`<prefix>:{q}:active`, which exist only while
+ * jobs are in flight), on every master of a cluster, for at most `budgetMs` a call, continuing where the
+ * last call stopped. It runs on the reaper's first run (a Lambda's cold start), whenever the registry is
+ * empty, and every DISCOVERY_INTERVAL_MS; a full pass over a large keyspace may span several runs.
+ * Queues found are registered again, so the next runs see them in the registry.
+ */
+import { Cluster } from 'ioredis'
+import type { RedisClient } from './connection.js'
+import { activeKeyPattern, queueOfActiveKey } from './keys.js'
+import { isQueueName } from './options.js'
+import { registerQueue } from './registry.js'
+
+export const DISCOVERY_INTERVAL_MS = 10 * 60_000
+export const DISCOVERY_BUDGET_MS = 1_000
+const SCAN_COUNT = 1_000
+
+export class Discovery {
+  /** Cursor per node of the pass in progress; undefined when no pass is in progress. */
+  private cursors: Map<string, string> | undefined
+  private due = Number.NEGATIVE_INFINITY
+
+  constructor(
+    private readonly prefix: string,
+    private readonly now: () => number = () => performance.now(),
+    private readonly budgetMs = DISCOVERY_BUDGET_MS,
+  ) {}
+
+  /** Queues with jobs in flight that `registered` lacks (now registered again); [] when not due. */
+  async missing(client: RedisClient, registered: readonly string[]): Promise<string[]> {
+    const start = this.now()
+    if (!this.cursors && registered.length > 0 && start < this.due) return []
+    const nodes = client instanceof Cluster ? client.nodes('master') : [client]
+    this.cursors ??= new Map(nodes.map((_, i) => [String(i), '0']))
+    const known = new Set(registered)
+    const found = new Set<string>()
+    for (const [i, node] of nodes.entries()) {
+      let cursor = this.cursors.get(String(i))
+      while (cursor !== undefined && this.now() - start < this.budgetMs) {
+        const [next, keys] = await node.scan(cursor, 'MATCH', activeKeyPattern(this.prefix), 'COUNT', SCAN_COUNT, 'TYPE', 'zset')
+        for (const key of keys) {
+          const queue = queueOfActiveKey(this.prefix, key)
+          if (queue !== undefined && !known.has(queue) && isQueueName(queue)) found.add(queue)
+        }
+        cursor = next === '0' ? undefined : next
+      }
+      if (cursor === undefined) this.cursors.delete(String(i))
+      else this.cursors.set(String(i), cursor)
+    }
+    if (this.cursors.size === 0) {
+      this.cursors = undefined
+      this.due = this.now() + DISCOVERY_INTERVAL_MS
+    }
+    for (const queue of found) await registerQueue(client, this.prefix, queue)
+    return [...found].sort()
+  }
+}

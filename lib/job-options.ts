@@ -1,0 +1,119 @@
+/**
+ * A job's options, as `add(name, data, options)` and `new Queue(name, { defaultJobOptions })` take them,
+ * named as in BullMQ, every duration in ms. An option given to `add` wins over the queue's default, which
+ * wins over EchoMQ's (defaults.json).
+ *
+ *   attempts          total starts allowed (3)
+ *   jobId             the job's id (a random UUID); an existing id returns the stored job, changing nothing
+ *   delay             ms before the job may run (0)
+ *   backoff           the wait before each retry after an error: a number (fixed, ms) or
+ *                     { type: 'fixed' | 'exponential', delay, maxDelay?, jitter? } (none: retry at once)
+ *   removeOnComplete  retention in `completed`: true (remove at once), false (keep all), a count, or
+ *                     { count?, age? } (age in ms) ({ count: 1000, age: 1 day })
+ *   removeOnFail      retention in `failed`, the same way ({ count: 10000, age: 7 days })
+ *
+ * Validated here, before any Redis call; what reaches the scripts is encoded once (encodeBackoff,
+ * encodeKeep) in the shapes lua/includes/backoff.lua and retention.lua read.
+ */
+import defaults from './defaults.json' with { type: 'json' }
+import { checkInteger, checkKnown, describe, fail, opt, RANGES } from './validate.js'
+
+export type Backoff = number | { type: 'fixed' | 'exponential'; delay: number; maxDelay?: number; jitter?: number }
+export type Retention = boolean | number | { count?: number; age?: number }
+
+export interface JobOptions {
+  attempts?: number
+  jobId?: string
+  delay?: number
+  backoff?: Backoff
+  removeOnComplete?: Retention
+  removeOnFail?: Retention
+}
+
+/** Every job option but the id, with defaults applied. */
+export interface JobSettings {
+  attempts: number
+  delay: number
+  backoff: Backoff | undefined
+  removeOnComplete: Retention
+  removeOnFail: Retention
+}
+
+export const JOB_DEFAULTS: JobSettings = {
+  attempts: defaults.attempts,
+  delay: 0,
+  backoff: undefined,
+  removeOnComplete: defaults.removeOnComplete,
+  removeOnFail: defaults.removeOnFail,
+}
+
+/** The longest delay, backoff or retention age accepted: a year. */
+const MAX_DELAY_MS = 365 * 24 * 3_600_000
+const DELAY = { min: 0, max: MAX_DELAY_MS, unit: 'ms' }
+const COUNT = { min: 0, max: 1_000_000_000 }
+const BACKOFF_TYPES = ['fixed', 'exponential'] as const
+
+function backoff(value: unknown): Backoff {
+  if (typeof value === 'number') return checkInteger('backoff', value, DELAY)
+  const o = checkKnown('backoff', value, ['type', 'delay', 'maxDelay', 'jitter'])
+  if (!BACKOFF_TYPES.includes(o.type as never)) {
+    fail('ERR_OPTIONS', `expected backoff.type to be one of ${BACKOFF_TYPES.join(', ')}, got: ${describe(o.type)}`)
+  }
+  const jitter = opt(o.jitter, 0, (v) => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1)
+      fail('ERR_OPTIONS', `expected backoff.jitter to be from 0 to 1, got: ${describe(v)}`)
+    return v
+  })
+  return {
+    type: o.type as 'fixed' | 'exponential',
+    delay: checkInteger('backoff.delay', o.delay, DELAY),
+    ...(o.maxDelay === undefined ? {} : { maxDelay: checkInteger('backoff.maxDelay', o.maxDelay, DELAY) }),
+    ...(jitter > 0 ? { jitter } : {}),
+  }
+}
+
+function retention(name: string) {
+  return (value: unknown): Retention => {
+    if (typeof value === 'boolean') return value
+    if (typeof value === 'number') return checkInteger(name, value, COUNT)
+    const o = checkKnown(name, value, ['count', 'age'])
+    return {
+      ...(o.count === undefined ? {} : { count: checkInteger(`${name}.count`, o.count, COUNT) }),
+      ...(o.age === undefined ? {} : { age: checkInteger(`${name}.age`, o.age, DELAY) }),
+    }
+  }
+}
+
+/** Job options (for `add`, or a queue's `defaultJobOptions`) over `base`. */
+export function jobSettings(what: string, options: unknown, base: JobSettings): JobSettings {
+  const o = checkKnown(what, options, ['attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail'])
+  return {
+    attempts: opt(o.attempts, base.attempts, (v) => checkInteger('attempts', v, RANGES.attempts)),
+    delay: opt(o.delay, base.delay, (v) => checkInteger('delay', v, DELAY)),
+    backoff: opt(o.backoff, base.backoff, backoff),
+    removeOnComplete: opt(o.removeOnComplete, base.removeOnComplete, retention('removeOnComplete')),
+    removeOnFail: opt(o.removeOnFail, base.removeOnFail, retention('removeOnFail')),
+  }
+}
+
+/** `add`'s options over the queue's defaults; the job id, if any, as given (options.ts validates ids). */
+export function addSettings(options: unknown, base: JobSettings): JobSettings & { jobId: unknown } {
+  const { jobId, ...rest } = checkKnown('add', options, ['jobId', 'attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail'])
+  return { ...jobSettings('add', rest, base), jobId }
+}
+
+/** "<type>,<delay>,<maxDelay>,<jitter>" (maxDelay 0 for none), or "" for no backoff. */
+export function encodeBackoff(b: Backoff | undefined): string {
+  if (b === undefined) return ''
+  if (typeof b === 'number') return b > 0 ? `fixed,${b},0,0` : ''
+  return `${b.type},${b.delay},${b.maxDelay ?? 0},${b.jitter ?? 0}`
+}
+
+/** "<count>,<age>" with a part empty for no limit, "0" to remove at once, "" to keep all. */
+export function encodeKeep(r: Retention): string {
+  if (r === true) return '0'
+  if (r === false) return ''
+  if (typeof r === 'number') return `${r},`
+  if (r.count === 0) return '0'
+  return r.count === undefined && r.age === undefined ? '' : `${r.count ?? ''},${r.age ?? ''}`
+}

@@ -1,0 +1,25 @@
+/**
+ * Keeps the finished sets (`completed`, `failed`) within their retention: the oldest jobs past the
+ * set's count or age are removed, in steps of at most TRIM_BATCH, each one script that re-checks the ids
+ * it is given (lua/trim-2.lua), so the cost is the jobs removed. A worker trims when a finish reports
+ * its set past the limits plus slack (about every tenth of the count, never per job); the sweep trims
+ * every set exactly to its limits.
+ */
+import { type FinishedSet, trim } from './commands.js'
+import type { RedisClient } from './connection.js'
+import type { QueueKeys } from './keys.js'
+
+export const TRIM_BATCH = 100
+
+/** Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns the ids removed. */
+export async function trimFinished(client: RedisClient, keys: QueueKeys, set: FinishedSet, first?: string[]): Promise<string[]> {
+  const removed: string[] = []
+  let ids = first ?? (await client.zrange(keys[set], '0', String(TRIM_BATCH - 1)))
+  while (ids.length > 0) {
+    const step = await trim(client, keys, set, ids)
+    removed.push(...step.removed)
+    if (step.done || step.removed.length === 0) break
+    ids = await client.zrange(keys[set], '0', String(TRIM_BATCH - 1))
+  }
+  return removed
+}

@@ -1,0 +1,43 @@
+-- Retention: a job's `keep` field (set at add, for `completed`) and `keepFailed` (for `failed`) hold
+-- "<count>,<ageMs>" with either part empty for no limit, or "0" to remove the job as soon as it ends.
+-- A finished job is kept in its set, and the set's limits become the finishing job's (`meta` holds them,
+-- so the sweep enforces the limits exactly). A set past count + slack asks for a trim (its caller reads
+-- the oldest ids and runs trim-2.lua), so trimming costs no round trip per job.
+local function parseKeep(text)
+  if text == false or text == nil or text == '' then
+    return nil, nil
+  end
+  local sep = string.find(text, ',', 1, true)
+  if not sep then
+    return tonumber(text), nil
+  end
+  return tonumber(string.sub(text, 1, sep - 1)), tonumber(string.sub(text, sep + 1))
+end
+
+-- Jobs a set may exceed its count by between trims.
+local function trimSlack(count)
+  return math.max(10, math.ceil(count / 10))
+end
+
+-- The job hash field holding the retention of each finished set, and the meta field holding the set's limits.
+local KEEP_FIELDS = { completed = { job = 'keep', meta = 'keepCompleted' }, failed = { job = 'keepFailed', meta = 'keepFailed' } }
+
+-- Files a job that just ended in `state` ('completed' or 'failed') under that set at `now`, or removes
+-- it at once; returns the set's name when it is now past its count plus slack (a trim is due), else ''.
+-- `q` holds the queue's keys { completed, failed, meta }.
+local function fileFinished(jobKey, q, state, id, now)
+  local fields = KEEP_FIELDS[state]
+  local setKey = q[state]
+  local keep = redis.call('HGET', jobKey, fields.job)
+  local count = parseKeep(keep)
+  if count == 0 then
+    redis.call('UNLINK', jobKey)
+    return ''
+  end
+  redis.call('ZADD', setKey, now, id)
+  redis.call('HSET', q.meta, fields.meta, keep or '')
+  if count ~= nil and redis.call('ZCARD', setKey) > count + trimSlack(count) then
+    return state
+  end
+  return ''
+end

@@ -1,0 +1,90 @@
+--[[
+  The sweep's first call on a queue, touching only the queue's own keys: its counts, and the candidates
+  for the steps that need per-job keys (which the caller then passes to sweep-6.lua, promote-3.lua and
+  trim-2.lua). For an idle queue it is the only call. It also repairs a lost wake-up: while `wait` holds
+  jobs the marker says so, and while jobs are delayed the marker names the earliest due time, so an idle
+  worker (even one that missed the add) wakes and takes or promotes them.
+
+  KEYS[1] active     ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
+  KEYS[2] stalled    ZSET  <prefix>:{q}:stalled
+  KEYS[3] wait       LIST  <prefix>:{q}:wait
+  KEYS[4] delayed    ZSET  <prefix>:{q}:delayed (id -> due time, ms)
+  KEYS[5] completed  ZSET  <prefix>:{q}:completed
+  KEYS[6] failed     ZSET  <prefix>:{q}:failed
+  KEYS[7] marker     ZSET  <prefix>:{q}:marker
+  KEYS[8] meta       HASH  <prefix>:{q}:meta (failedNew count, retention limits)
+
+  ARGV[1] most candidates per list below
+  ARGV[2] audit window size (in-flight jobs checked whatever their deadline; 0 for none)
+  ARGV[3] where the audit window starts, as a fraction of the in-flight jobs (0..1, random)
+  ARGV[4] 1 to take the count of jobs that entered `failed` since it was last taken (the reaper's
+          metric, counted exactly once), 0 to leave it
+
+  Returns { now (ms), { wait, active, stalled, delayed, completed, failed }, failed since last taken,
+  expired lease ids, audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next
+  in `wait` or false }.
+]]
+local rcall = redis.call
+local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local completedKey, failedKey, markerKey, metaKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local limit, auditSize, auditAt, takeFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
+-- @include now
+-- @include retention
+
+local now = nowMs()
+local counts = {
+  rcall('LLEN', waitKey), rcall('ZCARD', activeKey), rcall('ZCARD', stalledKey),
+  rcall('ZCARD', delayedKey), rcall('ZCARD', completedKey), rcall('ZCARD', failedKey),
+}
+local waiting, inFlight, delayed = counts[1], counts[2], counts[4]
+
+local failedNew = 0
+if takeFailures then
+  failedNew = tonumber(rcall('HGET', metaKey, 'failedNew')) or 0
+  if failedNew > 0 then
+    rcall('HINCRBY', metaKey, 'failedNew', -failedNew)
+  end
+end
+
+local expired, audit = {}, {}
+if inFlight > 0 then
+  expired = rcall('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', 0, limit)
+  if auditSize > 0 then
+    local start = math.floor(auditAt * math.max(0, inFlight - auditSize))
+    audit = rcall('ZRANGE', activeKey, start, start + auditSize - 1)
+  end
+end
+
+local due = {}
+if delayed > 0 then
+  due = rcall('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, limit)
+  rcall('ZADD', markerKey, 'LT', rcall('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')[2], 'd')
+end
+
+-- The oldest finished jobs of a set past its limits (the limits in `meta`, see retention.lua).
+local function trimCandidates(setKey, set, size)
+  if size == 0 then
+    return {}
+  end
+  local count, age = parseKeep(rcall('HGET', metaKey, KEEP_FIELDS[set].meta))
+  local over = count ~= nil and size > count
+  local old = false
+  if age ~= nil and not over then
+    local oldest = rcall('ZRANGE', setKey, 0, 0, 'WITHSCORES')[2]
+    old = oldest ~= nil and tonumber(oldest) <= now - age
+  end
+  if over or old then
+    return rcall('ZRANGE', setKey, 0, limit - 1)
+  end
+  return {}
+end
+
+local head = false
+if waiting > 0 then
+  head = rcall('LINDEX', waitKey, -1)
+  rcall('ZADD', markerKey, 0, '0')
+end
+return {
+  now, counts, failedNew, expired, audit, due,
+  trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,
+}

@@ -1,0 +1,39 @@
+--[[
+  Removes a job that is not in flight: its hash, and its entry in whichever set or list holds it. A job in
+  `active` is left alone (its worker owns it). A job id whose job was removed can be added again.
+
+  KEYS[1] job        HASH   <prefix>:{q}:<id>
+  KEYS[2] active     ZSET   <prefix>:{q}:active
+  KEYS[3] wait       LIST   <prefix>:{q}:wait
+  KEYS[4] delayed    ZSET   <prefix>:{q}:delayed
+  KEYS[5] completed  ZSET   <prefix>:{q}:completed
+  KEYS[6] failed     ZSET   <prefix>:{q}:failed
+
+  ARGV[1] job id
+
+  Returns "removed", "missing" (no such job) or "active" (in flight; nothing changed).
+]]
+local rcall = redis.call
+local jobKey, activeKey = KEYS[1], KEYS[2]
+local waitKey, delayedKey, completedKey, failedKey = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local id = ARGV[1]
+
+if rcall('ZSCORE', activeKey, id) then
+  return 'active'
+end
+local state = rcall('HGET', jobKey, 'state')
+if not state then
+  return 'missing'
+end
+-- Only the structure the job's state names holds it: one removal, O(log n) except in `wait`, where LREM
+-- walks the list (as every Redis list queue's remove does).
+if state == 'wait' then
+  rcall('LREM', waitKey, 0, id)
+elseif state == 'delayed' then
+  rcall('ZREM', delayedKey, id)
+else
+  rcall('ZREM', completedKey, id)
+  rcall('ZREM', failedKey, id)
+end
+rcall('UNLINK', jobKey)
+return 'removed'

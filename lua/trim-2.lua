@@ -1,0 +1,45 @@
+--[[
+  Removes the oldest finished jobs of one set past its retention: while the set holds more than its
+  count, or its oldest job is older than its age. The limits are the set's, from `meta` (the last
+  finished job's, see retention.lua). The caller passes the oldest ids (ZRANGE set 0 n-1); the script
+  re-checks each in order and stops at the first one it keeps, so the cost is the jobs removed.
+
+  KEYS[1] set      ZSET  <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
+  KEYS[2] meta     HASH  <prefix>:{q}:meta
+  KEYS[2 + i]      HASH  job i       (i = 1 .. n)
+
+  ARGV[1] the set's name: "completed" or "failed"
+  ARGV[1 + i] job id i, oldest first
+
+  Returns { removed ids, done (1 when the set is within its limits, 0 when more may be removed) }.
+]]
+local rcall = redis.call
+local setKey, metaKey = KEYS[1], KEYS[2]
+local set = ARGV[1]
+-- @include now
+-- @include retention
+
+local count, age = parseKeep(rcall('HGET', metaKey, KEEP_FIELDS[set].meta))
+local now = nowMs()
+local size = rcall('ZCARD', setKey)
+local function beyond(finishedAt)
+  return (count ~= nil and size > count) or (age ~= nil and tonumber(finishedAt) <= now - age)
+end
+
+local removed = {}
+for i = 1, #ARGV - 1 do
+  local id = ARGV[1 + i]
+  local finishedAt = rcall('ZSCORE', setKey, id)
+  if finishedAt then
+    if not beyond(finishedAt) then
+      return { removed, 1 }
+    end
+    rcall('ZREM', setKey, id)
+    rcall('UNLINK', KEYS[2 + i])
+    size = size - 1
+    removed[#removed + 1] = id
+  end
+end
+-- Every candidate went: is the set within its limits now?
+local oldest = rcall('ZRANGE', setKey, 0, 0, 'WITHSCORES')[2]
+return { removed, (oldest and beyond(oldest)) and 0 or 1 }
