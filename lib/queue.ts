@@ -19,6 +19,8 @@ export interface QueueCounts {
   active: number
   /** Jobs in `active` that a sweep has marked (they are counted in `active` too). */
   stalled: number
+  /** Jobs scheduled for later; optional until every reader fills it. */
+  delayed?: number
   completed: number
   failed: number
 }

@@ -16,8 +16,11 @@
  *   SWEEP_CONCURRENCY      queues swept at once            (8)
  *   SWEEP_LIMIT            candidates per script call      (100)
  *   SWEEP_AUDIT            in-flight jobs audited per pass (32)
- *   METRICS_MODE           api | emf | off                 (api)
- *   METRICS_NAMESPACE      CloudWatch namespace            (EchoMQ)
+ *   METRICS_MODE           api | emf | off                 (api; off under `serverless invoke local`, IS_LOCAL=true)
+ *   METRICS_NAMESPACE      CloudWatch namespace            (POWERTOOLS_METRICS_NAMESPACE, else EchoMQ)
+ *   PER_QUEUE_METRICS      true | false                    (false) also publish each queue's metrics (dimension Queue)
+ *   POWERTOOLS_METRICS_DISABLED  true turns metrics off, whatever METRICS_MODE says (as in Powertools)
+ *   POWERTOOLS_SERVICE_NAME      a `service` field in the EMF documents and the summary log lines (not a dimension)
  *
  * GRACE: a mark must be SWEEP_GRACE_MS old before a sweep recovers the job, whatever the number of sweeps
  * in between, so a duplicated or overlapping invocation cannot shorten the grace a paused worker gets.
@@ -54,12 +57,20 @@ export interface ReaperConfig {
   audit: number
   metricsMode: MetricsMode
   namespace: string
+  /** Publish each queue's metrics (dimension Queue) besides the totals; each queue then costs ~10 custom metrics. */
+  perQueueMetrics: boolean
+  /** POWERTOOLS_SERVICE_NAME: a field of the EMF documents and summary log lines. */
+  service: string | undefined
 }
 
 /** Explicit settings, which win over the environment. */
 export type ReaperOptions = Partial<ReaperConfig>
 
 type Env = Record<string, string | undefined>
+
+/** Powertools' spellings of a boolean. */
+const TRUE = ['true', '1', 'yes', 'y', 'on']
+const FALSE = ['false', '0', 'no', 'n', 'off']
 
 function bad(name: string, expected: string, value: unknown): never {
   const text = typeof value === 'string' ? value : String(value)
@@ -73,14 +84,17 @@ function bad(name: string, expected: string, value: unknown): never {
 class Source {
   constructor(
     private readonly options: ReaperOptions,
-    private readonly env: Env,
+    readonly env: Env,
   ) {}
 
-  /** The raw value and the name to blame: the option's, or the variable's. */
-  private pick<K extends keyof ReaperConfig>(key: K, variable: string): { name: string; value: ReaperConfig[K] | string | undefined } {
+  /** The raw value and the name to blame: the option's, or the first variable that is set. */
+  pick<K extends keyof ReaperConfig>(key: K, ...variables: string[]): { name: string; value: ReaperConfig[K] | string | undefined } {
     if (this.options[key] !== undefined) return { name: key, value: this.options[key] }
-    const raw = this.env[variable]?.trim()
-    return { name: variable, value: raw === '' ? undefined : raw }
+    for (const variable of variables) {
+      const raw = this.env[variable]?.trim()
+      if (raw !== undefined && raw !== '') return { name: variable, value: raw }
+    }
+    return { name: variables[0] ?? key, value: undefined }
   }
 
   int(
@@ -105,17 +119,25 @@ class Source {
     return text
   }
 
-  text(key: 'redisUrl' | 'prefix' | 'namespace', variable: string, fallback: string): { name: string; value: string } {
-    const { name, value } = this.pick(key, variable)
+  text(key: 'redisUrl' | 'prefix' | 'namespace' | 'service', variables: string[], fallback: string): { name: string; value: string } {
+    const { name, value } = this.pick(key, ...variables)
     return { name, value: value === undefined ? fallback : String(value) }
   }
 
-  flag(key: 'cluster', variable: string): boolean {
+  flag(key: 'cluster' | 'perQueueMetrics', variable: string, fallback: boolean): boolean {
     const { name, value } = this.pick(key, variable)
-    if (value === undefined || typeof value === 'boolean') return value ?? false
+    if (value === undefined || typeof value === 'boolean') return value ?? fallback
     const text = String(value).toLowerCase()
     if (text !== 'true' && text !== 'false') bad(name, 'one of true, false', value)
     return text === 'true'
+  }
+
+  /** A variable read the Powertools way (true, 1, yes...), with no option of the same name. */
+  powertoolsFlag(variable: string): boolean {
+    const raw = this.env[variable]?.trim().toLowerCase()
+    if (raw === undefined || raw === '' || FALSE.includes(raw)) return false
+    if (!TRUE.includes(raw)) bad(variable, `one of ${[...TRUE, ...FALSE].join(', ')}`, raw)
+    return true
   }
 
   queues(): string[] | undefined {
@@ -133,9 +155,8 @@ class Source {
   }
 }
 
-export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env): ReaperConfig {
-  const source = new Source(options, env)
-  const url = source.text('redisUrl', 'REDIS_URL', REDIS_URL_DEFAULT)
+/** The URL and cluster settings. */
+function redisSettings(source: Source, url: { name: string; value: string }): Pick<ReaperConfig, 'redisUrl' | 'cluster'> {
   let seeds: number
   let clusterScheme: boolean
   try {
@@ -145,26 +166,39 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
   } catch (err) {
     throw new EchoMQError('ERR_CONFIG', `${url.name}: ${(err as Error).message}`)
   }
-  const prefix = source.text('prefix', 'PREFIX', DEFAULTS.prefix)
-  try {
-    validatePrefix(prefix.value)
-  } catch {
-    bad(prefix.name, '1-64 characters from [A-Za-z0-9._:-]', prefix.value)
-  }
-  const namespace = source.text('namespace', 'METRICS_NAMESPACE', metricNames.namespaceDefault)
-  if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace.value) || namespace.value.startsWith('AWS/')) {
-    bad(namespace.name, 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace.value)
-  }
-  const cluster = source.flag('cluster', 'REDIS_CLUSTER')
+  const cluster = source.flag('cluster', 'REDIS_CLUSTER', false)
   if (seeds > 1 && !cluster && !clusterScheme) {
     throw new EchoMQError(
       'ERR_CONFIG',
       `${url.name}: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`,
     )
   }
+  return { redisUrl: url.value, cluster }
+}
+
+function metricsMode(source: Source): MetricsMode {
+  const explicit = source.pick('metricsMode').value !== undefined
+  if (!explicit && source.powertoolsFlag('POWERTOOLS_METRICS_DISABLED')) return 'off'
+  // `serverless invoke local` runs on a laptop: no metrics into the account's namespace unless asked for.
+  const fallback = source.env.IS_LOCAL === 'true' ? 'off' : (DEFAULTS.metricsMode as MetricsMode)
+  return source.oneOf('metricsMode', 'METRICS_MODE', fallback, METRICS_MODES)
+}
+
+/** Every setting but the Redis URL. */
+function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
+  const prefix = source.text('prefix', ['PREFIX'], DEFAULTS.prefix)
+  try {
+    validatePrefix(prefix.value)
+  } catch {
+    bad(prefix.name, '1-64 characters from [A-Za-z0-9._:-]', prefix.value)
+  }
+  const namespace = source.text('namespace', ['METRICS_NAMESPACE', 'POWERTOOLS_METRICS_NAMESPACE'], metricNames.namespaceDefault)
+  if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace.value) || namespace.value.startsWith('AWS/')) {
+    bad(namespace.name, 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace.value)
+  }
+  const service = source.text('service', ['POWERTOOLS_SERVICE_NAME'], '')
+  if (service.value.length > 255) bad(service.name, 'a service name of at most 255 characters', service.value)
   return {
-    redisUrl: url.value,
-    cluster,
     redisTimeoutMs: source.int('redisTimeoutMs', 'REDIS_TIMEOUT_MS', DEFAULTS.redisTimeoutMs, REAPER_RANGES.redisTimeoutMs),
     queues: source.queues(),
     prefix: prefix.value,
@@ -174,7 +208,15 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
     concurrency: source.int('concurrency', 'SWEEP_CONCURRENCY', DEFAULTS.sweepConcurrency, REAPER_RANGES.concurrency),
     limit: source.int('limit', 'SWEEP_LIMIT', DEFAULTS.sweepLimit, RANGES.limit),
     audit: source.int('audit', 'SWEEP_AUDIT', DEFAULTS.sweepAudit, RANGES.audit),
-    metricsMode: source.oneOf('metricsMode', 'METRICS_MODE', DEFAULTS.metricsMode as MetricsMode, METRICS_MODES),
+    metricsMode: metricsMode(source),
     namespace: namespace.value,
+    perQueueMetrics: source.flag('perQueueMetrics', 'PER_QUEUE_METRICS', metricNames.perQueueDefault),
+    service: service.value === '' ? undefined : service.value,
   }
+}
+
+export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env): ReaperConfig {
+  const source = new Source(options, env)
+  const url = source.text('redisUrl', ['REDIS_URL'], REDIS_URL_DEFAULT)
+  return { ...redisSettings(source, url), ...settings(source) }
 }
