@@ -5,7 +5,8 @@
  * with the library option of the same meaning (RANGES in options.ts). A bad value fails with a message
  * naming the variable or option and what it expected.
  *
- *   REDIS_URL              redis://, rediss://, redis+cluster://  (redis://127.0.0.1:6379)
+ *   REDIS_URL              redis://, rediss://, redis+cluster://  (see REDIS URL below)
+ *   REDIS_URL_PARAMETER    SSM SecureString holding the URL, read at run time by loadReaperConfig
  *   REDIS_CLUSTER          true | false                    (false) treat REDIS_URL as a cluster seed
  *   REDIS_TIMEOUT_MS       connect and command timeout     (3000) a dead Redis fails the run this fast
  *   QUEUES                 comma list                      (every queue in the registry <prefix>:queues)
@@ -21,6 +22,11 @@
  *   PER_QUEUE_METRICS      true | false                    (false) also publish each queue's metrics (dimension Queue)
  *   POWERTOOLS_METRICS_DISABLED  true turns metrics off, whatever METRICS_MODE says (as in Powertools)
  *   POWERTOOLS_SERVICE_NAME      a `service` field in the EMF documents and the summary log lines (not a dimension)
+ *
+ * REDIS URL: an explicit option, else REDIS_URL, else the SSM parameter REDIS_URL_PARAMETER names (what a
+ * deployed function uses: the password stays out of the template), else, outside Lambda only,
+ * redis://127.0.0.1:6379. A function running in Lambda (AWS_LAMBDA_FUNCTION_NAME set, IS_LOCAL not true)
+ * with neither variable fails with ERR_CONFIG rather than silently sweeping a localhost that is not there.
  *
  * GRACE: a mark must be SWEEP_GRACE_MS old before a sweep recovers the job, whatever the number of sweeps
  * in between, so a duplicated or overlapping invocation cannot shorten the grace a paused worker gets.
@@ -68,6 +74,9 @@ export type ReaperOptions = Partial<ReaperConfig>
 
 type Env = Record<string, string | undefined>
 
+/** Reads an SSM parameter's decrypted value (lib/secrets.ts's readSecret in the Lambda). */
+export type ReadSecret = (name: string) => Promise<string>
+
 /** Powertools' spellings of a boolean. */
 const TRUE = ['true', '1', 'yes', 'y', 'on']
 const FALSE = ['false', '0', 'no', 'n', 'off']
@@ -78,6 +87,11 @@ function bad(name: string, expected: string, value: unknown): never {
     'ERR_CONFIG',
     `${name}: expected ${expected}, got: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)}`,
   )
+}
+
+/** A function running in AWS Lambda, not under `serverless invoke local`. */
+export function inLambda(env: Env): boolean {
+  return Boolean(env.AWS_LAMBDA_FUNCTION_NAME) && env.IS_LOCAL !== 'true'
 }
 
 /** Reads settings from options, then the environment, then defaults. */
@@ -155,8 +169,32 @@ class Source {
   }
 }
 
-/** The URL and cluster settings. */
-function redisSettings(source: Source, url: { name: string; value: string }): Pick<ReaperConfig, 'redisUrl' | 'cluster'> {
+type UrlSource = { name: string; value: string } | { parameter: string }
+
+/** Where the Redis URL comes from (see REDIS URL above). */
+function redisUrlSource(source: Source): UrlSource {
+  const url = source.pick('redisUrl', 'REDIS_URL')
+  if (url.value !== undefined) return { name: url.name, value: String(url.value) }
+  const parameter = source.env.REDIS_URL_PARAMETER?.trim()
+  if (parameter) {
+    // SSM names: letters, digits, _ . - / (a path), or a parameter ARN.
+    if (!/^[A-Za-z0-9_.\-/:]{1,2048}$/.test(parameter))
+      bad('REDIS_URL_PARAMETER', 'an SSM parameter name such as /echomq/prod/redis-url', parameter)
+    return { parameter }
+  }
+  if (inLambda(source.env)) {
+    throw new EchoMQError(
+      'ERR_CONFIG',
+      'REDIS_URL_PARAMETER: not set, and neither is REDIS_URL: a function in Lambda reads its Redis URL from the SSM SecureString ' +
+        'REDIS_URL_PARAMETER names (serverless.yml sets it from the redisUrlParameter param), or from REDIS_URL for development; ' +
+        `it does not fall back to ${REDIS_URL_DEFAULT}`,
+    )
+  }
+  return { name: 'REDIS_URL', value: REDIS_URL_DEFAULT }
+}
+
+/** The URL and cluster settings. A secret's value is never quoted back, even masked: it may not be a URL at all. */
+function redisSettings(source: Source, url: { name: string; value: string }, secret = false): Pick<ReaperConfig, 'redisUrl' | 'cluster'> {
   let seeds: number
   let clusterScheme: boolean
   try {
@@ -164,7 +202,8 @@ function redisSettings(source: Source, url: { name: string; value: string }): Pi
     seeds = parsed.nodes.length
     clusterScheme = parsed.cluster
   } catch (err) {
-    throw new EchoMQError('ERR_CONFIG', `${url.name}: ${(err as Error).message}`)
+    const message = (err as Error).message
+    throw new EchoMQError('ERR_CONFIG', `${url.name}: ${secret ? message.replace(/"(?:[^"\\]|\\.)*"/g, '(value not shown)') : message}`)
   }
   const cluster = source.flag('cluster', 'REDIS_CLUSTER', false)
   if (seeds > 1 && !cluster && !clusterScheme) {
@@ -184,7 +223,7 @@ function metricsMode(source: Source): MetricsMode {
   return source.oneOf('metricsMode', 'METRICS_MODE', fallback, METRICS_MODES)
 }
 
-/** Every setting but the Redis URL. */
+/** Every setting but the Redis URL, which may still have to be read from SSM. */
 function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
   const prefix = source.text('prefix', ['PREFIX'], DEFAULTS.prefix)
   try {
@@ -215,8 +254,28 @@ function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
   }
 }
 
+/** The configuration when the Redis URL is given (option, REDIS_URL, or the local default outside Lambda). */
 export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env): ReaperConfig {
   const source = new Source(options, env)
-  const url = source.text('redisUrl', ['REDIS_URL'], REDIS_URL_DEFAULT)
+  const url = redisUrlSource(source)
+  if ('parameter' in url) {
+    throw new EchoMQError(
+      'ERR_CONFIG',
+      `REDIS_URL_PARAMETER: names SSM parameter ${url.parameter}, which is read at run time: use loadReaperConfig`,
+    )
+  }
   return { ...redisSettings(source, url), ...settings(source) }
+}
+
+/**
+ * The configuration, reading the Redis URL from SSM when REDIS_URL_PARAMETER names it. Every other
+ * setting is checked first, so a bad one fails without a call to AWS.
+ */
+export async function loadReaperConfig(options: ReaperOptions, env: Env, readSecret: ReadSecret): Promise<ReaperConfig> {
+  const source = new Source(options, env)
+  const url = redisUrlSource(source)
+  const rest = settings(source)
+  if (!('parameter' in url)) return { ...redisSettings(source, url), ...rest }
+  const value = await readSecret(url.parameter)
+  return { ...redisSettings(source, { name: `SSM parameter ${url.parameter}`, value }, true), ...rest }
 }
