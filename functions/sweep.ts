@@ -20,9 +20,12 @@ const jsonLog: Log = (level, message, fields = {}) => {
   else console.log(line)
 }
 
-/** A manual invocation may name the queues: `{ "queues": ["emails"] }`. A scheduled event has no such field. */
+/**
+ * A manual invocation may name the queues: `{ "queues": ["emails"] }`. A scheduled event has no such field.
+ * `serverless invoke local` without `-d` passes an empty string: no event.
+ */
 function queuesFromEvent(event: unknown): string[] | undefined {
-  if (event === undefined || event === null) return undefined
+  if (event === undefined || event === null || event === '') return undefined
   if (typeof event !== 'object' || Array.isArray(event)) {
     throw new EchoMQError(
       'ERR_EVENT',
