@@ -4,14 +4,16 @@
  * `serverless invoke local` against a test Redis. One file, so the runs never share .esbuild/ at once.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { METRIC_NAMES } from '../lib/metrics.js'
+import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
 
 const run = promisify(execFile)
 const root = new URL('..', import.meta.url).pathname
@@ -28,6 +30,8 @@ const offlineEnv = {
 type Resource = { Type: string; Properties: Record<string, unknown>; Condition?: string }
 interface Packaged {
   output: string
+  /** A copy of the zip, kept after later runs overwrite .serverless/. */
+  zip: string
   /** Every file osls wrote that is deployed or kept as state, as text. */
   texts: string
   resources: Record<string, Resource>
@@ -39,8 +43,11 @@ async function packageWith(args: string[]): Promise<Packaged> {
   const { stdout, stderr } = await run('npm', ['run', 'package', '--', ...args], { cwd: root, env: offlineEnv, timeout: 120_000 })
   const read = (file: string) => readFileSync(`${root}.serverless/${file}`, 'utf8')
   const template = JSON.parse(read('cloudformation-template-update-stack.json'))
+  const zip = path.join(mkdtempSync(path.join(tmpdir(), 'echomq-zip-')), 'echomq-reaper.zip')
+  copyFileSync(`${root}.serverless/echomq-reaper.zip`, zip)
   return {
     output: `${stdout}\n${stderr}`,
+    zip,
     texts: ['cloudformation-template-create-stack.json', 'cloudformation-template-update-stack.json', 'serverless-state.json']
       .map(read)
       .join('\n'),
@@ -268,6 +275,92 @@ describe('parameters that change the template', () => {
       expect(outputs[i]).toMatch(message)
     })
   }, 60_000)
+})
+
+describe('the packaged function, run as Lambda runs it: its URL from SSM, its metrics to CloudWatch', () => {
+  const PASSWORD = 'bundle-s3cret'
+  let bundleDir: string
+  let redis: TestRedis
+  let ssm: SsmEndpoint
+  let cw: CloudWatchEndpoint
+  let deployed: Record<string, string>
+  beforeAll(async () => {
+    stages.dev ??= await packageWith(['--stage', 'dev'])
+    deployed = fnEnv(stages.dev)
+    bundleDir = mkdtempSync(path.join(tmpdir(), 'echomq-task-'))
+    await run('unzip', ['-q', stages.dev.zip, '-d', bundleDir])
+    redis = await startRedis()
+    await redis.client.call('ACL', 'SETUSER', 'reaper', 'on', `>${PASSWORD}`, '~*', '&*', '+@all')
+    await redis.client.call('ACL', 'SETUSER', 'noscripts', 'on', `>${PASSWORD}`, '~*', '&*', '+@all', '-@scripting')
+    ssm = await startSsmEndpoint()
+    cw = await startCloudWatchEndpoint()
+  }, 150_000)
+  afterAll(async () => {
+    await Promise.all([redis?.stop(), ssm?.close(), cw?.close()])
+  })
+
+  /** One cold start of the bundle in a fresh Node process, with the template's environment. */
+  async function coldStart(user: string, extra: Record<string, string | undefined> = {}) {
+    ssm.parameters.set(deployed.REDIS_URL_PARAMETER ?? '', { value: `redis://${user}:${PASSWORD}@127.0.0.1:${redis.port}` })
+    cw.requests.length = 0
+    const env = Object.fromEntries(
+      Object.entries({
+        PATH: process.env.PATH,
+        ...deployed,
+        AWS_LAMBDA_FUNCTION_NAME: 'echomq-reaper-dev-sweep',
+        LAMBDA_TASK_ROOT: bundleDir,
+        AWS_REGION: 'eu-west-1',
+        AWS_ACCESS_KEY_ID: 'AKIATEST',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_ENDPOINT_URL_SSM: ssm.url,
+        AWS_ENDPOINT_URL_CLOUDWATCH: cw.url,
+        ...extra,
+      }).filter((e): e is [string, string] => e[1] !== undefined),
+    )
+    const script = `const { handler } = require(${JSON.stringify(path.join(bundleDir, 'functions/sweep.cjs'))})
+handler({ source: 'aws.events' }, { getRemainingTimeInMillis: () => 50000 })
+  .then((result) => console.log(JSON.stringify({ result })), (e) => console.log(JSON.stringify({ failure: { code: e.code, message: e.message } })))
+  .finally(() => handler.close())`
+    const { stdout, stderr } = await run(process.execPath, ['-e', script], { cwd: bundleDir, env, timeout: 30_000 })
+    const lines = `${stdout}\n${stderr}`
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    const metric = (name: string) => cw.requests[0]?.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)?.Value
+    return { text: `${stdout}\n${stderr}`, lines, metric, outcome: lines.at(-1) }
+  }
+
+  it('sweeps with the URL from SSM and publishes the totals to EchoMQ/dev; the password is in no output', async () => {
+    await crashedJobs(redis.client, 'emails', 2)
+
+    const { text, metric, outcome } = await coldStart('reaper')
+
+    expect(outcome).toEqual({ result: { sweeps: 1, queues: { emails: { marked: 2, recovered: 0, failed: 0 } } } })
+    expect(ssm.requests.at(-1)?.body).toEqual({ Name: '/echomq/dev/redis-url', WithDecryption: true })
+    expect(cw.requests).toHaveLength(1)
+    expect(cw.requests[0]?.body.Namespace).toBe('EchoMQ/dev')
+    expect(metric(METRIC_NAMES.StalledMarked)).toBe(2)
+    expect(metric(METRIC_NAMES.SweepErrors)).toBe(0)
+    expect(text).not.toContain(PASSWORD)
+  })
+
+  it('a Redis user that may not run scripts: the invocation returns, SweepErrors counts the queue', async () => {
+    await crashedJobs(redis.client, 'sms', 1)
+    const { metric, outcome } = await coldStart('noscripts', { QUEUES: 'sms' })
+    expect(JSON.stringify(outcome)).toMatch(/NOPERM/)
+    expect(metric(METRIC_NAMES.SweepErrors)).toBe(1)
+  })
+
+  it('a wrong prefix: QueuesSwept = 0 and a line naming the prefix that holds queues', async () => {
+    const { metric, lines } = await coldStart('reaper', { PREFIX: 'wrong' })
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(0)
+    expect(lines.find((l) => l.reason === 'other-prefix')).toMatchObject({ otherPrefixes: ['emq'] })
+  })
+
+  it('no URL source at all: fails with ERR_CONFIG naming both variables, never localhost', async () => {
+    const { outcome } = await coldStart('reaper', { REDIS_URL_PARAMETER: undefined })
+    expect(outcome).toMatchObject({ failure: { code: 'ERR_CONFIG', message: expect.stringMatching(/REDIS_URL_PARAMETER.*REDIS_URL/) } })
+  })
 })
 
 describe('serverless invoke local', () => {
