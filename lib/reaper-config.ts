@@ -276,6 +276,7 @@ export async function loadReaperConfig(options: ReaperOptions, env: Env, readSec
   const url = redisUrlSource(source)
   const rest = settings(source)
   if (!('parameter' in url)) return { ...redisSettings(source, url), ...rest }
-  const value = await readSecret(url.parameter)
+  // A value put from a file (`--value file://url.txt`) often ends with a newline.
+  const value = (await readSecret(url.parameter)).trim()
   return { ...redisSettings(source, { name: `SSM parameter ${url.parameter}`, value }, true), ...rest }
 }

@@ -89,6 +89,13 @@ describe('the Redis URL from SSM', () => {
     expect(logs.join('\n')).not.toMatch(/old-password|s3cret-pw/)
   })
 
+  it('a value put from a file, with a trailing newline, works', async () => {
+    ssm.parameters.set(PARAMETER, { value: `${aclUrl()}\n` })
+    const handler = createHandler(lambdaEnv({ QUEUES: 'a' }))
+    expect((await handler({}, context)).sweeps).toBe(1)
+    await handler.close()
+  })
+
   it('REDIS_URL, when set (a local run), wins and SSM is not called', async () => {
     const handler = createHandler(lambdaEnv({ REDIS_URL: redis.url, QUEUES: 'a' }))
     expect((await handler({}, context)).sweeps).toBe(1)
