@@ -1,13 +1,16 @@
 /**
  * The scheduled reaper, kept thin: read the event, run the library's reaper (lib/reaper.ts), return its
- * summary. The reaper, with its Redis and CloudWatch clients, is created once per container and reused
- * by warm invocations.
+ * summary. The reaper, with its configuration (the Redis URL read from SSM at the cold start, see
+ * lib/secrets.ts) and its Redis and CloudWatch clients, is created once per container and reused by warm
+ * invocations. A connection failure drops it, so the next invocation reads the URL again: a rotated
+ * password or a moved endpoint is picked up without a redeploy.
  */
 import type { Context } from 'aws-lambda'
 import { EchoMQError } from '../lib/errors.js'
 import { validateQueueName } from '../lib/options.js'
 import { createReaper, type Log, type Reaper, type ReaperSummary } from '../lib/reaper.js'
-import { reaperConfig } from '../lib/reaper-config.js'
+import { loadReaperConfig } from '../lib/reaper-config.js'
+import { readSecret } from '../lib/secrets.js'
 
 export type { ReaperSummary }
 
@@ -17,9 +20,12 @@ const jsonLog: Log = (level, message, fields = {}) => {
   else console.log(line)
 }
 
-/** A manual invocation may name the queues: `{ "queues": ["emails"] }`. A scheduled event has no such field. */
+/**
+ * A manual invocation may name the queues: `{ "queues": ["emails"] }`. A scheduled event has no such field.
+ * `serverless invoke local` without `-d` passes an empty string: no event.
+ */
 function queuesFromEvent(event: unknown): string[] | undefined {
-  if (event === undefined || event === null) return undefined
+  if (event === undefined || event === null || event === '') return undefined
   if (typeof event !== 'object' || Array.isArray(event)) {
     throw new EchoMQError(
       'ERR_EVENT',
@@ -47,13 +53,19 @@ export function createHandler(env: Record<string, string | undefined> = process.
   let reaper: Reaper | undefined
   const handler = async (event: unknown, context?: Partial<Context>): Promise<ReaperSummary> => {
     const queues = queuesFromEvent(event)
-    reaper ??= createReaper(reaperConfig({}, env), { log })
+    reaper ??= createReaper(await loadReaperConfig({}, env, (name) => readSecret(name, { warn: (m) => log('warn', m) })), { log })
     const remainingMs = typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis.bind(context) : undefined
     try {
       return await reaper.run({ ...(queues ? { queues } : {}), ...(remainingMs ? { remainingMs } : {}) })
+    } catch (err) {
+      if (err instanceof EchoMQError && err.code === 'ERR_CONNECTION') {
+        await reaper.close().catch(() => undefined)
+        reaper = undefined
+      }
+      throw err
     } finally {
       // `serverless invoke local` waits for open sockets; a deployed function keeps its connection warm.
-      if (env.IS_LOCAL === 'true') await reaper.close()
+      if (env.IS_LOCAL === 'true') await reaper?.close()
     }
   }
   return Object.assign(handler, { close: async () => reaper?.close() })

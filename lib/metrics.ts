@@ -2,25 +2,38 @@
  * The reaper's CloudWatch metrics, built from one invocation's sweeps. Names come from metric-names.json,
  * which serverless.yml reads too, so alarms and code cannot drift apart.
  *
- * Per queue (dimension Queue): StalledMarked, StalledRecovered, JobsFailed (moved to failed by the sweeps),
- * FailedCount, WaitingCount, ActiveCount (sizes after the last sweep), SweepDuration (ms, one value per
- * sweep). Without dimensions: SweepRuns = 1 per invocation (the dead-man signal), and JobsFailed and
- * FailedCount summed over the queues (what the alarms watch).
+ * By default only totals over every queue are published, without dimensions, so the number of custom
+ * metrics (what CloudWatch bills) stays at 12 however many queues there are:
+ *   SweepRuns         1 per invocation that swept (the dead-man signal)
+ *   QueuesSwept       queues swept (a queue listed in QUEUES but absent from the registry is not counted)
+ *   SweepErrors       queues whose sweep failed in the invocation
+ *   StalledMarked, StalledRecovered
+ *   JobsFailed        jobs that entered `failed` since they were last counted, whatever moved them there
+ *                     (QueueRun.failedNew, counted exactly once across invocations by runReaper)
+ *   WaitingCount, ActiveCount, DelayedCount, FailedCount   sizes after the last sweep
+ *   OldestWaitAge     ms, the oldest job waiting in any queue (like SQS's ApproximateAgeOfOldestMessage)
+ *   SweepDuration     ms, the slowest queue of each sweep (one value per sweep)
+ * With `perQueue`, each queue also gets its own figures (dimension Queue): 10 more metrics per queue.
+ * Per-queue figures are always in the reaper's log (one JSON line per queue per invocation).
  *
- * Modes: `api` sends PutMetricData (at most 1000 metrics a call; more are sent in chunks), `emf` writes
- * CloudWatch Embedded Metric Format lines to stdout (for a function in a VPC without a route to the
- * CloudWatch API), `off`. A failure to publish is logged and never fails the sweep.
+ * Modes: `api` sends PutMetricData (at most 1000 metrics a call, chunked), bounded by PUBLISH_TIMEOUT_MS
+ * in all; `emf` writes CloudWatch Embedded Metric Format lines to stdout (no network call: what a function
+ * in a VPC without a route to the CloudWatch API needs); `off`. A failure to publish is logged with the
+ * error's name, HTTP status and request id, and never fails the sweep.
  */
 import { CloudWatchClient, type MetricDatum, PutMetricDataCommand, type StandardUnit } from '@aws-sdk/client-cloudwatch'
+import { type AwsErrorDescription, boundedClientOptions, describeAwsError, isTimeout } from './aws.js'
 import type { QueueCounts } from './commands.js'
 import names from './metric-names.json' with { type: 'json' }
 
 export const METRIC_NAMES = names
 export const MAX_METRICS_PER_CALL = 1000
-/** CloudWatch accepts at most 150 values in one datum. */
-const MAX_VALUES_PER_DATUM = 150
-const PUBLISH_TIMEOUT_MS = 5_000
+/** CloudWatch accepts at most 150 values in one datum, EMF at most 100 per metric. */
+const MAX_VALUES = 100
+/** Every PutMetricData call of an invocation together: a function without a route to CloudWatch loses this much, no more. */
+export const PUBLISH_TIMEOUT_MS = 2_000
 
+/** One queue's invocation, as runReaper reports it. */
 export interface QueueRun {
   marked: number
   recovered: number
@@ -32,11 +45,57 @@ export interface QueueRun {
   durations: number[]
   /** Sizes seen by the last sweep. */
   counts?: QueueCounts
-  /** How long the job next in line in `wait` has waited (ms), at the last sweep. */
+  /** Age of the job next in line in wait (ms). */
   oldestWaitAgeMs?: number
   error?: string
-  /** The EchoMQError code of `error`. */
+  /** The EchoMQError code of `error` (ERR_SCRIPT, ERR_OOM, ERR_REDIS...). */
   errorCode?: string
+}
+
+/** The invocation over every queue: what the alarms watch and the summary log line shows. */
+export interface Totals {
+  queuesSwept: number
+  sweepErrors: number
+  marked: number
+  recovered: number
+  jobsFailed: number
+  /** Summed over the queues whose sizes were read; absent when none was. */
+  counts?: { wait: number; active: number; delayed: number; failed: number }
+  oldestWaitAgeMs?: number
+  /** Per sweep, the slowest queue (ms). */
+  sweepDurationsMs: number[]
+}
+
+/** A queue's wait age when known: an empty wait has none waiting (0); an unread age stays unknown. */
+function waitAge(run: QueueRun): number | undefined {
+  return run.oldestWaitAgeMs ?? (run.counts?.wait === 0 ? 0 : undefined)
+}
+
+export function totals(runs: Record<string, QueueRun>, unregistered: ReadonlySet<string> = new Set()): Totals {
+  const all = Object.values(runs)
+  const sum = (f: (r: QueueRun) => number | undefined, list = all) => list.reduce((n, r) => n + (f(r) ?? 0), 0)
+  const counted = all.filter((r) => r.counts)
+  const ages = all.map(waitAge).filter((a): a is number => a !== undefined)
+  const sweeps = Math.max(0, ...all.map((r) => r.durations.length))
+  return {
+    queuesSwept: Object.keys(runs).filter((q) => !unregistered.has(q)).length,
+    sweepErrors: all.filter((r) => r.error !== undefined).length,
+    marked: sum((r) => r.marked),
+    recovered: sum((r) => r.recovered),
+    jobsFailed: sum((r) => r.failedNew),
+    ...(counted.length === 0
+      ? {}
+      : {
+          counts: {
+            wait: sum((r) => r.counts?.wait, counted),
+            active: sum((r) => r.counts?.active, counted),
+            delayed: sum((r) => r.counts?.delayed, counted),
+            failed: sum((r) => r.counts?.failed, counted),
+          },
+        }),
+    ...(ages.length === 0 ? {} : { oldestWaitAgeMs: Math.max(...ages) }),
+    sweepDurationsMs: Array.from({ length: sweeps }, (_, i) => Math.max(...all.map((r) => r.durations[i] ?? 0))),
+  }
 }
 
 interface Sample {
@@ -46,33 +105,53 @@ interface Sample {
   values: number[]
 }
 
-function samples(runs: Record<string, QueueRun>): Sample[] {
-  const all = Object.values(runs)
-  // Totals without dimensions feed the alarms, which cannot sum a metric over every queue.
-  const out: Sample[] = [
-    { name: names.SweepRuns, unit: 'Count', values: [1] },
-    { name: names.JobsFailed, unit: 'Count', values: [all.reduce((n, r) => n + r.failed, 0)] },
-  ]
-  if (all.some((r) => r.counts)) {
-    out.push({ name: names.FailedCount, unit: 'Count', values: [all.reduce((n, r) => n + (r.counts?.failed ?? 0), 0)] })
+export interface MetricOptions {
+  /** Also each queue's figures, with dimension Queue. */
+  perQueue?: boolean
+  /** Queues listed (QUEUES or the event) but not in the registry: swept, not counted in QueuesSwept. */
+  unregistered?: ReadonlySet<string>
+}
+
+function samples(runs: Record<string, QueueRun>, options: MetricOptions): Sample[] {
+  const t = totals(runs, options.unregistered)
+  const out: Sample[] = []
+  const add = (name: string, values: number[], queue?: string, unit: StandardUnit = 'Count') =>
+    values.length > 0 && out.push({ name, unit, values: values.slice(-MAX_VALUES), ...(queue === undefined ? {} : { queue }) })
+  add(names.SweepRuns, [1])
+  add(names.QueuesSwept, [t.queuesSwept])
+  add(names.SweepErrors, [t.sweepErrors])
+  add(names.StalledMarked, [t.marked])
+  add(names.StalledRecovered, [t.recovered])
+  add(names.JobsFailed, [t.jobsFailed])
+  if (t.counts) {
+    add(names.WaitingCount, [t.counts.wait])
+    add(names.ActiveCount, [t.counts.active])
+    add(names.DelayedCount, [t.counts.delayed])
+    add(names.FailedCount, [t.counts.failed])
   }
+  if (t.oldestWaitAgeMs !== undefined) add(names.OldestWaitAge, [t.oldestWaitAgeMs], undefined, 'Milliseconds')
+  add(names.SweepDuration, t.sweepDurationsMs, undefined, 'Milliseconds')
+  if (!options.perQueue) return out
   for (const [queue, run] of Object.entries(runs)) {
-    const add = (name: string, values: number[], unit: StandardUnit = 'Count') => out.push({ name, unit, queue, values })
-    add(names.StalledMarked, [run.marked])
-    add(names.StalledRecovered, [run.recovered])
-    add(names.JobsFailed, [run.failed])
+    add(names.StalledMarked, [run.marked], queue)
+    add(names.StalledRecovered, [run.recovered], queue)
+    add(names.JobsFailed, [run.failedNew ?? 0], queue)
+    add(names.SweepErrors, [run.error === undefined ? 0 : 1], queue)
     if (run.counts) {
-      add(names.FailedCount, [run.counts.failed])
-      add(names.WaitingCount, [run.counts.wait])
-      add(names.ActiveCount, [run.counts.active])
+      add(names.WaitingCount, [run.counts.wait], queue)
+      add(names.ActiveCount, [run.counts.active], queue)
+      add(names.DelayedCount, [run.counts.delayed ?? 0], queue)
+      add(names.FailedCount, [run.counts.failed], queue)
     }
-    if (run.durations.length > 0) add(names.SweepDuration, run.durations.slice(-MAX_VALUES_PER_DATUM), 'Milliseconds')
+    const age = waitAge(run)
+    if (age !== undefined) add(names.OldestWaitAge, [age], queue, 'Milliseconds')
+    add(names.SweepDuration, run.durations, queue, 'Milliseconds')
   }
   return out
 }
 
-export function metricData(runs: Record<string, QueueRun>, timestamp: Date): MetricDatum[] {
-  return samples(runs).map((s) => ({
+export function metricData(runs: Record<string, QueueRun>, timestamp: Date, options: MetricOptions = {}): MetricDatum[] {
+  return samples(runs, options).map((s) => ({
     MetricName: s.name,
     Timestamp: timestamp,
     Unit: s.unit,
@@ -81,57 +160,90 @@ export function metricData(runs: Record<string, QueueRun>, timestamp: Date): Met
   }))
 }
 
-/** One EMF document per queue, and one for SweepRuns without dimensions. */
-export function emfDocuments(runs: Record<string, QueueRun>, namespace: string, timestamp: Date): object[] {
+export interface EmfOptions extends MetricOptions {
+  namespace: string
+  timestamp: Date
+  /** POWERTOOLS_SERVICE_NAME: a property of each document (searchable), not a dimension. */
+  service?: string | undefined
+}
+
+/** One EMF document for the totals (no dimensions) and, with perQueue, one per queue. */
+export function emfDocuments(runs: Record<string, QueueRun>, options: EmfOptions): object[] {
   const groups = new Map<string | undefined, Sample[]>()
-  for (const s of samples(runs)) groups.set(s.queue, [...(groups.get(s.queue) ?? []), s])
+  for (const s of samples(runs, options)) groups.set(s.queue, [...(groups.get(s.queue) ?? []), s])
   return [...groups].map(([queue, list]) => ({
     _aws: {
-      Timestamp: timestamp.getTime(),
+      Timestamp: options.timestamp.getTime(),
       CloudWatchMetrics: [
         {
-          Namespace: namespace,
+          Namespace: options.namespace,
           Dimensions: [queue === undefined ? [] : [names.dimension]],
           Metrics: list.map((s) => ({ Name: s.name, Unit: s.unit })),
         },
       ],
     },
+    ...(options.service === undefined ? {} : { service: options.service }),
     ...(queue === undefined ? {} : { [names.dimension]: queue }),
     ...Object.fromEntries(list.map((s) => [s.name, s.values.length === 1 ? s.values[0] : s.values])),
   }))
 }
 
-export interface PublishOptions {
+/** A CloudWatch client whose calls cannot outlast PUBLISH_TIMEOUT_MS. */
+export function metricsClient(): CloudWatchClient {
+  return new CloudWatchClient(boundedClientOptions(PUBLISH_TIMEOUT_MS))
+}
+
+export interface PublishOptions extends MetricOptions {
   mode: 'api' | 'emf' | 'off'
   namespace: string
+  service?: string | undefined
   client?: CloudWatchClient
   log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void
   write?: (line: string) => void
   now?: Date
+  timeoutMs?: number
 }
 
-/** Publishes; never throws. Returns the number of PutMetricData calls made. */
-export async function publishMetrics(runs: Record<string, QueueRun>, options: PublishOptions): Promise<number> {
+export interface PublishResult {
+  /** PutMetricData calls made (api mode). */
+  calls: number
+  /** False when a call failed; `error` then says why. */
+  published: boolean
+  error?: AwsErrorDescription
+}
+
+/** Publishes; never throws. */
+export async function publishMetrics(runs: Record<string, QueueRun>, options: PublishOptions): Promise<PublishResult> {
   const timestamp = options.now ?? new Date()
-  if (options.mode === 'off') return 0
+  if (options.mode === 'off') return { calls: 0, published: false }
   if (options.mode === 'emf') {
     const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
-    for (const doc of emfDocuments(runs, options.namespace, timestamp)) write(JSON.stringify(doc))
-    return 0
+    for (const doc of emfDocuments(runs, { ...options, timestamp })) write(JSON.stringify(doc))
+    return { calls: 0, published: true }
   }
-  const client = options.client ?? new CloudWatchClient({})
-  const data = metricData(runs, timestamp)
+  const client = options.client ?? metricsClient()
+  const data = metricData(runs, timestamp, options)
+  const timeoutMs = options.timeoutMs ?? PUBLISH_TIMEOUT_MS
+  // One deadline for every chunk: the publish as a whole is bounded, not each call.
+  const abortSignal = AbortSignal.timeout(timeoutMs)
   let calls = 0
   for (let i = 0; i < data.length; i += MAX_METRICS_PER_CALL) {
     try {
       calls++
       await client.send(new PutMetricDataCommand({ Namespace: options.namespace, MetricData: data.slice(i, i + MAX_METRICS_PER_CALL) }), {
-        abortSignal: AbortSignal.timeout(PUBLISH_TIMEOUT_MS),
+        abortSignal,
       })
     } catch (err) {
-      options.log('error', 'metrics not published; the sweep itself is unaffected', { error: (err as Error).message ?? String(err) })
-      return calls
+      const error = describeAwsError(err)
+      options.log('error', 'metrics not published; the sweep itself is unaffected', {
+        namespace: options.namespace,
+        ...error,
+        ...(isTimeout(err)
+          ? { timeoutMs, hint: 'no route to the CloudWatch API? in a VPC, use metricsMode=emf, a NAT gateway or a monitoring endpoint' }
+          : {}),
+      })
+      return { calls, published: false, error }
     }
   }
-  return calls
+  return { calls, published: true }
 }

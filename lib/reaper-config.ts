@@ -5,7 +5,8 @@
  * with the library option of the same meaning (RANGES in options.ts). A bad value fails with a message
  * naming the variable or option and what it expected.
  *
- *   REDIS_URL              redis://, rediss://, redis+cluster://  (redis://127.0.0.1:6379)
+ *   REDIS_URL              redis://, rediss://, redis+cluster://  (see REDIS URL below)
+ *   REDIS_URL_PARAMETER    SSM SecureString holding the URL, read at run time by loadReaperConfig
  *   REDIS_CLUSTER          true | false                    (false) treat REDIS_URL as a cluster seed
  *   REDIS_TIMEOUT_MS       connect and command timeout     (3000) a dead Redis fails the run this fast
  *   QUEUES                 comma list                      (every queue in the registry <prefix>:queues)
@@ -16,8 +17,16 @@
  *   SWEEP_CONCURRENCY      queues swept at once            (8)
  *   SWEEP_LIMIT            candidates per script call      (100)
  *   SWEEP_AUDIT            in-flight jobs audited per pass (32)
- *   METRICS_MODE           api | emf | off                 (api)
- *   METRICS_NAMESPACE      CloudWatch namespace            (EchoMQ)
+ *   METRICS_MODE           api | emf | off                 (api; off under `serverless invoke local`, IS_LOCAL=true)
+ *   METRICS_NAMESPACE      CloudWatch namespace            (POWERTOOLS_METRICS_NAMESPACE, else EchoMQ)
+ *   PER_QUEUE_METRICS      true | false                    (false) also publish each queue's metrics (dimension Queue)
+ *   POWERTOOLS_METRICS_DISABLED  true turns metrics off, whatever METRICS_MODE says (as in Powertools)
+ *   POWERTOOLS_SERVICE_NAME      a `service` field in the EMF documents and the summary log lines (not a dimension)
+ *
+ * REDIS URL: an explicit option, else REDIS_URL, else the SSM parameter REDIS_URL_PARAMETER names (what a
+ * deployed function uses: the password stays out of the template), else, outside Lambda only,
+ * redis://127.0.0.1:6379. A function running in Lambda (AWS_LAMBDA_FUNCTION_NAME set, IS_LOCAL not true)
+ * with neither variable fails with ERR_CONFIG rather than silently sweeping a localhost that is not there.
  *
  * GRACE: a mark must be SWEEP_GRACE_MS old before a sweep recovers the job, whatever the number of sweeps
  * in between, so a duplicated or overlapping invocation cannot shorten the grace a paused worker gets.
@@ -54,12 +63,23 @@ export interface ReaperConfig {
   audit: number
   metricsMode: MetricsMode
   namespace: string
+  /** Publish each queue's metrics (dimension Queue) besides the totals; each queue then costs ~10 custom metrics. */
+  perQueueMetrics: boolean
+  /** POWERTOOLS_SERVICE_NAME: a field of the EMF documents and summary log lines. */
+  service: string | undefined
 }
 
 /** Explicit settings, which win over the environment. */
 export type ReaperOptions = Partial<ReaperConfig>
 
 type Env = Record<string, string | undefined>
+
+/** Reads an SSM parameter's decrypted value (lib/secrets.ts's readSecret in the Lambda). */
+export type ReadSecret = (name: string) => Promise<string>
+
+/** Powertools' spellings of a boolean. */
+const TRUE = ['true', '1', 'yes', 'y', 'on']
+const FALSE = ['false', '0', 'no', 'n', 'off']
 
 function bad(name: string, expected: string, value: unknown): never {
   const text = typeof value === 'string' ? value : String(value)
@@ -69,18 +89,26 @@ function bad(name: string, expected: string, value: unknown): never {
   )
 }
 
+/** A function running in AWS Lambda, not under `serverless invoke local`. */
+export function inLambda(env: Env): boolean {
+  return Boolean(env.AWS_LAMBDA_FUNCTION_NAME) && env.IS_LOCAL !== 'true'
+}
+
 /** Reads settings from options, then the environment, then defaults. */
 class Source {
   constructor(
     private readonly options: ReaperOptions,
-    private readonly env: Env,
+    readonly env: Env,
   ) {}
 
-  /** The raw value and the name to blame: the option's, or the variable's. */
-  private pick<K extends keyof ReaperConfig>(key: K, variable: string): { name: string; value: ReaperConfig[K] | string | undefined } {
+  /** The raw value and the name to blame: the option's, or the first variable that is set. */
+  pick<K extends keyof ReaperConfig>(key: K, ...variables: string[]): { name: string; value: ReaperConfig[K] | string | undefined } {
     if (this.options[key] !== undefined) return { name: key, value: this.options[key] }
-    const raw = this.env[variable]?.trim()
-    return { name: variable, value: raw === '' ? undefined : raw }
+    for (const variable of variables) {
+      const raw = this.env[variable]?.trim()
+      if (raw !== undefined && raw !== '') return { name: variable, value: raw }
+    }
+    return { name: variables[0] ?? key, value: undefined }
   }
 
   int(
@@ -105,17 +133,25 @@ class Source {
     return text
   }
 
-  text(key: 'redisUrl' | 'prefix' | 'namespace', variable: string, fallback: string): { name: string; value: string } {
-    const { name, value } = this.pick(key, variable)
+  text(key: 'redisUrl' | 'prefix' | 'namespace' | 'service', variables: string[], fallback: string): { name: string; value: string } {
+    const { name, value } = this.pick(key, ...variables)
     return { name, value: value === undefined ? fallback : String(value) }
   }
 
-  flag(key: 'cluster', variable: string): boolean {
+  flag(key: 'cluster' | 'perQueueMetrics', variable: string, fallback: boolean): boolean {
     const { name, value } = this.pick(key, variable)
-    if (value === undefined || typeof value === 'boolean') return value ?? false
+    if (value === undefined || typeof value === 'boolean') return value ?? fallback
     const text = String(value).toLowerCase()
     if (text !== 'true' && text !== 'false') bad(name, 'one of true, false', value)
     return text === 'true'
+  }
+
+  /** A variable read the Powertools way (true, 1, yes...), with no option of the same name. */
+  powertoolsFlag(variable: string): boolean {
+    const raw = this.env[variable]?.trim().toLowerCase()
+    if (raw === undefined || raw === '' || FALSE.includes(raw)) return false
+    if (!TRUE.includes(raw)) bad(variable, `one of ${[...TRUE, ...FALSE].join(', ')}`, raw)
+    return true
   }
 
   queues(): string[] | undefined {
@@ -133,9 +169,32 @@ class Source {
   }
 }
 
-export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env): ReaperConfig {
-  const source = new Source(options, env)
-  const url = source.text('redisUrl', 'REDIS_URL', REDIS_URL_DEFAULT)
+type UrlSource = { name: string; value: string } | { parameter: string }
+
+/** Where the Redis URL comes from (see REDIS URL above). */
+function redisUrlSource(source: Source): UrlSource {
+  const url = source.pick('redisUrl', 'REDIS_URL')
+  if (url.value !== undefined) return { name: url.name, value: String(url.value) }
+  const parameter = source.env.REDIS_URL_PARAMETER?.trim()
+  if (parameter) {
+    // SSM names: letters, digits, _ . - / (a path), or a parameter ARN.
+    if (!/^[A-Za-z0-9_.\-/:]{1,2048}$/.test(parameter))
+      bad('REDIS_URL_PARAMETER', 'an SSM parameter name such as /echomq/prod/redis-url', parameter)
+    return { parameter }
+  }
+  if (inLambda(source.env)) {
+    throw new EchoMQError(
+      'ERR_CONFIG',
+      'REDIS_URL_PARAMETER: not set, and neither is REDIS_URL: a function in Lambda reads its Redis URL from the SSM SecureString ' +
+        'REDIS_URL_PARAMETER names (serverless.yml sets it from the redisUrlParameter param), or from REDIS_URL for development; ' +
+        `it does not fall back to ${REDIS_URL_DEFAULT}`,
+    )
+  }
+  return { name: 'REDIS_URL', value: REDIS_URL_DEFAULT }
+}
+
+/** The URL and cluster settings. A secret's value is never quoted back, even masked: it may not be a URL at all. */
+function redisSettings(source: Source, url: { name: string; value: string }, secret = false): Pick<ReaperConfig, 'redisUrl' | 'cluster'> {
   let seeds: number
   let clusterScheme: boolean
   try {
@@ -143,28 +202,42 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
     seeds = parsed.nodes.length
     clusterScheme = parsed.cluster
   } catch (err) {
-    throw new EchoMQError('ERR_CONFIG', `${url.name}: ${(err as Error).message}`)
+    const message = (err as Error).message
+    throw new EchoMQError('ERR_CONFIG', `${url.name}: ${secret ? message.replace(/"(?:[^"\\]|\\.)*"/g, '(value not shown)') : message}`)
   }
-  const prefix = source.text('prefix', 'PREFIX', DEFAULTS.prefix)
-  try {
-    validatePrefix(prefix.value)
-  } catch {
-    bad(prefix.name, '1-64 characters from [A-Za-z0-9._:-]', prefix.value)
-  }
-  const namespace = source.text('namespace', 'METRICS_NAMESPACE', metricNames.namespaceDefault)
-  if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace.value) || namespace.value.startsWith('AWS/')) {
-    bad(namespace.name, 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace.value)
-  }
-  const cluster = source.flag('cluster', 'REDIS_CLUSTER')
+  const cluster = source.flag('cluster', 'REDIS_CLUSTER', false)
   if (seeds > 1 && !cluster && !clusterScheme) {
     throw new EchoMQError(
       'ERR_CONFIG',
       `${url.name}: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`,
     )
   }
+  return { redisUrl: url.value, cluster }
+}
+
+function metricsMode(source: Source): MetricsMode {
+  const explicit = source.pick('metricsMode').value !== undefined
+  if (!explicit && source.powertoolsFlag('POWERTOOLS_METRICS_DISABLED')) return 'off'
+  // `serverless invoke local` runs on a laptop: no metrics into the account's namespace unless asked for.
+  const fallback = source.env.IS_LOCAL === 'true' ? 'off' : (DEFAULTS.metricsMode as MetricsMode)
+  return source.oneOf('metricsMode', 'METRICS_MODE', fallback, METRICS_MODES)
+}
+
+/** Every setting but the Redis URL, which may still have to be read from SSM. */
+function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
+  const prefix = source.text('prefix', ['PREFIX'], DEFAULTS.prefix)
+  try {
+    validatePrefix(prefix.value)
+  } catch {
+    bad(prefix.name, '1-64 characters from [A-Za-z0-9._:-]', prefix.value)
+  }
+  const namespace = source.text('namespace', ['METRICS_NAMESPACE', 'POWERTOOLS_METRICS_NAMESPACE'], metricNames.namespaceDefault)
+  if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace.value) || namespace.value.startsWith('AWS/')) {
+    bad(namespace.name, 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace.value)
+  }
+  const service = source.text('service', ['POWERTOOLS_SERVICE_NAME'], '')
+  if (service.value.length > 255) bad(service.name, 'a service name of at most 255 characters', service.value)
   return {
-    redisUrl: url.value,
-    cluster,
     redisTimeoutMs: source.int('redisTimeoutMs', 'REDIS_TIMEOUT_MS', DEFAULTS.redisTimeoutMs, REAPER_RANGES.redisTimeoutMs),
     queues: source.queues(),
     prefix: prefix.value,
@@ -174,7 +247,36 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
     concurrency: source.int('concurrency', 'SWEEP_CONCURRENCY', DEFAULTS.sweepConcurrency, REAPER_RANGES.concurrency),
     limit: source.int('limit', 'SWEEP_LIMIT', DEFAULTS.sweepLimit, RANGES.limit),
     audit: source.int('audit', 'SWEEP_AUDIT', DEFAULTS.sweepAudit, RANGES.audit),
-    metricsMode: source.oneOf('metricsMode', 'METRICS_MODE', DEFAULTS.metricsMode as MetricsMode, METRICS_MODES),
+    metricsMode: metricsMode(source),
     namespace: namespace.value,
+    perQueueMetrics: source.flag('perQueueMetrics', 'PER_QUEUE_METRICS', metricNames.perQueueDefault),
+    service: service.value === '' ? undefined : service.value,
   }
+}
+
+/** The configuration when the Redis URL is given (option, REDIS_URL, or the local default outside Lambda). */
+export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env): ReaperConfig {
+  const source = new Source(options, env)
+  const url = redisUrlSource(source)
+  if ('parameter' in url) {
+    throw new EchoMQError(
+      'ERR_CONFIG',
+      `REDIS_URL_PARAMETER: names SSM parameter ${url.parameter}, which is read at run time: use loadReaperConfig`,
+    )
+  }
+  return { ...redisSettings(source, url), ...settings(source) }
+}
+
+/**
+ * The configuration, reading the Redis URL from SSM when REDIS_URL_PARAMETER names it. Every other
+ * setting is checked first, so a bad one fails without a call to AWS.
+ */
+export async function loadReaperConfig(options: ReaperOptions, env: Env, readSecret: ReadSecret): Promise<ReaperConfig> {
+  const source = new Source(options, env)
+  const url = redisUrlSource(source)
+  const rest = settings(source)
+  if (!('parameter' in url)) return { ...redisSettings(source, url), ...rest }
+  // A value put from a file (`--value file://url.txt`) often ends with a newline.
+  const value = (await readSecret(url.parameter)).trim()
+  return { ...redisSettings(source, { name: `SSM parameter ${url.parameter}`, value }, true), ...rest }
 }

@@ -7,14 +7,14 @@
  * connection (and the CloudWatch client) across runs, and each `run()` is one invocation: sweeps,
  * counts, metrics (config.metricsMode), and one summary log line.
  */
-import { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
 import type { RedisClient } from './connection.js'
 import { Discovery } from './discovery.js'
 import { redisError } from './errors.js'
 import { queueKeys } from './keys.js'
-import { publishMetrics, type QueueRun } from './metrics.js'
+import type { QueueRun } from './metrics.js'
 import type { ReaperConfig } from './reaper-config.js'
 import { type Log, ReaperConnection } from './reaper-connection.js'
+import { RunReporter } from './reaper-report.js'
 import { registeredQueues } from './registry.js'
 import { sweepQueue } from './sweep.js'
 
@@ -147,7 +147,7 @@ export async function runReaper(
 }
 
 export interface Reaper {
-  /** One invocation: every sweep, the counts, the metrics and a summary log line. */
+  /** One invocation: every sweep, the counts, a log line per queue, the metrics and a summary log line. */
   run(options?: Pick<RunOptions, 'queues' | 'remainingMs'>): Promise<ReaperSummary>
   /** Closes the connection; a later run opens a new one. */
   close(): Promise<void>
@@ -156,27 +156,20 @@ export interface Reaper {
 export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptions, 'log' | 'sleep'>): Reaper {
   const connection = new ReaperConnection(config, log)
   const discovery = new Discovery(config.prefix)
-  let cloudwatch: CloudWatchClient | undefined
+  const reporter = new RunReporter(config, log)
   return {
     async run(options = {}) {
-      let runs: Record<string, QueueRun>
-      let summary: ReaperSummary
+      let client: RedisClient
+      let result: Awaited<ReturnType<typeof runReaper>>
       try {
-        const client = await connection.client()
-        ;({ summary, runs } = await runReaper(client, config, { log, discovery, ...(sleep ? { sleep } : {}), ...options }))
+        client = await connection.client()
+        result = await runReaper(client, config, { log, discovery, ...(sleep ? { sleep } : {}), ...options })
       } catch (err) {
         connection.discard()
         throw err
       }
-      if (config.metricsMode === 'api') cloudwatch ??= new CloudWatchClient({})
-      await publishMetrics(runs, {
-        mode: config.metricsMode,
-        namespace: config.namespace,
-        log,
-        ...(cloudwatch ? { client: cloudwatch } : {}),
-      })
-      log('info', 'summary', summary)
-      return summary
+      await reporter.report(client, result.summary.sweeps, result.runs, options.queues ?? config.queues)
+      return result.summary
     },
     close: () => connection.close(),
   }

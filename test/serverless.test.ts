@@ -1,114 +1,366 @@
 /**
- * `serverless package` offline (dummy credentials) and the CloudFormation template it writes, then
- * `serverless invoke local` against a test Redis. One file, so the two never share .esbuild/ at once.
+ * `npm run package` offline, as on a fresh clone: no AWS variable, an empty HOME (no ~/.aws), for two
+ * stages, and the CloudFormation templates it writes; then the parameters that change the template, and
+ * `serverless invoke local` against a test Redis. One file, so the runs never share .esbuild/ at once.
  */
 import { execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { METRIC_NAMES } from '../lib/metrics.js'
+import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
+import { type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
 
 const run = promisify(execFile)
 const root = new URL('..', import.meta.url).pathname
-const slsEnv = {
-  ...process.env,
-  AWS_ACCESS_KEY_ID: 'AKIAOFFLINETEST',
-  AWS_SECRET_ACCESS_KEY: 'offline',
-  AWS_REGION: 'eu-west-1',
+/** What a deployer may have exported; none of it may reach a template. */
+const LEAKED_PASSWORD = 'deploy-time-pw'
+const offlineEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))),
+  HOME: mkdtempSync(path.join(tmpdir(), 'echomq-home-')),
+  REDIS_URL: `rediss://deployer:${LEAKED_PASSWORD}@prod.example.com:6379`,
   SLS_TELEMETRY_DISABLED: '1',
   SLS_NOTIFICATIONS_MODE: 'off',
 }
 
 type Resource = { Type: string; Properties: Record<string, unknown>; Condition?: string }
-let resources: Record<string, Resource>
-let outputs: Record<string, unknown>
-const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type)
+interface Packaged {
+  output: string
+  /** A copy of the zip, kept after later runs overwrite .serverless/. */
+  zip: string
+  /** Every file osls wrote that is deployed or kept as state, as text. */
+  texts: string
+  resources: Record<string, Resource>
+  conditions: Record<string, unknown>
+  outputs: Record<string, unknown>
+}
 
-describe('serverless package', () => {
+async function packageWith(args: string[]): Promise<Packaged> {
+  const { stdout, stderr } = await run('npm', ['run', 'package', '--', ...args], { cwd: root, env: offlineEnv, timeout: 120_000 })
+  const read = (file: string) => readFileSync(`${root}.serverless/${file}`, 'utf8')
+  const template = JSON.parse(read('cloudformation-template-update-stack.json'))
+  const zip = path.join(mkdtempSync(path.join(tmpdir(), 'echomq-zip-')), 'echomq-reaper.zip')
+  copyFileSync(`${root}.serverless/echomq-reaper.zip`, zip)
+  return {
+    output: `${stdout}\n${stderr}`,
+    zip,
+    texts: ['cloudformation-template-create-stack.json', 'cloudformation-template-update-stack.json', 'serverless-state.json']
+      .map(read)
+      .join('\n'),
+    resources: template.Resources,
+    conditions: template.Conditions ?? {},
+    outputs: template.Outputs,
+  }
+}
+
+async function packageFails(args: string[]): Promise<string> {
+  const err = (await run('npx', ['serverless', 'package', ...args], { cwd: root, env: offlineEnv, timeout: 120_000 }).catch(
+    (e: unknown) => e,
+  )) as {
+    stdout?: string
+    stderr?: string
+    code?: number
+  }
+  expect(err.code).not.toBe(0)
+  return `${err.stdout ?? ''}\n${err.stderr ?? ''}`
+}
+
+const ofType = (p: Packaged, type: string) => Object.entries(p.resources).filter(([, r]) => r.Type === type)
+const fn = (p: Packaged) => p.resources.SweepLambdaFunction?.Properties ?? {}
+const fnEnv = (p: Packaged) => (fn(p).Environment as { Variables: Record<string, string> }).Variables
+const alarms = (p: Packaged) => Object.fromEntries(ofType(p, 'AWS::CloudWatch::Alarm').map(([id, r]) => [id, r.Properties]))
+type Statement = { Action: string[] | string; Resource: unknown; Condition?: unknown }
+const statements = (p: Packaged) =>
+  (
+    (p.resources.IamRoleLambdaExecution?.Properties ?? { Policies: [] }) as { Policies: { PolicyDocument: { Statement: Statement[] } }[] }
+  ).Policies.flatMap((policy) => policy.PolicyDocument.Statement)
+const statementFor = (p: Packaged, action: string) => statements(p).find((s) => [s.Action].flat().includes(action))
+const parameterArn = (stage: string) => ({
+  'Fn::Sub': `arn:\${AWS::Partition}:ssm:\${AWS::Region}:\${AWS::AccountId}:parameter/echomq/${stage}/redis-url`,
+})
+
+const stages: Record<string, Packaged> = {}
+
+describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS credentials, no ~/.aws', (stage) => {
+  let p: Packaged
   beforeAll(async () => {
-    await run('npm', ['run', 'package'], { cwd: root, env: slsEnv, timeout: 120_000 })
-    const template = JSON.parse(readFileSync(`${root}.serverless/cloudformation-template-update-stack.json`, 'utf8'))
-    resources = template.Resources
-    outputs = template.Outputs
+    stages[stage] ??= await packageWith(['--stage', stage])
+    p = stages[stage] as Packaged
   }, 150_000)
 
-  it('a Node 22 arm64 function with a timeout under the one-minute schedule and reserved concurrency 1', () => {
-    const fn = resources.SweepLambdaFunction?.Properties ?? {}
-    expect(fn.Runtime).toBe('nodejs22.x')
-    expect(fn.Architectures).toEqual(['arm64'])
-    expect(fn.Timeout).toBeLessThan(60)
-    expect(fn.ReservedConcurrentExecutions).toBe(1)
-    expect(fn.Handler).toBe('functions/sweep.handler')
-    expect(fn).not.toHaveProperty('VpcConfig') // no VPC unless subnets and security groups are given
+  it('holds no Redis URL or password anywhere, even with REDIS_URL exported at package time', () => {
+    expect(p.texts).not.toMatch(/rediss?:\/\//)
+    expect(p.texts).not.toContain(LEAKED_PASSWORD)
+    expect(fnEnv(p)).not.toHaveProperty('REDIS_URL')
+    expect(fnEnv(p).REDIS_URL_PARAMETER).toBe(`/echomq/${stage}/redis-url`)
+  })
+
+  it('a Node 22 arm64 function under the one-minute schedule, no reserved concurrency, no VPC, no versions', () => {
+    expect(fn(p)).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'functions/sweep.handler' })
+    expect(fn(p).Timeout).toBeLessThan(60)
+    expect(fn(p)).not.toHaveProperty('ReservedConcurrentExecutions')
+    expect(fn(p)).not.toHaveProperty('VpcConfig')
+    expect(ofType(p, 'AWS::Lambda::Version')).toEqual([])
+    // Unset, so the code's default applies: api in Lambda, off under invoke local.
+    expect(fnEnv(p)).not.toHaveProperty('METRICS_MODE')
   })
 
   it('runs every minute, with no retries and a maximum event age of 60 s', () => {
-    const [[, rule] = []] = ofType('AWS::Events::Rule')
+    const [[, rule] = []] = ofType(p, 'AWS::Events::Rule')
     expect(rule?.Properties.ScheduleExpression).toBe('rate(1 minute)')
-    const [[, invokeConfig] = []] = ofType('AWS::Lambda::EventInvokeConfig')
+    const [[, invokeConfig] = []] = ofType(p, 'AWS::Lambda::EventInvokeConfig')
     expect(invokeConfig?.Properties).toMatchObject({ MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 })
   })
 
-  it('may call cloudwatch:PutMetricData only, in its namespace, and nothing else beyond its logs', () => {
-    const role = resources.IamRoleLambdaExecution?.Properties as {
-      Policies: { PolicyDocument: { Statement: { Action: string[] | string; Condition?: unknown }[] } }[]
-      ManagedPolicyArns?: unknown
-    }
-    const statements = role.Policies.flatMap((p) => p.PolicyDocument.Statement)
-    const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]))
-    expect(actions.filter((a) => !a.startsWith('logs:'))).toEqual(['cloudwatch:PutMetricData'])
-    const metricStatement = statements.find((s) => [s.Action].flat().includes('cloudwatch:PutMetricData'))
-    expect(metricStatement?.Condition).toEqual({ StringEquals: { 'cloudwatch:namespace': METRIC_NAMES.namespaceDefault } })
-    expect(role.ManagedPolicyArns ?? []).toEqual([])
+  it(`publishes to namespace EchoMQ/${stage}, the only one its role may write`, () => {
+    expect(fnEnv(p).METRICS_NAMESPACE).toBe(`${METRIC_NAMES.namespaceDefault}/${stage}`)
+    expect(statementFor(p, 'cloudwatch:PutMetricData')?.Condition).toEqual({ StringEquals: { 'cloudwatch:namespace': `EchoMQ/${stage}` } })
+    for (const alarm of Object.values(alarms(p))) if (alarm.Namespace !== 'AWS/Lambda') expect(alarm.Namespace).toBe(`EchoMQ/${stage}`)
   })
 
-  it('alarms watch the metric names and namespace the code emits', () => {
-    const alarms = Object.fromEntries(ofType('AWS::CloudWatch::Alarm').map(([id, r]) => [id, r.Properties]))
-    expect(alarms.JobsFailedAlarm).toMatchObject({
-      Namespace: METRIC_NAMES.namespaceDefault,
+  it('may read its one SSM parameter and decrypt it through SSM only, and nothing else beyond metrics and its logs', () => {
+    const actions = statements(p).flatMap((s) => [s.Action].flat())
+    expect(actions.filter((a) => !a.startsWith('logs:')).sort()).toEqual(['cloudwatch:PutMetricData', 'kms:Decrypt', 'ssm:GetParameter'])
+    expect(statementFor(p, 'ssm:GetParameter')?.Resource).toEqual(parameterArn(stage))
+    expect(statementFor(p, 'kms:Decrypt')).toMatchObject({
+      Resource: '*',
+      Condition: {
+        StringEquals: {
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a CloudFormation Fn::Sub string, not a template literal
+          'kms:ViaService': { 'Fn::Sub': 'ssm.${AWS::Region}.amazonaws.com' },
+          'kms:EncryptionContext:PARAMETER_ARN': parameterArn(stage),
+        },
+      },
+    })
+    expect((p.resources.IamRoleLambdaExecution?.Properties.ManagedPolicyArns as unknown[] | undefined) ?? []).toEqual([])
+  })
+
+  it('every alarm notifies on ALARM and OK, says what missing data means, and a failover of 1-2 minutes cannot trip it', () => {
+    const all = alarms(p)
+    expect(Object.keys(all).sort()).toEqual([
+      'FunctionErrorsAlarm',
+      'JobsFailedAlarm',
+      'NoQueuesSweptAlarm',
+      'OldestWaitAlarm',
+      'SweepErrorsAlarm',
+      'SweeperSilentAlarm',
+    ])
+    const topic = { 'Fn::If': ['CreateAlarmTopic', { Ref: 'AlarmTopic' }, ''] }
+    for (const [id, alarm] of Object.entries(all)) {
+      expect(alarm.AlarmName, id).toMatch(new RegExp(`^echomq-reaper-${stage}-`))
+      expect(alarm.AlarmActions, id).toEqual([topic])
+      expect(alarm.OKActions, id).toEqual([topic])
+      expect(['breaching', 'notBreaching'], id).toContain(alarm.TreatMissingData)
+      if (id === 'JobsFailedAlarm') continue
+      // One bad datapoint a minute for two minutes (a failover) stays under DatapointsToAlarm.
+      expect(alarm, id).toMatchObject({ Period: 60, EvaluationPeriods: 5, DatapointsToAlarm: 3 })
+    }
+  })
+
+  it('JobsFailed alarms on more than failedJobsThreshold jobs entering failed in 5 minutes; no alarm on the failed backlog', () => {
+    expect(alarms(p).JobsFailedAlarm).toMatchObject({
       MetricName: METRIC_NAMES.JobsFailed,
-      Period: 60,
+      Statistic: 'Sum',
+      Period: 300,
+      EvaluationPeriods: 1,
+      DatapointsToAlarm: 1,
+      Threshold: '0',
+      ComparisonOperator: 'GreaterThanThreshold',
       TreatMissingData: 'notBreaching',
     })
-    expect(alarms.JobsFailedAlarm).not.toHaveProperty('Dimensions')
-    expect(alarms.FailedBacklogAlarm).toMatchObject({ Namespace: METRIC_NAMES.namespaceDefault, MetricName: METRIC_NAMES.FailedCount })
-    expect(alarms.SweeperSilentAlarm).toMatchObject({
-      Namespace: METRIC_NAMES.namespaceDefault,
-      MetricName: METRIC_NAMES.SweepRuns,
-      Period: 60,
-      EvaluationPeriods: 3,
-      TreatMissingData: 'breaching',
+    expect(alarms(p).JobsFailedAlarm).not.toHaveProperty('Dimensions')
+    expect(Object.values(alarms(p)).map((a) => a.MetricName)).not.toContain(METRIC_NAMES.FailedCount)
+  })
+
+  it('sweep errors, zero queues swept and a silent sweeper alarm; the oldest-wait alarm only when asked for', () => {
+    const all = alarms(p)
+    expect(all.SweepErrorsAlarm).toMatchObject({
+      MetricName: METRIC_NAMES.SweepErrors,
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    })
+    expect(all.NoQueuesSweptAlarm).toMatchObject({
+      MetricName: METRIC_NAMES.QueuesSwept,
+      Threshold: 1,
       ComparisonOperator: 'LessThanThreshold',
     })
-    expect(alarms.FunctionErrorsAlarm).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Errors' })
-    for (const alarm of Object.values(alarms)) expect(alarm.AlarmActions).toEqual([{ Ref: 'AlarmTopic' }])
+    expect(all.SweeperSilentAlarm).toMatchObject({ MetricName: METRIC_NAMES.SweepRuns, TreatMissingData: 'breaching' })
+    expect(all.FunctionErrorsAlarm).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: 'Errors' })
+    expect(all.OldestWaitAlarm).toMatchObject({ MetricName: METRIC_NAMES.OldestWaitAge })
+    expect(p.resources.OldestWaitAlarm?.Condition).toBe('HasOldestWaitAlarm')
+    expect(p.conditions.HasOldestWaitAlarm).toEqual({ 'Fn::Not': [{ 'Fn::Equals': ['', ''] }] })
   })
 
-  it('an SNS topic, an e-mail subscription only when an address is given, a dashboard and outputs naming them', () => {
-    expect(resources.AlarmTopic?.Type).toBe('AWS::SNS::Topic')
-    expect(resources.AlarmEmailSubscription?.Condition).toBe('HasAlarmEmail')
-    const body = JSON.stringify(resources.Dashboard?.Properties.DashboardBody)
-    for (const name of [
-      'StalledMarked',
-      'StalledRecovered',
-      'JobsFailed',
-      'WaitingCount',
-      'ActiveCount',
-      'FailedCount',
-      'SweepDuration',
-      'SweepRuns',
-    ] as const) {
-      expect(body).toContain(METRIC_NAMES[name])
-    }
-    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['AlarmTopicArn', 'DashboardName']))
+  it('a topic of its own (named for the stage), an e-mail subscription only when an address is given, a dashboard', () => {
+    expect(p.resources.AlarmTopic).toMatchObject({
+      Condition: 'CreateAlarmTopic',
+      Properties: { TopicName: `echomq-reaper-${stage}-alarms` },
+    })
+    expect(p.conditions.CreateAlarmTopic).toEqual({ 'Fn::Equals': ['', ''] })
+    expect(p.resources.AlarmEmailSubscription?.Condition).toBe('HasAlarmEmail')
+    expect(p.resources.Dashboard?.Properties.DashboardName).toBe(`echomq-reaper-${stage}`)
+    const body = JSON.stringify(p.resources.Dashboard?.Properties.DashboardBody)
+    const { namespaceDefault: _ns, perQueueDefault: _pq, dimension: _d, ...names } = METRIC_NAMES
+    for (const name of Object.values(names)) expect(body).toContain(name)
+    expect(body).toContain("filter message = 'queue'")
+    expect(Object.keys(p.outputs)).toEqual(expect.arrayContaining(['AlarmTopicArn', 'DashboardName']))
   })
 
-  it('the package holds the bundle and the Lua scripts', async () => {
-    const { stdout } = await run('unzip', ['-l', `${root}.serverless/echomq-reaper.zip`])
+  it('the package holds the minified bundle and the Lua scripts, about 200 KB zipped', async () => {
+    const zip = `${root}.serverless/echomq-reaper.zip`
+    const { stdout } = await run('unzip', ['-l', zip])
     expect(stdout).toContain('functions/sweep.cjs')
     expect(stdout).toContain('lua/sweep-6.lua')
+    expect(statSync(zip).size).toBeLessThan(260_000)
+  })
+})
+
+describe('parameters that change the template', () => {
+  let p: Packaged
+  beforeAll(async () => {
+    p = await packageWith([
+      '--stage',
+      'qa',
+      '--param',
+      'subnetIds=subnet-1,subnet-2',
+      '--param',
+      'securityGroupIds=sg-1',
+      '--param',
+      'reservedConcurrency=2',
+      '--param',
+      'alarmTopicArn=arn:aws:sns:eu-west-1:123456789012:ops',
+      '--param',
+      'oldestWaitAlarmMs=600000',
+      '--param',
+      'kmsKeyArn=arn:aws:kms:eu-west-1:123456789012:key/1234abcd',
+      '--param',
+      'redisUrl=redis://dev-user:dev-pw@dev-redis:6379',
+    ])
+  }, 150_000)
+
+  it('subnetIds and securityGroupIds: the function joins the VPC and metrics default to EMF', () => {
+    expect(fn(p).VpcConfig).toEqual({ SubnetIds: ['subnet-1', 'subnet-2'], SecurityGroupIds: ['sg-1'] })
+    expect(fnEnv(p).METRICS_MODE).toBe('emf')
+  })
+
+  it('reservedConcurrency, alarmTopicArn (no topic of its own), oldestWaitAlarmMs and kmsKeyArn', () => {
+    expect(fn(p).ReservedConcurrentExecutions).toBe(2)
+    expect(p.conditions.CreateAlarmTopic).toEqual({ 'Fn::Equals': ['arn:aws:sns:eu-west-1:123456789012:ops', ''] })
+    expect(alarms(p).SweepErrorsAlarm?.AlarmActions).toEqual([
+      { 'Fn::If': ['CreateAlarmTopic', { Ref: 'AlarmTopic' }, 'arn:aws:sns:eu-west-1:123456789012:ops'] },
+    ])
+    expect(p.conditions.HasOldestWaitAlarm).toEqual({ 'Fn::Not': [{ 'Fn::Equals': ['600000', ''] }] })
+    expect(alarms(p).OldestWaitAlarm?.Threshold).toEqual({ 'Fn::If': ['HasOldestWaitAlarm', '600000', 0] })
+    expect(statementFor(p, 'kms:Decrypt')?.Resource).toBe('arn:aws:kms:eu-west-1:123456789012:key/1234abcd')
+  })
+
+  it('a plain redisUrl (development) reaches the environment, with a warning in the output', () => {
+    expect(fnEnv(p).REDIS_URL).toBe('redis://dev-user:dev-pw@dev-redis:6379')
+    expect(p.output).toMatch(/Warning: the redisUrl parameter puts the Redis URL, password included, into the function environment/)
+  })
+
+  it('a VPC half given, or a bad value, stops packaging with a message naming what is wrong', async () => {
+    // These fail while resolving variables, before any build, so they may run at once.
+    const cases: [string[], RegExp][] = [
+      [['--param', 'subnetIds=subnet-1'], /subnetIds is set but securityGroupIds is not/],
+      [['--param', 'securityGroupIds=sg-1'], /securityGroupIds is set but subnetIds is not/],
+      [['--param', 'reservedConcurrency=lots'], /reservedConcurrency: expected a whole number/],
+      [['--param', 'metricsMode=loud'], /metricsMode: expected one of api, emf, off/],
+    ]
+    const outputs = await Promise.all(cases.map(([args]) => packageFails(args)))
+    cases.forEach(([, message], i) => {
+      expect(outputs[i]).toMatch(message)
+    })
+  }, 60_000)
+})
+
+describe('the packaged function, run as Lambda runs it: its URL from SSM, its metrics to CloudWatch', () => {
+  const PASSWORD = 'bundle-s3cret'
+  let bundleDir: string
+  let redis: TestRedis
+  let ssm: SsmEndpoint
+  let cw: CloudWatchEndpoint
+  let deployed: Record<string, string>
+  beforeAll(async () => {
+    stages.dev ??= await packageWith(['--stage', 'dev'])
+    deployed = fnEnv(stages.dev)
+    bundleDir = mkdtempSync(path.join(tmpdir(), 'echomq-task-'))
+    await run('unzip', ['-q', stages.dev.zip, '-d', bundleDir])
+    redis = await startRedis()
+    await redis.client.call('ACL', 'SETUSER', 'reaper', 'on', `>${PASSWORD}`, '~*', '&*', '+@all')
+    await redis.client.call('ACL', 'SETUSER', 'noscripts', 'on', `>${PASSWORD}`, '~*', '&*', '+@all', '-@scripting')
+    ssm = await startSsmEndpoint()
+    cw = await startCloudWatchEndpoint()
+  }, 150_000)
+  afterAll(async () => {
+    await Promise.all([redis?.stop(), ssm?.close(), cw?.close()])
+  })
+
+  /** One cold start of the bundle in a fresh Node process, with the template's environment. */
+  async function coldStart(user: string, extra: Record<string, string | undefined> = {}) {
+    ssm.parameters.set(deployed.REDIS_URL_PARAMETER ?? '', { value: `redis://${user}:${PASSWORD}@127.0.0.1:${redis.port}` })
+    cw.requests.length = 0
+    const env = Object.fromEntries(
+      Object.entries({
+        PATH: process.env.PATH,
+        ...deployed,
+        AWS_LAMBDA_FUNCTION_NAME: 'echomq-reaper-dev-sweep',
+        LAMBDA_TASK_ROOT: bundleDir,
+        AWS_REGION: 'eu-west-1',
+        AWS_ACCESS_KEY_ID: 'AKIATEST',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_ENDPOINT_URL_SSM: ssm.url,
+        AWS_ENDPOINT_URL_CLOUDWATCH: cw.url,
+        ...extra,
+      }).filter((e): e is [string, string] => e[1] !== undefined),
+    )
+    const script = `const { handler } = require(${JSON.stringify(path.join(bundleDir, 'functions/sweep.cjs'))})
+handler({ source: 'aws.events' }, { getRemainingTimeInMillis: () => 50000 })
+  .then((result) => console.log(JSON.stringify({ result })), (e) => console.log(JSON.stringify({ failure: { code: e.code, message: e.message } })))
+  .finally(() => handler.close())`
+    const { stdout, stderr } = await run(process.execPath, ['-e', script], { cwd: bundleDir, env, timeout: 30_000 })
+    const lines = `${stdout}\n${stderr}`
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    const metric = (name: string) => cw.requests[0]?.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)?.Value
+    return { text: `${stdout}\n${stderr}`, lines, metric, outcome: lines.at(-1) }
+  }
+
+  it('sweeps with the URL from SSM and publishes the totals to EchoMQ/dev; the password is in no output', async () => {
+    await crashedJobs(redis.client, 'emails', 2)
+
+    const { text, metric, outcome } = await coldStart('reaper')
+
+    expect(outcome).toEqual({ result: { sweeps: 1, queues: { emails: { marked: 2, recovered: 0, failed: 0 } } } })
+    expect(ssm.requests.at(-1)?.body).toEqual({ Name: '/echomq/dev/redis-url', WithDecryption: true })
+    expect(cw.requests).toHaveLength(1)
+    expect(cw.requests[0]?.body.Namespace).toBe('EchoMQ/dev')
+    expect(metric(METRIC_NAMES.StalledMarked)).toBe(2)
+    expect(metric(METRIC_NAMES.SweepErrors)).toBe(0)
+    expect(text).not.toContain(PASSWORD)
+  })
+
+  it('a Redis user that may not run scripts: the invocation returns, SweepErrors counts the queue', async () => {
+    await crashedJobs(redis.client, 'sms', 1)
+    const { metric, outcome } = await coldStart('noscripts', { QUEUES: 'sms' })
+    expect(JSON.stringify(outcome)).toMatch(/NOPERM/)
+    expect(metric(METRIC_NAMES.SweepErrors)).toBe(1)
+  })
+
+  it('a wrong prefix: QueuesSwept = 0 and a line naming the prefix that holds queues', async () => {
+    const { metric, lines } = await coldStart('reaper', { PREFIX: 'wrong' })
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(0)
+    expect(lines.find((l) => l.reason === 'other-prefix')).toMatchObject({ otherPrefixes: ['emq'] })
+  })
+
+  it('no URL source at all: fails with ERR_CONFIG naming both variables, never localhost', async () => {
+    const { outcome } = await coldStart('reaper', { REDIS_URL_PARAMETER: undefined })
+    expect(outcome).toMatchObject({ failure: { code: 'ERR_CONFIG', message: expect.stringMatching(/REDIS_URL_PARAMETER.*REDIS_URL/) } })
   })
 })
 
@@ -121,14 +373,17 @@ describe('serverless invoke local', () => {
     await redis?.stop()
   })
 
-  it('sweeps a local Redis and the process exits', async () => {
+  it('with no -d (an empty event), against REDIS_URL from the shell, metrics off, and the process exits', async () => {
     await crashedJobs(redis.client, 'emails', 2)
-    const { stdout } = await run(
-      'npx',
-      ['serverless', 'invoke', 'local', '-f', 'sweep', '--param', 'metricsMode=off', '--param', 'sweepGraceMs=0', '-d', '{}'],
-      { cwd: root, env: { ...slsEnv, REDIS_URL: redis.url }, timeout: 90_000 },
-    )
+    const invocation = run('npx', ['serverless', 'invoke', 'local', '-f', 'sweep', '--param', 'sweepGraceMs=0'], {
+      cwd: root,
+      env: { ...offlineEnv, REDIS_URL: redis.url },
+      timeout: 90_000,
+    })
+    invocation.child.stdin?.end() // osls reads the event from stdin when -d is absent: none
+    const { stdout } = await invocation
     expect(stdout).toMatch(/"message":"sweep","queue":"emails","sweep":1,"marked":2/)
+    expect(stdout).toMatch(/"message":"summary".*"queuesSwept":1.*"metrics":"off"/)
     expect(stdout).toContain('"sweeps": 1')
   }, 120_000)
 })

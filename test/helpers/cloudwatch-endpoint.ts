@@ -1,5 +1,10 @@
-/** A local HTTP endpoint that answers PutMetricData (AWS JSON 1.0) and keeps each decoded request. */
+/**
+ * A local HTTP endpoint that answers PutMetricData (AWS JSON 1.0) and keeps each decoded request; `failWith`
+ * makes it answer with an AWS error (status, __type, request id) instead. `startBlackhole` accepts
+ * connections and never answers: an AWS API without a route, as from a VPC with no NAT or endpoint.
+ */
 import { createServer, type Server } from 'node:http'
+import { createServer as createTcpServer, type Socket } from 'node:net'
 
 export interface CapturedPut {
   target: string | undefined
@@ -9,20 +14,53 @@ export interface CapturedPut {
   }
 }
 
-export async function startCloudWatchEndpoint(): Promise<{ url: string; requests: CapturedPut[]; close(): Promise<void> }> {
+export const CLOUDWATCH_REQUEST_ID = 'cw-test-request-id'
+
+export interface CloudWatchEndpoint {
+  url: string
+  requests: CapturedPut[]
+  failWith(error: { status: number; type: string; message: string } | undefined): void
+  close(): Promise<void>
+}
+
+export async function startCloudWatchEndpoint(): Promise<CloudWatchEndpoint> {
   const requests: CapturedPut[] = []
+  let failure: { status: number; type: string; message: string } | undefined
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const target = req.headers['x-amz-target']
       requests.push({ target: Array.isArray(target) ? target[0] : target, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) })
-      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.0' })
-      res.end('{}')
+      res.writeHead(failure?.status ?? 200, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': CLOUDWATCH_REQUEST_ID })
+      res.end(failure ? JSON.stringify({ __type: failure.type, message: failure.message }) : '{}')
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const address = server.address()
   const port = typeof address === 'object' && address ? address.port : 0
-  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise((resolve) => server.close(() => resolve())) }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    failWith: (error) => {
+      failure = error
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  }
+}
+
+/** A TCP endpoint that accepts and never answers. */
+export async function startBlackhole(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets: Socket[] = []
+  const server = createTcpServer((s) => void sockets.push(s))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  const port = typeof address === 'object' && address ? address.port : 0
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      for (const s of sockets) s.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
 }

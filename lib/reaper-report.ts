@@ -1,0 +1,174 @@
+/**
+ * What one reaper invocation tells the operator besides its metrics:
+ *
+ * - one JSON line per queue (message "queue"): its figures, searchable with CloudWatch Logs Insights
+ *   (`filter message = "queue" | stats max(counts.wait), sum(failedNew) by queue`) at no metric cost;
+ * - one summary line (message "summary") with the totals the metrics carry;
+ * - when no queue was swept, a warning saying why: the queues listed (QUEUES or the event) are not in the
+ *   registry (a wrong PREFIX), another prefix's registry holds queues (a wrong PREFIX), or no registry
+ *   exists yet (no Queue or Worker has run under the prefix). The QueuesSwept alarm fires in all three.
+ *
+ * The registry checks are best effort: a Redis user that may not run them gets a note, never a failed run.
+ */
+import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
+import { Cluster } from 'ioredis'
+import type { RedisClient } from './connection.js'
+import { registryKey } from './keys.js'
+import { metricsClient, type PublishResult, publishMetrics, type QueueRun, type Totals, totals } from './metrics.js'
+import type { ReaperConfig } from './reaper-config.js'
+import type { Log } from './reaper-connection.js'
+
+/**
+ * Reports each run of one reaper (a Lambda container, an `echomq sweep --every` process): log lines and
+ * metrics. Keeps the CloudWatch client across runs.
+ */
+export class RunReporter {
+  private cloudwatch: CloudWatchClient | undefined
+
+  constructor(
+    private readonly config: ReaperConfig,
+    private readonly log: Log,
+  ) {}
+
+  /** `listed`: the queues came from QUEUES or the event rather than the registry. Never throws. */
+  async report(client: RedisClient, sweeps: number, runs: Record<string, QueueRun>, listed: string[] | undefined): Promise<Totals> {
+    const { config, log } = this
+    const unregistered = listed ? await unregisteredQueues(client, config.prefix, Object.keys(runs), log) : new Set<string>()
+    for (const [queue, run] of Object.entries(runs))
+      log(run.error === undefined ? 'info' : 'warn', 'queue', queueLine(queue, run, config.service))
+    for (const queue of unregistered) {
+      log('warn', `queue ${queue} is not in the registry ${registryKey(config.prefix)}: not counted as swept; is PREFIX right?`, { queue })
+    }
+    const t = totals(runs, unregistered)
+    if (t.queuesSwept === 0) {
+      const why = await whyNothingSwept(client, config.prefix, listed)
+      log('warn', why.message, {
+        reason: why.reason,
+        registry: why.registry,
+        ...(why.otherPrefixes ? { otherPrefixes: why.otherPrefixes } : {}),
+      })
+    }
+    if (config.metricsMode === 'api') this.cloudwatch ??= metricsClient()
+    const metrics = await publishMetrics(runs, {
+      mode: config.metricsMode,
+      namespace: config.namespace,
+      service: config.service,
+      perQueue: config.perQueueMetrics,
+      unregistered,
+      log,
+      ...(this.cloudwatch ? { client: this.cloudwatch } : {}),
+    })
+    log('info', 'summary', summaryLine(sweeps, t, config, metrics))
+    return t
+  }
+}
+
+/** A probe for other prefixes' registries reads at most this many SCAN pages of 1000 keys per node. */
+const PROBE_PAGES = 10
+
+/** The listed queues that are not in the registry `<prefix>:queues` (so not counted as swept). */
+export async function unregisteredQueues(client: RedisClient, prefix: string, queues: string[], log: Log): Promise<Set<string>> {
+  if (queues.length === 0) return new Set()
+  try {
+    const member = (await client.smismember(registryKey(prefix), ...queues)) as number[]
+    return new Set(queues.filter((_, i) => member[i] !== 1))
+  } catch (err) {
+    log('info', 'could not check the listed queues against the registry; counting them all as swept', {
+      registry: registryKey(prefix),
+      error: (err as Error).message,
+    })
+    return new Set()
+  }
+}
+
+export interface NothingSwept {
+  reason: 'unregistered' | 'other-prefix' | 'empty-registry'
+  message: string
+  registry: string
+  otherPrefixes?: string[]
+}
+
+/** Why an invocation swept no queue. `listed`: the queues came from QUEUES or the event, not the registry. */
+export async function whyNothingSwept(client: RedisClient, prefix: string, listed: string[] | undefined): Promise<NothingSwept> {
+  const registry = registryKey(prefix)
+  if (listed && listed.length > 0) {
+    return {
+      reason: 'unregistered',
+      registry,
+      message: `no queue swept: none of the listed queues (${listed.join(', ')}) is in the registry ${registry}; is PREFIX right?`,
+    }
+  }
+  const others = (await otherRegistries(client, prefix)).sort()
+  if (others.length > 0) {
+    return {
+      reason: 'other-prefix',
+      registry,
+      otherPrefixes: others,
+      message: `no queue swept: the registry ${registry} is empty, but ${others.map((p) => registryKey(p)).join(', ')} holds queues; is PREFIX right?`,
+    }
+  }
+  return {
+    reason: 'empty-registry',
+    registry,
+    message: `no queue swept: the registry ${registry} is empty and no other prefix's registry was found; no Queue or Worker has run under this prefix yet, or PREFIX is wrong`,
+  }
+}
+
+/** Prefixes of other non-empty registries, from a bounded SCAN (every master of a cluster). */
+async function otherRegistries(client: RedisClient, prefix: string): Promise<string[]> {
+  const suffix = registryKey('')
+  const found = new Set<string>()
+  try {
+    for (const node of client instanceof Cluster ? client.nodes('master') : [client]) {
+      let cursor = '0'
+      for (let page = 0; page < PROBE_PAGES; page++) {
+        const [next, keys] = await node.scan(cursor, 'MATCH', registryKey('*'), 'COUNT', 1000, 'TYPE', 'set')
+        for (const key of keys) if (key !== registryKey(prefix)) found.add(key.slice(0, -suffix.length))
+        cursor = next
+        if (cursor === '0') break
+      }
+    }
+  } catch {
+    // A user without SCAN: the warning then names the empty registry only.
+  }
+  return [...found]
+}
+
+/** The "queue" log line: one per queue per invocation. */
+export function queueLine(queue: string, run: QueueRun, service: string | undefined): object {
+  return {
+    ...(service ? { service } : {}),
+    queue,
+    sweeps: run.durations.length,
+    marked: run.marked,
+    recovered: run.recovered,
+    failed: run.failed,
+    failedNew: run.failedNew ?? 0,
+    ...(run.counts ? { counts: run.counts } : {}),
+    ...(run.oldestWaitAgeMs === undefined ? {} : { oldestWaitAgeMs: run.oldestWaitAgeMs }),
+    ...(run.durations.length > 0 ? { slowestSweepMs: Math.max(...run.durations) } : {}),
+    ...(run.error === undefined ? {} : { error: run.error, errorCode: run.errorCode ?? 'unknown' }),
+  }
+}
+
+/** The "summary" log line: the totals, and whether the metrics went out. */
+export function summaryLine(
+  sweeps: number,
+  t: Totals,
+  config: Pick<ReaperConfig, 'metricsMode' | 'namespace' | 'service'>,
+  metrics: PublishResult,
+): object {
+  return {
+    ...(config.service ? { service: config.service } : {}),
+    sweeps,
+    queuesSwept: t.queuesSwept,
+    sweepErrors: t.sweepErrors,
+    marked: t.marked,
+    recovered: t.recovered,
+    jobsFailed: t.jobsFailed,
+    ...(t.counts ? { counts: t.counts } : {}),
+    ...(t.oldestWaitAgeMs === undefined ? {} : { oldestWaitAgeMs: t.oldestWaitAgeMs }),
+    metrics: config.metricsMode,
+    ...(config.metricsMode === 'off' ? {} : { namespace: config.namespace, metricsPublished: metrics.published }),
+  }
+}

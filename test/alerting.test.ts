@@ -1,0 +1,162 @@
+/**
+ * A reaper that sweeps nothing is no longer green: against real Redis, a user that may not run scripts
+ * publishes SweepErrors, and a wrong prefix, an empty registry or listed queues missing from the registry
+ * publish QueuesSwept = 0 with a log line saying which it was. Metrics are caught at a local CloudWatch
+ * endpoint by the real client; workers fail jobs for real.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createHandler } from '../functions/sweep.js'
+import { Queue, Worker } from '../lib/index.js'
+import { METRIC_NAMES } from '../lib/metrics.js'
+import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
+import { crashedJobs } from './helpers/queue-state.js'
+import { useRedis } from './helpers/redis-server.js'
+import { waitFor } from './helpers/wait.js'
+
+const redis = useRedis()
+let endpoint: CloudWatchEndpoint
+let lines: Record<string, unknown>[]
+const context = { getRemainingTimeInMillis: () => 50_000 }
+
+beforeAll(async () => {
+  endpoint = await startCloudWatchEndpoint()
+  vi.stubEnv('AWS_ENDPOINT_URL_CLOUDWATCH', endpoint.url)
+  vi.stubEnv('AWS_REGION', 'eu-west-1')
+  vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIATEST')
+  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test')
+})
+afterAll(async () => {
+  vi.unstubAllEnvs()
+  await endpoint?.close()
+})
+beforeEach(() => {
+  endpoint.requests.length = 0
+  lines = []
+  const capture = (line: string) => void lines.push(JSON.parse(line))
+  vi.spyOn(console, 'log').mockImplementation(capture)
+  vi.spyOn(console, 'error').mockImplementation(capture)
+})
+afterEach(() => vi.restoreAllMocks())
+
+async function invoke(env: Record<string, string> = {}) {
+  const handler = createHandler({ REDIS_URL: redis.url, SWEEP_GRACE_MS: '0', METRICS_NAMESPACE: 'EchoMQ/test', ...env })
+  try {
+    return await handler({}, context)
+  } finally {
+    await handler.close()
+  }
+}
+const metric = (name: string) => endpoint.requests.at(-1)?.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)?.Value
+const line = (message: string | RegExp) =>
+  lines.find((l) => (typeof message === 'string' ? l.message === message : message.test(String(l.message))))
+
+describe('sweep errors', () => {
+  it('a Redis user that may not run scripts: every queue fails, SweepErrors counts them, the log names the error', async () => {
+    await crashedJobs(redis.client, 'emails', 1)
+    await crashedJobs(redis.client, 'sms', 1)
+    await redis.client.call('ACL', 'SETUSER', 'noscripts', 'on', '>pw', '~*', '&*', '+@all', '-@scripting')
+
+    const summary = await invoke({ REDIS_URL: `redis://noscripts:pw@127.0.0.1:${redis.port}` })
+
+    expect(summary.queues.emails?.error).toMatch(/NOPERM/)
+    expect(metric(METRIC_NAMES.SweepRuns)).toBe(1)
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(2)
+    expect(metric(METRIC_NAMES.SweepErrors)).toBe(2)
+    expect(lines.filter((l) => l.message === 'queue' && /NOPERM/.test(String(l.error)))).toHaveLength(2)
+    expect(line('summary')).toMatchObject({ queuesSwept: 2, sweepErrors: 2, metricsPublished: true })
+  })
+
+  it('a healthy run publishes SweepErrors = 0, so the alarm clears', async () => {
+    await crashedJobs(redis.client, 'emails', 1)
+    await invoke()
+    expect(metric(METRIC_NAMES.SweepErrors)).toBe(0)
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(1)
+  })
+})
+
+describe('nothing swept, and why', () => {
+  it('a wrong PREFIX: QueuesSwept = 0, and the log line names the prefix that does hold queues', async () => {
+    await crashedJobs(redis.client, 'emails', 1)
+
+    const summary = await invoke({ PREFIX: 'app' })
+
+    expect(summary.queues).toEqual({})
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(0)
+    expect(line(/^no queue swept/)).toMatchObject({ level: 'warn', reason: 'other-prefix', registry: 'app:queues', otherPrefixes: ['emq'] })
+  })
+
+  it('an empty registry: QueuesSwept = 0, and the log line says no registry exists', async () => {
+    await invoke()
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(0)
+    expect(line(/^no queue swept/)).toMatchObject({ reason: 'empty-registry', registry: 'emq:queues' })
+  })
+
+  it('QUEUES naming queues absent from the registry (a wrong PREFIX): swept, not counted, and said so', async () => {
+    await crashedJobs(redis.client, 'emails', 1, { prefix: 'app' })
+
+    const summary = await invoke({ QUEUES: 'emails' })
+
+    expect(Object.keys(summary.queues)).toEqual(['emails'])
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(0)
+    expect(line(/^queue emails is not in the registry emq:queues/)).toBeDefined()
+    expect(line(/^no queue swept/)).toMatchObject({ reason: 'unregistered' })
+  })
+
+  it('QUEUES naming registered queues counts them', async () => {
+    await crashedJobs(redis.client, 'emails', 1)
+    await invoke({ QUEUES: 'emails' })
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(1)
+    expect(line(/^no queue swept/)).toBeUndefined()
+  })
+})
+
+describe('failed jobs', () => {
+  it('jobs a worker fails on their last attempt count in JobsFailed once: 3, then 0 on the next invocation', async () => {
+    const queue = new Queue('emails', { connection: redis.client })
+    for (let i = 0; i < 3; i++) await queue.add('job', { i }, { attempts: 1 })
+    const worker = new Worker(
+      'emails',
+      () => {
+        throw new Error('boom')
+      },
+      { connection: redis.url },
+    )
+    try {
+      await waitFor(async () => (await queue.counts()).failed === 3, { timeoutMs: 10_000, what: '3 failed jobs' })
+    } finally {
+      await worker.close()
+    }
+
+    await invoke()
+    const first = { jobsFailed: metric(METRIC_NAMES.JobsFailed), failedCount: metric(METRIC_NAMES.FailedCount), line: line('queue') }
+    lines.length = 0
+    await invoke()
+
+    expect(first.jobsFailed).toBe(3)
+    expect(first.failedCount).toBe(3)
+    expect(first.line).toMatchObject({ counts: { failed: 3 }, failedNew: 3 })
+    expect(metric(METRIC_NAMES.JobsFailed)).toBe(0)
+    expect(metric(METRIC_NAMES.FailedCount)).toBe(3)
+  })
+
+  it('a stall on the last attempt and a worker error in one invocation of several sweeps, with an overlapping invocation: each counted once', async () => {
+    const queue = new Queue('emails', { connection: redis.client })
+    await queue.add('job', {}, { jobId: 'err', attempts: 1 })
+    const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url })
+    try {
+      await waitFor(async () => (await queue.counts()).failed === 1, { what: 'the worker error' })
+    } finally {
+      await worker.close()
+    }
+    await crashedJobs(redis.client, 'emails', 2, { attempts: 1, idPrefix: 's' })
+
+    const totals = await Promise.all([invoke({ SWEEPS_PER_INVOCATION: '3', SWEEP_INTERVAL_MS: '20' }), invoke()])
+    const published = endpoint.requests
+      .slice(-2)
+      .map((r) => r.body.MetricData.find((d) => d.MetricName === METRIC_NAMES.JobsFailed && !d.Dimensions)?.Value ?? 0)
+
+    expect(totals.map((t) => t.queues.emails?.failed ?? 0).reduce((a, b) => a + b, 0)).toBe(2)
+    expect(published.reduce((a, b) => a + b, 0)).toBe(3)
+    expect(await queue.counts()).toMatchObject({ failed: 3 })
+  })
+})
