@@ -9,9 +9,9 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { extend, preloadScripts } from '../lib/commands.js'
+import { extend, preloadScripts, type Renewal } from '../lib/commands.js'
 import { queueKeys } from '../lib/keys.js'
-import { type Lease, LockManager } from '../lib/lock-manager.js'
+import { LockManager } from '../lib/lock-manager.js'
 import { LOCK_DURATION_MS_DEFAULT, systemClock } from '../lib/options.js'
 import { bullActive, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
 import { commandStats, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
@@ -76,7 +76,7 @@ async function emqSide(ctx: Ctx, leases: number): Promise<HeartbeatSide> {
     const held = await emqTake(client, queue, leases, LOCK_DURATION_MS_DEFAULT, randomUUID())
     await preloadScripts(client)
     // The same function a Worker gives its LockManager (lib/commands.ts).
-    const renew = (batch: Lease[]) => extend(client, k, LOCK_DURATION_MS_DEFAULT, batch)
+    const renew = (batch: Renewal[]) => extend(client, k, LOCK_DURATION_MS_DEFAULT, batch)
     const { counter, wrapped } = countRoundTrips(renew)
     const problems: string[] = []
     const manager = new LockManager({

@@ -126,6 +126,11 @@ export interface Lease {
   token: string
 }
 
+/** A lease to renew; `index`: also refresh its deadline in the lease index (every other renewal). */
+export interface Renewal extends Lease {
+  index: boolean
+}
+
 /**
  * What a renewal found: `renewed`; `reclaimed`, a lease that lapsed (a paused worker) and was taken back
  * because no sweep had recovered the job yet; `lost`, the job was recovered, finished or is held by
@@ -140,15 +145,20 @@ const RECLAIM_CODES: Record<number, LeaseStatus> = { 0: 'lost', 1: 'renewed', 2:
  * Renews leases, one status per lease in order. Leases that lapsed need the job's hash to judge, so they
  * go to a second script; normally there are none.
  */
-export async function extend(client: RedisClient, keys: QueueKeys, leaseMs: number, leases: Lease[]): Promise<LeaseStatus[]> {
-  const codes = (await evalScript(
+export async function extend(client: RedisClient, keys: QueueKeys, leaseMs: number, renewals: Renewal[]): Promise<LeaseStatus[]> {
+  // The script refreshes the index of its first k leases.
+  const leases = [...renewals.filter((r) => r.index), ...renewals.filter((r) => !r.index)]
+  const k = leases.length - renewals.filter((r) => !r.index).length
+  const sorted = (await evalScript(
     client,
     SCRIPT_FILES.extend,
     [keys.active, keys.stalled, ...leases.map((l) => keys.lock(l.id))],
-    [leaseMs, ...leases.flatMap(({ id, token }) => [id, token])],
+    [String(leaseMs), k, ...leases.flatMap(({ id, token }) => [id, token])],
   )) as number[]
+  const codeOf = new Map(leases.map((l, i) => [l, sorted[i]]))
+  const codes = renewals.map((r) => codeOf.get(r) ?? 0)
   const found = codes.map((code) => EXTEND_CODES[code] ?? 'lost')
-  const lapsed = leases.filter((_, i) => found[i] === 'lapsed')
+  const lapsed = renewals.filter((_, i) => found[i] === 'lapsed')
   if (lapsed.length === 0) return found as LeaseStatus[]
   const reclaimed = (await evalScript(
     client,

@@ -9,7 +9,7 @@
  * counted from when the renewal that set it was sent, has passed: the job is aborted before a sweep can
  * recover it elsewhere.
  */
-import type { Lease, LeaseStatus } from './commands.js'
+import type { Lease, LeaseStatus, Renewal } from './commands.js'
 import type { Clock } from './options.js'
 
 export const LEASE_BATCH_SIZE_DEFAULT = 500
@@ -17,7 +17,7 @@ export const LEASE_BATCH_SIZE_DEFAULT = 500
 export type { Lease }
 
 /** One status per lease, in order (lib/commands.ts's extend). */
-export type ExtendLeases = (leases: Lease[]) => Promise<LeaseStatus[]>
+export type ExtendLeases = (leases: Renewal[]) => Promise<LeaseStatus[]>
 
 export interface LockManagerOptions {
   extend: ExtendLeases
@@ -31,10 +31,19 @@ export interface LockManagerOptions {
 
 interface Held extends Lease {
   deadline: number
+  /**
+   * Renewals that also refresh the lease index alternate with renewals that do not: a renewal every
+   * half lease keeps the recorded deadline (set by the last refresh) at most one lease old, and a sweep
+   * re-scores a live lease it meets with a stale one. Leases alternate in phase, so each tick refreshes
+   * about half of them.
+   */
+  renewals: number
+  phase: 0 | 1
 }
 
 export class LockManager {
   private readonly held = new Map<string, Held>()
+  private added = 0
   private timer: unknown
   private running: Promise<void> | undefined
   private closed = false
@@ -45,7 +54,7 @@ export class LockManager {
 
   /** `since`: when the request that set the lease was sent (its deadline is counted from then). */
   add(lease: Lease, since: number): void {
-    this.held.set(lease.id, { ...lease, deadline: since + this.options.leaseMs })
+    this.held.set(lease.id, { ...lease, deadline: since + this.options.leaseMs, renewals: 0, phase: (this.added++ % 2) as 0 | 1 })
   }
 
   remove(id: string): void {
@@ -72,7 +81,11 @@ export class LockManager {
     const sentAt = clock.now()
     const batches: Held[][] = []
     for (let i = 0; i < leases.length; i += batchSize) batches.push(leases.slice(i, i + batchSize))
-    const renewed = Promise.allSettled(batches.map((batch) => this.options.extend(batch.map(({ id, token }) => ({ id, token })))))
+    const renewed = Promise.allSettled(
+      batches.map((batch) =>
+        this.options.extend(batch.map(({ id, token, renewals, phase }) => ({ id, token, index: (renewals + phase) % 2 === 1 }))),
+      ),
+    )
     // No answer (a stalled link) must not hold back the expiry check below: wait for one only until the
     // earliest deadline (at least one interval, so a worker resuming from a pause hears its take-backs).
     let timer: unknown
@@ -109,6 +122,8 @@ export class LockManager {
           // the lease was renewed, but not until when: ask again on the next tick rather than give it up.
           const now = clock.now()
           lease.deadline = sentAt + leaseMs > now ? sentAt + leaseMs : now + intervalMs
+          // A lease taken back was re-indexed; either way the alternation goes on from here.
+          lease.renewals = reply.value[i] === 'reclaimed' ? lease.phase : lease.renewals + 1
         }
       })
     })

@@ -1,12 +1,12 @@
 /** The LockManager with an injected clock: ticks, batching, loss and close, with no real waiting. */
 import { describe, expect, it } from 'vitest'
-import type { LeaseStatus } from '../lib/commands.js'
+import type { LeaseStatus, Renewal } from '../lib/commands.js'
 import { type Lease, LockManager } from '../lib/lock-manager.js'
 import { ManualClock } from './helpers/manual-clock.js'
 
 function setup(reply: (batch: Lease[]) => Promise<LeaseStatus[]> = async (b) => b.map(() => 'renewed'), batchSize?: number) {
   const clock = new ManualClock()
-  const calls: Lease[][] = []
+  const calls: Renewal[][] = []
   const lost: [string, string][] = []
   const errors: unknown[] = []
   const manager = new LockManager({
@@ -35,6 +35,21 @@ describe('LockManager', () => {
     expect(calls.map((b) => b.length)).toEqual([500, 500, 200])
     await clock.advance(100)
     expect(calls).toHaveLength(6)
+    await manager.close()
+  })
+
+  it('refreshes the lease index of about half the leases each tick, each lease every other tick', async () => {
+    const { clock, calls, manager } = setup()
+    for (let i = 0; i < 4; i++) manager.add({ id: `j${i}`, token: 't' }, 0)
+    manager.start()
+
+    for (let t = 0; t < 4; t++) await clock.advance(100)
+
+    const indexed = calls.map((batch) => batch.filter((r) => r.index).map((r) => r.id))
+    expect(indexed.map((ids) => ids.length)).toEqual([2, 2, 2, 2])
+    expect(indexed[0]).toEqual(indexed[2])
+    expect(indexed[1]).toEqual(indexed[3])
+    expect(new Set([...(indexed[0] ?? []), ...(indexed[1] ?? [])]).size).toBe(4)
     await manager.close()
   })
 

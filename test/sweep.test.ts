@@ -69,13 +69,28 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     await sweep(redis.client, 'q', { graceMs: 0 })
     expect(await redis.client.zscore(keys.stalled, id as string)).not.toBeNull()
 
-    const statuses = await extend(redis.client, keys, 60_000, [{ id: id as string, token: 'dead-worker:1' }])
+    const statuses = await extend(redis.client, keys, 60_000, [{ id: id as string, token: 'dead-worker:1', index: false }])
     const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
     expect(statuses).toEqual(['reclaimed'])
     expect(await redis.client.zscore(keys.stalled, id as string)).toBeNull()
     expect(second).toEqual({ marked: [], recovered: [], failed: [] })
     expect(await redis.client.get(keys.lock(id as string))).toBe('dead-worker:1')
+  })
+
+  it('re-scores a live lease whose recorded deadline is stale (the index is refreshed every other tick), and marks a dead one behind it', async () => {
+    await addJobs(redis.client, 'q', ['live'])
+    await holdJobs(redis.client, 'q', 1, { leaseMs: 60_000, workerToken: 'w' })
+    const [dead] = await crashedJobs(redis.client, 'q', 1)
+    await redis.client.zadd(keys.active, '1', 'live') // a stale deadline, ahead of the dead lease's
+
+    const result = await sweep(redis.client, 'q', { graceMs: 0, audit: 0 })
+
+    expect(result).toEqual({ marked: [dead], recovered: [], failed: [] })
+    const rescored = Number(await redis.client.zscore(keys.active, 'live'))
+    const [seconds] = await redis.client.time()
+    expect(rescored).toBeGreaterThan(Number(seconds) * 1000 + 50_000) // now + the lease's TTL
+    expect(await redis.client.zscore(keys.stalled, 'live')).toBeNull()
   })
 
   it('by default keeps a grace (the reaper\u2019s, 15 s): a second sweep right after the mark does not recover', async () => {

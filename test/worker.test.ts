@@ -74,7 +74,7 @@ describe('worker: take, lease and heartbeat', () => {
 
     const calls = await waitFor(async () => ((await scriptCalls()) >= 5 ? scriptCalls() : false), { what: 'five heartbeat ticks' })
     const elapsedTicks = (Date.now() - since) / 200
-    const renewals = Number(/cmdstat_pexpire:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0)
+    const renewals = Number(/cmdstat_pexpireat:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0)
 
     expect(calls).toBeLessThanOrEqual(Math.ceil(elapsedTicks) + 1) // one script call per tick, not per job
     expect(renewals).toBe(calls * 200) // each call renewed all 200 leases

@@ -20,6 +20,7 @@ const FIRST_ARG_KEY = [
   'GET',
   'SET',
   'PEXPIRE',
+  'PEXPIREAT',
   'EXPIRE',
   'PTTL',
   'TTL',
