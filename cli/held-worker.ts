@@ -1,6 +1,6 @@
 /**
  * A worker in its own process, so the demo (and the tests) can SIGKILL and SIGSTOP it. Configured by
- * environment: REDIS_URL, QUEUE, PREFIX, LOCK_MS, HEARTBEAT_MS, CONCURRENCY. Each job is held until the
+ * environment: REDIS_URL, QUEUE, PREFIX, LOCK_MS, HEARTBEAT_MS, CONCURRENCY, WORKER_NAME. Each job is held until the
  * parent sends { type: 'finish', id } (or its signal aborts); the result names this process. Reports
  * 'ready', 'active', 'completed', 'failed', 'lockLost' and 'error' to the parent over IPC.
  */
@@ -21,6 +21,7 @@ const worker = new Worker(
   {
     connection: env('REDIS_URL', 'redis://127.0.0.1:6379'),
     prefix: env('PREFIX', 'emq'),
+    ...(process.env.WORKER_NAME ? { name: process.env.WORKER_NAME } : {}),
     lockDuration: Number(env('LOCK_MS', '500')),
     heartbeatInterval: Number(env('HEARTBEAT_MS', '100')),
     concurrency: Number(env('CONCURRENCY', '1')),

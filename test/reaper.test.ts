@@ -76,6 +76,32 @@ describe('handler', () => {
     expect(summary.sweeps).toBe(5)
   })
 
+  it('plans each further sweep from the last pass: 5 s passes (20,000 queues on a slow link) fit three sweeps, not five', async () => {
+    // A clock the test moves: each pass "takes" 5 s (the reaper reads the clock at its start and its end),
+    // each wait its interval.
+    let elapsed = 0
+    let reads = 0
+    const config = reaperConfig({}, { SWEEPS_PER_INVOCATION: '5', SWEEP_INTERVAL_MS: '10000', QUEUES: 'a' })
+    const warnings: object[] = []
+    const { summary } = await runReaper(redis.client, config, {
+      log: (level, message, fields) => {
+        if (level === 'warn') warnings.push({ message, ...fields })
+      },
+      now: () => {
+        if (++reads % 2 === 0) elapsed += 5_000
+        return elapsed
+      },
+      remainingMs: () => 55_000 - elapsed,
+      sleep: async (ms) => {
+        elapsed += ms
+      },
+    })
+    // Sweeps at 0-5, 15-20, 30-35 s; a fourth (45-50 s, with 1.5 x 5 s planned) would leave no room to publish.
+    expect(summary.sweeps).toBe(3)
+    expect(55_000 - elapsed).toBeGreaterThan(5_000)
+    expect(warnings).toEqual([expect.objectContaining({ message: expect.stringMatching(/stopping early/), lastPassMs: 5_000 })])
+  })
+
   it('keeps the grace: with SWEEP_GRACE_MS, back-to-back invocations mark but do not recover', async () => {
     await crashedJobs(redis.client, 'emails', 1)
     const handler = createHandler(env({ SWEEP_GRACE_MS: '60000' }))
