@@ -3,9 +3,11 @@
  * without persistence, a failover to a replica that lacked the key, a deleted key), so the reaper never
  * stays blind to stalled jobs. It SCANs for lease indexes (`<prefix>:{q}:active`, which exist only while
  * jobs are in flight), on every master of a cluster, for at most `budgetMs` a call, continuing where the
- * last call stopped. It runs on the reaper's first run (a Lambda's cold start), whenever the registry is
- * empty, and every DISCOVERY_INTERVAL_MS; a full pass over a large keyspace may span several runs.
- * Queues found are registered again, so the next runs see them in the registry.
+ * last call stopped. It runs whenever the registry is empty, and every DISCOVERY_INTERVAL_MS (an hour)
+ * for a registry that lost only some queues; a full pass over a large keyspace may span several runs.
+ * Queues found are registered again, so the next runs see them in the registry. (A queue with a live
+ * Queue or Worker is registered again by them within a minute; discovery is for jobs whose workers died
+ * with the registry.)
  */
 import { Cluster } from 'ioredis'
 import type { RedisClient } from './connection.js'
@@ -13,20 +15,22 @@ import { activeKeyPattern, queueOfActiveKey } from './keys.js'
 import { isQueueName } from './options.js'
 import { registerQueue } from './registry.js'
 
-export const DISCOVERY_INTERVAL_MS = 10 * 60_000
+export const DISCOVERY_INTERVAL_MS = 60 * 60_000
 export const DISCOVERY_BUDGET_MS = 1_000
 const SCAN_COUNT = 1_000
 
 export class Discovery {
   /** Cursor per node of the pass in progress; undefined when no pass is in progress. */
   private cursors: Map<string, string> | undefined
-  private due = Number.NEGATIVE_INFINITY
+  private due: number
 
   constructor(
     private readonly prefix: string,
     private readonly now: () => number = () => performance.now(),
     private readonly budgetMs = DISCOVERY_BUDGET_MS,
-  ) {}
+  ) {
+    this.due = now() + DISCOVERY_INTERVAL_MS
+  }
 
   /** Queues with jobs in flight that `registered` lacks (now registered again); [] when not due. */
   async missing(client: RedisClient, registered: readonly string[]): Promise<string[]> {

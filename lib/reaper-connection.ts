@@ -30,6 +30,9 @@ export class ReaperConnection {
 
   /** A connected client, answering within the timeout. */
   async client(): Promise<RedisClient> {
+    // A warm connection is used as it is: its first command, bounded by the same timeout, is the check
+    // (on per-command pricing, a ping a minute would be a fifth of an idle queue's bill).
+    if (this.conn?.client.status === 'ready') return this.conn.client
     if (!this.conn || this.conn.client.status === 'end') {
       this.conn = openConnection(this.config.redisUrl, {
         cluster: this.config.cluster,
@@ -43,6 +46,12 @@ export class ReaperConnection {
       await checkEvictionPolicy(client, this.log)
     }
     return client
+  }
+
+  /** A connection failure of a run, with the URL (password masked) that could not be reached. */
+  unreachable(err: unknown): unknown {
+    if (!(err instanceof EchoMQError) || err.code !== 'ERR_CONNECTION' || err.message.startsWith('Redis at ')) return err
+    return new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(this.config.redisUrl)} is unreachable: ${err.message}`, { cause: err })
   }
 
   /** Drops the connection after a failure; the next run opens a new one. */

@@ -166,7 +166,7 @@ export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptio
         result = await runReaper(client, config, { log, discovery, ...(sleep ? { sleep } : {}), ...options })
       } catch (err) {
         connection.discard()
-        throw err
+        throw connection.unreachable(err)
       }
       await reporter.report(client, result.summary.sweeps, result.runs, options.queues ?? config.queues)
       return result.summary

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
-import { runReaper } from '../lib/reaper.js'
+import { createReaper, runReaper } from '../lib/reaper.js'
 import { reaperConfig } from '../lib/reaper-config.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { freePort, startRedis, useRedis } from './helpers/redis-server.js'
@@ -100,6 +100,29 @@ describe('handler', () => {
     expect(summary.sweeps).toBe(3)
     expect(55_000 - elapsed).toBeGreaterThan(5_000)
     expect(warnings).toEqual([expect.objectContaining({ message: expect.stringMatching(/stopping early/), lastPassMs: 5_000 })])
+  })
+
+  it('a warm reaper costs two commands a run for an idle queue: the registry read and the probe', async () => {
+    await new Queue('idle', { connection: redis.client }).add('job', {}, { jobId: 'x' })
+    await redis.client.del(queueKeys('emq', 'idle').wait)
+    const reaper = createReaper(reaperConfig({ redisUrl: redis.url, metricsMode: 'off' }, {}), { log: () => undefined })
+    try {
+      await reaper.run() // cold: connects, pings, checks the eviction policy
+      await redis.client.config('RESETSTAT')
+      await reaper.run()
+      const stats = String(await redis.client.info('commandstats'))
+      const calls = Object.fromEntries([...stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map(([, name, n]) => [name, Number(n)]))
+      // Top-level commands (those run inside the probe script are counted too, but are not sent).
+      expect({ evalsha: calls.evalsha, smembers: calls.smembers, ping: calls.ping, config: calls.config, scan: calls.scan }).toEqual({
+        evalsha: 1,
+        smembers: 1,
+        ping: undefined,
+        config: undefined,
+        scan: undefined,
+      })
+    } finally {
+      await reaper.close()
+    }
   })
 
   it('keeps the grace: with SWEEP_GRACE_MS, back-to-back invocations mark but do not recover', async () => {
