@@ -1,8 +1,10 @@
 /**
  * Crashes under load: worker processes are SIGKILLed (and respawned) and SIGSTOPped/SIGCONTed at random
- * while three overlapping sweeper loops run the two-phase sweep with short leases. At the end every job is
- * completed or failed exactly once, the attempt counters agree with what the workers and sweepers saw,
- * and no fenced-out run had its result accepted.
+ * while three overlapping sweeper loops run the two-phase sweep with short leases. Processors also fail at
+ * random, so retries wait their backoff in `delayed`, and retention is on (completed jobs beyond a count
+ * are removed, by workers and by the sweeps). At the end every job is completed, failed or removed by
+ * retention exactly once, the attempt counters agree with what the workers and sweepers saw, and no
+ * fenced-out run had its result accepted.
  */
 import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
@@ -20,6 +22,8 @@ const HEARTBEAT_MS = 100
 const GRACE_MS = 50
 const ATTEMPTS = 4
 const CONCURRENCY = FULL ? 4 : 2
+const FAIL_RATE = 0.1
+const BACKOFF_MS = 20
 
 let redis: TestRedis
 const everyWorker: ChaosWorker[] = []
@@ -48,11 +52,12 @@ async function sample(client: Redis): Promise<string[]> {
       .zrange(keys.active, '0', '-1')
       .zrange(keys.completed, '0', '-1')
       .zrange(keys.failed, '0', '-1')
+      .zrange(keys.delayed, '0', '-1')
       .exec()) ?? []
-  const [wait, active, completed, failed] = replies.map(([err, value]) => {
+  const [wait, active, completed, failed, delayed] = replies.map(([err, value]) => {
     if (err) throw err
     return value as string[]
-  }) as [string[], string[], string[], string[]]
+  }) as [string[], string[], string[], string[], string[]]
   const found: string[] = []
   const waitSet = new Set(wait)
   if (waitSet.size !== wait.length)
@@ -67,6 +72,7 @@ async function sample(client: Redis): Promise<string[]> {
     ['active', active],
     ['completed', completed],
     ['failed', failed],
+    ['delayed', delayed],
   ]
   for (let i = 0; i < named.length; i++) {
     for (let j = i + 1; j < named.length; j++) {
@@ -94,6 +100,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     CONCURRENCY: String(CONCURRENCY),
     WORK_MIN_MS: '2',
     WORK_MAX_MS: '50',
+    FAIL_RATE: String(FAIL_RATE),
   }
   const live = new Set<ChaosWorker>()
   const spawn = async () => {
@@ -141,11 +148,17 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     }
   })()
 
-  const queue = new Queue(QUEUE, { connection: redis.client })
+  // Retention keeps a third of the completed jobs, so trims run throughout; failed ones are all kept.
+  const keepCompleted = Math.floor(N / 3)
+  const queue = new Queue(QUEUE, {
+    connection: redis.client,
+    defaultJobOptions: { attempts: ATTEMPTS, backoff: BACKOFF_MS, removeOnComplete: { count: keepCompleted }, removeOnFail: false },
+  })
   const ids = Array.from({ length: N }, (_, i) => `j${i}`)
-  for (let i = 0; i < N; i += 500)
-    await Promise.all(ids.slice(i, i + 500).map((id, k) => queue.add('work', { i: i + k }, { jobId: id, attempts: ATTEMPTS })))
-  const finishedCount = async () => (await redis.client.zcard(keys.completed)) + (await redis.client.zcard(keys.failed))
+  for (let i = 0; i < N; i += 500) await Promise.all(ids.slice(i, i + 500).map((id, k) => queue.add('work', { i: i + k }, { jobId: id })))
+  // Finished: no longer waiting, delayed or in flight (completed, failed, or completed and removed by retention).
+  const finishedCount = async () =>
+    N - (await redis.client.llen(keys.wait)) - (await redis.client.zcard(keys.active)) - (await redis.client.zcard(keys.delayed))
 
   // Chaos: SIGKILL (and respawn) or SIGSTOP for 100-1200 ms, every 100-400 ms, always leaving one worker running.
   const chaos = { kills: 0, pauses: 0, resumes: 0, respawns: 0, killedHolding: 0 }
@@ -224,6 +237,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
 
   const problems: string[] = []
   let lost = 0
+  let removed = 0
   let unreportedCompletions = 0
   let unexplainedAttempts = 0
   let acceptedFails = 0
@@ -231,6 +245,17 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   let starts = 0
   for (const id of ids) {
     const h = hashes.get(id) ?? {}
+    if (Object.keys(h).length === 0) {
+      // Removed by retention: only a completed job is, and only once it was in `completed`.
+      removed++
+      const evs = events.get(id) ?? []
+      starts += evs.filter((e) => e.t === 's').length
+      const reported = evs.some((e) => e.t === 'c')
+      const killedHolder = evs.some((e) => e.t === 's' && e.killed)
+      if (completed.has(id) || failed.has(id)) problems.push(`${id}: removed, but still in completed or failed`)
+      else if (!reported && !killedHolder) problems.push(`${id}: gone, and no run reported completing it`)
+      continue
+    }
     const state = h.state
     const inCompleted = completed.has(id)
     const inFailed = failed.has(id)
@@ -242,6 +267,8 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     acceptedFails += ev('f').length
     lockLost += ev('l').length
     if (!inCompleted && !inFailed) lost++
+    if (state === 'failed' && h.failedReason !== 'chaos: the processor failed' && !/stalled/.test(h.failedReason ?? ''))
+      problems.push(`${id}: failed for an unexpected reason: ${h.failedReason}`)
     if (inCompleted && inFailed) problems.push(`${id}: in completed and failed`)
     if ((state === 'completed') !== inCompleted || (state === 'failed') !== inFailed)
       problems.push(`${id}: state ${state} but completed=${inCompleted} failed=${inFailed}`)
@@ -327,6 +354,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     duplicates: violations.filter((v) => v.startsWith('duplicate')).length,
     overlaps: violations.filter((v) => !v.startsWith('duplicate')).length,
     lost,
+    removedByRetention: removed,
     unreportedCompletions,
     unexplainedAttempts,
     closedCleanly: retired.filter((x) => x === 'bye').length,
@@ -342,7 +370,10 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   expect(violations).toEqual([])
   expect(problems).toEqual([])
   expect(lost).toBe(0)
-  expect(completed.size + failed.size).toBe(N)
+  expect(acceptedFails).toBeGreaterThan(0) // retries waited their backoff
+  expect(removed).toBeGreaterThan(0) // retention removed completed jobs
+  expect(completed.size).toBeLessThanOrEqual(keepCompleted + Math.max(10, Math.ceil(keepCompleted / 10)))
+  expect(completed.size + failed.size + removed).toBe(N)
   expect(counts).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: completed.size, failed: failed.size })
   // Attempts no one reported can only be failures accepted just before a SIGKILL hid the report.
   expect(unexplainedAttempts).toBeLessThanOrEqual(chaos.kills)
