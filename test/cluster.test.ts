@@ -7,10 +7,12 @@ import { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { buildCrashedState } from '../cli/crashed-state.js'
 import { createHandler } from '../functions/sweep.js'
+import { setScriptWrapper } from '../lib/commands.js'
 import { closeConnection, openConnection } from '../lib/connection.js'
 import { Queue, sweep, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
 import { startCluster, type TestCluster } from './helpers/cluster.js'
+import { keyGuard } from './helpers/key-guard.js'
 import { waitFor } from './helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from './helpers/worker-process.js'
 
@@ -61,7 +63,7 @@ describe('cluster layout', () => {
     expect(new Set(owners)).toEqual(new Set(cluster.nodes.map((n) => n.port)))
     for (const [i, q] of queues.entries()) {
       const k = queueKeys('emq', q)
-      for (const key of [k.wait, k.active, k.stalled, k.completed, k.failed, k.marker, k.job('x'), k.lock('x')]) {
+      for (const key of [k.wait, k.active, k.stalled, k.delayed, k.completed, k.failed, k.marker, k.meta, k.job('x'), k.lock('x')]) {
         expect(await cluster.slotOf(key)).toBe(slots[i])
       }
     }
@@ -260,5 +262,42 @@ describe('the Lambda handler on a cluster', () => {
     expect(await new Queue(q1, { connection: client, prefix }).getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 1 })
     expect(logs.join('\n')).not.toMatch(/CROSSSLOT|"level":"error"/)
     expect(logs.filter((l) => l.includes('"message":"sweep"'))).toHaveLength(6)
+  })
+})
+
+describe('a job\u2019s whole life on the cluster, every script under the key guard', () => {
+  beforeAll(() => setScriptWrapper(keyGuard))
+  afterAll(() => setScriptWrapper(undefined))
+
+  it('delays, backoff retries, retention trims, the sweep (probe, promote, trim), redrive and removal on every master', async () => {
+    for (const q of queues) {
+      const queue = track(new Queue(q, { connection: client, prefix: 'life', defaultJobOptions: { removeOnComplete: { count: 2 } } }))
+      const worker = track(
+        new Worker(
+          q,
+          (job) => {
+            if (job.name === 'flaky' && job.attemptsStarted === 1) throw new Error('first run fails')
+            if (job.name === 'bad') throw new Error('always')
+            return 'ok'
+          },
+          { connection: cluster.url, prefix: 'life', concurrency: 3, lockDuration: 1_000 },
+        ),
+      )
+      await queue.add('later', {}, { jobId: 'd', delay: 200 })
+      await queue.add('flaky', {}, { jobId: 'f', attempts: 2, backoff: { type: 'exponential', delay: 50 } })
+      await queue.add('bad', {}, { jobId: 'b', attempts: 1 })
+      for (let i = 0; i < 14; i++) await queue.add('job', {}, { jobId: `c${i}` })
+      await waitFor(async () => (await queue.counts()).failed === 1 && (await queue.counts()).delayed + (await queue.counts()).wait === 0, {
+        timeoutMs: 10_000,
+        what: `${q}: every job finished`,
+      })
+      await sweep(client, q, { prefix: 'life', graceMs: 0 })
+      expect(await queue.counts()).toMatchObject({ completed: 2, failed: 1, delayed: 0, wait: 0, active: 0 })
+      expect(await queue.retryJobs({ ids: ['b'] })).toEqual(['b'])
+      await waitFor(async () => (await queue.getJob('b'))?.retried === 1 && (await queue.counts()).failed === 1, { what: `${q}: b again` })
+      expect(await queue.remove('b')).toBe(true)
+      await worker.close()
+    }
+    expect(errors).toEqual([])
   })
 })
