@@ -55,3 +55,9 @@ export function parseDuration(text: string): number | undefined {
   const ms = Math.round(Number(m[1]) * factor)
   return ms > 0 ? ms : undefined
 }
+
+/** Text for one table cell: whitespace runs (newlines in an error message) as one space, at most `max` characters. */
+export function oneLine(text: string | undefined, max = 120): string {
+  const flat = (text ?? '').replace(/\s+/g, ' ').trim()
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
+}

@@ -1,9 +1,14 @@
-/** `echomq stats` and `echomq inspect`: read-only views of queues. */
+/**
+ * `echomq stats` and `echomq inspect`: read-only views of queues. Jobs come from the Queue (getJobs,
+ * counts); a lease's time left and a job's stall mark are read beside them (the library has no call for
+ * either), through the key names lib/keys.ts gives the Queue.
+ */
 import type { RedisClient } from '../lib/connection.js'
-import { jobFromHash } from '../lib/job.js'
 import { queueKeys } from '../lib/keys.js'
-import { type QueueCounts, queueCounts } from '../lib/queue.js'
+import { type Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
 import { registeredQueues } from '../lib/registry.js'
+import { oneLine, table } from './format.js'
+import { dueIn, jobsIn, redisNowMs } from './jobs.js'
 
 export async function stats(client: RedisClient, prefix: string, queues: string[] | undefined): Promise<Record<string, QueueCounts>> {
   const names = queues ?? (await registeredQueues(client, prefix))
@@ -19,6 +24,19 @@ export interface InFlight {
   marked: boolean
   attemptsMade: number
   attempts: number
+  /** The worker that took the job (its `name` option). */
+  workerName: string | null
+}
+
+export interface DelayedJob {
+  id: string
+  name: string
+  /** ms until it is due, by Redis's clock (0: due, waiting to be promoted). */
+  dueInMs: number
+  attemptsMade: number
+  attempts: number
+  /** The error of its last attempt, when it is a retry in backoff. */
+  lastError: string | null
 }
 
 export interface FailedJob {
@@ -26,46 +44,94 @@ export interface FailedJob {
   name: string
   failedReason: string
   attemptsMade: number
+  attempts: number
   finishedOn: number | null
+  workerName: string | null
 }
 
 export interface Inspection {
   counts: QueueCounts
   inFlight: InFlight[]
+  delayed: DelayedJob[]
   failed: FailedJob[]
 }
 
-/** The `limit` in-flight jobs with the earliest lease deadlines, and the `limit` most recent failures. */
-export async function inspect(client: RedisClient, prefix: string, queue: string, limit: number): Promise<Inspection> {
-  const keys = queueKeys(prefix, queue)
-  const counts = await queueCounts(client, keys, queue)
-  const inFlight: InFlight[] = []
-  for (const id of await client.zrange(keys.active, '0', String(limit - 1))) {
-    const [ttl, markedAt, hash] = await Promise.all([
-      client.pttl(keys.lock(id)),
-      client.zscore(keys.stalled, id),
-      client.hgetall(keys.job(id)),
-    ])
-    const job = jobFromHash(id, hash)
-    inFlight.push({
-      id,
+/** The `limit` in-flight jobs with the earliest lease deadlines, the `limit` delayed jobs due first, and the `limit` most recent failures. */
+export async function inspect(queue: Queue, limit: number): Promise<Inspection> {
+  const { client, keys } = queue
+  const [counts, active, delayed, failed, now] = await Promise.all([
+    queue.counts(),
+    jobsIn(queue, 'active', 0, limit),
+    jobsIn(queue, 'delayed', 0, limit),
+    jobsIn(queue, 'failed', 0, limit),
+    redisNowMs(client),
+  ])
+  const inFlight = await Promise.all(
+    active.map(async (job): Promise<InFlight> => {
+      const [ttl, markedAt] = await Promise.all([client.pttl(keys.lock(job.id)), client.zscore(keys.stalled, job.id)])
+      return {
+        id: job.id,
+        name: job.name,
+        leaseMsLeft: ttl > 0 ? ttl : null,
+        marked: markedAt !== null,
+        attemptsMade: job.attemptsMade,
+        attempts: job.attempts,
+        workerName: job.workerName ?? null,
+      }
+    }),
+  )
+  return {
+    counts,
+    inFlight,
+    delayed: delayed.map((job) => ({
+      id: job.id,
       name: job.name,
-      leaseMsLeft: ttl > 0 ? ttl : null,
-      marked: markedAt !== null,
+      dueInMs: Math.max(0, (job.dueAt ?? now) - now),
       attemptsMade: job.attemptsMade,
       attempts: job.attempts,
-    })
-  }
-  const failed: FailedJob[] = []
-  for (const id of await client.zrevrange(keys.failed, '0', String(limit - 1))) {
-    const job = jobFromHash(id, await client.hgetall(keys.job(id)))
-    failed.push({
-      id,
+      lastError: job.lastError ?? null,
+    })),
+    failed: failed.map((job) => ({
+      id: job.id,
       name: job.name,
       failedReason: job.failedReason ?? '',
       attemptsMade: job.attemptsMade,
+      attempts: job.attempts,
       finishedOn: job.finishedOn ?? null,
-    })
+      workerName: job.workerName ?? null,
+    })),
   }
-  return { counts, inFlight, failed }
+}
+
+export function renderInspection(queue: string, result: Inspection): string {
+  const c = result.counts
+  const counts = `wait ${c.wait}, delayed ${c.delayed}, active ${c.active}, stalled ${c.stalled}, completed ${c.completed}, failed ${c.failed}`
+  const inFlight = table(
+    ['job', 'name', 'worker', 'lease', 'marked', 'attempts'],
+    result.inFlight.map((j) => [
+      j.id,
+      j.name,
+      j.workerName ?? '',
+      j.leaseMsLeft === null ? 'lapsed' : `${j.leaseMsLeft} ms left`,
+      j.marked ? 'yes' : 'no',
+      `${j.attemptsMade}/${j.attempts}`,
+    ]),
+  )
+  const delayed = table(
+    ['job', 'name', 'due in', 'attempts', 'last error'],
+    result.delayed.map((j) => [j.id, j.name, dueIn(j.dueInMs), `${j.attemptsMade}/${j.attempts}`, oneLine(j.lastError ?? '')]),
+  )
+  const failed = table(
+    ['job', 'name', 'worker', 'attempts', 'reason'],
+    result.failed.map((j) => [j.id, j.name, j.workerName ?? '', `${j.attemptsMade}/${j.attempts}`, oneLine(j.failedReason)]),
+  )
+  return [
+    `${queue}: ${counts}\n`,
+    'in flight (earliest lease deadline first)',
+    inFlight,
+    '\ndelayed (earliest due first)',
+    delayed,
+    '\nfailed (most recent first)',
+    failed,
+  ].join('\n')
 }

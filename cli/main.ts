@@ -1,8 +1,8 @@
 /**
- * The `echomq` command: demo, race, sweep, stats, inspect. Tables by default, `--json` for scripts,
- * `--help` on every command. Redis: --redis-url, then REDIS_URL, then the local default (demo and race
- * start their own redis-server; the others use redis://127.0.0.1:6379). Exit codes: 0 success, 1 failure,
- * 2 bad usage or input.
+ * The `echomq` command: demo, race, sweep, stats, inspect, jobs, retry, remove. Tables by default, `--json`
+ * for scripts, `--help` on every command. Redis: --redis-url, then REDIS_URL, then the local default (demo
+ * and race start their own redis-server; the others use redis://127.0.0.1:6379). Exit codes: 0 success,
+ * 1 failure (Redis unreachable, no such queue or job, a job in the wrong state), 2 bad usage or input.
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import {
@@ -15,13 +15,16 @@ import {
   redactUrl,
 } from '../lib/connection.js'
 import { EchoMQError, withLastError } from '../lib/errors.js'
-import { DEFAULTS, PREFIX_DEFAULT, validatePrefix, validateQueueName } from '../lib/options.js'
+import { JOB_STATES, type JobState } from '../lib/job.js'
+import { DEFAULTS, PREFIX_DEFAULT, validateJobId, validatePrefix, validateQueueName } from '../lib/options.js'
+import { MAX_JOBS_PER_CALL } from '../lib/queue.js'
 import { createReaper, type Log } from '../lib/reaper.js'
 import { type MetricsMode, reaperConfig } from '../lib/reaper-config.js'
 import { type Role, runDemo, WORKER_NAMES } from './demo.js'
 import { CliError } from './errors.js'
 import { parseDuration, spinner, table, withSpinner } from './format.js'
-import { inspect, stats } from './inspect.js'
+import { inspect, renderInspection, stats } from './inspect.js'
+import { dryRunAll, dryRunIds, listJobs, type RetryReport, renderJobList, renderRetry, withQueue } from './jobs.js'
 import { deletePrefix, startLocalRedis } from './local-redis.js'
 import { type RaceSide, runRace } from './race.js'
 
@@ -86,6 +89,39 @@ function positiveInt(values: Record<string, unknown>, name: string, fallback: nu
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max)
     throw new CliError(`--${name} expects an integer from 1 to ${max}, got: ${raw}`, true)
   return Number(raw)
+}
+
+/** An integer from 0 (a rank), or `fallback` when the option is absent. */
+function rank(values: Record<string, unknown>, name: string, fallback: number): number {
+  const raw = values[name] as string | undefined
+  if (raw === undefined) return fallback
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new CliError(`--${name} expects an integer from 0, got: ${raw}`, true)
+  return Number(raw)
+}
+
+/** The one queue a command names as its first argument. */
+function queueArg(positionals: string[], usage: string): string {
+  const [queue] = positionals
+  if (!queue) throw new CliError(`a queue name is needed: ${usage}`, true)
+  try {
+    return validateQueueName(queue)
+  } catch (err) {
+    throw new CliError((err as Error).message, true)
+  }
+}
+
+/** --id values (repeatable or comma lists), validated and without repeats. */
+function jobIds(raw: unknown): string[] {
+  const ids = [
+    ...new Set(
+      ((raw as string[] | undefined) ?? [])
+        .flatMap((v) => v.split(','))
+        .map((v) => v.trim())
+        .filter(Boolean),
+    ),
+  ]
+  if (ids.length > MAX_JOBS_PER_CALL) throw new CliError(`--id takes at most ${MAX_JOBS_PER_CALL} ids, got ${ids.length}`, true)
+  return ids.map((id) => validateJobId(id))
 }
 
 async function withClient<T>(url: string, fn: (client: RedisClient) => Promise<T>): Promise<T> {
@@ -328,7 +364,7 @@ and then exits 1 if any run failed.
     },
   },
   stats: {
-    summary: 'wait / active / stalled / completed / failed per queue',
+    summary: 'wait / delayed / active / stalled / completed / failed per queue',
     usage: `echomq stats [--queue q ...]
 
   --queue <q>         queue to show (repeatable or comma list; default: every registered queue)`,
@@ -338,46 +374,118 @@ and then exits 1 if any run failed.
       const queues = queueNames(values.queue)
       const result = await withClient(url, (c) => stats(c, prefixOf(values), queues))
       if (values.json) return out(JSON.stringify(result))
-      const rows = Object.entries(result).map(([q, c]) => [q, c.wait, c.active, c.stalled, c.completed, c.failed])
-      out(rows.length === 0 ? 'no queues registered' : table(['queue', 'wait', 'active', 'stalled', 'completed', 'failed'], rows))
+      const rows = Object.entries(result).map(([q, c]) => [q, c.wait, c.delayed, c.active, c.stalled, c.completed, c.failed])
+      const headers = ['queue', 'wait', 'delayed', 'active', 'stalled', 'completed', 'failed']
+      out(rows.length === 0 ? 'no queues registered' : table(headers, rows))
     },
   },
   inspect: {
-    summary: 'in-flight jobs with their leases, and failed jobs with their reasons',
+    summary: 'in-flight jobs with their leases and workers, delayed jobs, failed jobs with their reasons',
     usage: `echomq inspect <queue> [--limit 50]
+
+Counts, then three sections: jobs in flight (worker, lease time left, whether the sweep marked it,
+attempts), delayed jobs (due in, by Redis's clock; the last error of a retry in backoff), failed jobs
+(worker, attempts, reason). Exits 1 for a queue that is not registered and holds no jobs.
 
   --limit <n>         rows per section (default 50)`,
     options: { limit: { type: 'string' } },
     positionals: 1,
     async run(values, positionals) {
-      const [queue] = queueNames(positionals) ?? []
-      if (!queue) throw new CliError('inspect needs a queue name: echomq inspect <queue>', true)
+      const queue = queueArg(positionals, 'echomq inspect <queue>')
       const limit = positiveInt(values, 'limit', 50, 10_000)
       const url = redisUrl(values) ?? REDIS_URL_DEFAULT
-      const result = await withClient(url, (c) => inspect(c, prefixOf(values), queue, limit))
-      if (values.json) return out(JSON.stringify(result))
-      const c = result.counts
-      out(`${queue}: wait ${c.wait}, active ${c.active}, stalled ${c.stalled}, completed ${c.completed}, failed ${c.failed}\n`)
-      out('in flight (earliest lease deadline first)')
-      out(
-        table(
-          ['job', 'name', 'lease', 'marked', 'attempts'],
-          result.inFlight.map((j) => [
-            j.id,
-            j.name,
-            j.leaseMsLeft === null ? 'lapsed' : `${j.leaseMsLeft} ms left`,
-            j.marked ? 'yes' : 'no',
-            `${j.attemptsMade}/${j.attempts}`,
-          ]),
-        ),
+      const result = await withClient(url, (c) => withQueue(c, prefixOf(values), queue, (q) => inspect(q, limit)))
+      out(values.json ? JSON.stringify(result) : renderInspection(queue, result))
+    },
+  },
+  jobs: {
+    summary: 'the jobs of a queue in one state (failed by default), a page at a time',
+    usage: `echomq jobs <queue> [--state failed] [--limit 50] [--start 0]
+
+Lists jobs in one state with their attempts (made/allowed) and the worker that took them last, and per
+state: failed (finish time, reason), delayed (due in, last error), active (start time, last error),
+wait (last error, kept from a retried failure), completed (finish time). Orders: wait in the order the
+jobs will run, delayed earliest due first, active earliest lease deadline first, completed and failed
+most recent first. Exits 1 for a queue that is not registered and holds no jobs.
+
+  --state <state>     ${JOB_STATES.join(', ')} (default failed)
+  --limit <n>         jobs to list (default 50, at most 10000)
+  --start <n>         rank to start from, 0 first (default 0): the next page is --start <start + limit>`,
+    options: { state: { type: 'string' }, limit: { type: 'string' }, start: { type: 'string' } },
+    positionals: 1,
+    async run(values, positionals) {
+      const queue = queueArg(positionals, 'echomq jobs <queue>')
+      const state = (values.state as string | undefined) ?? 'failed'
+      if (!(JOB_STATES as readonly string[]).includes(state))
+        throw new CliError(`--state expects one of ${JOB_STATES.join(', ')}, got: ${state}`, true)
+      const limit = positiveInt(values, 'limit', 50, 10_000)
+      const start = rank(values, 'start', 0)
+      const url = redisUrl(values) ?? REDIS_URL_DEFAULT
+      const list = await withClient(url, (c) => withQueue(c, prefixOf(values), queue, (q) => listJobs(q, state as JobState, start, limit)))
+      out(values.json ? JSON.stringify(list) : renderJobList(list))
+    },
+  },
+  retry: {
+    summary: 'send failed jobs back to wait with a fresh attempts budget',
+    usage: `echomq retry <queue> (--id <id> ... | --all [--limit n]) [--dry-run]
+
+Moves failed jobs to the back of wait with attemptsMade 0; each keeps its history (the failure becomes
+its lastError). With --id every job named must be failed, else nothing changes and the command exits 1.
+With --all the oldest failed jobs go first. Prints the ids moved.
+
+  --id <id>           a failed job to retry (repeatable or comma list, at most ${MAX_JOBS_PER_CALL})
+  --all               every failed job (up to --limit)
+  --limit <n>         with --all: retry at most n jobs
+  --dry-run           change nothing: print what would be retried (with --id: each job's state, and
+                      exit 1 when one is not failed, as the real run would)`,
+    options: {
+      id: { type: 'string', multiple: true },
+      all: { type: 'boolean', default: false },
+      limit: { type: 'string' },
+      'dry-run': { type: 'boolean', default: false },
+    },
+    positionals: 1,
+    async run(values, positionals) {
+      const queue = queueArg(positionals, 'echomq retry <queue> (--id <id> ... | --all)')
+      const ids = jobIds(values.id)
+      const all = values.all as boolean
+      if (all === (values.id !== undefined)) throw new CliError('give exactly one of --id <id> and --all', true)
+      if (!all && ids.length === 0) throw new CliError('--id needs a job id', true)
+      if (!all && values.limit !== undefined) throw new CliError('--limit goes with --all (--id retries exactly the jobs named)', true)
+      const limit = values.limit === undefined ? undefined : positiveInt(values, 'limit', 1, Number.MAX_SAFE_INTEGER)
+      const dryRun = values['dry-run'] as boolean
+      const url = redisUrl(values) ?? REDIS_URL_DEFAULT
+      const report = await withClient(url, (c) =>
+        withQueue(c, prefixOf(values), queue, async (q): Promise<RetryReport> => {
+          if (dryRun) return all ? dryRunAll(q, limit) : dryRunIds(q, ids)
+          const retried = await q.retryJobs(all ? (limit === undefined ? {} : { limit }) : { ids })
+          return { queue, dryRun, retried }
+        }),
       )
-      out('\nfailed (most recent first)')
-      out(
-        table(
-          ['job', 'name', 'attempts', 'reason'],
-          result.failed.map((j) => [j.id, j.name, j.attemptsMade, j.failedReason]),
-        ),
-      )
+      out(values.json ? JSON.stringify(report) : renderRetry(report))
+      if (report.jobs?.some((j) => j.state !== 'failed')) process.exitCode = 1
+    },
+  },
+  remove: {
+    summary: 'remove a job that is not in flight',
+    usage: `echomq remove <queue> <id>
+
+Removes the job and its entry in wait, delayed, completed or failed; its id may be used again. Exits 0
+when it removed the job, 1 when there is no such job, and 1 (changing nothing) when the job is in
+flight: its worker owns it until it finishes or its lease lapses.`,
+    options: {},
+    positionals: 2,
+    async run(values, positionals) {
+      const queue = queueArg(positionals, 'echomq remove <queue> <id>')
+      const [, raw] = positionals
+      if (raw === undefined) throw new CliError('remove needs a job id: echomq remove <queue> <id>', true)
+      const id = validateJobId(raw)
+      const url = redisUrl(values) ?? REDIS_URL_DEFAULT
+      const removed = await withClient(url, (c) => withQueue(c, prefixOf(values), queue, (q) => q.remove(id)))
+      if (values.json) out(JSON.stringify({ queue, id, removed }))
+      else if (removed) out(`removed job ${id} from queue ${queue}`)
+      else throw new CliError(`no job ${id} in queue ${queue}`)
+      if (!removed) process.exitCode = 1
     },
   },
 }

@@ -2,9 +2,10 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { Queue } from '../lib/index.js'
+import { type Job, Queue, Worker } from '../lib/index.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
+import { waitFor } from './helpers/wait.js'
 
 const BIN = new URL('../bin/echomq.js', import.meta.url).pathname
 const exec = promisify(execFile)
@@ -24,6 +25,41 @@ async function echomq(
 }
 
 const redis = useRedis()
+
+/** Adds jobs with one attempt each and lets a real worker named `workerName` fail them (error "<reason> <id>"). */
+async function failedJobs(queue: string, ids: string[], { workerName = 'mailer-1', reason = 'smtp refused' } = {}): Promise<void> {
+  const q = new Queue(queue, { connection: redis.client })
+  for (const id of ids) await q.add('send', { id }, { jobId: id, attempts: 1 })
+  const worker = new Worker(
+    queue,
+    (job) => {
+      throw new Error(`${reason} ${job.id}`)
+    },
+    { connection: redis.url, name: workerName },
+  )
+  try {
+    await waitFor(async () => (await q.counts()).failed === ids.length, { what: `${ids.length} failed jobs` })
+  } finally {
+    await worker.close()
+  }
+}
+
+/** A real worker named `workerName` holding the next job of `queue` until `release()`. */
+async function heldJob(queue: string, workerName: string): Promise<{ release(): Promise<void> }> {
+  const q = new Queue(queue, { connection: redis.client })
+  let finish: () => void = () => undefined
+  const gate = new Promise<void>((resolve) => (finish = resolve))
+  const worker = new Worker(queue, () => gate, { connection: redis.url, name: workerName })
+  await waitFor(async () => (await q.counts()).active === 1, { what: 'a job in flight' })
+  return {
+    async release() {
+      finish()
+      await worker.close()
+    },
+  }
+}
+
+const getJob = (queue: string, id: string) => new Queue(queue, { connection: redis.client }).getJob(id)
 
 describe('echomq demo', () => {
   it('plays the scene: killed worker\u2019s jobs recovered, paused worker\u2019s left alone, last attempt failed', async () => {
@@ -136,9 +172,9 @@ describe('echomq sweep, stats, inspect', () => {
     const human = await echomq(['stats', '--redis-url', redis.url])
     const json = await echomq(['stats', '--json', '--queue', 'emails', '--redis-url', redis.url])
     expect(human.code).toBe(0)
-    expect(human.stdout).toMatch(/queue +wait +active +stalled +completed +failed/)
-    expect(human.stdout).toMatch(/emails +2 +0 +0 +0 +0/)
-    expect(human.stdout).toMatch(/sms +0 +1 +0 +0 +0/)
+    expect(human.stdout).toMatch(/queue +wait +delayed +active +stalled +completed +failed/)
+    expect(human.stdout).toMatch(/emails +2 +0 +0 +0 +0 +0/)
+    expect(human.stdout).toMatch(/sms +0 +0 +1 +0 +0 +0/)
     expect(JSON.parse(json.stdout)).toEqual({ emails: { wait: 2, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 } })
   })
 
@@ -150,11 +186,12 @@ describe('echomq sweep, stats, inspect', () => {
     const failed = await echomq(['inspect', 'emails', '--json', '--redis-url', redis.url])
 
     expect(marked.code).toBe(0)
-    expect(marked.stdout).toMatch(/j0 +job +lapsed +yes +0\/1/)
-    const report = JSON.parse(failed.stdout) as { inFlight: unknown[]; failed: { id: string; failedReason: string }[] }
+    expect(marked.stdout).toMatch(/j0 +job +dead-worker +lapsed +yes +0\/1/)
+    const report = JSON.parse(failed.stdout) as { inFlight: unknown[]; failed: { id: string; failedReason: string; workerName: string }[] }
     expect(report.inFlight).toEqual([])
     expect(report.failed.map((j) => j.id).sort()).toEqual(['j0', 'j1'])
-    expect(report.failed[0]?.failedReason).toMatch(/stalled/)
+    expect(report.failed[0]?.failedReason).toMatch(/job stalled: .*\(worker dead-worker\)/)
+    expect(report.failed[0]?.workerName).toBe('dead-worker')
   })
 
   it.each([
@@ -166,6 +203,7 @@ describe('echomq sweep, stats, inspect', () => {
     [['sweep', '--every', 'soon']],
     [['sweep', '--metrics', 'loud']],
     [['stats', '--prefix', 'a{b']],
+    [['inspect', 'q', '--limit', '0']],
     [['nope']],
     [[]],
   ])('rejects %j with exit code 2', async (args) => {
@@ -175,8 +213,240 @@ describe('echomq sweep, stats, inspect', () => {
   })
 })
 
+describe('echomq stats and inspect: delayed jobs and worker names', () => {
+  it('stats shows delayed jobs in their own column', async () => {
+    const q = new Queue('emails', { connection: redis.client })
+    await q.add('later', {}, { jobId: 'd1', delay: 60_000 })
+    await q.add('later', {}, { jobId: 'd2', delay: 60_000 })
+    await q.add('now', {}, { jobId: 'w1' })
+    const human = await echomq(['stats', '--redis-url', redis.url])
+    const json = await echomq(['stats', '--json', '--redis-url', redis.url])
+    expect(human.code).toBe(0)
+    expect(human.stdout).toMatch(/emails +1 +2 +0 +0 +0 +0/)
+    expect(JSON.parse(json.stdout)).toEqual({ emails: { wait: 1, delayed: 2, active: 0, stalled: 0, completed: 0, failed: 0 } })
+  })
+
+  it('inspect shows delayed jobs (due in, last error) and the worker of in-flight and failed jobs', async () => {
+    await failedJobs('emails', ['f1'], { workerName: 'mailer-1' })
+    const q = new Queue('emails', { connection: redis.client })
+    await q.add('later', {}, { jobId: 'd1', delay: 60_000 })
+    // A retry in backoff: its first attempt failed, the next is due in a minute.
+    await q.add('flaky', {}, { jobId: 'r1', attempts: 3, backoff: 60_000 })
+    const failing = new Worker(
+      'emails',
+      () => {
+        throw new Error('timeout talking to smtp')
+      },
+      { connection: redis.url, name: 'mailer-2' },
+    )
+    await waitFor(async () => (await q.counts()).delayed === 2, { what: 'the retry in backoff' })
+    await failing.close()
+    await q.add('slow', {}, { jobId: 'a1' })
+    const held = await heldJob('emails', 'mailer-3')
+    try {
+      const human = await echomq(['inspect', 'emails', '--redis-url', redis.url])
+      const json = await echomq(['inspect', 'emails', '--json', '--redis-url', redis.url])
+      expect(human.code).toBe(0)
+      expect(human.stdout).toMatch(/emails: wait 0, delayed 2, active 1, stalled 0, completed 0, failed 1/)
+      expect(human.stdout).toMatch(/job +name +worker +lease +marked +attempts\n.*\na1 +slow +mailer-3 +\d+ ms left +no +0\/3/)
+      expect(human.stdout).toMatch(/delayed \(earliest due first\)\njob +name +due in +attempts +last error/)
+      expect(human.stdout).toMatch(/d1 +later +\d+ ms +0\/3\n/)
+      expect(human.stdout).toMatch(/r1 +flaky +\d+ ms +1\/3 +timeout talking to smtp/)
+      expect(human.stdout).toMatch(/f1 +send +mailer-1 +1\/1 +smtp refused f1/)
+      const report = JSON.parse(json.stdout) as {
+        inFlight: { id: string; workerName: string }[]
+        delayed: { id: string; dueInMs: number; lastError: string | null }[]
+        failed: { id: string; workerName: string }[]
+      }
+      expect(report.inFlight.map((j) => [j.id, j.workerName])).toEqual([['a1', 'mailer-3']])
+      expect(report.delayed.map((j) => [j.id, j.lastError])).toEqual([
+        ['d1', null],
+        ['r1', 'timeout talking to smtp'],
+      ])
+      expect(report.delayed.every((j) => j.dueInMs > 50_000 && j.dueInMs <= 60_000)).toBe(true)
+      expect(report.failed.map((j) => [j.id, j.workerName])).toEqual([['f1', 'mailer-1']])
+    } finally {
+      await held.release()
+    }
+  })
+})
+
+describe('echomq jobs', () => {
+  it('lists failed jobs with their reasons and worker names, most recent first, a page at a time', async () => {
+    await failedJobs('emails', ['a', 'b', 'c'], { workerName: 'mailer-1' })
+    const human = await echomq(['jobs', 'emails', '--redis-url', redis.url])
+    const page2 = await echomq(['jobs', 'emails', '--limit', '2', '--start', '2', '--redis-url', redis.url])
+    const json = await echomq(['jobs', 'emails', '--state', 'failed', '--json', '--redis-url', redis.url])
+
+    expect(human.code).toBe(0)
+    expect(human.stdout).toMatch(/job +name +attempts +worker +finished +reason/)
+    expect(human.stdout).toMatch(/c +send +1\/1 +mailer-1 +\d{4}-\d\d-\d\dT[\d:.]+Z +smtp refused c\n/)
+    expect(human.stdout.indexOf('smtp refused c')).toBeLessThan(human.stdout.indexOf('smtp refused a'))
+    expect(human.stdout).toMatch(/failed jobs 1-3 of 3 in queue emails \(most recent first\)/)
+    expect(page2.stdout).toMatch(/\na +send +1\/1 +mailer-1/)
+    expect(page2.stdout).not.toMatch(/\n[bc] +send/)
+    const list = JSON.parse(json.stdout) as { total: number; jobs: Job[] }
+    expect(list.total).toBe(3)
+    expect(list.jobs.map((j) => [j.id, j.state, j.workerName, j.failedReason])).toEqual([
+      ['c', 'failed', 'mailer-1', 'smtp refused c'],
+      ['b', 'failed', 'mailer-1', 'smtp refused b'],
+      ['a', 'failed', 'mailer-1', 'smtp refused a'],
+    ])
+  })
+
+  it('lists jobs in other states: delayed with the time until due, wait, completed', async () => {
+    const q = new Queue('emails', { connection: redis.client })
+    await q.add('later', {}, { jobId: 'd1', delay: 60_000 })
+    await q.add('now', {}, { jobId: 'w1' })
+    const delayed = await echomq(['jobs', 'emails', '--state', 'delayed', '--redis-url', redis.url])
+    const wait = await echomq(['jobs', 'emails', '--state', 'wait', '--json', '--redis-url', redis.url])
+    const completed = await echomq(['jobs', 'emails', '--state', 'completed', '--redis-url', redis.url])
+    expect(delayed.code).toBe(0)
+    expect(delayed.stdout).toMatch(/job +name +attempts +worker +due in +last error\n.*\nd1 +later +0\/3 +\d+ ms/)
+    expect((JSON.parse(wait.stdout) as { jobs: Job[] }).jobs.map((j) => j.id)).toEqual(['w1'])
+    expect(completed.code).toBe(0)
+    expect(completed.stdout).toMatch(/^no completed jobs in queue emails$/m)
+  })
+
+  it('exits 1 for a queue that is not registered and holds no jobs, and does not register it', async () => {
+    await failedJobs('emails', ['a'])
+    const { code, stderr } = await echomq(['jobs', 'emials', '--redis-url', redis.url])
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/no queue "emials" under prefix "emq"/)
+    expect(await redis.client.smembers('emq:queues')).toEqual(['emails'])
+  })
+})
+
+describe('echomq retry', () => {
+  it('--id moves a failed job back to wait with a fresh budget, keeping its error as lastError', async () => {
+    await failedJobs('emails', ['a', 'b'])
+    const { code, stdout } = await echomq(['retry', 'emails', '--id', 'a', '--redis-url', redis.url])
+    expect(code).toBe(0)
+    expect(stdout).toMatch(/retried 1 job\(s\) of queue emails.*\n {2}a$/m)
+    const a = await getJob('emails', 'a')
+    expect(a).toMatchObject({ state: 'wait', attemptsMade: 0, lastError: 'smtp refused a', retried: 1, workerName: 'mailer-1' })
+    expect(a?.failedReason).toBeUndefined()
+    expect((await getJob('emails', 'b'))?.state).toBe('failed')
+  })
+
+  it('--id of a job that is not failed exits 1 with the library\u2019s message and changes nothing', async () => {
+    await failedJobs('emails', ['a'])
+    await new Queue('emails', { connection: redis.client }).add('later', {}, { jobId: 'd1', delay: 60_000 })
+    const before = [await getJob('emails', 'a'), await getJob('emails', 'd1')]
+    const { code, stdout, stderr } = await echomq(['retry', 'emails', '--id', 'a,d1', '--redis-url', redis.url])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(/echomq retry: job d1 of queue emails is not failed; nothing was retried/)
+    expect([await getJob('emails', 'a'), await getJob('emails', 'd1')]).toEqual(before)
+  })
+
+  it('--dry-run changes nothing: --all lists the oldest failed ids first, --id reports each job\u2019s state', async () => {
+    await failedJobs('emails', ['a', 'b', 'c'])
+    const q = new Queue('emails', { connection: redis.client })
+    await q.add('now', {}, { jobId: 'w1' })
+    const before = [await q.getJobs('failed'), await q.getJobs('wait')]
+    const all = await echomq(['retry', 'emails', '--all', '--dry-run', '--redis-url', redis.url])
+    const limited = await echomq(['retry', 'emails', '--all', '--limit', '2', '--dry-run', '--json', '--redis-url', redis.url])
+    const byId = await echomq(['retry', 'emails', '--id', 'c', '--id', 'w1,nope', '--dry-run', '--redis-url', redis.url])
+    const byIdOk = await echomq(['retry', 'emails', '--id', 'b,c', '--dry-run', '--json', '--redis-url', redis.url])
+
+    expect(all.code).toBe(0)
+    expect(all.stdout).toMatch(/dry run, nothing changed: would retry 3 job\(s\) of queue emails \(oldest first\):\n {2}a\n {2}b\n {2}c\n$/)
+    expect(JSON.parse(limited.stdout)).toEqual({ queue: 'emails', dryRun: true, retried: ['a', 'b'] })
+    expect(byId.code).toBe(1)
+    expect(byId.stdout).toMatch(/c +failed +would retry\nw1 +wait +not failed\nnope +no such job/)
+    expect(byId.stdout).toMatch(/a real run would retry nothing/)
+    expect(byIdOk.code).toBe(0)
+    expect(JSON.parse(byIdOk.stdout)).toMatchObject({ dryRun: true, retried: ['b', 'c'] })
+    expect([await q.getJobs('failed'), await q.getJobs('wait')]).toEqual(before)
+  })
+
+  it('--all moves every failed job (up to --limit, oldest first)', async () => {
+    await failedJobs('emails', ['a', 'b', 'c'])
+    const limited = await echomq(['retry', 'emails', '--all', '--limit', '1', '--json', '--redis-url', redis.url])
+    const rest = await echomq(['retry', 'emails', '--all', '--redis-url', redis.url])
+    const none = await echomq(['retry', 'emails', '--all', '--redis-url', redis.url])
+    expect(JSON.parse(limited.stdout)).toEqual({ queue: 'emails', dryRun: false, retried: ['a'] })
+    expect(rest.code).toBe(0)
+    expect(rest.stdout).toMatch(/retried 2 job\(s\) of queue emails.*\n {2}b\n {2}c\n$/)
+    expect(none.stdout).toMatch(/no failed jobs to retry in queue emails/)
+    const jobs = await Promise.all(['a', 'b', 'c'].map((id) => getJob('emails', id)))
+    expect(jobs.map((j) => [j?.state, j?.attemptsMade])).toEqual([
+      ['wait', 0],
+      ['wait', 0],
+      ['wait', 0],
+    ])
+  })
+})
+
+describe('echomq remove', () => {
+  it('removes a finished job; a second remove finds no job and exits 1', async () => {
+    await failedJobs('emails', ['a'])
+    const first = await echomq(['remove', 'emails', 'a', '--redis-url', redis.url])
+    const again = await echomq(['remove', 'emails', 'a', '--redis-url', redis.url])
+    const json = await echomq(['remove', 'emails', 'a', '--json', '--redis-url', redis.url])
+    expect(first.code).toBe(0)
+    expect(first.stdout).toMatch(/removed job a from queue emails/)
+    expect(await getJob('emails', 'a')).toBeNull()
+    expect((await new Queue('emails', { connection: redis.client }).counts()).failed).toBe(0)
+    expect(again.code).toBe(1)
+    expect(again.stderr).toMatch(/echomq remove: no job a in queue emails/)
+    expect(json.code).toBe(1)
+    expect(JSON.parse(json.stdout)).toEqual({ queue: 'emails', id: 'a', removed: false })
+  })
+
+  it('exits 1 with ERR_JOB_ACTIVE\u2019s message for a job in flight, and leaves it to its worker', async () => {
+    await new Queue('emails', { connection: redis.client }).add('slow', {}, { jobId: 'a1' })
+    const held = await heldJob('emails', 'mailer-3')
+    try {
+      const { code, stderr } = await echomq(['remove', 'emails', 'a1', '--redis-url', redis.url])
+      expect(code).toBe(1)
+      expect(stderr).toMatch(/echomq remove: job a1 of queue emails is in flight; it was not removed/)
+      expect((await getJob('emails', 'a1'))?.state).toBe('active')
+    } finally {
+      await held.release()
+    }
+    await waitFor(async () => (await getJob('emails', 'a1'))?.state === 'completed', { what: 'the held job to complete' })
+  })
+})
+
+describe('bad usage of jobs, retry, remove', () => {
+  it.each([
+    [['jobs']],
+    [['jobs', 'a b']],
+    [['jobs', 'emails', '--state', 'dead']],
+    [['jobs', 'emails', '--limit', '0']],
+    [['jobs', 'emails', '--limit', '10001']],
+    [['jobs', 'emails', '--start', 'x']],
+    [['jobs', 'emails', '--start=-1']],
+    [['jobs', 'emails', 'extra']],
+    [['retry', 'emails']],
+    [['retry', 'emails', '--all', '--id', 'a']],
+    [['retry', 'emails', '--id', 'a', '--limit', '2']],
+    [['retry', 'emails', '--all', '--limit', '0']],
+    [['retry', 'emails', '--id', 'a b']],
+    [['retry', 'emails', '--id', ',']],
+    [['retry', '--all']],
+    [['remove', 'emails']],
+    [['remove', 'emails', 'a b']],
+    [['remove', 'emails', 'a', 'b']],
+  ])('rejects %j with exit code 2, touching nothing', async (args) => {
+    await failedJobs('emails', ['a'])
+    const { code, stderr } = await echomq(args, { REDIS_URL: redis.url })
+    expect(code).toBe(2)
+    expect(stderr).toMatch(new RegExp(`^echomq ${args[0]}: .+\nRun "echomq ${args[0]} --help" for usage.`))
+    expect((await getJob('emails', 'a'))?.state).toBe('failed')
+  })
+
+  it('exits 1 when Redis is unreachable', async () => {
+    const { code, stderr } = await echomq(['retry', 'emails', '--all', '--redis-url', 'redis://127.0.0.1:1'])
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/unreachable/)
+  })
+})
+
 describe('--help', () => {
-  it.each([['demo'], ['race'], ['sweep'], ['stats'], ['inspect']])('echomq %s --help', async (command) => {
+  it.each([['demo'], ['race'], ['sweep'], ['stats'], ['inspect'], ['jobs'], ['retry'], ['remove']])('echomq %s --help', async (command) => {
     const { code, stdout } = await echomq([command, '--help'])
     expect(code).toBe(0)
     expect(stdout).toMatch(new RegExp(`^Usage: echomq ${command}`))
@@ -186,6 +456,6 @@ describe('--help', () => {
   it('echomq --help lists the commands', async () => {
     const { code, stdout } = await echomq(['--help'])
     expect(code).toBe(0)
-    for (const c of ['demo', 'race', 'sweep', 'stats', 'inspect']) expect(stdout).toContain(`  ${c}`)
+    for (const c of ['demo', 'race', 'sweep', 'stats', 'inspect', 'jobs', 'retry', 'remove']) expect(stdout).toContain(`  ${c}`)
   })
 })
