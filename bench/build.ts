@@ -6,6 +6,7 @@
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import type { Redis } from 'ioredis'
 import { addJobs, holdJobs } from '../cli/crashed-state.js'
+import { type JobOptions, Queue } from '../lib/queue.js'
 
 export const EMQ_PREFIX = 'emq'
 export const BULL_PREFIX = 'bull'
@@ -29,6 +30,42 @@ export async function emqAdd(client: Redis, queue: string, from: number, to: num
     range(from, to).map((i) => `j${i}`),
     { prefix: EMQ_PREFIX },
   )
+}
+
+/** Jobs added at once by emqAddMany. */
+const ADDS_IN_FLIGHT = 200
+
+/**
+ * Adds `n` jobs with data `dataOf(i)` through Queue.add (random ids), with the queue's `defaultJobOptions`
+ * (none: EchoMQ's defaults, retention included), ADDS_IN_FLIGHT at a time. `add` is called once per job,
+ * so a caller may time each add.
+ */
+export async function emqAddMany(
+  client: Redis,
+  queue: string,
+  n: number,
+  {
+    defaultJobOptions,
+    dataOf = (i: number) => ({ i }),
+    options,
+  }: {
+    defaultJobOptions?: Omit<JobOptions, 'jobId'>
+    dataOf?: (i: number) => unknown
+    options?: (i: number) => JobOptions
+  } = {},
+): Promise<void> {
+  const q = new Queue(queue, { connection: client, prefix: EMQ_PREFIX, ...(defaultJobOptions ? { defaultJobOptions } : {}) })
+  for (let i = 0; i < n; i += ADDS_IN_FLIGHT) {
+    await Promise.all(range(i, Math.min(n, i + ADDS_IN_FLIGHT)).map((j) => q.add('job', dataOf(j), options?.(j))))
+  }
+  await q.close()
+}
+
+/** Adds `n` jobs with data `dataOf(i)` to a BullMQ queue with addBulk, 1000 at a time. */
+export async function bullAddMany(queue: BullQueue, n: number, dataOf: (i: number) => unknown = (i) => ({ i })): Promise<void> {
+  await inChunks(range(0, n), 1000, async (chunk) => {
+    await queue.addBulk(chunk.map((i) => ({ name: 'job', data: dataOf(i) })))
+  })
 }
 
 /** Takes `n` jobs from the tail of `wait` with a lease of `leaseMs`, as a worker with id `worker` would. */

@@ -16,6 +16,7 @@ import { preloadScripts } from '../lib/commands.js'
 import { sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
 import { bullActive, bullKey, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
+import { fmt, type Target, table, x } from './format.js'
 import {
   type CmdStats,
   commandStats,
@@ -28,7 +29,7 @@ import {
   topLevelSlowlog,
   withoutMeter,
 } from './meter.js'
-import { type Ctx, median, sleep } from './util.js'
+import { type Ctx, median, ratio, sleep } from './util.js'
 
 const HEALTHY_LEASE_MS = 3_600_000
 const FLAT_ROUNDS = 21
@@ -254,4 +255,84 @@ export async function runSweep(ctx: Ctx): Promise<SweepResults> {
   const flat = await flatCheck(ctx, sizes)
   ctx.log(`sweep with nothing stalled, EchoMQ, median of ${FLAT_ROUNDS}: ${flat.map((f) => `N=${f.n} ${f.medianUs} µs`).join(', ')}`)
   return { rows, flat }
+}
+
+export function sweepReport(r: SweepResults): string {
+  const parts = [
+    'Sweep: server time per pass, µs (INFO commandstats: top-level EVALSHA/ZRANGE); pass 1 marks, pass 2 recovers; one run\n' +
+      table(
+        [
+          'N',
+          'k',
+          'EMQ mark',
+          'EMQ recover',
+          'EMQ total',
+          'EMQ max call',
+          'EMQ calls',
+          'Bull mark',
+          'Bull recover',
+          'Bull total',
+          'Bull max call',
+          'ratio total',
+          'ratio max call',
+        ],
+        r.rows.map((s) => [
+          fmt(s.n),
+          fmt(s.k),
+          fmt(s.emq.mark.usec),
+          fmt(s.emq.recover.usec),
+          fmt(s.emq.usec),
+          fmt(s.emq.maxCallUs),
+          `${s.emq.mark.calls}+${s.emq.recover.calls}`,
+          fmt(s.bull.mark.usec),
+          fmt(s.bull.recover.usec),
+          fmt(s.bull.usec),
+          fmt(s.bull.maxCallUs),
+          x(ratio(s.emq.usec, s.bull.usec)),
+          x(ratio(s.emq.maxCallUs, s.bull.maxCallUs)),
+        ]),
+      ) +
+      '\n   BullMQ: healthy locks renewed between its two calls (unmeasured), as its workers do within a stalledInterval.',
+  ]
+  if (r.flat.length) {
+    parts.push(
+      `   EchoMQ sweep with nothing stalled (one queue per N, swept in turn ${r.flat[0]?.rounds} times): ` +
+        r.flat.map((f) => `N=${fmt(f.n)} median ${fmt(f.medianUs)} µs (min ${fmt(f.minUs)})`).join(', '),
+    )
+  }
+  return parts.join('\n')
+}
+
+export function sweepTargets(r: SweepResults): Target[] {
+  const out: Target[] = []
+  const rows = r.rows
+  if (!rows.length) return out
+  const maxN = Math.max(...rows.map((s) => s.n))
+  const minN = Math.min(...rows.map((s) => s.n))
+  const maxK = Math.max(...rows.map((s) => s.k))
+  const big = rows.find((s) => s.n === maxN && s.k === maxK)
+  if (big) {
+    const rr = ratio(big.emq.usec, big.bull.usec)
+    out.push({
+      name: `sweep N=${maxN} k=${maxK}: server time <= 1/20 of BullMQ (one run)`,
+      pass: rr <= 0.05,
+      figures: `${fmt(big.emq.usec)} vs ${fmt(big.bull.usec)} µs = ${x(rr)} (limit 0.05x)`,
+    })
+    out.push({
+      name: `sweep N=${maxN} k=${maxK}: no single call > 10 ms`,
+      pass: big.emq.maxCallUs <= 10_000,
+      figures: `longest EchoMQ call ${fmt(big.emq.maxCallUs)} µs (BullMQ ${fmt(big.bull.maxCallUs)} µs)`,
+    })
+  }
+  const flatBig = r.flat.find((f) => f.n === maxN)?.medianUs
+  const flatSmall = r.flat.find((f) => f.n === minN)?.medianUs
+  if (flatBig !== undefined && flatSmall !== undefined && maxN > minN) {
+    const g = ratio(flatBig, flatSmall)
+    out.push({
+      name: `sweep k=0: cost does not grow with N (N=${maxN} <= 1.5x N=${minN})`,
+      pass: g <= 1.5,
+      figures: `median sweep ${fmt(flatBig)} µs at N=${maxN} vs ${fmt(flatSmall)} µs at N=${minN} = ${x(g)}`,
+    })
+  }
+  return out
 }

@@ -1,60 +1,87 @@
 /**
- * Throughput: M no-op jobs added first, then one worker in this process (concurrency c, lockDuration
- * 30000, other options at their defaults) runs until all M have completed. jobs/s is measured on the
- * client (from starting the worker to the last 'completed' event). From Redis itself: script calls per job
- * (EVALSHA/EVAL calls in INFO commandstats, always top-level) and Redis CPU per job (INFO cpu,
- * user + sys). SLOWLOG is off here: logging every command would slow both sides.
+ * Throughput: M no-op jobs added first, then workers run until all M have completed, with each side's
+ * default options except where noted: in this process with concurrency 1 and 50, and in PROCESSES child
+ * processes (bench/throughput-worker.ts) with concurrency 50 each. Three sides, alternating, ROUNDS
+ * times: EchoMQ with its defaults (retention on: the last 1,000 completed kept), BullMQ with its defaults
+ * (keeps every completed job), and EchoMQ with retention off (removeOnComplete: false), so the cost of
+ * retention is visible (it only starts trimming past 1,000 completed jobs). Each library runs once
+ * unmeasured first, in this process and in the children.
+ *
+ * jobs/s on the client clock: in this process from starting the worker to the last 'completed' event; with
+ * processes from the first worker started to the last job completed, by Date.now in each process (one
+ * machine, one clock; this process polls `wait` and the in-flight set until both are empty, then stops
+ * the workers and collects their times and counts). From Redis: script calls per job (EVALSHA/EVAL in
+ * INFO commandstats) and Redis CPU per job (INFO cpu, user + sys); from the worker processes, their CPU
+ * per job (process.cpuUsage: this process, or the children from run to stop).
  */
+import { type ChildProcess, fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import type { Redis } from 'ioredis'
+import { killAndWait } from '../cli/worker-process.js'
 import { Worker } from '../lib/index.js'
-import { BULL_PREFIX, bullConnection, EMQ_PREFIX, emqAdd } from './build.js'
-import { type CmdStats, commandStats, redisCpuUs, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
-import type { Ctx } from './util.js'
+import { queueKeys } from '../lib/keys.js'
+import { BULL_PREFIX, bullAddMany, bullConnection, bullKey, EMQ_PREFIX, emqAddMany } from './build.js'
+import { fmt, fs, type Target, table, xs } from './format.js'
+import { commandStats, redisCpuUs, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
+import type { RunMessage, StoppedMessage } from './throughput-worker.js'
+import { alternate, type Ctx, completion, ROUNDS, ratios, type Spread, sleep, spread, spreadOf } from './util.js'
 
+const PROCESSES = 4
+const CHILD = fileURLToPath(new URL('./throughput-worker.ts', import.meta.url))
 const TIMEOUT_MS = 180_000
 
-export interface ThroughputSide {
+export interface ThroughputRun {
   jobs: number
   ms: number
   jobsPerSec: number
   scriptCallsPerJob: number
   redisCpuUsPerJob: number
-  commandstats: CmdStats
+  /** CPU the worker processes (this one, or the children) used per job. */
+  clientCpuUsPerJob: number
+}
+
+export interface ThroughputSide {
+  runs: ThroughputRun[]
+  jobsPerSec: Spread
+  redisCpuUsPerJob: Spread
+  clientCpuUsPerJob: Spread
+  scriptCallsPerJob: Spread
 }
 
 export interface ThroughputRow {
   concurrency: number
+  processes: number
   jobs: number
+  /** EchoMQ with its defaults (retention on). */
   emq: ThroughputSide
   bull: ThroughputSide
+  /** EchoMQ with retention off (removeOnComplete: false). */
+  emqKeep: ThroughputSide
+  ratio: Spread
+  ratioKeep: Spread
+  /** 1 - jobs/s with retention / jobs/s without, run by run. */
+  retentionCost: Spread
 }
 
-function completion(total: number, what: string) {
-  let done = 0
-  let resolve!: () => void
-  let reject!: (err: Error) => void
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  const timer = setTimeout(() => reject(new Error(`${what}: ${done} of ${total} jobs completed after ${TIMEOUT_MS} ms`)), TIMEOUT_MS)
-  return {
-    promise: promise.finally(() => clearTimeout(timer)),
-    one: () => {
-      if (++done === total) resolve()
-    },
-    fail: (err: unknown) => reject(err instanceof Error ? err : new Error(String(err))),
-  }
+export interface ThroughputResults {
+  retention: { emq: string; emqKeep: string; bull: string }
+  rows: ThroughputRow[]
 }
 
-async function measure(meter: Redis, jobs: number, run: () => Promise<void>): Promise<ThroughputSide> {
+type Side = 'emq' | 'bull' | 'emqKeep'
+
+/** `run` resolves with its own time and client CPU (children), or undefined: this process's are taken. */
+async function measure(meter: Redis, jobs: number, run: () => Promise<{ ms: number; cpuUs: number } | undefined>): Promise<ThroughputRun> {
   await resetStats(meter)
   const before = await commandStats(meter)
   const cpu0 = await redisCpuUs(meter)
+  const client0 = process.cpuUsage()
   const t0 = performance.now()
-  await run()
-  const ms = performance.now() - t0
+  const reported = await run()
+  const ms = reported?.ms ?? performance.now() - t0
+  const client = process.cpuUsage(client0)
+  const clientCpuUs = reported?.cpuUs ?? client.user + client.system
   const cpu = (await redisCpuUs(meter)) - cpu0
   const stats = withoutMeter(subtract(await commandStats(meter), before))
   return {
@@ -63,45 +90,34 @@ async function measure(meter: Redis, jobs: number, run: () => Promise<void>): Pr
     jobsPerSec: Math.round((jobs / ms) * 1000),
     scriptCallsPerJob: sum(stats, SCRIPT_CMDS).calls / jobs,
     redisCpuUsPerJob: cpu / jobs,
-    commandstats: stats,
+    clientCpuUsPerJob: clientCpuUs / jobs,
   }
 }
 
-async function emqSide(ctx: Ctx, concurrency: number, jobs: number): Promise<ThroughputSide> {
-  const client = ctx.redis.connect(`emq-throughput-${concurrency}`)
-  const queue = `tp-${concurrency}`
-  try {
-    await emqAdd(client, queue, 0, jobs)
-    let worker: Worker | undefined
-    const side = await measure(ctx.redis.meter, jobs, async () => {
-      const done = completion(jobs, 'EchoMQ throughput')
-      worker = new Worker(queue, async () => null, { connection: client, prefix: EMQ_PREFIX, concurrency })
-      worker.on('completed', done.one)
-      worker.on('failed', (_job, err) => done.fail(err))
-      worker.on('error', done.fail)
-      await done.promise
-    })
-    await worker?.close()
-    return side
-  } finally {
+/** A fresh server with the jobs of one run added. */
+async function prepare(ctx: Ctx, side: Side, queue: string, jobs: number): Promise<void> {
+  await ctx.redis.meter.flushall()
+  if (side === 'bull') {
+    const q = new BullQueue(queue, { connection: bullConnection(ctx.redis.host, ctx.redis.port), prefix: BULL_PREFIX })
+    await bullAddMany(q, jobs)
+    await q.close()
+  } else {
+    const client = ctx.redis.connect(`emq-throughput-add`)
+    await emqAddMany(client, queue, jobs, side === 'emqKeep' ? { defaultJobOptions: { removeOnComplete: false } } : {})
     client.disconnect()
   }
 }
 
-async function bullSide(ctx: Ctx, concurrency: number, jobs: number): Promise<ThroughputSide> {
-  const connection = bullConnection(ctx.redis.host, ctx.redis.port)
-  const name = `tp-${concurrency}`
-  const queue = new BullQueue(name, { connection, prefix: BULL_PREFIX })
-  try {
-    for (let i = 0; i < jobs; i += 1000) {
-      await queue.addBulk(Array.from({ length: Math.min(1000, jobs - i) }, (_, j) => ({ name: 'job', data: { i: i + j } })))
-    }
-    const done = completion(jobs, 'BullMQ throughput')
-    const worker = new BullWorker(name, async () => null, {
-      connection,
+/** One worker in this process. */
+async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number): Promise<ThroughputRun> {
+  const queue = `tp-${side}-${concurrency}`
+  await prepare(ctx, side, queue, jobs)
+  const done = completion(jobs, `${side} throughput`, TIMEOUT_MS)
+  if (side === 'bull') {
+    const worker = new BullWorker(queue, async () => null, {
+      connection: bullConnection(ctx.redis.host, ctx.redis.port),
       prefix: BULL_PREFIX,
       concurrency,
-      lockDuration: 30_000,
       autorun: false,
     })
     worker.on('completed', done.one)
@@ -112,34 +128,224 @@ async function bullSide(ctx: Ctx, concurrency: number, jobs: number): Promise<Th
       return await measure(ctx.redis.meter, jobs, async () => {
         void worker.run().catch(done.fail)
         await done.promise
+        return undefined
       })
     } finally {
       await worker.close()
     }
+  }
+  const client = ctx.redis.connect(`emq-throughput-${concurrency}`)
+  let worker: Worker | undefined
+  try {
+    return await measure(ctx.redis.meter, jobs, async () => {
+      worker = new Worker(queue, async () => null, { connection: client, prefix: EMQ_PREFIX, concurrency })
+      worker.on('completed', done.one)
+      worker.on('failed', (_job, err) => done.fail(err))
+      worker.on('error', done.fail)
+      await done.promise
+      return undefined
+    })
   } finally {
-    await queue.close()
+    await worker?.close()
+    client.disconnect()
   }
 }
 
-export async function runThroughput(ctx: Ctx): Promise<ThroughputRow[]> {
+interface Child {
+  process: ChildProcess
+  next(type: string, timeoutMs?: number): Promise<unknown>
+}
+
+async function spawnChild(): Promise<Child> {
+  const child = fork(CHILD, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const inbox: { type: string }[] = []
+  const waiters: (() => void)[] = []
+  child.on('message', (m: { type: string }) => {
+    inbox.push(m)
+    for (const wake of waiters.splice(0)) wake()
+  })
+  const next = async (type: string, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const i = inbox.findIndex((m) => m.type === type)
+      if (i >= 0) return inbox.splice(i, 1)[0]
+      if (child.exitCode !== null) throw new Error(`throughput worker process exited (${child.exitCode}) before '${type}'`)
+      if (Date.now() > deadline) throw new Error(`throughput worker process: no '${type}' within ${timeoutMs} ms`)
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve)
+        setTimeout(resolve, 100)
+      })
+    }
+  }
+  await next('ready')
+  return { process: child, next }
+}
+
+/** PROCESSES child processes, concurrency each; done when `wait` and the in-flight set are both empty. */
+async function inProcesses(ctx: Ctx, children: Child[], side: Side, concurrency: number, jobs: number): Promise<ThroughputRun> {
+  const queue = `tp-${side}-p${children.length}`
+  await prepare(ctx, side, queue, jobs)
+  const lib = side === 'bull' ? 'bull' : 'emq'
+  const k = queueKeys(EMQ_PREFIX, queue)
+  const [waitKey, activeKey] = lib === 'bull' ? [bullKey(queue, 'wait'), bullKey(queue, 'active')] : [k.wait, k.active]
+  const { meter } = ctx.redis
+  const left = async () => {
+    const [wait, active] = await Promise.all([meter.llen(waitKey), lib === 'bull' ? meter.llen(activeKey) : meter.zcard(activeKey)])
+    return wait + active
+  }
+  let stopped: StoppedMessage[] = []
+  const run = await measure(meter, jobs, async () => {
+    const msg: RunMessage = {
+      type: 'run',
+      lib,
+      queue,
+      prefix: lib === 'bull' ? BULL_PREFIX : EMQ_PREFIX,
+      host: ctx.redis.host,
+      port: ctx.redis.port,
+      concurrency,
+    }
+    for (const c of children) c.process.send(msg)
+    const deadline = Date.now() + TIMEOUT_MS
+    while ((await left()) > 0) {
+      if (Date.now() > deadline) throw new Error(`${side} throughput in processes: jobs left after ${TIMEOUT_MS} ms`)
+      await sleep(10)
+    }
+    for (const c of children) c.process.send({ type: 'stop' })
+    stopped = (await Promise.all(children.map((c) => c.next('stopped')))) as StoppedMessage[]
+    return {
+      ms: Math.max(...stopped.map((s) => s.lastAt)) - Math.min(...stopped.map((s) => s.startedAt)),
+      cpuUs: stopped.reduce((n, s) => n + s.cpuUs, 0),
+    }
+  })
+  const done = stopped.reduce((n, s) => n + s.done, 0)
+  const errors = stopped.flatMap((s) => s.errors)
+  if (done !== jobs || errors.length)
+    throw new Error(`${side} throughput in processes: ${done} of ${jobs} completed; ${errors.slice(0, 3).join('; ')}`)
+  return run
+}
+
+const summary = (runs: ThroughputRun[]): ThroughputSide => ({
+  runs,
+  jobsPerSec: spreadOf(runs, (r) => r.jobsPerSec),
+  redisCpuUsPerJob: spreadOf(runs, (r) => r.redisCpuUsPerJob),
+  clientCpuUsPerJob: spreadOf(runs, (r) => r.clientCpuUsPerJob),
+  scriptCallsPerJob: spreadOf(runs, (r) => r.scriptCallsPerJob),
+})
+
+export async function runThroughput(ctx: Ctx): Promise<ThroughputResults> {
   const cases = ctx.quick
     ? [
-        { concurrency: 1, jobs: 300 },
-        { concurrency: 50, jobs: 1_500 },
+        { concurrency: 1, processes: 0, jobs: 300 },
+        { concurrency: 50, processes: 0, jobs: 1_500 },
+        { concurrency: 50, processes: PROCESSES, jobs: 3_000 },
       ]
     : [
-        { concurrency: 1, jobs: 2_000 },
-        { concurrency: 50, jobs: 10_000 },
+        { concurrency: 1, processes: 0, jobs: 3_000 },
+        { concurrency: 50, processes: 0, jobs: 10_000 },
+        { concurrency: 50, processes: PROCESSES, jobs: 20_000 },
       ]
+  const warmUp = ctx.quick ? 200 : 500
   const rows: ThroughputRow[] = []
-  for (const { concurrency, jobs } of cases) {
-    await ctx.redis.meter.flushall()
-    const emq = await emqSide(ctx, concurrency, jobs)
-    await ctx.redis.meter.flushall()
-    const bull = await bullSide(ctx, concurrency, jobs)
-    await ctx.redis.meter.flushall()
-    ctx.log(`throughput c=${concurrency} M=${jobs}: EchoMQ ${emq.jobsPerSec} jobs/s, BullMQ ${bull.jobsPerSec} jobs/s`)
-    rows.push({ concurrency, jobs, emq, bull })
+  let children: Child[] = []
+  try {
+    // Unmeasured: each library's code compiled and warmed up once, in this process and in the children.
+    for (const side of ['emq', 'bull'] as const) await inProcess(ctx, side, 50, warmUp)
+    for (const { concurrency, processes, jobs } of cases) {
+      if (processes > 0 && children.length === 0) {
+        children = await Promise.all(Array.from({ length: processes }, () => spawnChild()))
+        for (const side of ['emq', 'bull'] as const) await inProcesses(ctx, children, side, concurrency, warmUp)
+      }
+      const one = (side: Side) => () =>
+        processes > 0 ? inProcesses(ctx, children, side, concurrency, jobs) : inProcess(ctx, side, concurrency, jobs)
+      const runs = await alternate(ROUNDS, { emq: one('emq'), bull: one('bull'), emqKeep: one('emqKeep') })
+      const row: ThroughputRow = {
+        concurrency,
+        processes,
+        jobs,
+        emq: summary(runs.emq),
+        bull: summary(runs.bull),
+        emqKeep: summary(runs.emqKeep),
+        ratio: ratios(runs.emq, runs.bull, (r) => r.jobsPerSec),
+        ratioKeep: ratios(runs.emqKeep, runs.bull, (r) => r.jobsPerSec),
+        retentionCost: spread(runs.emq.map((r, i) => 1 - r.jobsPerSec / (runs.emqKeep[i]?.jobsPerSec ?? Number.NaN))),
+      }
+      ctx.log(
+        `throughput ${label(row)} M=${jobs}: EchoMQ ${fs(row.emq.jobsPerSec)} jobs/s, BullMQ ${fs(row.bull.jobsPerSec)}, ` +
+          `EchoMQ retention off ${fs(row.emqKeep.jobsPerSec)}; ratio ${xs(row.ratio)}`,
+      )
+      rows.push(row)
+    }
+  } finally {
+    for (const c of children) c.process.send({ type: 'exit' })
+    await Promise.all(children.map((c) => sleep(500).then(() => killAndWait(c.process))))
   }
-  return rows
+  await ctx.redis.meter.flushall()
+  return {
+    retention: {
+      emq: 'EchoMQ defaults: last 1,000 completed kept for a day',
+      emqKeep: 'removeOnComplete: false (every completed job kept)',
+      bull: 'BullMQ defaults: every completed job kept',
+    },
+    rows,
+  }
+}
+
+const percent = (fraction: number) => `${fmt(fraction * 100, 1)}%`
+
+const label = (t: ThroughputRow) => (t.processes ? `c=${t.concurrency} x ${t.processes} processes` : `c=${t.concurrency}`)
+
+export function throughputReport(r: ThroughputResults): string {
+  return (
+    `Throughput: no-op jobs, pre-added; jobs/s median (min-max) of ${ROUNDS} alternating runs (EchoMQ, BullMQ, EchoMQ retention off); ` +
+    'CPU per job: Redis (INFO cpu) / the worker processes (process.cpuUsage; in this process it includes the event handlers)\n' +
+    table(
+      [
+        'workers',
+        'jobs',
+        'EMQ jobs/s',
+        'EMQ Redis/client CPU µs/job',
+        'EMQ scripts/job',
+        'Bull jobs/s',
+        'Bull Redis/client CPU µs/job',
+        'Bull scripts/job',
+        'EMQ no-retention jobs/s',
+        'ratio jobs/s',
+        'ratio no-retention',
+        'retention cost',
+      ],
+      r.rows.map((t) => [
+        label(t),
+        fmt(t.jobs),
+        fs(t.emq.jobsPerSec),
+        `${fmt(t.emq.redisCpuUsPerJob.median, 1)} / ${fmt(t.emq.clientCpuUsPerJob.median, 1)}`,
+        fmt(t.emq.scriptCallsPerJob.median, 2),
+        fs(t.bull.jobsPerSec),
+        `${fmt(t.bull.redisCpuUsPerJob.median, 1)} / ${fmt(t.bull.clientCpuUsPerJob.median, 1)}`,
+        fmt(t.bull.scriptCallsPerJob.median, 2),
+        fs(t.emqKeep.jobsPerSec),
+        xs(t.ratio),
+        xs(t.ratioKeep),
+        `${percent(t.retentionCost.median)} (${percent(t.retentionCost.min)} to ${percent(t.retentionCost.max)})`,
+      ]),
+    ) +
+    `\n   retention: EMQ = ${r.retention.emq}; EMQ no-retention = ${r.retention.emqKeep}; Bull = ${r.retention.bull}.` +
+    '\n   ratio = EchoMQ (defaults) / BullMQ (defaults); retention cost = 1 - EMQ / EMQ no-retention, run by run.'
+  )
+}
+
+export function throughputTargets(r: ThroughputResults): Target[] {
+  return r.rows.flatMap((t) => [
+    {
+      name: `throughput ${label(t)}: jobs/s >= 1.2x BullMQ (each with its default retention)`,
+      pass: t.ratio.median >= 1.2,
+      figures: `${fmt(t.emq.jobsPerSec.median)} vs ${fmt(t.bull.jobsPerSec.median)} jobs/s = ${xs(t.ratio)}; with retention off ${xs(t.ratioKeep)}`,
+    },
+    {
+      name: `throughput ${label(t)}: retention costs <= 10% of jobs/s`,
+      pass: t.retentionCost.median <= 0.1,
+      figures:
+        `${fmt(t.emq.jobsPerSec.median)} vs ${fmt(t.emqKeep.jobsPerSec.median)} jobs/s with it off = ${percent(t.retentionCost.median)} ` +
+        `(${percent(t.retentionCost.min)} to ${percent(t.retentionCost.max)})`,
+    },
+  ])
 }

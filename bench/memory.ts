@@ -1,0 +1,193 @@
+/**
+ * Memory per job: Redis `used_memory` (INFO memory) per waiting job and per completed job kept by
+ * retention. For each side: a few jobs run first (scripts cached, the queue's own keys made); then with
+ * only the meter connected the server is measured empty, after adding N jobs of DATA_BYTES bytes of JSON
+ * data, and after a worker (concurrency 50) has completed them all and closed. Bytes per waiting job =
+ * growth / N; per completed job kept = growth / jobs left in `completed`. BullMQ's figures include its
+ * events stream (one entry per event, capped near 10,000 entries), which it keeps per queue.
+ *
+ * The helpers here (adding and completing jobs of each side, reading used_memory) serve bench/retention.ts too.
+ */
+import { type DefaultJobOptions as BullJobsOptions, Queue as BullQueue, Worker as BullWorker } from 'bullmq'
+import type { Redis } from 'ioredis'
+import { Worker } from '../lib/index.js'
+import { queueKeys } from '../lib/keys.js'
+import type { JobOptions } from '../lib/queue.js'
+import { BULL_PREFIX, bullAddMany, bullConnection, bullKey, EMQ_PREFIX, emqAddMany } from './build.js'
+import { fmt, type Target, table, x } from './format.js'
+import { type Ctx, completion, payload, ratio, sleep } from './util.js'
+
+export const DATA_BYTES = 100
+export const CONCURRENCY = 50
+const WARM_JOBS = 10
+
+export interface Config {
+  lib: 'emq' | 'bull'
+  label: string
+  /** The queue's defaultJobOptions; none: the library's defaults. */
+  emqOptions?: Omit<JobOptions, 'jobId'>
+  bullOptions?: BullJobsOptions
+}
+
+export const CONFIGS = {
+  emq: { lib: 'emq', label: 'EchoMQ defaults (last 1,000 completed kept for a day)' },
+  emqKeep: { lib: 'emq', label: 'EchoMQ removeOnComplete: false (all kept)', emqOptions: { removeOnComplete: false } },
+  bull: { lib: 'bull', label: 'BullMQ defaults (all kept)' },
+  // BullMQ's age is in seconds.
+  bullCount: {
+    lib: 'bull',
+    label: 'BullMQ removeOnComplete { count: 1000, age: 86400 s }',
+    bullOptions: { removeOnComplete: { count: 1000, age: 86_400 } },
+  },
+} as const satisfies Record<string, Config>
+
+export async function usedMemory(meter: Redis): Promise<number> {
+  return Number(/^used_memory:(\d+)/m.exec(await meter.info('memory'))?.[1] ?? Number.NaN)
+}
+
+/** Adds jobs `from` .. `from + n - 1` (DATA_BYTES of data each) with the config's job options. */
+export async function addJobs(ctx: Ctx, config: Config, queue: string, from: number, n: number): Promise<void> {
+  const dataOf = (i: number) => payload(from + i, DATA_BYTES)
+  if (config.lib === 'emq') {
+    const client = ctx.redis.connect('emq-memory-add')
+    await emqAddMany(client, queue, n, { dataOf, ...(config.emqOptions ? { defaultJobOptions: config.emqOptions } : {}) })
+    await client.quit()
+  } else {
+    const q = new BullQueue(queue, {
+      connection: bullConnection(ctx.redis.host, ctx.redis.port),
+      prefix: BULL_PREFIX,
+      ...(config.bullOptions ? { defaultJobOptions: config.bullOptions } : {}),
+    })
+    await bullAddMany(q, n, dataOf)
+    await q.close()
+  }
+}
+
+/** Runs a worker (concurrency 50, defaults otherwise) until `n` jobs have completed, then closes it. */
+export async function completeJobs(ctx: Ctx, config: Config, queue: string, n: number): Promise<void> {
+  const done = completion(n, `${config.label}: completing ${n} jobs`)
+  if (config.lib === 'emq') {
+    const worker = new Worker(queue, async () => null, {
+      connection: `redis://${ctx.redis.host}:${ctx.redis.port}`,
+      prefix: EMQ_PREFIX,
+      concurrency: CONCURRENCY,
+    })
+    worker.on('completed', done.one)
+    worker.on('failed', (_job, err) => done.fail(err))
+    worker.on('error', done.fail)
+    try {
+      await done.promise
+    } finally {
+      await worker.close()
+    }
+  } else {
+    const worker = new BullWorker(queue, async () => null, {
+      connection: bullConnection(ctx.redis.host, ctx.redis.port),
+      prefix: BULL_PREFIX,
+      concurrency: CONCURRENCY,
+    })
+    worker.on('completed', done.one)
+    worker.on('failed', (_job, err) => done.fail(err))
+    worker.on('error', done.fail)
+    try {
+      await done.promise
+    } finally {
+      await worker.close()
+    }
+  }
+  await sleep(100) // closed connections are freed by the server
+}
+
+export const completedCount = (meter: Redis, config: Config, queue: string) =>
+  config.lib === 'emq' ? meter.zcard(queueKeys(EMQ_PREFIX, queue).completed) : meter.zcard(bullKey(queue, 'completed'))
+
+/** A fresh server with the side's queue warmed up: scripts cached, its own keys made. */
+export async function warmQueue(ctx: Ctx, config: Config, queue: string): Promise<void> {
+  await ctx.redis.meter.flushall()
+  await ctx.redis.meter.script('FLUSH')
+  await addJobs(ctx, config, queue, 0, WARM_JOBS)
+  await completeJobs(ctx, config, queue, WARM_JOBS)
+}
+
+export interface MemoryRow {
+  side: keyof typeof CONFIGS
+  label: string
+  jobs: number
+  waitingBytesPerJob: number
+  completedKept: number
+  completedBytesPerJob: number
+}
+
+export interface MemoryResults {
+  jobs: number
+  dataBytes: number
+  rows: MemoryRow[]
+}
+
+async function measureSide(ctx: Ctx, side: keyof typeof CONFIGS, jobs: number): Promise<MemoryRow> {
+  const config = CONFIGS[side]
+  const queue = 'mem'
+  const { meter } = ctx.redis
+  await warmQueue(ctx, config, queue)
+  const keptBefore = await completedCount(meter, config, queue)
+  const empty = await usedMemory(meter)
+  await addJobs(ctx, config, queue, WARM_JOBS, jobs)
+  await sleep(100)
+  const waiting = await usedMemory(meter)
+  await completeJobs(ctx, config, queue, jobs)
+  const completed = await usedMemory(meter)
+  const kept = (await completedCount(meter, config, queue)) - keptBefore
+  return {
+    side,
+    label: config.label,
+    jobs,
+    waitingBytesPerJob: (waiting - empty) / jobs,
+    completedKept: kept,
+    completedBytesPerJob: kept > 0 ? (completed - empty) / kept : Number.NaN,
+  }
+}
+
+export async function runMemory(ctx: Ctx): Promise<MemoryResults> {
+  const jobs = ctx.quick ? 2_000 : 10_000
+  const rows: MemoryRow[] = []
+  for (const side of ['emq', 'emqKeep', 'bull'] as const) rows.push(await measureSide(ctx, side, jobs))
+  await ctx.redis.meter.flushall()
+  ctx.log(
+    `memory: ${rows.map((r) => `${r.side} ${fmt(r.waitingBytesPerJob)} B/waiting, ${fmt(r.completedBytesPerJob)} B/completed`).join('; ')}`,
+  )
+  return { jobs, dataBytes: DATA_BYTES, rows }
+}
+
+export function memoryReport(r: MemoryResults): string {
+  const bull = r.rows.find((m) => m.side === 'bull')
+  return (
+    `Memory per job: Redis used_memory growth, ${fmt(r.jobs)} jobs of ${r.dataBytes} bytes of JSON data; one run\n` +
+    table(
+      ['', 'bytes/waiting job', 'vs BullMQ', 'completed kept', 'bytes/completed job kept', 'vs BullMQ'],
+      r.rows.map((m) => [
+        m.label,
+        fmt(m.waitingBytesPerJob),
+        bull ? x(ratio(m.waitingBytesPerJob, bull.waitingBytesPerJob)) : '',
+        fmt(m.completedKept),
+        fmt(m.completedBytesPerJob),
+        bull ? x(ratio(m.completedBytesPerJob, bull.completedBytesPerJob)) : '',
+      ]),
+    ) +
+    '\n   BullMQ includes its events stream (capped near 10,000 entries); EchoMQ keeps no event log in Redis.'
+  )
+}
+
+export function memoryTargets(r: MemoryResults): Target[] {
+  const emq = r.rows.find((m) => m.side === 'emq')
+  const bull = r.rows.find((m) => m.side === 'bull')
+  if (!emq || !bull) return []
+  return [
+    {
+      name: 'memory: bytes per waiting job and per completed job kept, beside BullMQ (no target)',
+      pass: undefined,
+      figures:
+        `waiting ${fmt(emq.waitingBytesPerJob)} vs ${fmt(bull.waitingBytesPerJob)} B = ${x(ratio(emq.waitingBytesPerJob, bull.waitingBytesPerJob))}; ` +
+        `completed ${fmt(emq.completedBytesPerJob)} vs ${fmt(bull.completedBytesPerJob)} B = ${x(ratio(emq.completedBytesPerJob, bull.completedBytesPerJob))}`,
+    },
+  ]
+}
