@@ -49,7 +49,8 @@ export async function holdJobs(
   while (held.length < n) {
     const ids = await readCandidates(client, keys, Math.min(BATCH, n - held.length))
     if (ids.length === 0) throw new Error(`holdJobs: wait of ${queue} is empty after ${held.length} of ${n} jobs`)
-    for (const { job, token } of await take(client, keys, { workerToken, leaseMs, workerName }, ids)) held.push({ id: job.id, token })
+    for (const { job, token } of (await take(client, keys, { workerToken, leaseMs, workerName }, ids)).taken)
+      held.push({ id: job.id, token })
   }
   return held
 }

@@ -7,7 +7,7 @@
  */
 import type { RedisClient } from './connection.js'
 import { EchoMQError } from './errors.js'
-import { type Job, type JobState, jobFromHash } from './job.js'
+import { type Job, type JobState, jobFromFields } from './job.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
 
@@ -16,16 +16,17 @@ export { loadScript, setScriptWrapper } from './scripts.js'
 /** Every script file, by the command that runs it. */
 export const SCRIPT_FILES = {
   add: 'add-4.lua',
-  take: 'take-3.lua',
+  take: 'take-4.lua',
+  unreserve: 'unreserve-3.lua',
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
-  finish: 'finish-10.lua',
-  probe: 'probe-8.lua',
+  finish: 'finish-11.lua',
+  probe: 'probe-9.lua',
   sweepStep: 'sweep-6.lua',
   promote: 'promote-3.lua',
   trim: 'trim-2.lua',
   retry: 'retry-3.lua',
-  remove: 'remove-6.lua',
+  remove: 'remove-7.lua',
 } as const
 
 /**
@@ -34,8 +35,41 @@ export const SCRIPT_FILES = {
  */
 export const TAKE_MAX_BYTES = 1024 * 1024
 
+/** Most script calls whose writes are held back together: Redis starts on a burst's first while the rest are written. */
+const CORK_MAX = 8
+const corked = new WeakMap<object, number>()
+
+/**
+ * Holds a connection's writes until the end of this tick, CORK_MAX calls at a time, so the script calls a
+ * busy worker makes in one tick (one per finished job) leave in one write instead of one each: a socket
+ * write per command was the largest single cost of a busy worker. The first call of a tick goes out at
+ * once (a lone call, as a worker at concurrency 1 makes, waits for nothing); the holding starts with the
+ * second. Only for a plain connection (ioredis's `stream`); a Cluster writes as it always does.
+ */
+function corkUntilTick(client: RedisClient): void {
+  const stream = (client as { stream?: { cork?: () => void; uncork?: () => void; writable?: boolean } }).stream
+  if (!stream?.cork || !stream.uncork || !stream.writable) return
+  const calls = corked.get(stream)
+  if (calls === undefined) {
+    corked.set(stream, 0)
+    process.nextTick(() => {
+      if ((corked.get(stream) ?? 0) > 0) stream.uncork?.()
+      corked.delete(stream)
+    })
+    return
+  }
+  if (calls === 0 || calls + 1 >= CORK_MAX) {
+    if (calls > 0) stream.uncork()
+    stream.cork()
+    corked.set(stream, 1)
+    return
+  }
+  corked.set(stream, calls + 1)
+}
+
 async function evalScript(client: RedisClient, file: string, keys: string[], args: (string | number)[]): Promise<unknown> {
   const script: Script = loadScript(file)
+  corkUntilTick(client)
   if (keys.length < script.fixedKeys || keys.length === 0) {
     throw new EchoMQError('ERR_SCRIPT', `${script.name} needs at least ${Math.max(1, script.fixedKeys)} keys, got ${keys.length}`)
   }
@@ -90,9 +124,10 @@ export interface Taken {
   token: string
 }
 
-type TakenReply = [string, string, string[]][]
+type TakenReply = [string, string, (string | null)[], string][]
 
-const toTaken = (reply: TakenReply): Taken[] => reply.map(([id, token, hash]) => ({ job: jobFromHash(id, hash), token }))
+const toTaken = (reply: TakenReply, workerName: string): Taken[] =>
+  reply.map(([id, token, fields, startedOn]) => ({ job: jobFromFields(id, fields, startedOn, workerName), token }))
 
 /** Up to `n` ids from the tail of `wait`, the next to be served first: the candidates for `take`. */
 export async function readCandidates(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
@@ -108,15 +143,30 @@ export interface Taker {
   workerName: string
 }
 
-/** Takes the candidates (from readCandidates) still in `wait`, each with a lease of `leaseMs`. */
-export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, ids: string[]): Promise<Taken[]> {
-  const reply = await evalScript(
+export interface TakeResult {
+  taken: Taken[]
+  /** Candidates left where they were (reserved, or in `wait`) because the reply was full (TAKE_MAX_BYTES). */
+  left: string[]
+}
+
+/**
+ * Takes candidates, each with a lease of `leaseMs`: ids read from `wait` (readCandidates), or, with
+ * `reserved`, ids this worker reserved (a finish's `reserve`).
+ */
+export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, ids: string[], reserved = false): Promise<TakeResult> {
+  const [taken, left] = (await evalScript(
     client,
     SCRIPT_FILES.take,
-    [keys.wait, keys.active, keys.marker, ...jobKeyPairs(keys, ids)],
-    [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, ...ids],
-  )
-  return toTaken(reply as TakenReply)
+    [keys.wait, keys.active, keys.marker, keys.reserved, ...jobKeyPairs(keys, ids)],
+    [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, reserved ? 'r' : 'w', ...ids],
+  )) as [TakenReply, string[]]
+  return { taken: toTaken(taken, taker.workerName), left }
+}
+
+/** Returns ids this worker reserved and will not take to the front of `wait`; resolves to how many went back. */
+export async function unreserve(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<number> {
+  if (ids.length === 0) return 0
+  return (await evalScript(client, SCRIPT_FILES.unreserve, [keys.reserved, keys.wait, keys.marker], ids)) as number
 }
 
 // ---- extend (heartbeat), with reclaim ------------------------------------------------------------------
@@ -191,18 +241,37 @@ export interface FinishResult {
   state: JobState | 'missing'
   /** Jobs taken in the same call. */
   taken: Taken[]
-  /** Ids at the tail of `wait` after the call: candidates for the next one. */
+  /** Candidates left where they were because the reply was full (TAKE_MAX_BYTES). */
+  left: string[]
+  /** Ids reserved for this worker's next calls, next to be served first. */
+  reserved: string[]
+  /** Ids at the tail of `wait` after the call (not reserved), next first: candidates for the next one. */
   peeked: string[]
   trim: FinishedSet | undefined
 }
 
-/** What a finish takes in the same call: candidates read earlier, and how many ids to peek at after. */
+/** What a finish takes in the same call, and what it sets aside for the calls after it. */
 export interface TakeNext extends Taker {
   candidates: string[]
+  /** The candidates are ids this worker reserved (else ids read from `wait`). */
+  reservedCandidates: boolean
+  /** Ids to reserve from the tail of `wait` for the next calls, and for how long (ms). */
+  reserve: number
+  reserveMs: number
+  /** Ids to peek at from the tail of `wait`, without reserving them. */
   peek: number
 }
 
-const NOTHING_NEXT: TakeNext = { workerToken: '', leaseMs: 1, workerName: '', candidates: [], peek: 0 }
+const NOTHING_NEXT: TakeNext = {
+  workerToken: '',
+  leaseMs: 1,
+  workerName: '',
+  candidates: [],
+  reservedCandidates: false,
+  reserve: 0,
+  reserveMs: 1,
+  peek: 0,
+}
 
 /** Completes, fails or releases a run, fenced by its token; may take the next jobs in the same call. */
 export async function finish(
@@ -228,6 +297,7 @@ export async function finish(
       k.marker,
       k.delayed,
       k.meta,
+      k.reserved,
       ...jobKeyPairs(keys, next.candidates),
     ],
     [
@@ -240,12 +310,23 @@ export async function finish(
       next.leaseMs,
       next.workerName,
       TAKE_MAX_BYTES,
+      next.reservedCandidates ? 'r' : 'w',
+      next.reserve,
+      next.reserveMs,
       next.peek,
       ...next.candidates,
     ],
-  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], FinishedSet | '']
-  const [status, state, taken, peeked, trim] = reply
-  return { status, state, taken: toTaken(taken), peeked: peeked.reverse(), trim: trim === '' ? undefined : trim }
+  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[]]
+  const [status, state, taken, reserved, peeked, trim, left] = reply
+  return {
+    status,
+    state,
+    taken: toTaken(taken, next.workerName),
+    left,
+    reserved,
+    peeked: peeked.reverse(),
+    trim: trim === '' ? undefined : trim,
+  }
 }
 
 // ---- sweep: probe, then steps ------------------------------------------------------------------------
@@ -262,6 +343,7 @@ export interface ProbeRequest {
 }
 
 export interface QueueCounts {
+  /** Jobs waiting to run, including those a busy worker has reserved for its next calls. */
   wait: number
   active: number
   /** Jobs in `active` that a sweep has marked (they are counted in `active` too). */
@@ -286,17 +368,19 @@ export interface Probe {
   trim: Record<FinishedSet, string[]>
   /** The id next in line in `wait`. */
   head: string | undefined
+  /** Expired reservations (a dead worker's) sent back to `wait`. */
+  unreserved: number
 }
 
-type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null]
+type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number]
 
 /** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
 export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
   const k = keys
-  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head] = (await evalScript(
+  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved] = (await evalScript(
     client,
     SCRIPT_FILES.probe,
-    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta],
+    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved],
     [request.limit, request.audit, request.auditAt, request.takeFailures ? 1 : 0],
   )) as ProbeReply
   const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = c
@@ -309,6 +393,7 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
     due,
     trim: { completed: trimCompleted, failed: trimFailed },
     head: head ?? undefined,
+    unreserved,
   }
 }
 
@@ -404,7 +489,7 @@ export async function remove(client: RedisClient, keys: QueueKeys, id: string): 
   return (await evalScript(
     client,
     SCRIPT_FILES.remove,
-    [keys.job(id), keys.active, keys.wait, keys.delayed, keys.completed, keys.failed],
+    [keys.job(id), keys.active, keys.wait, keys.delayed, keys.completed, keys.failed, keys.reserved],
     [id],
   )) as 'removed' | 'missing' | 'active'
 }

@@ -12,12 +12,14 @@
  *                                  'd' scored with the earliest due time of a delayed job
  *   <prefix>:{q}:meta       HASH   failedNew (jobs that entered `failed`, not yet counted by the reaper),
  *                                  keepCompleted / keepFailed (the sets' retention limits)
+ *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
+ *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
  */
 /** The queue's own keys; a job id may not take one of these names. */
-export const QUEUE_KEY_NAMES = ['wait', 'active', 'stalled', 'delayed', 'completed', 'failed', 'marker', 'meta'] as const
+export const QUEUE_KEY_NAMES = ['wait', 'active', 'stalled', 'delayed', 'completed', 'failed', 'marker', 'meta', 'reserved'] as const
 
 export interface QueueKeys {
   readonly wait: string
@@ -28,6 +30,7 @@ export interface QueueKeys {
   readonly delayed: string
   readonly marker: string
   readonly meta: string
+  readonly reserved: string
   job(id: string): string
   lock(id: string): string
 }
@@ -43,6 +46,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     delayed: `${base}delayed`,
     marker: `${base}marker`,
     meta: `${base}meta`,
+    reserved: `${base}reserved`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
   }

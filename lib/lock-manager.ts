@@ -54,7 +54,8 @@ export class LockManager {
 
   /** `since`: when the request that set the lease was sent (its deadline is counted from then). */
   add(lease: Lease, since: number): void {
-    this.held.set(lease.id, { ...lease, deadline: since + this.options.leaseMs, renewals: 0, phase: (this.added++ % 2) as 0 | 1 })
+    const phase = (this.added++ % 2) as 0 | 1
+    this.held.set(lease.id, { id: lease.id, token: lease.token, deadline: since + this.options.leaseMs, renewals: 0, phase })
   }
 
   remove(id: string): void {

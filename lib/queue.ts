@@ -120,7 +120,7 @@ export class Queue<Data = unknown> {
 
   /**
    * Jobs in one state, a page at a time (`start`, `end`: inclusive ranks, at most MAX_JOBS_PER_CALL):
-   * `wait` in the order they will run, `delayed` by due time, `active` by lease deadline, `completed` and
+   * `wait` in the order they will run (those a busy worker reserved for its next calls first), `delayed` by due time, `active` by lease deadline, `completed` and
    * `failed` most recent first. Jobs removed while being read are left out.
    */
   async getJobs(state: JobState, range?: { start?: number; end?: number }): Promise<Job<Data>[]> {
@@ -196,9 +196,14 @@ export class Queue<Data = unknown> {
   private async idsIn(state: JobState, start: number, end: number): Promise<string[]> {
     const k = this.keys
     switch (state) {
-      case 'wait':
-        // Workers take from the right: the next to run is the last element.
-        return (await this.client.lrange(k.wait, -(end + 1), -(start + 1))).reverse()
+      case 'wait': {
+        // Next to run: the ids busy workers reserved for their next calls, then `wait` from its right end.
+        const reserved = await this.client.zrange(k.reserved, String(start), String(end))
+        const skip = Math.max(0, start - (await this.client.zcard(k.reserved)))
+        const more = end - start + 1 - reserved.length
+        if (more <= 0) return reserved
+        return [...reserved, ...(await this.client.lrange(k.wait, -(skip + more), -(skip + 1))).reverse()]
+      }
       case 'delayed':
         return this.client.zrange(k.delayed, String(start), String(end))
       case 'active':
@@ -223,15 +228,16 @@ export class Queue<Data = unknown> {
 
 export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
-    const [wait, active, stalled, delayed, completed, failed] = await Promise.all([
+    const [wait, reserved, active, stalled, delayed, completed, failed] = await Promise.all([
       client.llen(keys.wait),
+      client.zcard(keys.reserved),
       client.zcard(keys.active),
       client.zcard(keys.stalled),
       client.zcard(keys.delayed),
       client.zcard(keys.completed),
       client.zcard(keys.failed),
     ])
-    return { wait, active, stalled, delayed, completed, failed }
+    return { wait: wait + reserved, active, stalled, delayed, completed, failed }
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
   }

@@ -15,7 +15,19 @@
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { extend, type FinishAction, type FinishedSet, finish, readCandidates, type Taken, type Taker, take } from './commands.js'
+import {
+  extend,
+  type FinishAction,
+  type FinishedSet,
+  type FinishResult,
+  finish,
+  readCandidates,
+  type Taken,
+  type TakeResult,
+  type Taker,
+  take,
+  unreserve,
+} from './commands.js'
 import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
@@ -25,7 +37,7 @@ import { CLOSE_MARGIN_MS, validateQueueName, type WorkerSettings, workerSettings
 import { Promoter } from './promoter.js'
 import { registration } from './registry.js'
 import { trimFinished } from './retention.js'
-import { TakeAhead } from './take-ahead.js'
+import { RESERVATION_IDLE_MS, TakeAhead } from './take-ahead.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
 
@@ -51,7 +63,7 @@ const BLOCK_TIMEOUT_S = 60
 const BLOCK_GUARD_MS = 10_000
 const MAX_TAKE_BATCH = 100
 /** Most ids a finish peeks at from the tail of `wait`, for the finishes after it to take. */
-const MAX_PEEK = 32
+const MAX_PEEK = 100
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 
 /**
@@ -64,7 +76,8 @@ type RunPhase = 'running' | 'finishing' | 'lost' | 'released'
 interface Run {
   job: Job
   token: string
-  controller: AbortController
+  /** Made only for a processor that declares its `signal` parameter (creating one costs a few µs a job). */
+  controller: AbortController | undefined
   done: Promise<void>
   phase: RunPhase
 }
@@ -91,7 +104,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private stopped: () => void = () => undefined
   /** Settles on close(): a blocking call on a client that is reconnecting never settles once disconnect()ed. */
   private readonly stopSignal = new Promise<void>((resolve) => (this.stopped = resolve))
-  private readonly takeAhead = new TakeAhead()
+  private readonly takeAhead: TakeAhead
+  /** When the last finish returned (this worker's clock): reserved ids unused for long go back to `wait`. */
+  private lastFinishAt = 0
+  private reservationTimer: unknown
+  private readonly wantsSignal: boolean
   /** Finish calls in flight: close() waits for them, since one may have taken a job. */
   private readonly finishes = new Set<Promise<unknown>>()
   private readonly taker: Taker
@@ -113,6 +130,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.blocking = duplicateClient(this.conn.client)
     this.blocking.on('error', () => undefined) // reported by the loop's failed commands
     this.taker = { workerToken: this.id, leaseMs: this.settings.lockDuration, workerName: this.settings.name }
+    this.takeAhead = new TakeAhead(this.settings.concurrency, (id) => this.runs.has(id))
+    this.wantsSignal = processor.length >= 2
     this.promoter = new Promoter(this.conn.client, this.keys, this.settings.clock, (err) =>
       this.report(redisError(this.name, 'promote delayed jobs of queue', err)),
     )
@@ -155,10 +174,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
           await this.nap()
           continue
         }
-        const taken = idle ? undefined : await this.take(Math.min(free, MAX_TAKE_BATCH))
-        if (taken !== undefined) {
-          for (const started of taken) this.startOrGiveBack(started)
-        } else {
+        const took = !idle && (await this.take(Math.min(free, MAX_TAKE_BATCH)))
+        if (!took) {
           const woken = await this.block()
           idle = woken === 'timeout'
           // The marker named a due time: promote what is due, and keep a timer for the rest.
@@ -196,18 +213,34 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
   }
 
-  /** Takes up to n jobs: the last peek's ids, else ids read from `wait`. Undefined when `wait` is empty. */
-  private async take(n: number): Promise<Started[] | undefined> {
-    const hinted = this.takeAhead.claim(n)
-    const ids = hinted.length > 0 ? hinted : await readCandidates(this.conn.client, this.keys, n)
-    if (ids.length === 0 || this.phase !== 'running') return undefined
-    const sentAt = this.settings.clock.now()
-    try {
-      const taken = await take(this.conn.client, this.keys, this.taker, ids)
-      return taken.map((t) => ({ ...t, sentAt }))
-    } finally {
-      this.takeAhead.release(hinted)
+  /**
+   * Takes up to n jobs (reserved or peeked ids, else ids read from `wait`) and starts them; false when
+   * there was nothing to take. The candidates stay claimed until the jobs taken are running.
+   */
+  private async take(n: number): Promise<boolean> {
+    let candidates = this.takeAhead.next(n)
+    if (candidates.ids.length === 0) {
+      const ids = await readCandidates(this.conn.client, this.keys, n)
+      this.takeAhead.claim(ids)
+      candidates = { ids, reserved: false }
     }
+    if (candidates.ids.length === 0) return false
+    if (this.phase !== 'running') {
+      this.takeAhead.done(candidates, candidates.ids, 0)
+      return false
+    }
+    const sentAt = this.settings.clock.now()
+    let result: TakeResult
+    try {
+      result = await take(this.conn.client, this.keys, this.taker, candidates.ids, candidates.reserved)
+    } catch (err) {
+      this.takeAhead.done(candidates, candidates.ids, 0)
+      throw err
+    }
+    for (const t of result.taken) this.startOrGiveBack({ ...t, sentAt })
+    this.takeAhead.done(candidates, result.left, result.taken.length)
+    if (this.phase !== 'running') this.returnReserved()
+    return true
   }
 
   /** A take whose reply came after close() began (a slow or stalled link) hands its jobs back. */
@@ -221,7 +254,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (current?.token === token) return // a replayed take handed back a run already going here
     // A sweep recovered the job from a run still going here and this worker took it again: that run is fenced out.
     if (current) this.lockLost(job.id, 'the job was recovered and taken again')
-    const controller = new AbortController()
+    const controller = this.wantsSignal ? new AbortController() : undefined
     this.locks.add({ id: job.id, token }, sentAt)
     const run: Run = { job, token, controller, phase: 'running', done: Promise.resolve() }
     this.runs.set(job.id, run)
@@ -239,8 +272,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     let value: string
     let result: unknown
     let error: Error | undefined
+    const started = this.settings.clock.now()
     try {
-      result = await this.processor(run.job as Job<Data>, run.controller.signal)
+      result = await this.processor(run.job as Job<Data>, run.controller?.signal as AbortSignal)
       action = 'complete'
       value = JSON.stringify(result) ?? 'null'
     } catch (err) {
@@ -248,6 +282,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       action = 'fail'
       value = error.message || error.name
     }
+    this.takeAhead.ran(this.settings.clock.now() - started)
     if (run.phase === 'released') return
     // A run aborted for a lost lease failed because of the abort: if the job is somehow still its own
     // (the link came back before any sweep), return it to wait without charging an attempt.
@@ -255,23 +290,42 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (run.phase === 'running') run.phase = 'finishing'
     const takingNext = this.phase === 'running'
     try {
-      // The slot this run frees is filled in the same call (from the last peek), unless the worker is closing.
-      const candidates = takingNext ? this.takeAhead.claim(1) : []
+      // The slot this run frees is filled in the same call (from the reserved or peeked ids), and the calls
+      // after it are prepared, unless the worker is closing.
+      const candidates = takingNext ? this.takeAhead.next(1) : { ids: [], reserved: false }
+      const plan = takingNext ? this.takeAhead.plan(MAX_PEEK) : { reserve: 0, peek: 0 }
+      const { workerToken, leaseMs, workerName } = this.taker
       const next = {
-        ...this.taker,
-        candidates,
-        peek: takingNext ? Math.min(this.settings.concurrency + 1, MAX_PEEK) : 0,
+        workerToken,
+        leaseMs,
+        workerName,
+        candidates: candidates.ids,
+        reservedCandidates: candidates.reserved,
+        reserve: plan.reserve,
+        reserveMs: this.settings.lockDuration,
+        peek: plan.peek,
       }
       const sentAt = this.settings.clock.now()
-      const { status, state, taken, peeked, trim } = await this.track(
-        finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next),
-      ).finally(() => this.takeAhead.release(candidates))
+      let reply: FinishResult
+      try {
+        reply = await this.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next))
+      } catch (err) {
+        this.takeAhead.received(plan, [], [])
+        this.takeAhead.done(candidates, candidates.ids, 0)
+        throw err
+      }
+      const { status, state, taken, trim } = reply
+      this.lastFinishAt = this.settings.clock.now()
+      this.takeAhead.received(plan, reply.reserved, reply.peeked)
+      for (const t of taken) this.startOrGiveBack({ ...t, sentAt })
+      // A finish that found the run lost took nothing: its candidates are still where they were.
+      this.takeAhead.done(candidates, status === 'lost' ? candidates.ids : reply.left, taken.length)
+      if (this.phase !== 'running') this.returnReserved()
+      else this.watchReservations()
       if (status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`, run)
         return
       }
-      if (this.phase === 'running') this.takeAhead.remember(peeked)
-      for (const t of taken) this.startOrGiveBack({ ...t, sentAt })
       if (trim) this.trim(trim)
       run.job.state = state as JobState
       if (action === 'release') return
@@ -294,7 +348,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     run.phase = 'lost'
     if (this.runs.get(id) === run) this.locks.remove(id)
     const err = new EchoMQError('ERR_LOCK_LOST', `job ${id} of queue ${this.name} lost its lease: ${reason}`)
-    run.controller.abort(err)
+    run.controller?.abort(err)
     this.notify('lockLost', run.job, err)
   }
 
@@ -306,6 +360,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.stopped()
     this.wake?.()
     this.blocking.disconnect()
+    if (this.reservationTimer !== undefined) clock.clearTimeout(this.reservationTimer)
+    this.returnReserved()
     // The loop may wait on a take over a stalled link: not past the deadline (its jobs are handed back
     // when the reply comes, see startOrGiveBack).
     await this.within(this.loopDone, left())
@@ -331,6 +387,30 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     void this.within(pending(), this.settings.lockDuration)
       .then(() => this.within(closeConnection(this.conn), CLOSE_MARGIN_MS))
       .finally(() => this.conn.client.disconnect())
+  }
+
+  /** Returns the ids reserved for this worker to the front of `wait` (closing; its jobs slowed down). */
+  private returnReserved(): void {
+    const ids = this.takeAhead.drain()
+    if (ids.length === 0) return
+    void this.track(
+      unreserve(this.conn.client, this.keys, ids).catch((err: unknown) =>
+        this.report(redisError(this.name, 'return reserved jobs to wait in queue', err)),
+      ),
+    )
+  }
+
+  /** While ids are reserved, checks that finishes still use them; unused for RESERVATION_IDLE_MS, they go back. */
+  private watchReservations(): void {
+    if (this.reservationTimer !== undefined || this.takeAhead.reservedCount === 0) return
+    const check = () => {
+      this.reservationTimer = undefined
+      if (this.phase !== 'running' || this.takeAhead.reservedCount === 0) return
+      const idle = this.settings.clock.now() - this.lastFinishAt
+      if (idle >= RESERVATION_IDLE_MS) this.returnReserved()
+      else this.reservationTimer = this.settings.clock.setTimeout(check, RESERVATION_IDLE_MS - idle)
+    }
+    this.reservationTimer = this.settings.clock.setTimeout(check, RESERVATION_IDLE_MS)
   }
 
   /** Trims a finished set past its retention (a finish said so), one trim per set at a time. */
@@ -382,7 +462,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private async release(run: Run): Promise<void> {
     run.phase = 'released'
     this.locks.remove(run.job.id)
-    run.controller.abort(
+    run.controller?.abort(
       new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`),
     )
     try {

@@ -23,6 +23,7 @@ local activeKey, stalledKey = KEYS[1], KEYS[2]
 local leaseMs, k = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = #KEYS - 2
 -- @include now
+-- @include skiplist
 
 local deadline = tostring(nowMs() + leaseMs)
 local holders = rcall('MGET', unpack(KEYS, 3, n + 2))
@@ -45,6 +46,7 @@ for i = 1, n do
   end
 end
 if #index > 0 then
+  keepSkiplist(activeKey)
   rcall('ZADD', activeKey, 'XX', unpack(index))
 end
 -- A renewal proves the worker alive: clear any mark from a first sweep.

@@ -75,7 +75,8 @@ for i = 0, n - 1 do
       elseif now - tonumber(markedAt) >= graceMs then
         left = left - 1
         local worker = rcall('HGET', jobKey, 'workerName')
-        leaveActive(jobKey, lockKey, activeKey, stalledKey, id)
+        leaveActive(lockKey, activeKey, stalledKey, id)
+        rcall('HDEL', jobKey, 'token')
         local reason = 'job stalled: its lease expired before it finished (worker ' .. (worker or 'unknown') .. ')'
         if useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 }) == 'failed' then
           failed[#failed + 1] = id

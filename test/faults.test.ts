@@ -164,10 +164,11 @@ describe('large jobs', () => {
     for (let i = 0; i < 8; i++) await queue.add('big', megabyte, { jobId: `big${i}` })
     const ids = await readCandidates(redis.client, keys, 8)
 
-    const taken = await take(redis.client, keys, { workerToken: 'w', leaseMs: 60_000, workerName: 'test' }, ids)
+    const { taken, left } = await take(redis.client, keys, { workerToken: 'w', leaseMs: 60_000, workerName: 'test' }, ids)
 
     expect(taken).toHaveLength(1)
     expect(JSON.stringify(taken[0]?.job.data).length).toBeLessThanOrEqual(TAKE_MAX_BYTES)
+    expect(left).toEqual(ids.slice(1))
     expect(await redis.client.llen(keys.wait)).toBe(7)
     await holdJobs(redis.client, 'q', 7, { leaseMs: 60_000 }) // calls of 200 candidates still take them all, one a call
     expect(await redis.client.llen(keys.wait)).toBe(0)

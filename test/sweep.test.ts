@@ -184,7 +184,7 @@ describe('sweep: cost', () => {
 
     const calls = await commandCalls()
     expect(sent).toEqual(['evalsha', 'evalsha'])
-    expect(calls.zrangebyscore).toBe(1) // the probe found no expired deadline
+    expect(calls.zrangebyscore).toBe(2) // the probe found no expired deadline and no expired reservation
     expect(calls.zscore).toBe(20) // the audit checked 20
     expect(calls.pttl).toBe(20)
   })

@@ -1,7 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { EchoMQError, type Job, Queue, Worker } from '../lib/index.js'
+import { finish, type Lease } from '../lib/commands.js'
+import { EchoMQError, type Job, Queue, sweep, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/keys.js'
 import { CLOSE_MARGIN_MS } from '../lib/options.js'
+import { addJobs, holdJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
@@ -77,6 +79,8 @@ describe('worker: take, lease and heartbeat', () => {
     const renewals = Number(/cmdstat_pexpireat:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0)
 
     expect(calls).toBeLessThanOrEqual(Math.ceil(elapsedTicks) + 1) // one script call per tick, not per job
+    // A lease index updated many members at a time is kept a skiplist (a listpack update scans the list).
+    expect(await redis.client.object('ENCODING', keys.active)).toBe('skiplist')
     expect(renewals).toBe(calls * 200) // each call renewed all 200 leases
     for (let i = 0; i < 200; i++) hold.release(`r${i}`)
     await waitFor(async () => (await queue.counts()).completed === 200, { what: 'all completed' })
@@ -115,7 +119,6 @@ describe('worker: finishing', () => {
     const tokenA = await redis.client.get(keys.lock('fenced'))
     await (a as unknown as { locks: { close(): Promise<void> } }).locks.close() // A's heartbeat stops
     await waitFor(async () => (await redis.client.exists(keys.lock('fenced'))) === 0, { what: "A's lease to lapse" })
-    const { sweep } = await import('../lib/index.js')
     await sweep(redis.client, 'q', { graceMs: 0 })
     expect((await sweep(redis.client, 'q', { graceMs: 0 })).recovered).toEqual(['fenced'])
     const holdB = held()
@@ -261,5 +264,58 @@ describe('worker: close', () => {
     expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual(['slow'])
     expect(await queue.counts()).toMatchObject({ wait: 1, active: 0, stalled: 0 })
     expect(await redis.client.exists(keys.lock('slow'))).toBe(0)
+  })
+})
+
+describe('worker: reserving the next jobs', () => {
+  it('a worker running short jobs reserves its next ones, and close() returns them all to the front of wait', async () => {
+    const w = worker(() => new Promise((resolve) => setTimeout(resolve, 1)), { concurrency: 4 })
+    for (let i = 0; i < 400; i++) await queue.add('job', {}, { jobId: `n${i}` })
+    await waitFor(async () => (await redis.client.zcard(keys.reserved)) > 0, { what: 'a reservation' })
+
+    await w.close()
+
+    expect(await redis.client.zcard(keys.reserved)).toBe(0)
+    const { wait, completed, active } = await queue.counts()
+    expect(active).toBe(0)
+    expect(wait + completed).toBe(400)
+    // Every job not completed is back in wait, once; the front holds the ones that were next (returned
+    // reservations), give or take the few a finish in flight reserved while close() began.
+    const waiting = await redis.client.lrange(keys.wait, 0, -1)
+    expect(new Set(waiting).size).toBe(400 - completed)
+    const oldest = Math.min(...waiting.map((id) => Number(id.slice(1))))
+    expect(waiting.slice(-20).map((id) => Number(id.slice(1)))).toContain(oldest)
+  })
+
+  it('reserved ids no finish uses for a while (the jobs slowed down) go back to the front of wait', async () => {
+    let slow = false
+    let release: () => void = () => undefined
+    worker((): unknown => (slow ? new Promise<void>((resolve) => (release = resolve)) : 'quick'))
+    for (let i = 0; i < 200; i++) await queue.add('job', {}, { jobId: `s${i}` })
+    await waitFor(async () => (await redis.client.zcard(keys.reserved)) > 0, { what: 'a reservation' })
+    slow = true
+
+    await waitFor(async () => (await redis.client.zcard(keys.reserved)) === 0 && (await queue.counts()).active === 1, {
+      what: 'the reservations returned while a slow job runs',
+    })
+    const { wait, active, completed } = await queue.counts()
+    release()
+    expect(wait + active + completed).toBe(200)
+  })
+
+  it("a dead worker's reservations go back to the front of wait with the next sweep once they expire", async () => {
+    await addJobs(redis.client, 'q', ['a', 'b', 'c', 'd'])
+    const [lease] = await holdJobs(redis.client, 'q', 1, { leaseMs: 60_000, workerToken: 'w' })
+    const taker = { workerToken: 'w', leaseMs: 60_000, workerName: 'w' }
+    const next = { ...taker, candidates: [], reservedCandidates: false, reserve: 2, reserveMs: 50, peek: 0 }
+    const { reserved } = await finish(redis.client, keys, lease as Lease, 'complete', '"done"', next)
+    expect(reserved).toEqual(['b', 'c'])
+    expect(await queue.counts()).toMatchObject({ wait: 3 }) // reserved jobs are still waiting
+    expect((await queue.getJobs('wait')).map((j) => j.id)).toEqual(['b', 'c', 'd'])
+
+    await waitFor(async () => (await sweep(redis.client, 'q')) && (await redis.client.zcard(keys.reserved)) === 0, {
+      what: 'the expired reservations returned',
+    })
+    expect((await redis.client.lrange(keys.wait, 0, -1)).reverse()).toEqual(['b', 'c', 'd'])
   })
 })

@@ -14,6 +14,9 @@ local function parseKeep(text)
   return tonumber(string.sub(text, 1, sep - 1)), tonumber(string.sub(text, sep + 1))
 end
 
+-- While a worker trims (a finish asked it to), the meta field holding until when (ms): no other finish asks.
+local TRIM_LEASE_FIELD, TRIM_LEASE_MS = 'trimming', 10000
+
 -- Jobs a set may exceed its count by between trims.
 local function trimSlack(count)
   return math.max(10, math.ceil(count / 10))
@@ -24,20 +27,30 @@ local KEEP_FIELDS = { completed = { job = 'keep', meta = 'keepCompleted' }, fail
 
 -- Files a job that just ended in `state` ('completed' or 'failed') under that set at `now`, or removes
 -- it at once; returns the set's name when it is now past its count plus slack (a trim is due), else ''.
--- `q` holds the queue's keys { completed, failed, meta }.
-local function fileFinished(jobKey, q, state, id, now)
+-- `q` holds the queue's keys { completed, failed, meta }; `keep` is the job's field when the caller read it.
+local function fileFinished(jobKey, q, state, id, now, keep)
   local fields = KEEP_FIELDS[state]
   local setKey = q[state]
-  local keep = redis.call('HGET', jobKey, fields.job)
+  if keep == nil then
+    keep = redis.call('HGET', jobKey, fields.job)
+  end
   local count = parseKeep(keep)
   if count == 0 then
     redis.call('UNLINK', jobKey)
     return ''
   end
-  redis.call('ZADD', setKey, now, id)
-  redis.call('HSET', q.meta, fields.meta, keep or '')
+  redis.call('ZADD', setKey, tostring(now), id)
+  -- The set's limits change when a job with other limits finishes: a read, not a write, per job.
+  if redis.call('HGET', q.meta, fields.meta) ~= (keep or '') then
+    redis.call('HSET', q.meta, fields.meta, keep or '')
+  end
   if count ~= nil and redis.call('ZCARD', setKey) > count + trimSlack(count) then
-    return state
+    -- One trim at a time per queue: many workers seeing the same excess would remove the same ids.
+    local trimming = tonumber(redis.call('HGET', q.meta, TRIM_LEASE_FIELD)) or 0
+    if trimming <= now then
+      redis.call('HSET', q.meta, TRIM_LEASE_FIELD, tostring(now + TRIM_LEASE_MS))
+      return state
+    end
   end
   return ''
 end

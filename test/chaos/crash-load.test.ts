@@ -53,11 +53,12 @@ async function sample(client: Redis): Promise<string[]> {
       .zrange(keys.completed, '0', '-1')
       .zrange(keys.failed, '0', '-1')
       .zrange(keys.delayed, '0', '-1')
+      .zrange(keys.reserved, '0', '-1')
       .exec()) ?? []
-  const [wait, active, completed, failed, delayed] = replies.map(([err, value]) => {
+  const [wait, active, completed, failed, delayed, reserved] = replies.map(([err, value]) => {
     if (err) throw err
     return value as string[]
-  }) as [string[], string[], string[], string[], string[]]
+  }) as [string[], string[], string[], string[], string[], string[]]
   const found: string[] = []
   const waitSet = new Set(wait)
   if (waitSet.size !== wait.length)
@@ -73,6 +74,7 @@ async function sample(client: Redis): Promise<string[]> {
     ['completed', completed],
     ['failed', failed],
     ['delayed', delayed],
+    ['reserved', reserved],
   ]
   for (let i = 0; i < named.length; i++) {
     for (let j = i + 1; j < named.length; j++) {
@@ -156,9 +158,14 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   })
   const ids = Array.from({ length: N }, (_, i) => `j${i}`)
   for (let i = 0; i < N; i += 500) await Promise.all(ids.slice(i, i + 500).map((id, k) => queue.add('work', { i: i + k }, { jobId: id })))
-  // Finished: no longer waiting, delayed or in flight (completed, failed, or completed and removed by retention).
-  const finishedCount = async () =>
-    N - (await redis.client.llen(keys.wait)) - (await redis.client.zcard(keys.active)) - (await redis.client.zcard(keys.delayed))
+  // Finished: no longer waiting (in `wait` or reserved by a worker), delayed or in flight (so completed,
+  // failed, or completed and removed by retention).
+  const unfinishedSets = [keys.active, keys.delayed, keys.reserved]
+  const finishedCount = async () => {
+    let left = await redis.client.llen(keys.wait)
+    for (const key of unfinishedSets) left += await redis.client.zcard(key)
+    return N - left
+  }
 
   // Chaos: SIGKILL (and respawn) or SIGSTOP for 100-1200 ms, every 100-400 ms, always leaving one worker running.
   const chaos = { kills: 0, pauses: 0, resumes: 0, respawns: 0, killedHolding: 0 }

@@ -62,6 +62,8 @@ const FIRST_ARG_KEY = [
 const ALL_ARGS_KEYS = ['EXISTS', 'DEL', 'UNLINK', 'TOUCH', 'MGET']
 /** Commands without keys. */
 const NO_KEYS = ['TIME']
+/** Commands whose second argument is their only key (a subcommand comes first). */
+const SECOND_ARG_KEY = ['OBJECT']
 
 const luaSet = (names: string[]) => `{ ${names.map((n) => `${n} = true`).join(', ')} }`
 
@@ -73,6 +75,7 @@ end
 local __emq_declared = {}
 for _, k in ipairs(KEYS) do __emq_declared[k] = true end
 local __emq_first, __emq_all, __emq_none = ${luaSet(FIRST_ARG_KEY)}, ${luaSet(ALL_ARGS_KEYS)}, ${luaSet(NO_KEYS)}
+local __emq_second = ${luaSet(SECOND_ARG_KEY)}
 local function __emq_check(cmd, ...)
   local name = string.upper(tostring(cmd))
   local args = { ... }
@@ -82,6 +85,9 @@ local function __emq_check(cmd, ...)
   elseif __emq_first[name] then
     if args[1] == nil then error(__emq_real.error_reply('${GUARD_CODE} ' .. name .. ' without a key')) end
     keys = { args[1] }
+  elseif __emq_second[name] then
+    if args[2] == nil then error(__emq_real.error_reply('${GUARD_CODE} ' .. name .. ' without a key')) end
+    keys = { args[2] }
   elseif __emq_all[name] then
     if #args == 0 then error(__emq_real.error_reply('${GUARD_CODE} ' .. name .. ' without a key')) end
     keys = args

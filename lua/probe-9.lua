@@ -1,9 +1,10 @@
 --[[
   The sweep's first call on a queue, touching only the queue's own keys: its counts, and the candidates
   for the steps that need per-job keys (which the caller then passes to sweep-6.lua, promote-3.lua and
-  trim-2.lua). For an idle queue it is the only call. It also repairs a lost wake-up: while `wait` holds
-  jobs the marker says so, and while jobs are delayed the marker names the earliest due time, so an idle
-  worker (even one that missed the add) wakes and takes or promotes them.
+  trim-2.lua). For an idle queue it is the only call. It also repairs what a dead worker leaves besides
+  its leases: reservations past their expiry go back to the front of `wait` (they touch no job hash), and
+  a lost wake-up: while `wait` holds jobs the marker says so, and while jobs are delayed the marker names
+  the earliest due time, so an idle worker (even one that missed the add) wakes and takes or promotes them.
 
   KEYS[1] active     ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
   KEYS[2] stalled    ZSET  <prefix>:{q}:stalled
@@ -13,6 +14,7 @@
   KEYS[6] failed     ZSET  <prefix>:{q}:failed
   KEYS[7] marker     ZSET  <prefix>:{q}:marker
   KEYS[8] meta       HASH  <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[9] reserved   ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
 
   ARGV[1] most candidates per list below
   ARGV[2] audit window size (in-flight jobs checked whatever their deadline; 0 for none)
@@ -20,23 +22,31 @@
   ARGV[4] 1 to take the count of jobs that entered `failed` since it was last taken (the reaper's
           metric, counted exactly once), 0 to leave it
 
-  Returns { now (ms), { wait, active, stalled, delayed, completed, failed }, failed since last taken,
-  expired lease ids, audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next
-  in `wait` or false }.
+  Returns { now (ms), { wait (reserved ids included), active, stalled, delayed, completed, failed }, failed
+  since last taken, expired lease ids, audit ids, due delayed ids, completed ids to trim, failed ids to
+  trim, the id next in `wait` or false, reservations returned }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local completedKey, failedKey, markerKey, metaKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local limit, auditSize, auditAt, takeFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 -- @include now
 -- @include retention
 
 local now = nowMs()
+-- Reservations past their expiry: their worker died, or closed without a word. Oldest first, each to the
+-- front of `wait` (they were next in line when reserved).
+local expiredReservations = rcall('ZRANGEBYSCORE', reservedKey, '-inf', now, 'LIMIT', 0, limit)
+for i = #expiredReservations, 1, -1 do
+  rcall('ZREM', reservedKey, expiredReservations[i])
+  rcall('RPUSH', waitKey, expiredReservations[i])
+end
 local counts = {
   rcall('LLEN', waitKey), rcall('ZCARD', activeKey), rcall('ZCARD', stalledKey),
   rcall('ZCARD', delayedKey), rcall('ZCARD', completedKey), rcall('ZCARD', failedKey),
 }
 local waiting, inFlight, delayed = counts[1], counts[2], counts[4]
+counts[1] = waiting + rcall('ZCARD', reservedKey)
 
 local failedNew = 0
 if takeFailures then
@@ -87,4 +97,5 @@ end
 return {
   now, counts, failedNew, expired, audit, due,
   trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,
+  #expiredReservations,
 }

@@ -8,6 +8,7 @@
   KEYS[4] delayed    ZSET   <prefix>:{q}:delayed
   KEYS[5] completed  ZSET   <prefix>:{q}:completed
   KEYS[6] failed     ZSET   <prefix>:{q}:failed
+  KEYS[7] reserved   ZSET   <prefix>:{q}:reserved
 
   ARGV[1] job id
 
@@ -15,7 +16,7 @@
 ]]
 local rcall = redis.call
 local jobKey, activeKey = KEYS[1], KEYS[2]
-local waitKey, delayedKey, completedKey, failedKey = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local waitKey, delayedKey, completedKey, failedKey, reservedKey = KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local id = ARGV[1]
 
 if rcall('ZSCORE', activeKey, id) then
@@ -28,7 +29,10 @@ end
 -- Only the structure the job's state names holds it: one removal, O(log n) except in `wait`, where LREM
 -- walks the list (as every Redis list queue's remove does).
 if state == 'wait' then
-  rcall('LREM', waitKey, 0, id)
+  -- A waiting job may be reserved by a busy worker for its next call (see takeJobs.lua).
+  if rcall('ZREM', reservedKey, id) == 0 then
+    rcall('LREM', waitKey, 0, id)
+  end
 elseif state == 'delayed' then
   rcall('ZREM', delayedKey, id)
 else

@@ -1,0 +1,109 @@
+--[[
+  Ends a worker's run of a job, fenced by its token: a worker that no longer owns the job (the job was
+  recovered, or another worker now holds it) changes nothing. In the same call the worker takes its next
+  jobs (candidates it reserved or read earlier, re-checked as in take-4.lua) and reserves or peeks at the
+  ids after them, so a busy worker needs one round trip per job.
+
+  KEYS[1]  job        HASH   <prefix>:{q}:<id>
+  KEYS[2]  lease      STRING <prefix>:{q}:<id>:lock
+  KEYS[3]  active     ZSET   <prefix>:{q}:active
+  KEYS[4]  stalled    ZSET   <prefix>:{q}:stalled
+  KEYS[5]  wait       LIST   <prefix>:{q}:wait
+  KEYS[6]  completed  ZSET   <prefix>:{q}:completed
+  KEYS[7]  failed     ZSET   <prefix>:{q}:failed
+  KEYS[8]  marker     ZSET   <prefix>:{q}:marker
+  KEYS[9]  delayed    ZSET   <prefix>:{q}:delayed
+  KEYS[10] meta       HASH   <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[11] reserved   ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
+  KEYS[12 + 2i]       HASH   candidate job i to take next   (i = 0 .. n-1)
+  KEYS[13 + 2i]       STRING lease of candidate job i
+
+  ARGV[1]  job id
+  ARGV[2]  token of the run
+  ARGV[3]  action: "complete" | "fail" (uses an attempt; a retry waits the job's backoff) | "release"
+           (back to wait, served next, no attempt used)
+  ARGV[4]  return value (JSON text) for complete, error message for fail, unused for release
+  ARGV[5]  a random number in [0, 1), for the backoff's jitter
+  ARGV[6]  worker token, for the jobs taken next
+  ARGV[7]  lease duration (ms), for the jobs taken next
+  ARGV[8]  worker name, recorded on the jobs taken next
+  ARGV[9]  most bytes of job data taken next (see takeJobs.lua)
+  ARGV[10] "r" when the candidates are reserved by this worker, "w" when read from `wait`
+  ARGV[11] how many ids to reserve from the tail of `wait` for the calls after (0 for none)
+  ARGV[12] how long a reservation lasts (ms)
+  ARGV[13] how many ids to peek at from the tail of `wait`, without reserving them (0 for none)
+  ARGV[14..] candidate job ids to take next, in the order of their KEYS pairs
+
+  Returns { "ok", new state, taken, reserved ids, peeked ids, set to trim, candidates left } or
+  { "lost", current state, {}, {}, {}, "", {} }; taken is { { id, token, { job fields } }, ... } as in
+  take-4.lua; the set to trim is "completed" or "failed" when it has grown past its retention plus slack
+  (the worker then runs trim-2.lua), else "".
+]]
+local rcall = redis.call
+local jobKey, lockKey, stalledKey = KEYS[1], KEYS[2], KEYS[4]
+local q = {
+  active = KEYS[3], wait = KEYS[5], completed = KEYS[6], failed = KEYS[7], marker = KEYS[8], delayed = KEYS[9],
+  meta = KEYS[10], reserved = KEYS[11],
+}
+local id, token, action, value, roll = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local taker = { token = ARGV[6], leaseMs = ARGV[7], name = ARGV[8], maxBytes = tonumber(ARGV[9]) }
+local reserve, reserveMs, peek = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+local candidates = { firstKey = 12, firstArg = 14, count = #ARGV - 13, reserved = ARGV[10] == 'r' }
+-- @include now
+-- @include leaveActive
+-- @include retention
+-- @include enter
+-- @include backoff
+-- @include useAttempt
+-- @include skiplist
+-- @include takeJobs
+
+-- Ownership is the run's token on the job: a job holds a token only while it is in flight (every move out
+-- of `active` clears it). A lapsed lease that no sweep has recovered yet still belongs to this run; a lease
+-- held by another token never does.
+local holder = rcall('GET', lockKey)
+local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'finishedBy', 'finishedAs', 'state', 'keep', 'keepFailed')
+if not (job[1] == token and (holder == false or holder == token)) then
+  -- A replay of this run's own finish (its reply was lost to a dropped connection): report what it did.
+  if job[4] == token then
+    local taken, left = takeJobs(q, taker, nowMs(), candidates)
+    return { 'ok', job[5], taken, {}, {}, '', left }
+  end
+  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {} }
+end
+
+local now = nowMs()
+local nowText = tostring(now)
+local made = (tonumber(job[2]) or 0) + 1
+local state
+leaveActive(lockKey, q.active, stalledKey, id)
+if action == 'complete' then
+  state = 'completed'
+  rcall('HSET', jobKey, 'state', state, 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', tostring(made),
+    'finishedBy', token, 'finishedAs', state, 'token', '')
+else
+  if action == 'fail' then
+    state = useAttempt(jobKey, q, id, now, value, { front = false, delayMs = backoffDelay(job[3], made, roll) })
+  else
+    enterWait(jobKey, q, id, now, true)
+    state = 'wait'
+  end
+  rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state, 'token', '')
+end
+-- Last, as it may remove the job at once (retention "0"; a lost reply to that finish reads as lost).
+local trimSet = ''
+if state == 'completed' then
+  trimSet = fileFinished(jobKey, q, state, id, now, job[7])
+elseif state == 'failed' then
+  trimSet = fileFinished(jobKey, q, state, id, now, job[8])
+end
+local taken, left = takeJobs(q, taker, now, candidates)
+local reserved = reserveNext(q, reserve, now + reserveMs)
+-- The in-flight and reserved sets change by one member a job: kept skiplists (see skiplist.lua), checked
+-- on one finish in sixteen, as a conversion lasts.
+if roll < 0.0625 then
+  keepSkiplist(q.active)
+  keepSkiplist(q.reserved)
+end
+local peeked = peek > 0 and rcall('LRANGE', q.wait, -peek, -1) or {}
+return { 'ok', state, taken, reserved, peeked, trimSet, left }

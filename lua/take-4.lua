@@ -1,0 +1,37 @@
+--[[
+  Takes candidate jobs and gives each a lease, in one step, so a crash can never leave a job out of
+  `wait` without a lease. The candidates are ids the worker reserved earlier (see reserveNext in
+  takeJobs.lua), or ids it read from the tail of `wait` (LRANGE); a candidate another worker took meanwhile
+  is skipped.
+
+  KEYS[1] wait      LIST  <prefix>:{q}:wait
+  KEYS[2] active    ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
+  KEYS[3] marker    ZSET  <prefix>:{q}:marker
+  KEYS[4] reserved  ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
+  KEYS[5 + 2i]      HASH  job i       (i = 0 .. n-1)
+  KEYS[6 + 2i]      STRING lease of job i
+
+  ARGV[1] worker token (the lease value is "<worker token>:<start number>")
+  ARGV[2] lease duration (ms)
+  ARGV[3] worker name (recorded on each job taken)
+  ARGV[4] most bytes of job data in the reply (at least one job is taken whatever its size)
+  ARGV[5] "r" when the candidates are reserved by this worker, "w" when read from `wait`
+  ARGV[6..] candidate job ids, in the order of KEYS pairs
+
+  Returns { { { id, token, { job fields } }, ... }, candidates left } (see takeJobs.lua).
+]]
+local rcall = redis.call
+local q = { wait = KEYS[1], active = KEYS[2], marker = KEYS[3], reserved = KEYS[4] }
+local taker = { token = ARGV[1], leaseMs = ARGV[2], name = ARGV[3], maxBytes = tonumber(ARGV[4]) }
+local candidates = { firstKey = 5, firstArg = 6, count = #ARGV - 5, reserved = ARGV[5] == 'r' }
+-- @include now
+-- @include skiplist
+-- @include takeJobs
+
+local taken, left = takeJobs(q, taker, nowMs(), candidates)
+keepSkiplist(q.active)
+-- Chain wake-ups: another idle worker wakes while work remains.
+if #taken > 0 and rcall('LLEN', q.wait) > 0 then
+  rcall('ZADD', q.marker, 0, '0')
+end
+return { taken, left }
