@@ -242,7 +242,7 @@ Without --redis-url or REDIS_URL it starts its own redis-server.
       const json = values.json as boolean
       const prefix = `emq-race-${process.pid}`
       const report = await withDemoRedis(values, (url, own) =>
-        withSpinner('race', !json, async (s) => {
+        withSpinner('race', !json && Boolean(process.stderr.isTTY), async (s) => {
           try {
             return await runRace(url, jobs, sweepers, prefix, (t) => s.text(t))
           } finally {
@@ -292,6 +292,7 @@ and then exits 1 if any run failed.
       const every = values.every === undefined ? undefined : parseDuration(values.every as string)
       if (values.every !== undefined && every === undefined)
         throw new CliError(`--every expects a duration such as 10s or 500ms, got: ${values.every}`, true)
+      if (every === undefined && values.times !== undefined) throw new CliError('--times only goes with --every', true)
       const times = every === undefined ? 1 : positiveInt(values, 'times', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
       const json = values.json as boolean
       const queues = queueNames(values.queue)
@@ -333,7 +334,7 @@ and then exits 1 if any run failed.
             if (stop) break
           }
           try {
-            const summary = await withSpinner('sweeping', !json, () => reaper.run())
+            const summary = await withSpinner('sweeping', !json && Boolean(process.stderr.isTTY), () => reaper.run())
             if (Object.values(summary.queues).some((r) => r.error)) failedRuns++
             if (json) out(JSON.stringify(summary))
             else {

@@ -105,15 +105,18 @@ export interface NewJob {
   keepFailed: string
 }
 
-/** Stores a job and pushes it on `wait` (or `delayed`); 'exists' when the id is taken (nothing changes then). */
-export async function add(client: RedisClient, keys: QueueKeys, job: NewJob): Promise<'added' | 'exists'> {
-  const reply = await evalScript(
+/**
+ * Stores a job and pushes it on `wait` (or `delayed`); resolves to when it was created (ms, Redis's
+ * clock), or undefined when the id is taken (nothing changes then).
+ */
+export async function add(client: RedisClient, keys: QueueKeys, job: NewJob): Promise<number | undefined> {
+  const [added, createdOn] = (await evalScript(
     client,
     SCRIPT_FILES.add,
     [keys.job(job.id), keys.wait, keys.delayed, keys.marker],
     [job.id, job.name, job.data, job.attempts, job.delayMs, job.backoff, job.keep, job.keepFailed],
-  )
-  return reply === 1 ? 'added' : 'exists'
+  )) as [number, number]
+  return added === 1 ? createdOn : undefined
 }
 
 // ---- take --------------------------------------------------------------------------------------------
@@ -467,21 +470,21 @@ export async function trim(
 
 /**
  * Sends failed jobs back to `wait` with a fresh attempts budget. `strict`: every id must be failed, else
- * nothing changes and the first other id is returned as `notFailed`.
+ * nothing changes and the first other id is returned as `notFailed`, with its state.
  */
 export async function retry(
   client: RedisClient,
   keys: QueueKeys,
   ids: string[],
   strict: boolean,
-): Promise<{ moved: string[]; notFailed: string | undefined }> {
-  const [status, result] = (await evalScript(
+): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined }> {
+  const [status, result, state] = (await evalScript(
     client,
     SCRIPT_FILES.retry,
     [keys.failed, keys.wait, keys.marker, ...ids.map((id) => keys.job(id))],
     [strict ? 'strict' : 'any', ...ids],
-  )) as ['ok', string[]] | ['not-failed', string]
-  return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: result }
+  )) as ['ok', string[], undefined] | ['not-failed', string, JobState | 'missing']
+  return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
 }
 
 /** Removes a job that is not in flight. */

@@ -78,7 +78,7 @@ export class Queue<Data = unknown> {
     const json = serialise(data, this.settings.maxDataBytes)
     try {
       void this.register()
-      const added = await commands.add(this.client, this.keys, {
+      const createdOn = await commands.add(this.client, this.keys, {
         id,
         name,
         data: json,
@@ -88,17 +88,10 @@ export class Queue<Data = unknown> {
         keep: encodeKeep(removeOnComplete),
         keepFailed: encodeKeep(removeOnFail),
       })
-      if (added === 'added') {
-        return {
-          id,
-          name,
-          data,
-          attempts,
-          attemptsMade: 0,
-          attemptsStarted: 0,
-          state: delay > 0 ? 'delayed' : 'wait',
-          createdOn: Date.now(),
-        }
+      if (createdOn !== undefined) {
+        const job: Job<Data> = { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn }
+        if (delay > 0) Object.assign(job, { state: 'delayed', dueAt: createdOn + delay })
+        return job
       }
     } catch (err) {
       throw redisError(this.name, 'add to queue', err)
@@ -157,7 +150,8 @@ export class Queue<Data = unknown> {
       const ids = [...new Set(o.ids.map((id) => validateJobId(id)))]
       const { moved, notFailed } = await this.call('retry failed jobs of queue', () => commands.retry(this.client, this.keys, ids, true))
       if (notFailed !== undefined) {
-        throw new EchoMQError('ERR_JOB_STATE', `job ${notFailed} of queue ${this.name} is not failed; nothing was retried`)
+        const what = notFailed.state === 'missing' ? 'does not exist' : `is ${notFailed.state}, not failed`
+        throw new EchoMQError('ERR_JOB_STATE', `job ${notFailed.id} of queue ${this.name} ${what}; nothing was retried`)
       }
       return moved
     }

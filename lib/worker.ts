@@ -65,6 +65,8 @@ const MAX_TAKE_BATCH = 100
 /** Most ids a finish peeks at from the tail of `wait`, for the finishes after it to take. */
 const MAX_PEEK = 100
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
+/** What close() keeps of its margin for the work after its last wait (timers fire a little late). */
+const CLOSE_SLACK_MS = 15
 
 /**
  * A run's phase: `running` (the processor has the job), `finishing` (its finish call is in flight: that
@@ -354,7 +356,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   private async shutdown(): Promise<void> {
     const { clock, closeTimeout } = this.settings
-    const deadline = clock.now() + closeTimeout
+    const started = clock.now()
+    const deadline = started + closeTimeout
+    // Nothing waits past this: the documented bound, less a little for the steps that follow a wait.
+    const hardEnd = deadline + CLOSE_MARGIN_MS - CLOSE_SLACK_MS
     const left = () => Math.max(0, deadline - clock.now())
     this.phase = 'draining'
     this.stopped()
@@ -367,7 +372,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     await this.within(this.loopDone, left())
     while (this.runs.size > 0 && left() > 0) await this.within(Promise.all([...this.runs.values()].map((r) => r.done)), left())
     this.phase = 'releasing'
-    const end = clock.now() + CLOSE_MARGIN_MS
+    const end = Math.min(clock.now() + CLOSE_MARGIN_MS, hardEnd)
     const rest = () => Math.max(0, end - clock.now())
     for (const run of this.runs.values()) void this.track(this.release(run))
     // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.

@@ -16,7 +16,7 @@
   ARGV[7] retention in `completed`: "<count>,<ageMs>", "0" (remove at once) or "" (keep all)
   ARGV[8] retention in `failed`, the same way
 
-  Returns 1 when added, 0 when a job with that id already existed.
+  Returns { 1, now (ms, Redis's clock) } when added, { 0, 0 } when a job with that id already existed.
 ]]
 local rcall = redis.call
 local jobKey = KEYS[1]
@@ -27,7 +27,7 @@ local delayMs, backoff, keep, keepFailed = tonumber(ARGV[5]), ARGV[6], ARGV[7], 
 -- @include enter
 
 if rcall('EXISTS', jobKey) == 1 then
-  return 0
+  return { 0, 0 }
 end
 local now = nowMs()
 rcall('HSET', jobKey, 'name', name, 'data', data, 'attempts', attempts, 'attemptsMade', 0, 'attemptsStarted', 0,
@@ -37,4 +37,4 @@ if delayMs > 0 then
 else
   enterWait(jobKey, q, id, now, false)
 end
-return 1
+return { 1, now }

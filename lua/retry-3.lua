@@ -12,7 +12,8 @@
           longer failed (retried or removed meanwhile) are skipped
   ARGV[1 + i] job id i
 
-  Returns { "ok", moved ids } or { "not-failed", the first id that is not in `failed` }.
+  Returns { "ok", moved ids } or { "not-failed", the first id that is not in `failed`, its state or
+  "missing" }.
 ]]
 local rcall = redis.call
 local q = { failed = KEYS[1], wait = KEYS[2], marker = KEYS[3] }
@@ -23,7 +24,7 @@ local strict = ARGV[1] == 'strict'
 if strict then
   for i = 1, #ARGV - 1 do
     if not rcall('ZSCORE', q.failed, ARGV[1 + i]) then
-      return { 'not-failed', ARGV[1 + i] }
+      return { 'not-failed', ARGV[1 + i], rcall('HGET', KEYS[3 + i], 'state') or 'missing' }
     end
   end
 end

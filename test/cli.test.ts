@@ -336,7 +336,7 @@ describe('echomq retry', () => {
     const { code, stdout, stderr } = await echomq(['retry', 'emails', '--id', 'a,d1', '--redis-url', redis.url])
     expect(code).toBe(1)
     expect(stdout).toBe('')
-    expect(stderr).toMatch(/echomq retry: job d1 of queue emails is not failed; nothing was retried/)
+    expect(stderr).toMatch(/echomq retry: job d1 of queue emails is (wait|delayed), not failed; nothing was retried/)
     expect([await getJob('emails', 'a'), await getJob('emails', 'd1')]).toEqual(before)
   })
 

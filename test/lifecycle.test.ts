@@ -159,6 +159,7 @@ describe('delayed jobs', () => {
     const long = await sentFor(1_200, 'long')
 
     expect(short.job.state).toBe('delayed')
+    expect(short.job).toMatchObject({ createdOn: short.stored?.createdOn, dueAt: short.stored?.dueAt }) // Redis's clock
     expect(short.stored).toMatchObject({ state: 'delayed', dueAt: expect.any(Number) })
     expect((short.stored?.dueAt as number) - (short.stored?.createdOn as number)).toBe(300)
     expect(short.counts).toMatchObject({ delayed: 1, wait: 0 })
@@ -316,8 +317,10 @@ describe('failed-job operations', () => {
 
     expect(err).toBeInstanceOf(EchoMQError)
     expect((err as EchoMQError).code).toBe('ERR_JOB_STATE')
-    expect((err as Error).message).toMatch(/job waiting .* is not failed/)
+    expect((err as Error).message).toMatch(/job waiting of queue q is wait, not failed/)
     expect(await snapshot(redis.client)).toEqual(before)
+    const missing = await queue.retryJobs({ ids: ['ghost'] }).catch((e: unknown) => e)
+    expect((missing as Error).message).toMatch(/job ghost of queue q does not exist; nothing was retried/)
   })
 
   it('remove() removes a job in any state but active (ERR_JOB_ACTIVE), and says whether there was one', async () => {
@@ -384,7 +387,8 @@ describe('worker names', () => {
 describe('bad input changes nothing', () => {
   it.each([
     ['a negative delay', { delay: -1 }, /delay/],
-    ['a non-finite delay', { delay: Number.POSITIVE_INFINITY }, /delay/],
+    ['a non-finite delay', { delay: Number.POSITIVE_INFINITY }, /delay .* got: Infinity/],
+    ['a delay that is not a number', { delay: Number.NaN }, /delay .* got: NaN/],
     ['a fractional delay', { delay: 1.5 }, /delay/],
     ['an unknown backoff type', { backoff: { type: 'linear', delay: 10 } }, /backoff.type to be one of fixed, exponential/],
     ['a backoff without a delay', { backoff: { type: 'fixed' } }, /backoff.delay/],
