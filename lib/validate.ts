@@ -30,6 +30,7 @@ export interface Range {
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)
   if (typeof value === 'bigint') return `${value}n`
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value)
   if (typeof value === 'function') return 'a function'
   try {
     return JSON.stringify(value) ?? String(value)
