@@ -4,14 +4,18 @@
  * Guarantees: at-least-once execution. A job is taken and leased in one script, so a crash never strands
  * it; the LockManager renews every lease on one timer; completing or failing succeeds only while the run
  * still owns the job, so a worker whose job was recovered (or re-taken elsewhere) cannot finish it. An
- * idle worker blocks on the queue's marker key (BZPOPMIN), so it does not poll. A busy worker takes its
- * next job in the same call that finishes the last one.
+ * idle worker blocks on the queue's marker key (BZPOPMIN, 60 s), so it does not poll; a due time in the
+ * marker hands it delayed jobs to promote (promoter.ts). A busy worker takes its next job in the same call
+ * that finishes the last one (take-ahead.ts). close() returns within closeTimeout + CLOSE_MARGIN_MS in
+ * every state; a job a late reply returns after close() began goes back to `wait` unstarted.
  *
- * Options (validated in options.ts): connection, prefix ('emq'), concurrency (1), lockDuration (30000 ms),
- * heartbeatInterval (half the lease), closeTimeout (5000 ms), clock (timers, for tests).
+ * Options (validated in options.ts): connection, prefix ('emq'), name (<hostname>:<pid>), concurrency (1),
+ * lockDuration (30000 ms), heartbeatInterval (half the lease; at most half), closeTimeout (5000 ms),
+ * clock (monotonic timers; tests inject one).
  *
- * Events: 'active' (job), 'completed' (job, result), 'failed' (job, error; job.state says whether it will
- * be retried), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the processor's signal is aborted), 'error'.
+ * Events: 'active' (job), 'completed' (job, result), 'failed' (job, error; job.state: 'delayed' or 'wait'
+ * when it will be retried, 'failed' when not), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the
+ * processor's signal, when it takes one, is aborted), 'error'.
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
