@@ -35,10 +35,16 @@ export const MAX_JOBS_PER_CALL = 1_000
 /** Failed jobs sent back per script call when retryJobs walks `failed`. */
 const RETRY_BATCH = 100
 
+/** JSON writes NaN and ±Infinity as null: the processor would get other data than was added. */
+function finiteNumbers(_key: string, value: unknown): unknown {
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${value} has no JSON form`)
+  return value
+}
+
 function serialise(data: unknown, maxBytes: number): string {
   let json: string | undefined
   try {
-    json = JSON.stringify(data)
+    json = JSON.stringify(data, finiteNumbers)
   } catch (err) {
     throw new EchoMQError('ERR_JOB_DATA', `job data is not JSON-serialisable: ${(err as Error).message}`, { cause: err })
   }
@@ -220,17 +226,24 @@ export class Queue<Data = unknown> {
   }
 }
 
+/** One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. */
 export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
-    const [wait, reserved, active, stalled, delayed, completed, failed] = await Promise.all([
-      client.llen(keys.wait),
-      client.zcard(keys.reserved),
-      client.zcard(keys.active),
-      client.zcard(keys.stalled),
-      client.zcard(keys.delayed),
-      client.zcard(keys.completed),
-      client.zcard(keys.failed),
-    ])
+    const replies = await client
+      .multi()
+      .llen(keys.wait)
+      .zcard(keys.reserved)
+      .zcard(keys.active)
+      .zcard(keys.stalled)
+      .zcard(keys.delayed)
+      .zcard(keys.completed)
+      .zcard(keys.failed)
+      .exec()
+    if (!replies) throw new Error('the transaction was aborted')
+    const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = replies.map(([err, n]) => {
+      if (err) throw err
+      return n as number
+    })
     return { wait: wait + reserved, active, stalled, delayed, completed, failed }
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)

@@ -70,7 +70,7 @@ const MAX_TAKE_BATCH = 100
 const MAX_PEEK = 100
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 /** What close() keeps of its margin for the work after its last wait (timers fire a little late). */
-const CLOSE_SLACK_MS = 15
+const CLOSE_SLACK_MS = 50
 
 /**
  * A run's phase: `running` (the processor has the job), `finishing` (its finish call is in flight: that
@@ -428,7 +428,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.trimming.add(set)
     void this.track(
       trimFinished(this.conn.client, this.keys, set)
-        .catch((err: unknown) => this.report(redisError(this.name, `trim ${set} jobs of queue`, err)))
+        .catch((err: unknown) => {
+          // After close() the connection is gone on purpose; the next finish or sweep trims instead.
+          if (this.phase === 'running') this.report(redisError(this.name, `trim ${set} jobs of queue`, err))
+        })
         .finally(() => this.trimming.delete(set)),
     )
   }

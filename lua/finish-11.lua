@@ -62,12 +62,24 @@ local candidates = { firstKey = 12, firstArg = 14, count = #ARGV - 13, reserved 
 -- of `active` clears it). A lapsed lease that no sweep has recovered yet still belongs to this run; a lease
 -- held by another token never does.
 local holder = rcall('GET', lockKey)
-local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'finishedBy', 'finishedAs', 'state', 'keep', 'keepFailed')
+local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'finishedBy', 'finishedAs', 'state', 'keep', 'keepFailed',
+  'reservedNext')
 if not (job[1] == token and (holder == false or holder == token)) then
   -- A replay of this run's own finish (its reply was lost to a dropped connection): report what it did.
   if job[4] == token then
     local taken, left = takeJobs(q, taker, nowMs(), candidates)
-    return { 'ok', job[5], taken, {}, {}, '', left }
+    -- The ids the first call reserved: their only record is here (see below), behind the token that took
+    -- them, so an earlier run's list is never handed out.
+    local reservedBefore = {}
+    local record = job[9] or ''
+    if string.sub(record, 1, #token + 1) == token .. ':' then
+      for reservedId in string.gmatch(string.sub(record, #token + 2), '[^,]+') do
+        if rcall('ZSCORE', q.reserved, reservedId) then
+          reservedBefore[#reservedBefore + 1] = reservedId
+        end
+      end
+    end
+    return { 'ok', job[5], taken, reservedBefore, {}, '', left }
   end
   return { 'lost', job[6] or 'missing', {}, {}, {}, '', {} }
 end
@@ -99,6 +111,11 @@ elseif state == 'failed' then
 end
 local taken, left = takeJobs(q, taker, now, candidates)
 local reserved = reserveNext(q, reserve, now + reserveMs)
+-- A replay of this call (its reply lost to a dropped connection) must hand the same ids back, or they wait
+-- out their reservation: the finished job's hash remembers them.
+if #reserved > 0 and rcall('EXISTS', jobKey) == 1 then
+  rcall('HSET', jobKey, 'reservedNext', token .. ':' .. table.concat(reserved, ','))
+end
 -- The in-flight and reserved sets change by one member a job: kept skiplists (see skiplist.lua), checked
 -- on one finish in sixteen, as a conversion lasts.
 if roll < 0.0625 then

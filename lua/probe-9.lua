@@ -16,7 +16,7 @@
   KEYS[8] meta       HASH  <prefix>:{q}:meta (failedNew count, retention limits)
   KEYS[9] reserved   ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
 
-  ARGV[1] most candidates per list below
+  ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000)
   ARGV[2] audit window size (in-flight jobs checked whatever their deadline; 0 for none)
   ARGV[3] where the audit window starts, as a fraction of the in-flight jobs (0..1, random)
   ARGV[4] 1 to take the count of jobs that entered `failed` since it was last taken (the reaper's
@@ -35,8 +35,9 @@ local limit, auditSize, auditAt, takeFailures = tonumber(ARGV[1]), tonumber(ARGV
 
 local now = nowMs()
 -- Reservations past their expiry: their worker died, or closed without a word. Oldest first, each to the
--- front of `wait` (they were next in line when reserved).
-local expiredReservations = rcall('ZRANGEBYSCORE', reservedKey, '-inf', now, 'LIMIT', 0, limit)
+-- front of `wait` (they were next in line when reserved). Up to ten times the step limit (at most 1000,
+-- well under a millisecond): each costs two commands, and a crash of many busy workers leaves many.
+local expiredReservations = rcall('ZRANGEBYSCORE', reservedKey, '-inf', now, 'LIMIT', 0, math.min(limit * 10, 1000))
 for i = #expiredReservations, 1, -1 do
   rcall('ZREM', reservedKey, expiredReservations[i])
   rcall('RPUSH', waitKey, expiredReservations[i])

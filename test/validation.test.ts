@@ -78,6 +78,8 @@ describe('job data and names', () => {
     ['undefined', undefined],
     ['a function', () => 1],
     ['a symbol', Symbol('s')],
+    ['NaN', Number.NaN],
+    ['Infinity deep inside', { a: [1, { b: -Infinity }] }],
     ['data over maxDataBytes', { text: 'x'.repeat(2000) }],
   ])('rejects %s', async (_label, data) => {
     const err = await rejects('ERR_JOB_DATA', () => queue.add('x', data))

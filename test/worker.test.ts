@@ -323,4 +323,22 @@ describe('worker: reserving the next jobs', () => {
     })
     expect((await redis.client.lrange(keys.wait, 0, -1)).reverse()).toEqual(['b', 'c', 'd'])
   })
+
+  it('a finish replayed after its reply was lost hands back the ids the first call reserved, and only those', async () => {
+    await addJobs(redis.client, 'q', ['a', 'b', 'c', 'd', 'e'])
+    const [first, second] = await holdJobs(redis.client, 'q', 2, { leaseMs: 60_000, workerToken: 'w' })
+    const taker = { workerToken: 'w', leaseMs: 60_000, workerName: 'w' }
+    const next = { ...taker, candidates: [], reservedCandidates: false, reserve: 2, reserveMs: 60_000, peek: 0 }
+    const done = await finish(redis.client, keys, first as Lease, 'complete', '"done"', next)
+    expect(done.reserved).toEqual(['c', 'd'])
+    const replay = await finish(redis.client, keys, first as Lease, 'complete', '"done"', next)
+    expect(replay).toMatchObject({ state: 'completed', reserved: ['c', 'd'] })
+    expect(await redis.client.zcard(keys.reserved)).toBe(2) // the replay reserved nothing more
+
+    // Another run's finish (its token differs) that reserved nothing never sees this list.
+    const other = await finish(redis.client, keys, second as Lease, 'complete', '"done"', { ...next, reserve: 0 })
+    expect(other.reserved).toEqual([])
+    const otherReplay = await finish(redis.client, keys, second as Lease, 'complete', '"done"', { ...next, reserve: 0 })
+    expect(otherReplay).toMatchObject({ state: 'completed', reserved: [] })
+  })
 })
