@@ -63,21 +63,18 @@ local candidates = { firstKey = 12, firstArg = 14, count = #ARGV - 13, reserved 
 -- held by another token never does.
 local holder = rcall('GET', lockKey)
 local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'finishedBy', 'finishedAs', 'state', 'keep', 'keepFailed',
-  'reservedNext')
+  'finishedAt')
 if not (job[1] == token and (holder == false or holder == token)) then
   -- A replay of this run's own finish (its reply was lost to a dropped connection): report what it did.
   if job[4] == token then
     local taken, left = takeJobs(q, taker, nowMs(), candidates)
-    -- The ids the first call reserved: their only record is here (see below), behind the token that took
-    -- them, so an earlier run's list is never handed out.
+    -- The ids the first call reserved are those still reserved until exactly its time plus the same
+    -- reservation length. Another worker's finish in the same millisecond may share that score: handing
+    -- its ids here only lets this worker take them first (a take re-checks each), never twice.
     local reservedBefore = {}
-    local record = job[9] or ''
-    if string.sub(record, 1, #token + 1) == token .. ':' then
-      for reservedId in string.gmatch(string.sub(record, #token + 2), '[^,]+') do
-        if rcall('ZSCORE', q.reserved, reservedId) then
-          reservedBefore[#reservedBefore + 1] = reservedId
-        end
-      end
+    if reserve > 0 and job[9] then
+      local until_ = tostring(tonumber(job[9]) + reserveMs)
+      reservedBefore = rcall('ZRANGEBYSCORE', q.reserved, until_, until_, 'LIMIT', 0, reserve)
     end
     return { 'ok', job[5], taken, reservedBefore, {}, '', left }
   end
@@ -92,7 +89,7 @@ leaveActive(lockKey, q.active, stalledKey, id)
 if action == 'complete' then
   state = 'completed'
   rcall('HSET', jobKey, 'state', state, 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', tostring(made),
-    'finishedBy', token, 'finishedAs', state, 'token', '')
+    'finishedBy', token, 'finishedAs', state, 'finishedAt', nowText, 'token', '')
 else
   if action == 'fail' then
     state = useAttempt(jobKey, q, id, now, value, { front = false, delayMs = backoffDelay(job[3], made, roll) })
@@ -100,7 +97,7 @@ else
     enterWait(jobKey, q, id, now, true)
     state = 'wait'
   end
-  rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state, 'token', '')
+  rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state, 'finishedAt', nowText, 'token', '')
 end
 -- Last, as it may remove the job at once (retention "0"; a lost reply to that finish reads as lost).
 local trimSet = ''
@@ -111,11 +108,6 @@ elseif state == 'failed' then
 end
 local taken, left = takeJobs(q, taker, now, candidates)
 local reserved = reserveNext(q, reserve, now + reserveMs)
--- A replay of this call (its reply lost to a dropped connection) must hand the same ids back, or they wait
--- out their reservation: the finished job's hash remembers them.
-if #reserved > 0 and rcall('EXISTS', jobKey) == 1 then
-  rcall('HSET', jobKey, 'reservedNext', token .. ':' .. table.concat(reserved, ','))
-end
 -- The in-flight and reserved sets change by one member a job: kept skiplists (see skiplist.lua), checked
 -- on one finish in sixteen, as a conversion lasts.
 if roll < 0.0625 then
