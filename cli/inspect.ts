@@ -8,12 +8,16 @@ import { queueKeys } from '../lib/keys.js'
 import { type Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
 import { registeredQueues } from '../lib/registry.js'
 import { oneLine, table } from './format.js'
-import { dueIn, jobsIn, redisNowMs } from './jobs.js'
+import { dueIn, isEmpty, jobsIn, redisNowMs, unknownQueue } from './jobs.js'
 
+/** Counts per queue: the registered ones, or those named (each must be registered or hold jobs, as for `inspect`). */
 export async function stats(client: RedisClient, prefix: string, queues: string[] | undefined): Promise<Record<string, QueueCounts>> {
-  const names = queues ?? (await registeredQueues(client, prefix))
+  const registered = await registeredQueues(client, prefix)
   const out: Record<string, QueueCounts> = {}
-  for (const q of names) out[q] = await queueCounts(client, queueKeys(prefix, q), q)
+  for (const q of queues ?? registered) {
+    out[q] = await queueCounts(client, queueKeys(prefix, q), q)
+    if (!registered.includes(q) && isEmpty(out[q])) throw unknownQueue(q, prefix)
+  }
   return out
 }
 

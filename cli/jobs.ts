@@ -8,17 +8,20 @@
 import type { RedisClient } from '../lib/connection.js'
 import type { Job, JobState } from '../lib/job.js'
 import { queueKeys } from '../lib/keys.js'
-import { MAX_JOBS_PER_CALL, Queue, queueCounts } from '../lib/queue.js'
+import { MAX_JOBS_PER_CALL, Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
 import { registeredQueues } from '../lib/registry.js'
 import { CliError } from './errors.js'
 import { oneLine, table } from './format.js'
 
 /** Opens a Queue on `client` for `fn` and closes it after; a queue neither registered nor holding jobs is an error. */
+export const isEmpty = (counts: QueueCounts): boolean => Object.values(counts).every((n) => n === 0)
+
+export const unknownQueue = (name: string, prefix: string): CliError =>
+  new CliError(`no queue "${name}" under prefix "${prefix}": it is not registered and holds no jobs`)
+
 export async function withQueue<T>(client: RedisClient, prefix: string, name: string, fn: (queue: Queue) => Promise<T>): Promise<T> {
   if (!(await registeredQueues(client, prefix)).includes(name)) {
-    const counts = await queueCounts(client, queueKeys(prefix, name), name)
-    if (Object.values(counts).every((n) => n === 0))
-      throw new CliError(`no queue "${name}" under prefix "${prefix}": it is not registered and holds no jobs`)
+    if (isEmpty(await queueCounts(client, queueKeys(prefix, name), name))) throw unknownQueue(name, prefix)
   }
   const queue = new Queue(name, { connection: client, prefix })
   try {

@@ -505,13 +505,20 @@ ${Object.entries(commands)
 Run "echomq <command> --help" for a command's options.`
 }
 
+/** Options may come before the command (`echomq --redis-url URL stats`): the command is the first word that names one. */
+function commandFirst(argv: string[]): string[] {
+  if (!argv[0]?.startsWith('-') || ['--help', '-h'].includes(argv[0])) return argv
+  const at = argv.findIndex((arg) => Object.hasOwn(commands, arg))
+  return at === -1 ? argv : [argv[at] as string, ...argv.slice(0, at), ...argv.slice(at + 1)]
+}
+
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv
+  const [name, ...rest] = commandFirst(argv)
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     out(mainHelp())
     return name === undefined ? 2 : 0
   }
-  const command = commands[name]
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined
   if (!command) {
     process.stderr.write(`echomq: unknown command "${name}"\n\n${mainHelp()}\n`)
     return 2

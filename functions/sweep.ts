@@ -11,6 +11,7 @@ import { validateQueueName } from '../lib/options.js'
 import { createReaper, type Log, type Reaper, type ReaperSummary } from '../lib/reaper.js'
 import { loadReaperConfig } from '../lib/reaper-config.js'
 import { readSecret } from '../lib/secrets.js'
+import { checkKnown } from '../lib/validate.js'
 
 export type { ReaperSummary }
 
@@ -21,8 +22,10 @@ const jsonLog: Log = (level, message, fields = {}) => {
 }
 
 /**
- * A manual invocation may name the queues: `{ "queues": ["emails"] }`. A scheduled event has no such field.
- * `serverless invoke local` without `-d` passes an empty string: no event.
+ * A manual invocation may name the queues: `{ "queues": ["emails"] }`; it holds nothing else, so a typo
+ * (`{ "queue": ... }`) is refused rather than sweeping every queue. A scheduled (EventBridge) event, known
+ * by its `source` or `detail-type`, sweeps every queue. `serverless invoke local` without `-d` passes an
+ * empty string: no event.
  */
 function queuesFromEvent(event: unknown): string[] | undefined {
   if (event === undefined || event === null || event === '') return undefined
@@ -31,6 +34,12 @@ function queuesFromEvent(event: unknown): string[] | undefined {
       'ERR_EVENT',
       `expected the event to be an object (a scheduled event or { "queues": [...] }), got: ${JSON.stringify(event)}`,
     )
+  }
+  if ('source' in event || 'detail-type' in event) return undefined
+  try {
+    checkKnown('event', event, ['queues'])
+  } catch (err) {
+    throw new EchoMQError('ERR_EVENT', `${(err as Error).message.replace(/option/g, 'field')} (a scheduled event sweeps every queue)`)
   }
   const queues = (event as { queues?: unknown }).queues
   if (queues === undefined) return undefined

@@ -15,7 +15,7 @@ export const REDIS_URL_DEFAULT = 'redis://127.0.0.1:6379'
 
 export interface OpenOptions {
   cluster?: boolean
-  /** Extra ioredis options for connections EchoMQ creates (timeouts, retry strategy). */
+  /** ioredis options for connections EchoMQ creates (timeouts, retry strategy); default: resilient(). */
   redisOptions?: RedisOptions
 }
 
@@ -111,7 +111,7 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
   const url = resolveUrl(connection)
   const parsed = parseRedisUrl(url)
   const common: RedisOptions = {
-    ...options.redisOptions,
+    ...(options.redisOptions ?? resilient()),
     ...(parsed.username ? { username: parsed.username } : {}),
     ...(parsed.password ? { password: parsed.password } : {}),
     ...(parsed.tls ? { tls: { ...(options.redisOptions?.tls ?? {}) } } : {}),
@@ -126,6 +126,7 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
       : new Redis({ ...common, host: node?.host ?? '127.0.0.1', port: node?.port ?? 6379, db: parsed.db })
   // Failures reach callers as rejected commands; without a listener ioredis also prints each one.
   client.on('error', (err: Error) => void lastErrors.set(client, err))
+  client.on('ready', () => void lastErrors.delete(client))
   return { client, owned: true }
 }
 
@@ -136,6 +137,7 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
  */
 export function failFast(timeoutMs: number): RedisOptions {
   return {
+    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
     connectTimeout: timeoutMs,
     commandTimeout: timeoutMs,
     maxRetriesPerRequest: 1,
@@ -143,14 +145,48 @@ export function failFast(timeoutMs: number): RedisOptions {
   }
 }
 
-export async function closeConnection(conn: Connection): Promise<void> {
+/** How long a closed socket may wait for the server's goodbye (a stalled server never sends it): ioredis
+ * keeps the process alive for it, 2 s by default. */
+const DISCONNECT_TIMEOUT_MS = 250
+/** How long a long-lived connection (a Queue's, a Worker's) waits to connect, and between reconnects at most. */
+const CONNECT_TIMEOUT_MS = 5_000
+const RECONNECT_MAX_DELAY_MS = 2_000
+/** Reconnects a command waits through before it fails: with the delays below, about 1.5 s when Redis
+ * refuses connections, up to about 20 s when it does not answer them. */
+const RECONNECTS_PER_COMMAND = 3
+
+/**
+ * ioredis settings for a connection that lives as long as a Queue or a Worker: it reconnects for ever
+ * (100 ms doubling to 2 s, with jitter), but a command does not wait for ever while Redis is unreachable:
+ * it fails with the connection's last error after a few reconnects (ioredis's own default waits about
+ * 70 s). Commands on a live connection are not timed out: a slow reply still arrives.
+ */
+export function resilient(reconnectsPerCommand = RECONNECTS_PER_COMMAND): RedisOptions {
+  return {
+    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: reconnectsPerCommand,
+    retryStrategy: (times) => Math.min(100 * 2 ** (times - 1), RECONNECT_MAX_DELAY_MS) + Math.floor(Math.random() * 100),
+  }
+}
+
+/** How long QUIT may wait for the replies before it (a stalled link) before the socket is just closed. */
+const QUIT_TIMEOUT_MS = 2_000
+
+export async function closeConnection(conn: Connection, quitTimeoutMs = QUIT_TIMEOUT_MS): Promise<void> {
   if (!conn.owned) return
   // QUIT on a connection that is not up would wait for a reconnect that may never come.
   if (conn.client.status !== 'ready') return conn.client.disconnect()
+  let timer: NodeJS.Timeout | undefined
   try {
-    await conn.client.quit()
+    const stalled = new Promise<'stalled'>((resolve) => {
+      timer = setTimeout(() => resolve('stalled'), quitTimeoutMs)
+    })
+    if ((await Promise.race([conn.client.quit(), stalled])) === 'stalled') conn.client.disconnect()
   } catch {
     conn.client.disconnect()
+  } finally {
+    clearTimeout(timer)
   }
 }
 

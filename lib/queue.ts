@@ -9,8 +9,9 @@
  * (see job-options.ts: attempts, delay, backoff, removeOnComplete, removeOnFail).
  */
 import { randomUUID } from 'node:crypto'
+import type { ChainableCommander } from 'ioredis'
 import * as commands from './commands.js'
-import { type Connection, closeConnection, openConnection, type RedisClient } from './connection.js'
+import { type Connection, closeConnection, lastConnectionError, openConnection, type RedisClient } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import { JOB_STATES, type Job, type JobState, jobFromHash } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
@@ -35,16 +36,25 @@ export const MAX_JOBS_PER_CALL = 1_000
 /** Failed jobs sent back per script call when retryJobs walks `failed`. */
 const RETRY_BATCH = 100
 
-/** JSON writes NaN and ±Infinity as null: the processor would get other data than was added. */
-function finiteNumbers(_key: string, value: unknown): unknown {
-  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${value} has no JSON form`)
+/**
+ * JSON.stringify silently changes some values: NaN and ±Infinity become null, functions and symbols are
+ * dropped, a Map or Set becomes {}. The processor would get other data than was added, so these are
+ * refused. (A property whose value is `undefined` is left out, as JSON does; a Date becomes its ISO text.)
+ */
+function jsonOnly(key: string, value: unknown): unknown {
+  const at = key === '' ? 'the data' : `property ${JSON.stringify(key)}`
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${at} is ${value}, which has no JSON form`)
+  if (typeof value === 'function' || typeof value === 'symbol') throw new Error(`${at} is a ${typeof value}, which has no JSON form`)
+  if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet) {
+    throw new Error(`${at} is a ${value.constructor.name}, which JSON would store as {} (convert it, e.g. Object.fromEntries or [...set])`)
+  }
   return value
 }
 
 function serialise(data: unknown, maxBytes: number): string {
   let json: string | undefined
   try {
-    json = JSON.stringify(data, finiteNumbers)
+    json = JSON.stringify(data, jsonOnly)
   } catch (err) {
     throw new EchoMQError('ERR_JOB_DATA', `job data is not JSON-serialisable: ${(err as Error).message}`, { cause: err })
   }
@@ -61,6 +71,8 @@ export class Queue<Data = unknown> {
   private readonly conn: Connection
   private readonly register: () => Promise<unknown>
   private closing: Promise<void> | undefined
+  /** Calls waiting on Redis: close() fails them, as a connection closed while reconnecting never answers. */
+  private readonly waiting = new Set<() => void>()
 
   constructor(name: string, options?: QueueOptions) {
     this.name = validateQueueName(name)
@@ -82,9 +94,9 @@ export class Queue<Data = unknown> {
     const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail } = addSettings(options, this.settings.defaultJobOptions)
     const id = jobId === undefined ? randomUUID() : validateJobId(jobId)
     const json = serialise(data, this.settings.maxDataBytes)
-    try {
-      void this.register()
-      const createdOn = await commands.add(this.client, this.keys, {
+    void this.register()
+    const createdOn = await this.call('add to queue', () =>
+      commands.add(this.client, this.keys, {
         id,
         name,
         data: json,
@@ -93,14 +105,12 @@ export class Queue<Data = unknown> {
         backoff: encodeBackoff(backoff),
         keep: encodeKeep(removeOnComplete),
         keepFailed: encodeKeep(removeOnFail),
-      })
-      if (createdOn !== undefined) {
-        const job: Job<Data> = { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn }
-        if (delay > 0) Object.assign(job, { state: 'delayed', dueAt: createdOn + delay })
-        return job
-      }
-    } catch (err) {
-      throw redisError(this.name, 'add to queue', err)
+      }),
+    )
+    if (createdOn !== undefined) {
+      const job: Job<Data> = { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn }
+      if (delay > 0) Object.assign(job, { state: 'delayed', dueAt: createdOn + delay })
+      return job
     }
     const existing = await this.getJob(id)
     if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${id} in queue ${this.name} vanished while being added`)
@@ -109,12 +119,8 @@ export class Queue<Data = unknown> {
 
   async getJob(id: string): Promise<Job<Data> | null> {
     validateJobId(id)
-    try {
-      const hash = await this.client.hgetall(this.keys.job(id))
-      return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash) as Job<Data>)
-    } catch (err) {
-      throw redisError(this.name, 'read job of queue', err)
-    }
+    const hash = await this.call('read job of queue', () => this.client.hgetall(this.keys.job(id)))
+    return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash) as Job<Data>)
   }
 
   /**
@@ -127,16 +133,14 @@ export class Queue<Data = unknown> {
     const r = checkKnown('getJobs', range, ['start', 'end'])
     const start = opt(r.start, 0, (v) => checkInteger('start', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
     const end = opt(r.end, start + 99, (v) => checkInteger('end', v, { min: start, max: start + MAX_JOBS_PER_CALL - 1 }))
-    try {
+    const { ids, hashes } = await this.call(`list ${state} jobs of queue`, async () => {
       const ids = await this.idsIn(state, start, end)
-      const hashes = await Promise.all(ids.map((id) => this.client.hgetall(this.keys.job(id))))
-      return ids.flatMap((id, i) => {
-        const hash = hashes[i] ?? {}
-        return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash) as Job<Data>]
-      })
-    } catch (err) {
-      throw redisError(this.name, `list ${state} jobs of queue`, err)
-    }
+      return { ids, hashes: await Promise.all(ids.map((id) => this.client.hgetall(this.keys.job(id)))) }
+    })
+    return ids.flatMap((id, i) => {
+      const hash = hashes[i] ?? {}
+      return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash) as Job<Data>]
+    })
   }
 
   /**
@@ -185,11 +189,15 @@ export class Queue<Data = unknown> {
   }
 
   async counts(): Promise<QueueCounts> {
-    return queueCounts(this.client, this.keys, this.name)
+    return this.call('count jobs of queue', () => queueCounts(this.client, this.keys, this.name))
   }
 
+  /** Closes the connection (if EchoMQ opened it) after the calls in flight are answered; calls Redis
+   * cannot answer (it is unreachable) fail with ERR_CLOSED. Safe to call more than once. */
   close(): Promise<void> {
-    this.closing ??= closeConnection(this.conn)
+    this.closing ??= closeConnection(this.conn).finally(() => {
+      for (const fail of this.waiting) fail()
+    })
     return this.closing
   }
 
@@ -214,10 +222,17 @@ export class Queue<Data = unknown> {
   }
 
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    let fail: () => void = () => undefined
+    const closed = new Promise<never>((_, reject) => {
+      fail = () => reject(new EchoMQError('ERR_CLOSED', `${what} ${this.name}: the queue was closed before Redis answered`))
+    })
+    this.waiting.add(fail)
     try {
-      return await fn()
+      return await Promise.race([fn(), closed])
     } catch (err) {
-      throw redisError(this.name, what, err)
+      throw redisError(this.name, what, err, this.conn.owned ? lastConnectionError(this.client) : undefined)
+    } finally {
+      this.waiting.delete(fail)
     }
   }
 
@@ -226,19 +241,20 @@ export class Queue<Data = unknown> {
   }
 }
 
-/** One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. */
+/**
+ * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
+ * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
+ * (the operator needs the counts most when Redis is full).
+ */
 export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
-    const replies = await client
-      .multi()
-      .llen(keys.wait)
-      .zcard(keys.reserved)
-      .zcard(keys.active)
-      .zcard(keys.stalled)
-      .zcard(keys.delayed)
-      .zcard(keys.completed)
-      .zcard(keys.failed)
-      .exec()
+    let replies: [Error | null, unknown][] | null
+    try {
+      replies = await countReads(client.multi(), keys).exec()
+    } catch (err) {
+      if (!/EXECABORT/.test((err as Error).message)) throw err
+      replies = await countReads(client.pipeline(), keys).exec()
+    }
     if (!replies) throw new Error('the transaction was aborted')
     const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = replies.map(([err, n]) => {
       if (err) throw err
@@ -248,4 +264,15 @@ export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: s
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
   }
+}
+
+function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {
+  return batch
+    .llen(keys.wait)
+    .zcard(keys.reserved)
+    .zcard(keys.active)
+    .zcard(keys.stalled)
+    .zcard(keys.delayed)
+    .zcard(keys.completed)
+    .zcard(keys.failed)
 }

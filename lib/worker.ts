@@ -32,7 +32,15 @@ import {
   take,
   unreserve,
 } from './commands.js'
-import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient } from './connection.js'
+import {
+  type Connection,
+  closeConnection,
+  duplicateClient,
+  lastConnectionError,
+  openConnection,
+  type RedisClient,
+  resilient,
+} from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
 import { type QueueKeys, queueKeys } from './keys.js'
@@ -71,6 +79,12 @@ const MAX_PEEK = 100
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 /** What close() keeps of its margin for the work after its last wait (timers fire a little late). */
 const CLOSE_SLACK_MS = 50
+/**
+ * Reconnects a worker's call waits through before it fails (about 30 s of Redis refusing connections):
+ * more than a queue's, so a job that ends while Redis restarts is still finished, not run again after a
+ * sweep. The outage itself is reported at once (an `error` event), not when the calls give up.
+ */
+const RECONNECTS_PER_CALL = 20
 
 /**
  * A run's phase: `running` (the processor has the job), `finishing` (its finish call is in flight: that
@@ -89,8 +103,9 @@ interface Run {
 }
 
 /** `running`; `draining` (close() was called: no new jobs, running ones may finish); `releasing`
- * (closeTimeout passed: running jobs, and any a finish takes, go back to `wait`). */
-type WorkerPhase = 'running' | 'draining' | 'releasing'
+ * (closeTimeout passed: running jobs, and any a finish takes, go back to `wait`); `closed` (close()
+ * returned: failures of calls still unanswered are summed up by close(), not reported one by one). */
+type WorkerPhase = 'running' | 'draining' | 'releasing' | 'closed'
 
 type Started = Taken & { sentAt: number }
 
@@ -119,6 +134,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private readonly finishes = new Set<Promise<unknown>>()
   private readonly taker: Taker
   private readonly promoter: Promoter
+  /** Runs close() released whose return to `wait` Redis has not yet confirmed. */
+  private unreturned = 0
   /** Finished sets being trimmed: one trim per set at a time. */
   private readonly trimming = new Set<FinishedSet>()
 
@@ -132,14 +149,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (typeof processor !== 'function') throw new EchoMQError('ERR_OPTIONS', 'expected processor to be a function')
     this.settings = workerSettings(options)
     this.keys = queueKeys(this.settings.prefix, this.name)
-    this.conn = openConnection(this.settings.connection)
+    this.conn = openConnection(this.settings.connection, { redisOptions: resilient(RECONNECTS_PER_CALL) })
     this.blocking = duplicateClient(this.conn.client)
-    this.blocking.on('error', () => undefined) // reported by the loop's failed commands
+    this.blocking.on('error', () => undefined) // the main connection reports the outage
+    this.watchConnection()
     this.taker = { workerToken: this.id, leaseMs: this.settings.lockDuration, workerName: this.settings.name }
     this.takeAhead = new TakeAhead(this.settings.concurrency, (id) => this.runs.has(id))
     this.wantsSignal = processor.length >= 2
     this.promoter = new Promoter(this.conn.client, this.keys, this.settings.clock, (err) =>
-      this.report(redisError(this.name, 'promote delayed jobs of queue', err)),
+      this.report(this.failure('promote delayed jobs of queue', err)),
     )
     this.locks = new LockManager({
       extend: (leases) => extend(this.conn.client, this.keys, this.settings.lockDuration, leases),
@@ -149,7 +167,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       onLost: (id, reason) => {
         if (this.runs.get(id)?.phase === 'running') this.lockLost(id, reason)
       },
-      onError: (err) => this.report(redisError(this.name, 'renew leases of queue', err)),
+      onError: (err) => this.report(this.failure('renew leases of queue', err)),
     })
     this.locks.start()
     this.loopDone = this.loop()
@@ -167,7 +185,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     const register = registration(this.conn.client, this.settings.prefix, this.name, () => clock.now())
     const ensureRegistered = () =>
       void register().then(
-        (err) => err && this.report(redisError(this.name, `register (in ${this.settings.prefix}:queues, for the reaper) queue`, err)),
+        (err) => err && this.report(this.failure(`register (in ${this.settings.prefix}:queues, for the reaper) queue`, err)),
       )
     let failures = 0
     // After a block that timed out nothing was added: block again without reading `wait`.
@@ -191,7 +209,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       } catch (err) {
         if (this.phase !== 'running') break
         idle = false
-        this.report(redisError(this.name, 'take jobs from queue', err))
+        this.report(this.failure('take jobs from queue', err))
         await this.nap(RETRY_BACKOFF_MS[Math.min(failures++, RETRY_BACKOFF_MS.length - 1)])
       }
     }
@@ -345,7 +363,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       }
     } catch (err) {
       // release() may have run meanwhile (close() past its timeout): its error is expected then.
-      if ((run.phase as RunPhase) !== 'released') this.report(redisError(this.name, `finish job ${run.job.id} of queue`, err))
+      if ((run.phase as RunPhase) !== 'released') this.report(this.failure(`finish job ${run.job.id} of queue`, err))
     }
   }
 
@@ -372,8 +390,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (this.reservationTimer !== undefined) clock.clearTimeout(this.reservationTimer)
     this.returnReserved()
     // The loop may wait on a take over a stalled link: not past the deadline (its jobs are handed back
-    // when the reply comes, see startOrGiveBack).
-    await this.within(this.loopDone, left())
+    // when the reply comes, see startOrGiveBack). With no job running and no connection up (Redis down,
+    // or never reached), nothing can end before the deadline: the unanswered calls are left to the end.
+    const linkUp = this.conn.client.status === 'ready'
+    if (linkUp || this.runs.size > 0) await this.within(this.loopDone, left())
     while (this.runs.size > 0 && left() > 0) await this.within(Promise.all([...this.runs.values()].map((r) => r.done)), left())
     this.phase = 'releasing'
     const end = Math.min(clock.now() + CLOSE_MARGIN_MS, hardEnd)
@@ -387,10 +407,21 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       rest(),
     )
     const pending = () => Promise.allSettled([this.loopDone, ...this.finishes])
-    if (await this.within(pending(), rest())) {
+    if (await this.within(pending(), linkUp ? rest() : 0)) {
       if (!(await this.within(closeConnection(this.conn), rest()))) this.conn.client.disconnect()
+      this.phase = 'closed'
       return
     }
+    if (this.unreturned > 0) {
+      this.report(
+        new EchoMQError(
+          'ERR_CONNECTION',
+          `worker for queue ${this.name} closed before Redis answered: ${this.unreturned} running job(s) not yet returned to wait ` +
+            `(returned, without using an attempt, if Redis answers within lockDuration; otherwise the sweep recovers them)`,
+        ),
+      )
+    }
+    this.phase = 'closed'
     // Calls still unanswered (a stalled link) keep the connection until they settle, so a job a late take
     // returns is handed back; at most one lease later, when the lease would have lapsed anyway.
     void this.within(pending(), this.settings.lockDuration)
@@ -404,7 +435,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (ids.length === 0) return
     void this.track(
       unreserve(this.conn.client, this.keys, ids).catch((err: unknown) =>
-        this.report(redisError(this.name, 'return reserved jobs to wait in queue', err)),
+        this.report(this.failure('return reserved jobs to wait in queue', err)),
       ),
     )
   }
@@ -430,7 +461,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       trimFinished(this.conn.client, this.keys, set)
         .catch((err: unknown) => {
           // After close() the connection is gone on purpose; the next finish or sweep trims instead.
-          if (this.phase === 'running') this.report(redisError(this.name, `trim ${set} jobs of queue`, err))
+          if (this.phase === 'running') this.report(this.failure(`trim ${set} jobs of queue`, err))
         })
         .finally(() => this.trimming.delete(set)),
     )
@@ -466,7 +497,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     try {
       await finish(this.conn.client, this.keys, { id: job.id, token }, 'release', '')
     } catch (err) {
-      this.report(redisError(this.name, `return job ${job.id} to wait in queue`, err))
+      this.report(this.failure(`return job ${job.id} to wait in queue`, err))
     }
   }
 
@@ -477,10 +508,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     run.controller?.abort(
       new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`),
     )
+    this.unreturned += 1
     try {
       await finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, 'release', '')
+      this.unreturned -= 1
     } catch (err) {
-      this.report(redisError(this.name, `return job ${run.job.id} to wait in queue`, err))
+      this.report(this.failure(`return job ${run.job.id} to wait in queue`, err))
     }
   }
 
@@ -510,7 +543,26 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
   }
 
+  /** A failed call as an EchoMQError, naming the connection's last error (the host, ECONNREFUSED...). */
+  private failure(what: string, err: unknown): EchoMQError {
+    return redisError(this.name, what, err, lastConnectionError(this.conn.client))
+  }
+
+  /** Reports an outage once, when it starts (calls wait through reconnects before they fail). */
+  private watchConnection(): void {
+    let reported = false
+    this.conn.client.on('error', (err: Error) => {
+      if (reported || this.phase !== 'running') return
+      reported = true
+      this.report(redisError(this.name, 'connect to Redis (retrying) for queue', err))
+    })
+    this.conn.client.on('ready', () => {
+      reported = false
+    })
+  }
+
   private report(err: unknown): void {
+    if (this.phase === 'closed') return
     if (this.listenerCount('error') > 0) this.emit('error', err)
     else console.error(`[echomq] worker ${this.name}:`, err instanceof Error ? err.message : err)
   }

@@ -178,6 +178,16 @@ describe('echomq sweep, stats, inspect', () => {
     expect(JSON.parse(json.stdout)).toEqual({ emails: { wait: 2, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 } })
   })
 
+  it('takes the common options before the command too; a named queue that does not exist exits 1, as for inspect', async () => {
+    await new Queue('emails', { connection: redis.client }).add('x', {})
+    const before = await echomq(['--redis-url', redis.url, '--json', 'stats', '--queue', 'emails'])
+    const unknown = await echomq(['stats', '--queue', 'emials', '--redis-url', redis.url])
+    expect(before.code).toBe(0)
+    expect(JSON.parse(before.stdout)).toMatchObject({ emails: { wait: 1 } })
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toMatch(/no queue "emials" under prefix "emq"/)
+  })
+
   it('inspect shows in-flight leases, marks and attempts, and failed jobs with their reasons', async () => {
     await crashedJobs(redis.client, 'emails', 2, { attempts: 1 })
     await echomq(['sweep', '--grace', '0', '--queue', 'emails', '--redis-url', redis.url]) // marks j0, j1

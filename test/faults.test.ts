@@ -111,6 +111,19 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
     expect(await snapshot(redis.client)).toEqual(before)
   })
 
+  it("the operator's reads still answer: counts (whose MULTI a full Redis refuses), getJobs, echomq stats and jobs", async () => {
+    await crashedJobs(redis.client, 'q', 2)
+    const queue = new Queue('q', { connection: redis.client })
+    await queue.add('waiting', {})
+    await fill()
+    expect(await queue.counts()).toMatchObject({ wait: 1, active: 2 })
+    expect(await queue.getJobs('active')).toHaveLength(2)
+    const run = promisify(execFile)
+    const stats = await run(process.execPath, [BIN, 'stats', '--redis-url', redis.url, '--queue', 'q'])
+    expect(stats.stdout).toMatch(/\bq\b/)
+    await expect(run(process.execPath, [BIN, 'jobs', 'q', '--state', 'active', '--redis-url', redis.url])).resolves.toBeDefined()
+  })
+
   it('echomq sweep exits 1 and says Redis is out of memory', async () => {
     await crashedJobs(redis.client, 'q', 1)
     await fill()
@@ -121,6 +134,47 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
     )
     expect(outcome.code).toBe(1)
     expect(outcome.stdout).toMatch(/out of memory/)
+  })
+})
+
+describe('Redis unreachable from a Queue or a Worker', () => {
+  /** A port nothing listens on: connections are refused at once. */
+  async function closedPort(): Promise<number> {
+    const server = (await import('node:net')).createServer()
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as { port: number }
+    await new Promise((resolve) => server.close(resolve))
+    return port
+  }
+
+  it("add() fails after a few reconnects (not ioredis's 20) with ERR_CONNECTION naming the refused address", async () => {
+    const port = await closedPort()
+    const queue = new Queue('q', { connection: `redis://127.0.0.1:${port}` })
+    closing.push(() => queue.close())
+    const err = await queue.add('job', {}).catch((e: unknown) => e)
+    expect(err).toMatchObject({ code: 'ERR_CONNECTION' })
+    expect((err as Error).message).toMatch(new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${port}`))
+  })
+
+  it('close() fails the calls still waiting for Redis with ERR_CLOSED instead of leaving them unsettled', async () => {
+    const queue = new Queue('q', { connection: `redis://127.0.0.1:${await closedPort()}` })
+    const pending = queue.add('job', {}).catch((e: unknown) => e)
+    const counting = queue.counts().catch((e: unknown) => e)
+    // Closed while reconnecting: ioredis then stops retrying and never answers the calls it holds.
+    await nextEvent(queue.client as Redis, 'reconnecting')
+    await queue.close()
+    expect(await pending).toMatchObject({ code: 'ERR_CLOSED' })
+    expect(await counting).toMatchObject({ code: 'ERR_CLOSED' })
+  })
+
+  it('a Worker reports the outage at once and keeps trying; close() with no job running does not wait out closeTimeout', async () => {
+    const port = await closedPort()
+    const worker = new Worker('q', async () => 'done', { connection: `redis://127.0.0.1:${port}`, closeTimeout: 60_000 })
+    const [err] = await nextEvent<[Error]>(worker, 'error')
+    expect(err).toMatchObject({ code: 'ERR_CONNECTION' })
+    expect(err.message).toMatch(new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${port}`))
+    // Bounded by the test's timeout, far below the 60 s closeTimeout.
+    await worker.close()
   })
 })
 

@@ -249,10 +249,14 @@ describe('handler: failures', () => {
     ['an array', []],
     ['bad queues', { queues: ['a b'] }],
     ['empty queues', { queues: [] }],
+    ['a misspelt field', { queue: 'emails' }],
   ])('rejects %s as the event with ERR_EVENT and writes nothing', async (_label, event) => {
     await crashedJobs(redis.client, 'emails', 1)
     const before = await snapshot(redis.client)
     await expect(createHandler(env())(event, context)).rejects.toMatchObject({ code: 'ERR_EVENT' })
+    if ('queue' in Object(event)) {
+      await expect(createHandler(env())(event, context)).rejects.toThrow(/unknown event field "queue" \(did you mean "queues"\?\)/)
+    }
     expect(await snapshot(redis.client)).toEqual(before)
   })
 

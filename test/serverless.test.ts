@@ -270,6 +270,13 @@ describe('parameters that change the template', () => {
       [['--param', 'securityGroupIds=sg-1'], /securityGroupIds is set but subnetIds is not/],
       [['--param', 'reservedConcurrency=lots'], /reservedConcurrency: expected a whole number/],
       [['--param', 'metricsMode=loud'], /metricsMode: expected one of api, emf, off/],
+      // Checked by the code that reads them at run time (lib/reaper-config.ts), not by a copy of its rules.
+      [
+        ['--param', 'sweepsPerInvocation=99'],
+        /sweepsPerInvocation \(the function's SWEEPS_PER_INVOCATION\): expected an integer from 1 to 60/,
+      ],
+      [['--param', 'sweepGraceMs=-5'], /sweepGraceMs \(the function's SWEEP_GRACE_MS\): expected an integer from 0/],
+      [['--param', 'queues=a,bad name'], /queues \(the function's QUEUES\)/],
     ]
     const outputs = await Promise.all(cases.map(([args]) => packageFails(args)))
     cases.forEach(([, message], i) => {

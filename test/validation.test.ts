@@ -80,10 +80,20 @@ describe('job data and names', () => {
     ['a symbol', Symbol('s')],
     ['NaN', Number.NaN],
     ['Infinity deep inside', { a: [1, { b: -Infinity }] }],
+    ['a function inside an object', { f: () => 1 }],
+    ['a symbol inside an array', [1, Symbol('s')]],
+    ['a Map', { m: new Map([[1, 2]]) }],
+    ['a Set', new Set([1])],
     ['data over maxDataBytes', { text: 'x'.repeat(2000) }],
   ])('rejects %s', async (_label, data) => {
     const err = await rejects('ERR_JOB_DATA', () => queue.add('x', data))
     expect(err.message).toMatch(/JSON|maxDataBytes/)
+  })
+
+  it('keeps what JSON keeps as is: undefined properties are left out, a Date becomes its ISO text', async () => {
+    const on = new Date('2026-12-01T00:00:00.000Z')
+    const job = await queue.add('x', { gone: undefined, on, n: null })
+    expect((await queue.getJob(job.id))?.data).toEqual({ on: '2026-12-01T00:00:00.000Z', n: null })
   })
 
   it('the default limit is 1 MiB', async () => {
