@@ -509,12 +509,13 @@ Run "echomq <command> --help" for a command's options.`
 function commandFirst(argv: string[]): string[] {
   if (!argv[0]?.startsWith('-') || ['--help', '-h'].includes(argv[0])) return argv
   const at = argv.findIndex((arg) => Object.hasOwn(commands, arg))
-  return at === -1 ? argv : [argv[at] as string, ...argv.slice(0, at), ...argv.slice(at + 1)]
+  return at === -1 ? [] : [argv[at] as string, ...argv.slice(0, at), ...argv.slice(at + 1)]
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = commandFirst(argv)
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    if (name === undefined && argv.length > 0) process.stderr.write('echomq: no command given\n\n')
     out(mainHelp())
     return name === undefined ? 2 : 0
   }

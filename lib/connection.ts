@@ -46,6 +46,16 @@ function isClient(value: unknown): value is RedisClient {
   return value instanceof Redis || value instanceof Cluster
 }
 
+/** Where a connection goes, for messages: the URL with its password masked, or "the given client". */
+export function describeConnection(connection: unknown): string {
+  if (isClient(connection)) return 'the given client'
+  try {
+    return `Redis at ${redactUrl(resolveUrl(connection))}`
+  } catch {
+    return 'Redis'
+  }
+}
+
 export function resolveUrl(connection: unknown): string {
   if (connection === undefined) return process.env.REDIS_URL || REDIS_URL_DEFAULT
   if (typeof connection === 'string') return connection
@@ -159,10 +169,12 @@ const RECONNECTS_PER_COMMAND = 3
  * ioredis settings for a connection that lives as long as a Queue or a Worker: it reconnects for ever
  * (100 ms doubling to 2 s, with jitter), but a command does not wait for ever while Redis is unreachable:
  * it fails with the connection's last error after a few reconnects (ioredis's own default waits about
- * 70 s). Commands on a live connection are not timed out: a slow reply still arrives.
+ * 70 s), or after `commandTimeoutMs` when given (a Redis that accepts connections but never answers).
+ * The Worker gives none: its blocking reads wait a minute, and its other calls are bounded by its leases.
  */
-export function resilient(reconnectsPerCommand = RECONNECTS_PER_COMMAND): RedisOptions {
+export function resilient(reconnectsPerCommand = RECONNECTS_PER_COMMAND, commandTimeoutMs?: number): RedisOptions {
   return {
+    ...(commandTimeoutMs === undefined ? {} : { commandTimeout: commandTimeoutMs }),
     disconnectTimeout: DISCONNECT_TIMEOUT_MS,
     connectTimeout: CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: reconnectsPerCommand,

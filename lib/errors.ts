@@ -63,8 +63,9 @@ function replyCode(message: string): EchoMQErrorCode {
 const HINTS: Partial<Record<EchoMQErrorCode, string>> = {
   ERR_WRONG_TYPE: ' (a key under this queue has the wrong Redis type; another program may be using the same prefix)',
   ERR_OOM:
-    ' (Redis is out of memory: maxmemory is reached and the policy refuses writes, so no job can be added, finished or ' +
-    'recovered, and the sweep cannot mark stalled jobs, until memory is freed: raise maxmemory, or remove finished jobs)',
+    ' (Redis is out of memory: maxmemory is reached and the policy refuses writes that need memory, so no job can be ' +
+    'added and the sweep cannot mark stalled jobs until memory is freed (finishing, retrying and removing jobs may ' +
+    'still work): raise maxmemory, or remove finished jobs)',
   ERR_NOPERM:
     " (the Redis user lacks a permission EchoMQ needs: it runs scripts (EVALSHA, EVAL, SCRIPT LOAD) and reads and writes the keys under the queue's prefix)",
 }

@@ -11,10 +11,19 @@
 import { randomUUID } from 'node:crypto'
 import type { ChainableCommander } from 'ioredis'
 import * as commands from './commands.js'
-import { type Connection, closeConnection, lastConnectionError, openConnection, type RedisClient } from './connection.js'
+import {
+  type Connection,
+  closeConnection,
+  describeConnection,
+  lastConnectionError,
+  openConnection,
+  type RedisClient,
+  resilient,
+} from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import { JOB_STATES, type Job, type JobState, jobFromHash } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
+import { toJson } from './json.js'
 import { type QueueKeys, queueKeys } from './keys.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateQueueName } from './options.js'
 import { registration } from './registry.js'
@@ -33,36 +42,15 @@ export interface QueueOptions {
 
 /** Most jobs one getJobs call returns, and most ids one retryJobs call names. */
 export const MAX_JOBS_PER_CALL = 1_000
+/**
+ * How long a Queue's call waits for Redis, reconnects included: a Redis that accepts connections but never
+ * answers (stopped, or behind a stalled link) fails the call with ERR_CONNECTION rather than holding it.
+ * Every call is a few milliseconds of server time. A call that timed out may still be applied when Redis
+ * answers later: add() again with the same jobId (an existing jobId changes nothing).
+ */
+const COMMAND_TIMEOUT_MS = 5_000
 /** Failed jobs sent back per script call when retryJobs walks `failed`. */
 const RETRY_BATCH = 100
-
-/**
- * JSON.stringify silently changes some values: NaN and ±Infinity become null, functions and symbols are
- * dropped, a Map or Set becomes {}. The processor would get other data than was added, so these are
- * refused. (A property whose value is `undefined` is left out, as JSON does; a Date becomes its ISO text.)
- */
-function jsonOnly(key: string, value: unknown): unknown {
-  const at = key === '' ? 'the data' : `property ${JSON.stringify(key)}`
-  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${at} is ${value}, which has no JSON form`)
-  if (typeof value === 'function' || typeof value === 'symbol') throw new Error(`${at} is a ${typeof value}, which has no JSON form`)
-  if (value instanceof Map || value instanceof Set || value instanceof WeakMap || value instanceof WeakSet) {
-    throw new Error(`${at} is a ${value.constructor.name}, which JSON would store as {} (convert it, e.g. Object.fromEntries or [...set])`)
-  }
-  return value
-}
-
-function serialise(data: unknown, maxBytes: number): string {
-  let json: string | undefined
-  try {
-    json = JSON.stringify(data, jsonOnly)
-  } catch (err) {
-    throw new EchoMQError('ERR_JOB_DATA', `job data is not JSON-serialisable: ${(err as Error).message}`, { cause: err })
-  }
-  if (json === undefined) throw new EchoMQError('ERR_JOB_DATA', `job data is not JSON-serialisable: got ${typeof data}`)
-  const bytes = Buffer.byteLength(json)
-  if (bytes > maxBytes) throw new EchoMQError('ERR_JOB_DATA', `job data is ${bytes} bytes as JSON, more than maxDataBytes (${maxBytes})`)
-  return json
-}
 
 export class Queue<Data = unknown> {
   readonly name: string
@@ -71,6 +59,8 @@ export class Queue<Data = unknown> {
   private readonly conn: Connection
   private readonly register: () => Promise<unknown>
   private closing: Promise<void> | undefined
+  /** Where the connection goes (password masked), named in connection errors. */
+  private readonly where: string
   /** Calls waiting on Redis: close() fails them, as a connection closed while reconnecting never answers. */
   private readonly waiting = new Set<() => void>()
 
@@ -79,7 +69,8 @@ export class Queue<Data = unknown> {
     const { connection, ...settings } = queueSettings(options)
     this.settings = settings
     this.keys = queueKeys(settings.prefix, this.name)
-    this.conn = openConnection(connection)
+    this.conn = openConnection(connection, { redisOptions: resilient(undefined, COMMAND_TIMEOUT_MS) })
+    this.where = describeConnection(connection)
     this.register = registration(this.conn.client, settings.prefix, this.name, () => performance.now())
     void this.register()
   }
@@ -93,7 +84,7 @@ export class Queue<Data = unknown> {
     validateJobName(name)
     const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail } = addSettings(options, this.settings.defaultJobOptions)
     const id = jobId === undefined ? randomUUID() : validateJobId(jobId)
-    const json = serialise(data, this.settings.maxDataBytes)
+    const json = toJson(data, 'job data', this.settings.maxDataBytes, 'maxDataBytes')
     void this.register()
     const createdOn = await this.call('add to queue', () =>
       commands.add(this.client, this.keys, {
@@ -189,7 +180,7 @@ export class Queue<Data = unknown> {
   }
 
   async counts(): Promise<QueueCounts> {
-    return this.call('count jobs of queue', () => queueCounts(this.client, this.keys, this.name))
+    return this.call('count jobs of queue', () => readCounts(this.client, this.keys))
   }
 
   /** Closes the connection (if EchoMQ opened it) after the calls in flight are answered; calls Redis
@@ -230,7 +221,9 @@ export class Queue<Data = unknown> {
     try {
       return await Promise.race([fn(), closed])
     } catch (err) {
-      throw redisError(this.name, what, err, this.conn.owned ? lastConnectionError(this.client) : undefined)
+      const failure = redisError(this.name, what, err, this.conn.owned ? lastConnectionError(this.client) : undefined)
+      if (failure.code === 'ERR_CONNECTION' && this.conn.owned) failure.message += ` (${this.where})`
+      throw failure
     } finally {
       this.waiting.delete(fail)
     }
@@ -248,22 +241,26 @@ export class Queue<Data = unknown> {
  */
 export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
-    let replies: [Error | null, unknown][] | null
-    try {
-      replies = await countReads(client.multi(), keys).exec()
-    } catch (err) {
-      if (!/EXECABORT/.test((err as Error).message)) throw err
-      replies = await countReads(client.pipeline(), keys).exec()
-    }
-    if (!replies) throw new Error('the transaction was aborted')
-    const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = replies.map(([err, n]) => {
-      if (err) throw err
-      return n as number
-    })
-    return { wait: wait + reserved, active, stalled, delayed, completed, failed }
+    return await readCounts(client, keys)
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
   }
+}
+
+async function readCounts(client: RedisClient, keys: QueueKeys): Promise<QueueCounts> {
+  let replies: [Error | null, unknown][] | null
+  try {
+    replies = await countReads(client.multi(), keys).exec()
+  } catch (err) {
+    if (!/EXECABORT/.test((err as Error).message)) throw err
+    replies = await countReads(client.pipeline(), keys).exec()
+  }
+  if (!replies) throw new Error('the transaction was aborted')
+  const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = replies.map(([err, n]) => {
+    if (err) throw err
+    return n as number
+  })
+  return { wait: wait + reserved, active, stalled, delayed, completed, failed }
 }
 
 function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {

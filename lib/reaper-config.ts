@@ -165,7 +165,9 @@ class Source {
         bad(name, 'a comma-separated list of queue names of 1-128 characters from [A-Za-z0-9._:-]', q)
       }
     }
-    return list.length > 0 ? list : undefined
+    // Set but naming no queue (`,`): a mistake, not "every queue".
+    if (list.length === 0) bad(name, 'a comma-separated list of queue names (unset for every queue)', String(value))
+    return list
   }
 }
 

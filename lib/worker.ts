@@ -43,9 +43,10 @@ import {
 } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
+import { toJson } from './json.js'
 import { type QueueKeys, queueKeys } from './keys.js'
 import { LockManager } from './lock-manager.js'
-import { CLOSE_MARGIN_MS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
+import { CLOSE_MARGIN_MS, DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import { Promoter } from './promoter.js'
 import { registration } from './registry.js'
 import { trimFinished } from './retention.js'
@@ -85,6 +86,12 @@ const CLOSE_SLACK_MS = 50
  * sweep. The outage itself is reported at once (an `error` event), not when the calls give up.
  */
 const RECONNECTS_PER_CALL = 20
+/** Most bytes of JSON a processor's result is stored with (as job data: DEFAULTS.maxDataBytes). */
+const RESULT_MAX_BYTES = DEFAULTS.maxDataBytes
+/** Most characters of a processor's error message kept as the job's failedReason / lastError. */
+const ERROR_MAX_CHARS = 8_192
+
+const truncate = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}… (truncated)`)
 
 /**
  * A run's phase: `running` (the processor has the job), `finishing` (its finish call is in flight: that
@@ -300,11 +307,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     try {
       result = await this.processor(run.job as Job<Data>, run.controller?.signal as AbortSignal)
       action = 'complete'
-      value = JSON.stringify(result) ?? 'null'
+      value = this.resultJson(run.job.id, result)
     } catch (err) {
       error = err instanceof Error ? err : new Error(String(err))
       action = 'fail'
-      value = error.message || error.name
+      value = truncate(error.message || error.name, ERROR_MAX_CHARS)
     }
     this.takeAhead.ran(this.settings.clock.now() - started)
     if (run.phase === 'released') return
@@ -398,7 +405,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.phase = 'releasing'
     const end = Math.min(clock.now() + CLOSE_MARGIN_MS, hardEnd)
     const rest = () => Math.max(0, end - clock.now())
-    for (const run of this.runs.values()) void this.track(this.release(run))
+    // A run whose finish is in flight is ended by that call; a lost one is no longer this worker's.
+    for (const run of this.runs.values()) if (run.phase === 'running') void this.track(this.release(run))
     // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
     while (this.finishes.size > 0 && rest() > 0) if (!(await this.within(Promise.allSettled([...this.finishes]), rest()))) break
     await this.within(this.locks.close(), rest())
@@ -540,6 +548,23 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
           cause: err,
         }),
       )
+    }
+  }
+
+  /**
+   * The result as stored (`returnValue`). One JSON cannot hold (a BigInt, a cycle, a Map, more than
+   * RESULT_MAX_BYTES) is reported and stored as null: the job still completes, as running a processor
+   * that succeeded again would repeat its work.
+   */
+  private resultJson(id: string, result: unknown): string {
+    if (result === undefined) return 'null'
+    try {
+      return toJson(result, 'its result', RESULT_MAX_BYTES)
+    } catch (err) {
+      this.report(
+        new EchoMQError('ERR_JOB_DATA', `job ${id} of queue ${this.name} completed, but ${(err as Error).message}: stored as null`),
+      )
+      return 'null'
     }
   }
 

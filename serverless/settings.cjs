@@ -1,7 +1,7 @@
-// Checks the function's settings at package time with the code that reads them at run time
-// (lib/reaper-config.ts, bundled here by esbuild), so a value the function would refuse on every
-// invocation (sweepsPerInvocation=99, sweepGraceMs=-5, a bad prefix) stops packaging instead.
-// Returns the environment values as checked.
+// Checks the parameters at package time: each --param name must be one the template knows, the alarm
+// values must be numbers (and an address), and the function's settings are checked by the code that reads
+// them at run time (lib/reaper-config.ts, bundled here by esbuild), so a value the function would refuse on
+// every invocation (sweepsPerInvocation=99, sweepGraceMs=-5, a bad prefix) stops packaging instead.
 const path = require('node:path')
 const { buildSync } = require('esbuild')
 const { fail, param } = require('./params.cjs')
@@ -36,7 +36,48 @@ function loadReaperConfig() {
   return mod.exports.reaperConfig
 }
 
-module.exports = async ({ resolveVariable }) => {
+/** Edit distance, for "did you mean". */
+function distance(a, b) {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    prev = row
+  }
+  return prev[b.length]
+}
+
+/** A --param the template does not know would be ignored, leaving its default in place: refuse it. */
+function checkNames(given, known) {
+  for (const entry of given) {
+    const name = String(entry).split('=')[0].trim()
+    if (known.includes(name)) continue
+    const closest = [...known].sort(
+      (x, y) => distance(name.toLowerCase(), x.toLowerCase()) - distance(name.toLowerCase(), y.toLowerCase()),
+    )[0]
+    const hint = closest && distance(name.toLowerCase(), closest.toLowerCase()) <= 3 ? ` (did you mean "${closest}"?)` : ''
+    fail(`unknown parameter "${name}"${hint}; the parameters are listed in serverless.yml (params.default)`)
+  }
+}
+
+/** The alarm parameters go straight into the template: check them here. */
+async function checkAlarms(resolveVariable) {
+  const threshold = await param(resolveVariable, 'failedJobsThreshold')
+  if (!/^\d+$/.test(threshold)) fail(`failedJobsThreshold: expected a whole number of jobs (0 or more), got: ${JSON.stringify(threshold)}`)
+  const oldest = await param(resolveVariable, 'oldestWaitAlarmMs')
+  if (oldest !== '' && !/^[1-9]\d*$/.test(oldest))
+    fail(`oldestWaitAlarmMs: expected empty or a whole number of ms (1 or more), got: ${JSON.stringify(oldest)}`)
+  const email = await param(resolveVariable, 'alarmEmail')
+  if (email !== '' && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email))
+    fail(`alarmEmail: expected an e-mail address, got: ${JSON.stringify(email)}`)
+}
+
+module.exports = async ({ resolveVariable, options }) => {
+  const given = [options.param ?? []].flat()
+  checkNames(given, Object.keys((await resolveVariable('self:params.default')) ?? {}))
+  await checkAlarms(resolveVariable)
   const env = {}
   for (const [name, variable] of Object.entries(SETTINGS)) env[variable] = await param(resolveVariable, name)
   const reaperConfig = loadReaperConfig()

@@ -156,6 +156,26 @@ describe('Redis unreachable from a Queue or a Worker', () => {
     expect((err as Error).message).toMatch(new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${port}`))
   })
 
+  it('a Redis that accepts connections but never answers: a Queue call fails with ERR_CONNECTION naming where, every time', async () => {
+    const net = await import('node:net')
+    const sockets = new Set<import('node:net').Socket>()
+    const silent = net.createServer((socket) => void sockets.add(socket)) // accepts, answers nothing
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    const { port } = silent.address() as { port: number }
+    const queue = new Queue('q', { connection: `redis://u:secret@127.0.0.1:${port}` })
+    closing.push(async () => {
+      await queue.close()
+      for (const socket of sockets) socket.destroy()
+      await new Promise((resolve) => silent.close(resolve))
+    })
+    for (const call of [() => queue.add('job', {}), () => queue.counts()]) {
+      const err = await call().catch((e: unknown) => e)
+      expect(err).toMatchObject({ code: 'ERR_CONNECTION' })
+      expect((err as Error).message).toContain(`Redis at redis://u:***@127.0.0.1:${port}`)
+      expect((err as Error).message).not.toContain('secret')
+    }
+  }, 20_000)
+
   it('close() fails the calls still waiting for Redis with ERR_CLOSED instead of leaving them unsettled', async () => {
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${await closedPort()}` })
     const pending = queue.add('job', {}).catch((e: unknown) => e)

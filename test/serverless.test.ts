@@ -277,6 +277,12 @@ describe('parameters that change the template', () => {
       ],
       [['--param', 'sweepGraceMs=-5'], /sweepGraceMs \(the function's SWEEP_GRACE_MS\): expected an integer from 0/],
       [['--param', 'queues=a,bad name'], /queues \(the function's QUEUES\)/],
+      [['--param', 'queues=,'], /queues \(the function's QUEUES\): expected a comma-separated list/],
+      // A misspelt name would be ignored, leaving the default in place.
+      [['--param', 'sweepGraceMS=1000'], /unknown parameter "sweepGraceMS" \(did you mean "sweepGraceMs"\?\)/],
+      [['--param', 'failedJobsThreshold=-1'], /failedJobsThreshold: expected a whole number of jobs/],
+      [['--param', 'oldestWaitAlarmMs=abc'], /oldestWaitAlarmMs: expected empty or a whole number of ms/],
+      [['--param', 'alarmEmail=nope'], /alarmEmail: expected an e-mail address/],
     ]
     const outputs = await Promise.all(cases.map(([args]) => packageFails(args)))
     cases.forEach(([, message], i) => {

@@ -84,6 +84,10 @@ describe('job data and names', () => {
     ['a symbol inside an array', [1, Symbol('s')]],
     ['a Map', { m: new Map([[1, 2]]) }],
     ['a Set', new Set([1])],
+    ['an Error', { e: new Error('x') }],
+    ['a RegExp', { r: /re/ }],
+    ['a Promise', { p: Promise.resolve(1) }],
+    ['undefined in an array', [1, undefined]],
     ['data over maxDataBytes', { text: 'x'.repeat(2000) }],
   ])('rejects %s', async (_label, data) => {
     const err = await rejects('ERR_JOB_DATA', () => queue.add('x', data))

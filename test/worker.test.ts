@@ -104,11 +104,37 @@ describe('worker: finishing', () => {
     expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
   })
 
-  it('a result that is not JSON fails the attempt with a clear reason', async () => {
-    worker(() => ({ big: 1n }))
-    await queue.add('x', {}, { jobId: 'bad-result', attempts: 1 })
-    await waitFor(async () => (await queue.getJob('bad-result'))?.state === 'failed', { what: 'job failed' })
-    expect((await queue.getJob('bad-result'))?.failedReason).toMatch(/BigInt/)
+  it.each([
+    ['a BigInt', () => ({ big: 1n }), /BigInt/],
+    ['a Map', () => new Map([[1, 2]]), /is a Map, which JSON stores as \{\}/],
+    ['over a megabyte', () => 'x'.repeat(1024 * 1024 + 1), /bytes as JSON, more than/],
+  ])(
+    'a processor that succeeds with a result JSON cannot hold (%s) completes its job once; the result is stored as null and reported',
+    async (_label, result, reason) => {
+      let runs = 0
+      const w = worker(() => {
+        runs += 1
+        return result()
+      })
+      const reported = nextEvent<[EchoMQError]>(w, 'error')
+      await queue.add('x', {}, { jobId: 'bad-result', attempts: 3 })
+      const [err] = await reported
+      await waitFor(async () => (await queue.getJob('bad-result'))?.state === 'completed', { what: 'job completed' })
+      expect(err).toMatchObject({ code: 'ERR_JOB_DATA' })
+      expect(err.message).toMatch(reason)
+      expect(await queue.getJob('bad-result')).toMatchObject({ attemptsMade: 1, attemptsStarted: 1, returnValue: null })
+      expect(runs).toBe(1)
+    },
+  )
+
+  it("a processor's error message is kept up to 8,192 characters", async () => {
+    worker(() => {
+      throw new Error('e'.repeat(100_000))
+    })
+    await queue.add('x', {}, { jobId: 'long-error', attempts: 1 })
+    await waitFor(async () => (await queue.getJob('long-error'))?.state === 'failed', { what: 'job failed' })
+    const reason = (await queue.getJob('long-error'))?.failedReason ?? ''
+    expect(reason).toBe(`${'e'.repeat(8_192)}… (truncated)`)
   })
 
   it('a fenced-out worker cannot complete a job that another worker now holds', async () => {

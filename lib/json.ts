@@ -1,0 +1,38 @@
+/**
+ * JSON text of what a job carries (its data, a processor's result), refusing what JSON would silently
+ * change: the processor, or whoever reads the result, would get other values than were given.
+ */
+import { EchoMQError } from './errors.js'
+
+/** Objects JSON stores as {} (their state is not in enumerable properties). */
+const OPAQUE = [Map, Set, WeakMap, WeakSet, Error, RegExp, Promise] as const
+
+/**
+ * A JSON.stringify replacer that refuses NaN and ±Infinity (stored as null), functions and symbols
+ * (dropped, or null in an array), `undefined` in an array (null), and the OPAQUE objects ({}). A
+ * property whose value is `undefined` is left out, and a Date becomes its ISO text, as JSON does.
+ */
+function jsonOnly(this: unknown, key: string, value: unknown): unknown {
+  const at = key === '' ? 'the value' : Array.isArray(this) ? `element ${key}` : `property ${JSON.stringify(key)}`
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${at} is ${value}, which has no JSON form`)
+  if (typeof value === 'function' || typeof value === 'symbol') throw new Error(`${at} is a ${typeof value}, which has no JSON form`)
+  if (value === undefined && Array.isArray(this)) throw new Error(`${at} is undefined, which JSON stores as null`)
+  const opaque = OPAQUE.find((type) => value instanceof type)
+  if (opaque) throw new Error(`${at} is a ${opaque.name}, which JSON stores as {} (convert it to plain data first)`)
+  return value
+}
+
+/** `what` ("job data", "its result") names the value in messages; more than `maxBytes` of JSON
+ * (`limit` names that setting) is refused too. */
+export function toJson(value: unknown, what: string, maxBytes: number, limit = 'the limit'): string {
+  let json: string | undefined
+  try {
+    json = JSON.stringify(value, jsonOnly)
+  } catch (err) {
+    throw new EchoMQError('ERR_JOB_DATA', `${what} is not JSON-serialisable: ${(err as Error).message}`, { cause: err })
+  }
+  if (json === undefined) throw new EchoMQError('ERR_JOB_DATA', `${what} is not JSON-serialisable: got ${typeof value}`)
+  const bytes = Buffer.byteLength(json)
+  if (bytes > maxBytes) throw new EchoMQError('ERR_JOB_DATA', `${what} is ${bytes} bytes as JSON, more than ${limit} (${maxBytes})`)
+  return json
+}
