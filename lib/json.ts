@@ -9,11 +9,18 @@ const OPAQUE = [Map, Set, WeakMap, WeakSet, Error, RegExp, Promise] as const
 
 /**
  * A JSON.stringify replacer that refuses NaN and ±Infinity (stored as null), functions and symbols
- * (dropped, or null in an array), `undefined` in an array (null), and the OPAQUE objects ({}). A
- * property whose value is `undefined` is left out, and a Date becomes its ISO text, as JSON does.
+ * (dropped, or null in an array), `undefined` in an array (null), the OPAQUE objects ({}), binary data
+ * (a Buffer or typed array becomes an object of numbers) and an invalid Date (null). A property whose
+ * value is `undefined` is left out, and a Date becomes its ISO text, as JSON does.
  */
 function jsonOnly(this: unknown, key: string, value: unknown): unknown {
   const at = key === '' ? 'the value' : Array.isArray(this) ? `element ${key}` : `property ${JSON.stringify(key)}`
+  // What the caller gave, before its toJSON ran (a Buffer's, a Date's).
+  const given = (this as Record<string, unknown>)[key]
+  if (ArrayBuffer.isView(given) || given instanceof ArrayBuffer) {
+    throw new Error(`${at} is binary data, which JSON stores as an object of numbers (encode it, e.g. as base64)`)
+  }
+  if (given instanceof Date && Number.isNaN(given.getTime())) throw new Error(`${at} is an invalid Date, which JSON stores as null`)
   if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${at} is ${value}, which has no JSON form`)
   if (typeof value === 'function' || typeof value === 'symbol') throw new Error(`${at} is a ${typeof value}, which has no JSON form`)
   if (value === undefined && Array.isArray(this)) throw new Error(`${at} is undefined, which JSON stores as null`)

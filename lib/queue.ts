@@ -109,6 +109,7 @@ export class Queue<Data = unknown> {
   }
 
   async getJob(id: string): Promise<Job<Data> | null> {
+    this.assertOpen()
     validateJobId(id)
     const hash = await this.call('read job of queue', () => this.client.hgetall(this.keys.job(id)))
     return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash) as Job<Data>)
@@ -120,6 +121,7 @@ export class Queue<Data = unknown> {
    * `failed` most recent first. Jobs removed while being read are left out.
    */
   async getJobs(state: JobState, range?: { start?: number; end?: number }): Promise<Job<Data>[]> {
+    this.assertOpen()
     if (!JOB_STATES.includes(state)) fail('ERR_OPTIONS', `expected a state, one of ${JOB_STATES.join(', ')}, got: ${describe(state)}`)
     const r = checkKnown('getJobs', range, ['start', 'end'])
     const start = opt(r.start, 0, (v) => checkInteger('start', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
@@ -180,6 +182,7 @@ export class Queue<Data = unknown> {
   }
 
   async counts(): Promise<QueueCounts> {
+    this.assertOpen()
     return this.call('count jobs of queue', () => readCounts(this.client, this.keys))
   }
 

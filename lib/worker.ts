@@ -420,12 +420,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       this.phase = 'closed'
       return
     }
-    if (this.unreturned > 0) {
+    // Runs whose finish (complete or fail) is still unanswered end as it says if Redis answers in time.
+    const finishing = [...this.runs.values()].filter((run) => run.phase === 'finishing').length
+    if (this.unreturned + finishing > 0) {
       this.report(
         new EchoMQError(
           'ERR_CONNECTION',
           `worker for queue ${this.name} closed before Redis answered: ${this.unreturned} running job(s) not yet returned to wait ` +
-            `(returned, without using an attempt, if Redis answers within lockDuration; otherwise the sweep recovers them)`,
+            `and ${finishing} finished job(s) not yet recorded (done as sent, without using an attempt for a return, if Redis ` +
+            'answers within lockDuration; otherwise the sweep recovers them as stalled, and a finished one runs again)',
         ),
       )
     }

@@ -88,6 +88,9 @@ describe('job data and names', () => {
     ['a RegExp', { r: /re/ }],
     ['a Promise', { p: Promise.resolve(1) }],
     ['undefined in an array', [1, undefined]],
+    ['a Buffer', { b: Buffer.from('hi') }],
+    ['a typed array', new Uint8Array([1, 2])],
+    ['an invalid Date', { d: new Date(Number.NaN) }],
     ['data over maxDataBytes', { text: 'x'.repeat(2000) }],
   ])('rejects %s', async (_label, data) => {
     const err = await rejects('ERR_JOB_DATA', () => queue.add('x', data))

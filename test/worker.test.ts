@@ -218,6 +218,30 @@ describe('worker: close while Redis is paused', () => {
     expect(await queue.getJob('b')).toMatchObject({ state: 'wait', attemptsMade: 0 })
     expect(await redis.client.exists(keys.lock('b'))).toBe(0)
   })
+
+  it('close() reports once, with counts, the jobs whose end Redis has not confirmed: a running one and a finished one', async () => {
+    const hold = held()
+    const w = worker(hold.processor, { concurrency: 2, lockDuration: 2000, heartbeatInterval: 1000, closeTimeout: 200 })
+    const errors: EchoMQError[] = []
+    w.on('error', (err: EchoMQError) => errors.push(err))
+    await queue.add('x', {}, { jobId: 'done' })
+    await queue.add('x', {}, { jobId: 'running' })
+    await waitFor(() => hold.has('done') && hold.has('running'), { what: 'both jobs to start' })
+
+    redis.process.kill('SIGSTOP')
+    hold.release('done') // its finish goes to a Redis that does not answer
+    await new Promise((resolve) => setImmediate(resolve))
+    await w.close() // 'running' is aborted and its return is sent, unanswered too
+    const afterClose = errors.length
+    redis.process.kill('SIGCONT')
+
+    expect(errors.filter((e) => e.code === 'ERR_CONNECTION')).toHaveLength(1)
+    expect(errors[0]?.message).toMatch(/1 running job\(s\) not yet returned to wait and 1 finished job\(s\) not yet recorded/)
+    await waitFor(async () => (await queue.getJob('running'))?.state === 'wait', { what: 'the running job returned once Redis answers' })
+    await waitFor(async () => (await queue.getJob('done'))?.state === 'completed', { what: 'the finished job recorded' })
+    expect(await queue.getJob('running')).toMatchObject({ attemptsMade: 0 })
+    expect(errors).toHaveLength(afterClose) // nothing reported after close() returned
+  })
 })
 
 describe('worker: the application\u2019s listeners', () => {
