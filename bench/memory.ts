@@ -15,7 +15,7 @@ import { queueKeys } from '../lib/keys.js'
 import type { JobOptions } from '../lib/queue.js'
 import { BULL_PREFIX, bullAddMany, bullConnection, bullKey, EMQ_PREFIX, emqAddMany } from './build.js'
 import { fmt, type Target, table, x } from './format.js'
-import { type Ctx, completion, payload, ratio, sleep } from './util.js'
+import { type Ctx, completion, payload, ratio, sleep, watchWorker } from './util.js'
 
 export const DATA_BYTES = 100
 export const CONCURRENCY = 50
@@ -66,34 +66,23 @@ export async function addJobs(ctx: Ctx, config: Config, queue: string, from: num
 /** Runs a worker (concurrency 50, defaults otherwise) until `n` jobs have completed, then closes it. */
 export async function completeJobs(ctx: Ctx, config: Config, queue: string, n: number): Promise<void> {
   const done = completion(n, `${config.label}: completing ${n} jobs`)
-  if (config.lib === 'emq') {
-    const worker = new Worker(queue, async () => null, {
-      connection: `redis://${ctx.redis.host}:${ctx.redis.port}`,
-      prefix: EMQ_PREFIX,
-      concurrency: CONCURRENCY,
-    })
-    worker.on('completed', done.one)
-    worker.on('failed', (_job, err) => done.fail(err))
-    worker.on('error', done.fail)
-    try {
-      await done.promise
-    } finally {
-      await worker.close()
-    }
-  } else {
-    const worker = new BullWorker(queue, async () => null, {
-      connection: bullConnection(ctx.redis.host, ctx.redis.port),
-      prefix: BULL_PREFIX,
-      concurrency: CONCURRENCY,
-    })
-    worker.on('completed', done.one)
-    worker.on('failed', (_job, err) => done.fail(err))
-    worker.on('error', done.fail)
-    try {
-      await done.promise
-    } finally {
-      await worker.close()
-    }
+  const worker =
+    config.lib === 'emq'
+      ? new Worker(queue, async () => null, {
+          connection: `redis://${ctx.redis.host}:${ctx.redis.port}`,
+          prefix: EMQ_PREFIX,
+          concurrency: CONCURRENCY,
+        })
+      : new BullWorker(queue, async () => null, {
+          connection: bullConnection(ctx.redis.host, ctx.redis.port),
+          prefix: BULL_PREFIX,
+          concurrency: CONCURRENCY,
+        })
+  watchWorker(worker, done.one, done.fail)
+  try {
+    await done.promise
+  } finally {
+    await worker.close()
   }
   await sleep(100) // closed connections are freed by the server
 }

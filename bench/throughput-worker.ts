@@ -6,6 +6,7 @@
  */
 import { Worker as BullWorker } from 'bullmq'
 import { Worker } from '../lib/index.js'
+import { watchWorker } from './util.js'
 
 export interface RunMessage {
   type: 'run'
@@ -42,27 +43,16 @@ const failed = (err: unknown) => stats.errors.push(err instanceof Error ? err.me
 function start(m: RunMessage): void {
   stats = { type: 'stopped', done: 0, startedAt: Date.now(), lastAt: 0, cpuUs: 0, errors: [] }
   cpuAtStart = process.cpuUsage()
-  if (m.lib === 'emq') {
-    const w = new Worker(m.queue, async () => null, {
-      connection: `redis://${m.host}:${m.port}`,
-      prefix: m.prefix,
-      concurrency: m.concurrency,
-    })
-    w.on('completed', completed)
-    w.on('failed', (_job, err) => failed(err))
-    w.on('error', failed)
-    worker = w
-  } else {
-    const w = new BullWorker(m.queue, async () => null, {
-      connection: { host: m.host, port: m.port, maxRetriesPerRequest: null },
-      prefix: m.prefix,
-      concurrency: m.concurrency,
-    })
-    w.on('completed', completed)
-    w.on('failed', (_job, err) => failed(err))
-    w.on('error', failed)
-    worker = w
-  }
+  const w =
+    m.lib === 'emq'
+      ? new Worker(m.queue, async () => null, { connection: `redis://${m.host}:${m.port}`, prefix: m.prefix, concurrency: m.concurrency })
+      : new BullWorker(m.queue, async () => null, {
+          connection: { host: m.host, port: m.port, maxRetriesPerRequest: null },
+          prefix: m.prefix,
+          concurrency: m.concurrency,
+        })
+  watchWorker(w, completed, failed)
+  worker = w
 }
 
 process.on('message', (m: Message) => {

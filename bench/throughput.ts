@@ -25,7 +25,7 @@ import { BULL_PREFIX, bullAddMany, bullConnection, bullKey, EMQ_PREFIX, emqAddMa
 import { fmt, fs, type Target, table, xs } from './format.js'
 import { commandStats, redisCpuUs, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
 import type { RunMessage, StoppedMessage } from './throughput-worker.js'
-import { alternate, type Ctx, completion, ROUNDS, ratios, type Spread, sleep, spread, spreadOf } from './util.js'
+import { alternate, type Ctx, completion, ROUNDS, ratios, type Spread, sleep, spread, spreadOf, watchWorker } from './util.js'
 
 const PROCESSES = 4
 const CHILD = fileURLToPath(new URL('./throughput-worker.ts', import.meta.url))
@@ -120,9 +120,7 @@ async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number
       concurrency,
       autorun: false,
     })
-    worker.on('completed', done.one)
-    worker.on('failed', (_job, err) => done.fail(err))
-    worker.on('error', done.fail)
+    watchWorker(worker, done.one, done.fail)
     await worker.waitUntilReady()
     try {
       return await measure(ctx.redis.meter, jobs, async () => {
@@ -139,9 +137,7 @@ async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number
   try {
     return await measure(ctx.redis.meter, jobs, async () => {
       worker = new Worker(queue, async () => null, { connection: client, prefix: EMQ_PREFIX, concurrency })
-      worker.on('completed', done.one)
-      worker.on('failed', (_job, err) => done.fail(err))
-      worker.on('error', done.fail)
+      watchWorker(worker, done.one, done.fail)
       await done.promise
       return undefined
     })

@@ -1,4 +1,7 @@
 /** Small shared helpers: the benchmark context, sleeping, medians and spreads, alternating runs, timing. */
+import type { EventEmitter } from 'node:events'
+import type { Worker as BullWorker } from 'bullmq'
+import type { Worker } from '../lib/index.js'
 import type { BenchRedis } from './redis.js'
 
 export interface Ctx {
@@ -106,6 +109,15 @@ export function completion(total: number, what: string, timeoutMs = 180_000) {
     },
     fail: (err: unknown) => reject(err instanceof Error ? err : new Error(String(err))),
   }
+}
+
+/** Passes each job the worker (either side's) completes to `onCompleted`; a failed job or an error to `onFailure`. */
+export function watchWorker(worker: Worker | BullWorker, onCompleted: () => void, onFailure: (err: unknown) => void): void {
+  // Both are EventEmitters; BullMQ's typed `on` and EchoMQ's plain one do not unify.
+  const events = worker as unknown as EventEmitter
+  events.on('completed', onCompleted)
+  events.on('failed', (_job: unknown, err: unknown) => onFailure(err))
+  events.on('error', onFailure)
 }
 
 /** A job's data of exactly `bytes` bytes as JSON. */

@@ -46,16 +46,6 @@ function isClient(value: unknown): value is RedisClient {
   return value instanceof Redis || value instanceof Cluster
 }
 
-/** Where a connection goes, for messages: the URL with its password masked, or "the given client". */
-export function describeConnection(connection: unknown): string {
-  if (isClient(connection)) return 'the given client'
-  try {
-    return `Redis at ${redactUrl(resolveUrl(connection))}`
-  } catch {
-    return 'Redis'
-  }
-}
-
 export function resolveUrl(connection: unknown): string {
   if (connection === undefined) return process.env.REDIS_URL || REDIS_URL_DEFAULT
   if (typeof connection === 'string') return connection
@@ -185,14 +175,14 @@ export function resilient(reconnectsPerCommand = RECONNECTS_PER_COMMAND, command
 /** How long QUIT may wait for the replies before it (a stalled link) before the socket is just closed. */
 const QUIT_TIMEOUT_MS = 2_000
 
-export async function closeConnection(conn: Connection, quitTimeoutMs = QUIT_TIMEOUT_MS): Promise<void> {
+export async function closeConnection(conn: Connection): Promise<void> {
   if (!conn.owned) return
   // QUIT on a connection that is not up would wait for a reconnect that may never come.
   if (conn.client.status !== 'ready') return conn.client.disconnect()
   let timer: NodeJS.Timeout | undefined
   try {
     const stalled = new Promise<'stalled'>((resolve) => {
-      timer = setTimeout(() => resolve('stalled'), quitTimeoutMs)
+      timer = setTimeout(() => resolve('stalled'), QUIT_TIMEOUT_MS)
     })
     if ((await Promise.race([conn.client.quit(), stalled])) === 'stalled') conn.client.disconnect()
   } catch {

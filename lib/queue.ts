@@ -14,11 +14,12 @@ import * as commands from './commands.js'
 import {
   type Connection,
   closeConnection,
-  describeConnection,
   lastConnectionError,
   openConnection,
   type RedisClient,
+  redactUrl,
   resilient,
+  resolveUrl,
 } from './connection.js'
 import { EchoMQError, redisError } from './errors.js'
 import { JOB_STATES, type Job, type JobState, jobFromHash } from './job.js'
@@ -59,8 +60,8 @@ export class Queue<Data = unknown> {
   private readonly conn: Connection
   private readonly register: () => Promise<unknown>
   private closing: Promise<void> | undefined
-  /** Where the connection goes (password masked), named in connection errors. */
-  private readonly where: string
+  /** Where a connection EchoMQ opened goes (password masked), named in its connection errors. */
+  private readonly where: string | undefined
   /** Calls waiting on Redis: close() fails them, as a connection closed while reconnecting never answers. */
   private readonly waiting = new Set<() => void>()
 
@@ -70,7 +71,7 @@ export class Queue<Data = unknown> {
     this.settings = settings
     this.keys = queueKeys(settings.prefix, this.name)
     this.conn = openConnection(connection, { redisOptions: resilient(undefined, COMMAND_TIMEOUT_MS) })
-    this.where = describeConnection(connection)
+    this.where = this.conn.owned ? `Redis at ${redactUrl(resolveUrl(connection))}` : undefined
     this.register = registration(this.conn.client, settings.prefix, this.name, () => performance.now())
     void this.register()
   }
@@ -224,8 +225,8 @@ export class Queue<Data = unknown> {
     try {
       return await Promise.race([fn(), closed])
     } catch (err) {
-      const failure = redisError(this.name, what, err, this.conn.owned ? lastConnectionError(this.client) : undefined)
-      if (failure.code === 'ERR_CONNECTION' && this.conn.owned) failure.message += ` (${this.where})`
+      const failure = redisError(this.name, what, err, lastConnectionError(this.client))
+      if (failure.code === 'ERR_CONNECTION' && this.where) failure.message += ` (${this.where})`
       throw failure
     } finally {
       this.waiting.delete(fail)

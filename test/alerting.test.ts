@@ -9,6 +9,7 @@ import { createHandler } from '../functions/sweep.js'
 import { Queue, Worker } from '../lib/index.js'
 import { METRIC_NAMES } from '../lib/metrics.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
+import { stubLocalAws } from './helpers/local-aws.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
@@ -20,10 +21,7 @@ const context = { getRemainingTimeInMillis: () => 50_000 }
 
 beforeAll(async () => {
   endpoint = await startCloudWatchEndpoint()
-  vi.stubEnv('AWS_ENDPOINT_URL_CLOUDWATCH', endpoint.url)
-  vi.stubEnv('AWS_REGION', 'eu-west-1')
-  vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIATEST')
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test')
+  stubLocalAws({ AWS_ENDPOINT_URL_CLOUDWATCH: endpoint.url })
 })
 afterAll(async () => {
   vi.unstubAllEnvs()

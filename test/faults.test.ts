@@ -15,9 +15,10 @@ import { createReaper } from '../lib/reaper.js'
 import { reaperConfig } from '../lib/reaper-config.js'
 import { REGISTRATION_REFRESH_MS, registration } from '../lib/registry.js'
 import { startDurableRedis } from './chaos/durable-redis.js'
+import { startBlackhole } from './helpers/cloudwatch-endpoint.js'
 import { ManualClock } from './helpers/manual-clock.js'
 import { crashedJobs } from './helpers/queue-state.js'
-import { useRedis } from './helpers/redis-server.js'
+import { freePort, useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
@@ -138,17 +139,8 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
 })
 
 describe('Redis unreachable from a Queue or a Worker', () => {
-  /** A port nothing listens on: connections are refused at once. */
-  async function closedPort(): Promise<number> {
-    const server = (await import('node:net')).createServer()
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    const { port } = server.address() as { port: number }
-    await new Promise((resolve) => server.close(resolve))
-    return port
-  }
-
   it("add() fails after a few reconnects (not ioredis's 20) with ERR_CONNECTION naming the refused address", async () => {
-    const port = await closedPort()
+    const port = await freePort()
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${port}` })
     closing.push(() => queue.close())
     const err = await queue.add('job', {}).catch((e: unknown) => e)
@@ -157,16 +149,12 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('a Redis that accepts connections but never answers: a Queue call fails with ERR_CONNECTION naming where, every time', async () => {
-    const net = await import('node:net')
-    const sockets = new Set<import('node:net').Socket>()
-    const silent = net.createServer((socket) => void sockets.add(socket)) // accepts, answers nothing
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
-    const { port } = silent.address() as { port: number }
+    const silent = await startBlackhole()
+    const { port } = new URL(silent.url)
     const queue = new Queue('q', { connection: `redis://u:secret@127.0.0.1:${port}` })
     closing.push(async () => {
       await queue.close()
-      for (const socket of sockets) socket.destroy()
-      await new Promise((resolve) => silent.close(resolve))
+      await silent.close()
     })
     for (const call of [() => queue.add('job', {}), () => queue.counts()]) {
       const err = await call().catch((e: unknown) => e)
@@ -177,7 +165,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   }, 20_000)
 
   it('close() fails the calls still waiting for Redis with ERR_CLOSED instead of leaving them unsettled', async () => {
-    const queue = new Queue('q', { connection: `redis://127.0.0.1:${await closedPort()}` })
+    const queue = new Queue('q', { connection: `redis://127.0.0.1:${await freePort()}` })
     const pending = queue.add('job', {}).catch((e: unknown) => e)
     const counting = queue.counts().catch((e: unknown) => e)
     // Closed while reconnecting: ioredis then stops retrying and never answers the calls it holds.
@@ -188,7 +176,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('a Worker reports the outage at once and keeps trying; close() with no job running does not wait out closeTimeout', async () => {
-    const port = await closedPort()
+    const port = await freePort()
     const worker = new Worker('q', async () => 'done', { connection: `redis://127.0.0.1:${port}`, closeTimeout: 60_000 })
     const [err] = await nextEvent<[Error]>(worker, 'error')
     expect(err).toMatchObject({ code: 'ERR_CONNECTION' })

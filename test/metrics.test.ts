@@ -17,6 +17,7 @@ import {
   totals,
 } from '../lib/metrics.js'
 import { CLOUDWATCH_REQUEST_ID, type CloudWatchEndpoint, startBlackhole, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
+import { stubLocalAws } from './helpers/local-aws.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
 
@@ -244,9 +245,7 @@ describe('the real client at a local endpoint', () => {
   let endpoint: CloudWatchEndpoint
   beforeAll(async () => {
     endpoint = await startCloudWatchEndpoint()
-    vi.stubEnv('AWS_REGION', 'eu-west-1')
-    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIATEST')
-    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test')
+    stubLocalAws()
   })
   afterAll(async () => {
     vi.unstubAllEnvs()
@@ -303,10 +302,7 @@ describe('the handler publishes what its sweeps did', () => {
   beforeAll(async () => {
     redis = await startRedis()
     endpoint = await startCloudWatchEndpoint()
-    vi.stubEnv('AWS_ENDPOINT_URL_CLOUDWATCH', endpoint.url)
-    vi.stubEnv('AWS_REGION', 'eu-west-1')
-    vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIATEST')
-    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test')
+    stubLocalAws({ AWS_ENDPOINT_URL_CLOUDWATCH: endpoint.url })
   })
   beforeEach(async () => {
     await redis.client.flushall()

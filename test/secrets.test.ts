@@ -13,6 +13,7 @@ import { Queue } from '../lib/index.js'
 import { reaperConfig } from '../lib/reaper-config.js'
 import { readSecret } from '../lib/secrets.js'
 import { startBlackhole } from './helpers/cloudwatch-endpoint.js'
+import { stubLocalAws } from './helpers/local-aws.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { SSM_REQUEST_ID, type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
@@ -35,10 +36,7 @@ const aclUrl = (password = PASSWORD) => `redis://reaper:${password}@127.0.0.1:${
 
 beforeAll(async () => {
   ssm = await startSsmEndpoint()
-  vi.stubEnv('AWS_ENDPOINT_URL_SSM', ssm.url)
-  vi.stubEnv('AWS_REGION', 'eu-west-1')
-  vi.stubEnv('AWS_ACCESS_KEY_ID', 'AKIATEST')
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'test')
+  stubLocalAws({ AWS_ENDPOINT_URL_SSM: ssm.url })
 })
 afterAll(async () => {
   vi.unstubAllEnvs()

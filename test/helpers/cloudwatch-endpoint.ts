@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http'
 import { createServer as createTcpServer, type Socket } from 'node:net'
+import { listenLocally } from './local-aws.js'
 
 export interface CapturedPut {
   target: string | undefined
@@ -36,31 +37,26 @@ export async function startCloudWatchEndpoint(): Promise<CloudWatchEndpoint> {
       res.end(failure ? JSON.stringify({ __type: failure.type, message: failure.message }) : '{}')
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  const port = typeof address === 'object' && address ? address.port : 0
+  const { port, close } = await listenLocally(server)
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
     failWith: (error) => {
       failure = error
     },
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close,
   }
 }
 
 /** A TCP endpoint that accepts and never answers. */
 export async function startBlackhole(): Promise<{ url: string; close(): Promise<void> }> {
   const sockets: Socket[] = []
-  const server = createTcpServer((s) => void sockets.push(s))
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  const port = typeof address === 'object' && address ? address.port : 0
+  const { port, close } = await listenLocally(createTcpServer((s) => void sockets.push(s)))
   return {
     url: `http://127.0.0.1:${port}`,
     close: async () => {
       for (const s of sockets) s.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await close()
     },
   }
 }

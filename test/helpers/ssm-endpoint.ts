@@ -4,6 +4,7 @@
  * request id; `failWith` makes every call fail with a given AWS error.
  */
 import { createServer, type Server } from 'node:http'
+import { listenLocally } from './local-aws.js'
 
 export interface SsmParameter {
   value: string
@@ -43,9 +44,7 @@ export async function startSsmEndpoint(parameters: Record<string, SsmParameter> 
       return reply(res, 200, { Parameter: { Name: body.Name, Type: type, Value: parameter.value, Version: 1, DataType: 'text' } })
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  const port = typeof address === 'object' && address ? address.port : 0
+  const { port, close } = await listenLocally(server)
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
@@ -53,6 +52,6 @@ export async function startSsmEndpoint(parameters: Record<string, SsmParameter> 
     failWith: (error) => {
       failure = error
     },
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close,
   }
 }
