@@ -6,6 +6,7 @@
  */
 import { type Lease, readCandidates, take } from '../lib/commands.js'
 import type { RedisClient } from '../lib/connection.js'
+import type { Retention } from '../lib/job-options.js'
 import { queueKeys } from '../lib/keys.js'
 import { PREFIX_DEFAULT } from '../lib/options.js'
 import { Queue } from '../lib/queue.js'
@@ -28,11 +29,12 @@ export async function addJobs(
   client: RedisClient,
   queue: string,
   ids: string[],
-  { prefix = PREFIX_DEFAULT, attempts = 3 } = {},
+  { prefix = PREFIX_DEFAULT, attempts = 3, removeOnFail }: { prefix?: string; attempts?: number; removeOnFail?: Retention } = {},
 ): Promise<void> {
   const q = new Queue(queue, { connection: client, prefix })
+  const options = { attempts, ...(removeOnFail === undefined ? {} : { removeOnFail }) }
   for (let i = 0; i < ids.length; i += BATCH) {
-    await Promise.all(ids.slice(i, i + BATCH).map((id, j) => q.add('job', { i: i + j }, { attempts, jobId: id })))
+    await Promise.all(ids.slice(i, i + BATCH).map((id, j) => q.add('job', { i: i + j }, { ...options, jobId: id })))
   }
   await q.close()
 }
@@ -60,11 +62,17 @@ export async function buildCrashedState(
   client: RedisClient,
   queue: string,
   n: number,
-  { leaseMs = 1, attempts = 3, prefix = PREFIX_DEFAULT, idPrefix = 'j' } = {},
+  {
+    leaseMs = 1,
+    attempts = 3,
+    prefix = PREFIX_DEFAULT,
+    idPrefix = 'j',
+    removeOnFail,
+  }: { leaseMs?: number; attempts?: number; prefix?: string; idPrefix?: string; removeOnFail?: Retention } = {},
 ): Promise<string[]> {
   const keys = queueKeys(prefix, queue)
   const ids = Array.from({ length: n }, (_, i) => `${idPrefix}${i}`)
-  await addJobs(client, queue, ids, { prefix, attempts })
+  await addJobs(client, queue, ids, { prefix, attempts, ...(removeOnFail === undefined ? {} : { removeOnFail }) })
   await holdJobs(client, queue, n, { prefix, leaseMs })
   const deadline = performance.now() + leaseMs + 5_000
   for (let i = 0; i < n; i += BATCH) {

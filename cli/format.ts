@@ -49,9 +49,9 @@ export async function withSpinner<T>(message: string, enabled: boolean, fn: (s: 
 
 /** "10s", "500ms", "2m" or a plain number of ms. */
 export function parseDuration(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim())
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim())
   if (!m?.[1]) return undefined
-  const factor = m[2] === 's' ? 1000 : m[2] === 'm' ? 60_000 : 1
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] ?? 'ms'] ?? 1
   const ms = Math.round(Number(m[1]) * factor)
   return ms > 0 ? ms : undefined
 }

@@ -5,6 +5,7 @@
  * 1 failure (Redis unreachable, no such queue or job, a job in the wrong state), 2 bad usage or input.
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { clearLongTimeout, longTimeout } from '../lib/clock.js'
 import {
   failFast,
   lastConnectionError,
@@ -325,9 +326,10 @@ and then exits 1 if any run failed.
         for (let n = 0; n < times && !stop; n++) {
           if (n > 0) {
             await new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, every)
+              // Any length: a plain setTimeout over 24.8 days fires at once (sweeps back to back).
+              const timer = longTimeout(resolve, every as number)
               wakeUp = () => {
-                clearTimeout(timer)
+                clearLongTimeout(timer)
                 resolve()
               }
             })

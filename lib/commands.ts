@@ -16,8 +16,9 @@ export { loadScript, setScriptWrapper } from './scripts.js'
 /** Every script file, by the command that runs it. */
 export const SCRIPT_FILES = {
   add: 'add-4.lua',
-  take: 'take-4.lua',
+  take: 'take-5.lua',
   unreserve: 'unreserve-3.lua',
+  requeue: 'requeue-3.lua',
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
   finish: 'finish-11.lua',
@@ -146,7 +147,20 @@ export interface Taker {
   workerName: string
 }
 
-export interface TakeResult {
+/** When the earliest delayed job falls due, by Redis's clock: what a busy worker's promoter waits for. */
+export interface NextDue {
+  /** ms until it is due (0: due now), undefined when no job is delayed. */
+  nextDueInMs: number | undefined
+  /** Its due time (ms, Redis's clock). */
+  nextDueAt: number | undefined
+}
+
+const nextDue = (inMs: number, at: number): NextDue => ({
+  nextDueInMs: inMs < 0 ? undefined : inMs,
+  nextDueAt: at < 0 ? undefined : at,
+})
+
+export interface TakeResult extends NextDue {
   taken: Taken[]
   /** Candidates left where they were (reserved, or in `wait`) because the reply was full (TAKE_MAX_BYTES). */
   left: string[]
@@ -157,13 +171,18 @@ export interface TakeResult {
  * `reserved`, ids this worker reserved (a finish's `reserve`).
  */
 export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, ids: string[], reserved = false): Promise<TakeResult> {
-  const [taken, left] = (await evalScript(
+  const [taken, left, dueIn, dueAt] = (await evalScript(
     client,
     SCRIPT_FILES.take,
-    [keys.wait, keys.active, keys.marker, keys.reserved, ...jobKeyPairs(keys, ids)],
+    [keys.wait, keys.active, keys.marker, keys.reserved, keys.delayed, ...jobKeyPairs(keys, ids)],
     [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, reserved ? 'r' : 'w', ...ids],
-  )) as [TakenReply, string[]]
-  return { taken: toTaken(taken, taker.workerName), left }
+  )) as [TakenReply, string[], number, number]
+  return { taken: toTaken(taken, taker.workerName), left, ...nextDue(dueIn, dueAt) }
+}
+
+/** Returns up to `n` reservations past their expiry (a dead worker's) to the front of `wait`; resolves to how many. */
+export async function requeueExpired(client: RedisClient, keys: QueueKeys, n: number): Promise<number> {
+  return (await evalScript(client, SCRIPT_FILES.requeue, [keys.reserved, keys.wait, keys.marker], [n])) as number
 }
 
 /** Returns ids this worker reserved and will not take to the front of `wait`; resolves to how many went back. */
@@ -238,7 +257,7 @@ export type FinishAction = 'complete' | 'fail' | 'release'
 /** A finished set past its retention plus slack: the caller runs `trim` on it. */
 export type FinishedSet = 'completed' | 'failed'
 
-export interface FinishResult {
+export interface FinishResult extends NextDue {
   /** `lost`: the run no longer owned the job; nothing changed. */
   status: 'ok' | 'lost'
   state: JobState | 'missing'
@@ -319,8 +338,8 @@ export async function finish(
       next.peek,
       ...next.candidates,
     ],
-  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[]]
-  const [status, state, taken, reserved, peeked, trim, left] = reply
+  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[], number, number]
+  const [status, state, taken, reserved, peeked, trim, left, dueIn, dueAt] = reply
   return {
     status,
     state,
@@ -329,6 +348,7 @@ export async function finish(
     reserved,
     peeked: peeked.reverse(),
     trim: trim === '' ? undefined : trim,
+    ...nextDue(dueIn, dueAt),
   }
 }
 
@@ -371,9 +391,12 @@ export interface Probe {
   trim: Record<FinishedSet, string[]>
   /** The id next in line in `wait`. */
   head: string | undefined
-  /** Expired reservations (a dead worker's) sent back to `wait`. */
+  /** Expired reservations (a dead worker's) sent back to `wait`; when PROBE_REQUEUE_MAX, more may be left. */
   unreserved: number
 }
+
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-9.lua). */
+export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
 type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number]
 
@@ -430,12 +453,8 @@ export async function sweepStep(client: RedisClient, keys: QueueKeys, { graceMs,
   return { marked, recovered, failed, left, done: done === 1, trimFailed: trim === 1 }
 }
 
-export interface Promoted {
+export interface Promoted extends NextDue {
   promoted: string[]
-  /** ms until the next delayed job is due (by Redis's clock), undefined when none is left. */
-  nextDueInMs: number | undefined
-  /** When the next delayed job is due (ms, Redis's clock). */
-  nextDueAt: number | undefined
 }
 
 /**
@@ -449,7 +468,7 @@ export async function promote(client: RedisClient, keys: QueueKeys, ids: string[
     [keys.delayed, keys.wait, keys.marker, ...ids.map((id) => keys.job(id))],
     [rearm ? 1 : 0, ...ids],
   )) as [string[], number, number]
-  return { promoted, nextDueInMs: inMs < 0 ? undefined : inMs, nextDueAt: at < 0 ? undefined : at }
+  return { promoted, ...nextDue(inMs, at) }
 }
 
 /** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
@@ -470,19 +489,21 @@ export async function trim(
 
 /**
  * Sends failed jobs back to `wait` with a fresh attempts budget. `strict`: every id must be failed, else
- * nothing changes and the first other id is returned as `notFailed`, with its state.
+ * nothing changes and the first other id is returned as `notFailed`, with its state. `maxScore`: only
+ * jobs that failed no later than this (their score in `failed`) move.
  */
 export async function retry(
   client: RedisClient,
   keys: QueueKeys,
   ids: string[],
   strict: boolean,
+  maxScore = Number.POSITIVE_INFINITY,
 ): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined }> {
   const [status, result, state] = (await evalScript(
     client,
     SCRIPT_FILES.retry,
     [keys.failed, keys.wait, keys.marker, ...ids.map((id) => keys.job(id))],
-    [strict ? 'strict' : 'any', ...ids],
+    [strict ? 'strict' : 'any', Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
   )) as ['ok', string[], undefined] | ['not-failed', string, JobState | 'missing']
   return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
 }

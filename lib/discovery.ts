@@ -5,13 +5,16 @@
  * jobs are in flight), on every master of a cluster, for at most `budgetMs` a call, continuing where the
  * last call stopped. It runs whenever the registry is empty, and every DISCOVERY_INTERVAL_MS (an hour)
  * for a registry that lost only some queues; a full pass over a large keyspace may span several runs.
+ * The hour is kept in Redis (`<prefix>:discovered`, a key that expires an hour after a pass ended), so
+ * reapers whose containers live less than an hour still scan hourly: a cold one reads how long the key
+ * has left (one PTTL), a warm one counts down from it.
  * Queues found are registered again, so the next runs see them in the registry. (A queue with a live
  * Queue or Worker is registered again by them within a minute; discovery is for jobs whose workers died
  * with the registry.)
  */
 import { Cluster } from 'ioredis'
 import type { RedisClient } from './connection.js'
-import { activeKeyPattern, queueOfActiveKey } from './keys.js'
+import { activeKeyPattern, discoveryKey, queueOfActiveKey } from './keys.js'
 import { isQueueName } from './options.js'
 import { registerQueue } from './registry.js'
 
@@ -22,20 +25,25 @@ const SCAN_COUNT = 1_000
 export class Discovery {
   /** Cursor per node of the pass in progress; undefined when no pass is in progress. */
   private cursors: Map<string, string> | undefined
-  private due: number
+  /** When the next pass is due (monotonic ms); undefined until read from Redis. */
+  private due: number | undefined
 
   constructor(
     private readonly prefix: string,
     private readonly now: () => number = () => performance.now(),
     private readonly budgetMs = DISCOVERY_BUDGET_MS,
-  ) {
-    this.due = now() + DISCOVERY_INTERVAL_MS
-  }
+  ) {}
 
   /** Queues with jobs in flight that `registered` lacks (now registered again); [] when not due. */
   async missing(client: RedisClient, registered: readonly string[]): Promise<string[]> {
     const start = this.now()
-    if (!this.cursors && registered.length > 0 && start < this.due) return []
+    if (!this.cursors && registered.length > 0) {
+      // How long ago any reaper last finished a pass: the key lives DISCOVERY_INTERVAL_MS after it.
+      // Due here: another reaper may have scanned since, so ask again (one PTTL an hour).
+      if (this.due !== undefined && start >= this.due) this.due = undefined
+      this.due ??= start + Math.max(0, await client.pttl(discoveryKey(this.prefix)))
+      if (start < this.due) return []
+    }
     const nodes = client instanceof Cluster ? client.nodes('master') : [client]
     this.cursors ??= new Map(nodes.map((_, i) => [String(i), '0']))
     const known = new Set(registered)
@@ -56,6 +64,7 @@ export class Discovery {
     if (this.cursors.size === 0) {
       this.cursors = undefined
       this.due = this.now() + DISCOVERY_INTERVAL_MS
+      await client.set(discoveryKey(this.prefix), '1', 'PX', DISCOVERY_INTERVAL_MS)
     }
     for (const queue of found) await registerQueue(client, this.prefix, queue)
     return [...found].sort()

@@ -17,6 +17,8 @@
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
+ *   <prefix>:discovered     STRING set for DISCOVERY_INTERVAL_MS when a reaper's discovery finished a pass:
+ *                                  while it lives, no reaper (cold or warm) scans again
  */
 /** The queue's own keys; a job id may not take one of these names. */
 export const QUEUE_KEY_NAMES = ['wait', 'active', 'stalled', 'delayed', 'completed', 'failed', 'marker', 'meta', 'reserved'] as const
@@ -54,6 +56,10 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
 
 export function registryKey(prefix: string): string {
   return `${prefix}:queues`
+}
+
+export function discoveryKey(prefix: string): string {
+  return `${prefix}:discovered`
 }
 
 /** A SCAN pattern matching the lease index of every queue under `prefix` (queues with jobs in flight). */

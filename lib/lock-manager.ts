@@ -9,8 +9,9 @@
  * counted from when the renewal that set it was sent, has passed: the job is aborted before a sweep can
  * recover it elsewhere.
  */
+
+import type { Clock } from './clock.js'
 import type { Lease, LeaseStatus, Renewal } from './commands.js'
-import type { Clock } from './options.js'
 
 export const LEASE_BATCH_SIZE_DEFAULT = 500
 

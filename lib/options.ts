@@ -6,11 +6,13 @@
  * Validation happens before any Redis call.
  */
 import { hostname } from 'node:os'
+import { type Clock, systemClock } from './clock.js'
 import defaults from './defaults.json' with { type: 'json' }
 import { JOB_DEFAULTS, type JobSettings, jobSettings } from './job-options.js'
 import { QUEUE_KEY_NAMES } from './keys.js'
 import { checkInteger, checkKnown, describe, fail, LONE_SURROGATE, opt, RANGES } from './validate.js'
 
+export { type Clock, systemClock } from './clock.js'
 export { RANGES, type Range } from './validate.js'
 
 export const DEFAULTS = defaults
@@ -83,19 +85,6 @@ export function validatePrefix(prefix: unknown): string {
 }
 
 export const setting = (name: keyof typeof RANGES) => (value: unknown) => checkInteger(name, value, RANGES[name])
-
-export interface Clock {
-  now(): number
-  setTimeout(fn: () => void, ms: number): unknown
-  clearTimeout(handle: unknown): void
-}
-
-export const systemClock: Clock = {
-  // Monotonic: a wall-clock step (NTP) must not move a lease deadline or the close deadline.
-  now: () => performance.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-}
 
 function clock(value: unknown): Clock {
   const c = value as Partial<Clock> | null

@@ -1,20 +1,24 @@
 /**
- * Promoter: a worker's share of delayed jobs. The marker's 'd' member carries the earliest due time; an
- * idle worker that pops it promotes what is due (lua/promote-3.lua) and keeps a timer for the next due
- * time, so a delayed job (or a retry in backoff) starts within a few ms of its due time without polling.
- * The promotion's marker ('0') wakes an idle worker to take the job. A closing worker hands its timer's
- * duty back to the marker for another worker; a crashed one leaves it to the sweep, which promotes due
- * jobs and re-arms the marker.
+ * Promoter: a worker's share of delayed jobs. It keeps one timer for the earliest due time it knows of
+ * and, when it fires, promotes what is due (lua/promote-3.lua), so a delayed job (or a retry in backoff)
+ * joins `wait` within a few ms of its due time without polling, however long `wait` is. It learns the
+ * due time from the calls the worker makes anyway: an idle worker pops the marker's 'd' member, a busy
+ * one reads it from each take and finish reply (lua/includes/nextDue.lua). The promotion's marker ('0')
+ * wakes an idle worker to take the job. A closing worker hands its timer's duty back to the marker for
+ * another worker; a crashed one leaves it to the other workers and the sweep, which promotes due jobs
+ * and re-arms the marker. A timer of any length is exact (a job delayed a year; see clock.ts).
  */
-import { promote } from './commands.js'
+import type { Clock } from './clock.js'
+import { type NextDue, promote } from './commands.js'
 import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
-import type { Clock } from './options.js'
 
 /** Delayed jobs read per promote call. */
 const PROMOTE_BATCH = 100
-/** After a failed promotion, the next try. */
+/** After a failed promotion, the next try; due times learnt meanwhile wait for it. */
 const RETRY_MS = 1_000
+/** A due time learnt again within this of the timer's (the Redis and local clocks tick apart) keeps the timer. */
+const SAME_DUE_MS = 5
 
 export class Promoter {
   private timer: unknown
@@ -22,6 +26,10 @@ export class Promoter {
   private firesAt = Number.POSITIVE_INFINITY
   /** The due time the timer waits for (Redis's clock), to hand back on close. */
   private dueAt: number | undefined
+  /** A promotion is running: its reply sets the next timer. */
+  private promoting = false
+  /** After a failure, no promotion before this (monotonic ms). */
+  private retryAt = Number.NEGATIVE_INFINITY
   private closed = false
 
   constructor(
@@ -33,12 +41,23 @@ export class Promoter {
 
   /** Promotes every delayed job that is due, and waits for the next one. */
   async promoteDue(): Promise<void> {
-    for (;;) {
-      const ids = await this.client.zrange(this.keys.delayed, '0', String(PROMOTE_BATCH - 1))
-      if (ids.length === 0) return
-      const { promoted, nextDueInMs, nextDueAt } = await promote(this.client, this.keys, ids, false)
-      if (promoted.length < ids.length) return this.schedule(nextDueInMs, nextDueAt)
+    this.promoting = true
+    try {
+      for (;;) {
+        const ids = await this.client.zrange(this.keys.delayed, '0', String(PROMOTE_BATCH - 1))
+        if (ids.length === 0) return
+        const step = await promote(this.client, this.keys, ids, false)
+        if (step.promoted.length < ids.length) return this.schedule(step)
+      }
+    } finally {
+      this.promoting = false
     }
+  }
+
+  /** A take or finish reply said when the earliest delayed job is due. */
+  learn(due: NextDue): void {
+    if (this.promoting || this.clock.now() < this.retryAt) return
+    this.schedule(due)
   }
 
   /** Stops the timer; another idle worker inherits the due time it was waiting for. */
@@ -48,12 +67,16 @@ export class Promoter {
     if (this.dueAt !== undefined) await this.client.zadd(this.keys.marker, 'LT', String(this.dueAt), 'd')
   }
 
-  private schedule(inMs: number | undefined, dueAt: number | undefined): void {
-    if (inMs === undefined || this.closed) return
-    const firesAt = this.clock.now() + inMs
-    if (firesAt >= this.firesAt) return
+  private schedule({ nextDueInMs, nextDueAt }: NextDue): void {
+    if (nextDueInMs === undefined || this.closed) return
+    const firesAt = this.clock.now() + nextDueInMs
+    if (firesAt >= this.firesAt - SAME_DUE_MS) return
+    this.arm(nextDueInMs, nextDueAt)
+  }
+
+  private arm(inMs: number, dueAt: number | undefined): void {
     this.clear()
-    this.firesAt = firesAt
+    this.firesAt = this.clock.now() + inMs
     this.dueAt = dueAt
     this.timer = this.clock.setTimeout(() => void this.fire(), inMs)
   }
@@ -66,7 +89,8 @@ export class Promoter {
       await this.promoteDue()
     } catch (err) {
       this.report(err)
-      this.schedule(RETRY_MS, undefined)
+      this.retryAt = this.clock.now() + RETRY_MS
+      if (!this.closed) this.arm(RETRY_MS, undefined)
     }
   }
 

@@ -160,17 +160,28 @@ export class Queue<Data = unknown> {
       return moved
     }
     const limit = opt(o.limit, Number.POSITIVE_INFINITY, (v) => checkInteger('limit', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
-    const moved: string[] = []
-    while (moved.length < limit) {
-      const n = Math.min(RETRY_BATCH, limit - moved.length)
+    // Only the jobs failed when the call began, each once: with workers failing them again meanwhile (the
+    // downstream is still down), re-reading `failed` from its start would send them back over and over.
+    const newest = await this.call('retry failed jobs of queue', () => this.client.zrange(this.keys.failed, '-1', '-1', 'WITHSCORES'))
+    if (newest[1] === undefined) return []
+    const bound = Number(newest[1])
+    const moved = new Set<string>()
+    // Jobs this call retried that failed again within the same millisecond as `bound` are still in range:
+    // stepped over, not retried twice.
+    let skip = 0
+    while (moved.size < limit) {
+      const n = Math.min(RETRY_BATCH, limit - moved.size)
       const batch = await this.call('retry failed jobs of queue', async () => {
-        const ids = await this.client.zrange(this.keys.failed, '0', String(n - 1))
-        return ids.length === 0 ? undefined : (await commands.retry(this.client, this.keys, ids, false)).moved
+        const read = await this.client.zrangebyscore(this.keys.failed, '-inf', String(bound), 'LIMIT', skip, n)
+        const ids = read.filter((id) => !moved.has(id))
+        skip += read.length - ids.length
+        if (read.length === 0) return undefined
+        return ids.length === 0 ? [] : (await commands.retry(this.client, this.keys, ids, false, bound)).moved
       })
       if (batch === undefined) break
-      moved.push(...batch)
+      for (const id of batch) moved.add(id)
     }
-    return moved
+    return [...moved]
   }
 
   /** Removes a job that is not in flight (ERR_JOB_ACTIVE if it is); resolves to whether there was one. */

@@ -14,6 +14,7 @@
  *   - an audit of `audit` in-flight jobs picked at random, whatever their deadline, so a lease key
  *     deleted by hand or evicted (run Redis with `maxmemory-policy noeviction`) is found before its
  *     recorded deadline;
+ *   - expired reservations (a dead worker's next jobs) go back to the front of `wait`;
  *   - delayed jobs that are due move to `wait`;
  *   - `completed` and `failed` are trimmed exactly to their retention.
  *
@@ -21,7 +22,7 @@
  * jobs per pass; 0 turns the audit off).
  */
 import { randomInt } from 'node:crypto'
-import { type FinishedSet, type Probe, probe, promote, type QueueCounts, sweepStep } from './commands.js'
+import { type FinishedSet, type Probe, probe, probeRequeueMax, promote, type QueueCounts, requeueExpired, sweepStep } from './commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './connection.js'
 import { redisError } from './errors.js'
 import { type QueueKeys, queueKeys } from './keys.js'
@@ -77,6 +78,9 @@ export async function sweepQueue(
   { takeFailures = false }: { takeFailures?: boolean } = {},
 ): Promise<QueuePass> {
   const found = await probe(client, keys, { limit, audit, auditAt: randomInt(1_000_000) / 1_000_000, takeFailures })
+  // A crash of a busy fleet leaves more expired reservations than the probe returns: all go back now.
+  const share = probeRequeueMax(limit)
+  for (let n = found.unreserved; n === share; ) n = await requeueExpired(client, keys, share)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
   const trims = new Set<FinishedSet>()
   const step = async (ids: string[], mode: 'deadline' | 'audit') => {
@@ -97,10 +101,14 @@ export async function sweepQueue(
     ids = await client.zrangebyscore(keys.active, '-inf', found.now, 'LIMIT', offset, limit)
   }
   if (found.audit.length > 0) await step(found.audit, 'audit')
+  // Jobs this pass failed may take `failed` past its limits (the probe looked before): trim it exactly too.
+  if (result.failed.length > 0) trims.add('failed')
   const promoted = await promoteAll(client, keys, found, limit)
   const trimmed = { completed: 0, failed: 0 }
   for (const set of ['completed', 'failed'] as const) {
-    if (found.trim[set].length > 0 || trims.has(set)) trimmed[set] = (await trimFinished(client, keys, set, found.trim[set])).length
+    const first = found.trim[set]
+    if (first.length > 0 || trims.has(set))
+      trimmed[set] = (await trimFinished(client, keys, set, first.length > 0 ? first : undefined)).length
   }
   // The probe's counts, moved on by what this pass did.
   const c = found.counts

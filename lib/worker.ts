@@ -5,7 +5,7 @@
  * it; the LockManager renews every lease on one timer; completing or failing succeeds only while the run
  * still owns the job, so a worker whose job was recovered (or re-taken elsewhere) cannot finish it. An
  * idle worker blocks on the queue's marker key (BZPOPMIN, 60 s), so it does not poll; a due time in the
- * marker hands it delayed jobs to promote (promoter.ts). A busy worker takes its next job in the same call
+ * marker, or in a take or finish reply, hands it delayed jobs to promote when due (promoter.ts). A busy worker takes its next job in the same call
  * that finishes the last one (take-ahead.ts). close() returns within closeTimeout + CLOSE_MARGIN_MS in
  * every state; a job a late reply returns after close() began goes back to `wait` unstarted.
  *
@@ -270,6 +270,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     }
     for (const t of result.taken) this.startOrGiveBack({ ...t, sentAt })
     this.takeAhead.done(candidates, result.left, result.taken.length)
+    this.promoter.learn(result)
     if (this.phase !== 'running') this.returnReserved()
     return true
   }
@@ -348,6 +349,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       const { status, state, taken, trim } = reply
       this.lastFinishAt = this.settings.clock.now()
       this.takeAhead.received(plan, reply.reserved, reply.peeked)
+      this.promoter.learn(reply)
       for (const t of taken) this.startOrGiveBack({ ...t, sentAt })
       // A finish that found the run lost took nothing: its candidates are still where they were.
       this.takeAhead.done(candidates, status === 'lost' ? candidates.ids : reply.left, taken.length)

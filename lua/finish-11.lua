@@ -1,7 +1,7 @@
 --[[
   Ends a worker's run of a job, fenced by its token: a worker that no longer owns the job (the job was
   recovered, or another worker now holds it) changes nothing. In the same call the worker takes its next
-  jobs (candidates it reserved or read earlier, re-checked as in take-4.lua) and reserves or peeks at the
+  jobs (candidates it reserved or read earlier, re-checked as in take-5.lua) and reserves or peeks at the
   ids after them, so a busy worker needs one round trip per job.
 
   KEYS[1]  job        HASH   <prefix>:{q}:<id>
@@ -34,10 +34,11 @@
   ARGV[13] how many ids to peek at from the tail of `wait`, without reserving them (0 for none)
   ARGV[14..] candidate job ids to take next, in the order of their KEYS pairs
 
-  Returns { "ok", new state, taken, reserved ids, peeked ids, set to trim, candidates left } or
-  { "lost", current state, {}, {}, {}, "", {} }; taken is { { id, token, { job fields } }, ... } as in
-  take-4.lua; the set to trim is "completed" or "failed" when it has grown past its retention plus slack
-  (the worker then runs trim-2.lua), else "".
+  Returns { "ok", new state, taken, reserved ids, peeked ids, set to trim, candidates left, ms until the
+  earliest delayed job is due, its due time } or { "lost", current state, {}, {}, {}, "", {}, -1, -1 };
+  taken is { { id, token, { job fields } }, ... } as in take-5.lua; the set to trim is "completed" or
+  "failed" when it has just grown past its retention by another `slack` jobs (the worker then runs
+  trim-2.lua, see retention.lua), else ""; the due times are -1 when no job is delayed (nextDue.lua).
 ]]
 local rcall = redis.call
 local jobKey, lockKey, stalledKey = KEYS[1], KEYS[2], KEYS[4]
@@ -57,6 +58,7 @@ local candidates = { firstKey = 12, firstArg = 14, count = #ARGV - 13, reserved 
 -- @include useAttempt
 -- @include skiplist
 -- @include takeJobs
+-- @include nextDue
 
 -- Ownership is the run's token on the job: a job holds a token only while it is in flight (every move out
 -- of `active` clears it). A lapsed lease that no sweep has recovered yet still belongs to this run; a lease
@@ -76,9 +78,9 @@ if not (job[1] == token and (holder == false or holder == token)) then
       local until_ = tostring(tonumber(job[9]) + reserveMs)
       reservedBefore = rcall('ZRANGEBYSCORE', q.reserved, until_, until_, 'LIMIT', 0, reserve)
     end
-    return { 'ok', job[5], taken, reservedBefore, {}, '', left }
+    return { 'ok', job[5], taken, reservedBefore, {}, '', left, -1, -1 }
   end
-  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {} }
+  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {}, -1, -1 }
 end
 
 local now = nowMs()
@@ -115,4 +117,5 @@ if roll < 0.0625 then
   keepSkiplist(q.reserved)
 end
 local peeked = peek > 0 and rcall('LRANGE', q.wait, -peek, -1) or {}
-return { 'ok', state, taken, reserved, peeked, trimSet, left }
+local dueIn, dueAt = nextDue(q.delayed, now)
+return { 'ok', state, taken, reserved, peeked, trimSet, left, dueIn, dueAt }

@@ -3,8 +3,10 @@
   for the steps that need per-job keys (which the caller then passes to sweep-6.lua, promote-3.lua and
   trim-2.lua). For an idle queue it is the only call. It also repairs what a dead worker leaves besides
   its leases: reservations past their expiry go back to the front of `wait` (they touch no job hash), and
-  a lost wake-up: while `wait` holds jobs the marker says so, and while jobs are delayed the marker names
-  the earliest due time, so an idle worker (even one that missed the add) wakes and takes or promotes them.
+  a lost wake-up: while `wait` holds jobs the marker says so, and when the earliest delayed job is due
+  within two minutes the marker names its due time, so an idle worker (even one that missed the add)
+  wakes and takes or promotes them. Expired reservations beyond this call's share are returned by
+  requeue-3.lua, which the sweep calls next while this one returned a full share.
 
   KEYS[1] active     ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
   KEYS[2] stalled    ZSET  <prefix>:{q}:stalled
@@ -16,7 +18,8 @@
   KEYS[8] meta       HASH  <prefix>:{q}:meta (failedNew count, retention limits)
   KEYS[9] reserved   ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
 
-  ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000)
+  ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000; see
+          requeue-3.lua for the rest)
   ARGV[2] audit window size (in-flight jobs checked whatever their deadline; 0 for none)
   ARGV[3] where the audit window starts, as a fraction of the in-flight jobs (0..1, random)
   ARGV[4] 1 to take the count of jobs that entered `failed` since it was last taken (the reaper's
@@ -30,6 +33,8 @@ local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local limit, auditSize, auditAt, takeFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
+-- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
+local REARM_HORIZON_MS = 120000
 -- @include now
 -- @include retention
 
@@ -69,7 +74,12 @@ end
 local due = {}
 if delayed > 0 then
   due = rcall('ZRANGEBYSCORE', delayedKey, '-inf', now, 'LIMIT', 0, limit)
-  rcall('ZADD', markerKey, 'LT', rcall('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')[2], 'd')
+  -- Only a due time near enough: an idle worker woken for a job due in a month would only set its timer
+  -- again, every sweep. One due soon wakes a worker in time even if the one holding the timer died.
+  local first = rcall('ZRANGE', delayedKey, 0, 0, 'WITHSCORES')[2]
+  if tonumber(first) <= now + REARM_HORIZON_MS then
+    rcall('ZADD', markerKey, 'LT', first, 'd')
+  end
 end
 
 -- The oldest finished jobs of a set past its limits (the limits in `meta`, see retention.lua).

@@ -10,7 +10,9 @@
 
   ARGV[1] "strict": every candidate must be failed (ids named by the caller), or "any": candidates no
           longer failed (retried or removed meanwhile) are skipped
-  ARGV[1 + i] job id i
+  ARGV[2] the highest score (finish time) a candidate may have, or "+inf": a job that failed again after
+          a "retry all" began is not retried by it a second time
+  ARGV[2 + i] job id i
 
   Returns { "ok", moved ids } or { "not-failed", the first id that is not in `failed`, its state or
   "missing" }.
@@ -18,21 +20,25 @@
 local rcall = redis.call
 local q = { failed = KEYS[1], wait = KEYS[2], marker = KEYS[3] }
 local strict = ARGV[1] == 'strict'
+local maxScore = ARGV[2] == '+inf' and math.huge or tonumber(ARGV[2])
+local n = #ARGV - 2
 -- @include now
 -- @include enter
 
 if strict then
-  for i = 1, #ARGV - 1 do
-    if not rcall('ZSCORE', q.failed, ARGV[1 + i]) then
-      return { 'not-failed', ARGV[1 + i], rcall('HGET', KEYS[3 + i], 'state') or 'missing' }
+  for i = 1, n do
+    if not rcall('ZSCORE', q.failed, ARGV[2 + i]) then
+      return { 'not-failed', ARGV[2 + i], rcall('HGET', KEYS[3 + i], 'state') or 'missing' }
     end
   end
 end
 local now = nowMs()
 local moved = {}
-for i = 1, #ARGV - 1 do
-  local id, jobKey = ARGV[1 + i], KEYS[3 + i]
-  if rcall('ZREM', q.failed, id) == 1 then
+for i = 1, n do
+  local id, jobKey = ARGV[2 + i], KEYS[3 + i]
+  local score = rcall('ZSCORE', q.failed, id)
+  if score and tonumber(score) <= maxScore then
+    rcall('ZREM', q.failed, id)
     local reason = rcall('HGET', jobKey, 'failedReason')
     if reason then
       rcall('HSET', jobKey, 'lastError', reason)

@@ -32,7 +32,6 @@ for i = 1, #ARGV - 1 do
   local finishedAt = rcall('ZSCORE', setKey, id)
   if finishedAt then
     if not beyond(finishedAt) then
-      rcall('HDEL', metaKey, TRIM_LEASE_FIELD)
       return { removed, 1 }
     end
     rcall('ZREM', setKey, id)
@@ -44,7 +43,4 @@ end
 -- Every candidate went: is the set within its limits now?
 local oldest = rcall('ZRANGE', setKey, 0, 0, 'WITHSCORES')[2]
 local done = not (oldest and beyond(oldest))
-if done then
-  rcall('HDEL', metaKey, TRIM_LEASE_FIELD)
-end
 return { removed, done and 1 or 0 }

@@ -1,8 +1,10 @@
 -- The wait before a retry, from a job's `backoff` field "<type>,<delay>,<maxDelay>,<jitter>" (ms, ms,
 -- ms, 0..1; maxDelay 0 for none): fixed waits `delay`; exponential waits delay * 2^(n-1) before the
 -- n-th retry, as BullMQ does. Jitter j draws the wait from [d * (1 - j), d] with `roll` (0..1, from the
--- client: a script's own random numbers are not random). Never longer than MAX_BACKOFF_MS.
-local MAX_BACKOFF_MS = 2147483647
+-- client: a script's own random numbers are not random). Never longer than MAX_BACKOFF_MS, a year: the
+-- longest delay `add` accepts (lib/job-options.ts), so an exponential backoff with no maxDelay stops
+-- growing there.
+local MAX_BACKOFF_MS = 31536000000
 local function backoffDelay(spec, retry, roll)
   if spec == false or spec == nil or spec == '' then
     return 0

@@ -14,9 +14,6 @@ local function parseKeep(text)
   return tonumber(string.sub(text, 1, sep - 1)), tonumber(string.sub(text, sep + 1))
 end
 
--- While a worker trims (a finish asked it to), the meta field holding until when (ms): no other finish asks.
-local TRIM_LEASE_FIELD, TRIM_LEASE_MS = 'trimming', 10000
-
 -- Jobs a set may exceed its count by between trims.
 local function trimSlack(count)
   return math.max(10, math.ceil(count / 10))
@@ -44,11 +41,15 @@ local function fileFinished(jobKey, q, state, id, now, keep)
   if redis.call('HGET', q.meta, fields.meta) ~= (keep or '') then
     redis.call('HSET', q.meta, fields.meta, keep or '')
   end
-  if count ~= nil and redis.call('ZCARD', setKey) > count + trimSlack(count) then
-    -- One trim at a time per queue: many workers seeing the same excess would remove the same ids.
-    local trimming = tonumber(redis.call('HGET', q.meta, TRIM_LEASE_FIELD)) or 0
-    if trimming <= now then
-      redis.call('HSET', q.meta, TRIM_LEASE_FIELD, tostring(now + TRIM_LEASE_MS))
+  -- One finish asks for a trim each time the set grows by another `slack` jobs past its count: the one
+  -- that makes it count + slack + 1, count + 2 * slack + 1, ... No lease is held, so a worker that dies
+  -- (or closes) mid-trim only means the next such finish asks another: a set holds at most count +
+  -- 2 * slack jobs between sweeps, plus those finished while a trim runs. Two trims that overlap are
+  -- harmless (trim-2.lua re-checks each id).
+  if count ~= nil then
+    local slack = trimSlack(count)
+    local size = redis.call('ZCARD', setKey)
+    if size > count + slack and (size - count - 1) % slack == 0 then
       return state
     end
   end

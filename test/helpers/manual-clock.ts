@@ -1,5 +1,5 @@
 /** A clock whose time moves only when the test says so; timers fire in order as it advances. */
-import type { Clock } from '../../lib/options.js'
+import type { Clock } from '../../lib/clock.js'
 
 export class ManualClock implements Clock {
   private time = 0

@@ -8,8 +8,9 @@
   KEYS[2] active    ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
   KEYS[3] marker    ZSET  <prefix>:{q}:marker
   KEYS[4] reserved  ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
-  KEYS[5 + 2i]      HASH  job i       (i = 0 .. n-1)
-  KEYS[6 + 2i]      STRING lease of job i
+  KEYS[5] delayed   ZSET  <prefix>:{q}:delayed (id -> due time, ms)
+  KEYS[6 + 2i]      HASH  job i       (i = 0 .. n-1)
+  KEYS[7 + 2i]      STRING lease of job i
 
   ARGV[1] worker token (the lease value is "<worker token>:<start number>")
   ARGV[2] lease duration (ms)
@@ -18,20 +19,24 @@
   ARGV[5] "r" when the candidates are reserved by this worker, "w" when read from `wait`
   ARGV[6..] candidate job ids, in the order of KEYS pairs
 
-  Returns { { { id, token, { job fields } }, ... }, candidates left } (see takeJobs.lua).
+  Returns { { { id, token, { job fields } }, ... }, candidates left, ms until the earliest delayed job is
+  due (-1: none), its due time (ms; -1: none) } (see takeJobs.lua and nextDue.lua).
 ]]
 local rcall = redis.call
-local q = { wait = KEYS[1], active = KEYS[2], marker = KEYS[3], reserved = KEYS[4] }
+local q = { wait = KEYS[1], active = KEYS[2], marker = KEYS[3], reserved = KEYS[4], delayed = KEYS[5] }
 local taker = { token = ARGV[1], leaseMs = ARGV[2], name = ARGV[3], maxBytes = tonumber(ARGV[4]) }
-local candidates = { firstKey = 5, firstArg = 6, count = #ARGV - 5, reserved = ARGV[5] == 'r' }
+local candidates = { firstKey = 6, firstArg = 6, count = #ARGV - 5, reserved = ARGV[5] == 'r' }
 -- @include now
 -- @include skiplist
 -- @include takeJobs
+-- @include nextDue
 
-local taken, left = takeJobs(q, taker, nowMs(), candidates)
+local now = nowMs()
+local taken, left = takeJobs(q, taker, now, candidates)
 keepSkiplist(q.active)
 -- Chain wake-ups: another idle worker wakes while work remains.
 if #taken > 0 and rcall('LLEN', q.wait) > 0 then
   rcall('ZADD', q.marker, 0, '0')
 end
-return { taken, left }
+local dueIn, dueAt = nextDue(q.delayed, now)
+return { taken, left, dueIn, dueAt }
