@@ -12,7 +12,7 @@ export const EMQ_PREFIX = 'emq'
 export const BULL_PREFIX = 'bull'
 const CHUNK = 500
 
-import type { Lease as Held } from '../lib/commands.js'
+import type { Lease as Held } from '../lib/redis/commands.js'
 
 export type { Held }
 

@@ -13,8 +13,8 @@
  */
 import { Worker as BullWorker } from 'bullmq'
 import { Worker } from '../lib/index.js'
-import { createReaper } from '../lib/reaper.js'
-import { reaperConfig } from '../lib/reaper-config.js'
+import { reaperConfig } from '../lib/reaper/config.js'
+import { createReaper } from '../lib/reaper/reaper.js'
 import { BULL_PREFIX, EMQ_PREFIX } from './build.js'
 import { SentCommands, UNLABELLED } from './count.js'
 import { commandList, fmt, type Target, table, x } from './format.js'

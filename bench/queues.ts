@@ -10,8 +10,8 @@
  * own planning (which stops early when another sweep would not fit) decides whether all sweeps ran.
  */
 import type { Redis } from 'ioredis'
-import { createReaper } from '../lib/reaper.js'
-import { reaperConfig } from '../lib/reaper-config.js'
+import { reaperConfig } from '../lib/reaper/config.js'
+import { createReaper } from '../lib/reaper/reaper.js'
 import { registerQueue } from '../lib/registry.js'
 import { EMQ_PREFIX } from './build.js'
 import { SentCommands, UNLABELLED } from './count.js'

@@ -12,9 +12,9 @@
  * which gives the longest single call. SLOWLOG (threshold 1 ms) cross-checks the longest call.
  */
 import type { Redis } from 'ioredis'
-import { preloadScripts } from '../lib/commands.js'
 import { sweep } from '../lib/index.js'
-import { queueKeys } from '../lib/keys.js'
+import { preloadScripts } from '../lib/redis/commands.js'
+import { queueKeys } from '../lib/redis/keys.js'
 import { bullActive, bullKey, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
 import { fmt, type Target, table, x } from './format.js'
 import {

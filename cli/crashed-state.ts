@@ -4,12 +4,13 @@
  * slot). `holdJobs` takes jobs as a worker would (the take command, in batches); `buildCrashedState`
  * adds jobs, holds them with a short lease and waits until the leases have lapsed.
  */
-import { type Lease, readCandidates, take } from '../lib/commands.js'
-import type { RedisClient } from '../lib/connection.js'
+
 import type { Retention } from '../lib/job-options.js'
-import { queueKeys } from '../lib/keys.js'
 import { PREFIX_DEFAULT } from '../lib/options.js'
 import { Queue } from '../lib/queue.js'
+import { type Lease, readCandidates, take } from '../lib/redis/commands.js'
+import type { RedisClient } from '../lib/redis/connection.js'
+import { queueKeys } from '../lib/redis/keys.js'
 
 /** Jobs per add round and per take call: well under Redis's argument limits. */
 const BATCH = 200

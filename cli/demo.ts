@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { Queue, type SweepResult, sweep } from '../lib/index.js'
-import { queueKeys } from '../lib/keys.js'
+import { queueKeys } from '../lib/redis/keys.js'
 import { table } from './format.js'
 import { deletePrefix } from './local-redis.js'
 import { spawnWorker, type WorkerProcess } from './worker-process.js'

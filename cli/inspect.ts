@@ -1,11 +1,12 @@
 /**
  * `echomq stats` and `echomq inspect`: read-only views of queues. Jobs come from the Queue (getJobs,
  * counts); a lease's time left and a job's stall mark are read beside them (the library has no call for
- * either), through the key names lib/keys.ts gives the Queue.
+ * either), through the key names lib/redis/keys.ts gives the Queue.
  */
-import type { RedisClient } from '../lib/connection.js'
-import { queueKeys } from '../lib/keys.js'
+
 import { type Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
+import type { RedisClient } from '../lib/redis/connection.js'
+import { queueKeys } from '../lib/redis/keys.js'
 import { registeredQueues } from '../lib/registry.js'
 import { oneLine, table } from './format.js'
 import { dueIn, isEmpty, jobsIn, redisNowMs, unknownQueue } from './jobs.js'

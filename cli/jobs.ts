@@ -5,10 +5,11 @@
  * exists. A Queue registers its queue for the reaper when it is created, so `withQueue` opens one only for
  * a queue that is registered or holds jobs: a mistyped name is reported, never added to the registry.
  */
-import type { RedisClient } from '../lib/connection.js'
+
 import type { Job, JobState } from '../lib/job.js'
-import { queueKeys } from '../lib/keys.js'
 import { MAX_JOBS_PER_CALL, Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
+import type { RedisClient } from '../lib/redis/connection.js'
+import { queueKeys } from '../lib/redis/keys.js'
 import { registeredQueues } from '../lib/registry.js'
 import { CliError } from './errors.js'
 import { oneLine, table } from './format.js'

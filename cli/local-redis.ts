@@ -8,7 +8,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Cluster, Redis } from 'ioredis'
-import type { RedisClient } from '../lib/connection.js'
+import type { RedisClient } from '../lib/redis/connection.js'
 import { CliError } from './errors.js'
 
 export interface LocalRedis {

@@ -6,6 +6,12 @@
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { clearLongTimeout, longTimeout } from '../lib/clock.js'
+import { EchoMQError, withLastError } from '../lib/errors.js'
+import { JOB_STATES, type JobState } from '../lib/job.js'
+import { DEFAULTS, PREFIX_DEFAULT, validateJobId, validatePrefix, validateQueueName } from '../lib/options.js'
+import { MAX_JOBS_PER_CALL } from '../lib/queue.js'
+import { type MetricsMode, reaperConfig } from '../lib/reaper/config.js'
+import { createReaper, type Log } from '../lib/reaper/reaper.js'
 import {
   failFast,
   lastConnectionError,
@@ -14,13 +20,7 @@ import {
   REDIS_URL_DEFAULT,
   type RedisClient,
   redactUrl,
-} from '../lib/connection.js'
-import { EchoMQError, withLastError } from '../lib/errors.js'
-import { JOB_STATES, type JobState } from '../lib/job.js'
-import { DEFAULTS, PREFIX_DEFAULT, validateJobId, validatePrefix, validateQueueName } from '../lib/options.js'
-import { MAX_JOBS_PER_CALL } from '../lib/queue.js'
-import { createReaper, type Log } from '../lib/reaper.js'
-import { type MetricsMode, reaperConfig } from '../lib/reaper-config.js'
+} from '../lib/redis/connection.js'
 import { type Role, runDemo, WORKER_NAMES } from './demo.js'
 import { CliError } from './errors.js'
 import { parseDuration, spinner, table, withSpinner } from './format.js'

@@ -9,7 +9,7 @@
  */
 import { Redis } from 'ioredis'
 import { sweep } from '../lib/index.js'
-import { type QueueKeys, queueKeys } from '../lib/keys.js'
+import { type QueueKeys, queueKeys } from '../lib/redis/keys.js'
 import { buildCrashedState } from './crashed-state.js'
 
 export interface RaceSide {

@@ -1,16 +1,16 @@
 /**
- * The scheduled reaper, kept thin: read the event, run the library's reaper (lib/reaper.ts), return its
+ * The scheduled reaper, kept thin: read the event, run the library's reaper (lib/reaper/reaper.ts), return its
  * summary. The reaper, with its configuration (the Redis URL read from SSM at the cold start, see
- * lib/secrets.ts) and its Redis and CloudWatch clients, is created once per container and reused by warm
+ * lib/reaper/secrets.ts) and its Redis and CloudWatch clients, is created once per container and reused by warm
  * invocations. A connection failure drops it, so the next invocation reads the URL again: a rotated
  * password or a moved endpoint is picked up without a redeploy.
  */
 import type { Context } from 'aws-lambda'
 import { EchoMQError } from '../lib/errors.js'
 import { validateQueueName } from '../lib/options.js'
-import { createReaper, type Log, type Reaper, type ReaperSummary } from '../lib/reaper.js'
-import { loadReaperConfig } from '../lib/reaper-config.js'
-import { readSecret } from '../lib/secrets.js'
+import { loadReaperConfig } from '../lib/reaper/config.js'
+import { createReaper, type Log, type Reaper, type ReaperSummary } from '../lib/reaper/reaper.js'
+import { readSecret } from '../lib/reaper/secrets.js'
 import { checkKnown } from '../lib/validate.js'
 
 export type { ReaperSummary }

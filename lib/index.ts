@@ -1,11 +1,11 @@
 /** EchoMQ: leases, batched heartbeats and an atomic two-phase stalled-job sweep for Redis job queues. */
 
-export { type Connection, openConnection, redactUrl } from './connection.js'
 export { EchoMQError, type EchoMQErrorCode } from './errors.js'
 export type { Job, JobState } from './job.js'
-export { type QueueKeys, queueKeys, registryKey } from './keys.js'
 export * from './options.js'
 export { Queue, type QueueCounts } from './queue.js'
+export { type Connection, openConnection, redactUrl } from './redis/connection.js'
+export { type QueueKeys, queueKeys, registryKey } from './redis/keys.js'
 export { registeredQueues } from './registry.js'
 export { type SweepOptions, type SweepResult, sweep } from './sweep.js'
 export { type Processor, Worker, type WorkerOptions } from './worker.js'

@@ -9,7 +9,7 @@ import { hostname } from 'node:os'
 import { type Clock, systemClock } from './clock.js'
 import defaults from './defaults.json' with { type: 'json' }
 import { JOB_DEFAULTS, type JobSettings, jobSettings } from './job-options.js'
-import { QUEUE_KEY_NAMES } from './keys.js'
+import { QUEUE_KEY_NAMES } from './redis/keys.js'
 import { checkInteger, checkKnown, describe, fail, LONE_SURROGATE, opt, RANGES } from './validate.js'
 
 export { type Clock, systemClock } from './clock.js'

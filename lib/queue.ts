@@ -10,7 +10,12 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { ChainableCommander } from 'ioredis'
-import * as commands from './commands.js'
+import { EchoMQError, redisError } from './errors.js'
+import { JOB_STATES, type Job, type JobState, jobFromHash } from './job.js'
+import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
+import { toJson } from './json.js'
+import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateQueueName } from './options.js'
+import * as commands from './redis/commands.js'
 import {
   type Connection,
   closeConnection,
@@ -20,13 +25,8 @@ import {
   redactUrl,
   resilient,
   resolveUrl,
-} from './connection.js'
-import { EchoMQError, redisError } from './errors.js'
-import { JOB_STATES, type Job, type JobState, jobFromHash } from './job.js'
-import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
-import { toJson } from './json.js'
-import { type QueueKeys, queueKeys } from './keys.js'
-import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateQueueName } from './options.js'
+} from './redis/connection.js'
+import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { registration } from './registry.js'
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 

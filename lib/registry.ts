@@ -5,8 +5,8 @@
  * failover or a deleted key is restored within a minute, at the cost of one SADD a minute. Registering is
  * best effort: a failure never fails the call that triggered it, and is tried again sooner.
  */
-import type { RedisClient } from './connection.js'
-import { registryKey } from './keys.js'
+import type { RedisClient } from './redis/connection.js'
+import { registryKey } from './redis/keys.js'
 
 /** How often a live Queue or Worker registers again. */
 export const REGISTRATION_REFRESH_MS = 60_000

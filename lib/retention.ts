@@ -5,9 +5,9 @@
  * its set past the limits plus slack (about every tenth of the count, never per job); the sweep trims
  * every set exactly to its limits.
  */
-import { type FinishedSet, trim } from './commands.js'
-import type { RedisClient } from './connection.js'
-import type { QueueKeys } from './keys.js'
+import { type FinishedSet, trim } from './redis/commands.js'
+import type { RedisClient } from './redis/connection.js'
+import type { QueueKeys } from './redis/keys.js'
 
 export const TRIM_BATCH = 100
 

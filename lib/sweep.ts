@@ -22,11 +22,20 @@
  * jobs per pass; 0 turns the audit off).
  */
 import { randomInt } from 'node:crypto'
-import { type FinishedSet, type Probe, probe, probeRequeueMax, promote, type QueueCounts, requeueExpired, sweepStep } from './commands.js'
-import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './connection.js'
 import { redisError } from './errors.js'
-import { type QueueKeys, queueKeys } from './keys.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
+import {
+  type FinishedSet,
+  type Probe,
+  probe,
+  probeRequeueMax,
+  promote,
+  type QueueCounts,
+  requeueExpired,
+  sweepStep,
+} from './redis/commands.js'
+import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
+import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { trimFinished } from './retention.js'
 
 export interface SweepResult {

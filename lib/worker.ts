@@ -19,6 +19,10 @@
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
+import { EchoMQError, redisError } from './errors.js'
+import type { Job, JobState } from './job.js'
+import { toJson } from './json.js'
+import { CLOSE_MARGIN_MS, DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import {
   extend,
   type FinishAction,
@@ -31,7 +35,7 @@ import {
   type Taker,
   take,
   unreserve,
-} from './commands.js'
+} from './redis/commands.js'
 import {
   type Connection,
   closeConnection,
@@ -40,17 +44,13 @@ import {
   openConnection,
   type RedisClient,
   resilient,
-} from './connection.js'
-import { EchoMQError, redisError } from './errors.js'
-import type { Job, JobState } from './job.js'
-import { toJson } from './json.js'
-import { type QueueKeys, queueKeys } from './keys.js'
-import { LockManager } from './lock-manager.js'
-import { CLOSE_MARGIN_MS, DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
-import { Promoter } from './promoter.js'
+} from './redis/connection.js'
+import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { registration } from './registry.js'
 import { trimFinished } from './retention.js'
-import { RESERVATION_IDLE_MS, TakeAhead } from './take-ahead.js'
+import { LockManager } from './worker/lock-manager.js'
+import { Promoter } from './worker/promoter.js'
+import { RESERVATION_IDLE_MS, TakeAhead } from './worker/take-ahead.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
 

@@ -1,6 +1,6 @@
 // Checks the parameters at package time: each --param name must be one the template knows, the alarm
 // values must be numbers (and an address), and the function's settings are checked by the code that reads
-// them at run time (lib/reaper-config.ts, bundled here by esbuild), so a value the function would refuse on
+// them at run time (lib/reaper/config.ts, bundled here by esbuild), so a value the function would refuse on
 // every invocation (sweepsPerInvocation=99, sweepGraceMs=-5, a bad prefix) stops packaging instead.
 const path = require('node:path')
 const { buildSync } = require('esbuild')
@@ -23,7 +23,7 @@ const SETTINGS = {
 function loadReaperConfig() {
   const root = path.join(__dirname, '..')
   const { outputFiles } = buildSync({
-    entryPoints: [path.join(root, 'lib/reaper-config.ts')],
+    entryPoints: [path.join(root, 'lib/reaper/config.ts')],
     bundle: true,
     platform: 'node',
     format: 'cjs',

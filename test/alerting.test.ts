@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { Queue, Worker } from '../lib/index.js'
-import { METRIC_NAMES } from '../lib/metrics.js'
+import { METRIC_NAMES } from '../lib/reaper/metrics.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
 import { crashedJobs } from './helpers/queue-state.js'

@@ -1,6 +1,6 @@
 /**
- * The module boundaries, checked on the source: lib/commands.ts is the only module that runs a script or
- * loads one (everything else calls its functions), and lib/keys.ts is the only module that spells a key.
+ * The module boundaries, checked on the source: lib/redis/commands.ts is the only module that runs a script or
+ * loads one (everything else calls its functions), and lib/redis/keys.ts is the only module that spells a key.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
@@ -24,18 +24,22 @@ const SCRIPT_CALL = /\.(evalsha|eval|fcall)\(|\.(call|send_command|sendCommand)\
 
 describe('one module runs the scripts', () => {
   it('finds the sources it checks', () => {
-    expect(files).toContain(path.join('lib', 'commands.ts'))
+    expect(files).toContain(path.join('lib', 'redis', 'commands.ts'))
     expect(files.length).toBeGreaterThan(40)
   })
 
-  it('no module but lib/commands.ts imports the script loader', () => {
+  it('no module but lib/redis/commands.ts imports the script loader', () => {
     const importers = files.filter((f) => /from ['"][./]*(lib\/)?scripts\.js['"]/.test(read(f)))
-    expect(importers).toEqual([path.join('lib', 'commands.ts')])
+    expect(importers).toEqual([path.join('lib', 'redis', 'commands.ts')])
   })
 
-  it('no module but lib/commands.ts sends EVALSHA, EVAL or FCALL', () => {
+  it('no module but lib/redis/commands.ts sends EVALSHA, EVAL or FCALL', () => {
     // The key guard's own tests run made-up probe scripts straight through the client, on purpose.
-    const allowed = [path.join('lib', 'commands.ts'), path.join('test', 'key-guard.test.ts'), path.join('test', 'boundaries.test.ts')]
+    const allowed = [
+      path.join('lib', 'redis', 'commands.ts'),
+      path.join('test', 'key-guard.test.ts'),
+      path.join('test', 'boundaries.test.ts'),
+    ]
     const callers = files.filter((f) => !allowed.includes(f) && SCRIPT_CALL.test(read(f)))
     expect(callers).toEqual([])
   })
@@ -56,7 +60,7 @@ describe('habits', () => {
 describe('one module spells the keys', () => {
   it("no library, command or handler module builds a queue key ('<prefix>:{queue}:...') itself", () => {
     const spellers = files
-      .filter((f) => /^(lib|cli|functions)\//.test(f) && f !== path.join('lib', 'keys.ts'))
+      .filter((f) => /^(lib|cli|functions)\//.test(f) && f !== path.join('lib', 'redis', 'keys.ts'))
       .filter((f) => /\$\{[^}]*\}:\{|:\{\$\{|['"`]:lock['"`]/.test(read(f)))
     expect(spellers).toEqual([])
   })

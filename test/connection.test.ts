@@ -1,7 +1,7 @@
 /** Redis URLs: parsing and the password mask that every message uses. */
 import { describe, expect, it } from 'vitest'
-import { parseRedisUrl, redactUrl } from '../lib/connection.js'
 import { EchoMQError } from '../lib/index.js'
+import { parseRedisUrl, redactUrl } from '../lib/redis/connection.js'
 
 describe('redactUrl', () => {
   it.each([

@@ -1,7 +1,7 @@
 /** Real worker processes killed with SIGKILL and paused with SIGSTOP, swept by the two-phase sweep. */
 import { afterEach, beforeEach, expect, it } from 'vitest'
 import { Queue, sweep } from '../lib/index.js'
-import { queueKeys } from '../lib/keys.js'
+import { queueKeys } from '../lib/redis/keys.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from './helpers/worker-process.js'

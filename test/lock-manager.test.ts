@@ -1,7 +1,7 @@
 /** The LockManager with an injected clock: ticks, batching, loss and close, with no real waiting. */
 import { describe, expect, it } from 'vitest'
-import type { LeaseStatus, Renewal } from '../lib/commands.js'
-import { type Lease, LockManager } from '../lib/lock-manager.js'
+import type { LeaseStatus, Renewal } from '../lib/redis/commands.js'
+import { type Lease, LockManager } from '../lib/worker/lock-manager.js'
 import { ManualClock } from './helpers/manual-clock.js'
 
 function setup(reply: (batch: Lease[]) => Promise<LeaseStatus[]> = async (b) => b.map(() => 'renewed'), batchSize?: number) {

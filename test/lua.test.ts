@@ -1,7 +1,7 @@
 /** The conventions every script keeps: verb-N.lua with N fixed KEYS, a header naming KEYS and ARGV. */
 import { readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { loadScript } from '../lib/commands.js'
+import { loadScript } from '../lib/redis/commands.js'
 
 const dir = new URL('../lua/', import.meta.url)
 const files = readdirSync(dir).filter((f) => f.endsWith('.lua'))

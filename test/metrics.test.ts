@@ -15,7 +15,7 @@ import {
   publishMetrics,
   type QueueRun,
   totals,
-} from '../lib/metrics.js'
+} from '../lib/reaper/metrics.js'
 import { CLOUDWATCH_REQUEST_ID, type CloudWatchEndpoint, startBlackhole, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
 import { crashedJobs } from './helpers/queue-state.js'

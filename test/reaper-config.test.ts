@@ -1,7 +1,7 @@
 /** The reaper's newer settings: where each comes from, and a bad value named with what was expected. */
 import { describe, expect, it } from 'vitest'
 import { EchoMQError } from '../lib/errors.js'
-import { loadReaperConfig, reaperConfig } from '../lib/reaper-config.js'
+import { loadReaperConfig, reaperConfig } from '../lib/reaper/config.js'
 
 const noSecret = async () => {
   throw new Error('no SSM read expected')

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { METRIC_NAMES } from '../lib/metrics.js'
+import { METRIC_NAMES } from '../lib/reaper/metrics.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
@@ -270,7 +270,7 @@ describe('parameters that change the template', () => {
       [['--param', 'securityGroupIds=sg-1'], /securityGroupIds is set but subnetIds is not/],
       [['--param', 'reservedConcurrency=lots'], /reservedConcurrency: expected a whole number/],
       [['--param', 'metricsMode=loud'], /metricsMode: expected one of api, emf, off/],
-      // Checked by the code that reads them at run time (lib/reaper-config.ts), not by a copy of its rules.
+      // Checked by the code that reads them at run time (lib/reaper/config.ts), not by a copy of its rules.
       [
         ['--param', 'sweepsPerInvocation=99'],
         /sweepsPerInvocation \(the function's SWEEPS_PER_INVOCATION\): expected an integer from 1 to 60/,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { extend } from '../lib/commands.js'
 import { Queue, sweep } from '../lib/index.js'
-import { queueKeys } from '../lib/keys.js'
+import { extend } from '../lib/redis/commands.js'
+import { queueKeys } from '../lib/redis/keys.js'
 import { addJobs, crashedJobs, holdJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 

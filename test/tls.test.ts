@@ -10,7 +10,7 @@ import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
 import { EchoMQError, Queue, sweep } from '../lib/index.js'
-import { queueKeys } from '../lib/keys.js'
+import { queueKeys } from '../lib/redis/keys.js'
 import { type Child, spawnTlsClient, spawnTlsWorker, startTlsRedis, type TlsRedis } from './helpers/tls.js'
 import { waitFor } from './helpers/wait.js'
 

@@ -189,7 +189,7 @@ describe('options', () => {
 
   it('defaults: the library sweep and the reaper share one grace, which outlasts a default heartbeat interval', async () => {
     const { sweepSettings, workerSettings } = await import('../lib/options.js')
-    const { reaperConfig } = await import('../lib/reaper-config.js')
+    const { reaperConfig } = await import('../lib/reaper/config.js')
     expect(sweepSettings({}).graceMs).toBe(reaperConfig({}, {}).graceMs)
     expect(sweepSettings({}).graceMs).toBeGreaterThanOrEqual(workerSettings({}).heartbeatInterval)
   })

@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { Queue, sweep } from '../../lib/index.js'
-import { queueKeys } from '../../lib/keys.js'
+import { queueKeys } from '../../lib/redis/keys.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { FULL, pause, rng, sizes } from './config.js'

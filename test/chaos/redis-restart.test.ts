@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, expect, it } from 'vitest'
 import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
-import { queueKeys } from '../../lib/keys.js'
+import { queueKeys } from '../../lib/redis/keys.js'
 import { waitFor } from '../helpers/wait.js'
 import { FULL, pause, rng, sizes } from './config.js'
 import { type DurableRedis, type StopHow, startDurableRedis } from './durable-redis.js'

@@ -5,9 +5,9 @@
  * cost the job a run nor turn the worker's own accepted result into a 'lockLost'.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest'
-import { loadScript, preloadScripts, SCRIPT_FILES } from '../../lib/commands.js'
 import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
-import { queueKeys } from '../../lib/keys.js'
+import { loadScript, preloadScripts, SCRIPT_FILES } from '../../lib/redis/commands.js'
+import { queueKeys } from '../../lib/redis/keys.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { closeWithin } from './cleanup.js'

@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, expect, it } from 'vitest'
 import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
-import { queueKeys } from '../../lib/keys.js'
+import { queueKeys } from '../../lib/redis/keys.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'

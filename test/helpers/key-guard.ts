@@ -1,5 +1,5 @@
 /**
- * The key guard: a Lua prologue for setScriptWrapper (lib/commands.ts) that makes every redis.call /
+ * The key guard: a Lua prologue for setScriptWrapper (lib/redis/commands.ts) that makes every redis.call /
  * redis.pcall of a script fail when it names a key that was not passed in KEYS, when it uses a command
  * the guard does not know (so a new command must be classified here before the tests pass), or when the
  * script was run with no KEYS at all. Redis Cluster routes a script by its keys, so a key outside KEYS

@@ -33,10 +33,11 @@
  * The default equals a worker's default heartbeat interval (half of the 30 s lease): a worker that resumes
  * right after the mark renews before recovery.
  */
-import { parseRedisUrl, REDIS_URL_DEFAULT } from './connection.js'
-import { EchoMQError } from './errors.js'
+
+import { EchoMQError } from '../errors.js'
+import { DEFAULTS, RANGES, type Range, validatePrefix, validateQueueName } from '../options.js'
+import { parseRedisUrl, REDIS_URL_DEFAULT } from '../redis/connection.js'
 import metricNames from './metric-names.json' with { type: 'json' }
-import { DEFAULTS, RANGES, type Range, validatePrefix, validateQueueName } from './options.js'
 
 export const METRICS_MODES = ['api', 'emf', 'off'] as const
 export type MetricsMode = (typeof METRICS_MODES)[number]

@@ -13,10 +13,10 @@
  * with the registry.)
  */
 import { Cluster } from 'ioredis'
-import type { RedisClient } from './connection.js'
-import { activeKeyPattern, discoveryKey, queueOfActiveKey } from './keys.js'
-import { isQueueName } from './options.js'
-import { registerQueue } from './registry.js'
+import { isQueueName } from '../options.js'
+import type { RedisClient } from '../redis/connection.js'
+import { activeKeyPattern, discoveryKey, queueOfActiveKey } from '../redis/keys.js'
+import { registerQueue } from '../registry.js'
 
 export const DISCOVERY_INTERVAL_MS = 60 * 60_000
 export const DISCOVERY_BUDGET_MS = 1_000

@@ -8,10 +8,10 @@
  * another worker; a crashed one leaves it to the other workers and the sweep, which promotes due jobs
  * and re-arms the marker. A timer of any length is exact (a job delayed a year; see clock.ts).
  */
-import type { Clock } from './clock.js'
-import { type NextDue, promote } from './commands.js'
-import type { RedisClient } from './connection.js'
-import type { QueueKeys } from './keys.js'
+import type { Clock } from '../clock.js'
+import { type NextDue, promote } from '../redis/commands.js'
+import type { RedisClient } from '../redis/connection.js'
+import type { QueueKeys } from '../redis/keys.js'
 
 /** Delayed jobs read per promote call. */
 const PROMOTE_BATCH = 100

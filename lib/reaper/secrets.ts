@@ -10,8 +10,8 @@
  * of waiting for its timeout. The endpoint follows the SDK's settings (AWS_REGION, AWS_ENDPOINT_URL_SSM).
  */
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm'
+import { EchoMQError } from '../errors.js'
 import { boundedClientOptions, deadline, describeAwsError, isTimeout } from './aws.js'
-import { EchoMQError } from './errors.js'
 
 /** The whole read, retries included. */
 export const SSM_TIMEOUT_MS = 3_000

@@ -7,16 +7,17 @@
  * connection (and the CloudWatch client) across runs, and each `run()` is one invocation: sweeps,
  * counts, metrics (config.metricsMode), and one summary log line.
  */
-import type { RedisClient } from './connection.js'
+
+import { redisError } from '../errors.js'
+import type { RedisClient } from '../redis/connection.js'
+import { queueKeys } from '../redis/keys.js'
+import { registeredQueues } from '../registry.js'
+import { sweepQueue } from '../sweep.js'
+import type { ReaperConfig } from './config.js'
+import { type Log, ReaperConnection } from './connection.js'
 import { Discovery } from './discovery.js'
-import { redisError } from './errors.js'
-import { queueKeys } from './keys.js'
 import type { QueueRun } from './metrics.js'
-import type { ReaperConfig } from './reaper-config.js'
-import { type Log, ReaperConnection } from './reaper-connection.js'
-import { RunReporter } from './reaper-report.js'
-import { registeredQueues } from './registry.js'
-import { sweepQueue } from './sweep.js'
+import { RunReporter } from './report.js'
 
 export type { Log }
 

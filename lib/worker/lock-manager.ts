@@ -10,8 +10,8 @@
  * recover it elsewhere.
  */
 
-import type { Clock } from './clock.js'
-import type { Lease, LeaseStatus, Renewal } from './commands.js'
+import type { Clock } from '../clock.js'
+import type { Lease, LeaseStatus, Renewal } from '../redis/commands.js'
 
 export const LEASE_BATCH_SIZE_DEFAULT = 500
 

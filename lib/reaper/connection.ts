@@ -5,6 +5,8 @@
  * start, in a Lambda), checks the eviction policy. A run that failed calls `discard()`, so the next one opens a
  * fresh connection rather than reusing a broken one.
  */
+
+import { EchoMQError, withLastError, withoutSecrets } from '../errors.js'
 import {
   type Connection,
   closeConnection,
@@ -13,9 +15,8 @@ import {
   openConnection,
   type RedisClient,
   redactUrl,
-} from './connection.js'
-import { EchoMQError, withLastError, withoutSecrets } from './errors.js'
-import type { ReaperConfig } from './reaper-config.js'
+} from '../redis/connection.js'
+import type { ReaperConfig } from './config.js'
 
 export type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void
 

@@ -5,9 +5,10 @@
  * NOSCRIPT (a restarted or failed-over Redis has an empty script cache; EVAL also re-caches it). Every
  * call passes at least one key, so Redis Cluster routes it to the queue's slot.
  */
+
+import { EchoMQError } from '../errors.js'
+import { type Job, type JobState, jobFromFields } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { EchoMQError } from './errors.js'
-import { type Job, type JobState, jobFromFields } from './job.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { EchoMQError } from './errors.js'
+import { EchoMQError } from '../errors.js'
 
 export interface Script {
   readonly name: string
@@ -20,7 +20,7 @@ export interface Script {
 function luaDir(): string {
   const candidates = [
     process.env.ECHOMQ_LUA_DIR,
-    typeof import.meta.url === 'string' ? fileURLToPath(new URL('../lua/', import.meta.url)) : undefined,
+    typeof import.meta.url === 'string' ? fileURLToPath(new URL('../../lua/', import.meta.url)) : undefined,
     process.env.LAMBDA_TASK_ROOT && path.join(process.env.LAMBDA_TASK_ROOT, 'lua'),
     path.join(process.cwd(), 'lua'),
   ]

@@ -12,11 +12,11 @@
  */
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
 import { Cluster } from 'ioredis'
-import type { RedisClient } from './connection.js'
-import { registryKey } from './keys.js'
+import type { RedisClient } from '../redis/connection.js'
+import { registryKey } from '../redis/keys.js'
+import type { ReaperConfig } from './config.js'
+import type { Log } from './connection.js'
 import { metricsClient, type PublishResult, publishMetrics, type QueueRun, type Totals, totals } from './metrics.js'
-import type { ReaperConfig } from './reaper-config.js'
-import type { Log } from './reaper-connection.js'
 
 /**
  * Reports each run of one reaper (a Lambda container, an `echomq sweep --every` process): log lines and

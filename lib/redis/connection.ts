@@ -7,7 +7,7 @@
  * Passwords never appear in EchoMQ's messages (see redactUrl).
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
-import { EchoMQError } from './errors.js'
+import { EchoMQError } from '../errors.js'
 
 export type RedisClient = Redis | Cluster
 
