@@ -231,7 +231,7 @@ async function bullSide(ctx: Ctx, leases: number, windowMs: number) {
       lockRenewTime,
       lockDuration: renewer.opts.lockDuration ?? LEASE_MS,
       workerId: renewer.id,
-      workerName: renewer.opts.name,
+      ...(renewer.opts.name === undefined ? {} : { workerName: renewer.opts.name }),
     })
     const now = Date.now()
     for (const { id, token } of state.held) manager.trackJob(id, token, now)

@@ -36,7 +36,7 @@ export interface DemoJob {
   finalAttemptsMade: number
   finalState: string
   /** The live worker that ran a recovered job again. */
-  rerunBy?: string
+  rerunBy?: string | undefined
 }
 
 interface Slot {

@@ -1,6 +1,8 @@
 /**
  * EchoMQError: every error EchoMQ raises on purpose carries a stable `code`, so callers can branch on it
- * without parsing messages. Input errors are raised before any Redis write.
+ * without parsing messages, and where it helps the setting at fault (`variable`) and what to do (`hint`),
+ * so a caller that rewords or re-routes an error (packaging, the Lambda's log line) reads fields, not text.
+ * Input errors are raised before any Redis write.
  */
 export type EchoMQErrorCode =
   | 'ERR_QUEUE_NAME'
@@ -22,13 +24,25 @@ export type EchoMQErrorCode =
   | 'ERR_JOB_ACTIVE'
   | 'ERR_JOB_STATE'
 
+export interface EchoMQErrorDetails {
+  cause?: unknown
+  /** The setting at fault, as the user wrote it: an option, a variable (`SWEEP_GRACE_MS`) or a parameter. */
+  variable?: string
+  /** What to do about it, when the message alone does not say. */
+  hint?: string
+}
+
 export class EchoMQError extends Error {
   readonly code: EchoMQErrorCode
+  readonly variable?: string
+  readonly hint?: string
 
-  constructor(code: EchoMQErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
+  constructor(code: EchoMQErrorCode, message: string, { cause, variable, hint }: EchoMQErrorDetails = {}) {
+    super(message, cause === undefined ? undefined : { cause })
     this.name = 'EchoMQError'
     this.code = code
+    if (variable !== undefined) this.variable = variable
+    if (hint !== undefined) this.hint = hint
   }
 }
 

@@ -22,16 +22,17 @@ import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
 
 const when = new Date('2026-11-30T12:00:00Z')
-const run = (over: Partial<QueueRun> = {}): QueueRun => ({
-  marked: 2,
-  recovered: 1,
-  failed: 1,
-  failedNew: 4,
-  durations: [3.5, 4],
-  counts: { wait: 5, active: 7, stalled: 2, delayed: 6, completed: 9, failed: 3 },
-  oldestWaitAgeMs: 1500,
-  ...over,
-})
+const run = (over: { [K in keyof QueueRun]?: QueueRun[K] | undefined } = {}): QueueRun =>
+  ({
+    marked: 2,
+    recovered: 1,
+    failed: 1,
+    failedNew: 4,
+    durations: [3.5, 4],
+    counts: { wait: 5, active: 7, stalled: 2, delayed: 6, completed: 9, failed: 3 },
+    oldestWaitAgeMs: 1500,
+    ...over,
+  }) as QueueRun
 const noLog = () => undefined
 /** The twelve totals, in the order they are sent. */
 const TOTALS = [
@@ -158,7 +159,7 @@ describe('PutMetricData (aws-sdk-client-mock)', () => {
       $metadata: { httpStatusCode: 403, requestId: 'req-123' },
     })
     cw.on(PutMetricDataCommand).rejects(denied)
-    const logged: { level: string; message: string; fields?: object }[] = []
+    const logged: { level: string; message: string; fields?: object | undefined }[] = []
 
     const result = await publishMetrics(
       { emails: run() },

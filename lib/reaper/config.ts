@@ -36,7 +36,8 @@
 
 import { EchoMQError } from '../errors.js'
 import { DEFAULTS, RANGES, type Range, validatePrefix, validateQueueName } from '../options.js'
-import { parseRedisUrl, REDIS_URL_DEFAULT } from '../redis/connection.js'
+import { parseRedisUrl } from '../redis/connection.js'
+import { inLambda, redisUrlSource, type UrlSource } from '../redis/url.js'
 import metricNames from './metric-names.json' with { type: 'json' }
 
 export const METRICS_MODES = ['api', 'emf', 'off'] as const
@@ -88,11 +89,6 @@ function bad(name: string, expected: string, value: unknown): never {
     'ERR_CONFIG',
     `${name}: expected ${expected}, got: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)}`,
   )
-}
-
-/** A function running in AWS Lambda, not under `serverless invoke local`. */
-export function inLambda(env: Env): boolean {
-  return Boolean(env.AWS_LAMBDA_FUNCTION_NAME) && env.IS_LOCAL !== 'true'
 }
 
 /** Reads settings from options, then the environment, then defaults. */
@@ -172,28 +168,10 @@ class Source {
   }
 }
 
-type UrlSource = { name: string; value: string } | { parameter: string }
-
-/** Where the Redis URL comes from (see REDIS URL above). */
-function redisUrlSource(source: Source): UrlSource {
+/** Where the Redis URL comes from (see REDIS URL above, and lib/redis/url.ts, which every entry point shares). */
+function urlSource(source: Source): UrlSource {
   const url = source.pick('redisUrl', 'REDIS_URL')
-  if (url.value !== undefined) return { name: url.name, value: String(url.value) }
-  const parameter = source.env.REDIS_URL_PARAMETER?.trim()
-  if (parameter) {
-    // SSM names: letters, digits, _ . - / (a path), or a parameter ARN.
-    if (!/^[A-Za-z0-9_.\-/:]{1,2048}$/.test(parameter))
-      bad('REDIS_URL_PARAMETER', 'an SSM parameter name such as /echomq/prod/redis-url', parameter)
-    return { parameter }
-  }
-  if (inLambda(source.env)) {
-    throw new EchoMQError(
-      'ERR_CONFIG',
-      'REDIS_URL_PARAMETER: not set, and neither is REDIS_URL: a function in Lambda reads its Redis URL from the SSM SecureString ' +
-        'REDIS_URL_PARAMETER names (serverless.yml sets it from the redisUrlParameter param), or from REDIS_URL for development; ' +
-        `it does not fall back to ${REDIS_URL_DEFAULT}`,
-    )
-  }
-  return { name: 'REDIS_URL', value: REDIS_URL_DEFAULT }
+  return redisUrlSource(url.value === undefined ? undefined : { name: url.name, value: String(url.value) }, source.env)
 }
 
 /** The URL and cluster settings. A secret's value is never quoted back, even masked: it may not be a URL at all. */
@@ -260,7 +238,7 @@ function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
 /** The configuration when the Redis URL is given (option, REDIS_URL, or the local default outside Lambda). */
 export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env): ReaperConfig {
   const source = new Source(options, env)
-  const url = redisUrlSource(source)
+  const url = urlSource(source)
   if ('parameter' in url) {
     throw new EchoMQError(
       'ERR_CONFIG',
@@ -276,7 +254,7 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
  */
 export async function loadReaperConfig(options: ReaperOptions, env: Env, readSecret: ReadSecret): Promise<ReaperConfig> {
   const source = new Source(options, env)
-  const url = redisUrlSource(source)
+  const url = urlSource(source)
   const rest = settings(source)
   if (!('parameter' in url)) return { ...redisSettings(source, url), ...rest }
   // A value put from a file (`--value file://url.txt`) often ends with a newline.

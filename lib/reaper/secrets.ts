@@ -35,7 +35,7 @@ export interface ReadSecretOptions {
 export async function readSecret(name: string, options: ReadSecretOptions = {}): Promise<string> {
   const timeoutMs = options.timeoutMs ?? SSM_TIMEOUT_MS
   const client = options.client ?? ssmClient(timeoutMs)
-  let parameter: { Type?: string; Value?: string } | undefined
+  let parameter: { Type?: string | undefined; Value?: string | undefined } | undefined
   try {
     ;({ Parameter: parameter } = await client.send(new GetParameterCommand({ Name: name, WithDecryption: true }), deadline(timeoutMs)))
   } catch (err) {

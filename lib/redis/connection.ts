@@ -110,7 +110,8 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
   if (isClient(connection)) return { client: connection, owned: false }
   const url = resolveUrl(connection)
   const parsed = parseRedisUrl(url)
-  const common: RedisOptions = {
+  // replyMapping left out: ioredis's constructors type it without undefined (exactOptionalPropertyTypes).
+  const common: Omit<RedisOptions, 'replyMapping'> = {
     ...(options.redisOptions ?? resilient()),
     ...(parsed.username ? { username: parsed.username } : {}),
     ...(parsed.password ? { password: parsed.password } : {}),
@@ -122,7 +123,8 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
   }
   const client: RedisClient =
     parsed.cluster || options.cluster
-      ? new Cluster(parsed.nodes, { redisOptions: common })
+      ? // The node options, as given: ioredis's Cluster type leaves out a few that it sets per node itself.
+        new Cluster(parsed.nodes, { redisOptions: common } as ConstructorParameters<typeof Cluster>[1])
       : new Redis({ ...common, host: node?.host ?? '127.0.0.1', port: node?.port ?? 6379, db: parsed.db })
   // Failures reach callers as rejected commands; without a listener ioredis also prints each one.
   client.on('error', (err: Error) => void lastErrors.set(client, err))
