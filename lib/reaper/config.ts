@@ -37,7 +37,7 @@
 import { EchoMQError } from '../errors.js'
 import { DEFAULTS, RANGES, type Range, validatePrefix, validateQueueName } from '../options.js'
 import { parseRedisUrl } from '../redis/connection.js'
-import { inLambda, redisUrlSource, type UrlSource } from '../redis/url.js'
+import { redisUrlSource, type UrlSource } from '../redis/url.js'
 import metricNames from './metric-names.json' with { type: 'json' }
 
 export const METRICS_MODES = ['api', 'emf', 'off'] as const
