@@ -8,9 +8,10 @@
 import type { Retention } from '../lib/job-options.js'
 import { PREFIX_DEFAULT } from '../lib/options.js'
 import { Queue } from '../lib/queue.js'
-import { type Lease, readCandidates, take } from '../lib/redis/commands.js'
+import { type Lease, take } from '../lib/redis/commands.js'
 import type { RedisClient } from '../lib/redis/connection.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { liveLeases, readCandidates } from '../lib/redis/queries.js'
 
 /** Jobs per add round and per take call: well under Redis's argument limits. */
 const BATCH = 200
@@ -77,8 +78,7 @@ export async function buildCrashedState(
   await holdJobs(client, queue, n, { prefix, leaseMs })
   const deadline = performance.now() + leaseMs + 5_000
   for (let i = 0; i < n; i += BATCH) {
-    const locks = ids.slice(i, i + BATCH).map((id) => keys.lock(id))
-    while ((await client.exists(...locks)) > 0) {
+    while ((await liveLeases(client, keys, ids.slice(i, i + BATCH))) > 0) {
       if (performance.now() > deadline) throw new Error('crashed leases did not expire')
       await new Promise((resolve) => setTimeout(resolve, Math.min(leaseMs, 20)))
     }

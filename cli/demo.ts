@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { Queue, type SweepResult, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { deleteUnderPrefix as deletePrefix, leaseStates, liveLeases } from '../lib/redis/queries.js'
 import { table } from './format.js'
-import { deletePrefix } from './local-redis.js'
 import { spawnWorker, type WorkerProcess } from './worker-process.js'
 
 export type Role = 'killed' | 'paused' | 'healthy'
@@ -96,7 +96,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
     const silenced = slots.filter((s) => s.role !== 'healthy')
     o.say(`\nkilled: ${names(o.roles, 'killed')}; paused: ${names(o.roles, 'paused')}; healthy: ${names(o.roles, 'healthy')}`)
     o.progress('waiting for the silent workers\u2019 leases to lapse')
-    await until(async () => (await Promise.all(silenced.map((s) => redis.exists(keys.lock(s.id))))).every((e) => e === 0), o.leaseMs * 4)
+    await until(
+      async () =>
+        (await liveLeases(
+          redis,
+          keys,
+          silenced.map((s) => s.id),
+        )) === 0,
+      o.leaseMs * 4,
+    )
 
     const first = await sweep(redis, 'demo', { prefix, graceMs: 0 })
     o.say('\nsweep 1')
@@ -105,7 +113,15 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
     for (const [name, w] of workers) if (o.roles[name] === 'paused') w.kill('SIGCONT')
     const paused = slots.filter((s) => s.role === 'paused')
     o.progress('paused worker resumed; waiting for its heartbeat')
-    await until(async () => (await Promise.all(paused.map((s) => redis.exists(keys.lock(s.id))))).every((e) => e === 1), o.leaseMs * 4)
+    await until(
+      async () =>
+        (await liveLeases(
+          redis,
+          keys,
+          paused.map((s) => s.id),
+        )) === paused.length,
+      o.leaseMs * 4,
+    )
 
     const second = await sweep(redis, 'demo', { prefix, graceMs: 0 })
     const afterSweep2 = new Map<string, number>()
@@ -197,7 +213,8 @@ async function readout(
 ): Promise<string> {
   const rows: string[][] = []
   for (const s of slots) {
-    const [ttl, job] = await Promise.all([redis.pttl(keys.lock(s.id)), queue.getJob(s.id)])
+    const [[lease], job] = await Promise.all([leaseStates(redis, keys, [s.id]), queue.getJob(s.id)])
+    const ttl = lease?.ttlMs ?? -2
     rows.push([
       s.id,
       `${s.name} (${s.role})`,

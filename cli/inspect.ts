@@ -7,9 +7,10 @@
 import { type Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
 import type { RedisClient } from '../lib/redis/connection.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { leaseStates, serverTimeMs } from '../lib/redis/queries.js'
 import { registeredQueues } from '../lib/registry.js'
 import { oneLine, table } from './format.js'
-import { dueIn, isEmpty, jobsIn, redisNowMs, unknownQueue } from './jobs.js'
+import { dueIn, isEmpty, jobsIn, unknownQueue } from './jobs.js'
 
 /** Counts per queue: the registered ones, or those named (each must be registered or hold jobs, as for `inspect`). */
 export async function stats(client: RedisClient, prefix: string, queues: string[] | undefined): Promise<Record<string, QueueCounts>> {
@@ -69,22 +70,25 @@ export async function inspect(queue: Queue, limit: number): Promise<Inspection> 
     jobsIn(queue, 'active', 0, limit),
     jobsIn(queue, 'delayed', 0, limit),
     jobsIn(queue, 'failed', 0, limit),
-    redisNowMs(client),
+    serverTimeMs(client),
   ])
-  const inFlight = await Promise.all(
-    active.map(async (job): Promise<InFlight> => {
-      const [ttl, markedAt] = await Promise.all([client.pttl(keys.lock(job.id)), client.zscore(keys.stalled, job.id)])
-      return {
-        id: job.id,
-        name: job.name,
-        leaseMsLeft: ttl > 0 ? ttl : null,
-        marked: markedAt !== null,
-        attemptsMade: job.attemptsMade,
-        attempts: job.attempts,
-        workerName: job.workerName ?? null,
-      }
-    }),
+  const leases = await leaseStates(
+    client,
+    keys,
+    active.map((job) => job.id),
   )
+  const inFlight = active.map((job, i): InFlight => {
+    const lease = leases[i]
+    return {
+      id: job.id,
+      name: job.name,
+      leaseMsLeft: lease && lease.ttlMs > 0 ? lease.ttlMs : null,
+      marked: lease?.markedAt !== undefined,
+      attemptsMade: job.attemptsMade,
+      attempts: job.attempts,
+      workerName: job.workerName ?? null,
+    }
+  })
   return {
     counts,
     inFlight,

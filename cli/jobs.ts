@@ -10,6 +10,7 @@ import type { Job, JobState } from '../lib/job.js'
 import { MAX_JOBS_PER_CALL, Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
 import type { RedisClient } from '../lib/redis/connection.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { serverTimeMs } from '../lib/redis/queries.js'
 import { registeredQueues } from '../lib/registry.js'
 import { CliError } from './errors.js'
 import { oneLine, table } from './format.js'
@@ -30,12 +31,6 @@ export async function withQueue<T>(client: RedisClient, prefix: string, name: st
   } finally {
     await queue.close()
   }
-}
-
-/** Redis's clock (ms), which due times and finish times are stamped with. */
-export async function redisNowMs(client: RedisClient): Promise<number> {
-  const [seconds = 0, micros = 0] = await client.time()
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
 }
 
 /** Up to `count` jobs in `state` from rank `start`, in pages of MAX_JOBS_PER_CALL (jobs removed meanwhile are left out). */
@@ -69,7 +64,7 @@ export interface JobList {
 }
 
 export async function listJobs(queue: Queue, state: JobState, start: number, limit: number): Promise<JobList> {
-  const [jobs, counts, now] = await Promise.all([jobsIn(queue, state, start, limit), queue.counts(), redisNowMs(queue.client)])
+  const [jobs, counts, now] = await Promise.all([jobsIn(queue, state, start, limit), queue.counts(), serverTimeMs(queue.client)])
   return {
     queue: queue.name,
     state,

@@ -7,8 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { Cluster, Redis } from 'ioredis'
-import type { RedisClient } from '../lib/redis/connection.js'
+import { Redis } from 'ioredis'
 import { CliError } from './errors.js'
 
 export interface LocalRedis {
@@ -78,16 +77,3 @@ export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRe
 }
 
 /** Deletes every key under `prefix` (and its registry): for runs on a Redis the command did not start. */
-export async function deletePrefix(client: RedisClient, prefix: string): Promise<void> {
-  // A cluster is scanned node by node, and keys are deleted one by one (they live in different slots).
-  const nodes = client instanceof Cluster ? client.nodes('master') : [client]
-  for (const node of nodes) {
-    let cursor = '0'
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-      cursor = next
-      if (client instanceof Cluster) await Promise.all(keys.map((k) => client.del(k)))
-      else if (keys.length > 0) await client.del(...keys)
-    } while (cursor !== '0')
-  }
-}

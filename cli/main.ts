@@ -21,12 +21,13 @@ import {
   type RedisClient,
   redactUrl,
 } from '../lib/redis/connection.js'
+import { deleteUnderPrefix as deletePrefix } from '../lib/redis/queries.js'
 import { type Role, runDemo, WORKER_NAMES } from './demo.js'
 import { CliError } from './errors.js'
 import { parseDuration, spinner, table, withSpinner } from './format.js'
 import { inspect, renderInspection, stats } from './inspect.js'
 import { dryRunAll, dryRunIds, listJobs, type RetryReport, renderJobList, renderRetry, withQueue } from './jobs.js'
-import { deletePrefix, startLocalRedis } from './local-redis.js'
+import { startLocalRedis } from './local-redis.js'
 import { type RaceSide, runRace } from './race.js'
 
 type Options = NonNullable<ParseArgsConfig['options']>

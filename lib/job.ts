@@ -1,7 +1,18 @@
-/** A job as stored in its hash, and the conversion from the hash's fields. */
+/** A job as stored in its hash, the conversion from the hash's fields, and a queue's job counts. */
 export type JobState = 'wait' | 'delayed' | 'active' | 'completed' | 'failed'
 
 export const JOB_STATES: readonly JobState[] = ['wait', 'delayed', 'active', 'completed', 'failed']
+
+/** A queue's job counts; `wait` includes the jobs busy workers reserved for their next calls. */
+export interface QueueCounts {
+  wait: number
+  active: number
+  /** Jobs in `active` that a sweep has marked (they are counted in `active` too). */
+  stalled: number
+  delayed: number
+  completed: number
+  failed: number
+}
 
 export interface Job<Data = unknown, Result = unknown> {
   id: string

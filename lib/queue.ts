@@ -9,9 +9,8 @@
  * (see job-options.ts: attempts, delay, backoff, removeOnComplete, removeOnFail).
  */
 import { randomUUID } from 'node:crypto'
-import type { ChainableCommander } from 'ioredis'
 import { EchoMQError, redisError } from './errors.js'
-import { JOB_STATES, type Job, type JobState, jobFromHash } from './job.js'
+import { JOB_STATES, type Job, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { toJson } from './json.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateQueueName } from './options.js'
@@ -27,12 +26,13 @@ import {
   resolveUrl,
 } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
+import { failedUpTo, idsIn, newestFailedScore, readCounts, readJob, readJobs } from './redis/queries.js'
 import { registration } from './registry.js'
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
 export type { JobOptions } from './job-options.js'
 
-export type QueueCounts = commands.QueueCounts
+export type { QueueCounts }
 
 export interface QueueOptions {
   connection?: unknown
@@ -112,7 +112,7 @@ export class Queue<Data = unknown> {
   async getJob(id: string): Promise<Job<Data> | null> {
     this.assertOpen()
     validateJobId(id)
-    const hash = await this.call('read job of queue', () => this.client.hgetall(this.keys.job(id)))
+    const hash = await this.call('read job of queue', () => readJob(this.client, this.keys, id))
     return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash) as Job<Data>)
   }
 
@@ -128,8 +128,8 @@ export class Queue<Data = unknown> {
     const start = opt(r.start, 0, (v) => checkInteger('start', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
     const end = opt(r.end, start + 99, (v) => checkInteger('end', v, { min: start, max: start + MAX_JOBS_PER_CALL - 1 }))
     const { ids, hashes } = await this.call(`list ${state} jobs of queue`, async () => {
-      const ids = await this.idsIn(state, start, end)
-      return { ids, hashes: await Promise.all(ids.map((id) => this.client.hgetall(this.keys.job(id)))) }
+      const ids = await idsIn(this.client, this.keys, state, start, end)
+      return { ids, hashes: await readJobs(this.client, this.keys, ids) }
     })
     return ids.flatMap((id, i) => {
       const hash = hashes[i] ?? {}
@@ -162,9 +162,8 @@ export class Queue<Data = unknown> {
     const limit = opt(o.limit, Number.POSITIVE_INFINITY, (v) => checkInteger('limit', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
     // Only the jobs failed when the call began, each once: with workers failing them again meanwhile (the
     // downstream is still down), re-reading `failed` from its start would send them back over and over.
-    const newest = await this.call('retry failed jobs of queue', () => this.client.zrange(this.keys.failed, '-1', '-1', 'WITHSCORES'))
-    if (newest[1] === undefined) return []
-    const bound = Number(newest[1])
+    const bound = await this.call('retry failed jobs of queue', () => newestFailedScore(this.client, this.keys))
+    if (bound === undefined) return []
     const moved = new Set<string>()
     // Jobs this call retried that failed again within the same millisecond as `bound` are still in range:
     // stepped over, not retried twice.
@@ -172,7 +171,7 @@ export class Queue<Data = unknown> {
     while (moved.size < limit) {
       const n = Math.min(RETRY_BATCH, limit - moved.size)
       const batch = await this.call('retry failed jobs of queue', async () => {
-        const read = await this.client.zrangebyscore(this.keys.failed, '-inf', String(bound), 'LIMIT', skip, n)
+        const read = await failedUpTo(this.client, this.keys, bound, skip, n)
         const ids = read.filter((id) => !moved.has(id))
         skip += read.length - ids.length
         if (read.length === 0) return undefined
@@ -207,26 +206,6 @@ export class Queue<Data = unknown> {
     return this.closing
   }
 
-  private async idsIn(state: JobState, start: number, end: number): Promise<string[]> {
-    const k = this.keys
-    switch (state) {
-      case 'wait': {
-        // Next to run: the ids busy workers reserved for their next calls, then `wait` from its right end.
-        const reserved = await this.client.zrange(k.reserved, String(start), String(end))
-        const skip = Math.max(0, start - (await this.client.zcard(k.reserved)))
-        const more = end - start + 1 - reserved.length
-        if (more <= 0) return reserved
-        return [...reserved, ...(await this.client.lrange(k.wait, -(skip + more), -(skip + 1))).reverse()]
-      }
-      case 'delayed':
-        return this.client.zrange(k.delayed, String(start), String(end))
-      case 'active':
-        return this.client.zrange(k.active, String(start), String(end))
-      default:
-        return this.client.zrevrange(k[state], String(start), String(end))
-    }
-  }
-
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
     let fail: () => void = () => undefined
     const closed = new Promise<never>((_, reject) => {
@@ -249,42 +228,11 @@ export class Queue<Data = unknown> {
   }
 }
 
-/**
- * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
- * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
- * (the operator needs the counts most when Redis is full).
- */
+/** A queue's counts, on a client the caller holds (the command's): see readCounts. */
 export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
     return await readCounts(client, keys)
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
   }
-}
-
-async function readCounts(client: RedisClient, keys: QueueKeys): Promise<QueueCounts> {
-  let replies: [Error | null, unknown][] | null
-  try {
-    replies = await countReads(client.multi(), keys).exec()
-  } catch (err) {
-    if (!/EXECABORT/.test((err as Error).message)) throw err
-    replies = await countReads(client.pipeline(), keys).exec()
-  }
-  if (!replies) throw new Error('the transaction was aborted')
-  const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = replies.map(([err, n]) => {
-    if (err) throw err
-    return n as number
-  })
-  return { wait: wait + reserved, active, stalled, delayed, completed, failed }
-}
-
-function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {
-  return batch
-    .llen(keys.wait)
-    .zcard(keys.reserved)
-    .zcard(keys.active)
-    .zcard(keys.stalled)
-    .zcard(keys.delayed)
-    .zcard(keys.completed)
-    .zcard(keys.failed)
 }

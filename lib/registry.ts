@@ -6,20 +6,14 @@
  * best effort: a failure never fails the call that triggered it, and is tried again sooner.
  */
 import type { RedisClient } from './redis/connection.js'
-import { registryKey } from './redis/keys.js'
+import { addToRegistry } from './redis/queries.js'
 
 /** How often a live Queue or Worker registers again. */
 export const REGISTRATION_REFRESH_MS = 60_000
 /** After a failed registration, the next try (a broken registry key must not cost every call). */
 const RETRY_AFTER_MS = 10_000
 
-export async function registerQueue(client: RedisClient, prefix: string, queue: string): Promise<void> {
-  await client.sadd(registryKey(prefix), queue)
-}
-
-export async function registeredQueues(client: RedisClient, prefix: string): Promise<string[]> {
-  return (await client.smembers(registryKey(prefix))).sort()
-}
+export { addToRegistry as registerQueue, registryMembers as registeredQueues } from './redis/queries.js'
 
 /**
  * Returns `ensure()`: registers the queue when the last registration is REGISTRATION_REFRESH_MS old (or
@@ -33,7 +27,7 @@ export function registration(client: RedisClient, prefix: string, queue: string,
     if (at < due) return undefined
     due = at + REGISTRATION_REFRESH_MS
     try {
-      await registerQueue(client, prefix, queue)
+      await addToRegistry(client, prefix, queue)
       return undefined
     } catch (err) {
       due = at + RETRY_AFTER_MS

@@ -8,18 +8,19 @@
 import { type FinishedSet, trim } from './redis/commands.js'
 import type { RedisClient } from './redis/connection.js'
 import type { QueueKeys } from './redis/keys.js'
+import { oldestIds } from './redis/queries.js'
 
 export const TRIM_BATCH = 100
 
 /** Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns the ids removed. */
 export async function trimFinished(client: RedisClient, keys: QueueKeys, set: FinishedSet, first?: string[]): Promise<string[]> {
   const removed: string[] = []
-  let ids = first ?? (await client.zrange(keys[set], '0', String(TRIM_BATCH - 1)))
+  let ids = first ?? (await oldestIds(client, keys[set], TRIM_BATCH))
   while (ids.length > 0) {
     const step = await trim(client, keys, set, ids)
     removed.push(...step.removed)
     if (step.done || step.removed.length === 0) break
-    ids = await client.zrange(keys[set], '0', String(TRIM_BATCH - 1))
+    ids = await oldestIds(client, keys[set], TRIM_BATCH)
   }
   return removed
 }

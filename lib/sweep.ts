@@ -23,19 +23,12 @@
  */
 import { randomInt } from 'node:crypto'
 import { redisError } from './errors.js'
+import type { QueueCounts } from './job.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
-import {
-  type FinishedSet,
-  type Probe,
-  probe,
-  probeRequeueMax,
-  promote,
-  type QueueCounts,
-  requeueExpired,
-  sweepStep,
-} from './redis/commands.js'
+import { type FinishedSet, type Probe, probe, probeRequeueMax, promote, requeueExpired, sweepStep } from './redis/commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
+import { dueDelayed, expiredLeases, waitingSince } from './redis/queries.js'
 import { trimFinished } from './retention.js'
 
 export interface SweepResult {
@@ -107,7 +100,7 @@ export async function sweepQueue(
     if (done || ids.length < limit) break
     // Candidates that stay in place (marked, within grace) keep their rank; step past them.
     offset += left
-    ids = await client.zrangebyscore(keys.active, '-inf', found.now, 'LIMIT', offset, limit)
+    ids = await expiredLeases(client, keys, found.now, offset, limit)
   }
   if (found.audit.length > 0) await step(found.audit, 'audit')
   // Jobs this pass failed may take `failed` past its limits (the probe looked before): trim it exactly too.
@@ -142,7 +135,7 @@ async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, li
     const step = await promote(client, keys, ids, true)
     promoted += step.promoted.length
     if (ids.length < limit || step.promoted.length === 0) break
-    ids = await client.zrangebyscore(keys.delayed, '-inf', found.now, 'LIMIT', 0, limit)
+    ids = await dueDelayed(client, keys, found.now, limit)
   }
   return promoted
 }
@@ -150,6 +143,6 @@ async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, li
 /** How long the job next in line has waited (one read, only when `wait` is not empty). */
 async function waitingFor(client: RedisClient, keys: QueueKeys, found: Probe): Promise<number | undefined> {
   if (found.head === undefined) return undefined
-  const since = Number(await client.hget(keys.job(found.head), 'waitingSince'))
-  return Number.isFinite(since) && since > 0 ? Math.max(0, found.now - since) : undefined
+  const since = await waitingSince(client, keys, found.head)
+  return since === undefined ? undefined : Math.max(0, found.now - since)
 }

@@ -29,7 +29,6 @@ import {
   type FinishedSet,
   type FinishResult,
   finish,
-  readCandidates,
   type Taken,
   type TakeResult,
   type Taker,
@@ -46,6 +45,7 @@ import {
   resilient,
 } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
+import { readCandidates, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
 import { trimFinished } from './retention.js'
 import { LockManager } from './worker/lock-manager.js'
@@ -229,7 +229,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       guard = this.settings.clock.setTimeout(() => resolve('dead'), BLOCK_TIMEOUT_S * 1000 + BLOCK_GUARD_MS)
     })
     try {
-      const popped = this.blocking.bzpopmin(this.keys.marker, BLOCK_TIMEOUT_S)
+      const popped = waitForWork(this.blocking, this.keys, BLOCK_TIMEOUT_S)
       const outcome = await Promise.race([popped, this.stopSignal.then(() => 'stopped' as const), dead])
       if (outcome === 'stopped') return 'stopped'
       if (outcome === 'dead') {
@@ -238,7 +238,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         return 'woken'
       }
       if (outcome === null) return 'timeout'
-      return outcome[1] === 'd' ? 'due' : 'woken'
+      return outcome === 'd' ? 'due' : 'woken'
     } finally {
       this.settings.clock.clearTimeout(guard)
     }

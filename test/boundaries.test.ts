@@ -1,10 +1,13 @@
 /**
- * The module boundaries, checked on the source: lib/redis/commands.ts is the only module that runs a script or
- * loads one (everything else calls its functions), and lib/redis/keys.ts is the only module that spells a key.
+ * The module boundaries, checked on the source: lib/redis/ is the one Redis boundary (commands.ts runs and
+ * loads the scripts, queries.ts sends the plain commands, keys.ts spells the keys), and everything else in
+ * the library, the commands and the handler calls their functions; lib/reaper/ is the only part of lib/
+ * that imports an AWS package, and the library's entry pulls in none.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
 import { describe, expect, it } from 'vitest'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -42,6 +45,42 @@ describe('one module runs the scripts', () => {
     ]
     const callers = files.filter((f) => !allowed.includes(f) && SCRIPT_CALL.test(read(f)))
     expect(callers).toEqual([])
+  })
+})
+
+/** Commands that name no key (the connection's own, the server's). */
+const KEYLESS = new Set(['ping', 'quit', 'info', 'script', 'client', 'config', 'hello', 'acl', 'cluster', 'select', 'discard'])
+const COMMANDS = (Redis.prototype as unknown as { getBuiltinCommands(): string[] }).getBuiltinCommands().filter((c) => !KEYLESS.has(c))
+/** A Redis command sent through a client (`client.zrange(`, `this.blocking.bzpopmin(`, `node.scan(`...). */
+const REDIS_CALL = new RegExp(`\\b(?:client|blocking|node|redis)\\s*\\.\\s*(${COMMANDS.join('|')}|multi|pipeline)\\s*\\(`, 'i')
+
+describe('one Redis boundary', () => {
+  it('no module of the library, the commands or the handler outside lib/redis/ sends a command on a key', () => {
+    // The race demo's checker is the naive one the design document contrasts with the sweep: separate
+    // round trips on purpose, to show the double recovery they allow.
+    const allowed = [path.join('cli', 'commands', 'race.ts'), path.join('cli', 'race.ts')]
+    const senders = files
+      .filter((f) => /^(lib|cli|functions)\//.test(f) && !f.startsWith(path.join('lib', 'redis')) && !allowed.includes(f))
+      .filter((f) => REDIS_CALL.test(read(f)))
+    expect(senders).toEqual([])
+  })
+
+  it('only lib/reaper/ imports an AWS package; lib/index.ts reaches none', () => {
+    const aws = /from ['"]@aws-sdk\/|from ['"]@aws-lambda-powertools\/|from ['"]aws-lambda['"]/
+    const importers = files.filter((f) => f.startsWith(`lib${path.sep}`) && !f.startsWith(path.join('lib', 'reaper')) && aws.test(read(f)))
+    expect(importers).toEqual([])
+    // What the public entry imports, followed through lib/: never into lib/reaper/.
+    const seen = new Set<string>()
+    const visit = (rel: string) => {
+      if (seen.has(rel)) return
+      seen.add(rel)
+      for (const [, spec] of read(rel).matchAll(/from ['"](\.{1,2}\/[^'"]+)['"]/g)) {
+        const target = path.normalize(path.join(path.dirname(rel), (spec as string).replace(/\.js$/, '.ts')))
+        if (target.endsWith('.ts')) visit(target)
+      }
+    }
+    visit(path.join('lib', 'index.ts'))
+    expect([...seen].filter((f) => f.startsWith(path.join('lib', 'reaper')))).toEqual([])
   })
 })
 

@@ -16,6 +16,7 @@ import {
   type RedisClient,
   redactUrl,
 } from '../redis/connection.js'
+import { evictionPolicy } from '../redis/queries.js'
 import type { ReaperConfig } from './config.js'
 
 export type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void
@@ -86,8 +87,7 @@ export class ReaperConnection {
 /** An evicted lease looks like a dead worker, so anything but `noeviction` is worth a warning. */
 export async function checkEvictionPolicy(client: RedisClient, log: Log): Promise<string | undefined> {
   try {
-    const reply = (await client.call('CONFIG', 'GET', 'maxmemory-policy')) as string[]
-    const policy = reply[1]
+    const policy = await evictionPolicy(client)
     if (policy !== undefined && policy !== 'noeviction') {
       log(
         'warn',

@@ -12,10 +12,10 @@
  * Queue or Worker is registered again by them within a minute; discovery is for jobs whose workers died
  * with the registry.)
  */
-import { Cluster } from 'ioredis'
 import { isQueueName } from '../options.js'
 import type { RedisClient } from '../redis/connection.js'
-import { activeKeyPattern, discoveryKey, queueOfActiveKey } from '../redis/keys.js'
+import { queueOfActiveKey } from '../redis/keys.js'
+import { discoveryDueInMs, markDiscovered, scanActiveKeys, scanNodes } from '../redis/queries.js'
 import { registerQueue } from '../registry.js'
 
 export const DISCOVERY_INTERVAL_MS = 60 * 60_000
@@ -41,17 +41,17 @@ export class Discovery {
       // How long ago any reaper last finished a pass: the key lives DISCOVERY_INTERVAL_MS after it.
       // Due here: another reaper may have scanned since, so ask again (one PTTL an hour).
       if (this.due !== undefined && start >= this.due) this.due = undefined
-      this.due ??= start + Math.max(0, await client.pttl(discoveryKey(this.prefix)))
+      this.due ??= start + (await discoveryDueInMs(client, this.prefix))
       if (start < this.due) return []
     }
-    const nodes = client instanceof Cluster ? client.nodes('master') : [client]
+    const nodes = scanNodes(client)
     this.cursors ??= new Map(nodes.map((_, i) => [String(i), '0']))
     const known = new Set(registered)
     const found = new Set<string>()
     for (const [i, node] of nodes.entries()) {
       let cursor = this.cursors.get(String(i))
       while (cursor !== undefined && this.now() - start < this.budgetMs) {
-        const [next, keys] = await node.scan(cursor, 'MATCH', activeKeyPattern(this.prefix), 'COUNT', SCAN_COUNT, 'TYPE', 'zset')
+        const [next, keys] = await scanActiveKeys(node, this.prefix, cursor, SCAN_COUNT)
         for (const key of keys) {
           const queue = queueOfActiveKey(this.prefix, key)
           if (queue !== undefined && !known.has(queue) && isQueueName(queue)) found.add(queue)
@@ -64,7 +64,7 @@ export class Discovery {
     if (this.cursors.size === 0) {
       this.cursors = undefined
       this.due = this.now() + DISCOVERY_INTERVAL_MS
-      await client.set(discoveryKey(this.prefix), '1', 'PX', DISCOVERY_INTERVAL_MS)
+      await markDiscovered(client, this.prefix, DISCOVERY_INTERVAL_MS)
     }
     for (const queue of found) await registerQueue(client, this.prefix, queue)
     return [...found].sort()

@@ -22,7 +22,7 @@
  * error's name, HTTP status and request id, and never fails the sweep.
  */
 import { CloudWatchClient, type MetricDatum, PutMetricDataCommand, type StandardUnit } from '@aws-sdk/client-cloudwatch'
-import type { QueueCounts } from '../redis/commands.js'
+import type { QueueCounts } from '../job.js'
 import { type AwsErrorDescription, boundedClientOptions, describeAwsError, isTimeout } from './aws.js'
 import names from './metric-names.json' with { type: 'json' }
 

@@ -11,9 +11,9 @@
  * The registry checks are best effort: a Redis user that may not run them gets a note, never a failed run.
  */
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
-import { Cluster } from 'ioredis'
 import type { RedisClient } from '../redis/connection.js'
 import { registryKey } from '../redis/keys.js'
+import { inRegistry, scanNodes, scanPage } from '../redis/queries.js'
 import type { ReaperConfig } from './config.js'
 import type { Log } from './connection.js'
 import { metricsClient, type PublishResult, publishMetrics, type QueueRun, type Totals, totals } from './metrics.js'
@@ -70,8 +70,8 @@ const PROBE_PAGES = 10
 export async function unregisteredQueues(client: RedisClient, prefix: string, queues: string[], log: Log): Promise<Set<string>> {
   if (queues.length === 0) return new Set()
   try {
-    const member = (await client.smismember(registryKey(prefix), ...queues)) as number[]
-    return new Set(queues.filter((_, i) => member[i] !== 1))
+    const member = await inRegistry(client, prefix, queues)
+    return new Set(queues.filter((_, i) => !member[i]))
   } catch (err) {
     log('info', 'could not check the listed queues against the registry; counting them all as swept', {
       registry: registryKey(prefix),
@@ -119,10 +119,10 @@ async function otherRegistries(client: RedisClient, prefix: string): Promise<str
   const suffix = registryKey('')
   const found = new Set<string>()
   try {
-    for (const node of client instanceof Cluster ? client.nodes('master') : [client]) {
+    for (const node of scanNodes(client)) {
       let cursor = '0'
       for (let page = 0; page < PROBE_PAGES; page++) {
-        const [next, keys] = await node.scan(cursor, 'MATCH', registryKey('*'), 'COUNT', 1000, 'TYPE', 'set')
+        const [next, keys] = await scanPage(node, cursor, registryKey('*'), 'set', 1000)
         for (const key of keys) if (key !== registryKey(prefix)) found.add(key.slice(0, -suffix.length))
         cursor = next
         if (cursor === '0') break

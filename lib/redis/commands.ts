@@ -1,13 +1,13 @@
 /**
  * The one module that runs Lua scripts. Each function here owns one script's KEYS and ARGV order and
  * turns its reply into named results; everything else (the Queue, the Worker, the sweep, the command,
- * the benchmarks and the tests) calls these functions. Scripts run with EVALSHA, falling back to EVAL on
+ * the benchmarks and the tests) calls these functions. The plain commands are in queries.ts. Scripts run with EVALSHA, falling back to EVAL on
  * NOSCRIPT (a restarted or failed-over Redis has an empty script cache; EVAL also re-caches it). Every
  * call passes at least one key, so Redis Cluster routes it to the queue's slot.
  */
 
 import { EchoMQError } from '../errors.js'
-import { type Job, type JobState, jobFromFields } from '../job.js'
+import { type Job, type JobState, jobFromFields, type QueueCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
@@ -133,11 +133,6 @@ type TakenReply = [string, string, (string | null)[], string][]
 
 const toTaken = (reply: TakenReply, workerName: string): Taken[] =>
   reply.map(([id, token, fields, startedOn]) => ({ job: jobFromFields(id, fields, startedOn, workerName), token }))
-
-/** Up to `n` ids from the tail of `wait`, the next to be served first: the candidates for `take`. */
-export async function readCandidates(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
-  return (await client.lrange(keys.wait, -n, -1)).reverse()
-}
 
 /** The worker taking jobs. */
 export interface Taker {
@@ -364,17 +359,6 @@ export interface ProbeRequest {
   auditAt: number
   /** Take the count of jobs that entered `failed` since it was last taken (the reaper's metric). */
   takeFailures: boolean
-}
-
-export interface QueueCounts {
-  /** Jobs waiting to run, including those a busy worker has reserved for its next calls. */
-  wait: number
-  active: number
-  /** Jobs in `active` that a sweep has marked (they are counted in `active` too). */
-  stalled: number
-  delayed: number
-  completed: number
-  failed: number
 }
 
 export interface Probe {

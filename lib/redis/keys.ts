@@ -62,9 +62,16 @@ export function discoveryKey(prefix: string): string {
   return `${prefix}:discovered`
 }
 
+const escapeGlob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&')
+
 /** A SCAN pattern matching the lease index of every queue under `prefix` (queues with jobs in flight). */
 export function activeKeyPattern(prefix: string): string {
-  return `${prefix.replace(/[*?[\]\\]/g, '\\$&')}:{*}:active`
+  return `${escapeGlob(prefix)}:{*}:active`
+}
+
+/** A SCAN pattern matching every key under `prefix`. */
+export function prefixPattern(prefix: string): string {
+  return `${escapeGlob(prefix)}:*`
 }
 
 /** The queue whose lease index `key` is, or undefined when `key` is not one under `prefix`. */

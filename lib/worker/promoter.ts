@@ -12,6 +12,7 @@ import type { Clock } from '../clock.js'
 import { type NextDue, promote } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
+import { handBackDue, oldestIds } from '../redis/queries.js'
 
 /** Delayed jobs read per promote call. */
 const PROMOTE_BATCH = 100
@@ -44,7 +45,7 @@ export class Promoter {
     this.promoting = true
     try {
       for (;;) {
-        const ids = await this.client.zrange(this.keys.delayed, '0', String(PROMOTE_BATCH - 1))
+        const ids = await oldestIds(this.client, this.keys.delayed, PROMOTE_BATCH)
         if (ids.length === 0) return
         const step = await promote(this.client, this.keys, ids, false)
         if (step.promoted.length < ids.length) return this.schedule(step)
@@ -64,7 +65,7 @@ export class Promoter {
   async close(): Promise<void> {
     this.closed = true
     this.clear()
-    if (this.dueAt !== undefined) await this.client.zadd(this.keys.marker, 'LT', String(this.dueAt), 'd')
+    if (this.dueAt !== undefined) await handBackDue(this.client, this.keys, this.dueAt)
   }
 
   private schedule({ nextDueInMs, nextDueAt }: NextDue): void {

@@ -1,0 +1,220 @@
+/**
+ * The plain Redis commands (no script) EchoMQ sends on its keys, one named function each: the reads
+ * (counts, pages of ids, jobs, candidates for a script), the blocking wait of an idle worker, and the few
+ * single-command writes that need no script (the registry, the discovery mark, a due time handed back).
+ * With lib/redis/commands.ts (the scripts) this is the whole Redis boundary: no other module sends a
+ * command on a queue's keys, so a change of the key layout touches keys.ts, these two modules and lua/.
+ */
+import { type ChainableCommander, Cluster } from 'ioredis'
+import type { JobState, QueueCounts } from '../job.js'
+import type { RedisClient } from './connection.js'
+import { activeKeyPattern, discoveryKey, prefixPattern, type QueueKeys, registryKey } from './keys.js'
+
+// ---- a queue's jobs --------------------------------------------------------------------------------
+
+/** Up to `n` ids from the tail of `wait`, the next to be served first: the candidates for `take`. */
+export async function readCandidates(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
+  return (await client.lrange(keys.wait, -n, -1)).reverse()
+}
+
+/** A job's hash, {} when there is none. */
+export function readJob(client: RedisClient, keys: QueueKeys, id: string): Promise<Record<string, string>> {
+  return client.hgetall(keys.job(id))
+}
+
+/** Several jobs' hashes, in the order of `ids` ({} for a job removed meanwhile). */
+export function readJobs(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<Record<string, string>[]> {
+  return Promise.all(ids.map((id) => client.hgetall(keys.job(id))))
+}
+
+/**
+ * A page of ids in one state (`start`, `end`: inclusive ranks): `wait` in the order they will run (those
+ * busy workers reserved first), `delayed` by due time, `active` by lease deadline, `completed` and `failed`
+ * most recent first.
+ */
+export async function idsIn(client: RedisClient, keys: QueueKeys, state: JobState, start: number, end: number): Promise<string[]> {
+  switch (state) {
+    case 'wait': {
+      const reserved = await client.zrange(keys.reserved, String(start), String(end))
+      const skip = Math.max(0, start - (await client.zcard(keys.reserved)))
+      const more = end - start + 1 - reserved.length
+      if (more <= 0) return reserved
+      return [...reserved, ...(await client.lrange(keys.wait, -(skip + more), -(skip + 1))).reverse()]
+    }
+    case 'delayed':
+      return client.zrange(keys.delayed, String(start), String(end))
+    case 'active':
+      return client.zrange(keys.active, String(start), String(end))
+    default:
+      return client.zrevrange(keys[state], String(start), String(end))
+  }
+}
+
+/** The oldest `n` ids of a sorted set (the earliest due delayed jobs; the oldest finished jobs). */
+export function oldestIds(client: RedisClient, key: string, n: number): Promise<string[]> {
+  return client.zrange(key, '0', String(n - 1))
+}
+
+/** The score of the newest failed job (its finish time), undefined when none failed. */
+export async function newestFailedScore(client: RedisClient, keys: QueueKeys): Promise<number | undefined> {
+  const [, score] = await client.zrange(keys.failed, '-1', '-1', 'WITHSCORES')
+  return score === undefined ? undefined : Number(score)
+}
+
+/** Failed ids with a score up to `maxScore`, oldest first, `skip` of them skipped. */
+export function failedUpTo(client: RedisClient, keys: QueueKeys, maxScore: number, skip: number, n: number): Promise<string[]> {
+  return client.zrangebyscore(keys.failed, '-inf', String(maxScore), 'LIMIT', skip, n)
+}
+
+/** In-flight ids whose recorded lease deadline is at or before `now`, from rank `offset`. */
+export function expiredLeases(client: RedisClient, keys: QueueKeys, now: number, offset: number, limit: number): Promise<string[]> {
+  return client.zrangebyscore(keys.active, '-inf', now, 'LIMIT', offset, limit)
+}
+
+/** Delayed ids due at or before `now`. */
+export function dueDelayed(client: RedisClient, keys: QueueKeys, now: number, limit: number): Promise<string[]> {
+  return client.zrangebyscore(keys.delayed, '-inf', now, 'LIMIT', 0, limit)
+}
+
+/** When a waiting job entered `wait` (ms, Redis's clock), undefined when unknown. */
+export async function waitingSince(client: RedisClient, keys: QueueKeys, id: string): Promise<number | undefined> {
+  const since = Number(await client.hget(keys.job(id), 'waitingSince'))
+  return Number.isFinite(since) && since > 0 ? since : undefined
+}
+
+/** How many of these jobs' leases are still there. */
+export function liveLeases(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<number> {
+  return ids.length === 0 ? Promise.resolve(0) : client.exists(...ids.map((id) => keys.lock(id)))
+}
+
+/** Each in-flight job's lease: ms left (-2 when gone), and when a sweep marked it (undefined if not). */
+export async function leaseStates(
+  client: RedisClient,
+  keys: QueueKeys,
+  ids: string[],
+): Promise<{ ttlMs: number; markedAt: number | undefined }[]> {
+  return Promise.all(
+    ids.map(async (id) => {
+      const [ttlMs, markedAt] = await Promise.all([client.pttl(keys.lock(id)), client.zscore(keys.stalled, id)])
+      return { ttlMs, markedAt: markedAt === null ? undefined : Number(markedAt) }
+    }),
+  )
+}
+
+/**
+ * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
+ * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
+ * (the operator needs the counts most when Redis is full).
+ */
+export async function readCounts(client: RedisClient, keys: QueueKeys): Promise<QueueCounts> {
+  let replies: [Error | null, unknown][] | null
+  try {
+    replies = await countReads(client.multi(), keys).exec()
+  } catch (err) {
+    if (!/EXECABORT/.test((err as Error).message)) throw err
+    replies = await countReads(client.pipeline(), keys).exec()
+  }
+  if (!replies) throw new Error('the transaction was aborted')
+  const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = replies.map(([err, n]) => {
+    if (err) throw err
+    return n as number
+  })
+  return { wait: wait + reserved, active, stalled, delayed, completed, failed }
+}
+
+function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {
+  return batch
+    .llen(keys.wait)
+    .zcard(keys.reserved)
+    .zcard(keys.active)
+    .zcard(keys.stalled)
+    .zcard(keys.delayed)
+    .zcard(keys.completed)
+    .zcard(keys.failed)
+}
+
+// ---- an idle worker and its promoter -----------------------------------------------------------------
+
+/** Blocks on the marker (BZPOPMIN) for up to `timeoutS`: the member popped ('0' work, 'd' a due time), or null. */
+export async function waitForWork(blocking: RedisClient, keys: QueueKeys, timeoutS: number): Promise<string | null> {
+  const popped = await blocking.bzpopmin(keys.marker, timeoutS)
+  return popped === null ? null : (popped[1] ?? null)
+}
+
+/** Leaves a due time in the marker for another idle worker (ZADD LT: an earlier one stays). */
+export async function handBackDue(client: RedisClient, keys: QueueKeys, dueAt: number): Promise<void> {
+  await client.zadd(keys.marker, 'LT', String(dueAt), 'd')
+}
+
+// ---- the registry and discovery ----------------------------------------------------------------------
+
+export async function addToRegistry(client: RedisClient, prefix: string, queue: string): Promise<void> {
+  await client.sadd(registryKey(prefix), queue)
+}
+
+export async function registryMembers(client: RedisClient, prefix: string): Promise<string[]> {
+  return (await client.smembers(registryKey(prefix))).sort()
+}
+
+/** Which of `queues` are in the registry, in order. */
+export async function inRegistry(client: RedisClient, prefix: string, queues: string[]): Promise<boolean[]> {
+  return ((await client.smismember(registryKey(prefix), ...queues)) as number[]).map((m) => m === 1)
+}
+
+/** The masters to SCAN: every master of a cluster, or the one server. */
+export const scanNodes = (client: RedisClient): RedisClient[] => (client instanceof Cluster ? client.nodes('master') : [client])
+
+/** One SCAN page of `node` for keys matching `pattern` of `type`: the next cursor ('0' at the end) and the keys. */
+export async function scanPage(
+  node: RedisClient,
+  cursor: string,
+  pattern: string,
+  type: string,
+  count: number,
+): Promise<[string, string[]]> {
+  return node.scan(cursor, 'MATCH', pattern, 'COUNT', count, 'TYPE', type)
+}
+
+/** One SCAN page for lease indexes (`<prefix>:{q}:active`): queues with jobs in flight. */
+export function scanActiveKeys(node: RedisClient, prefix: string, cursor: string, count: number): Promise<[string, string[]]> {
+  return scanPage(node, cursor, activeKeyPattern(prefix), 'zset', count)
+}
+
+/** ms until the discovery mark expires (0 when there is none): how long until a pass is due. */
+export async function discoveryDueInMs(client: RedisClient, prefix: string): Promise<number> {
+  return Math.max(0, await client.pttl(discoveryKey(prefix)))
+}
+
+/** Records a finished discovery pass for `ms`. */
+export async function markDiscovered(client: RedisClient, prefix: string, ms: number): Promise<void> {
+  await client.set(discoveryKey(prefix), '1', 'PX', ms)
+}
+
+/**
+ * Deletes every key under `prefix` (the demo's and the tests' clean-up; never a queue in use): a cluster
+ * node by node, one key at a time there (keys of different queues live in different slots).
+ */
+export async function deleteUnderPrefix(client: RedisClient, prefix: string): Promise<void> {
+  for (const node of scanNodes(client)) {
+    let cursor = '0'
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', prefixPattern(prefix), 'COUNT', 1000)
+      cursor = next
+      if (client instanceof Cluster) await Promise.all(keys.map((k) => client.del(k)))
+      else if (keys.length > 0) await client.del(...keys)
+    } while (cursor !== '0')
+  }
+}
+
+// ---- the server ------------------------------------------------------------------------------------------
+
+/** Redis's clock (ms), which due times, finish times and lease deadlines are stamped with. */
+export async function serverTimeMs(client: RedisClient): Promise<number> {
+  const [seconds = 0, micros = 0] = await client.time()
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+}
+
+/** The server's maxmemory-policy (CONFIG GET), undefined when the reply names none. */
+export async function evictionPolicy(client: RedisClient): Promise<string | undefined> {
+  return ((await client.call('CONFIG', 'GET', 'maxmemory-policy')) as string[])[1]
+}
