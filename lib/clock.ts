@@ -51,3 +51,18 @@ export const systemClock: Clock = {
 
 /** Resolves after `ms`, whatever its length. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => longTimeout(resolve, ms))
+
+/** Waits for `work` at most `ms` by `clock`; true when it settled (either way) in time. */
+export async function settlesWithin(clock: Clock, work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: unknown
+  const late = new Promise<false>((resolve) => (timer = clock.setTimeout(() => resolve(false), Math.max(0, ms))))
+  const settled = work.then(
+    () => true as const,
+    () => true as const,
+  )
+  try {
+    return await Promise.race([settled, late])
+  } finally {
+    clock.clearTimeout(timer)
+  }
+}

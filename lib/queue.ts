@@ -118,8 +118,9 @@ export class Queue<Data = unknown> {
 
   /**
    * Jobs in one state, a page at a time (`start`, `end`: inclusive ranks, at most MAX_JOBS_PER_CALL):
-   * `wait` in the order they will run (those a busy worker reserved for its next calls first), `delayed` by due time, `active` by lease deadline, `completed` and
-   * `failed` most recent first. Jobs removed while being read are left out.
+   * `wait` in the order they will run (those a busy worker reserved for its next calls first), `delayed`
+   * by due time, `active` by lease deadline, `completed` and `failed` most recent first. Jobs removed
+   * while being read are left out.
    */
   async getJobs(state: JobState, range?: { start?: number; end?: number }): Promise<Job<Data>[]> {
     this.assertOpen()

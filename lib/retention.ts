@@ -2,8 +2,8 @@
  * Keeps the finished sets (`completed`, `failed`) within their retention: the oldest jobs past the
  * set's count or age are removed, in steps of at most TRIM_BATCH, each one script that re-checks the ids
  * it is given (lua/trim-2.lua), so the cost is the jobs removed. A worker trims when a finish reports
- * its set past the limits plus slack (about every tenth of the count, never per job); the sweep trims
- * every set exactly to its limits.
+ * its set past the limits by another slack (about every tenth of the count, never per job), one trim per
+ * set at a time (Trimmer); the sweep trims every set exactly to its limits.
  */
 import { type FinishedSet, trim } from './redis/commands.js'
 import type { RedisClient } from './redis/connection.js'
@@ -23,4 +23,30 @@ export async function trimFinished(client: RedisClient, keys: QueueKeys, set: Fi
     ids = await oldestIds(client, keys[set], TRIM_BATCH)
   }
   return removed
+}
+
+/**
+ * A worker's trims: one per set at a time (a finish that asks while one runs adds nothing: the running
+ * trim removes what is past the limits). Calls are tracked so close() waits for them; a failure is
+ * reported unless the worker is closing (its connection goes on purpose: the next finish or sweep trims).
+ */
+export class Trimmer {
+  private readonly running = new Set<FinishedSet>()
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly keys: QueueKeys,
+    private readonly track: (call: Promise<unknown>) => unknown,
+    private readonly onError: (set: FinishedSet, err: unknown) => void,
+  ) {}
+
+  request(set: FinishedSet): void {
+    if (this.running.has(set)) return
+    this.running.add(set)
+    this.track(
+      trimFinished(this.client, this.keys, set)
+        .catch((err: unknown) => this.onError(set, err))
+        .finally(() => this.running.delete(set)),
+    )
+  }
 }

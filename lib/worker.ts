@@ -1,13 +1,15 @@
 /**
  * Worker: takes jobs with a lease, runs the processor, and finishes each job fenced by the run's token.
+ * This module is the job's path (take, run, finish); the helpers it delegates to live in worker/.
  *
  * Guarantees: at-least-once execution. A job is taken and leased in one script, so a crash never strands
  * it; the LockManager renews every lease on one timer; completing or failing succeeds only while the run
  * still owns the job, so a worker whose job was recovered (or re-taken elsewhere) cannot finish it. An
  * idle worker blocks on the queue's marker key (BZPOPMIN, 60 s), so it does not poll; a due time in the
- * marker, or in a take or finish reply, hands it delayed jobs to promote when due (promoter.ts). A busy worker takes its next job in the same call
- * that finishes the last one (take-ahead.ts). close() returns within closeTimeout + CLOSE_MARGIN_MS in
- * every state; a job a late reply returns after close() began goes back to `wait` unstarted.
+ * marker, or in a take or finish reply, hands it delayed jobs to promote when due (worker/promoter.ts). A
+ * busy worker takes its next job in the same call that finishes the last one (worker/take-ahead.ts).
+ * close() returns within closeTimeout + CLOSE_MARGIN_MS in every state (worker/closing.ts); a job a late
+ * reply returns after close() began goes back to `wait` unstarted.
  *
  * Options (validated in options.ts): connection, prefix ('emq'), name (<hostname>:<pid>), concurrency (1),
  * lockDuration (30000 ms), heartbeatInterval (half the lease; at most half), closeTimeout (5000 ms),
@@ -22,19 +24,8 @@ import { EventEmitter } from 'node:events'
 import { EchoMQError, redisError } from './errors.js'
 import type { Job, JobState } from './job.js'
 import { toJson } from './json.js'
-import { CLOSE_MARGIN_MS, DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
-import {
-  extend,
-  type FinishAction,
-  type FinishedSet,
-  type FinishResult,
-  finish,
-  type Taken,
-  type TakeResult,
-  type Taker,
-  take,
-  unreserve,
-} from './redis/commands.js'
+import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
+import { extend, type FinishAction, type FinishResult, finish, type Taken, type TakeResult, take, unreserve } from './redis/commands.js'
 import {
   type Connection,
   closeConnection,
@@ -47,10 +38,12 @@ import {
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { readCandidates, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
-import { trimFinished } from './retention.js'
+import { Trimmer } from './retention.js'
+import { closeWorker, type RunPhase } from './worker/closing.js'
+import { InFlight } from './worker/in-flight.js'
 import { LockManager } from './worker/lock-manager.js'
 import { Promoter } from './worker/promoter.js'
-import { RESERVATION_IDLE_MS, TakeAhead } from './worker/take-ahead.js'
+import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
 
@@ -75,11 +68,7 @@ const BLOCK_TIMEOUT_S = 60
 /** A blocking call with no answer this long past its timeout is on a dead link: reconnect. */
 const BLOCK_GUARD_MS = 10_000
 const MAX_TAKE_BATCH = 100
-/** Most ids a finish peeks at from the tail of `wait`, for the finishes after it to take. */
-const MAX_PEEK = 100
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
-/** What close() keeps of its margin for the work after its last wait (timers fire a little late). */
-const CLOSE_SLACK_MS = 50
 /**
  * Reconnects a worker's call waits through before it fails (about 30 s of Redis refusing connections):
  * more than a queue's, so a job that ends while Redis restarts is still finished, not run again after a
@@ -94,12 +83,10 @@ const ERROR_MAX_CHARS = 8_192
 const truncate = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}… (truncated)`)
 
 /**
- * A run's phase: `running` (the processor has the job), `finishing` (its finish call is in flight: that
- * call's reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost;
- * the signal is aborted and the worker told once), `released` (close() returned the job to `wait`).
+ * A run: `running` (the processor has the job), `finishing` (its finish call is in flight: that call's
+ * reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost; the signal
+ * is aborted and the worker told once), `released` (close() returned the job to `wait`).
  */
-type RunPhase = 'running' | 'finishing' | 'lost' | 'released'
-
 interface Run {
   job: Job
   token: string
@@ -133,18 +120,13 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** Settles on close(): a blocking call on a client that is reconnecting never settles once disconnect()ed. */
   private readonly stopSignal = new Promise<void>((resolve) => (this.stopped = resolve))
   private readonly takeAhead: TakeAhead
-  /** When the last finish returned (this worker's clock): reserved ids unused for long go back to `wait`. */
-  private lastFinishAt = 0
-  private reservationTimer: unknown
   private readonly wantsSignal: boolean
-  /** Finish calls in flight: close() waits for them, since one may have taken a job. */
-  private readonly finishes = new Set<Promise<unknown>>()
-  private readonly taker: Taker
+  /** Calls in flight: close() waits for them, since a finish may have taken a job. */
+  private readonly calls = new InFlight()
   private readonly promoter: Promoter
+  private readonly trimmer: Trimmer
   /** Runs close() released whose return to `wait` Redis has not yet confirmed. */
   private unreturned = 0
-  /** Finished sets being trimmed: one trim per set at a time. */
-  private readonly trimming = new Set<FinishedSet>()
 
   constructor(
     name: string,
@@ -155,22 +137,37 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.name = validateQueueName(name)
     if (typeof processor !== 'function') throw new EchoMQError('ERR_OPTIONS', 'expected processor to be a function')
     this.settings = workerSettings(options)
+    const { clock, lockDuration } = this.settings
     this.keys = queueKeys(this.settings.prefix, this.name)
     this.conn = openConnection(this.settings.connection, { redisOptions: resilient(RECONNECTS_PER_CALL) })
-    this.blocking = duplicateClient(this.conn.client)
+    const client = this.conn.client
+    this.blocking = duplicateClient(client)
     this.blocking.on('error', () => undefined) // the main connection reports the outage
     this.watchConnection()
-    this.taker = { workerToken: this.id, leaseMs: this.settings.lockDuration, workerName: this.settings.name }
-    this.takeAhead = new TakeAhead(this.settings.concurrency, (id) => this.runs.has(id))
     this.wantsSignal = processor.length >= 2
-    this.promoter = new Promoter(this.conn.client, this.keys, this.settings.clock, (err) =>
-      this.report(this.failure('promote delayed jobs of queue', err)),
+    this.takeAhead = new TakeAhead({
+      concurrency: this.settings.concurrency,
+      taker: { workerToken: this.id, leaseMs: lockDuration, workerName: this.settings.name },
+      reserveMs: lockDuration,
+      running: (id) => this.runs.has(id),
+      read: (n) => readCandidates(client, this.keys, n),
+      giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids)),
+      clock,
+      onError: (err) => this.report(this.failure('return reserved jobs to wait in queue', err)),
+    })
+    this.promoter = new Promoter(client, this.keys, clock, (err) => this.report(this.failure('promote delayed jobs of queue', err)))
+    this.trimmer = new Trimmer(
+      client,
+      this.keys,
+      (call) => this.calls.track(call),
+      // After close() the connection is gone on purpose; the next finish or sweep trims instead.
+      (set, err) => this.phase === 'running' && this.report(this.failure(`trim ${set} jobs of queue`, err)),
     )
     this.locks = new LockManager({
-      extend: (leases) => extend(this.conn.client, this.keys, this.settings.lockDuration, leases),
+      extend: (leases) => extend(client, this.keys, lockDuration, leases),
       intervalMs: this.settings.heartbeatInterval,
-      leaseMs: this.settings.lockDuration,
-      clock: this.settings.clock,
+      leaseMs: lockDuration,
+      clock,
       onLost: (id, reason) => {
         if (this.runs.get(id)?.phase === 'running') this.lockLost(id, reason)
       },
@@ -249,36 +246,30 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
    * there was nothing to take. The candidates stay claimed until the jobs taken are running.
    */
   private async take(n: number): Promise<boolean> {
-    let candidates = this.takeAhead.next(n)
-    if (candidates.ids.length === 0) {
-      const ids = await readCandidates(this.conn.client, this.keys, n)
-      this.takeAhead.claim(ids)
-      candidates = { ids, reserved: false }
-    }
-    if (candidates.ids.length === 0) return false
+    const look = await this.takeAhead.forTake(n)
+    if (look.ids.length === 0) return false
     if (this.phase !== 'running') {
-      this.takeAhead.done(candidates, candidates.ids, 0)
+      this.takeAhead.settle(look, undefined)
       return false
     }
     const sentAt = this.settings.clock.now()
     let result: TakeResult
     try {
-      result = await take(this.conn.client, this.keys, this.taker, candidates.ids, candidates.reserved)
+      result = await take(this.conn.client, this.keys, this.takeAhead.takeNext(look), look.ids, look.reserved)
     } catch (err) {
-      this.takeAhead.done(candidates, candidates.ids, 0)
+      this.takeAhead.settle(look, undefined)
       throw err
     }
     for (const t of result.taken) this.startOrGiveBack({ ...t, sentAt })
-    this.takeAhead.done(candidates, result.left, result.taken.length)
+    this.takeAhead.settle(look, { left: result.left, taken: result.taken.length })
     this.promoter.learn(result)
-    if (this.phase !== 'running') this.returnReserved()
     return true
   }
 
   /** A take whose reply came after close() began (a slow or stalled link) hands its jobs back. */
   private startOrGiveBack(started: Started): void {
     if (this.phase === 'running') this.start(started)
-    else void this.track(this.giveBack(started))
+    else void this.calls.track(this.giveBack(started))
   }
 
   private start({ job, token, sentAt }: Started): void {
@@ -298,6 +289,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     })
   }
 
+  /** Runs the processor, then finishes the run: complete, fail (an attempt used) or release. */
   private async execute(run: Run): Promise<void> {
     this.notify('active', run.job)
     let action: FinishAction
@@ -320,60 +312,50 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     // (the link came back before any sweep), return it to wait without charging an attempt.
     if (run.phase === 'lost' && action === 'fail') action = 'release'
     if (run.phase === 'running') run.phase = 'finishing'
-    const takingNext = this.phase === 'running'
     try {
-      // The slot this run frees is filled in the same call (from the reserved or peeked ids), and the calls
-      // after it are prepared, unless the worker is closing.
-      const candidates = takingNext ? this.takeAhead.next(1) : { ids: [], reserved: false }
-      const plan = takingNext ? this.takeAhead.plan(MAX_PEEK) : { reserve: 0, peek: 0 }
-      const { workerToken, leaseMs, workerName } = this.taker
-      const next = {
-        workerToken,
-        leaseMs,
-        workerName,
-        candidates: candidates.ids,
-        reservedCandidates: candidates.reserved,
-        reserve: plan.reserve,
-        reserveMs: this.settings.lockDuration,
-        peek: plan.peek,
-      }
-      const sentAt = this.settings.clock.now()
-      let reply: FinishResult
-      try {
-        reply = await this.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next))
-      } catch (err) {
-        this.takeAhead.received(plan, [], [])
-        this.takeAhead.done(candidates, candidates.ids, 0)
-        throw err
-      }
-      const { status, state, taken, trim } = reply
-      this.lastFinishAt = this.settings.clock.now()
-      this.takeAhead.received(plan, reply.reserved, reply.peeked)
-      this.promoter.learn(reply)
-      for (const t of taken) this.startOrGiveBack({ ...t, sentAt })
-      // A finish that found the run lost took nothing: its candidates are still where they were.
-      this.takeAhead.done(candidates, status === 'lost' ? candidates.ids : reply.left, taken.length)
-      if (this.phase !== 'running') this.returnReserved()
-      else this.watchReservations()
-      if (status === 'lost') {
-        this.lockLost(run.job.id, `the job is now ${state}; this run's result was discarded`, run)
+      const reply = await this.finish(run, action, value)
+      if (reply.status === 'lost') {
+        this.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
         return
       }
-      if (trim) this.trim(trim)
-      run.job.state = state as JobState
+      if (reply.trim) this.trimmer.request(reply.trim)
+      run.job.state = reply.state as JobState
       if (action === 'release') return
       run.job.attemptsMade += 1
       if (action === 'complete') {
         run.job.returnValue = result
         this.notify('completed', run.job, result)
       } else {
-        if (state === 'failed') run.job.failedReason = value
+        if (reply.state === 'failed') run.job.failedReason = value
         this.notify('failed', run.job, error)
       }
     } catch (err) {
-      // release() may have run meanwhile (close() past its timeout): its error is expected then.
+      // close() may have released the run meanwhile (past its timeout): its error is expected then.
       if ((run.phase as RunPhase) !== 'released') this.report(this.failure(`finish job ${run.job.id} of queue`, err))
     }
+  }
+
+  /**
+   * The finish call. The slot this run frees is filled in the same call (from the reserved or peeked
+   * ids), and the calls after it are prepared, unless the worker is closing.
+   */
+  private async finish(run: Run, action: FinishAction, value: string): Promise<FinishResult> {
+    const look: Lookahead = this.takeAhead.forFinish()
+    const sentAt = this.settings.clock.now()
+    let reply: FinishResult
+    try {
+      const next = this.takeAhead.takeNext(look)
+      reply = await this.calls.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next))
+    } catch (err) {
+      this.takeAhead.settle(look, undefined)
+      throw err
+    }
+    this.promoter.learn(reply)
+    for (const t of reply.taken) this.startOrGiveBack({ ...t, sentAt })
+    // A finish that found the run lost took nothing: its candidates are still where they were.
+    const left = reply.status === 'lost' ? look.ids : reply.left
+    this.takeAhead.settle(look, { left, taken: reply.taken.length, reservedNext: reply.reserved, peeked: reply.peeked })
+    return reply
   }
 
   private lockLost(id: string, reason: string, run = this.runs.get(id)): void {
@@ -385,124 +367,37 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.notify('lockLost', run.job, err)
   }
 
-  private async shutdown(): Promise<void> {
-    const { clock, closeTimeout } = this.settings
-    const started = clock.now()
-    const deadline = started + closeTimeout
-    // Nothing waits past this: the documented bound, less a little for the steps that follow a wait.
-    const hardEnd = deadline + CLOSE_MARGIN_MS - CLOSE_SLACK_MS
-    const left = () => Math.max(0, deadline - clock.now())
-    this.phase = 'draining'
-    this.stopped()
-    this.wake?.()
-    this.blocking.disconnect()
-    if (this.reservationTimer !== undefined) clock.clearTimeout(this.reservationTimer)
-    this.returnReserved()
-    // The loop may wait on a take over a stalled link: not past the deadline (its jobs are handed back
-    // when the reply comes, see startOrGiveBack). With no job running and no connection up (Redis down,
-    // or never reached), nothing can end before the deadline: the unanswered calls are left to the end.
-    const linkUp = this.conn.client.status === 'ready'
-    if (linkUp || this.runs.size > 0) await this.within(this.loopDone, left())
-    while (this.runs.size > 0 && left() > 0) await this.within(Promise.all([...this.runs.values()].map((r) => r.done)), left())
-    this.phase = 'releasing'
-    const end = Math.min(clock.now() + CLOSE_MARGIN_MS, hardEnd)
-    const rest = () => Math.max(0, end - clock.now())
-    // A run whose finish is in flight is ended by that call; a lost one is no longer this worker's.
-    for (const run of this.runs.values()) if (run.phase === 'running') void this.track(this.release(run))
-    // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
-    while (this.finishes.size > 0 && rest() > 0) if (!(await this.within(Promise.allSettled([...this.finishes]), rest()))) break
-    await this.within(this.locks.close(), rest())
-    await this.within(
-      this.promoter.close().catch(() => undefined),
-      rest(),
-    )
-    const pending = () => Promise.allSettled([this.loopDone, ...this.finishes])
-    if (await this.within(pending(), linkUp ? rest() : 0)) {
-      if (!(await this.within(closeConnection(this.conn), rest()))) this.conn.client.disconnect()
-      this.phase = 'closed'
-      return
-    }
-    // Runs whose finish (complete or fail) is still unanswered end as it says if Redis answers in time.
-    const finishing = [...this.runs.values()].filter((run) => run.phase === 'finishing').length
-    if (this.unreturned + finishing > 0) {
-      this.report(
-        new EchoMQError(
-          'ERR_CONNECTION',
-          `worker for queue ${this.name} closed before Redis answered: ${this.unreturned} running job(s) not yet returned to wait ` +
-            `and ${finishing} finished job(s) not yet recorded (done as sent, without using an attempt for a return, if Redis ` +
-            'answers within lockDuration; otherwise the sweep recovers them as stalled, and a finished one runs again)',
-        ),
-      )
-    }
-    this.phase = 'closed'
-    // Calls still unanswered (a stalled link) keep the connection until they settle, so a job a late take
-    // returns is handed back; at most one lease later, when the lease would have lapsed anyway.
-    void this.within(pending(), this.settings.lockDuration)
-      .then(() => this.within(closeConnection(this.conn), CLOSE_MARGIN_MS))
-      .finally(() => this.conn.client.disconnect())
-  }
-
-  /** Returns the ids reserved for this worker to the front of `wait` (closing; its jobs slowed down). */
-  private returnReserved(): void {
-    const ids = this.takeAhead.drain()
-    if (ids.length === 0) return
-    void this.track(
-      unreserve(this.conn.client, this.keys, ids).catch((err: unknown) =>
-        this.report(this.failure('return reserved jobs to wait in queue', err)),
-      ),
-    )
-  }
-
-  /** While ids are reserved, checks that finishes still use them; unused for RESERVATION_IDLE_MS, they go back. */
-  private watchReservations(): void {
-    if (this.reservationTimer !== undefined || this.takeAhead.reservedCount === 0) return
-    const check = () => {
-      this.reservationTimer = undefined
-      if (this.phase !== 'running' || this.takeAhead.reservedCount === 0) return
-      const idle = this.settings.clock.now() - this.lastFinishAt
-      if (idle >= RESERVATION_IDLE_MS) this.returnReserved()
-      else this.reservationTimer = this.settings.clock.setTimeout(check, RESERVATION_IDLE_MS - idle)
-    }
-    this.reservationTimer = this.settings.clock.setTimeout(check, RESERVATION_IDLE_MS)
-  }
-
-  /** Trims a finished set past its retention (a finish said so), one trim per set at a time. */
-  private trim(set: FinishedSet): void {
-    if (this.trimming.has(set)) return
-    this.trimming.add(set)
-    void this.track(
-      trimFinished(this.conn.client, this.keys, set)
-        .catch((err: unknown) => {
-          // After close() the connection is gone on purpose; the next finish or sweep trims instead.
-          if (this.phase === 'running') this.report(this.failure(`trim ${set} jobs of queue`, err))
-        })
-        .finally(() => this.trimming.delete(set)),
-    )
-  }
-
-  /** Keeps `call` in `finishes` until it settles. */
-  private track<T>(call: Promise<T>): Promise<T> {
-    this.finishes.add(call)
-    void call.then(
-      () => this.finishes.delete(call),
-      () => this.finishes.delete(call),
-    )
-    return call
-  }
-
-  /** Waits for `work` at most `ms`; true when it settled in time. */
-  private async within(work: Promise<unknown>, ms: number): Promise<boolean> {
-    let timer: unknown
-    const late = new Promise<false>((resolve) => (timer = this.settings.clock.setTimeout(() => resolve(false), Math.max(0, ms))))
-    const settled = work.then(
-      () => true as const,
-      () => true as const,
-    )
-    try {
-      return await Promise.race([settled, late])
-    } finally {
-      this.settings.clock.clearTimeout(timer)
-    }
+  private shutdown(): Promise<void> {
+    const { clock, closeTimeout, lockDuration } = this.settings
+    return closeWorker({
+      queue: this.name,
+      clock,
+      closeTimeout,
+      lockDuration,
+      loopDone: this.loopDone,
+      calls: this.calls,
+      stopTaking: () => {
+        this.phase = 'draining'
+        this.stopped()
+        this.wake?.()
+        this.blocking.disconnect()
+        void this.takeAhead.close()
+      },
+      linkUp: () => this.conn.client.status === 'ready',
+      runs: () => [...this.runs.values()],
+      releaseRunning: () => {
+        // A run whose finish is in flight is ended by that call; a lost one is no longer this worker's.
+        for (const run of this.runs.values()) if (run.phase === 'running') void this.calls.track(this.release(run))
+      },
+      stopHelpers: () => [this.locks.close(), this.promoter.close().catch(() => undefined)],
+      closeConnection: () => closeConnection(this.conn),
+      disconnect: () => this.conn.client.disconnect(),
+      unreturned: () => this.unreturned,
+      report: (err) => this.report(err),
+      enter: (phase) => {
+        this.phase = phase
+      },
+    })
   }
 
   /** A job taken after close() began (by a late take, or a finish while releasing): back to wait, no attempt used. */

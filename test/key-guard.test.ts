@@ -7,9 +7,10 @@
 import { createHash } from 'node:crypto'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
-import { type Job, Queue, sweep, Worker } from '../lib/index.js'
+import { type Job, Queue, sweep } from '../lib/index.js'
 import { loadScript, SCRIPT_FILES, setScriptWrapper, sweepStep } from '../lib/redis/commands.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { useQueue } from './helpers/fixture.js'
 import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, scriptSource } from './helpers/key-guard.js'
 import { ManualClock } from './helpers/manual-clock.js'
 import { crashedJobs } from './helpers/queue-state.js'
@@ -20,9 +21,7 @@ const FILES: string[] = Object.values(SCRIPT_FILES)
 const GUARD_ERROR = new RegExp(GUARD_CODE)
 
 let redis: TestRedis
-let queue: Queue
 const keys = queueKeys('emq', 'q')
-const workers: Worker[] = []
 const errors: unknown[] = []
 
 beforeAll(async () => {
@@ -37,20 +36,17 @@ beforeEach(async () => {
   await redis.client.flushall()
   await redis.client.script('FLUSH')
   errors.length = 0
-  queue = new Queue('q', { connection: redis.client })
 })
 afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.close()))
   vi.restoreAllMocks()
   expect(errors).toEqual([])
 })
-
-function worker(processor: (job: Job, signal: AbortSignal) => unknown, options: Record<string, unknown> = {}): Worker {
-  const w = new Worker('q', processor, { connection: redis.url, lockDuration: 300, heartbeatInterval: 50, closeTimeout: 2_000, ...options })
-  w.on('error', (err) => errors.push(err))
-  workers.push(w)
-  return w
-}
+// After the hooks above: the queue is made after the flush, and workers close before errors are checked.
+const fx = useQueue(() => redis, {
+  workers: { lockDuration: 300, heartbeatInterval: 50, closeTimeout: 2_000 },
+  onError: (err) => errors.push(err),
+})
+const worker = fx.worker
 
 /** Every script file ran under the guard: the guarded source's SHA is in Redis's script cache. */
 async function expectGuardedScriptsRan(files: string[]): Promise<void> {
@@ -74,7 +70,7 @@ describe('the whole flow under the guard', () => {
     const releases = new Map<string, () => void>()
     const w = worker((job) => new Promise((resolve) => releases.set(job.id, () => resolve({ done: job.id }))))
     const active = nextEvent<[Job]>(w, 'active')
-    await queue.add('send', { to: 'x' }, { jobId: 'a' })
+    await fx.queue.add('send', { to: 'x' }, { jobId: 'a' })
     await active
     const firstDeadline = Number(await redis.client.zscore(keys.active, 'a'))
 
@@ -85,9 +81,9 @@ describe('the whole flow under the guard', () => {
     releases.get('a')?.()
     await completed
 
-    expect(await queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, returnValue: { done: 'a' } })
-    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 1, failed: 0 })
-    expect((await queue.add('send', {}, { jobId: 'a' })).state).toBe('completed') // an existing id: add changes nothing
+    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, returnValue: { done: 'a' } })
+    expect(await fx.queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 1, failed: 0 })
+    expect((await fx.queue.add('send', {}, { jobId: 'a' })).state).toBe('completed') // an existing id: add changes nothing
     await expectGuardedScriptsRan([SCRIPT_FILES.add, SCRIPT_FILES.take, SCRIPT_FILES.extend, SCRIPT_FILES.finish])
   })
 
@@ -103,15 +99,15 @@ describe('the whole flow under the guard', () => {
       { concurrency: 2 },
     )
     w.on('failed', (job: Job) => failed.push([job.id, job.state]))
-    await queue.add('job', {}, { jobId: 'retry', attempts: 2 })
-    await queue.add('job', {}, { jobId: 'never', attempts: 2 })
+    await fx.queue.add('job', {}, { jobId: 'retry', attempts: 2 })
+    await fx.queue.add('job', {}, { jobId: 'never', attempts: 2 })
 
-    await waitFor(async () => (await queue.counts()).completed === 1 && (await queue.counts()).failed === 1, {
+    await waitFor(async () => (await fx.queue.counts()).completed === 1 && (await fx.queue.counts()).failed === 1, {
       what: 'one completed and one failed',
     })
 
-    expect(await queue.getJob('retry')).toMatchObject({ state: 'completed', attemptsMade: 2, lastError: 'boom retry' })
-    expect(await queue.getJob('never')).toMatchObject({ state: 'failed', attemptsMade: 2, failedReason: 'boom never' })
+    expect(await fx.queue.getJob('retry')).toMatchObject({ state: 'completed', attemptsMade: 2, lastError: 'boom retry' })
+    expect(await fx.queue.getJob('never')).toMatchObject({ state: 'failed', attemptsMade: 2, failedReason: 'boom never' })
     expect(failed.sort()).toEqual([
       ['never', 'failed'],
       ['never', 'wait'],
@@ -124,14 +120,14 @@ describe('the whole flow under the guard', () => {
       closeTimeout: 50,
     })
     const active = nextEvent(first, 'active')
-    await queue.add('job', {}, { jobId: 'c' })
+    await fx.queue.add('job', {}, { jobId: 'c' })
     await active
     await first.close()
 
-    expect(await queue.getJob('c')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1 })
+    expect(await fx.queue.getJob('c')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1 })
     const second = worker(() => 'done')
     await nextEvent(second, 'completed')
-    expect(await queue.getJob('c')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 })
+    expect(await fx.queue.getJob('c')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 })
   })
 
   it('a lapsed lease is taken back by the next heartbeat; after a sweep recovers the job the heartbeat reports it lost and the finish is fenced', async () => {
@@ -145,7 +141,7 @@ describe('the whole flow under the guard', () => {
     })
     w.on('lockLost', (job: Job) => lost.push(job.id))
     const active = nextEvent(w, 'active')
-    await queue.add('job', {}, { jobId: 'p', attempts: 3 })
+    await fx.queue.add('job', {}, { jobId: 'p', attempts: 3 })
     await active
     const token = await redis.client.get(keys.lock('p'))
 
@@ -164,7 +160,7 @@ describe('the whole flow under the guard', () => {
     await lockLost
 
     // The aborted run's finish is fenced ('lost'); only then does the worker take the recovered job again.
-    const again = await waitFor(async () => ((await queue.getJob('p'))?.attemptsStarted === 2 ? queue.getJob('p') : undefined), {
+    const again = await waitFor(async () => ((await fx.queue.getJob('p'))?.attemptsStarted === 2 ? fx.queue.getJob('p') : undefined), {
       what: 'the recovered job to be taken again',
     })
     expect(again).toMatchObject({ state: 'active', attemptsMade: 1 })
@@ -179,7 +175,7 @@ describe('the whole flow under the guard', () => {
       },
       { what: 'close() with a manual clock' },
     )
-    expect(await queue.getJob('p')).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 2 })
+    expect(await fx.queue.getJob('p')).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 2 })
     const { add, take, extend, reclaim, finish, probe, sweepStep } = SCRIPT_FILES
     await expectGuardedScriptsRan([add, take, extend, reclaim, finish, probe, sweepStep])
   })
@@ -195,7 +191,7 @@ describe('the whole flow under the guard', () => {
 
     expect(mark.marked.sort()).toEqual([...ids].sort())
     expect(recover.recovered.sort()).toEqual([...ids].sort())
-    for (const id of ids) expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    for (const id of ids) expect(await fx.queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1 })
     expect(fail).toEqual({ marked: [], recovered: [], failed: [...lastIds].sort() })
     const last = new Queue('last', { connection: redis.client })
     expect(await last.getJob('j0')).toMatchObject({ state: 'failed', failedReason: expect.stringMatching(/stalled/) })

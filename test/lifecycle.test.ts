@@ -4,35 +4,27 @@
  * never comes before its backoff) and as "no polling" (commands counted); speed is the benchmarks' job.
  */
 import { hostname } from 'node:os'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { spawnWorker } from '../cli/worker-process.js'
 import { EchoMQError, type Job, Queue, sweep, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/redis/keys.js'
 import { countingClient } from './helpers/counting.js'
+import { useQueue } from './helpers/fixture.js'
 import { useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
 const redis = useRedis()
 const keys = queueKeys('emq', 'q')
-let queue: Queue
-const workers: Worker[] = []
-
-beforeEach(() => {
-  queue = new Queue('q', { connection: redis.client })
-})
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.close()))
-})
-
-function worker(processor: (job: Job, signal: AbortSignal) => unknown, options: Record<string, unknown> = {}): Worker {
-  const w = new Worker('q', processor, { connection: redis.url, lockDuration: 1_000, closeTimeout: 500, ...options })
-  w.on('error', (err) => {
+const fx = useQueue(redis, {
+  workers: { lockDuration: 1_000, closeTimeout: 500 },
+  onError: (err) => {
     throw err
-  })
-  workers.push(w)
-  return w
-}
+  },
+})
+const worker = fx.worker
+
+afterEach(async () => {})
 
 /** The start time of each run of each job, by the monotonic clock. */
 function runLog() {
@@ -60,11 +52,11 @@ describe('retries with backoff', () => {
     const failures: [string, string][] = []
     w.on('failed', (job: Job, err: Error) => failures.push([job.state, err.message]))
     const done = nextEvent<[Job]>(w, 'completed')
-    await queue.add('flaky', {}, { jobId: 'x', attempts: 3, backoff: { type: 'exponential', delay: 150 } })
+    await fx.queue.add('flaky', {}, { jobId: 'x', attempts: 3, backoff: { type: 'exponential', delay: 150 } })
 
-    await waitFor(async () => (await queue.getJob('x'))?.state === 'delayed', { what: 'the first retry to wait in delayed' })
-    const waiting = await queue.getJob('x')
-    const counts = await queue.counts()
+    await waitFor(async () => (await fx.queue.getJob('x'))?.state === 'delayed', { what: 'the first retry to wait in delayed' })
+    const waiting = await fx.queue.getJob('x')
+    const counts = await fx.queue.counts()
     const [completed] = await done
 
     expect(waiting).toMatchObject({ state: 'delayed', attemptsMade: 1, lastError: 'run 1 fails' })
@@ -87,11 +79,11 @@ describe('retries with backoff', () => {
       if (job.attemptsStarted < 3) throw new Error('again')
       return 'ok'
     })
-    await queue.add('fixed', {}, { jobId: 'fixed', attempts: 3, backoff: 100 })
-    await queue.add('capped', {}, { jobId: 'capped', attempts: 3, backoff: { type: 'exponential', delay: 100, maxDelay: 120 } })
-    await queue.add('jitter', {}, { jobId: 'jitter', attempts: 3, backoff: { type: 'fixed', delay: 200, jitter: 0.5 } })
+    await fx.queue.add('fixed', {}, { jobId: 'fixed', attempts: 3, backoff: 100 })
+    await fx.queue.add('capped', {}, { jobId: 'capped', attempts: 3, backoff: { type: 'exponential', delay: 100, maxDelay: 120 } })
+    await fx.queue.add('jitter', {}, { jobId: 'jitter', attempts: 3, backoff: { type: 'fixed', delay: 200, jitter: 0.5 } })
 
-    await waitFor(async () => (await queue.counts()).completed === 3, { timeoutMs: 10_000, what: 'three completions' })
+    await waitFor(async () => (await fx.queue.counts()).completed === 3, { timeoutMs: 10_000, what: 'three completions' })
 
     for (const gap of runs.gaps('fixed')) expect(gap).toBeGreaterThanOrEqual(100 - 5)
     for (const gap of runs.gaps('capped')) expect(gap).toBeGreaterThanOrEqual(100 - 5)
@@ -102,7 +94,7 @@ describe('retries with backoff', () => {
   })
 
   it('no backoff: a failed attempt is retried at once (back of wait, not delayed)', async () => {
-    await queue.add('x', {}, { jobId: 'now', attempts: 2 })
+    await fx.queue.add('x', {}, { jobId: 'now', attempts: 2 })
     const states: string[] = []
     const w = worker((job) => {
       if (job.attemptsStarted === 1) throw new Error('once')
@@ -116,7 +108,7 @@ describe('retries with backoff', () => {
   it('a stall recovery ignores the backoff: the job is served next, not delayed', async () => {
     const held = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '300', HEARTBEAT_MS: '100' })
     try {
-      await queue.add('x', {}, { jobId: 's', attempts: 3, backoff: 60_000 })
+      await fx.queue.add('x', {}, { jobId: 's', attempts: 3, backoff: 60_000 })
       await held.waitForMessage('active', 's')
       held.kill('SIGKILL')
       await waitFor(async () => (await redis.client.exists(keys.lock('s'))) === 0, { what: 'the lease to lapse' })
@@ -124,7 +116,7 @@ describe('retries with backoff', () => {
       const recovered = await sweep(redis.client, 'q', { graceMs: 0 })
 
       expect(recovered.recovered).toEqual(['s'])
-      expect(await queue.getJob('s')).toMatchObject({ state: 'wait', attemptsMade: 1 })
+      expect(await fx.queue.getJob('s')).toMatchObject({ state: 'wait', attemptsMade: 1 })
       expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual(['s'])
     } finally {
       await held.stop()
@@ -143,9 +135,9 @@ describe('delayed jobs', () => {
         await waitFor(async () => /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), { what: 'the worker to block' })
         counting.reset()
         const addedAt = performance.now()
-        const job = await queue.add('later', { n: 1 }, { jobId: id, delay })
-        const stored = await queue.getJob(id)
-        const counts = await queue.counts()
+        const job = await fx.queue.add('later', { n: 1 }, { jobId: id, delay })
+        const stored = await fx.queue.getJob(id)
+        const counts = await fx.queue.counts()
         await nextEvent(w, 'completed')
         const sent = [...counting.sent]
         await w.close()
@@ -180,9 +172,9 @@ describe('delayed jobs', () => {
     )
     const added = performance.now()
     const delays = Array.from({ length: 40 }, (_, i) => 20 * i)
-    for (const [i, delay] of delays.entries()) await queue.add('d', {}, { jobId: `d${i}`, delay })
+    for (const [i, delay] of delays.entries()) await fx.queue.add('d', {}, { jobId: `d${i}`, delay })
 
-    await waitFor(async () => (await queue.counts()).completed === 40, { timeoutMs: 10_000, what: '40 delayed jobs' })
+    await waitFor(async () => (await fx.queue.counts()).completed === 40, { timeoutMs: 10_000, what: '40 delayed jobs' })
 
     for (const [i, delay] of delays.entries()) expect((starts.get(`d${i}`) as number) - added).toBeGreaterThanOrEqual(delay - 5)
   })
@@ -190,7 +182,7 @@ describe('delayed jobs', () => {
   it('a worker closing while it waits for a due time hands it to another idle worker', async () => {
     const first = worker(() => 'ok')
     await waitFor(async () => /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), { what: 'the first worker to block' })
-    await queue.add('later', {}, { jobId: 'h', delay: 800 })
+    await fx.queue.add('later', {}, { jobId: 'h', delay: 800 })
     await waitFor(async () => (await redis.client.zcard(keys.marker)) === 0, { what: 'the first worker to pop the due time' })
     await first.close()
     const second = worker(() => 'ok')
@@ -201,7 +193,7 @@ describe('delayed jobs', () => {
 
 describe('bounded retention', () => {
   async function runJobs(n: number, options: Record<string, unknown> = {}, processor: (job: Job) => unknown = () => 'ok') {
-    for (let i = 0; i < n; i++) await queue.add('job', { i }, { jobId: `r${i}`, ...options })
+    for (let i = 0; i < n; i++) await fx.queue.add('job', { i }, { jobId: `r${i}`, ...options })
     let finished = 0
     const w = worker(processor, { concurrency: 10 })
     w.on('completed', () => finished++)
@@ -212,11 +204,11 @@ describe('bounded retention', () => {
 
   it('by default keeps the last 1,000 completed (within its slack between sweeps, exactly after one) and removes the rest', async () => {
     await runJobs(1_250)
-    const between = (await queue.counts()).completed
+    const between = (await fx.queue.counts()).completed
     await sweep(redis.client, 'q')
 
     expect(between).toBeLessThanOrEqual(1_000 + 100)
-    expect((await queue.counts()).completed).toBe(1_000)
+    expect((await fx.queue.counts()).completed).toBe(1_000)
     expect(await redis.client.exists(keys.job('r0'), keys.job('r249'))).toBe(0)
     expect(await redis.client.exists(keys.job('r250'), keys.job('r1249'))).toBe(2)
     // The keyspace holds the kept jobs and the queue's own keys, not every job ever run.
@@ -230,20 +222,20 @@ describe('bounded retention', () => {
     })
     await sweep(redis.client, 'q')
 
-    const counts = await queue.counts()
+    const counts = await fx.queue.counts()
     expect(counts).toMatchObject({ completed: 0, failed: 3 })
-    expect(await queue.getJob('r0')).toBeNull()
-    const kept = (await queue.getJobs('failed')).map((j) => (j.data as { i: number }).i)
+    expect(await fx.queue.getJob('r0')).toBeNull()
+    const kept = (await fx.queue.getJobs('failed')).map((j) => (j.data as { i: number }).i)
     expect(kept).toHaveLength(3)
     expect(kept.every((i) => i % 2 === 1)).toBe(true)
   })
 
   it('age: a sweep removes completed jobs older than the age; a removed id can be added again', async () => {
     await runJobs(5, { removeOnComplete: { age: 150 } })
-    expect((await queue.counts()).completed).toBe(5)
-    await waitFor(async () => (await sweep(redis.client, 'q')) && (await queue.counts()).completed === 0, { what: 'the age to pass' })
+    expect((await fx.queue.counts()).completed).toBe(5)
+    await waitFor(async () => (await sweep(redis.client, 'q')) && (await fx.queue.counts()).completed === 0, { what: 'the age to pass' })
 
-    const again = await queue.add('job', { again: true }, { jobId: 'r0' })
+    const again = await fx.queue.add('job', { again: true }, { jobId: 'r0' })
     expect(again).toMatchObject({ id: 'r0', state: 'wait', data: { again: true } })
   })
 
@@ -259,121 +251,121 @@ describe('bounded retention', () => {
 
 describe('failed-job operations', () => {
   async function failJobs(ids: string[]) {
-    for (const id of ids) await queue.add('job', { id }, { jobId: id, attempts: 1 })
+    for (const id of ids) await fx.queue.add('job', { id }, { jobId: id, attempts: 1 })
     const w = worker(() => {
       throw new Error('downstream is down')
     })
-    await waitFor(async () => (await queue.counts()).failed === ids.length, { what: `${ids.length} failures` })
+    await waitFor(async () => (await fx.queue.counts()).failed === ids.length, { what: `${ids.length} failures` })
     await w.close()
   }
 
   it('getJobs lists each state in its order: wait next first, delayed by due time, failed most recent first', async () => {
     await failJobs(['f1', 'f2', 'f3'])
-    for (const id of ['w1', 'w2', 'w3']) await queue.add('job', {}, { jobId: id })
-    await queue.add('job', {}, { jobId: 'late', delay: 60_000 })
-    await queue.add('job', {}, { jobId: 'soon', delay: 30_000 })
+    for (const id of ['w1', 'w2', 'w3']) await fx.queue.add('job', {}, { jobId: id })
+    await fx.queue.add('job', {}, { jobId: 'late', delay: 60_000 })
+    await fx.queue.add('job', {}, { jobId: 'soon', delay: 30_000 })
 
-    expect((await queue.getJobs('wait')).map((j) => j.id)).toEqual(['w1', 'w2', 'w3'])
-    expect((await queue.getJobs('delayed')).map((j) => j.id)).toEqual(['soon', 'late'])
-    expect((await queue.getJobs('failed')).map((j) => j.id)).toEqual(['f3', 'f2', 'f1'])
-    expect((await queue.getJobs('failed', { start: 1, end: 1 })).map((j) => j.id)).toEqual(['f2'])
-    expect(await queue.getJobs('completed')).toEqual([])
-    expect((await queue.getJobs('failed'))[0]).toMatchObject({ state: 'failed', failedReason: 'downstream is down' })
+    expect((await fx.queue.getJobs('wait')).map((j) => j.id)).toEqual(['w1', 'w2', 'w3'])
+    expect((await fx.queue.getJobs('delayed')).map((j) => j.id)).toEqual(['soon', 'late'])
+    expect((await fx.queue.getJobs('failed')).map((j) => j.id)).toEqual(['f3', 'f2', 'f1'])
+    expect((await fx.queue.getJobs('failed', { start: 1, end: 1 })).map((j) => j.id)).toEqual(['f2'])
+    expect(await fx.queue.getJobs('completed')).toEqual([])
+    expect((await fx.queue.getJobs('failed'))[0]).toMatchObject({ state: 'failed', failedReason: 'downstream is down' })
   })
 
   it('retryJobs({ ids }) sends failed jobs back with a fresh budget, keeping their history', async () => {
     await failJobs(['a', 'b'])
 
-    const moved = await queue.retryJobs({ ids: ['a'] })
+    const moved = await fx.queue.retryJobs({ ids: ['a'] })
 
     expect(moved).toEqual(['a'])
-    expect(await queue.getJob('a')).toMatchObject({
+    expect(await fx.queue.getJob('a')).toMatchObject({
       state: 'wait',
       attemptsMade: 0,
       attemptsStarted: 1,
       lastError: 'downstream is down',
       retried: 1,
     })
-    expect((await queue.getJob('a'))?.failedReason).toBeUndefined()
-    expect(await queue.counts()).toMatchObject({ wait: 1, failed: 1 })
+    expect((await fx.queue.getJob('a'))?.failedReason).toBeUndefined()
+    expect(await fx.queue.counts()).toMatchObject({ wait: 1, failed: 1 })
     const w = worker(() => 'fixed')
     await nextEvent(w, 'completed')
-    expect(await queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 })
+    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 })
   })
 
   it('retryJobs() retries every failed job, oldest first, and { limit } only that many', async () => {
     await failJobs(['a', 'b', 'c'])
-    expect(await queue.retryJobs({ limit: 2 })).toEqual(['a', 'b'])
-    expect(await queue.retryJobs()).toEqual(['c'])
-    expect(await queue.retryJobs()).toEqual([])
+    expect(await fx.queue.retryJobs({ limit: 2 })).toEqual(['a', 'b'])
+    expect(await fx.queue.retryJobs()).toEqual(['c'])
+    expect(await fx.queue.retryJobs()).toEqual([])
   })
 
   it('retrying an id that is not failed is ERR_JOB_STATE and changes nothing', async () => {
     await failJobs(['a'])
-    await queue.add('job', {}, { jobId: 'waiting' })
+    await fx.queue.add('job', {}, { jobId: 'waiting' })
     const before = await snapshot(redis.client)
 
-    const err = await queue.retryJobs({ ids: ['a', 'waiting'] }).catch((e: unknown) => e)
+    const err = await fx.queue.retryJobs({ ids: ['a', 'waiting'] }).catch((e: unknown) => e)
 
     expect(err).toBeInstanceOf(EchoMQError)
     expect((err as EchoMQError).code).toBe('ERR_JOB_STATE')
     expect((err as Error).message).toMatch(/job waiting of queue q is wait, not failed/)
     expect(await snapshot(redis.client)).toEqual(before)
-    const missing = await queue.retryJobs({ ids: ['ghost'] }).catch((e: unknown) => e)
+    const missing = await fx.queue.retryJobs({ ids: ['ghost'] }).catch((e: unknown) => e)
     expect((missing as Error).message).toMatch(/job ghost of queue q does not exist; nothing was retried/)
   })
 
   it('remove() removes a job in any state but active (ERR_JOB_ACTIVE), and says whether there was one', async () => {
     let release: () => void = () => undefined
     const w = worker(() => new Promise<string>((resolve) => (release = () => resolve('done'))))
-    await queue.add('job', {}, { jobId: 'running' })
-    await waitFor(async () => (await queue.getJob('running'))?.state === 'active', { what: 'a job in flight' })
-    await queue.add('job', {}, { jobId: 'waiting' })
-    await queue.add('job', {}, { jobId: 'later', delay: 60_000 })
+    await fx.queue.add('job', {}, { jobId: 'running' })
+    await waitFor(async () => (await fx.queue.getJob('running'))?.state === 'active', { what: 'a job in flight' })
+    await fx.queue.add('job', {}, { jobId: 'waiting' })
+    await fx.queue.add('job', {}, { jobId: 'later', delay: 60_000 })
     const before = await snapshot(redis.client)
 
-    const active = await queue.remove('running').catch((e: unknown) => e)
+    const active = await fx.queue.remove('running').catch((e: unknown) => e)
 
     expect((active as EchoMQError).code).toBe('ERR_JOB_ACTIVE')
     expect(await snapshot(redis.client)).toEqual(before)
-    expect(await queue.remove('later')).toBe(true)
-    expect(await queue.remove('waiting')).toBe(true)
-    expect(await queue.remove('nothing')).toBe(false)
+    expect(await fx.queue.remove('later')).toBe(true)
+    expect(await fx.queue.remove('waiting')).toBe(true)
+    expect(await fx.queue.remove('nothing')).toBe(false)
     release()
     await nextEvent(w, 'completed')
     await w.close()
     await failJobs(['gone-bad'])
-    expect(await queue.remove('gone-bad')).toBe(true)
-    expect(await queue.remove('running')).toBe(true)
-    expect(await queue.counts()).toMatchObject({ failed: 0, delayed: 0, wait: 0, completed: 0 })
-    expect(await queue.getJob('gone-bad')).toBeNull()
+    expect(await fx.queue.remove('gone-bad')).toBe(true)
+    expect(await fx.queue.remove('running')).toBe(true)
+    expect(await fx.queue.counts()).toMatchObject({ failed: 0, delayed: 0, wait: 0, completed: 0 })
+    expect(await fx.queue.getJob('gone-bad')).toBeNull()
   })
 })
 
 describe('worker names', () => {
   it('a worker records its name on the jobs it takes (default <hostname>:<pid>)', async () => {
-    worker(() => 'ok', { name: 'billing-7' })
-    await queue.add('job', {}, { jobId: 'named' })
-    await waitFor(async () => (await queue.getJob('named'))?.state === 'completed', { what: 'the job done' })
-    expect((await queue.getJob('named'))?.workerName).toBe('billing-7')
+    const named = worker(() => 'ok', { name: 'billing-7' })
+    await fx.queue.add('job', {}, { jobId: 'named' })
+    await waitFor(async () => (await fx.queue.getJob('named'))?.state === 'completed', { what: 'the job done' })
+    expect((await fx.queue.getJob('named'))?.workerName).toBe('billing-7')
+    await named.close()
 
-    await Promise.all(workers.splice(0).map((w) => w.close()))
     worker(() => 'ok')
-    await queue.add('job', {}, { jobId: 'default' })
-    await waitFor(async () => (await queue.getJob('default'))?.state === 'completed', { what: 'the job done' })
-    expect((await queue.getJob('default'))?.workerName).toBe(`${hostname()}:${process.pid}`)
+    await fx.queue.add('job', {}, { jobId: 'default' })
+    await waitFor(async () => (await fx.queue.getJob('default'))?.state === 'completed', { what: 'the job done' })
+    expect((await fx.queue.getJob('default'))?.workerName).toBe(`${hostname()}:${process.pid}`)
   })
 
   it("a killed worker's name is in its stalled job's reason", async () => {
     const held = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '300', HEARTBEAT_MS: '100', WORKER_NAME: 'host-a:41' })
     try {
-      await queue.add('x', {}, { jobId: 'k', attempts: 1 })
+      await fx.queue.add('x', {}, { jobId: 'k', attempts: 1 })
       await held.waitForMessage('active', 'k')
       held.kill('SIGKILL')
       await waitFor(async () => (await redis.client.exists(keys.lock('k'))) === 0, { what: 'the lease to lapse' })
       await sweep(redis.client, 'q', { graceMs: 0 })
       await sweep(redis.client, 'q', { graceMs: 0 })
-      expect(await queue.getJob('k')).toMatchObject({
+      expect(await fx.queue.getJob('k')).toMatchObject({
         state: 'failed',
         workerName: 'host-a:41',
         failedReason: expect.stringMatching(/\(worker host-a:41\)/),
@@ -399,7 +391,7 @@ describe('bad input changes nothing', () => {
     ['a retention that is a string', { removeOnComplete: 'yes' }, /removeOnComplete/],
   ])('%s is ERR_OPTIONS', async (_label, options, message) => {
     const before = await snapshot(redis.client)
-    const err = await queue.add('job', {}, options as never).catch((e: unknown) => e)
+    const err = await fx.queue.add('job', {}, options as never).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(EchoMQError)
     expect((err as EchoMQError).code).toBe('ERR_OPTIONS')
     expect((err as Error).message).toMatch(message)
@@ -407,12 +399,12 @@ describe('bad input changes nothing', () => {
   })
 
   it.each([
-    ['getJobs of an unknown state', () => queue.getJobs('lost' as never), 'ERR_OPTIONS'],
-    ['getJobs past the page limit', () => queue.getJobs('wait', { start: 0, end: 5_000 }), 'ERR_OPTIONS'],
-    ['retryJobs with ids and limit', () => queue.retryJobs({ ids: ['a'], limit: 1 }), 'ERR_OPTIONS'],
-    ['retryJobs with a bad id', () => queue.retryJobs({ ids: ['a b'] }), 'ERR_JOB_ID'],
-    ['retryJobs with an empty list', () => queue.retryJobs({ ids: [] }), 'ERR_OPTIONS'],
-    ['remove with a bad id', () => queue.remove('wait'), 'ERR_JOB_ID'],
+    ['getJobs of an unknown state', () => fx.queue.getJobs('lost' as never), 'ERR_OPTIONS'],
+    ['getJobs past the page limit', () => fx.queue.getJobs('wait', { start: 0, end: 5_000 }), 'ERR_OPTIONS'],
+    ['retryJobs with ids and limit', () => fx.queue.retryJobs({ ids: ['a'], limit: 1 }), 'ERR_OPTIONS'],
+    ['retryJobs with a bad id', () => fx.queue.retryJobs({ ids: ['a b'] }), 'ERR_JOB_ID'],
+    ['retryJobs with an empty list', () => fx.queue.retryJobs({ ids: [] }), 'ERR_OPTIONS'],
+    ['remove with a bad id', () => fx.queue.remove('wait'), 'ERR_JOB_ID'],
     ['a queue default with a job id', () => new Queue('q', { defaultJobOptions: { jobId: 'x' } as never }), 'ERR_OPTIONS'],
     ['a worker name that is empty', () => new Worker('q', () => 1, { name: '' }), 'ERR_OPTIONS'],
   ])('%s is rejected', async (_label, call, code) => {

@@ -5,13 +5,14 @@
  * and the reaper's hourly discovery across short-lived containers.
  */
 import { spawn } from 'node:child_process'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { longTimeout, MAX_TIMER_MS } from '../lib/clock.js'
-import { type Job, Queue, sweep, Worker } from '../lib/index.js'
+import { sweep } from '../lib/index.js'
 import { Discovery } from '../lib/reaper/discovery.js'
 import { finish, take } from '../lib/redis/commands.js'
 import { discoveryKey, queueKeys } from '../lib/redis/keys.js'
 import { countingClient } from './helpers/counting.js'
+import { useQueue } from './helpers/fixture.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
@@ -19,24 +20,15 @@ import { waitFor } from './helpers/wait.js'
 const redis = useRedis()
 const keys = queueKeys('emq', 'q')
 const DAY_MS = 24 * 3_600_000
-let queue: Queue
-const workers: Worker[] = []
-
-beforeEach(() => {
-  queue = new Queue('q', { connection: redis.client })
-})
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.close()))
-})
-
-function worker(processor: (job: Job) => unknown, options: Record<string, unknown> = {}): Worker {
-  const w = new Worker('q', processor, { connection: redis.url, lockDuration: 1_000, closeTimeout: 500, ...options })
-  w.on('error', (err) => {
+const fx = useQueue(redis, {
+  workers: { lockDuration: 1_000, closeTimeout: 500 },
+  onError: (err) => {
     throw err
-  })
-  workers.push(w)
-  return w
-}
+  },
+})
+const worker = fx.worker
+
+afterEach(async () => {})
 
 describe('timers longer than 2^31 - 1 ms', () => {
   afterEach(() => {
@@ -64,10 +56,9 @@ describe('timers longer than 2^31 - 1 ms', () => {
 
   it.each([25, 30, 365])('an idle worker holding a job delayed %i days sends nothing until it is due', async (days) => {
     const counting = await countingClient(redis.port)
+    const w = worker(() => undefined, { connection: counting.client })
     try {
-      const w = new Worker('q', () => undefined, { connection: counting.client, lockDuration: 1_000, closeTimeout: 500 })
-      workers.push(w)
-      const job = await queue.add('later', {}, { delay: days * DAY_MS })
+      const job = await fx.queue.add('later', {}, { delay: days * DAY_MS })
       // The idle worker wakes once for the new due time, promotes nothing and sets its timer.
       await waitFor(() => counting.sent.includes('evalsha'), { what: 'the worker to look at the delayed job' })
       await waitFor(async () => (await redis.client.zscore(keys.marker, 'd')) === null, { what: 'the marker to be taken' })
@@ -77,9 +68,9 @@ describe('timers longer than 2^31 - 1 ms', () => {
       await new Promise((resolve) => setTimeout(resolve, 500))
 
       expect(counting.sent.filter((c) => c !== 'bzpopmin')).toEqual([])
-      expect((await queue.getJob(job.id))?.state).toBe('delayed')
+      expect((await fx.queue.getJob(job.id))?.state).toBe('delayed')
     } finally {
-      await Promise.all(workers.splice(0).map((w) => w.close()))
+      await w.close()
       counting.close()
     }
   })
@@ -88,10 +79,10 @@ describe('timers longer than 2^31 - 1 ms', () => {
     worker(() => {
       throw new Error('downstream down')
     })
-    const job = await queue.add('x', {}, { attempts: 2, backoff: 30 * DAY_MS })
+    const job = await fx.queue.add('x', {}, { attempts: 2, backoff: 30 * DAY_MS })
 
     const retry = await waitFor(async () => {
-      const j = await queue.getJob(job.id)
+      const j = await fx.queue.getJob(job.id)
       return j?.state === 'delayed' ? j : undefined
     })
 
@@ -127,17 +118,17 @@ describe('retryJobs while workers fail the jobs again', () => {
     const fail = () => {
       throw new Error('downstream still down')
     }
-    for (const id of ids) await queue.add('x', {}, { jobId: id, attempts: 1 })
+    for (const id of ids) await fx.queue.add('x', {}, { jobId: id, attempts: 1 })
     const w = worker(fail, { concurrency: 20 })
-    await waitFor(async () => (await queue.counts()).failed === ids.length, { what: '400 failed jobs' })
+    await waitFor(async () => (await fx.queue.counts()).failed === ids.length, { what: '400 failed jobs' })
 
-    const moved = await queue.retryJobs()
+    const moved = await fx.queue.retryJobs()
 
     expect(new Set(moved).size).toBe(moved.length)
     expect(moved.length).toBeLessThanOrEqual(ids.length)
     expect(moved.length).toBeGreaterThan(0)
     expect(moved.every((id) => ids.includes(id))).toBe(true)
-    const jobs = await Promise.all(ids.map((id) => queue.getJob(id)))
+    const jobs = await Promise.all(ids.map((id) => fx.queue.getJob(id)))
     expect(Math.max(...jobs.map((j) => j?.retried ?? 0))).toBe(1)
     await w.close()
   })
@@ -146,12 +137,12 @@ describe('retryJobs while workers fail the jobs again', () => {
 describe('delayed jobs behind a backlog', () => {
   it('a job falls due and is promoted while the backlog is still waiting', async () => {
     for (let i = 0; i < 1_000; i += 100) {
-      await Promise.all(Array.from({ length: 100 }, (_, k) => queue.add('bulk', { n: i + k })))
+      await Promise.all(Array.from({ length: 100 }, (_, k) => fx.queue.add('bulk', { n: i + k })))
     }
     worker(() => new Promise((resolve) => setTimeout(resolve, 5)))
-    await waitFor(async () => (await queue.counts()).active === 1, { what: 'the worker to be busy' })
+    await waitFor(async () => (await fx.queue.counts()).active === 1, { what: 'the worker to be busy' })
 
-    const delayed = await queue.add('soon', {}, { delay: 200 })
+    const delayed = await fx.queue.add('soon', {}, { delay: 200 })
     const promoted = await waitFor(
       async () => {
         const h = await redis.client.hmget(keys.job(delayed.id), 'state', 'waitingSince')
@@ -161,7 +152,7 @@ describe('delayed jobs behind a backlog', () => {
     )
 
     expect(promoted - (delayed.dueAt as number)).toBeLessThan(1_000)
-    expect((await queue.counts()).wait).toBeGreaterThan(100)
+    expect((await fx.queue.counts()).wait).toBeGreaterThan(100)
   })
 })
 
@@ -170,7 +161,7 @@ describe('trims cut short', () => {
     const taker = { workerToken: 'w', leaseMs: 10_000, workerName: 'dead' }
     const asked: number[] = []
     for (let i = 0; i < 60; i++) {
-      const job = await queue.add('x', {}, { removeOnComplete: { count: 20 } })
+      const job = await fx.queue.add('x', {}, { removeOnComplete: { count: 20 } })
       const [run] = (await take(redis.client, keys, taker, [job.id])).taken
       if (!run) throw new Error('not taken')
       const reply = await finish(redis.client, keys, { id: job.id, token: run.token }, 'complete', 'null')
@@ -185,9 +176,9 @@ describe('trims cut short', () => {
     const w = worker(() => undefined, { concurrency: 8 })
     w.on('completed', () => void redis.client.zcard(keys.completed).then((n) => sizes.push(n)))
     for (let i = 0; i < 600; i += 100) {
-      await Promise.all(Array.from({ length: 100 }, () => queue.add('x', {}, { removeOnComplete: { count: 20 } })))
+      await Promise.all(Array.from({ length: 100 }, () => fx.queue.add('x', {}, { removeOnComplete: { count: 20 } })))
     }
-    await waitFor(async () => (await queue.counts()).wait + (await queue.counts()).active === 0, { what: 'every job done' })
+    await waitFor(async () => (await fx.queue.counts()).wait + (await fx.queue.counts()).active === 0, { what: 'every job done' })
     expect(Math.max(...sizes)).toBeLessThanOrEqual(20 + 2 * 10 + 8)
   })
 })
@@ -195,7 +186,7 @@ describe('trims cut short', () => {
 describe('the sweep', () => {
   it('returns every dead reservation of a crashed fleet in one pass', async () => {
     for (let i = 0; i < 1_500; i += 100) {
-      await Promise.all(Array.from({ length: 100 }, (_, k) => queue.add('x', {}, { jobId: `r${i + k}` })))
+      await Promise.all(Array.from({ length: 100 }, (_, k) => fx.queue.add('x', {}, { jobId: `r${i + k}` })))
     }
     const popped = (await redis.client.rpop(keys.wait, 1_500)) ?? []
     await redis.client.zadd(keys.reserved, ...popped.flatMap((id) => ['1', id]))

@@ -1,29 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { EchoMQError, type Job, Queue, sweep, Worker } from '../lib/index.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { EchoMQError, type Job, Queue, sweep } from '../lib/index.js'
 import { CLOSE_MARGIN_MS } from '../lib/options.js'
 import { finish, type Lease } from '../lib/redis/commands.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { useQueue } from './helpers/fixture.js'
 import { addJobs, holdJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
 const redis = useRedis()
-let queue: Queue
-const workers: Worker[] = []
+const fx = useQueue(redis, { workers: { lockDuration: 400, heartbeatInterval: 100, closeTimeout: 300 } })
+const worker = fx.worker
 const keys = queueKeys('emq', 'q')
 
-beforeEach(async () => {
-  queue = new Queue('q', { connection: redis.client })
-})
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.close()))
-})
-
-function worker<R>(processor: (job: Job, signal: AbortSignal) => Promise<R> | R, options: Record<string, unknown> = {}): Worker {
-  const w = new Worker('q', processor, { connection: redis.url, lockDuration: 400, heartbeatInterval: 100, closeTimeout: 300, ...options })
-  workers.push(w)
-  return w
-}
+afterEach(async () => {})
 
 /** A processor that holds each job until the test releases it. */
 function held() {
@@ -36,7 +26,7 @@ describe('worker: take, lease and heartbeat', () => {
   it('takes a job with a lease set with PX holding its token, and the heartbeat renews it', async () => {
     const hold = held()
     const w = worker(hold.processor, { lockDuration: 600, heartbeatInterval: 150 })
-    const [job] = await Promise.all([nextEvent<[Job]>(w, 'active').then(([j]) => j), queue.add('send', { to: 'a@b.c' }, { jobId: 'a' })])
+    const [job] = await Promise.all([nextEvent<[Job]>(w, 'active').then(([j]) => j), fx.queue.add('send', { to: 'a@b.c' }, { jobId: 'a' })])
 
     const token = await redis.client.get(keys.lock('a'))
     const firstTtl = await redis.client.pttl(keys.lock('a'))
@@ -52,7 +42,7 @@ describe('worker: take, lease and heartbeat', () => {
     expect(await redis.client.pttl(keys.lock('a'))).toBeGreaterThan(0)
     hold.release('a')
     await nextEvent(w, 'completed')
-    expect(await queue.getJob('a')).toMatchObject({ state: 'completed', returnValue: 'ok', attemptsMade: 1 })
+    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'completed', returnValue: 'ok', attemptsMade: 1 })
     expect(await redis.client.exists(keys.lock('a'))).toBe(0)
   })
 
@@ -60,14 +50,14 @@ describe('worker: take, lease and heartbeat', () => {
     const w = worker(() => 'done')
     await waitFor(async () => String(await redis.client.call('CLIENT', 'LIST')).includes('cmd=bzpopmin'), { what: 'worker to block' })
 
-    const [[job]] = await Promise.all([nextEvent<[Job]>(w, 'completed'), queue.add('x', 1, { jobId: 'wake' })])
+    const [[job]] = await Promise.all([nextEvent<[Job]>(w, 'completed'), fx.queue.add('x', 1, { jobId: 'wake' })])
 
     expect(job.id).toBe('wake')
   })
 
   it('one worker holding 200 jobs renews them with about one script call per tick', async () => {
     const hold = held()
-    for (let i = 0; i < 200; i++) await queue.add('job', i, { jobId: `r${i}` })
+    for (let i = 0; i < 200; i++) await fx.queue.add('job', i, { jobId: `r${i}` })
     const w = worker(hold.processor, { concurrency: 200, lockDuration: 2_000, heartbeatInterval: 200 })
     await waitFor(async () => (await redis.client.zcard(keys.active)) === 200, { what: '200 jobs taken' })
     await redis.client.config('RESETSTAT')
@@ -83,7 +73,7 @@ describe('worker: take, lease and heartbeat', () => {
     expect(await redis.client.object('ENCODING', keys.active)).toBe('skiplist')
     expect(renewals).toBe(calls * 200) // each call renewed all 200 leases
     for (let i = 0; i < 200; i++) hold.release(`r${i}`)
-    await waitFor(async () => (await queue.counts()).completed === 200, { what: 'all completed' })
+    await waitFor(async () => (await fx.queue.counts()).completed === 200, { what: 'all completed' })
     expect(w.listenerCount('error')).toBe(0)
   })
 })
@@ -96,12 +86,12 @@ describe('worker: finishing', () => {
     const failures: Job[] = []
     w.on('failed', (job: Job) => failures.push({ ...job }))
 
-    await queue.add('x', {}, { jobId: 'f', attempts: 2 })
+    await fx.queue.add('x', {}, { jobId: 'f', attempts: 2 })
     await waitFor(() => failures.length === 2, { what: 'two failures' })
 
     expect(failures.map((j) => j.state)).toEqual(['wait', 'failed'])
-    expect(await queue.getJob('f')).toMatchObject({ state: 'failed', attemptsMade: 2, attemptsStarted: 2, failedReason: 'boom' })
-    expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
+    expect(await fx.queue.getJob('f')).toMatchObject({ state: 'failed', attemptsMade: 2, attemptsStarted: 2, failedReason: 'boom' })
+    expect(await fx.queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
   })
 
   it.each([
@@ -117,12 +107,12 @@ describe('worker: finishing', () => {
         return result()
       })
       const reported = nextEvent<[EchoMQError]>(w, 'error')
-      await queue.add('x', {}, { jobId: 'bad-result', attempts: 3 })
+      await fx.queue.add('x', {}, { jobId: 'bad-result', attempts: 3 })
       const [err] = await reported
-      await waitFor(async () => (await queue.getJob('bad-result'))?.state === 'completed', { what: 'job completed' })
+      await waitFor(async () => (await fx.queue.getJob('bad-result'))?.state === 'completed', { what: 'job completed' })
       expect(err).toMatchObject({ code: 'ERR_JOB_DATA' })
       expect(err.message).toMatch(reason)
-      expect(await queue.getJob('bad-result')).toMatchObject({ attemptsMade: 1, attemptsStarted: 1, returnValue: null })
+      expect(await fx.queue.getJob('bad-result')).toMatchObject({ attemptsMade: 1, attemptsStarted: 1, returnValue: null })
       expect(runs).toBe(1)
     },
   )
@@ -131,9 +121,9 @@ describe('worker: finishing', () => {
     worker(() => {
       throw new Error('e'.repeat(100_000))
     })
-    await queue.add('x', {}, { jobId: 'long-error', attempts: 1 })
-    await waitFor(async () => (await queue.getJob('long-error'))?.state === 'failed', { what: 'job failed' })
-    const reason = (await queue.getJob('long-error'))?.failedReason ?? ''
+    await fx.queue.add('x', {}, { jobId: 'long-error', attempts: 1 })
+    await waitFor(async () => (await fx.queue.getJob('long-error'))?.state === 'failed', { what: 'job failed' })
+    const reason = (await fx.queue.getJob('long-error'))?.failedReason ?? ''
     expect(reason).toBe(`${'e'.repeat(8_192)}… (truncated)`)
   })
 
@@ -141,7 +131,7 @@ describe('worker: finishing', () => {
     // Worker A takes the job, then stops renewing (as if paused); the job is recovered and taken by B.
     const holdA = held()
     const a = worker(holdA.processor, { lockDuration: 200, heartbeatInterval: 100 })
-    await Promise.all([nextEvent(a, 'active'), queue.add('x', {}, { jobId: 'fenced' })])
+    await Promise.all([nextEvent(a, 'active'), fx.queue.add('x', {}, { jobId: 'fenced' })])
     const tokenA = await redis.client.get(keys.lock('fenced'))
     await (a as unknown as { locks: { close(): Promise<void> } }).locks.close() // A's heartbeat stops
     await waitFor(async () => (await redis.client.exists(keys.lock('fenced'))) === 0, { what: "A's lease to lapse" })
@@ -159,11 +149,11 @@ describe('worker: finishing', () => {
     expect(tokenB).not.toBe(tokenA)
     expect(err).toBeInstanceOf(EchoMQError)
     expect(err.code).toBe('ERR_LOCK_LOST')
-    expect(await queue.getJob('fenced')).toMatchObject({ state: 'active', attemptsMade: 1, attemptsStarted: 2 })
+    expect(await fx.queue.getJob('fenced')).toMatchObject({ state: 'active', attemptsMade: 1, attemptsStarted: 2 })
     expect(await redis.client.get(keys.lock('fenced'))).toBe(tokenB)
     holdB.release('fenced', 'from B')
     await nextEvent(b, 'completed')
-    expect(await queue.getJob('fenced')).toMatchObject({ state: 'completed', returnValue: 'from B' })
+    expect(await fx.queue.getJob('fenced')).toMatchObject({ state: 'completed', returnValue: 'from B' })
   })
 
   it('a renewal that finds the job recovered aborts the signal and emits lockLost', async () => {
@@ -172,7 +162,7 @@ describe('worker: finishing', () => {
       signal = s
       return new Promise((_resolve, reject) => s.addEventListener('abort', () => reject(s.reason)))
     })
-    await Promise.all([nextEvent(w, 'active'), queue.add('x', {}, { jobId: 'stolen' })])
+    await Promise.all([nextEvent(w, 'active'), fx.queue.add('x', {}, { jobId: 'stolen' })])
     // Another party takes ownership away (as a recovery by a sweep would).
     await redis.client.hset(keys.job('stolen'), 'token', 'someone-else')
     await redis.client.del(keys.lock('stolen'))
@@ -182,7 +172,7 @@ describe('worker: finishing', () => {
     expect(job.id).toBe('stolen')
     expect(err.code).toBe('ERR_LOCK_LOST')
     expect(signal?.aborted).toBe(true)
-    expect((await queue.getJob('stolen'))?.state).toBe('active') // untouched by the fenced-out worker
+    expect((await fx.queue.getJob('stolen'))?.state).toBe('active') // untouched by the fenced-out worker
   })
 })
 
@@ -190,7 +180,7 @@ describe('worker: close while Redis is paused', () => {
   it('close() returns on time while Redis is paused; a job taken by a finish whose reply comes later goes back to wait, unstarted', async () => {
     // Added before the worker starts: z is taken first and its finish peeks at a and b; a is taken next,
     // and its finish will carry b as the next job.
-    for (const id of ['z', 'a', 'b']) await queue.add('x', {}, { jobId: id })
+    for (const id of ['z', 'a', 'b']) await fx.queue.add('x', {}, { jobId: id })
     const started: string[] = []
     let releaseA: (() => void) | undefined
     const w = worker(
@@ -212,10 +202,10 @@ describe('worker: close while Redis is paused', () => {
     redis.process.kill('SIGCONT')
 
     expect(closeMs).toBeLessThan(400 + CLOSE_MARGIN_MS + 100)
-    await waitFor(async () => (await queue.getJob('b'))?.state === 'wait', { what: 'b handed back once Redis answers' })
+    await waitFor(async () => (await fx.queue.getJob('b'))?.state === 'wait', { what: 'b handed back once Redis answers' })
     expect(started).toEqual(['z', 'a'])
-    expect(await queue.getJob('a')).toMatchObject({ state: 'completed' })
-    expect(await queue.getJob('b')).toMatchObject({ state: 'wait', attemptsMade: 0 })
+    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'completed' })
+    expect(await fx.queue.getJob('b')).toMatchObject({ state: 'wait', attemptsMade: 0 })
     expect(await redis.client.exists(keys.lock('b'))).toBe(0)
   })
 
@@ -224,8 +214,8 @@ describe('worker: close while Redis is paused', () => {
     const w = worker(hold.processor, { concurrency: 2, lockDuration: 2000, heartbeatInterval: 1000, closeTimeout: 200 })
     const errors: EchoMQError[] = []
     w.on('error', (err: EchoMQError) => errors.push(err))
-    await queue.add('x', {}, { jobId: 'done' })
-    await queue.add('x', {}, { jobId: 'running' })
+    await fx.queue.add('x', {}, { jobId: 'done' })
+    await fx.queue.add('x', {}, { jobId: 'running' })
     await waitFor(() => hold.has('done') && hold.has('running'), { what: 'both jobs to start' })
 
     redis.process.kill('SIGSTOP')
@@ -237,9 +227,9 @@ describe('worker: close while Redis is paused', () => {
 
     expect(errors.filter((e) => e.code === 'ERR_CONNECTION')).toHaveLength(1)
     expect(errors[0]?.message).toMatch(/1 running job\(s\) not yet returned to wait and 1 finished job\(s\) not yet recorded/)
-    await waitFor(async () => (await queue.getJob('running'))?.state === 'wait', { what: 'the running job returned once Redis answers' })
-    await waitFor(async () => (await queue.getJob('done'))?.state === 'completed', { what: 'the finished job recorded' })
-    expect(await queue.getJob('running')).toMatchObject({ attemptsMade: 0 })
+    await waitFor(async () => (await fx.queue.getJob('running'))?.state === 'wait', { what: 'the running job returned once Redis answers' })
+    await waitFor(async () => (await fx.queue.getJob('done'))?.state === 'completed', { what: 'the finished job recorded' })
+    expect(await fx.queue.getJob('running')).toMatchObject({ attemptsMade: 0 })
     expect(errors).toHaveLength(afterClose) // nothing reported after close() returned
   })
 })
@@ -253,9 +243,9 @@ describe('worker: the application\u2019s listeners', () => {
       throw new Error('listener bug')
     })
 
-    await Promise.all([nextEvent(w, 'completed'), queue.add('x', {}, { jobId: 'l1' })])
+    await Promise.all([nextEvent(w, 'completed'), fx.queue.add('x', {}, { jobId: 'l1' })])
 
-    expect(await queue.getJob('l1')).toMatchObject({ state: 'completed' })
+    expect(await fx.queue.getJob('l1')).toMatchObject({ state: 'completed' })
     expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/'active' listener .* threw: listener bug/)])
   })
 })
@@ -267,9 +257,9 @@ describe('worker: the registry', () => {
     const errors: Error[] = []
     w.on('error', (err: Error) => errors.push(err))
 
-    await Promise.all([nextEvent(w, 'completed'), queue.add('x', {}, { jobId: 'r1' })])
+    await Promise.all([nextEvent(w, 'completed'), fx.queue.add('x', {}, { jobId: 'r1' })])
 
-    expect(await queue.getJob('r1')).toMatchObject({ state: 'completed' })
+    expect(await fx.queue.getJob('r1')).toMatchObject({ state: 'completed' })
     await expect(new Queue('other', { connection: redis.client }).add('x', {})).resolves.toMatchObject({ state: 'wait' })
     expect(errors).toHaveLength(1)
     expect((errors[0] as EchoMQError).code).toBe('ERR_WRONG_TYPE')
@@ -280,17 +270,17 @@ describe('worker: close', () => {
   it('waits for running jobs to finish', async () => {
     const hold = held()
     const w = worker(hold.processor, { closeTimeout: 10_000 })
-    await Promise.all([nextEvent(w, 'active'), queue.add('x', {}, { jobId: 'c1' })])
+    await Promise.all([nextEvent(w, 'active'), fx.queue.add('x', {}, { jobId: 'c1' })])
 
     let closed = false
     const closing = w.close().then(() => (closed = true))
-    await queue.add('x', {}, { jobId: 'c2' }) // not taken: the worker is closing
+    await fx.queue.add('x', {}, { jobId: 'c2' }) // not taken: the worker is closing
     expect(closed).toBe(false)
     hold.release('c1')
     await closing
 
-    expect(await queue.getJob('c1')).toMatchObject({ state: 'completed' })
-    expect(await queue.getJob('c2')).toMatchObject({ state: 'wait', attemptsStarted: 0 })
+    expect(await fx.queue.getJob('c1')).toMatchObject({ state: 'completed' })
+    expect(await fx.queue.getJob('c2')).toMatchObject({ state: 'wait', attemptsStarted: 0 })
     expect(hold.has('c2')).toBe(false)
     await w.close() // safe twice
   })
@@ -304,15 +294,15 @@ describe('worker: close', () => {
       },
       { closeTimeout: 200 },
     )
-    await Promise.all([nextEvent(w, 'active'), queue.add('x', {}, { jobId: 'slow', attempts: 1 })])
+    await Promise.all([nextEvent(w, 'active'), fx.queue.add('x', {}, { jobId: 'slow', attempts: 1 })])
 
     await w.close()
 
     expect(signal?.aborted).toBe(true)
     expect((signal?.reason as EchoMQError | undefined)?.code).toBe('ERR_CLOSED')
-    expect(await queue.getJob('slow')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1 })
+    expect(await fx.queue.getJob('slow')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1 })
     expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual(['slow'])
-    expect(await queue.counts()).toMatchObject({ wait: 1, active: 0, stalled: 0 })
+    expect(await fx.queue.counts()).toMatchObject({ wait: 1, active: 0, stalled: 0 })
     expect(await redis.client.exists(keys.lock('slow'))).toBe(0)
   })
 })
@@ -321,8 +311,8 @@ describe('worker: reserving the next jobs', () => {
   it('a worker running short jobs reserves its next ones, and close() returns them all to wait', async () => {
     await redis.client.config('RESETSTAT')
     const w = worker(() => new Promise((resolve) => setTimeout(resolve, 1)), { concurrency: 4 })
-    for (let i = 0; i < 400; i++) await queue.add('job', {}, { jobId: `n${i}` })
-    await waitFor(async () => (await queue.counts()).completed >= 100, { what: '100 jobs done' })
+    for (let i = 0; i < 400; i++) await fx.queue.add('job', {}, { jobId: `n${i}` })
+    await waitFor(async () => (await fx.queue.counts()).completed >= 100, { what: '100 jobs done' })
 
     await w.close()
 
@@ -330,7 +320,7 @@ describe('worker: reserving the next jobs', () => {
     const rpops = Number(/cmdstat_rpop:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0)
     expect(rpops).toBeGreaterThan(0)
     expect(await redis.client.zcard(keys.reserved)).toBe(0)
-    const { wait, completed, active } = await queue.counts()
+    const { wait, completed, active } = await fx.queue.counts()
     expect(active).toBe(0)
     expect(wait + completed).toBe(400)
     const waiting = await redis.client.lrange(keys.wait, 0, -1)
@@ -350,10 +340,10 @@ describe('worker: reserving the next jobs', () => {
     await waitFor(async () => (await redis.client.zcard(keys.reserved)) > 0, { what: 'a reservation', intervalMs: 1 })
     slow = true
 
-    await waitFor(async () => (await redis.client.zcard(keys.reserved)) === 0 && (await queue.counts()).active === 1, {
+    await waitFor(async () => (await redis.client.zcard(keys.reserved)) === 0 && (await fx.queue.counts()).active === 1, {
       what: 'the reservations returned while a slow job runs',
     })
-    const { wait, active, completed } = await queue.counts()
+    const { wait, active, completed } = await fx.queue.counts()
     release()
     expect(wait + active + completed).toBe(3_000)
   })
@@ -365,8 +355,8 @@ describe('worker: reserving the next jobs', () => {
     const next = { ...taker, candidates: [], reservedCandidates: false, reserve: 2, reserveMs: 50, peek: 0 }
     const { reserved } = await finish(redis.client, keys, lease as Lease, 'complete', '"done"', next)
     expect(reserved).toEqual(['b', 'c'])
-    expect(await queue.counts()).toMatchObject({ wait: 3 }) // reserved jobs are still waiting
-    expect((await queue.getJobs('wait')).map((j) => j.id)).toEqual(['b', 'c', 'd'])
+    expect(await fx.queue.counts()).toMatchObject({ wait: 3 }) // reserved jobs are still waiting
+    expect((await fx.queue.getJobs('wait')).map((j) => j.id)).toEqual(['b', 'c', 'd'])
 
     await waitFor(async () => (await sweep(redis.client, 'q')) && (await redis.client.zcard(keys.reserved)) === 0, {
       what: 'the expired reservations returned',

@@ -6,23 +6,65 @@
  *   the next ids from `wait` into `reserved` for this worker (lua/includes/takeJobs.lua reserveNext),
  *   keeping about `concurrency` of them ahead. No two workers ever get the same id, however many peek at
  *   the same queue, and a reserved job waits about one job's run time before it is taken. Reserved ids
- *   a worker will not take (it closes; its jobs slowed down) go back to the front of `wait` (unreserve);
- *   a dead worker's come back with the next sweep once they expire.
+ *   the worker will not take go back to the front of `wait`: when it closes, and when no finish has used
+ *   them for RESERVATION_IDLE_MS (its jobs slowed down; a timer of this module's watches that). A dead
+ *   worker's come back with the next sweep once they expire.
  * - A peek, otherwise: a finish reads the ids at the tail of `wait` (without taking them) about once every
  *   `concurrency` calls; later calls take them if they are still there. An id handed to a call in flight
  *   is claimed until the jobs it took are running, so no two calls of one worker try the same id.
+ *
+ * The worker makes two calls per take or finish: `forTake(n)` / `forFinish()` before the call, `settle`
+ * with what the reply said (or nothing, when the call failed) once the jobs it took are running; plus
+ * `ran(ms)` per job and `close()`. It needs only a way to read `wait`, a way to hand ids back, and a clock.
  */
+import type { Clock } from '../clock.js'
+import type { TakeNext, Taker } from '../redis/commands.js'
 
 /** Jobs whose run time averages under this (ms) make a worker reserve its next candidates. */
 export const HOT_RUN_MS = 10
 /** Reserved ids unused this long (no finish took one) go back to `wait`: the jobs slowed down. */
 export const RESERVATION_IDLE_MS = 100
+/** Most ids a finish peeks at from the tail of `wait`. */
+export const MAX_PEEK = 100
 
-export interface Candidates {
+export interface TakeAheadOptions {
+  concurrency: number
+  /** Who takes: recorded in what a finish takes next. */
+  taker: Taker
+  /** How long a reservation lasts (ms): a lease, so a dead worker's come back once a sweep finds them expired. */
+  reserveMs: number
+  /** The worker runs this job already (a reply read late must not hand it out again). */
+  running(id: string): boolean
+  /** Up to n ids from the tail of `wait`, next first (lib/redis/queries.ts readCandidates). */
+  read(n: number): Promise<string[]>
+  /** Returns reserved ids to the front of `wait` (lib/redis/commands.ts unreserve). */
+  giveBack(ids: string[]): Promise<unknown>
+  clock: Clock
+  onError(err: unknown): void
+}
+
+/** The candidates of one call, and for a finish what it sets aside for the calls after it. */
+export interface Lookahead {
   ids: string[]
   /** Reserved by this worker (else peeked or read from `wait`). */
   reserved: boolean
+  /** Ids to reserve, and to peek at, in the same call. */
+  reserve: number
+  peek: number
+  /** For a finish (whose settling says the reserved ids are still used). */
+  finish: boolean
 }
+
+/** What a call's reply said; undefined when the call failed (nothing was taken or set aside). */
+export interface Settled {
+  /** Candidates left where they were (the call took nothing of them: all of them when its run was lost). */
+  left: string[]
+  taken: number
+  reservedNext?: string[]
+  peeked?: string[]
+}
+
+const NOTHING: Lookahead = { ids: [], reserved: false, reserve: 0, peek: 0, finish: false }
 
 export class TakeAhead {
   /** Ids reserved for this worker, the next to be served first. */
@@ -37,85 +79,129 @@ export class TakeAhead {
   private contended = false
   /** The average run time of this worker's jobs (ms), smoothed. */
   private runMs = Number.POSITIVE_INFINITY
+  /** When a finish last settled (the clock's ms): reservations unused for long go back. */
+  private lastFinishAt = 0
+  private timer: unknown
+  private closed = false
 
-  /** `running(id)`: the worker runs this job already (a reply read late must not hand it out again). */
-  constructor(
-    private readonly concurrency: number,
-    private readonly running: (id: string) => boolean,
-  ) {}
+  constructor(private readonly o: TakeAheadOptions) {}
 
   /** A job ran for `ms`: what decides whether the worker reserves. */
   ran(ms: number): void {
     this.runMs = this.runMs === Number.POSITIVE_INFINITY ? ms : this.runMs * 0.9 + ms * 0.1
   }
 
-  /** Jobs are short enough to reserve the next ones. */
-  get hot(): boolean {
-    return this.runMs < HOT_RUN_MS
-  }
-
-  /** Up to `n` candidates for a call: reserved ids first, else peeked ones; [] when there are none. */
-  next(n: number): Candidates {
-    if (this.pool.length > 0) return { ids: this.pool.splice(0, n), reserved: true }
-    const ids: string[] = []
-    while (ids.length < n && this.hint.length > 0) {
-      const id = this.hint.shift() as string
-      if (this.claimed.has(id) || this.running(id)) continue
-      ids.push(id)
-    }
-    this.claim(ids)
-    return { ids, reserved: false }
-  }
-
-  /** Ids read some other way (LRANGE) for a call: claimed until `done`. */
-  claim(ids: string[]): void {
+  /** Up to `n` candidates for a take: reserved ids first, else peeked ones, else ids read from `wait`. */
+  async forTake(n: number): Promise<Lookahead> {
+    const next = this.next(n)
+    if (next.ids.length > 0 || this.closed) return next
+    const ids = await this.o.read(n)
     for (const id of ids) this.claimed.add(id)
+    return { ...NOTHING, ids }
+  }
+
+  /** The candidate a finish takes in the same call, and what it reserves or peeks at for the calls after it. */
+  forFinish(): Lookahead {
+    if (this.closed) return { ...NOTHING, finish: true }
+    return { ...this.next(1), ...this.plan(), finish: true }
+  }
+
+  /** What a finish call carries: the candidates and plan of `forFinish`, with who takes them. */
+  takeNext(look: Lookahead): TakeNext {
+    return {
+      ...this.o.taker,
+      candidates: look.ids,
+      reservedCandidates: look.reserved,
+      reserve: look.reserve,
+      reserveMs: this.o.reserveMs,
+      peek: look.peek,
+    }
   }
 
   /**
-   * The call that had these candidates returned (or failed: then `left` is every candidate), and the jobs
-   * it took are running. Reserved candidates it left are still reserved: they are next again.
+   * The call that had `look` returned, and the jobs it took are running (or it failed: `reply`
+   * undefined). Reserved candidates it left are still reserved: they are next again.
    */
-  done({ ids, reserved }: Candidates, left: string[], taken: number): void {
-    if (reserved) this.pool.unshift(...left)
+  settle(look: Lookahead, reply: Settled | undefined): void {
+    const left = reply?.left ?? look.ids
+    if (look.reserved) this.pool.unshift(...left)
     else {
-      for (const id of ids) this.claimed.delete(id)
-      if (taken + left.length < ids.length) this.contended = true
+      for (const id of look.ids) this.claimed.delete(id)
+      if (reply && reply.taken + left.length < look.ids.length) this.contended = true
     }
+    if (look.reserve > 0 || look.peek > 0) {
+      this.reserving -= look.reserve
+      this.pool.push(...(reply?.reservedNext ?? []))
+      if (look.peek > 0) {
+        this.peekPending = false
+        this.contended = false
+        if (reply?.peeked) this.hint = reply.peeked.filter((id) => !this.claimed.has(id) && !this.o.running(id))
+      }
+    }
+    if (look.finish && reply) this.lastFinishAt = this.o.clock.now()
+    if (this.closed) this.returnReserved()
+    else this.watch()
+  }
+
+  /** Stops reserving and hands every reserved id back to `wait`; resolves once Redis answered. */
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer)
+    this.timer = undefined
+    await this.returnReserved()
+  }
+
+  get reservedCount(): number {
+    return this.pool.length
+  }
+
+  private next(n: number): Lookahead {
+    if (this.pool.length > 0) return { ...NOTHING, ids: this.pool.splice(0, n), reserved: true }
+    const ids: string[] = []
+    while (ids.length < n && this.hint.length > 0) {
+      const id = this.hint.shift() as string
+      if (this.claimed.has(id) || this.o.running(id)) continue
+      ids.push(id)
+    }
+    for (const id of ids) this.claimed.add(id)
+    return { ...NOTHING, ids }
   }
 
   /** What a finish sets aside for the calls after it: ids to reserve, or ids to peek at. */
-  plan(maxPeek: number): { reserve: number; peek: number } {
-    if (this.hot) {
-      const room = this.concurrency + 1 - this.pool.length - this.reserving
+  private plan(): { reserve: number; peek: number } {
+    if (this.runMs < HOT_RUN_MS) {
+      const room = this.o.concurrency + 1 - this.pool.length - this.reserving
       const reserve = Math.max(0, Math.min(2, room))
       this.reserving += reserve
       return { reserve, peek: 0 }
     }
     // A peek every ~concurrency calls: while the hint holds enough ids for the calls that may be sent
     // before a peek asked now comes back, or while one is pending, none.
-    if (!this.contended && (this.peekPending || this.hint.length >= this.concurrency + 2)) return { reserve: 0, peek: 0 }
+    if (!this.contended && (this.peekPending || this.hint.length >= this.o.concurrency + 2)) return { reserve: 0, peek: 0 }
     this.peekPending = true
-    return { reserve: 0, peek: Math.min(3 * this.concurrency + 8, maxPeek) }
+    return { reserve: 0, peek: Math.min(3 * this.o.concurrency + 8, MAX_PEEK) }
   }
 
-  /** The reply of a finish that asked for `plan` (or its failure: nothing received). */
-  received(plan: { reserve: number; peek: number }, reserved: string[], peeked: string[]): void {
-    this.reserving -= plan.reserve
-    this.pool.push(...reserved)
-    if (plan.peek > 0) {
-      this.peekPending = false
-      this.contended = false
-      this.hint = peeked.filter((id) => !this.claimed.has(id) && !this.running(id))
+  /** While ids are reserved, checks that finishes still use them; unused for RESERVATION_IDLE_MS, they go back. */
+  private watch(): void {
+    if (this.timer !== undefined || this.pool.length === 0) return
+    const check = () => {
+      this.timer = undefined
+      if (this.closed || this.pool.length === 0) return
+      const idle = this.o.clock.now() - this.lastFinishAt
+      if (idle >= RESERVATION_IDLE_MS) void this.returnReserved()
+      else this.timer = this.o.clock.setTimeout(check, RESERVATION_IDLE_MS - idle)
     }
+    this.timer = this.o.clock.setTimeout(check, RESERVATION_IDLE_MS)
   }
 
-  /** The reserved ids, taken out of the pool: the worker returns them to `wait`. */
-  drain(): string[] {
-    return this.pool.splice(0)
-  }
-
-  get reservedCount(): number {
-    return this.pool.length
+  private async returnReserved(): Promise<void> {
+    const ids = this.pool.splice(0)
+    if (ids.length === 0) return
+    try {
+      await this.o.giveBack(ids)
+    } catch (err) {
+      this.o.onError(err)
+    }
   }
 }

@@ -7,11 +7,12 @@
 import { Redis } from 'ioredis'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { EchoMQError, type Job, Queue, sweep, Worker } from '../../lib/index.js'
+import { EchoMQError, type Job, sweep } from '../../lib/index.js'
 import { CLOSE_MARGIN_MS } from '../../lib/options.js'
 import { type LeaseStatus, loadScript, SCRIPT_FILES } from '../../lib/redis/commands.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { LockManager } from '../../lib/worker/lock-manager.js'
+import { useQueue } from '../helpers/fixture.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -23,35 +24,28 @@ import { TcpProxy } from './proxy.js'
 const LOCK_MS = 500
 const HEARTBEAT_MS = 100
 const redis = useRedis()
-let queue: Queue
 let proxy: TcpProxy
-const workers: Worker[] = []
 const stops: (() => Promise<unknown>)[] = []
 const keys = queueKeys('emq', 'q')
 
 beforeEach(async () => {
-  queue = new Queue('q', { connection: redis.client })
   proxy = await TcpProxy.start(redis.port)
 })
+// After-hooks run last-registered first: resume the proxy, close the workers, then close the proxy.
+afterEach(async () => {
+  await proxy.close()
+})
+const fx = useQueue(redis, {
+  workers: { lockDuration: LOCK_MS, heartbeatInterval: HEARTBEAT_MS, closeTimeout: 200 },
+  connection: () => proxy.url,
+  onError: () => undefined,
+  close: closeWithin,
+})
+const worker = fx.worker
 afterEach(async () => {
   for (const stop of stops.splice(0)) await stop()
   proxy.resume()
-  await Promise.all(workers.splice(0).map((w) => closeWithin(w)))
-  await proxy.close()
 })
-
-function worker(processor: (job: Job, signal: AbortSignal) => Promise<unknown>, options: Record<string, unknown> = {}): Worker {
-  const w = new Worker('q', processor, {
-    connection: proxy.url,
-    lockDuration: LOCK_MS,
-    heartbeatInterval: HEARTBEAT_MS,
-    closeTimeout: 200,
-    ...options,
-  })
-  w.on('error', () => undefined)
-  workers.push(w)
-  return w
-}
 
 /** Holds every job until its signal aborts; records when. */
 function holding() {
@@ -140,8 +134,8 @@ describe('a worker that cannot reach Redis', () => {
       const w = worker(hold.processor, { concurrency: 2 })
       const lostAt = new Map<string, number>()
       w.on('lockLost', (job: Job) => lostAt.set(job.id, Date.now()))
-      await queue.add('job', {}, { jobId: 'a' })
-      await queue.add('job', {}, { jobId: 'b' })
+      await fx.queue.add('job', {}, { jobId: 'a' })
+      await fx.queue.add('job', {}, { jobId: 'b' })
       await waitFor(() => hold.started.size === 2, { what: 'the worker to take both jobs' })
 
       const faultAt = Date.now()
@@ -149,12 +143,7 @@ describe('a worker that cannot reach Redis', () => {
       else proxy.refuse()
       const sweeps = sweeper()
       // A healthy worker on a direct connection takes whatever is recovered.
-      const healthy = new Worker('q', async () => 'healthy', {
-        connection: redis.url,
-        lockDuration: LOCK_MS,
-        heartbeatInterval: HEARTBEAT_MS,
-      })
-      workers.push(healthy)
+      worker(async () => 'healthy', { connection: redis.url, closeTimeout: 5_000 })
       await waitFor(async () => (await redis.client.zcard(keys.completed)) === 2, {
         timeoutMs: 10_000,
         what: 'both jobs completed elsewhere',
@@ -168,7 +157,7 @@ describe('a worker that cannot reach Redis', () => {
       }))
       console.log(`[chaos] network ${fault}: ${JSON.stringify(report)}`)
       for (const id of ['a', 'b'])
-        expect(await queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 2 })
+        expect(await fx.queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 2 })
       // Aborted before the recovery, within about one lease (plus a heartbeat and scheduling slack).
       for (const r of report) {
         expect(r.lostAfterMs, `lockLost of ${r.id}`).not.toBeNull()
@@ -185,7 +174,7 @@ describe('a worker that cannot reach Redis', () => {
     const lost: string[] = []
     w.on('failed', (job: Job) => failed.push(job.id))
     w.on('lockLost', (job: Job) => lost.push(job.id))
-    await queue.add('job', {}, { jobId: 'a' })
+    await fx.queue.add('job', {}, { jobId: 'a' })
     await waitFor(() => hold.started.size === 1, { what: 'the worker to take the job' })
 
     proxy.stall()
@@ -194,7 +183,7 @@ describe('a worker that cannot reach Redis', () => {
     // Back in wait, where the healed worker may already have taken it again.
     const job = await waitFor(
       async () => {
-        const j = await queue.getJob('a')
+        const j = await fx.queue.getJob('a')
         return j && (j.state === 'wait' || j.attemptsStarted === 2) ? j : undefined
       },
       { timeoutMs: 5_000, what: 'the job back in wait' },
@@ -208,7 +197,7 @@ describe('a worker that cannot reach Redis', () => {
   it('stall: close() returns within closeTimeout plus the margin while the link is still stalled; healed, the job is back in wait', async () => {
     const hold = holding()
     const w = worker(hold.processor)
-    await queue.add('job', {}, { jobId: 'a' })
+    await fx.queue.add('job', {}, { jobId: 'a' })
     await waitFor(() => hold.started.size === 1, { what: 'the worker to take the job' })
     proxy.stall()
 
@@ -219,8 +208,8 @@ describe('a worker that cannot reach Redis', () => {
     expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
     expect(hold.aborted.has('a')).toBe(true)
     // Its release was sent into the stall and arrives once healed: back in wait, no attempt used.
-    await waitFor(async () => (await queue.getJob('a'))?.state === 'wait', { what: 'the job back in wait' })
-    expect(await queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
+    await waitFor(async () => (await fx.queue.getJob('a'))?.state === 'wait', { what: 'the job back in wait' })
+    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
   })
 
   for (const held of ['LRANGE', 'take script'] as const) {
@@ -230,8 +219,8 @@ describe('a worker that cannot reach Redis', () => {
       await waitFor(async () => /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), { what: 'the worker to block' })
       const sha = loadScript(SCRIPT_FILES.take).sha
       proxy.holdRepliesAfter((chunk) => (held === 'LRANGE' ? /lrange/i.test(chunk.toString()) : chunk.includes(sha)))
-      await queue.add('job', {}, { jobId: 'a' })
-      if (held === 'take script') await waitFor(async () => (await queue.getJob('a'))?.state === 'active', { what: 'the take to run' })
+      await fx.queue.add('job', {}, { jobId: 'a' })
+      if (held === 'take script') await waitFor(async () => (await fx.queue.getJob('a'))?.state === 'active', { what: 'the take to run' })
       else await waitFor(() => proxy.holding.size === 1, { what: 'the LRANGE reply to be held' })
 
       const closeMs = await timed(() => w.close())
@@ -239,8 +228,8 @@ describe('a worker that cannot reach Redis', () => {
 
       console.log(`[chaos] network held ${held}: close() returned after ${closeMs.toFixed(0)} ms (closeTimeout 200)`)
       expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
-      await waitFor(async () => (await queue.getJob('a'))?.state === 'wait', { what: 'the job in wait' })
-      expect(await queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
+      await waitFor(async () => (await fx.queue.getJob('a'))?.state === 'wait', { what: 'the job in wait' })
+      expect(await fx.queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
       expect(await redis.client.exists(keys.lock('a'))).toBe(0)
       expect(hold.started.size).toBe(0)
     })
@@ -265,7 +254,7 @@ describe('a worker that cannot reach Redis', () => {
   it('refuse and never heal: close() still returns, bounded by closeTimeout, and the job is recovered later', async () => {
     const hold = holding()
     const w = worker(hold.processor, { closeTimeout: 200 })
-    await queue.add('job', {}, { jobId: 'a' })
+    await fx.queue.add('job', {}, { jobId: 'a' })
     await waitFor(() => hold.started.size === 1, { what: 'the worker to take the job' })
     proxy.refuse()
     await waitFor(() => proxy.stats.refused >= 2, { what: 'reconnect attempts' })
@@ -293,7 +282,7 @@ describe('a wall-clock step (what NTP does to a drifting host) changes nothing t
       return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
     })
     w.on('lockLost', () => (lostAt ??= performance.now()))
-    await queue.add('job', {}, { jobId: 'a' })
+    await fx.queue.add('job', {}, { jobId: 'a' })
     await waitFor(() => started.has('a'), { what: 'the worker to take the job' })
 
     const realNow = Date.now.bind(Date)
@@ -312,8 +301,8 @@ describe('a wall-clock step (what NTP does to a drifting host) changes nothing t
 
   it('Date.now stepped back 10 s during close(): it still returns within closeTimeout plus the margin', async () => {
     const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))))
-    await queue.add('job', {}, { jobId: 'a' })
-    await waitFor(async () => (await queue.getJob('a'))?.state === 'active', { what: 'the job to start' })
+    await fx.queue.add('job', {}, { jobId: 'a' })
+    await waitFor(async () => (await fx.queue.getJob('a'))?.state === 'active', { what: 'the job to start' })
     const realNow = Date.now.bind(Date)
 
     const closeMs = await timed(async () => {
@@ -324,7 +313,7 @@ describe('a wall-clock step (what NTP does to a drifting host) changes nothing t
 
     expect(closeMs).toBeLessThan(200 + CLOSE_MARGIN_MS + 150)
     vi.restoreAllMocks()
-    expect(await queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
+    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'wait', attemptsMade: 0 })
   })
 })
 
@@ -354,7 +343,7 @@ describe('a worker behind a degraded link carries on', () => {
     w.on('completed', (job: Job) => completions.push(job.id))
     const sweeps = sweeper()
     const ids = Array.from({ length: 10 }, (_, i) => `s${i}`)
-    for (const id of ids) await queue.add('job', {}, { jobId: id })
+    for (const id of ids) await fx.queue.add('job', {}, { jobId: id })
 
     await waitFor(() => completions.length === ids.length, { timeoutMs: 15_000, what: 'every job completed' })
     await sweeps.stop()
@@ -366,7 +355,7 @@ describe('a worker behind a degraded link carries on', () => {
     expect(sweeps.marked()).toBe(0)
     expect(sweeps.recoveredAt.size).toBe(0)
     expect(completions.sort()).toEqual([...ids].sort())
-    for (const id of ids) expect(await queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'slow:1', attemptsMade: 1 })
+    for (const id of ids) expect(await fx.queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'slow:1', attemptsMade: 1 })
   })
 
   it('cuts (every connection reset, reconnects allowed): it reconnects and every job completes exactly once', async () => {
@@ -391,7 +380,7 @@ describe('a worker behind a degraded link carries on', () => {
     w.on('completed', (job: Job) => completions.set(job.id, (completions.get(job.id) ?? 0) + 1))
     const sweeps = sweeper()
     const ids = Array.from({ length: 60 }, (_, i) => `c${i}`)
-    for (const id of ids) await queue.add('job', {}, { jobId: id })
+    for (const id of ids) await fx.queue.add('job', {}, { jobId: id })
 
     let cuts = 0
     for (let k = 1; k <= 3; k++) {
@@ -402,7 +391,7 @@ describe('a worker behind a degraded link carries on', () => {
     await waitFor(async () => (await redis.client.zcard(keys.completed)) === ids.length, { timeoutMs: 20_000, what: 'every job completed' })
     await sweeps.stop()
 
-    const jobs = await Promise.all(ids.map((id) => queue.getJob(id)))
+    const jobs = await Promise.all(ids.map((id) => fx.queue.getJob(id)))
     console.log(
       `[chaos] network cut: cuts=${cuts} connections=${proxy.stats.connections} completedEvents=${[...completions.values()].reduce((a, b) => a + b, 0)} recovered=${sweeps.recoveredAt.size}`,
     )

@@ -5,9 +5,10 @@
  * cost the job a run nor turn the worker's own accepted result into a 'lockLost'.
  */
 import { afterEach, beforeEach, expect, it } from 'vitest'
-import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
+import { type Job, sweep } from '../../lib/index.js'
 import { loadScript, preloadScripts, SCRIPT_FILES } from '../../lib/redis/commands.js'
 import { queueKeys } from '../../lib/redis/keys.js'
+import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { closeWithin } from './cleanup.js'
@@ -15,31 +16,30 @@ import { pause } from './config.js'
 import { TcpProxy } from './proxy.js'
 
 const redis = useRedis()
-let queue: Queue
 let proxy: TcpProxy
-const workers: Worker[] = []
 const keys = queueKeys('emq', 'q')
 let sweeping = false
 
 beforeEach(async () => {
   // Loaded up front, so workers call them by SHA (the proxy recognises a call by its SHA).
   await preloadScripts(redis.client)
-  queue = new Queue('q', { connection: redis.client })
   proxy = await TcpProxy.start(redis.port)
 })
+// After-hooks run last-registered first: resume the proxy, close the workers, then close the proxy.
+afterEach(async () => {
+  await proxy.close()
+})
+const fx = useQueue(redis, {
+  workers: { lockDuration: 500, heartbeatInterval: 100, closeTimeout: 200 },
+  connection: () => proxy.url,
+  onError: () => undefined,
+  close: closeWithin,
+})
+const worker = fx.worker
 afterEach(async () => {
   sweeping = false
   proxy.resume()
-  await Promise.all(workers.splice(0).map((w) => closeWithin(w)))
-  await proxy.close()
 })
-
-function worker(processor: (job: Job, signal: AbortSignal) => Promise<unknown>): Worker {
-  const w = new Worker('q', processor, { connection: proxy.url, lockDuration: 500, heartbeatInterval: 100, closeTimeout: 200 })
-  w.on('error', () => undefined)
-  workers.push(w)
-  return w
-}
 
 const callsScript = (sha: string) => (chunk: Buffer) => chunk.includes(sha)
 const stateOf = async (id: string) => (await redis.client.hget(keys.job(id), 'state')) ?? undefined
@@ -55,7 +55,7 @@ async function sweepUntilFinished(id: string) {
   })()
   return waitFor(
     async () => {
-      const j = await queue.getJob(id)
+      const j = await fx.queue.getJob(id)
       return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
     },
     { what: `${id} to finish` },
@@ -72,7 +72,7 @@ it('a take whose reply is lost: the job still runs (it is not left leased to nob
     what: 'the worker to connect',
   })
   proxy.holdRepliesAfter(callsScript(loadScript(SCRIPT_FILES.take).sha))
-  await queue.add('job', {}, { jobId: 't', attempts: 1 })
+  await fx.queue.add('job', {}, { jobId: 't', attempts: 1 })
   await waitFor(async () => (await stateOf('t')) === 'active', { what: 'the take to run in Redis' })
   proxy.cut()
 
@@ -90,7 +90,7 @@ it("a completion whose reply is lost: the worker reports 'completed', not 'lockL
   const events: string[] = []
   w.on('completed', () => events.push('completed'))
   w.on('lockLost', (_job: Job, err: Error) => events.push(`lockLost: ${err.message}`))
-  await queue.add('job', {}, { jobId: 'f' })
+  await fx.queue.add('job', {}, { jobId: 'f' })
   await waitFor(() => release, { what: 'the worker to take the job' })
   proxy.holdRepliesAfter(callsScript(loadScript(SCRIPT_FILES.finish).sha))
   release?.()
@@ -99,7 +99,7 @@ it("a completion whose reply is lost: the worker reports 'completed', not 'lockL
 
   await waitFor(() => events.length > 0, { what: "the worker's report" })
   console.log(`[chaos] reply-loss finish: events=${JSON.stringify(events)}`)
-  expect(await queue.getJob('f')).toMatchObject({ state: 'completed', returnValue: 'done:f', attemptsMade: 1 })
+  expect(await fx.queue.getJob('f')).toMatchObject({ state: 'completed', returnValue: 'done:f', attemptsMade: 1 })
   expect(events).toEqual(['completed'])
 })
 
@@ -110,9 +110,9 @@ it('a finish that also took the next job, whose reply is lost: that next job sti
     return `ran:${job.id}`
   })
   // f1 is taken by the loop; its finish peeks [f2, f3]; f2 is taken from that peek, and f2's finish takes f3.
-  await queue.add('job', {}, { jobId: 'f1' })
-  await queue.add('job', {}, { jobId: 'f2' })
-  await queue.add('job', {}, { jobId: 'f3', attempts: 1 })
+  await fx.queue.add('job', {}, { jobId: 'f1' })
+  await fx.queue.add('job', {}, { jobId: 'f2' })
+  await fx.queue.add('job', {}, { jobId: 'f3', attempts: 1 })
   proxy.holdRepliesAfter((chunk) => chunk.includes(loadScript(SCRIPT_FILES.finish).sha) && chunk.includes('{q}:f3'))
   await waitFor(async () => (await stateOf('f3')) === 'active' && proxy.holding.size > 0, { what: "f2's finish to take f3 in Redis" })
   proxy.cut()

@@ -1,0 +1,54 @@
+/**
+ * The shared fixture of the tests that drive a queue and its workers: a Queue on the test's Redis made
+ * before each test, and `worker(processor, options)` making Workers with the file's defaults (short
+ * leases) that are closed after each test. Register it after useRedis (whose flush runs first).
+ */
+import { afterEach, beforeEach } from 'vitest'
+import { type Job, Queue, Worker, type WorkerOptions } from '../../lib/index.js'
+import { type QueueKeys, queueKeys } from '../../lib/redis/keys.js'
+import type { TestRedis } from './redis-server.js'
+
+export interface QueueFixture {
+  /** The queue of the current test ('q', prefix emq, on the test's Redis client). */
+  readonly queue: Queue
+  readonly keys: QueueKeys
+  /** A Worker of queue 'q' with the fixture's defaults, over `options`; closed after the test. */
+  worker(processor: (job: Job, signal: AbortSignal) => unknown, options?: WorkerOptions): Worker
+}
+
+export interface FixtureOptions {
+  /** Worker options every worker gets (leases, timeouts); a worker's own options win. */
+  workers?: WorkerOptions
+  /** Where workers connect (default: the test Redis's URL); a function, for a proxy made per test. */
+  connection?: () => string
+  /** What to do with a worker's `error` events (default: none attached, so they are printed). */
+  onError?: (err: unknown) => void
+  /** How a worker is closed after each test (default: close()). */
+  close?: (worker: Worker) => Promise<unknown>
+}
+
+export function useQueue(server: TestRedis | (() => TestRedis), options: FixtureOptions = {}): QueueFixture {
+  const redis = () => (typeof server === 'function' ? server() : server)
+  let queue: Queue | undefined
+  const workers: Worker[] = []
+  beforeEach(() => {
+    queue = new Queue('q', { connection: redis().client })
+  })
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => (options.close ? options.close(w) : w.close())))
+  })
+  return {
+    get queue(): Queue {
+      if (!queue) throw new Error('the queue fixture is made before each test')
+      return queue
+    },
+    keys: queueKeys('emq', 'q'),
+    worker(processor, own = {}) {
+      const connection = options.connection ? options.connection() : redis().url
+      const w = new Worker('q', processor, { connection, ...options.workers, ...own })
+      if (options.onError) w.on('error', options.onError)
+      workers.push(w)
+      return w
+    },
+  }
+}
