@@ -1,11 +1,12 @@
 /**
  * Builds in-flight state quickly for both libraries, with each library's own scripts:
- * EchoMQ: cli/crashed-state.ts's addJobs and holdJobs, the builder the race and the tests use. BullMQ: Queue.addBulk, then its moveToActive script (the
- * backend call a Worker's getNextJob makes) with a lock token, many in flight at once.
+ * EchoMQ: cli/support/crashed-state.ts's addJobs and holdJobs, the builder the race and the tests use.
+ * BullMQ: Queue.addBulk, then its moveToActive script (the backend call a Worker's getNextJob makes) with a
+ * lock token, many in flight at once.
  */
 import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import type { Redis } from 'ioredis'
-import { addJobs, holdJobs } from '../cli/crashed-state.js'
+import { addJobs, holdJobs } from '../cli/support/crashed-state.js'
 import { type JobOptions, Queue } from '../lib/queue.js'
 
 export const EMQ_PREFIX = 'emq'

@@ -4,7 +4,7 @@
  * be told apart); `connect(name)` opens named clients that stop() closes.
  */
 import { Redis } from 'ioredis'
-import { startLocalRedis } from '../cli/local-redis.js'
+import { startLocalRedis } from '../cli/support/local-redis.js'
 
 export const METER_NAME = 'bench-meter'
 

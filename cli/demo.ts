@@ -10,7 +10,7 @@ import { Queue, type SweepResult, sweep } from '../lib/index.js'
 import { queueKeys } from '../lib/redis/keys.js'
 import { deleteUnderPrefix as deletePrefix, leaseStates, liveLeases } from '../lib/redis/queries.js'
 import { table } from './format.js'
-import { spawnWorker, type WorkerProcess } from './worker-process.js'
+import { spawnWorker, type WorkerProcess } from './support/worker-process.js'
 
 export type Role = 'killed' | 'paused' | 'healthy'
 export const WORKER_NAMES = ['w1', 'w2', 'w3'] as const

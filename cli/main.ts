@@ -27,7 +27,7 @@ import { CliError } from './errors.js'
 import { parseDuration, spinner, table, withSpinner } from './format.js'
 import { inspect, renderInspection, stats } from './inspect.js'
 import { dryRunAll, dryRunIds, listJobs, type RetryReport, renderJobList, renderRetry, withQueue } from './jobs.js'
-import { startLocalRedis } from './local-redis.js'
+import { startLocalRedis } from './support/local-redis.js'
 import { type RaceSide, runRace } from './race.js'
 
 type Options = NonNullable<ParseArgsConfig['options']>

@@ -10,7 +10,7 @@
 import { Redis } from 'ioredis'
 import { sweep } from '../lib/index.js'
 import { type QueueKeys, queueKeys } from '../lib/redis/keys.js'
-import { buildCrashedState } from './crashed-state.js'
+import { buildCrashedState } from './support/crashed-state.js'
 
 export interface RaceSide {
   stalled: number

@@ -5,7 +5,7 @@
  */
 import { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { buildCrashedState } from '../cli/crashed-state.js'
+import { buildCrashedState } from '../cli/support/crashed-state.js'
 import { createHandler } from '../functions/sweep.js'
 import { Queue, sweep, Worker } from '../lib/index.js'
 import { setScriptWrapper } from '../lib/redis/commands.js'

@@ -5,7 +5,7 @@
  */
 import { hostname } from 'node:os'
 import { afterEach, describe, expect, it } from 'vitest'
-import { spawnWorker } from '../cli/worker-process.js'
+import { spawnWorker } from '../cli/support/worker-process.js'
 import { EchoMQError, type Job, Queue, sweep, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/redis/keys.js'
 import { countingClient } from './helpers/counting.js'

@@ -1,2 +1,2 @@
-/** Queue states for tests: the one builder in cli/crashed-state.ts, under the names the tests use. */
-export { addJobs, buildCrashedState as crashedJobs, holdJobs } from '../../cli/crashed-state.js'
+/** Queue states for tests: the one builder in cli/support/crashed-state.ts, under the names the tests use. */
+export { addJobs, buildCrashedState as crashedJobs, holdJobs } from '../../cli/support/crashed-state.js'

@@ -2,7 +2,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, beforeEach } from 'vitest'
-import { freePort, startLocalRedis } from '../../cli/local-redis.js'
+import { freePort, startLocalRedis } from '../../cli/support/local-redis.js'
 import { waitFor } from './wait.js'
 
 export interface TestRedis {

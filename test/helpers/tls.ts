@@ -12,13 +12,13 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
-import { killAndWait } from '../../cli/worker-process.js'
+import { killAndWait } from '../../cli/support/worker-process.js'
 import { freePort } from './redis-server.js'
 import { waitFor } from './wait.js'
 
 const run = promisify(execFile)
 /** The held worker the demo and test/helpers/worker-process.ts use (IPC: ready, active, completed, error, ...). */
-const WORKER_FIXTURE = fileURLToPath(new URL('../../cli/held-worker.ts', import.meta.url))
+const WORKER_FIXTURE = fileURLToPath(new URL('../../cli/support/held-worker.ts', import.meta.url))
 const CLIENT_FIXTURE = fileURLToPath(new URL('./tls-handler-process.ts', import.meta.url))
 
 export interface Certs {
@@ -216,7 +216,7 @@ async function forkCaptured(file: string, env: Record<string, string>, ready: (m
   return handle
 }
 
-/** cli/held-worker.ts (IPC: ready, active, completed, error, ...) with its output captured. */
+/** cli/support/held-worker.ts (IPC: ready, active, completed, error, ...) with its output captured. */
 export function spawnTlsWorker(env: Record<string, string>): Promise<Child> {
   return forkCaptured(WORKER_FIXTURE, env, (m) => m.type === 'ready')
 }

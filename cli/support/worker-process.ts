@@ -1,4 +1,4 @@
-/** Spawns cli/held-worker.ts as a real child process and records what it reports. */
+/** Spawns held-worker.ts as a real child process (so it can be killed and stopped) and records what it reports. */
 import { type ChildProcess, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 

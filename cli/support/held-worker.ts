@@ -4,7 +4,7 @@
  * parent sends { type: 'finish', id } (or its signal aborts); the result names this process. Reports
  * 'ready', 'active', 'completed', 'failed', 'lockLost' and 'error' to the parent over IPC.
  */
-import { Worker } from '../lib/index.js'
+import { Worker } from '../../lib/index.js'
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
 const send = (message: object) => process.send?.(message)

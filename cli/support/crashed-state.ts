@@ -5,13 +5,13 @@
  * adds jobs, holds them with a short lease and waits until the leases have lapsed.
  */
 
-import type { Retention } from '../lib/job-options.js'
-import { PREFIX_DEFAULT } from '../lib/options.js'
-import { Queue } from '../lib/queue.js'
-import { type Lease, take } from '../lib/redis/commands.js'
-import type { RedisClient } from '../lib/redis/connection.js'
-import { queueKeys } from '../lib/redis/keys.js'
-import { liveLeases, readCandidates } from '../lib/redis/queries.js'
+import type { Retention } from '../../lib/job-options.js'
+import { PREFIX_DEFAULT } from '../../lib/options.js'
+import { Queue } from '../../lib/queue.js'
+import { type Lease, take } from '../../lib/redis/commands.js'
+import type { RedisClient } from '../../lib/redis/connection.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { liveLeases, readCandidates } from '../../lib/redis/queries.js'
 
 /** Jobs per add round and per take call: well under Redis's argument limits. */
 const BATCH = 200

@@ -8,7 +8,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
-import { CliError } from './errors.js'
+import { CliError } from '../errors.js'
 
 export interface LocalRedis {
   port: number
@@ -75,5 +75,3 @@ export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRe
   }
   return { port, url: `redis://127.0.0.1:${port}`, dir, process: child, stop }
 }
-
-/** Deletes every key under `prefix` (and its registry): for runs on a Redis the command did not start. */
