@@ -8,3 +8,6 @@ export class CliError extends Error {
     this.name = 'CliError'
   }
 }
+
+/** The message of anything thrown (a library error, a parse error, a string). */
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))

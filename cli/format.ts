@@ -1,5 +1,8 @@
 /** Output helpers for the echomq command: aligned tables, and a spinner on stderr for slow steps. */
 
+/** One line (or block) of the command's result on stdout; progress and errors go to stderr. */
+export const out = (text: string): void => void process.stdout.write(`${text}\n`)
+
 export function table(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(String))]
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)))

@@ -15,12 +15,12 @@ import { registeredQueues } from '../lib/registry.js'
 import { CliError } from './errors.js'
 import { oneLine, table } from './format.js'
 
-/** Opens a Queue on `client` for `fn` and closes it after; a queue neither registered nor holding jobs is an error. */
 export const isEmpty = (counts: QueueCounts): boolean => Object.values(counts).every((n) => n === 0)
 
 export const unknownQueue = (name: string, prefix: string): CliError =>
   new CliError(`no queue "${name}" under prefix "${prefix}": it is not registered and holds no jobs`)
 
+/** Opens a Queue on `client` for `fn` and closes it after; a queue neither registered nor holding jobs is an error. */
 export async function withQueue<T>(client: RedisClient, prefix: string, name: string, fn: (queue: Queue) => Promise<T>): Promise<T> {
   if (!(await registeredQueues(client, prefix)).includes(name)) {
     if (isEmpty(await queueCounts(client, queueKeys(prefix, name), name))) throw unknownQueue(name, prefix)

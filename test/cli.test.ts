@@ -1,10 +1,11 @@
 /** The echomq command, run as a real process: output and exit codes. */
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { type Job, Queue, Worker } from '../lib/index.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
+import { SSM_REQUEST_ID, type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
 import { waitFor } from './helpers/wait.js'
 
 const BIN = new URL('../bin/echomq.js', import.meta.url).pathname
@@ -452,6 +453,101 @@ describe('bad usage of jobs, retry, remove', () => {
     const { code, stderr } = await echomq(['retry', 'emails', '--all', '--redis-url', 'redis://127.0.0.1:1'])
     expect(code).toBe(1)
     expect(stderr).toMatch(/unreachable/)
+  })
+})
+
+describe('the Redis URL from the SSM parameter REDIS_URL_PARAMETER names', () => {
+  const PASSWORD = 's3cret-pw'
+  const PARAMETER = '/echomq/test/redis-url'
+  let ssm: SsmEndpoint
+  /** The environment of a host that keeps its Redis URL in SSM: the parameter's name, a local SSM endpoint, made-up credentials. */
+  const ssmEnv = (extra: Record<string, string> = {}) => ({
+    REDIS_URL_PARAMETER: PARAMETER,
+    AWS_ENDPOINT_URL_SSM: ssm.url,
+    AWS_REGION: 'eu-west-1',
+    AWS_ACCESS_KEY_ID: 'AKIATEST',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    ...extra,
+  })
+  const aclUrl = () => `redis://reaper:${PASSWORD}@127.0.0.1:${redis.port}`
+
+  beforeAll(async () => {
+    ssm = await startSsmEndpoint()
+  })
+  afterAll(async () => {
+    await ssm?.close()
+  })
+  beforeEach(async () => {
+    await redis.client.call('ACL', 'SETUSER', 'reaper', 'on', 'resetpass', `>${PASSWORD}`, '~*', '&*', '+@all')
+    ssm.requests.length = 0
+    ssm.parameters.clear()
+    ssm.parameters.set(PARAMETER, { value: `${aclUrl()}\n` })
+  })
+
+  it('sweep reads it (decrypted) and sweeps with it; the password appears in no output', async () => {
+    await crashedJobs(redis.client, 'emails', 2)
+    const first = await echomq(['sweep', '--grace', '0', '--json'], ssmEnv())
+    const second = await echomq(['sweep', '--grace', '0', '--queue', 'emails'], ssmEnv())
+
+    expect(first.code).toBe(0)
+    expect(JSON.parse(first.stdout)).toEqual({ sweeps: 1, queues: { emails: { marked: 2, recovered: 0, failed: 0 } } })
+    expect(second.code).toBe(0)
+    expect(second.stdout).toMatch(/emails +0 +2 +0/)
+    const read = { target: 'AmazonSSM.GetParameter', body: { Name: PARAMETER, WithDecryption: true } }
+    expect(ssm.requests).toEqual([read, read])
+    expect([first, second].map((r) => r.stdout + r.stderr).join('\n')).not.toContain(PASSWORD)
+  })
+
+  it('the other commands read it too: stats, and race on the Redis it names rather than one of its own', async () => {
+    await new Queue('emails', { connection: redis.client }).add('x', {}, { jobId: 'a' })
+    const stats = await echomq(['stats', '--json'], ssmEnv())
+    const race = await echomq(['race', '--jobs', '20', '--sweepers', '2', '--json'], ssmEnv())
+
+    expect(stats.code).toBe(0)
+    expect(JSON.parse(stats.stdout)).toMatchObject({ emails: { wait: 1 } })
+    expect(race.code).toBe(0)
+    expect(JSON.parse(race.stdout)).toMatchObject({ atomic: { stalled: 20, recoveries: 20, duplicates: 0 } })
+    expect(ssm.requests).toHaveLength(2)
+    expect(await redis.client.keys('emq-race-*')).toEqual([]) // it ran here, and cleaned up
+  })
+
+  it('--redis-url, then REDIS_URL, win over it: SSM is not called', async () => {
+    const flag = await echomq(['stats', '--redis-url', redis.url], ssmEnv())
+    const variable = await echomq(['stats'], ssmEnv({ REDIS_URL: redis.url }))
+    expect([flag.code, variable.code]).toEqual([0, 0])
+    expect(ssm.requests).toEqual([])
+  })
+
+  it('a missing parameter is an error naming it, the request id and the fix, before any Redis call', async () => {
+    ssm.parameters.clear()
+    await crashedJobs(redis.client, 'emails', 1)
+    const sweep = await echomq(['sweep', '--grace', '0'], ssmEnv())
+    const stats = await echomq(['stats'], ssmEnv())
+
+    for (const { code, stderr } of [sweep, stats]) {
+      expect(code).toBe(2)
+      expect(stderr).toContain(`SSM parameter ${PARAMETER}: ParameterNotFound (HTTP 400, request id ${SSM_REQUEST_ID})`)
+      expect(stderr).toMatch(/aws ssm put-parameter --type SecureString/)
+    }
+    expect(sweep.stderr).toMatch(/^echomq sweep: /m)
+    expect(await new Queue('emails', { connection: redis.client }).counts()).toMatchObject({ active: 1, stalled: 0 })
+  })
+
+  it('a value that is not a Redis URL is rejected without being quoted', async () => {
+    ssm.parameters.set(PARAMETER, { value: PASSWORD })
+    for (const args of [['stats'], ['sweep']]) {
+      const { code, stderr } = await echomq(args, ssmEnv())
+      expect(code).toBe(2)
+      expect(stderr).toMatch(new RegExp(`^echomq ${args[0]}: SSM parameter ${PARAMETER}: expected a redis://`, 'm'))
+      expect(stderr).not.toContain(PASSWORD)
+    }
+  })
+
+  it('a plain String parameter works, with a warning on stderr that it is stored unencrypted', async () => {
+    ssm.parameters.set(PARAMETER, { value: aclUrl(), type: 'String' })
+    const { code, stderr } = await echomq(['stats'], ssmEnv())
+    expect(code).toBe(0)
+    expect(stderr).toMatch(/^warn: SSM parameter .* not a SecureString/m)
   })
 })
 

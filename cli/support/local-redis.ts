@@ -34,7 +34,8 @@ export async function freePort(): Promise<number> {
 export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRedis> {
   if (spawnSync('redis-server', ['--version']).error) {
     throw new CliError(
-      'redis-server is not on PATH. Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) or set REDIS_URL to a Redis you have.',
+      'redis-server is not on PATH. Install it (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) ' +
+        'or set REDIS_URL to a Redis you have.',
     )
   }
   const port = await freePort()

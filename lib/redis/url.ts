@@ -10,8 +10,8 @@ import { REDIS_URL_DEFAULT } from './connection.js'
 
 type Env = Record<string, string | undefined>
 
-/** A URL and what set it (for messages), or the SSM parameter to read it from. */
-export type UrlSource = { name: string; value: string } | { parameter: string }
+/** A URL and what set it (for messages; `fallback` when nothing did), or the SSM parameter to read it from. */
+export type UrlSource = { name: string; value: string; fallback?: true } | { parameter: string }
 
 /** A function running in AWS Lambda, not under `serverless invoke local`. */
 export function inLambda(env: Env): boolean {
@@ -45,5 +45,5 @@ export function redisUrlSource(explicit: { name: string; value: string } | undef
       { variable: 'REDIS_URL_PARAMETER' },
     )
   }
-  return { name: 'REDIS_URL', value: REDIS_URL_DEFAULT }
+  return { name: 'REDIS_URL', value: REDIS_URL_DEFAULT, fallback: true }
 }
