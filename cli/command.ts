@@ -25,7 +25,7 @@ export const COMMON = {
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies OptionSpecs
 
-export const COMMON_HELP = `  --redis-url <url>   Redis to use (default: REDIS_URL, then the SSM parameter REDIS_URL_PARAMETER, then the local default)
+export const COMMON_HELP = `  --redis-url <url>   Redis to use (default: REDIS_URL, then SSM parameter REDIS_URL_PARAMETER, then the local default)
   --prefix <prefix>   key prefix (default: ${PREFIX_DEFAULT})
   --json              print JSON instead of tables
   -h, --help          show this help`
@@ -54,7 +54,7 @@ export interface Command {
 }
 
 /** Parses with COMMON and the command's own options; a parse error is a usage error. */
-export function parse<O extends OptionSpecs>(args: string[], options: O): ReturnType<typeof parseArgs<ParseConfig<O>>> {
+function parse<O extends OptionSpecs>(args: string[], options: O): ReturnType<typeof parseArgs<ParseConfig<O>>> {
   try {
     return parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true })
   } catch (err) {

@@ -10,7 +10,6 @@
  */
 import { EchoMQError, withLastError } from '../lib/errors.js'
 import { DEFAULTS } from '../lib/options.js'
-import { readSecret } from '../lib/reaper/secrets.js'
 import { failFast, lastConnectionError, openConnection, parseRedisUrl, type RedisClient, redactUrl } from '../lib/redis/connection.js'
 import { redisUrlSource } from '../lib/redis/url.js'
 import { CliError, messageOf } from './errors.js'
@@ -24,9 +23,14 @@ export interface RedisTarget {
   fallback: boolean
 }
 
-/** Reads an SSM parameter the way the reaper does; a plain String parameter is allowed, with a warning on stderr. */
-export const readParameter = (name: string): Promise<string> =>
-  readSecret(name, { warn: (message) => void process.stderr.write(`warn: ${message}\n`) })
+/**
+ * Reads an SSM parameter the way the reaper does; a plain String parameter is allowed, with a warning on
+ * stderr. The AWS SDK is loaded only then: a command given its URL otherwise starts without it.
+ */
+export async function readParameter(name: string): Promise<string> {
+  const { readSecret } = await import('../lib/reaper/secrets.js')
+  return readSecret(name, { warn: (message) => void process.stderr.write(`warn: ${message}\n`) })
+}
 
 type Flags = { 'redis-url'?: string | undefined }
 
