@@ -6,7 +6,7 @@
  * a queue that is registered or holds jobs: a mistyped name is reported, never added to the registry.
  */
 
-import type { Job, JobState } from '../lib/job.js'
+import type { Job, JobFields, JobState } from '../lib/job.js'
 import { MAX_JOBS_PER_CALL, Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
 import type { RedisClient } from '../lib/redis/connection.js'
 import { queueKeys } from '../lib/redis/keys.js'
@@ -52,7 +52,7 @@ export const STATE_ORDER: Record<JobState, string> = {
   failed: 'most recent first',
 }
 
-export type ListedJob = Job & { dueInMs?: number }
+export type ListedJob = JobFields & { dueInMs?: number }
 
 export interface JobList {
   queue: string

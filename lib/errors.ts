@@ -23,6 +23,10 @@ export type EchoMQErrorCode =
   | 'ERR_NOPERM'
   | 'ERR_JOB_ACTIVE'
   | 'ERR_JOB_STATE'
+  | 'ERR_JOB_MISSING'
+  | 'ERR_JOB_FAILED'
+  | 'ERR_TIMEOUT'
+  | 'ERR_QUEUE_ACTIVE'
 
 export interface EchoMQErrorDetails {
   cause?: unknown
@@ -91,3 +95,18 @@ export function redisError(queue: string, what: string, err: unknown, lastConnec
   const code = replyCode(message)
   return new EchoMQError(code, `${what} ${queue}: ${message}${HINTS[code] ?? ''}`, { cause: withoutSecrets(err) })
 }
+
+/**
+ * Thrown by a processor to fail its job at once, whatever attempts remain (BullMQ's name and behaviour):
+ * the job goes to `failed` with this error's message, using one attempt, with no retry.
+ */
+export class UnrecoverableError extends Error {
+  constructor(message = 'unrecoverable') {
+    super(message)
+    this.name = 'UnrecoverableError'
+  }
+}
+
+/** An UnrecoverableError, or an error that says it is one by name (thrown by another copy of the library). */
+export const isUnrecoverable = (err: unknown): boolean =>
+  err instanceof UnrecoverableError || (err instanceof Error && err.name === 'UnrecoverableError')

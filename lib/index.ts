@@ -1,9 +1,10 @@
 /** EchoMQ: leases, batched heartbeats and an atomic two-phase stalled-job sweep for Redis job queues. */
 
-export { EchoMQError, type EchoMQErrorCode } from './errors.js'
-export type { Job, JobState } from './job.js'
+export { EchoMQError, type EchoMQErrorCode, UnrecoverableError } from './errors.js'
+export { Job, type JobFields, type JobState } from './job.js'
 export * from './options.js'
-export { Queue, type QueueCounts } from './queue.js'
+export { type BulkJob, type JobType, Queue, type QueueCounts } from './queue.js'
+export { QueueEvents, type QueueEventsOptions } from './queue-events.js'
 export { type Connection, openConnection, redactUrl } from './redis/connection.js'
 export { type QueueKeys, queueKeys, registryKey } from './redis/keys.js'
 export { registeredQueues } from './registry.js'

@@ -11,6 +11,7 @@
  *   removeOnComplete  retention in `completed`: true (remove at once), false (keep all), a count, or
  *                     { count?, age? } (age in ms) ({ count: 1000, age: 1 day })
  *   removeOnFail      retention in `failed`, the same way ({ count: 10000, age: 7 days })
+ *   keepLogs          log lines kept per job (job.log), the newest (all)
  *
  * Validated here, before any Redis call; what reaches the scripts is encoded once (encodeBackoff,
  * encodeKeep) in the shapes lua/includes/backoff.lua and retention.lua read.
@@ -28,6 +29,7 @@ export interface JobOptions {
   backoff?: Backoff
   removeOnComplete?: Retention
   removeOnFail?: Retention
+  keepLogs?: number
 }
 
 /** Every job option but the id, with defaults applied. */
@@ -37,6 +39,7 @@ export interface JobSettings {
   backoff: Backoff | undefined
   removeOnComplete: Retention
   removeOnFail: Retention
+  keepLogs: number | undefined
 }
 
 export const JOB_DEFAULTS: JobSettings = {
@@ -45,7 +48,10 @@ export const JOB_DEFAULTS: JobSettings = {
   backoff: undefined,
   removeOnComplete: defaults.removeOnComplete,
   removeOnFail: defaults.removeOnFail,
+  keepLogs: undefined,
 }
+
+const JOB_OPTION_NAMES = ['attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail', 'keepLogs']
 
 /** The longest delay, backoff or retention age accepted: a year. */
 const MAX_DELAY_MS = 365 * 24 * 3_600_000
@@ -86,19 +92,20 @@ function retention(name: string) {
 
 /** Job options (for `add`, or a queue's `defaultJobOptions`) over `base`. */
 export function jobSettings(what: string, options: unknown, base: JobSettings): JobSettings {
-  const o = checkKnown(what, options, ['attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail'])
+  const o = checkKnown(what, options, JOB_OPTION_NAMES)
   return {
     attempts: opt(o.attempts, base.attempts, (v) => checkInteger('attempts', v, RANGES.attempts)),
     delay: opt(o.delay, base.delay, (v) => checkInteger('delay', v, DELAY)),
     backoff: opt(o.backoff, base.backoff, backoff),
     removeOnComplete: opt(o.removeOnComplete, base.removeOnComplete, retention('removeOnComplete')),
     removeOnFail: opt(o.removeOnFail, base.removeOnFail, retention('removeOnFail')),
+    keepLogs: opt(o.keepLogs, base.keepLogs, (v) => checkInteger('keepLogs', v, COUNT)),
   }
 }
 
 /** `add`'s options over the queue's defaults; the job id, if any, as given (options.ts validates ids). */
 export function addSettings(options: unknown, base: JobSettings): JobSettings & { jobId: unknown } {
-  const { jobId, ...rest } = checkKnown('add', options, ['jobId', 'attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail'])
+  const { jobId, ...rest } = checkKnown('add', options, ['jobId', ...JOB_OPTION_NAMES])
   return { ...jobSettings('add', rest, base), jobId }
 }
 

@@ -1,4 +1,12 @@
-/** A job as stored in its hash, the conversion from the hash's fields, and a queue's job counts. */
+/**
+ * A job as stored in its hash, the conversion from the hash's fields, and a queue's job counts.
+ *
+ * A Job is data (what its hash holds, under EchoMQ's names and BullMQ's: `createdOn` is also `timestamp`,
+ * `startedOn` also `processedOn`, `returnValue` also `returnvalue`) with a few methods that act through
+ * the Queue or Worker it came from (its scope): `updateProgress` and `log` (fenced by the run's token for
+ * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
+ * compares, copies and serialises as its data.
+ */
 export type JobState = 'wait' | 'delayed' | 'active' | 'completed' | 'failed'
 
 export const JOB_STATES: readonly JobState[] = ['wait', 'delayed', 'active', 'completed', 'failed']
@@ -14,7 +22,15 @@ export interface QueueCounts {
   failed: number
 }
 
-export interface Job<Data = unknown, Result = unknown> {
+/** What a Job's methods act through: the Queue or Worker that gave it out (their Redis boundary). */
+export interface JobScope {
+  updateProgress(job: Job, progress: unknown, token: string | undefined): Promise<void>
+  log(job: Job, row: string, token: string | undefined): Promise<number>
+  waitUntilFinished(job: Job, queueEvents: unknown, ttl: number | undefined): Promise<unknown>
+}
+
+/** The fields a Job is made from (what a hash holds, decoded). */
+export interface JobFields<Data = unknown, Result = unknown> {
   id: string
   name: string
   data: Data
@@ -39,6 +55,80 @@ export interface Job<Data = unknown, Result = unknown> {
   workerName?: string
   /** Times the job was sent back from `failed` by retryJobs. */
   retried?: number
+  /** What the processor last reported with updateProgress (0 until then). */
+  progress?: unknown
+}
+
+export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
+  declare id: string
+  declare name: string
+  declare data: Data
+  declare attempts: number
+  declare attemptsMade: number
+  declare attemptsStarted: number
+  declare state: JobState
+  declare failedReason?: string
+  declare lastError?: string
+  declare returnValue?: Result
+  declare createdOn: number
+  declare startedOn?: number
+  declare finishedOn?: number
+  declare dueAt?: number
+  declare workerName?: string
+  declare retried?: number
+  progress: unknown = 0
+  readonly #scope: JobScope | undefined
+  /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
+  readonly #token: string | undefined
+
+  constructor(fields: JobFields<Data, Result>, scope?: JobScope, token?: string) {
+    Object.assign(this, fields)
+    this.#scope = scope
+    this.#token = token
+  }
+
+  /** BullMQ's name for createdOn. */
+  get timestamp(): number {
+    return this.createdOn
+  }
+
+  /** BullMQ's name for startedOn: when the last run started. */
+  get processedOn(): number | undefined {
+    return this.startedOn
+  }
+
+  /** BullMQ's name for returnValue. */
+  get returnvalue(): Result | undefined {
+    return this.returnValue
+  }
+
+  /**
+   * Records the job's progress (a number or a JSON-serialisable object) and emits a `progress` event. For
+   * the job a processor runs, only while the run owns the job: a run whose lease was lost gets
+   * ERR_LOCK_LOST and changes nothing.
+   */
+  async updateProgress(progress: number | object): Promise<void> {
+    await this.scope().updateProgress(this, progress, this.#token)
+    this.progress = progress
+  }
+
+  /** Appends a line to the job's log; resolves to the number of lines kept (see the `keepLogs` option). */
+  log(row: string): Promise<number> {
+    return this.scope().log(this, row, this.#token)
+  }
+
+  /**
+   * Resolves to the job's return value once it completes, rejects with its failure reason once it fails
+   * for good, or with ERR_TIMEOUT after `ttl` ms. A job that finished before the call is answered at once.
+   */
+  waitUntilFinished(queueEvents: unknown, ttl?: number): Promise<Result> {
+    return this.scope().waitUntilFinished(this, queueEvents, ttl) as Promise<Result>
+  }
+
+  private scope(): JobScope {
+    if (!this.#scope) throw new Error(`job ${this.id} was not given out by a Queue or Worker, so it cannot act on its queue`)
+    return this.#scope
+  }
 }
 
 function parseJson(text: string | undefined): unknown {
@@ -52,13 +142,13 @@ function parseJson(text: string | undefined): unknown {
 
 const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v))
 
-/** Builds a Job from HGETALL output (an object, or the flat field/value list a script returns). */
-export function jobFromHash(id: string, hash: Record<string, string> | string[]): Job {
+/** The fields of a job from HGETALL output (an object, or the flat field/value list a script returns). */
+export function fieldsFromHash(id: string, hash: Record<string, string> | string[]): JobFields {
   const h: Record<string, string> = {}
   if (Array.isArray(hash)) {
     for (let i = 0; i + 1 < hash.length; i += 2) h[hash[i] as string] = hash[i + 1] as string
   } else Object.assign(h, hash)
-  const job: Job = {
+  const job: JobFields = {
     id,
     name: h.name ?? '',
     data: parseJson(h.data),
@@ -80,17 +170,23 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[])
   if (h.workerName !== undefined) job.workerName = h.workerName
   const retried = optionalNumber(h.retried)
   if (retried !== undefined) job.retried = retried
+  if (h.progress !== undefined) job.progress = parseJson(h.progress)
   return job
+}
+
+/** A Job from HGETALL output, acting through `scope`. */
+export function jobFromHash(id: string, hash: Record<string, string> | string[], scope?: JobScope): Job {
+  return new Job(fieldsFromHash(id, hash), scope)
 }
 
 /**
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried; null for a field the hash lacks),
- * and what the take set (active, since `startedOn`, by `workerName`). Decoded without a detour through an
- * object, as a busy worker does this for every job.
+ * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress; null for a field the
+ * hash lacks), and what the take set (active, since `startedOn`, by `workerName`). Decoded without a
+ * detour through an object, as a busy worker does this for every job.
  */
-export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): Job {
-  const job: Job = {
+export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
+  const job: JobFields = {
     id,
     name: f[0] ?? '',
     data: parseJson(f[1] ?? undefined),
@@ -104,5 +200,6 @@ export function jobFromFields(id: string, f: (string | null)[], startedOn: strin
   }
   if (f[6] != null) job.lastError = f[6]
   if (f[7] != null) job.retried = Number(f[7])
+  if (f[8] != null) job.progress = parseJson(f[8])
   return job
 }

@@ -98,15 +98,25 @@ export interface QueueSettings {
   prefix: string
   maxDataBytes: number
   defaultJobOptions: JobSettings
+  /** streams.events.maxLen: the events stream's cap, when given (else the scripts' default, 10,000). */
+  eventsMaxLen: number | undefined
+}
+
+/** The events stream's cap: BullMQ's option shape, `streams: { events: { maxLen } }`. */
+function eventsMaxLen(value: unknown): number | undefined {
+  const streams = checkKnown('streams', value, ['events'])
+  const events = checkKnown('streams.events', streams.events, ['maxLen'])
+  return opt(events.maxLen, undefined, (v) => checkInteger('streams.events.maxLen', v, { min: 0, max: 100_000_000 }))
 }
 
 export function queueSettings(options: unknown): QueueSettings & { connection: unknown } {
-  const o = checkKnown('Queue', options, ['connection', 'prefix', 'maxDataBytes', 'defaultJobOptions'])
+  const o = checkKnown('Queue', options, ['connection', 'prefix', 'maxDataBytes', 'defaultJobOptions', 'streams'])
   return {
     connection: o.connection,
     prefix: opt(o.prefix, PREFIX_DEFAULT, validatePrefix),
     maxDataBytes: opt(o.maxDataBytes, MAX_DATA_BYTES_DEFAULT, setting('maxDataBytes')),
     defaultJobOptions: jobSettings('defaultJobOptions', o.defaultJobOptions, JOB_DEFAULTS),
+    eventsMaxLen: eventsMaxLen(o.streams),
   }
 }
 

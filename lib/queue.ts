@@ -1,19 +1,23 @@
 /**
- * Queue: the producer's side, and the operator's. `add` stores a job and pushes it on `wait` (or on
- * `delayed`, with a `delay`) in one script; an existing `jobId` returns the job already stored and changes
- * nothing. `getJobs`, `retryJobs` and `remove` look at and redrive finished jobs. Inputs are validated
- * before any Redis call, so a rejected call changes nothing.
+ * Queue: the producer's side, and the operator's. `add` (and `addBulk`) stores jobs and pushes them on
+ * `wait` (or on `delayed`, with a `delay`) in one script; an existing `jobId` returns the job already
+ * stored and changes nothing. The getters (`getJob`, `getJobs`, `getJobCounts`, `getJobLogs`) read, and
+ * `retryJobs`, `remove`, `pause`/`resume`, `drain`, `clean` and `obliterate` act, with BullMQ's names and
+ * signatures. Inputs are validated before any Redis call, so a rejected call changes nothing.
  *
  * Options: connection (ioredis client or URL; default REDIS_URL, then redis://127.0.0.1:6379),
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
- * (see job-options.ts: attempts, delay, backoff, removeOnComplete, removeOnFail).
+ * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
 import { randomUUID } from 'node:crypto'
 import { EchoMQError, redisError } from './errors.js'
-import { JOB_STATES, type Job, type JobState, jobFromHash, type QueueCounts } from './job.js'
+import { JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { toJson } from './json.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateQueueName } from './options.js'
+import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
+import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
+import { waitUntilFinished } from './queue-events.js'
 import * as commands from './redis/commands.js'
 import {
   type Connection,
@@ -26,11 +30,23 @@ import {
   resolveUrl,
 } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { failedUpTo, idsIn, newestFailedScore, readCounts, readJob, readJobs } from './redis/queries.js'
+import {
+  failedUpTo,
+  idsIn,
+  isPaused,
+  newestFailedScore,
+  readCounts,
+  readJob,
+  readJobs,
+  readLogs,
+  readOutcome,
+  setEventsMaxLen,
+} from './redis/queries.js'
 import { registration } from './registry.js'
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
 export type { JobOptions } from './job-options.js'
+export type { JobType } from './queue/getters.js'
 
 export type { QueueCounts }
 
@@ -39,9 +55,18 @@ export interface QueueOptions {
   prefix?: string
   maxDataBytes?: number
   defaultJobOptions?: Omit<JobOptions, 'jobId'>
+  /** The events stream's cap (QueueEvents): `{ events: { maxLen } }`, 10,000 by default. */
+  streams?: { events?: { maxLen?: number } }
 }
 
-/** Most jobs one getJobs call returns, and most ids one retryJobs call names. */
+/** A job for addBulk, as BullMQ takes it. */
+export interface BulkJob<Data = unknown> {
+  name: string
+  data: Data
+  opts?: JobOptions
+}
+
+/** Most jobs one getJobs call returns (the options form), and most ids one retryJobs call names. */
 export const MAX_JOBS_PER_CALL = 1_000
 /**
  * How long a Queue's call waits for Redis, reconnects included: a Redis that accepts connections but never
@@ -52,6 +77,11 @@ export const MAX_JOBS_PER_CALL = 1_000
 const COMMAND_TIMEOUT_MS = 5_000
 /** Failed jobs sent back per script call when retryJobs walks `failed`. */
 const RETRY_BATCH = 100
+/** Most jobs, and bytes of job data, in one script call of addBulk (all calls of one addBulk go in one MULTI). */
+const BULK_JOBS_PER_CALL = 200
+const BULK_BYTES_PER_CALL = commands.TAKE_MAX_BYTES
+/** Most jobs one addBulk takes: the whole bulk is one transaction, which holds Redis while it runs. */
+export const MAX_BULK_JOBS = 100_000
 
 export class Queue<Data = unknown> {
   readonly name: string
@@ -64,6 +94,8 @@ export class Queue<Data = unknown> {
   private readonly where: string | undefined
   /** Calls waiting on Redis: close() fails them, as a connection closed while reconnecting never answers. */
   private readonly waiting = new Set<() => void>()
+  /** What the jobs this queue gives out act through (unfenced: no run owns them here). */
+  private readonly scope: JobScope
 
   constructor(name: string, options?: QueueOptions) {
     this.name = validateQueueName(name)
@@ -74,68 +106,186 @@ export class Queue<Data = unknown> {
     this.where = this.conn.owned ? `Redis at ${redactUrl(resolveUrl(connection))}` : undefined
     this.register = registration(this.conn.client, settings.prefix, this.name, () => performance.now())
     void this.register()
+    if (settings.eventsMaxLen !== undefined) {
+      void setEventsMaxLen(this.conn.client, this.keys, settings.eventsMaxLen).catch(() => undefined)
+    }
+    this.scope = jobScope(this.conn.client, this.keys, this.name, (what, fn) => this.call(what, fn))
   }
 
   get client(): RedisClient {
     return this.conn.client
   }
 
+  /** Adds a job; an existing `jobId` resolves to the job already stored, unchanged. */
   async add(name: string, data: Data, options?: JobOptions): Promise<Job<Data>> {
-    this.assertOpen()
-    validateJobName(name)
-    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail } = addSettings(options, this.settings.defaultJobOptions)
-    const id = jobId === undefined ? randomUUID() : validateJobId(jobId)
-    const json = toJson(data, 'job data', this.settings.maxDataBytes, 'maxDataBytes')
-    void this.register()
-    const createdOn = await this.call('add to queue', () =>
-      commands.add(this.client, this.keys, {
-        id,
-        name,
-        data: json,
-        attempts,
-        delayMs: delay,
-        backoff: encodeBackoff(backoff),
-        keep: encodeKeep(removeOnComplete),
-        keepFailed: encodeKeep(removeOnFail),
-      }),
-    )
-    if (createdOn !== undefined) {
-      const job: Job<Data> = { id, name, data, attempts, attemptsMade: 0, attemptsStarted: 0, state: 'wait', createdOn }
-      if (delay > 0) Object.assign(job, { state: 'delayed', dueAt: createdOn + delay })
-      return job
-    }
-    const existing = await this.getJob(id)
-    if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${id} in queue ${this.name} vanished while being added`)
-    return existing
+    const [job] = await this.addBulk([{ name, data, ...(options === undefined ? {} : { opts: options }) }])
+    return job as Job<Data>
   }
 
+  /**
+   * Adds jobs all or none: each is validated first (a bad one rejects the call and nothing is written),
+   * then they go in calls of at most BULK_JOBS_PER_CALL jobs and 1 MiB of data, sent in one MULTI.
+   * Resolves to the jobs in the order given (an existing `jobId`: the job already stored).
+   */
+  async addBulk(jobs: BulkJob<Data>[]): Promise<Job<Data>[]> {
+    this.assertOpen()
+    if (!Array.isArray(jobs) || jobs.length > MAX_BULK_JOBS) {
+      fail('ERR_OPTIONS', `expected addBulk to be given an array of at most ${MAX_BULK_JOBS} jobs, got: ${describe(jobs)}`)
+    }
+    if (jobs.length === 0) return []
+    const news = jobs.map((j, i) => this.newJob(j, i))
+    const calls: commands.NewJob[][] = [[]]
+    let bytes = 0
+    for (const j of news) {
+      const call = calls[calls.length - 1] as commands.NewJob[]
+      if (call.length > 0 && (call.length >= BULK_JOBS_PER_CALL || bytes + j.data.length > BULK_BYTES_PER_CALL)) {
+        calls.push([j])
+        bytes = j.data.length
+      } else {
+        call.push(j)
+        bytes += j.data.length
+      }
+    }
+    void this.register()
+    const replies = await this.call('add to queue', () => commands.addAll(this.client, this.keys, calls))
+    const out: Job<Data>[] = []
+    for (const [c, reply] of replies.entries()) {
+      for (const [i, j] of (calls[c] as commands.NewJob[]).entries()) {
+        if (reply.added[i]) out.push(this.added(j, jobs[out.length]?.data as Data, reply.createdOn))
+        else {
+          const existing = await this.getJob(j.id)
+          if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
+          out.push(existing)
+        }
+      }
+    }
+    return out
+  }
+
+  /** The job, or null when there is none (BullMQ resolves undefined). */
   async getJob(id: string): Promise<Job<Data> | null> {
     this.assertOpen()
     validateJobId(id)
     const hash = await this.call('read job of queue', () => readJob(this.client, this.keys, id))
-    return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash) as Job<Data>)
+    return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash, this.scope) as Job<Data>)
   }
 
   /**
-   * Jobs in one state, a page at a time (`start`, `end`: inclusive ranks, at most MAX_JOBS_PER_CALL):
-   * `wait` in the order they will run (those a busy worker reserved for its next calls first), `delayed`
-   * by due time, `active` by lease deadline, `completed` and `failed` most recent first. Jobs removed
-   * while being read are left out.
+   * Jobs by state, two ways:
+   * - BullMQ's: `getJobs(types?, start = 0, end = -1, asc = false)`: a type or a list ('wait' or
+   *   'waiting', 'paused', 'active', 'delayed', 'completed', 'failed'; none: all), concatenated in type
+   *   order, each newest first (or oldest first with `asc`), ranks negative from the end as in Redis;
+   * - EchoMQ's: `getJobs(state, { start, end })`: a page of one state, `wait` in the order the jobs will
+   *   run (those a busy worker reserved first), `delayed` by due time, `active` by lease deadline,
+   *   `completed` and `failed` most recent first; at most MAX_JOBS_PER_CALL.
+   * Jobs removed while being read are left out.
    */
-  async getJobs(state: JobState, range?: { start?: number; end?: number }): Promise<Job<Data>[]> {
+  async getJobs(types?: JobType | JobType[], start?: number | { start?: number; end?: number }, end?: number, asc?: boolean) {
     this.assertOpen()
-    if (!JOB_STATES.includes(state)) fail('ERR_OPTIONS', `expected a state, one of ${JOB_STATES.join(', ')}, got: ${describe(state)}`)
-    const r = checkKnown('getJobs', range, ['start', 'end'])
-    const start = opt(r.start, 0, (v) => checkInteger('start', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
-    const end = opt(r.end, start + 99, (v) => checkInteger('end', v, { min: start, max: start + MAX_JOBS_PER_CALL - 1 }))
-    const { ids, hashes } = await this.call(`list ${state} jobs of queue`, async () => {
-      const ids = await idsIn(this.client, this.keys, state, start, end)
-      return { ids, hashes: await readJobs(this.client, this.keys, ids) }
+    if (typeof start === 'object' && start !== null) return this.page(types, start)
+    const list = jobTypes(types, 'getJobs types')
+    const from = opt(start, 0, (v) => checkInteger('start', v, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }))
+    const to = opt(end, -1, (v) => checkInteger('end', v, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }))
+    const ascending = opt(asc, false, (v) => {
+      if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected asc to be true or false, got: ${describe(v)}`)
+      return v
     })
-    return ids.flatMap((id, i) => {
-      const hash = hashes[i] ?? {}
-      return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash) as Job<Data>]
+    const all: JobType[] = list.length > 0 ? list : ['active', 'completed', 'delayed', 'failed', 'waiting']
+    const ids = await this.call('list jobs of queue', () => idsOfTypes(this.client, this.keys, all, from, to, ascending))
+    return this.jobsOf(ids)
+  }
+
+  /** Counts per type, keyed as asked (BullMQ's getJobCounts; none: BullMQ 6's default types). */
+  async getJobCounts(...types: JobType[]): Promise<Record<string, number>> {
+    this.assertOpen()
+    const list = jobTypes(types, 'getJobCounts types')
+    return this.call('count jobs of queue', () => countTypes(this.client, this.keys, list.length > 0 ? list : DEFAULT_COUNT_TYPES))
+  }
+
+  /** The sum of getJobCounts over `types`; asking for waiting jobs counts those of a paused queue too. */
+  async getJobCountByTypes(...types: JobType[]): Promise<number> {
+    const list = jobTypes(types, 'getJobCountByTypes types')
+    const withPaused = list.some((t) => t === 'wait' || t === 'waiting') && !list.includes('paused') ? [...list, 'paused' as const] : list
+    const counts = await this.getJobCounts(...(withPaused.length > 0 ? withPaused : DEFAULT_COUNT_TYPES))
+    return Object.values(counts).reduce((a, b) => a + b, 0)
+  }
+
+  getWaitingCount = (): Promise<number> => this.getJobCountByTypes('waiting')
+  getActiveCount = (): Promise<number> => this.getJobCountByTypes('active')
+  getDelayedCount = (): Promise<number> => this.getJobCountByTypes('delayed')
+  getCompletedCount = (): Promise<number> => this.getJobCountByTypes('completed')
+  getFailedCount = (): Promise<number> => this.getJobCountByTypes('failed')
+  /** Jobs not yet finished or running: waiting (paused too) and delayed. */
+  count = (): Promise<number> => this.getJobCountByTypes('waiting', 'delayed')
+  getWaiting = (start = 0, end = -1) => this.getJobs(['waiting', 'paused'], start, end, true)
+  getActive = (start = 0, end = -1) => this.getJobs('active', start, end, true)
+  getDelayed = (start = 0, end = -1) => this.getJobs('delayed', start, end, true)
+  getCompleted = (start = 0, end = -1) => this.getJobs('completed', start, end, false)
+  getFailed = (start = 0, end = -1) => this.getJobs('failed', start, end, false)
+
+  /** A job's log lines, `start`..`end` (inclusive; negative from the end), oldest first unless `asc` is false. */
+  async getJobLogs(id: string, start = 0, end = -1, asc = true): Promise<{ logs: string[]; count: number }> {
+    this.assertOpen()
+    validateJobId(id)
+    checkInteger('start', start, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    checkInteger('end', end, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    // Newest first: the same ranks counted from the end, then reversed.
+    const [from, to] = asc ? [start, end] : [-(end + 1), -(start + 1)]
+    const [logs, count] = await this.call('read the log of a job of queue', () => readLogs(this.client, this.keys, id, from, to))
+    return { logs: asc ? logs : logs.reverse(), count }
+  }
+
+  /** Every worker of the queue, on every host, stops taking jobs (running ones finish); adds and recoveries go on. */
+  async pause(): Promise<void> {
+    this.assertOpen()
+    await this.call('pause queue', () => commands.setPaused(this.client, this.keys, true))
+  }
+
+  /** Workers take jobs again. */
+  async resume(): Promise<void> {
+    this.assertOpen()
+    await this.call('resume queue', () => commands.setPaused(this.client, this.keys, false))
+  }
+
+  async isPaused(): Promise<boolean> {
+    this.assertOpen()
+    return this.call('read the state of queue', () => isPaused(this.client, this.keys))
+  }
+
+  /** Removes every waiting job, and with `delayed` every delayed one, with their logs (BullMQ's drain). */
+  async drain(delayed = false): Promise<void> {
+    this.assertOpen()
+    if (typeof delayed !== 'boolean') fail('ERR_OPTIONS', `expected drain's delayed to be true or false, got: ${describe(delayed)}`)
+    await this.call('drain queue', () => drainQueue(this.client, this.keys, delayed))
+  }
+
+  /**
+   * Removes up to `limit` jobs (0: no limit) of `type` ('completed' or 'failed') that finished at least
+   * `grace` ms ago, oldest first, with their logs; resolves to their ids (BullMQ's clean).
+   */
+  async clean(grace: number, limit = 0, type: 'completed' | 'failed' = 'completed'): Promise<string[]> {
+    this.assertOpen()
+    checkInteger('grace', grace, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'ms' })
+    checkInteger('limit', limit, { min: 0, max: Number.MAX_SAFE_INTEGER })
+    if (type !== 'completed' && type !== 'failed')
+      fail('ERR_OPTIONS', `expected clean's type to be completed or failed, got: ${describe(type)}`)
+    return this.call(`clean ${type} jobs of queue`, () => cleanSet(this.client, this.keys, type, grace, limit))
+  }
+
+  /**
+   * Deletes the queue: every job, its log and lease, the queue's keys and its registry entry, in bounded
+   * steps; it is paused first, so no worker takes a job meanwhile. Refused with ERR_QUEUE_ACTIVE (nothing
+   * deleted, the queue left paused) while jobs are in flight, unless `force`.
+   */
+  async obliterate(options?: { force?: boolean }): Promise<void> {
+    this.assertOpen()
+    const o = checkKnown('obliterate', options, ['force'])
+    const force = opt(o.force, false, (v) => {
+      if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected force to be true or false, got: ${describe(v)}`)
+      return v
     })
+    await this.pause()
+    await this.call('obliterate queue', () => obliterateQueue(this.client, this.keys, this.settings.prefix, this.name, force))
   }
 
   /**
@@ -207,6 +357,55 @@ export class Queue<Data = unknown> {
     return this.closing
   }
 
+  /** A job of addBulk, validated and encoded (index: its place in the call, for messages). */
+  private newJob(job: BulkJob<Data>, index: number): commands.NewJob {
+    const j = checkKnown(`addBulk job ${index}`, job, ['name', 'data', 'opts'])
+    const name = validateJobName(j.name)
+    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs } = addSettings(
+      j.opts,
+      this.settings.defaultJobOptions,
+    )
+    return {
+      id: jobId === undefined ? randomUUID() : validateJobId(jobId),
+      name,
+      data: toJson(j.data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
+      attempts,
+      delayMs: delay,
+      backoff: encodeBackoff(backoff),
+      keep: encodeKeep(removeOnComplete),
+      keepFailed: encodeKeep(removeOnFail),
+      keepLogs,
+    }
+  }
+
+  /** The Job add returns for a job it added: what was stored, without a read. */
+  private added(j: commands.NewJob, data: Data, createdOn: number): Job<Data> {
+    const fields = { id: j.id, name: j.name, data, attempts: j.attempts, attemptsMade: 0, attemptsStarted: 0, createdOn }
+    const state = j.delayMs > 0 ? { state: 'delayed' as const, dueAt: createdOn + j.delayMs } : { state: 'wait' as const }
+    return new Job<Data>({ ...fields, ...state }, this.scope)
+  }
+
+  /** getJobs' options form: a page of one state (see getJobs). */
+  private async page(state: unknown, range: { start?: number; end?: number }): Promise<Job<Data>[]> {
+    const s = state === 'waiting' ? 'wait' : state
+    if (!JOB_STATES.includes(s as JobState))
+      fail('ERR_OPTIONS', `expected a state, one of ${JOB_STATES.join(', ')}, got: ${describe(state)}`)
+    const r = checkKnown('getJobs', range, ['start', 'end'])
+    const start = opt(r.start, 0, (v) => checkInteger('start', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
+    const end = opt(r.end, start + 99, (v) => checkInteger('end', v, { min: start, max: start + MAX_JOBS_PER_CALL - 1 }))
+    const ids = await this.call(`list ${String(s)} jobs of queue`, () => idsIn(this.client, this.keys, s as JobState, start, end))
+    return this.jobsOf(ids)
+  }
+
+  /** The jobs of `ids` that still exist, in order. */
+  private async jobsOf(ids: string[]): Promise<Job<Data>[]> {
+    const hashes = await this.call('read jobs of queue', () => readJobs(this.client, this.keys, ids))
+    return ids.flatMap((id, i) => {
+      const hash = hashes[i] ?? {}
+      return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash, this.scope) as Job<Data>]
+    })
+  }
+
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
     let fail: () => void = () => undefined
     const closed = new Promise<never>((_, reject) => {
@@ -235,5 +434,34 @@ export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: s
     return await readCounts(client, keys)
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
+  }
+}
+
+/**
+ * What the jobs a Queue gives out act through: progress and log lines written for any job that exists (no
+ * run owns it here, so nothing is fenced), and waitUntilFinished.
+ */
+function jobScope(
+  client: RedisClient,
+  keys: QueueKeys,
+  queue: string,
+  call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
+): JobScope {
+  const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
+  return {
+    async updateProgress(job, progress) {
+      const json = toJson(progress, 'the progress', commands.TAKE_MAX_BYTES)
+      const status = await call('update the progress of a job of queue', () => commands.updateProgress(client, keys, job.id, '', json))
+      if (status === 'missing') throw missing(job.id, 'its progress was not recorded')
+    },
+    async log(job, row) {
+      if (typeof row !== 'string') fail('ERR_OPTIONS', `expected a log line to be a string, got: ${describe(row)}`)
+      const { status, count } = await call('log a line of a job of queue', () => commands.addLog(client, keys, job.id, '', row))
+      if (status === 'missing') throw missing(job.id, 'the line was not logged')
+      return count
+    },
+    waitUntilFinished(job, events, ttl) {
+      return waitUntilFinished(events, { id: job.id, name: job.name, queue }, ttl, () => readOutcome(client, keys, job.id))
+    },
   }
 }

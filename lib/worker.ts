@@ -15,17 +15,30 @@
  * lockDuration (30000 ms), heartbeatInterval (half the lease; at most half), closeTimeout (5000 ms),
  * clock (monotonic timers; tests inject one).
  *
- * Events: 'active' (job), 'completed' (job, result), 'failed' (job, error; job.state: 'delayed' or 'wait'
- * when it will be retried, 'failed' when not), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the
- * processor's signal, when it takes one, is aborted), 'error'.
+ * Events: 'active' (job), 'progress' (job, progress), 'completed' (job, result), 'failed' (job, error;
+ * job.state: 'delayed' or 'wait' when it will be retried, 'failed' when not; an UnrecoverableError fails
+ * the job at once), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the processor's signal, when it takes one,
+ * is aborted), 'error'.
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { EchoMQError, redisError } from './errors.js'
-import type { Job, JobState } from './job.js'
+import { EchoMQError, isUnrecoverable, redisError } from './errors.js'
+import { Job, type JobScope, type JobState } from './job.js'
 import { toJson } from './json.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
-import { extend, type FinishAction, type FinishResult, finish, type Taken, type TakeResult, take, unreserve } from './redis/commands.js'
+import { waitUntilFinished } from './queue-events.js'
+import {
+  addLog,
+  extend,
+  type FinishAction,
+  type FinishResult,
+  finish,
+  type Taken,
+  type TakeResult,
+  take,
+  unreserve,
+  updateProgress,
+} from './redis/commands.js'
 import {
   type Connection,
   closeConnection,
@@ -36,7 +49,7 @@ import {
   resilient,
 } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { readCandidates, waitForWork } from './redis/queries.js'
+import { readCandidates, readOutcome, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
 import { Trimmer } from './retention.js'
 import { closeWorker, type RunPhase } from './worker/closing.js'
@@ -103,6 +116,9 @@ type WorkerPhase = 'running' | 'draining' | 'releasing' | 'closed'
 
 type Started = Taken & { sentAt: number }
 
+/** Most bytes of JSON one progress report is stored with. */
+const PROGRESS_MAX_BYTES = 64 * 1024
+
 export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   readonly name: string
   readonly id = randomUUID()
@@ -127,6 +143,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private readonly trimmer: Trimmer
   /** Runs close() released whose return to `wait` Redis has not yet confirmed. */
   private unreturned = 0
+  /** What the jobs a processor is given act through: progress and log lines fenced by the run's token. */
+  private readonly scope: JobScope
 
   constructor(
     name: string,
@@ -173,6 +191,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       },
       onError: (err) => this.report(this.failure('renew leases of queue', err)),
     })
+    this.scope = this.jobScope()
     this.locks.start()
     this.loopDone = this.loop()
   }
@@ -279,7 +298,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (current) this.lockLost(job.id, 'the job was recovered and taken again')
     const controller = this.wantsSignal ? new AbortController() : undefined
     this.locks.add({ id: job.id, token }, sentAt)
-    const run: Run = { job, token, controller, phase: 'running', done: Promise.resolve() }
+    const run: Run = { job: new Job(job, this.scope, token), token, controller, phase: 'running', done: Promise.resolve() }
     this.runs.set(job.id, run)
     run.done = this.execute(run).finally(() => {
       if (this.runs.get(job.id) !== run) return this.wake?.()
@@ -303,7 +322,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       value = this.resultJson(run.job.id, result)
     } catch (err) {
       error = err instanceof Error ? err : new Error(String(err))
-      action = 'fail'
+      action = isUnrecoverable(err) ? 'fail-final' : 'fail'
       value = truncate(error.message || error.name, ERROR_MAX_CHARS)
     }
     this.takeAhead.ran(this.settings.clock.now() - started)
@@ -356,6 +375,41 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     const left = reply.status === 'lost' ? look.ids : reply.left
     this.takeAhead.settle(look, { left, taken: reply.taken.length, reservedNext: reply.reserved, peeked: reply.peeked })
     return reply
+  }
+
+  /** The scope of the jobs this worker runs: writes fenced by the run's token; a lost run learns it. */
+  private jobScope(): JobScope {
+    const client = this.conn.client
+    const refused = (job: Job, status: 'missing' | 'lost', what: string) =>
+      status === 'lost'
+        ? new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${this.name} lost its lease: ${what}`)
+        : new EchoMQError('ERR_JOB_MISSING', `job ${job.id} of queue ${this.name} no longer exists: ${what}`)
+    return {
+      updateProgress: async (job, progress, token) => {
+        const json = toJson(progress, 'the progress', PROGRESS_MAX_BYTES)
+        let status: 'ok' | 'missing' | 'lost'
+        try {
+          status = await updateProgress(client, this.keys, job.id, token ?? '', json)
+        } catch (err) {
+          throw this.failure(`update the progress of job ${job.id} of queue`, err)
+        }
+        if (status !== 'ok') throw refused(job, status, 'its progress was not recorded')
+        this.notify('progress', job, progress)
+      },
+      log: async (job, row, token) => {
+        if (typeof row !== 'string') throw new EchoMQError('ERR_OPTIONS', `expected a log line to be a string, got: ${typeof row}`)
+        let reply: { status: 'ok' | 'missing' | 'lost'; count: number }
+        try {
+          reply = await addLog(client, this.keys, job.id, token ?? '', row)
+        } catch (err) {
+          throw this.failure(`log a line of job ${job.id} of queue`, err)
+        }
+        if (reply.status !== 'ok') throw refused(job, reply.status, 'the line was not logged')
+        return reply.count
+      },
+      waitUntilFinished: (job, events, ttl) =>
+        waitUntilFinished(events, { id: job.id, name: job.name, queue: this.name }, ttl, () => readOutcome(client, this.keys, job.id)),
+    }
   }
 
   private lockLost(id: string, reason: string, run = this.runs.get(id)): void {
@@ -439,7 +493,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   /** Emits to the application's listeners; a listener that throws is reported, never left to break a run. */
-  private notify(event: 'active' | 'completed' | 'failed' | 'lockLost', ...args: unknown[]): void {
+  private notify(event: 'active' | 'progress' | 'completed' | 'failed' | 'lockLost', ...args: unknown[]): void {
     try {
       this.emit(event, ...args)
     } catch (err) {

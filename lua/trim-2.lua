@@ -6,7 +6,8 @@
 
   KEYS[1] set      ZSET  <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
   KEYS[2] meta     HASH  <prefix>:{q}:meta
-  KEYS[2 + i]      HASH  job i       (i = 1 .. n)
+  KEYS[1 + 2i]     HASH  job i       (i = 1 .. n)
+  KEYS[2 + 2i]     LIST  log of job i
 
   ARGV[1] the set's name: "completed" or "failed"
   ARGV[1 + i] job id i, oldest first
@@ -35,7 +36,7 @@ for i = 1, #ARGV - 1 do
       return { removed, 1 }
     end
     rcall('ZREM', setKey, id)
-    rcall('UNLINK', KEYS[2 + i])
+    rcall('UNLINK', KEYS[1 + 2 * i], KEYS[2 + 2 * i])
     size = size - 1
     removed[#removed + 1] = id
   end

@@ -291,7 +291,7 @@ describe('the guard fires', () => {
     await expect(evalGuarded("return redis.call('TIME')", [])).rejects.toThrow(/EMQGUARD script run with no KEYS/)
   })
 
-  it('a modified sweep-6.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
+  it('a modified sweep-8.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
     await crashedJobs(redis.client, 'q', 1)
     const source = scriptSource(SCRIPT_FILES.sweepStep)
     const modified = source.replace("rcall('ZADD', stalledKey, now, id)", "rcall('ZADD', 'emq:{q}:stalled-elsewhere', now, id)")
@@ -304,7 +304,9 @@ describe('the guard fires', () => {
       keys.failed,
       keys.marker,
       keys.meta,
-      ...ids.flatMap((id) => [keys.job(id), keys.lock(id)]),
+      keys.events,
+      keys.listened,
+      ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ]
 
     const err = await redis.client.eval(keyGuard(modified), stepKeys.length, ...stepKeys, 0, 'deadline', ...ids).catch((e: unknown) => e)

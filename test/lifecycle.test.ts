@@ -265,12 +265,12 @@ describe('failed-job operations', () => {
     await fx.queue.add('job', {}, { jobId: 'late', delay: 60_000 })
     await fx.queue.add('job', {}, { jobId: 'soon', delay: 30_000 })
 
-    expect((await fx.queue.getJobs('wait')).map((j) => j.id)).toEqual(['w1', 'w2', 'w3'])
-    expect((await fx.queue.getJobs('delayed')).map((j) => j.id)).toEqual(['soon', 'late'])
-    expect((await fx.queue.getJobs('failed')).map((j) => j.id)).toEqual(['f3', 'f2', 'f1'])
+    expect((await fx.queue.getJobs('wait', {})).map((j) => j.id)).toEqual(['w1', 'w2', 'w3'])
+    expect((await fx.queue.getJobs('delayed', {})).map((j) => j.id)).toEqual(['soon', 'late'])
+    expect((await fx.queue.getJobs('failed', {})).map((j) => j.id)).toEqual(['f3', 'f2', 'f1'])
     expect((await fx.queue.getJobs('failed', { start: 1, end: 1 })).map((j) => j.id)).toEqual(['f2'])
-    expect(await fx.queue.getJobs('completed')).toEqual([])
-    expect((await fx.queue.getJobs('failed'))[0]).toMatchObject({ state: 'failed', failedReason: 'downstream is down' })
+    expect(await fx.queue.getJobs('completed', {})).toEqual([])
+    expect((await fx.queue.getJobs('failed', {}))[0]).toMatchObject({ state: 'failed', failedReason: 'downstream is down' })
   })
 
   it('retryJobs({ ids }) sends failed jobs back with a fresh budget, keeping their history', async () => {

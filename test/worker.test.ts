@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, Queue, sweep } from '../lib/index.js'
+import type { JobFields } from '../lib/job.js'
 import { CLOSE_MARGIN_MS } from '../lib/options.js'
 import { finish, type Lease } from '../lib/redis/commands.js'
 import { queueKeys } from '../lib/redis/keys.js'
@@ -83,7 +84,7 @@ describe('worker: finishing', () => {
     const w = worker(() => {
       throw new Error('boom')
     })
-    const failures: Job[] = []
+    const failures: JobFields[] = []
     w.on('failed', (job: Job) => failures.push({ ...job }))
 
     await fx.queue.add('x', {}, { jobId: 'f', attempts: 2 })
@@ -356,7 +357,7 @@ describe('worker: reserving the next jobs', () => {
     const { reserved } = await finish(redis.client, keys, lease as Lease, 'complete', '"done"', next)
     expect(reserved).toEqual(['b', 'c'])
     expect(await fx.queue.counts()).toMatchObject({ wait: 3 }) // reserved jobs are still waiting
-    expect((await fx.queue.getJobs('wait')).map((j) => j.id)).toEqual(['b', 'c', 'd'])
+    expect((await fx.queue.getJobs('wait', {})).map((j) => j.id)).toEqual(['b', 'c', 'd'])
 
     await waitFor(async () => (await sweep(redis.client, 'q')) && (await redis.client.zcard(keys.reserved)) === 0, {
       what: 'the expired reservations returned',

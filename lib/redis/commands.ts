@@ -7,7 +7,7 @@
  */
 
 import { EchoMQError } from '../errors.js'
-import { type Job, type JobState, jobFromFields, type QueueCounts } from '../job.js'
+import { type JobFields, type JobState, jobFromFields, type QueueCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
@@ -16,19 +16,25 @@ export { loadScript, setScriptWrapper } from './scripts.js'
 
 /** Every script file, by the command that runs it. */
 export const SCRIPT_FILES = {
-  add: 'add-4.lua',
-  take: 'take-5.lua',
+  add: 'add-6.lua',
+  take: 'take-8.lua',
   unreserve: 'unreserve-3.lua',
   requeue: 'requeue-3.lua',
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
-  finish: 'finish-11.lua',
+  finish: 'finish-14.lua',
   probe: 'probe-9.lua',
-  sweepStep: 'sweep-6.lua',
-  promote: 'promote-3.lua',
+  sweepStep: 'sweep-8.lua',
+  promote: 'promote-6.lua',
   trim: 'trim-2.lua',
-  retry: 'retry-3.lua',
-  remove: 'remove-7.lua',
+  retry: 'retry-6.lua',
+  remove: 'remove-11.lua',
+  pause: 'pause-5.lua',
+  progress: 'progress-5.lua',
+  log: 'log-3.lua',
+  clean: 'clean-4.lua',
+  drain: 'drain-4.lua',
+  obliterate: 'obliterate-11.lua',
 } as const
 
 /**
@@ -89,6 +95,10 @@ export async function preloadScripts(client: RedisClient): Promise<void> {
 }
 
 const jobKeyPairs = (keys: QueueKeys, ids: string[]) => ids.flatMap((id) => [keys.job(id), keys.lock(id)])
+/** A job's hash and log: what is deleted with a job. */
+const jobAndLogs = (keys: QueueKeys, ids: string[]) => ids.flatMap((id) => [keys.job(id), keys.logs(id)])
+/** What a script that emits events needs: meta (the stream's cap), the stream and the listened key. */
+const eventKeys = (keys: QueueKeys) => [keys.meta, keys.events, keys.listened]
 
 // ---- add ---------------------------------------------------------------------------------------------
 
@@ -105,26 +115,56 @@ export interface NewJob {
   /** Encoded retention in `completed` and in `failed` (see lua/includes/retention.lua). */
   keep: string
   keepFailed: string
+  /** Log lines kept, or undefined for all. */
+  keepLogs: number | undefined
+}
+
+/** The ARGV of one job in add-6.lua, in its order. */
+const jobArgs = (j: NewJob) => [j.id, j.name, j.data, j.attempts, j.delayMs, j.backoff, j.keep, j.keepFailed, j.keepLogs ?? '']
+const ADD_FIELDS = 9
+
+/**
+ * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
+ * clock) and, per job, whether it was added (false: its id was taken; nothing changed for it).
+ */
+export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]): Promise<{ createdOn: number; added: boolean[] }> {
+  const [createdOn, added] = (await evalScript(
+    client,
+    SCRIPT_FILES.add,
+    [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), ...jobs.map((j) => keys.job(j.id))],
+    [ADD_FIELDS, ...jobs.flatMap(jobArgs)],
+  )) as [number, number[]]
+  return { createdOn, added: added.map((a) => a === 1) }
 }
 
 /**
- * Stores a job and pushes it on `wait` (or `delayed`); resolves to when it was created (ms, Redis's
- * clock), or undefined when the id is taken (nothing changes then).
+ * Adds jobs in calls of at most `perCall` jobs, sent in one MULTI: all or none (a Redis that refuses one,
+ * out of memory, refuses the transaction). Resolves to each call's result, in order.
  */
-export async function add(client: RedisClient, keys: QueueKeys, job: NewJob): Promise<number | undefined> {
-  const [added, createdOn] = (await evalScript(
-    client,
-    SCRIPT_FILES.add,
-    [keys.job(job.id), keys.wait, keys.delayed, keys.marker],
-    [job.id, job.name, job.data, job.attempts, job.delayMs, job.backoff, job.keep, job.keepFailed],
-  )) as [number, number]
-  return added === 1 ? createdOn : undefined
+export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob[][]): Promise<{ createdOn: number; added: boolean[] }[]> {
+  if (calls.length === 1 && calls[0]) return [await add(client, keys, calls[0])]
+  const script = loadScript(SCRIPT_FILES.add)
+  // The transaction runs EVAL (it cannot fall back from EVALSHA on NOSCRIPT midway); SCRIPT LOAD first
+  // would need a second round trip for nothing.
+  const tx = client.multi()
+  for (const jobs of calls) {
+    const k = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), ...jobs.map((j) => keys.job(j.id))]
+    tx.eval(script.lua, k.length, ...k, ADD_FIELDS, ...jobs.flatMap(jobArgs))
+  }
+  const replies = await tx.exec()
+  if (!replies) throw new EchoMQError('ERR_SCRIPT', 'the bulk add transaction was aborted')
+  return replies.map(([err, reply]) => {
+    if (err) throw err
+    const [createdOn, added] = reply as [number, number[]]
+    return { createdOn, added: added.map((a) => a === 1) }
+  })
 }
 
 // ---- take --------------------------------------------------------------------------------------------
 
 export interface Taken {
-  job: Job
+  /** The job's fields as taken (the Worker makes its Job of them). */
+  job: JobFields
   /** The run's token: `<worker token>:<start number>`, the value of its lease. */
   token: string
 }
@@ -170,7 +210,7 @@ export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, i
   const [taken, left, dueIn, dueAt] = (await evalScript(
     client,
     SCRIPT_FILES.take,
-    [keys.wait, keys.active, keys.marker, keys.reserved, keys.delayed, ...jobKeyPairs(keys, ids)],
+    [keys.wait, keys.active, keys.marker, keys.reserved, keys.delayed, ...eventKeys(keys), ...jobKeyPairs(keys, ids)],
     [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, reserved ? 'r' : 'w', ...ids],
   )) as [TakenReply, string[], number, number]
   return { taken: toTaken(taken, taker.workerName), left, ...nextDue(dueIn, dueAt) }
@@ -247,8 +287,11 @@ export async function extend(client: RedisClient, keys: QueueKeys, leaseMs: numb
 
 // ---- finish ------------------------------------------------------------------------------------------
 
-/** complete; fail (uses an attempt; a retry waits the job's backoff); release (back to wait, served next, no attempt used). */
-export type FinishAction = 'complete' | 'fail' | 'release'
+/**
+ * complete; fail (uses an attempt; a retry waits the job's backoff); fail-final (an UnrecoverableError: to
+ * `failed` whatever attempts remain); release (back to wait, served next, no attempt used).
+ */
+export type FinishAction = 'complete' | 'fail' | 'fail-final' | 'release'
 
 /** A finished set past its retention plus slack: the caller runs `trim` on it. */
 export type FinishedSet = 'completed' | 'failed'
@@ -316,6 +359,9 @@ export async function finish(
       k.delayed,
       k.meta,
       k.reserved,
+      k.events,
+      k.listened,
+      k.logs(run.id),
       ...jobKeyPairs(keys, next.candidates),
     ],
     [
@@ -432,7 +478,15 @@ export async function sweepStep(client: RedisClient, keys: QueueKeys, { graceMs,
   const [marked, recovered, failed, left, done, trim] = (await evalScript(
     client,
     SCRIPT_FILES.sweepStep,
-    [keys.active, keys.stalled, keys.wait, keys.failed, keys.marker, keys.meta, ...jobKeyPairs(keys, ids)],
+    [
+      keys.active,
+      keys.stalled,
+      keys.wait,
+      keys.failed,
+      keys.marker,
+      ...eventKeys(keys),
+      ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
+    ],
     [graceMs, mode, ...ids],
   )) as [string[], string[], string[], number, number, number]
   return { marked, recovered, failed, left, done: done === 1, trimFailed: trim === 1 }
@@ -450,7 +504,7 @@ export async function promote(client: RedisClient, keys: QueueKeys, ids: string[
   const [promoted, inMs, at] = (await evalScript(
     client,
     SCRIPT_FILES.promote,
-    [keys.delayed, keys.wait, keys.marker, ...ids.map((id) => keys.job(id))],
+    [keys.delayed, keys.wait, keys.marker, ...eventKeys(keys), ...ids.map((id) => keys.job(id))],
     [rearm ? 1 : 0, ...ids],
   )) as [string[], number, number]
   return { promoted, ...nextDue(inMs, at) }
@@ -466,7 +520,7 @@ export async function trim(
   const [removed, done] = (await evalScript(
     client,
     SCRIPT_FILES.trim,
-    [keys[set], keys.meta, ...ids.map((id) => keys.job(id))],
+    [keys[set], keys.meta, ...jobAndLogs(keys, ids)],
     [set, ...ids],
   )) as [string[], number]
   return { removed, done: done === 1 }
@@ -487,7 +541,7 @@ export async function retry(
   const [status, result, state] = (await evalScript(
     client,
     SCRIPT_FILES.retry,
-    [keys.failed, keys.wait, keys.marker, ...ids.map((id) => keys.job(id))],
+    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), ...ids.map((id) => keys.job(id))],
     [strict ? 'strict' : 'any', Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
   )) as ['ok', string[], undefined] | ['not-failed', string, JobState | 'missing']
   return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
@@ -498,7 +552,112 @@ export async function remove(client: RedisClient, keys: QueueKeys, id: string): 
   return (await evalScript(
     client,
     SCRIPT_FILES.remove,
-    [keys.job(id), keys.active, keys.wait, keys.delayed, keys.completed, keys.failed, keys.reserved],
+    [keys.job(id), keys.active, keys.wait, keys.delayed, keys.completed, keys.failed, keys.reserved, ...eventKeys(keys), keys.logs(id)],
     [id],
   )) as 'removed' | 'missing' | 'active'
+}
+
+// ---- pause, progress and logs ------------------------------------------------------------------------
+
+/** Pauses or resumes the queue; resolves to whether its state changed. */
+export async function setPaused(client: RedisClient, keys: QueueKeys, paused: boolean): Promise<boolean> {
+  const changed = (await evalScript(
+    client,
+    SCRIPT_FILES.pause,
+    [keys.meta, keys.marker, keys.wait, keys.events, keys.listened],
+    [paused ? 'pause' : 'resume'],
+  )) as number
+  return changed === 1
+}
+
+/** Whether a write on a job went through: `missing` (no such job), `lost` (the run does not own it). */
+export type JobWrite = 'ok' | 'missing' | 'lost'
+
+/** Records a job's progress (JSON text); `token`: the run's, fencing a processor's write, or '' for none. */
+export async function updateProgress(client: RedisClient, keys: QueueKeys, id: string, token: string, json: string): Promise<JobWrite> {
+  return (await evalScript(client, SCRIPT_FILES.progress, [keys.job(id), keys.lock(id), ...eventKeys(keys)], [id, token, json])) as JobWrite
+}
+
+/** Appends a log line; resolves to the lines kept, fenced like updateProgress. */
+export async function addLog(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  token: string,
+  row: string,
+): Promise<{ status: JobWrite; count: number }> {
+  const [status, count] = (await evalScript(client, SCRIPT_FILES.log, [keys.job(id), keys.lock(id), keys.logs(id)], [token, row])) as [
+    JobWrite,
+    number,
+  ]
+  return { status, count }
+}
+
+// ---- clean, drain, obliterate ------------------------------------------------------------------------
+
+/** Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the first younger one. */
+export async function clean(
+  client: RedisClient,
+  keys: QueueKeys,
+  set: FinishedSet,
+  graceMs: number,
+  ids: string[],
+): Promise<{ removed: string[]; done: boolean }> {
+  const [removed, done] = (await evalScript(
+    client,
+    SCRIPT_FILES.clean,
+    [keys[set], ...eventKeys(keys), ...jobAndLogs(keys, ids)],
+    [graceMs, ...ids],
+  )) as [string[], number]
+  return { removed, done: done === 1 }
+}
+
+/** Where drain read the ids it passes. */
+export type DrainSource = 'wait' | 'reserved' | 'delayed'
+
+/** Removes the given waiting (or delayed) jobs that are still where they were read; resolves to the ids removed. */
+export async function drain(client: RedisClient, keys: QueueKeys, source: DrainSource, ids: string[]): Promise<string[]> {
+  return (await evalScript(
+    client,
+    SCRIPT_FILES.drain,
+    [keys.wait, keys.reserved, keys.delayed, keys.marker, ...jobAndLogs(keys, ids)],
+    [source, ...ids],
+  )) as string[]
+}
+
+/** Where obliterate read the ids it passes. */
+export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'delayed' | 'completed' | 'failed'
+
+const queueOwnKeys = (k: QueueKeys) => [
+  k.wait,
+  k.active,
+  k.stalled,
+  k.delayed,
+  k.completed,
+  k.failed,
+  k.marker,
+  k.meta,
+  k.reserved,
+  k.events,
+  k.listened,
+]
+
+/**
+ * One step of obliterating a queue: with `ids` (read from `source`), deletes those jobs; without, deletes
+ * the queue's own keys once every set is empty. `active` when jobs are in flight and `force` is off.
+ */
+export async function obliterate(
+  client: RedisClient,
+  keys: QueueKeys,
+  force: boolean,
+  step: { source: ObliterateSource; ids: string[] } | undefined,
+): Promise<{ status: 'active' | 'ok' | 'done' | 'more'; count: number }> {
+  const ids = step?.ids ?? []
+  const [status, count] = (await evalScript(
+    client,
+    SCRIPT_FILES.obliterate,
+    [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)])],
+    [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
+  )) as ['active' | 'ok' | 'done' | 'more', number]
+  return { status, count }
 }

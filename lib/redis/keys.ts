@@ -14,14 +14,29 @@
  *                                  keepCompleted / keepFailed (the sets' retention limits)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
+ *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists
+ *   <prefix>:{q}:listened   STRING set with a TTL by each QueueEvents listening to the queue
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
+ *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
  *   <prefix>:discovered     STRING set for DISCOVERY_INTERVAL_MS when a reaper's discovery finished a pass:
  *                                  while it lives, no reaper (cold or warm) scans again
  */
 /** The queue's own keys; a job id may not take one of these names. */
-export const QUEUE_KEY_NAMES = ['wait', 'active', 'stalled', 'delayed', 'completed', 'failed', 'marker', 'meta', 'reserved'] as const
+export const QUEUE_KEY_NAMES = [
+  'wait',
+  'active',
+  'stalled',
+  'delayed',
+  'completed',
+  'failed',
+  'marker',
+  'meta',
+  'reserved',
+  'events',
+  'listened',
+] as const
 
 export interface QueueKeys {
   readonly wait: string
@@ -33,8 +48,11 @@ export interface QueueKeys {
   readonly marker: string
   readonly meta: string
   readonly reserved: string
+  readonly events: string
+  readonly listened: string
   job(id: string): string
   lock(id: string): string
+  logs(id: string): string
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -49,8 +67,11 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     marker: `${base}marker`,
     meta: `${base}meta`,
     reserved: `${base}reserved`,
+    events: `${base}events`,
+    listened: `${base}listened`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
+    logs: (id) => `${base}${id}:logs`,
   }
 }
 

@@ -50,6 +50,50 @@ export async function idsIn(client: RedisClient, keys: QueueKeys, state: JobStat
   }
 }
 
+/** How many jobs one state holds (`wait`: with those busy workers reserved). */
+export async function stateSize(client: RedisClient, keys: QueueKeys, state: JobState): Promise<number> {
+  if (state === 'wait') {
+    const [waiting, reserved] = await Promise.all([client.llen(keys.wait), client.zcard(keys.reserved)])
+    return waiting + reserved
+  }
+  return client.zcard(keys[state])
+}
+
+/**
+ * Ids of one state by rank, BullMQ's way: `asc` oldest first (wait: next to run first; delayed: due first;
+ * active: earliest lease deadline first; completed, failed: finished first), else newest first. `start`
+ * and `end` are inclusive ranks from 0, already within the state's size.
+ */
+export async function pageIds(
+  client: RedisClient,
+  keys: QueueKeys,
+  state: JobState,
+  start: number,
+  end: number,
+  asc: boolean,
+): Promise<string[]> {
+  if (end < start) return []
+  if (state !== 'wait') {
+    return asc ? client.zrange(keys[state], String(start), String(end)) : client.zrange(keys[state], String(start), String(end), 'REV')
+  }
+  // `wait` in run order is the reserved ids (reserved first, first) and then the list from its tail.
+  const reserved = await client.zcard(keys.reserved)
+  const waiting = await client.llen(keys.wait)
+  const ids: string[] = []
+  if (asc) {
+    if (start < reserved) ids.push(...(await client.zrange(keys.reserved, String(start), String(Math.min(end, reserved - 1)))))
+    const from = Math.max(0, start - reserved)
+    const to = end - reserved
+    if (to >= from) ids.push(...(await client.lrange(keys.wait, -(to + 1), -(from + 1))).reverse())
+    return ids
+  }
+  if (start < waiting) ids.push(...(await client.lrange(keys.wait, start, Math.min(end, waiting - 1))))
+  const from = Math.max(0, start - waiting)
+  const to = end - waiting
+  if (to >= from) ids.push(...(await client.zrange(keys.reserved, String(from), String(to), 'REV')))
+  return ids
+}
+
 /** The oldest `n` ids of a sorted set (the earliest due delayed jobs; the oldest finished jobs). */
 export function oldestIds(client: RedisClient, key: string, n: number): Promise<string[]> {
   return client.zrange(key, '0', String(n - 1))
@@ -131,6 +175,71 @@ function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableComman
     .zcard(keys.delayed)
     .zcard(keys.completed)
     .zcard(keys.failed)
+}
+
+/** A job's state and outcome: what waitUntilFinished checks after it starts listening. */
+export async function readOutcome(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+): Promise<{ state: string | undefined; returnValue: string | undefined; failedReason: string | undefined }> {
+  const [state, returnValue, failedReason] = await client.hmget(keys.job(id), 'state', 'returnValue', 'failedReason')
+  return { state: state ?? undefined, returnValue: returnValue ?? undefined, failedReason: failedReason ?? undefined }
+}
+
+/** A page of a job's log lines (LRANGE indices, negative from the end) and how many it holds. */
+export async function readLogs(client: RedisClient, keys: QueueKeys, id: string, start: number, end: number): Promise<[string[], number]> {
+  const [logs, count] = await Promise.all([client.lrange(keys.logs(id), start, end), client.llen(keys.logs(id))])
+  return [logs, count]
+}
+
+/** Whether the queue is paused. */
+export async function isPaused(client: RedisClient, keys: QueueKeys): Promise<boolean> {
+  return (await client.hexists(keys.meta, 'paused')) === 1
+}
+
+/** Records the queue's events stream cap (meta's maxLenEvents), which the scripts read. */
+export async function setEventsMaxLen(client: RedisClient, keys: QueueKeys, maxLen: number): Promise<void> {
+  await client.hset(keys.meta, 'maxLenEvents', String(maxLen))
+}
+
+/** A page of ids of the tail of `wait` (next first), of `reserved` or of a sorted set's head: what drain and obliterate read. */
+export async function headIds(client: RedisClient, keys: QueueKeys, source: 'wait' | 'reserved' | JobSet, n: number): Promise<string[]> {
+  if (source === 'wait') return (await client.lrange(keys.wait, -n, -1)).reverse()
+  return client.zrange(keys[source], '0', String(n - 1))
+}
+
+/** The queue's sorted sets of jobs. */
+export type JobSet = 'active' | 'delayed' | 'completed' | 'failed'
+
+// ---- events ------------------------------------------------------------------------------------------
+
+/** Says a QueueEvents listens, for `ttlMs`: while the key lives, the scripts write events. */
+export async function markListened(client: RedisClient, keys: QueueKeys, ttlMs: number): Promise<void> {
+  await client.set(keys.listened, '1', 'PX', ttlMs)
+}
+
+/** The id of the stream's newest entry, '0-0' when it has none: where a new listener starts reading. */
+export async function lastEventId(client: RedisClient, keys: QueueKeys): Promise<string> {
+  const [last] = await client.xrevrange(keys.events, '+', '-', 'COUNT', 1)
+  return last?.[0] ?? '0-0'
+}
+
+/** Entries after `fromId`, waiting up to `blockMs` for one (XREAD BLOCK); [] when none came. */
+export async function readEvents(
+  blocking: RedisClient,
+  keys: QueueKeys,
+  fromId: string,
+  blockMs: number,
+  count: number,
+): Promise<[id: string, fields: string[]][]> {
+  const reply = await blocking.xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', keys.events, fromId)
+  return reply?.[0]?.[1] ?? []
+}
+
+/** Removes the registry entry of a queue that was obliterated. */
+export async function dropFromRegistry(client: RedisClient, prefix: string, queue: string): Promise<void> {
+  await client.srem(registryKey(prefix), queue)
 }
 
 // ---- an idle worker and its promoter -----------------------------------------------------------------

@@ -14,13 +14,14 @@ local function enterWait(jobKey, q, id, now, front)
   redis.call('ZADD', q.marker, 0, '0')
 end
 
--- Into `delayed` until `due` (ms, Redis clock). The marker is told only when the job is now the first
--- due: whoever waits for an earlier one learns of this one when it promotes (promote-3.lua's reply), so a
--- burst of delayed adds wakes no worker more than once.
+-- Into `delayed` until `due` (ms, Redis clock; scored in order within its millisecond, see score.lua).
+-- The marker is told only when the job is now the first due: whoever waits for an earlier one learns of
+-- this one when it promotes (promote's reply), and busy workers from their next take or finish, so a
+-- burst of delayed adds wakes no worker more than once. Needs the score include.
 local function enterDelayed(jobKey, q, id, due)
   redis.call('HSET', jobKey, 'state', 'delayed', 'dueAt', due)
   local first = redis.call('ZRANGE', q.delayed, 0, 0, 'WITHSCORES')[2]
-  redis.call('ZADD', q.delayed, due, id)
+  redis.call('ZADD', q.delayed, scoreAt(q.delayed, due), id)
   if not first or due < tonumber(first) then
     redis.call('ZADD', q.marker, 'LT', due, 'd')
   end

@@ -22,10 +22,11 @@ end
 -- The job hash field holding the retention of each finished set, and the meta field holding the set's limits.
 local KEEP_FIELDS = { completed = { job = 'keep', meta = 'keepCompleted' }, failed = { job = 'keepFailed', meta = 'keepFailed' } }
 
--- Files a job that just ended in `state` ('completed' or 'failed') under that set at `now`, or removes
--- it at once; returns the set's name when it is now past its count plus slack (a trim is due), else ''.
--- `q` holds the queue's keys { completed, failed, meta }; `keep` is the job's field when the caller read it.
-local function fileFinished(jobKey, q, state, id, now, keep)
+-- Files a job that just ended in `state` ('completed' or 'failed') under that set at `now` (in order
+-- within its millisecond: score.lua), or removes it at once with its log (`logsKey`); returns the set's
+-- name when it is now past its count by another slack (a trim is due), else ''. `q` holds the queue's keys
+-- { completed, failed, meta }; `keep` is the job's field when the caller read it.
+local function fileFinished(jobKey, logsKey, q, state, id, now, keep)
   local fields = KEEP_FIELDS[state]
   local setKey = q[state]
   if keep == nil then
@@ -33,10 +34,10 @@ local function fileFinished(jobKey, q, state, id, now, keep)
   end
   local count = parseKeep(keep)
   if count == 0 then
-    redis.call('UNLINK', jobKey)
+    redis.call('UNLINK', jobKey, logsKey)
     return ''
   end
-  redis.call('ZADD', setKey, tostring(now), id)
+  redis.call('ZADD', setKey, scoreAt(setKey, now), id)
   -- The set's limits change when a job with other limits finishes: a read, not a write, per job.
   if redis.call('HGET', q.meta, fields.meta) ~= (keep or '') then
     redis.call('HSET', q.meta, fields.meta, keep or '')

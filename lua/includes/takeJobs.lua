@@ -1,6 +1,6 @@
 -- The job fields a worker needs, in the order lib/job.ts's jobFromFields reads them (one HMGET, not a
 -- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back).
-local JOB_FIELDS = { 'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried' }
+local JOB_FIELDS = { 'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress' }
 local F_DATA, F_ATTEMPTS, F_STARTS = 2, 3, 5
 
 -- Takes candidate jobs and gives each a lease. `taker` is the worker: { token, leaseMs (a string, as
@@ -10,10 +10,18 @@ local F_DATA, F_ATTEMPTS, F_STARTS = 2, 3, 5
 -- else read from the tail of `wait`. A candidate no longer there (another worker took it; a reservation
 -- that expired went back to `wait`, where it is looked for too) is skipped. The reply holds whole jobs,
 -- so it is bounded in bytes: once a job is taken, a candidate whose data would bring the total past
--- taker.maxBytes is left where it is, and so are the candidates after it.
+-- taker.maxBytes is left where it is, and so are the candidates after it. While the queue is paused
+-- (meta's `paused`) nothing is taken: every candidate is left. Each job taken emits `active`.
 -- Returns { { id, token, fields, startedOn }, ... } and the candidates left.
 local function takeJobs(q, taker, now, at)
   local firstKey, firstArg, n = at.firstKey, at.firstArg, at.count
+  if n > 0 and redis.call('HEXISTS', q.meta, 'paused') == 1 then
+    local left = {}
+    for i = 0, n - 1 do
+      left[#left + 1] = ARGV[firstArg + i]
+    end
+    return {}, left
+  end
   -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
   -- long `wait` list never costs a full scan.
   local window = 2 * n + 64
@@ -49,6 +57,7 @@ local function takeJobs(q, taker, now, at)
         f[F_STARTS] = started
         taken[#taken + 1] = { id, token, f, nowText }
         bytes = bytes + size
+        emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
     elseif redis.call('ZSCORE', q.active, id) then
       -- In flight under this worker's token: a replay of a call whose reply was lost (or a run the worker
@@ -70,7 +79,7 @@ end
 -- to `wait`, served next; a closing worker returns its own at once). Reserving touches no job hash, so a
 -- busy worker knows its next candidates without reading `wait` itself, and no two workers get the same.
 local function reserveNext(q, n, until_)
-  if n <= 0 then
+  if n <= 0 or redis.call('HEXISTS', q.meta, 'paused') == 1 then
     return {}
   end
   local ids = redis.call('RPOP', q.wait, n)

@@ -50,6 +50,7 @@ const FIRST_ARG_KEY = [
   'ZCARD',
   'ZRANGE',
   'ZRANGEBYSCORE',
+  'ZREVRANGEBYSCORE',
   'ZPOPMIN',
   'ZINCRBY',
   'SADD',
@@ -57,6 +58,9 @@ const FIRST_ARG_KEY = [
   'SISMEMBER',
   'SMEMBERS',
   'SCARD',
+  'XADD',
+  'XLEN',
+  'LTRIM',
 ]
 /** Commands whose every argument is a key. */
 const ALL_ARGS_KEYS = ['EXISTS', 'DEL', 'UNLINK', 'TOUCH', 'MGET']

@@ -1,7 +1,7 @@
 --[[
   Ends a worker's run of a job, fenced by its token: a worker that no longer owns the job (the job was
   recovered, or another worker now holds it) changes nothing. In the same call the worker takes its next
-  jobs (candidates it reserved or read earlier, re-checked as in take-5.lua) and reserves or peeks at the
+  jobs (candidates it reserved or read earlier, re-checked as in take-8.lua) and reserves or peeks at the
   ids after them, so a busy worker needs one round trip per job.
 
   KEYS[1]  job        HASH   <prefix>:{q}:<id>
@@ -15,13 +15,17 @@
   KEYS[9]  delayed    ZSET   <prefix>:{q}:delayed
   KEYS[10] meta       HASH   <prefix>:{q}:meta (failedNew count, retention limits)
   KEYS[11] reserved   ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
-  KEYS[12 + 2i]       HASH   candidate job i to take next   (i = 0 .. n-1)
-  KEYS[13 + 2i]       STRING lease of candidate job i
+  KEYS[12] events     STREAM <prefix>:{q}:events
+  KEYS[13] listened   STRING <prefix>:{q}:listened
+  KEYS[14] logs       LIST   <prefix>:{q}:<id>:logs (removed with the job when its retention is "0")
+  KEYS[15 + 2i]       HASH   candidate job i to take next   (i = 0 .. n-1)
+  KEYS[16 + 2i]       STRING lease of candidate job i
 
   ARGV[1]  job id
   ARGV[2]  token of the run
-  ARGV[3]  action: "complete" | "fail" (uses an attempt; a retry waits the job's backoff) | "release"
-           (back to wait, served next, no attempt used)
+  ARGV[3]  action: "complete" | "fail" (uses an attempt; a retry waits the job's backoff) | "fail-final"
+           (an UnrecoverableError: to `failed` whatever attempts remain) | "release" (back to wait, served
+           next, no attempt used: a closing worker's, or a RateLimitError's)
   ARGV[4]  return value (JSON text) for complete, error message for fail, unused for release
   ARGV[5]  a random number in [0, 1), for the backoff's jitter
   ARGV[6]  worker token, for the jobs taken next
@@ -36,7 +40,7 @@
 
   Returns { "ok", new state, taken, reserved ids, peeked ids, set to trim, candidates left, ms until the
   earliest delayed job is due, its due time } or { "lost", current state, {}, {}, {}, "", {}, -1, -1 };
-  taken is { { id, token, { job fields } }, ... } as in take-5.lua; the set to trim is "completed" or
+  taken is { { id, token, { job fields } }, ... } as in take-8.lua; the set to trim is "completed" or
   "failed" when it has just grown past its retention by another `slack` jobs (the worker then runs
   trim-2.lua, see retention.lua), else ""; the due times are -1 when no job is delayed (nextDue.lua).
 ]]
@@ -44,13 +48,16 @@ local rcall = redis.call
 local jobKey, lockKey, stalledKey = KEYS[1], KEYS[2], KEYS[4]
 local q = {
   active = KEYS[3], wait = KEYS[5], completed = KEYS[6], failed = KEYS[7], marker = KEYS[8], delayed = KEYS[9],
-  meta = KEYS[10], reserved = KEYS[11],
+  meta = KEYS[10], reserved = KEYS[11], events = KEYS[12], listened = KEYS[13],
 }
+local logsKey = KEYS[14]
 local id, token, action, value, roll = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local taker = { token = ARGV[6], leaseMs = ARGV[7], name = ARGV[8], maxBytes = tonumber(ARGV[9]) }
 local reserve, reserveMs, peek = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
-local candidates = { firstKey = 12, firstArg = 14, count = #ARGV - 13, reserved = ARGV[10] == 'r' }
+local candidates = { firstKey = 15, firstArg = 14, count = #ARGV - 13, reserved = ARGV[10] == 'r' }
 -- @include now
+-- @include events
+-- @include score
 -- @include leaveActive
 -- @include retention
 -- @include enter
@@ -92,21 +99,24 @@ if action == 'complete' then
   state = 'completed'
   rcall('HSET', jobKey, 'state', state, 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', tostring(made),
     'finishedBy', token, 'finishedAs', state, 'finishedAt', nowText, 'token', '')
+  emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
 else
-  if action == 'fail' then
-    state = useAttempt(jobKey, q, id, now, value, { front = false, delayMs = backoffDelay(job[3], made, roll) })
-  else
+  if action == 'release' then
     enterWait(jobKey, q, id, now, true)
+    emit(q, 'waiting', 'jobId', id, 'prev', 'active')
     state = 'wait'
+  else
+    local retry = { front = false, final = action == 'fail-final', delayMs = backoffDelay(job[3], made, roll) }
+    state = useAttempt(jobKey, q, id, now, value, retry)
   end
   rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state, 'finishedAt', nowText, 'token', '')
 end
 -- Last, as it may remove the job at once (retention "0"; a lost reply to that finish reads as lost).
 local trimSet = ''
 if state == 'completed' then
-  trimSet = fileFinished(jobKey, q, state, id, now, job[7])
+  trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[7])
 elseif state == 'failed' then
-  trimSet = fileFinished(jobKey, q, state, id, now, job[8])
+  trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[8])
 end
 local taken, left = takeJobs(q, taker, now, candidates)
 local reserved = reserveNext(q, reserve, now + reserveMs)
@@ -118,4 +128,10 @@ if roll < 0.0625 then
 end
 local peeked = peek > 0 and rcall('LRANGE', q.wait, -peek, -1) or {}
 local dueIn, dueAt = nextDue(q.delayed, now)
+-- As BullMQ: the queue ran dry with this finish (nothing taken next, nothing waiting, in flight or due
+-- later, and not paused).
+if #taken == 0 and action ~= 'release' and dueIn < 0 and listening(q) and rcall('LLEN', q.wait) == 0 and rcall('ZCARD', q.reserved) == 0
+  and rcall('ZCARD', q.active) == 0 and rcall('HEXISTS', q.meta, 'paused') == 0 then
+  emit(q, 'drained')
+end
 return { 'ok', state, taken, reserved, peeked, trimSet, left, dueIn, dueAt }

@@ -2,15 +2,18 @@
   Takes candidate jobs and gives each a lease, in one step, so a crash can never leave a job out of
   `wait` without a lease. The candidates are ids the worker reserved earlier (see reserveNext in
   takeJobs.lua), or ids it read from the tail of `wait` (LRANGE); a candidate another worker took meanwhile
-  is skipped.
+  is skipped. While the queue is paused nothing is taken.
 
-  KEYS[1] wait      LIST  <prefix>:{q}:wait
-  KEYS[2] active    ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
-  KEYS[3] marker    ZSET  <prefix>:{q}:marker
-  KEYS[4] reserved  ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
-  KEYS[5] delayed   ZSET  <prefix>:{q}:delayed (id -> due time, ms)
-  KEYS[6 + 2i]      HASH  job i       (i = 0 .. n-1)
-  KEYS[7 + 2i]      STRING lease of job i
+  KEYS[1] wait      LIST   <prefix>:{q}:wait
+  KEYS[2] active    ZSET   <prefix>:{q}:active (id -> lease deadline, ms)
+  KEYS[3] marker    ZSET   <prefix>:{q}:marker
+  KEYS[4] reserved  ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
+  KEYS[5] delayed   ZSET   <prefix>:{q}:delayed (id -> due time, ms)
+  KEYS[6] meta      HASH   <prefix>:{q}:meta (paused)
+  KEYS[7] events    STREAM <prefix>:{q}:events
+  KEYS[8] listened  STRING <prefix>:{q}:listened
+  KEYS[9 + 2i]      HASH   job i       (i = 0 .. n-1)
+  KEYS[10 + 2i]     STRING lease of job i
 
   ARGV[1] worker token (the lease value is "<worker token>:<start number>")
   ARGV[2] lease duration (ms)
@@ -23,10 +26,14 @@
   due (-1: none), its due time (ms; -1: none) } (see takeJobs.lua and nextDue.lua).
 ]]
 local rcall = redis.call
-local q = { wait = KEYS[1], active = KEYS[2], marker = KEYS[3], reserved = KEYS[4], delayed = KEYS[5] }
+local q = {
+  wait = KEYS[1], active = KEYS[2], marker = KEYS[3], reserved = KEYS[4], delayed = KEYS[5], meta = KEYS[6], events = KEYS[7],
+  listened = KEYS[8],
+}
 local taker = { token = ARGV[1], leaseMs = ARGV[2], name = ARGV[3], maxBytes = tonumber(ARGV[4]) }
-local candidates = { firstKey = 6, firstArg = 6, count = #ARGV - 5, reserved = ARGV[5] == 'r' }
+local candidates = { firstKey = 9, firstArg = 6, count = #ARGV - 5, reserved = ARGV[5] == 'r' }
 -- @include now
+-- @include events
 -- @include skiplist
 -- @include takeJobs
 -- @include nextDue

@@ -3,10 +3,13 @@
   last error moves to `lastError`, `attemptsStarted` (total runs) stays, `retried` counts the redrives.
   All or nothing: when a candidate is not in `failed`, nothing changes.
 
-  KEYS[1] failed   ZSET  <prefix>:{q}:failed
-  KEYS[2] wait     LIST  <prefix>:{q}:wait
-  KEYS[3] marker   ZSET  <prefix>:{q}:marker
-  KEYS[3 + i]      HASH  job i       (i = 1 .. n)
+  KEYS[1] failed    ZSET   <prefix>:{q}:failed
+  KEYS[2] wait      LIST   <prefix>:{q}:wait
+  KEYS[3] marker    ZSET   <prefix>:{q}:marker
+  KEYS[4] meta      HASH   <prefix>:{q}:meta
+  KEYS[5] events    STREAM <prefix>:{q}:events
+  KEYS[6] listened  STRING <prefix>:{q}:listened
+  KEYS[6 + i]       HASH   job i       (i = 1 .. n)
 
   ARGV[1] "strict": every candidate must be failed (ids named by the caller), or "any": candidates no
           longer failed (retried or removed meanwhile) are skipped
@@ -15,27 +18,29 @@
   ARGV[2 + i] job id i
 
   Returns { "ok", moved ids } or { "not-failed", the first id that is not in `failed`, its state or
-  "missing" }.
+  "missing" }. Emits `waiting` (prev `failed`) per job moved.
 ]]
 local rcall = redis.call
-local q = { failed = KEYS[1], wait = KEYS[2], marker = KEYS[3] }
+local q = { failed = KEYS[1], wait = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6] }
 local strict = ARGV[1] == 'strict'
 local maxScore = ARGV[2] == '+inf' and math.huge or tonumber(ARGV[2])
 local n = #ARGV - 2
 -- @include now
+-- @include events
+-- @include score
 -- @include enter
 
 if strict then
   for i = 1, n do
     if not rcall('ZSCORE', q.failed, ARGV[2 + i]) then
-      return { 'not-failed', ARGV[2 + i], rcall('HGET', KEYS[3 + i], 'state') or 'missing' }
+      return { 'not-failed', ARGV[2 + i], rcall('HGET', KEYS[6 + i], 'state') or 'missing' }
     end
   end
 end
 local now = nowMs()
 local moved = {}
 for i = 1, n do
-  local id, jobKey = ARGV[2 + i], KEYS[3 + i]
+  local id, jobKey = ARGV[2 + i], KEYS[6 + i]
   local score = rcall('ZSCORE', q.failed, id)
   if score and tonumber(score) <= maxScore then
     rcall('ZREM', q.failed, id)
@@ -47,6 +52,7 @@ for i = 1, n do
     rcall('HSET', jobKey, 'attemptsMade', 0)
     rcall('HINCRBY', jobKey, 'retried', 1)
     enterWait(jobKey, q, id, now, false)
+    emit(q, 'waiting', 'jobId', id, 'prev', 'failed')
     moved[#moved + 1] = id
   end
 end

@@ -1,7 +1,7 @@
 --[[
   One bounded step of the two-phase stalled sweep. Detect and move happen in this one call, so
   overlapping sweeps can never recover a job twice. The caller passes the ids with the earliest lease
-  deadlines (from probe-8.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
+  deadlines (from probe-9.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
 
   For each candidate still in `active` whose deadline has passed:
     lease key still there           -> a live lease whose recorded deadline is stale (heartbeats refresh
@@ -16,14 +16,17 @@
   deleted by hand or evicted before their recorded deadline: only candidates whose deadline is still ahead
   are judged, and a live deadline does not end the step.
 
-  KEYS[1] active   ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
-  KEYS[2] stalled  ZSET  <prefix>:{q}:stalled (id -> time of mark, ms)
-  KEYS[3] wait     LIST  <prefix>:{q}:wait
-  KEYS[4] failed   ZSET  <prefix>:{q}:failed
-  KEYS[5] marker   ZSET  <prefix>:{q}:marker
-  KEYS[6] meta     HASH  <prefix>:{q}:meta (failedNew count, retention limits)
-  KEYS[7 + 2i]     HASH  job i        (i = 0 .. n-1)
-  KEYS[8 + 2i]     STRING lease of job i
+  KEYS[1] active    ZSET   <prefix>:{q}:active (id -> lease deadline, ms)
+  KEYS[2] stalled   ZSET   <prefix>:{q}:stalled (id -> time of mark, ms)
+  KEYS[3] wait      LIST   <prefix>:{q}:wait
+  KEYS[4] failed    ZSET   <prefix>:{q}:failed
+  KEYS[5] marker    ZSET   <prefix>:{q}:marker
+  KEYS[6] meta      HASH   <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[7] events    STREAM <prefix>:{q}:events
+  KEYS[8] listened  STRING <prefix>:{q}:listened
+  KEYS[9 + 3i]      HASH   job i        (i = 0 .. n-1)
+  KEYS[10 + 3i]     STRING lease of job i
+  KEYS[11 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
 
   ARGV[1] grace between mark and recovery (ms)
   ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
@@ -31,14 +34,17 @@
 
   Returns { marked ids, recovered ids, failed ids, number of candidates left in active in place, done
   (1|0), trim (1 when `failed` is past its retention plus slack) } where done = 1 when a live deadline
-  was reached, so no later candidate can be stalled.
+  was reached, so no later candidate can be stalled. A recovery emits `waiting` (prev `active`) then
+  `stalled`; a stall on the last attempt `failed` then `retries-exhausted` (useAttempt.lua).
 ]]
 local rcall = redis.call
 local activeKey, stalledKey = KEYS[1], KEYS[2]
-local q = { wait = KEYS[3], failed = KEYS[4], marker = KEYS[5], meta = KEYS[6] }
+local q = { wait = KEYS[3], failed = KEYS[4], marker = KEYS[5], meta = KEYS[6], events = KEYS[7], listened = KEYS[8] }
 local graceMs, audit = tonumber(ARGV[1]), ARGV[2] == 'audit'
 local n = #ARGV - 2
 -- @include now
+-- @include events
+-- @include score
 -- @include leaveActive
 -- @include retention
 -- @include enter
@@ -49,7 +55,7 @@ local marked, recovered, failed = {}, {}, {}
 local left, done, trim = 0, 0, 0
 for i = 0, n - 1 do
   local id = ARGV[3 + i]
-  local jobKey, lockKey = KEYS[7 + 2 * i], KEYS[8 + 2 * i]
+  local jobKey, lockKey, logsKey = KEYS[9 + 3 * i], KEYS[10 + 3 * i], KEYS[11 + 3 * i]
   local deadline = rcall('ZSCORE', activeKey, id)
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then
@@ -80,10 +86,11 @@ for i = 0, n - 1 do
         local reason = 'job stalled: its lease expired before it finished (worker ' .. (worker or 'unknown') .. ')'
         if useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 }) == 'failed' then
           failed[#failed + 1] = id
-          if fileFinished(jobKey, q, 'failed', id, now) ~= '' then
+          if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then
             trim = 1
           end
         else
+          emit(q, 'stalled', 'jobId', id)
           recovered[#recovered + 1] = id
         end
       end

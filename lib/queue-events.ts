@@ -1,0 +1,266 @@
+/**
+ * QueueEvents: a queue's events, from every process that touches it (producers, workers, the sweep and
+ * the Lambda reaper), read from the queue's stream (`<prefix>:{q}:events`) with a blocking XREAD. Events
+ * and payloads are BullMQ's: `added` ({ jobId, name }), `waiting` ({ jobId, prev? }), `delayed` ({ jobId,
+ * delay }: the due time, ms), `active`, `progress` ({ jobId, data }), `completed` ({ jobId, returnvalue,
+ * prev }), `failed` ({ jobId, failedReason, prev }), `retries-exhausted` ({ jobId, attemptsMade }),
+ * `stalled` ({ jobId }), `removed` ({ jobId, prev }), `duplicated`, `cleaned` ({ count }), `paused`,
+ * `resumed` ({}), and `drained`; each listener gets (payload, event id), `drained` (event id) alone, and
+ * an event about a job is also emitted as `<event>:<jobId>`.
+ *
+ * The scripts write the stream only while someone listens: a QueueEvents sets the queue's `listened` key
+ * with a TTL (LISTEN_TTL_MS, at least three blocking timeouts) and refreshes it as it reads, so a queue
+ * nobody has watched for that long keeps no stream and pays one EXISTS per script call. `waitUntilReady()`
+ * resolves once the key is set and the reading position is fixed: no event after it is missed.
+ *
+ * Options: connection (a URL or an ioredis client; default REDIS_URL, then redis://127.0.0.1:6379), prefix
+ * ('emq'), lastEventId (read from this stream id; default: events after waitUntilReady), blockingTimeout
+ * (ms per XREAD, 10000), autorun (true; else call run()).
+ */
+import { EventEmitter } from 'node:events'
+import { EchoMQError, redisError } from './errors.js'
+import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from './options.js'
+import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient, resilient } from './redis/connection.js'
+import { type QueueKeys, queueKeys } from './redis/keys.js'
+import { lastEventId, markListened, readEvents } from './redis/queries.js'
+import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
+
+export interface QueueEventsOptions {
+  connection?: unknown
+  prefix?: string
+  /** Read from this stream id (exclusive); default: every event after waitUntilReady(). */
+  lastEventId?: string
+  /** How long one XREAD blocks (ms). */
+  blockingTimeout?: number
+  /** Start reading at once (default), or when run() is called. */
+  autorun?: boolean
+}
+
+export const BLOCKING_TIMEOUT_MS_DEFAULT = 10_000
+/** How long a listener's mark lives without a refresh (ms): the scripts stop writing events this long after the last listener went. */
+export const LISTEN_TTL_MS = 60_000
+/** Entries per XREAD. */
+const READ_COUNT = 100
+/** After a failed read, the next try. */
+const RETRY_MS = 1_000
+const STREAM_ID = /^(\d+-\d+|\d+|\$)$/
+
+/** BullMQ's fields that hold something other than text: parsed back. */
+function payload(event: string, fields: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (let i = 0; i + 1 < fields.length; i += 2) out[fields[i] as string] = fields[i + 1]
+  const parse = (key: string) => {
+    if (typeof out[key] !== 'string') return
+    try {
+      out[key] = JSON.parse(out[key] as string)
+    } catch {
+      // Not JSON (never written so by EchoMQ): left as the text it is.
+    }
+  }
+  if (event === 'progress') parse('data')
+  if (event === 'completed') parse('returnvalue')
+  if (event === 'delayed' && out.delay !== undefined) out.delay = Number(out.delay)
+  return out
+}
+
+export class QueueEvents extends EventEmitter {
+  readonly name: string
+  readonly keys: QueueKeys
+  private readonly conn: Connection
+  private readonly blocking: RedisClient
+  private readonly blockMs: number
+  private readonly ttlMs: number
+  private readonly startId: string | undefined
+  private ready: Promise<void> | undefined
+  private running: Promise<void> | undefined
+  private closed = false
+  private markedAt = Number.NEGATIVE_INFINITY
+
+  constructor(name: string, options?: QueueEventsOptions) {
+    super()
+    this.name = validateQueueName(name)
+    const o = checkKnown('QueueEvents', options, ['connection', 'prefix', 'lastEventId', 'blockingTimeout', 'autorun'])
+    const prefix = opt(o.prefix, PREFIX_DEFAULT, validatePrefix)
+    this.blockMs = opt(o.blockingTimeout, BLOCKING_TIMEOUT_MS_DEFAULT, (v) =>
+      checkInteger('blockingTimeout', v, { min: 1, max: 600_000, unit: 'ms' }),
+    )
+    this.startId = opt(o.lastEventId, undefined, (v) => {
+      if (typeof v !== 'string' || !STREAM_ID.test(v))
+        fail('ERR_OPTIONS', `expected lastEventId to be a stream id such as 0-0, got: ${describe(v)}`)
+      return v
+    })
+    const autorun = opt(o.autorun, true, (v) => {
+      if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected autorun to be true or false, got: ${describe(v)}`)
+      return v
+    })
+    this.ttlMs = Math.max(LISTEN_TTL_MS, 3 * this.blockMs)
+    this.keys = queueKeys(prefix, this.name)
+    this.conn = openConnection(o.connection, { redisOptions: resilient() })
+    // XREAD BLOCK holds its connection; the mark is set on the other, which stays free.
+    this.blocking = duplicateClient(this.conn.client)
+    this.blocking.on('error', () => undefined)
+    if (autorun) void this.run()
+  }
+
+  /** Resolves once the listener has said it listens and fixed where it reads from. */
+  waitUntilReady(): Promise<void> {
+    this.ready ??= this.start()
+    return this.ready
+  }
+
+  /** Reads until close(); resolves then. A second call returns the same run. */
+  run(): Promise<void> {
+    this.running ??= this.waitUntilReady().then(
+      () => this.consume(),
+      (err) => void this.report(err),
+    )
+    return this.running
+  }
+
+  /** Stops reading and closes the connections. Safe to call more than once. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.emit('closing')
+    this.blocking.disconnect()
+    await closeConnection(this.conn)
+    await this.running?.catch(() => undefined)
+  }
+
+  private position = '$'
+
+  private async start(): Promise<void> {
+    try {
+      await this.mark()
+      this.position = this.startId ?? (await lastEventId(this.conn.client, this.keys))
+    } catch (err) {
+      throw redisError(this.name, 'listen to the events of queue', err)
+    }
+  }
+
+  private async mark(): Promise<void> {
+    await markListened(this.conn.client, this.keys, this.ttlMs)
+    this.markedAt = performance.now()
+  }
+
+  private async consume(): Promise<void> {
+    while (!this.closed) {
+      try {
+        if (performance.now() - this.markedAt > this.ttlMs / 3) await this.mark()
+        const entries = await readEvents(this.blocking, this.keys, this.position, this.blockMs, READ_COUNT)
+        for (const [id, fields] of entries) {
+          this.position = id
+          this.dispatch(id, fields)
+        }
+      } catch (err) {
+        if (this.closed) return
+        this.report(redisError(this.name, 'read the events of queue', err))
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
+      }
+    }
+  }
+
+  private dispatch(id: string, fields: string[]): void {
+    const event = fields[0] === 'event' ? fields[1] : undefined
+    if (event === undefined) return
+    if (event === 'drained') {
+      this.deliver('drained', id)
+      return
+    }
+    const data = payload(event, fields.slice(2))
+    this.deliver(event, data, id)
+    if (typeof data.jobId === 'string') this.deliver(`${event}:${data.jobId}`, data, id)
+  }
+
+  /** A listener that throws is reported as an `error`, never left to stop the reading. */
+  private deliver(event: string, ...args: unknown[]): void {
+    try {
+      this.emit(event, ...args)
+    } catch (err) {
+      this.report(new EchoMQError('ERR_OPTIONS', `a '${event}' listener of queue events ${this.name} threw: ${(err as Error)?.message}`))
+    }
+  }
+
+  private report(err: unknown): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err)
+    else console.error(`[echomq] queue events ${this.name}:`, err instanceof Error ? err.message : err)
+  }
+}
+
+/** What waitUntilFinished reads of the job once it listens: its state and outcome (undefined: no such job). */
+export type ReadOutcome = () => Promise<{ state: string | undefined; returnValue: string | undefined; failedReason: string | undefined }>
+
+/**
+ * Resolves to a job's return value when it completes, rejects with ERR_JOB_FAILED (its failure reason as
+ * the message) when it fails for good, with ERR_TIMEOUT after `ttl` ms, with ERR_JOB_MISSING when it no
+ * longer exists, and with ERR_CLOSED when `events` closes first. It listens first and reads the job's
+ * state second, so a job that finished before the call is answered at once and none is missed.
+ */
+export async function waitUntilFinished(
+  events: unknown,
+  job: { id: string; name: string; queue: string },
+  ttl: number | undefined,
+  read: ReadOutcome,
+): Promise<unknown> {
+  if (!(events instanceof QueueEvents)) fail('ERR_OPTIONS', "expected waitUntilFinished to be given a QueueEvents of the job's queue")
+  if (events.name !== job.queue) fail('ERR_OPTIONS', `expected a QueueEvents of queue ${job.queue}, got one of queue ${events.name}`)
+  if (ttl !== undefined) checkInteger('ttl', ttl, { min: 1, max: 2 ** 31 - 1, unit: 'ms' })
+  await events.waitUntilReady()
+  return new Promise((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined
+    const settle = (fn: () => void) => {
+      events.off(`completed:${job.id}`, onCompleted)
+      events.off(`failed:${job.id}`, onFailed)
+      events.off('closing', onClosing)
+      clearTimeout(timer)
+      fn()
+    }
+    const failed = (reason: string) => new EchoMQError('ERR_JOB_FAILED', reason)
+    const onCompleted = (data: { returnvalue?: unknown }) => settle(() => resolve(data.returnvalue))
+    const onFailed = (data: { failedReason?: string }) => settle(() => reject(failed(data.failedReason ?? 'failed')))
+    const onClosing = () =>
+      settle(() => reject(new EchoMQError('ERR_CLOSED', `queue events of ${job.queue} closed before job ${job.id} finished`)))
+    events.on(`completed:${job.id}`, onCompleted)
+    events.on(`failed:${job.id}`, onFailed)
+    events.once('closing', onClosing)
+    if (ttl !== undefined) {
+      timer = setTimeout(
+        () =>
+          settle(() =>
+            reject(
+              new EchoMQError(
+                'ERR_TIMEOUT',
+                `Job wait ${job.name} timed out before finishing, no finish notification arrived after ${ttl}ms (id=${job.id})`,
+              ),
+            ),
+          ),
+        ttl,
+      )
+    }
+    read().then(
+      ({ state, returnValue, failedReason }) => {
+        if (state === 'completed') settle(() => resolve(returnValue === undefined ? undefined : parseResult(returnValue)))
+        else if (state === 'failed') settle(() => reject(failed(failedReason ?? 'failed')))
+        else if (state === undefined) {
+          settle(() =>
+            reject(
+              new EchoMQError(
+                'ERR_JOB_MISSING',
+                `Missing key for job ${job.id} of queue ${job.queue}: it was removed (or removed on completion)`,
+              ),
+            ),
+          )
+        }
+      },
+      (err: unknown) => settle(() => reject(redisError(job.queue, `read job ${job.id} of queue`, err))),
+    )
+  })
+}
+
+function parseResult(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}

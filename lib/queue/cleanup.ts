@@ -1,0 +1,74 @@
+/**
+ * Removing many jobs, in bounded steps (each one script over at most CLEANUP_BATCH ids the caller read
+ * first and the script re-checks): `drain` (waiting jobs, and delayed ones when asked), `clean` (finished
+ * jobs past a grace period) and `obliterate` (the whole queue). A step never holds Redis for long, so
+ * these run beside live workers; a job a worker takes meanwhile is left to it.
+ */
+import { EchoMQError } from '../errors.js'
+import { clean, type DrainSource, drain, type FinishedSet, type ObliterateSource, obliterate } from '../redis/commands.js'
+import type { RedisClient } from '../redis/connection.js'
+import type { QueueKeys } from '../redis/keys.js'
+import { dropFromRegistry, headIds, oldestIds } from '../redis/queries.js'
+
+export const CLEANUP_BATCH = 500
+
+/** Removes every waiting job (and, with `delayed`, every delayed one) and its log; resolves to how many. */
+export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: boolean): Promise<number> {
+  let removed = 0
+  const sources: DrainSource[] = delayed ? ['reserved', 'wait', 'delayed'] : ['reserved', 'wait']
+  for (const source of sources) {
+    for (;;) {
+      const ids = await headIds(client, keys, source, CLEANUP_BATCH)
+      if (ids.length === 0) break
+      const gone = await drain(client, keys, source, ids)
+      removed += gone.length
+      // None of them was still there: others took them; read again only if the source moved on.
+      if (gone.length === 0 && (await headIds(client, keys, source, 1))[0] === ids[0]) break
+    }
+  }
+  return removed
+}
+
+/** Removes up to `limit` (0: all) jobs of a finished set that finished at least `graceMs` ago, oldest first; resolves to their ids. */
+export async function cleanSet(client: RedisClient, keys: QueueKeys, set: FinishedSet, graceMs: number, limit: number): Promise<string[]> {
+  const removed: string[] = []
+  for (;;) {
+    const n = limit === 0 ? CLEANUP_BATCH : Math.min(CLEANUP_BATCH, limit - removed.length)
+    if (n <= 0) break
+    const ids = await oldestIds(client, keys[set], n)
+    if (ids.length === 0) break
+    const step = await clean(client, keys, set, graceMs, ids)
+    removed.push(...step.removed)
+    if (step.done || step.removed.length === 0) break
+  }
+  return removed
+}
+
+/**
+ * Deletes the whole queue: every job with its lease and log, then the queue's own keys and its registry
+ * entry. Refused (ERR_QUEUE_ACTIVE, nothing deleted) while jobs are in flight, unless `force`.
+ */
+export async function obliterateQueue(client: RedisClient, keys: QueueKeys, prefix: string, queue: string, force: boolean): Promise<void> {
+  const sources: ObliterateSource[] = ['active', 'reserved', 'wait', 'delayed', 'completed', 'failed']
+  for (let round = 0; ; round++) {
+    for (const source of sources) {
+      for (;;) {
+        const ids = await headIds(client, keys, source, CLEANUP_BATCH)
+        if (ids.length === 0) break
+        const step = await obliterate(client, keys, force, { source, ids })
+        if (step.status === 'active') throw refused(queue)
+        if (step.count === 0) break
+      }
+    }
+    const last = await obliterate(client, keys, force, undefined)
+    if (last.status === 'active') throw refused(queue)
+    if (last.status === 'done') break
+    // Jobs were added while it ran (a producer still adding): go round again, a bounded number of times.
+    if (round >= 10)
+      throw new EchoMQError('ERR_QUEUE_ACTIVE', `queue ${queue} kept receiving jobs while being obliterated; stop its producers`)
+  }
+  await dropFromRegistry(client, prefix, queue)
+}
+
+const refused = (queue: string) =>
+  new EchoMQError('ERR_QUEUE_ACTIVE', `Cannot obliterate queue with active jobs: queue ${queue} has jobs in flight (pass { force: true })`)

@@ -1,0 +1,42 @@
+--[[
+  Removes waiting jobs (those in `wait`, and those busy workers reserved), or delayed ones, with their
+  logs: queue.drain's step. The caller passes ids it read from one source (the tail of `wait`, `reserved`
+  or the head of `delayed`); each is removed only if it is still there, so a job a worker took meanwhile
+  is left to it. Emits nothing, as BullMQ's drain.
+
+  KEYS[1] wait      LIST  <prefix>:{q}:wait
+  KEYS[2] reserved  ZSET  <prefix>:{q}:reserved
+  KEYS[3] delayed   ZSET  <prefix>:{q}:delayed
+  KEYS[4] marker    ZSET  <prefix>:{q}:marker
+  KEYS[3 + 2i]      HASH  job i        (i = 1 .. n)
+  KEYS[4 + 2i]      LIST  log of job i
+
+  ARGV[1] the source: "wait", "reserved" or "delayed"
+  ARGV[1 + i] job id i (for "wait": read from its tail, where LREM from the tail finds it at once)
+
+  Returns the ids removed.
+]]
+local rcall = redis.call
+local waitKey, reservedKey, delayedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local source = ARGV[1]
+
+local removed = {}
+for i = 1, #ARGV - 1 do
+  local id = ARGV[1 + i]
+  local gone = 0
+  if source == 'wait' then
+    gone = rcall('LREM', waitKey, -1, id)
+  elseif source == 'reserved' then
+    gone = rcall('ZREM', reservedKey, id)
+  else
+    gone = rcall('ZREM', delayedKey, id)
+  end
+  if gone > 0 then
+    rcall('UNLINK', KEYS[3 + 2 * i], KEYS[4 + 2 * i])
+    removed[#removed + 1] = id
+  end
+end
+if source == 'delayed' and rcall('ZCARD', delayedKey) == 0 then
+  rcall('ZREM', markerKey, 'd')
+end
+return removed

@@ -1,0 +1,22 @@
+-- Queue events, for QueueEvents (lib/queue-events.ts): one entry of the queue's stream per change, written
+-- by the script that makes the change, with BullMQ's names and fields. Only while a listener has said it
+-- listens (the `listened` key, which QueueEvents sets with a TTL and refreshes): a queue nobody watches
+-- pays one EXISTS per script call and keeps no stream. The stream is capped exactly at meta's
+-- `maxLenEvents` (the Queue option streams.events.maxLen), 10,000 by default as BullMQ.
+-- `q` holds the queue's keys { events, listened, meta, ... }; the answer is cached in it for the call.
+local EVENTS_MAXLEN_DEFAULT = 10000
+local function listening(q)
+  if q.listening == nil then
+    q.listening = redis.call('EXISTS', q.listened) == 1
+    if q.listening then
+      q.maxLen = redis.call('HGET', q.meta, 'maxLenEvents') or tostring(EVENTS_MAXLEN_DEFAULT)
+    end
+  end
+  return q.listening
+end
+
+local function emit(q, event, ...)
+  if listening(q) then
+    redis.call('XADD', q.events, 'MAXLEN', q.maxLen, '*', 'event', event, ...)
+  end
+end

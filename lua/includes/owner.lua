@@ -1,0 +1,18 @@
+-- Whether a run still owns its job: the job holds the run's token (set by the take, cleared by every move
+-- out of `active`) and the lease is the run's, or has lapsed with no sweep having recovered the job yet
+-- (as a finish judges it, finish-14.lua). `token` "" asks only whether the job exists.
+-- Returns "ok", "missing" or "lost".
+local function checkOwner(jobKey, lockKey, token)
+  local held = redis.call('HGET', jobKey, 'token')
+  if held == false and redis.call('EXISTS', jobKey) == 0 then
+    return 'missing'
+  end
+  if token == '' then
+    return 'ok'
+  end
+  local holder = redis.call('GET', lockKey)
+  if held == token and (holder == false or holder == token) then
+    return 'ok'
+  end
+  return 'lost'
+end

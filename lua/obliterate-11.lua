@@ -1,0 +1,67 @@
+--[[
+  Deletes a queue, a batch at a time: queue.obliterate's step. In "jobs" mode it removes the given jobs
+  (ids the caller read from one source) from that source and deletes their hashes, leases and logs; in
+  "keys" mode, once every set is empty, it deletes the queue's own keys. Refused while jobs are in flight
+  unless forced (their workers' finishes then find nothing and change nothing).
+
+  KEYS[1]  wait       LIST   <prefix>:{q}:wait
+  KEYS[2]  active     ZSET   <prefix>:{q}:active
+  KEYS[3]  stalled    ZSET   <prefix>:{q}:stalled
+  KEYS[4]  delayed    ZSET   <prefix>:{q}:delayed
+  KEYS[5]  completed  ZSET   <prefix>:{q}:completed
+  KEYS[6]  failed     ZSET   <prefix>:{q}:failed
+  KEYS[7]  marker     ZSET   <prefix>:{q}:marker
+  KEYS[8]  meta       HASH   <prefix>:{q}:meta
+  KEYS[9]  reserved   ZSET   <prefix>:{q}:reserved
+  KEYS[10] events     STREAM <prefix>:{q}:events
+  KEYS[11] listened   STRING <prefix>:{q}:listened
+  KEYS[9 + 3i]        HASH   job i        (i = 1 .. n)
+  KEYS[10 + 3i]       STRING lease of job i
+  KEYS[11 + 3i]       LIST   log of job i
+
+  ARGV[1] "jobs" or "keys"
+  ARGV[2] "1" to go on while jobs are in flight, else "0"
+  ARGV[3] in "jobs" mode, the source the ids were read from: "wait" (its tail), "reserved", "active",
+          "delayed", "completed" or "failed"
+  ARGV[3 + i] job id i
+
+  Returns { status, count }: status "active" (jobs in flight and not forced; nothing changed), "ok" with
+  the jobs removed, or in "keys" mode "done" (the queue's keys are gone) or "more" (a set is not empty).
+]]
+local rcall = redis.call
+local waitKey, activeKey, stalledKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local completedKey, failedKey, reservedKey = KEYS[5], KEYS[6], KEYS[9]
+local mode, force, source = ARGV[1], ARGV[2] == '1', ARGV[3]
+
+if not force and rcall('ZCARD', activeKey) > 0 then
+  return { 'active', 0 }
+end
+if mode == 'keys' then
+  local sizes = rcall('LLEN', waitKey) + rcall('ZCARD', activeKey) + rcall('ZCARD', delayedKey) + rcall('ZCARD', completedKey)
+    + rcall('ZCARD', failedKey) + rcall('ZCARD', reservedKey)
+  if sizes > 0 then
+    return { 'more', sizes }
+  end
+  rcall('UNLINK', waitKey, activeKey, stalledKey, delayedKey, completedKey, failedKey, KEYS[7], KEYS[8], reservedKey, KEYS[10], KEYS[11])
+  return { 'done', 0 }
+end
+
+local sets = { reserved = reservedKey, active = activeKey, delayed = delayedKey, completed = completedKey, failed = failedKey }
+local removed = 0
+for i = 1, #ARGV - 3 do
+  local id = ARGV[3 + i]
+  local gone
+  if source == 'wait' then
+    gone = rcall('LREM', waitKey, -1, id)
+  else
+    gone = rcall('ZREM', sets[source], id)
+  end
+  if gone > 0 then
+    if source == 'active' then
+      rcall('ZREM', stalledKey, id)
+    end
+    rcall('UNLINK', KEYS[9 + 3 * i], KEYS[10 + 3 * i], KEYS[11 + 3 * i])
+    removed = removed + 1
+  end
+end
+return { 'ok', removed }

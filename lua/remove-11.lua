@@ -1,0 +1,51 @@
+--[[
+  Removes a job that is not in flight: its hash, its log, and its entry in whichever set or list holds it.
+  A job in `active` is left alone (its worker owns it). A job id whose job was removed can be added again.
+
+  KEYS[1]  job        HASH   <prefix>:{q}:<id>
+  KEYS[2]  active     ZSET   <prefix>:{q}:active
+  KEYS[3]  wait       LIST   <prefix>:{q}:wait
+  KEYS[4]  delayed    ZSET   <prefix>:{q}:delayed
+  KEYS[5]  completed  ZSET   <prefix>:{q}:completed
+  KEYS[6]  failed     ZSET   <prefix>:{q}:failed
+  KEYS[7]  reserved   ZSET   <prefix>:{q}:reserved
+  KEYS[8]  meta       HASH   <prefix>:{q}:meta
+  KEYS[9]  events     STREAM <prefix>:{q}:events
+  KEYS[10] listened   STRING <prefix>:{q}:listened
+  KEYS[11] logs       LIST   <prefix>:{q}:<id>:logs
+
+  ARGV[1] job id
+
+  Returns "removed", "missing" (no such job) or "active" (in flight; nothing changed). Emits `removed`
+  with `prev`, the state the job was removed from (BullMQ's key names: wait, delayed, completed, failed).
+]]
+local rcall = redis.call
+local jobKey, activeKey, logsKey = KEYS[1], KEYS[2], KEYS[11]
+local waitKey, delayedKey, completedKey, failedKey, reservedKey = KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local q = { meta = KEYS[8], events = KEYS[9], listened = KEYS[10] }
+local id = ARGV[1]
+-- @include events
+
+if rcall('ZSCORE', activeKey, id) then
+  return 'active'
+end
+local state = rcall('HGET', jobKey, 'state')
+if not state then
+  return 'missing'
+end
+-- Only the structure the job's state names holds it: one removal, O(log n) except in `wait`, where LREM
+-- walks the list (as every Redis list queue's remove does).
+if state == 'wait' then
+  -- A waiting job may be reserved by a busy worker for its next call (see takeJobs.lua).
+  if rcall('ZREM', reservedKey, id) == 0 then
+    rcall('LREM', waitKey, 0, id)
+  end
+elseif state == 'delayed' then
+  rcall('ZREM', delayedKey, id)
+else
+  rcall('ZREM', completedKey, id)
+  rcall('ZREM', failedKey, id)
+end
+rcall('UNLINK', jobKey, logsKey)
+emit(q, 'removed', 'jobId', id, 'prev', state)
+return 'removed'
