@@ -273,11 +273,11 @@ describe('parameters that change the template', () => {
       // Checked by the code that reads them at run time (lib/reaper/config.ts), not by a copy of its rules.
       [
         ['--param', 'sweepsPerInvocation=99'],
-        /sweepsPerInvocation \(the function's SWEEPS_PER_INVOCATION\): expected an integer from 1 to 60/,
+        /--param sweepsPerInvocation: the function's SWEEPS_PER_INVOCATION: expected an integer from 1 to 60/,
       ],
-      [['--param', 'sweepGraceMs=-5'], /sweepGraceMs \(the function's SWEEP_GRACE_MS\): expected an integer from 0/],
-      [['--param', 'queues=a,bad name'], /queues \(the function's QUEUES\)/],
-      [['--param', 'queues=,'], /queues \(the function's QUEUES\): expected a comma-separated list/],
+      [['--param', 'sweepGraceMs=-5'], /--param sweepGraceMs: the function's SWEEP_GRACE_MS: expected an integer from 0/],
+      [['--param', 'queues=a,bad name'], /--param queues: the function's QUEUES: expected/],
+      [['--param', 'queues=,'], /--param queues: the function's QUEUES: expected a comma-separated list/],
       // A misspelt name would be ignored, leaving the default in place.
       [['--param', 'sweepGraceMS=1000'], /unknown parameter "sweepGraceMS" \(did you mean "sweepGraceMs"\?\)/],
       [['--param', 'failedJobsThreshold=-1'], /failedJobsThreshold: expected a whole number of jobs/],
