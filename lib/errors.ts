@@ -11,6 +11,7 @@ export type EchoMQErrorCode =
   | 'ERR_JOB_DATA'
   | 'ERR_OPTIONS'
   | 'ERR_CONNECTION'
+  | 'ERR_AUTH'
   | 'ERR_CONFIG'
   | 'ERR_EVENT'
   | 'ERR_LOCK_LOST'
@@ -50,8 +51,11 @@ export class EchoMQError extends Error {
   }
 }
 
-const CONNECTION_FAILURE =
-  /connect|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|closed|timed? ?out|max retries|not writeable|NOAUTH|WRONGPASS|LOADING|CLUSTERDOWN|MASTERDOWN|READONLY/i
+const CONNECTION_FAILURE = new RegExp(
+  /connect|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|closed|timed? ?out|max retries|not writeable|NOAUTH|WRONGPASS|/
+    .source + /LOADING|CLUSTERDOWN|MASTERDOWN|READONLY/.source,
+  'i',
+)
 
 /** ioredis attaches the failed command to reply errors (`err.command.args`); for AUTH and HELLO that is the password. */
 export function withoutSecrets<T>(err: T): T {
@@ -72,7 +76,7 @@ export function withLastError(message: string, last: Error | undefined): string 
 function replyCode(message: string): EchoMQErrorCode {
   if (/WRONGTYPE/.test(message)) return 'ERR_WRONG_TYPE'
   if (/^OOM\b|\bOOM command not allowed/.test(message)) return 'ERR_OOM'
-  if (/^NOPERM\b|\bNOPERM\b/.test(message)) return 'ERR_NOPERM'
+  if (/^NOPERM\b|\bNOPERM\b|can't run this command or subcommand/.test(message)) return 'ERR_NOPERM'
   if (/user_script|NOSCRIPT|ERR Error (running|compiling) script/i.test(message)) return 'ERR_SCRIPT'
   if (CONNECTION_FAILURE.test(message)) return 'ERR_CONNECTION'
   return 'ERR_REDIS'
@@ -84,8 +88,29 @@ const HINTS: Partial<Record<EchoMQErrorCode, string>> = {
     ' (Redis is out of memory: maxmemory is reached and the policy refuses writes that need memory, so no job can be ' +
     'added and the sweep cannot mark stalled jobs until memory is freed (finishing, retrying and removing jobs may ' +
     'still work): raise maxmemory, or remove finished jobs)',
-  ERR_NOPERM:
-    " (the Redis user lacks a permission EchoMQ needs: it runs scripts (EVALSHA, EVAL, SCRIPT LOAD) and reads and writes the keys under the queue's prefix)",
+}
+
+/** The ACL rule that grants a command EchoMQ sends (the README's ACL lines grant them all). */
+const ACL_RULES: [RegExp, string][] = [
+  [/^time$/, '+time (TIME is only in @fast; every script reads the clock)'],
+  [/^(evalsha|eval|script)/, '+@scripting'],
+  [/^(multi|exec)$/, '+@transaction'],
+  [/^info$/, '+info'],
+  [/^config/, '+config|get'],
+  [/^cluster/, '+cluster|slots +cluster|info'],
+  [/^(hello|auth|ping|quit|select|client)/, '+@connection'],
+  [/^(bzpopmin|sadd|set|del|unlink|rpush|lpush|rpop|lrem|zadd|zrem|hset|hdel|hincrby|pexpireat)/, '+@write'],
+]
+
+/** What to add to the Redis user's ACL for a NOPERM reply: the key pattern, or the command's rule. */
+function permissionHint(message: string): string {
+  if (/access one of the keys|permissions to access/.test(message))
+    return "the user's key patterns must cover the queue's keys: add ~<prefix>:* (~emq:* by default)"
+  const command = /run the '([\w|]+)' command|refused inside the script: (\w+)/i.exec(message)
+  const name = (command?.[1] ?? command?.[2] ?? '').toLowerCase()
+  if (name === '') return 'compare the user with the ACL lines in the README (Deploying the reaper, step 1)'
+  const rule = ACL_RULES.find(([pattern]) => pattern.test(name))?.[1] ?? '+@read'
+  return `the Redis user may not run ${name.toUpperCase()}: add ${rule} to its ACL (README: Deploying the reaper, step 1)`
 }
 
 /** Turns a Redis reply error into an EchoMQError naming the queue; a WRONGTYPE reply means a foreign key sits under the queue's prefix. */
@@ -93,7 +118,11 @@ export function redisError(queue: string, what: string, err: unknown, lastConnec
   if (err instanceof EchoMQError) return err
   const message = withLastError(err instanceof Error ? err.message : String(err), lastConnectionError)
   const code = replyCode(message)
-  return new EchoMQError(code, `${what} ${queue}: ${message}${HINTS[code] ?? ''}`, { cause: withoutSecrets(err) })
+  const hint = code === 'ERR_NOPERM' ? permissionHint(message) : undefined
+  return new EchoMQError(code, `${what} ${queue}: ${message}${hint ? ` (${hint})` : (HINTS[code] ?? '')}`, {
+    cause: withoutSecrets(err),
+    ...(hint ? { hint } : {}),
+  })
 }
 
 /**

@@ -28,7 +28,7 @@ import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from '
 import { type FinishedSet, type Probe, probe, probeRequeueMax, promote, requeueExpired, sweepStep } from './redis/commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { dueDelayed, expiredLeases, waitingSince } from './redis/queries.js'
+import { dueDelayed, expiredLeases, leaseDeadlines, waitingSince } from './redis/queries.js'
 import { trimFinished } from './retention.js'
 
 export interface SweepResult {
@@ -49,9 +49,15 @@ export interface QueuePass extends SweepResult {
   promoted: number
   trimmed: number
   counts: QueueCounts
-  /** Jobs that entered `failed` since the reaper last counted (0 unless asked for). */
+  /**
+   * Jobs that entered `failed` and that the reaper has not acknowledged yet (lib/reaper/report.ts), as the
+   * count stands after this pass: the probe's reading plus the jobs this pass failed (0 unless asked for).
+   */
   failedNew: number
-  /** How long the job next in line has been waiting (ms), when `wait` is not empty. */
+  /**
+   * How long the oldest job in `wait` has waited (ms), when `wait` is not empty: the job next in line
+   * when the pass began, or a job this pass recovered, whose wait began when its lease expired.
+   */
   oldestWaitMs: number | undefined
 }
 
@@ -70,23 +76,31 @@ export async function sweep(connection: unknown, queue: string, options?: SweepO
 }
 
 /**
- * One pass over one queue (see above). `takeFailures`: count the jobs that entered `failed` since the
- * last count, exactly once (the reaper's JobsFailed; a library sweep leaves the count to the reaper).
+ * One pass over one queue (see above). `readFailures`: report the count of jobs that entered `failed` and
+ * are not acknowledged yet (the reaper's JobsFailed, which it acknowledges once published; a library sweep
+ * leaves the count alone).
  */
 export async function sweepQueue(
   client: RedisClient,
   keys: QueueKeys,
   { graceMs, limit, audit }: SweepSettings,
-  { takeFailures = false }: { takeFailures?: boolean } = {},
+  { readFailures = false }: { readFailures?: boolean } = {},
 ): Promise<QueuePass> {
-  const found = await probe(client, keys, { limit, audit, auditAt: randomInt(1_000_000) / 1_000_000, takeFailures })
+  const found = await probe(client, keys, { limit, audit, auditAt: randomInt(1_000_000) / 1_000_000, readFailures })
   // A crash of a busy fleet leaves more expired reservations than the probe returns: all go back now.
   const share = probeRequeueMax(limit)
   for (let n = found.unreserved; n === share; ) n = await requeueExpired(client, keys, share)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
   const trims = new Set<FinishedSet>()
+  // The lease deadline of each job the deadline walk recovers: when its wait for a worker began.
+  let earliestRecovered: number | undefined
   const step = async (ids: string[], mode: 'deadline' | 'audit') => {
+    const deadlines = mode === 'deadline' ? await leaseDeadlines(client, keys, ids) : []
     const reply = await sweepStep(client, keys, { graceMs, mode, ids })
+    for (const id of reply.recovered) {
+      const at = deadlines[ids.indexOf(id)]
+      if (at !== undefined) earliestRecovered = Math.min(at, earliestRecovered ?? at)
+    }
     for (const id of reply.marked) if (!result.marked.includes(id)) result.marked.push(id)
     result.recovered.push(...reply.recovered)
     result.failed.push(...reply.failed)
@@ -123,8 +137,12 @@ export async function sweepQueue(
     completed: c.completed - trimmed.completed,
     failed: c.failed + result.failed.length - trimmed.failed,
   }
-  const oldestWaitMs = await waitingFor(client, keys, found)
-  return { ...result, promoted, trimmed: trimmed.completed + trimmed.failed, counts, failedNew: found.failedNew, oldestWaitMs }
+  const waited = await waitingFor(client, keys, found)
+  const recoveredWaited = earliestRecovered === undefined ? undefined : Math.max(0, found.now - earliestRecovered)
+  const oldestWaitMs =
+    waited === undefined || recoveredWaited === undefined ? (waited ?? recoveredWaited) : Math.max(waited, recoveredWaited)
+  const failedNew = readFailures ? found.failedNew + result.failed.length : 0
+  return { ...result, promoted, trimmed: trimmed.completed + trimmed.failed, counts, failedNew, oldestWaitMs }
 }
 
 /** Moves every delayed job due by the probe's time to `wait`; the marker then names the next due time. */

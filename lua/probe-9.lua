@@ -22,17 +22,17 @@
           requeue-3.lua for the rest)
   ARGV[2] audit window size (in-flight jobs checked whatever their deadline; 0 for none)
   ARGV[3] where the audit window starts, as a fraction of the in-flight jobs (0..1, random)
-  ARGV[4] 1 to take the count of jobs that entered `failed` since it was last taken (the reaper's
-          metric, counted exactly once), 0 to leave it
+  ARGV[4] 1 to read the count of jobs that entered `failed` and are not acknowledged yet (the reaper's
+          metric; read only: the reaper acknowledges it with HINCRBY -n once it has published it), 0 not to
 
   Returns { now (ms), { wait (reserved ids included), active, stalled, delayed, completed, failed }, failed
-  since last taken, expired lease ids, audit ids, due delayed ids, completed ids to trim, failed ids to
+  not yet acknowledged (0 when not asked, never below 0), expired lease ids, audit ids, due delayed ids, completed ids to trim, failed ids to
   trim, the id next in `wait` or false, reservations returned }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local limit, auditSize, auditAt, takeFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
+local limit, auditSize, auditAt, readFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 -- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
 local REARM_HORIZON_MS = 120000
 -- @include now
@@ -55,11 +55,8 @@ local waiting, inFlight, delayed = counts[1], counts[2], counts[4]
 counts[1] = waiting + rcall('ZCARD', reservedKey)
 
 local failedNew = 0
-if takeFailures then
-  failedNew = tonumber(rcall('HGET', metaKey, 'failedNew')) or 0
-  if failedNew > 0 then
-    rcall('HINCRBY', metaKey, 'failedNew', -failedNew)
-  end
+if readFailures then
+  failedNew = math.max(0, tonumber(rcall('HGET', metaKey, 'failedNew')) or 0)
 end
 
 local expired, audit = {}, {}

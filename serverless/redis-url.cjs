@@ -37,10 +37,14 @@ module.exports = {
     return { 'Fn::Sub': `arn:\${AWS::Partition}:ssm:\${AWS::Region}:\${AWS::AccountId}:parameter${path}` }
   },
 
-  /** The key kms:Decrypt is granted on: kmsKeyArn, else any key (still only through SSM, for this parameter). */
+  /**
+   * The key kms:Decrypt is granted on: kmsKeyArn, else any key of the account in the region (aws/ssm's id is
+   * not known at package time); either way only through SSM and only for this parameter (the conditions).
+   */
   async kmsKey({ resolveVariable }) {
     const arn = await param(resolveVariable, 'kmsKeyArn')
-    if (arn === '') return '*'
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a CloudFormation Fn::Sub string, not a template literal
+    if (arn === '') return { 'Fn::Sub': 'arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*' }
     // IAM matches kms:Decrypt against the key's ARN, never an alias's.
     if (!/^arn:[\w-]+:kms:[\w-]+:\d{12}:key\/.+$/.test(arn))
       fail(`kmsKeyArn: expected a KMS key ARN (…:key/<id>, not an alias), got: ${JSON.stringify(arn)}`)

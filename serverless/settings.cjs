@@ -85,10 +85,9 @@ module.exports = async ({ resolveVariable, options }) => {
     // The URL is read at run time (SSM); a placeholder lets every other setting be checked now.
     reaperConfig({}, { ...env, REDIS_URL: 'redis://placeholder:6379' })
   } catch (err) {
-    const message = String(err.message)
-    const variable = /^([A-Z_]+):/.exec(message)?.[1]
-    const name = Object.keys(SETTINGS).find((p) => SETTINGS[p] === variable)
-    fail(name ? `${name} (the function's ${message}`.replace(`${variable}:`, `${variable}):`) : message)
+    // The error names the variable at fault in a field of its own (EchoMQError.variable): name the --param that sets it.
+    const name = Object.keys(SETTINGS).find((p) => SETTINGS[p] === err.variable)
+    fail(name ? `--param ${name}: the function's ${err.message}` : String(err.message))
   }
   return { checked: true }
 }

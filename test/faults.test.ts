@@ -109,7 +109,7 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
     expect((err as EchoMQError).code).toBe('ERR_OOM')
     expect((err as Error).message).toMatch(/out of memory.*cannot mark stalled jobs/)
     expect(summary.queues.q?.error).toMatch(/out of memory/)
-    expect(logs.find((l) => l.level === 'error')?.fields).toMatchObject({ code: 'ERR_OOM' })
+    expect(logs.find((l) => l.level === 'error')?.fields).toMatchObject({ errorCode: 'ERR_OOM' })
     expect(await snapshot(redis.client)).toEqual(before)
   })
 

@@ -13,11 +13,11 @@ import {
   metricsClient,
   PUBLISH_TIMEOUT_MS,
   publishMetrics,
-  type QueueRun,
-  totals,
 } from '../lib/reaper/metrics.js'
+import { type QueueRun, totals } from '../lib/reaper/run.js'
 import { CLOUDWATCH_REQUEST_ID, type CloudWatchEndpoint, startBlackhole, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
+import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
 
@@ -299,7 +299,7 @@ describe('the real client at a local endpoint', () => {
 describe('the handler publishes what its sweeps did', () => {
   let redis: TestRedis
   let endpoint: CloudWatchEndpoint
-  let lines: string[]
+  let captured: CapturedLogs
   beforeAll(async () => {
     redis = await startRedis()
     endpoint = await startCloudWatchEndpoint()
@@ -308,9 +308,7 @@ describe('the handler publishes what its sweeps did', () => {
   beforeEach(async () => {
     await redis.client.flushall()
     endpoint.requests.length = 0
-    lines = []
-    vi.spyOn(console, 'log').mockImplementation((line: string) => void lines.push(line))
-    vi.spyOn(console, 'error').mockImplementation((line: string) => void lines.push(line))
+    captured = captureLogs()
   })
   afterAll(async () => {
     vi.unstubAllEnvs()
@@ -344,7 +342,7 @@ describe('the handler publishes what its sweeps did', () => {
     expect(metric(METRIC_NAMES.StalledMarked)?.Value).toBe(3)
     expect(metric(METRIC_NAMES.FailedCount)?.Value).toBe(2)
     expect(metric(METRIC_NAMES.SweepDuration)?.Values).toHaveLength(2)
-    const queueLines = lines.map((l) => JSON.parse(l)).filter((l) => l.message === 'queue')
+    const queueLines = captured.lines.filter((l) => l.message === 'queue')
     expect(queueLines.map((l) => l.queue).sort()).toEqual(['emails', 'sms'])
     expect(queueLines.find((l) => l.queue === 'emails')).toMatchObject({ marked: 2, failed: 2, counts: { failed: 2 }, sweeps: 2 })
   })
@@ -368,9 +366,8 @@ describe('the handler publishes what its sweeps did', () => {
     } finally {
       endpoint.failWith(undefined)
     }
-    const parsed = lines.map((l) => JSON.parse(l))
-    expect(parsed.find((l) => l.message === 'summary')).toMatchObject({ metrics: 'api', metricsPublished: false })
-    expect(parsed.find((l) => l.message.startsWith('metrics not published'))).toMatchObject({
+    expect(captured.line('summary')).toMatchObject({ metrics: 'api', metricsPublished: false })
+    expect(captured.line(/^metrics not published/)).toMatchObject({
       httpStatus: 500,
       requestId: CLOUDWATCH_REQUEST_ID,
     })
@@ -387,21 +384,15 @@ describe('the handler publishes what its sweeps did', () => {
   ])('no metrics with %s', async (_label, env) => {
     await invoke({ ...env, QUEUES: 'a' })
     expect(endpoint.requests).toHaveLength(0)
-    expect(lines.map((l) => JSON.parse(l)).find((l) => l.message === 'summary')).toMatchObject({ metrics: 'off' })
+    expect(captured.line('summary')).toMatchObject({ metrics: 'off' })
   })
 
   it('METRICS_MODE=emf writes one EMF line (with the POWERTOOLS_SERVICE_NAME field) to stdout and calls no API', async () => {
-    const written: string[] = []
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      written.push(String(chunk))
-      return true
-    })
-
     await invoke({ METRICS_MODE: 'emf', QUEUES: 'emails', POWERTOOLS_SERVICE_NAME: 'billing' })
 
     expect(endpoint.requests).toHaveLength(0)
-    const docs = written.map((l) => JSON.parse(l) as { _aws?: unknown; service?: string; QueuesSwept?: number })
-    expect(docs.filter((d) => d._aws)).toHaveLength(1)
-    expect(docs[0]).toMatchObject({ service: 'billing', SweepRuns: 1 })
+    const docs = captured.lines.filter((d) => d._aws)
+    expect(docs).toHaveLength(1)
+    expect(docs[0]).toMatchObject({ stream: 'stdout', service: 'billing', SweepRuns: 1 })
   })
 })

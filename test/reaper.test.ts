@@ -6,17 +6,17 @@ import { EchoMQError, Queue } from '../lib/index.js'
 import { reaperConfig } from '../lib/reaper/config.js'
 import { createReaper, runReaper } from '../lib/reaper/reaper.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { freePort, startRedis, useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 
 const redis = useRedis()
+let captured: CapturedLogs
 let logs: string[]
 beforeEach(async () => {
-  logs = []
-  const capture = (...args: unknown[]) => void logs.push(args.map(String).join(' '))
-  vi.spyOn(console, 'log').mockImplementation(capture)
-  vi.spyOn(console, 'error').mockImplementation(capture)
+  captured = captureLogs()
+  logs = captured.text
 })
 afterEach(() => {
   vi.restoreAllMocks()

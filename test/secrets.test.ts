@@ -14,15 +14,18 @@ import { reaperConfig } from '../lib/reaper/config.js'
 import { readSecret } from '../lib/reaper/secrets.js'
 import { startBlackhole } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
+import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { SSM_REQUEST_ID, type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
+import { waitFor } from './helpers/wait.js'
 
 const PASSWORD = 's3cret-pw'
 const PARAMETER = '/echomq/test/redis-url'
 const redis = useRedis()
 let ssm: SsmEndpoint
 let logs: string[]
+let captured: CapturedLogs
 /** A deployed function: in Lambda, the URL's name in the environment, no URL. */
 const lambdaEnv = (extra: Record<string, string> = {}) => ({
   AWS_LAMBDA_FUNCTION_NAME: 'echomq-reaper-test-sweep',
@@ -47,10 +50,8 @@ beforeEach(async () => {
   ssm.requests.length = 0
   ssm.parameters.clear()
   ssm.parameters.set(PARAMETER, { value: aclUrl() })
-  logs = []
-  const capture = (...args: unknown[]) => void logs.push(args.map(String).join(' '))
-  vi.spyOn(console, 'log').mockImplementation(capture)
-  vi.spyOn(console, 'error').mockImplementation(capture)
+  captured = captureLogs()
+  logs = captured.text
 })
 afterEach(() => vi.restoreAllMocks())
 
@@ -70,7 +71,7 @@ describe('the Redis URL from SSM', () => {
     expect(logs.join('\n')).not.toContain(PASSWORD)
   })
 
-  it('after a connection failure the next invocation reads it again: a rotated password is picked up', async () => {
+  it('refused credentials are ERR_AUTH, not "unreachable"; the next invocation reads the URL again and picks up a rotated password', async () => {
     ssm.parameters.set(PARAMETER, { value: aclUrl('old-password') })
     const handler = createHandler(lambdaEnv({ QUEUES: 'a', REDIS_TIMEOUT_MS: '1000' }))
 
@@ -80,7 +81,10 @@ describe('the Redis URL from SSM', () => {
     await handler.close()
 
     expect(err).toBeInstanceOf(EchoMQError)
-    expect((err as EchoMQError).code).toBe('ERR_CONNECTION')
+    expect(err).toMatchObject({ code: 'ERR_AUTH', message: expect.stringMatching(/refused the credentials: .*WRONGPASS/) })
+    expect((err as EchoMQError).message).not.toMatch(/unreachable/)
+    expect((err as EchoMQError).hint).toMatch(/check the user and password/)
+    expect(captured.line('invocation failed')).toMatchObject({ level: 'ERROR', stream: 'stderr', errorCode: 'ERR_AUTH' })
     expect(inspect(err, { depth: 10 })).not.toContain('old-password')
     expect(summary.sweeps).toBe(1)
     expect(ssm.requests).toHaveLength(2)
@@ -120,9 +124,52 @@ describe('the Redis URL from SSM', () => {
     try {
       const err = await createHandler(lambdaEnv())({}, context).catch((e: unknown) => e)
       expect((err as Error).message).toMatch(/AccessDeniedException \(HTTP 400.*needs ssm:GetParameter/)
+      expect(err).toMatchObject({ variable: 'REDIS_URL_PARAMETER', hint: expect.stringMatching(/ssm:GetParameter/) })
     } finally {
       ssm.failWith(undefined)
     }
+  })
+
+  it('a KMS denial (SSM answers AccessDeniedException naming KMS) gets a KMS hint, not "needs ssm:GetParameter"', async () => {
+    // What SSM answers when the role may read the parameter but not decrypt it with its key.
+    ssm.failWith({
+      status: 400,
+      type: 'AccessDeniedException',
+      message:
+        'User: arn:aws:sts::123456789012:assumed-role/echomq-reaper-test/fn is not authorized to perform: kms:Decrypt on resource: ' +
+        'arn:aws:kms:eu-west-1:123456789012:key/1234abcd because no identity-based policy allows the kms:Decrypt action ' +
+        '(Service: AWSKMS; Status Code: 400; Error Code: AccessDeniedException)',
+    })
+    try {
+      const err = (await createHandler(lambdaEnv())({}, context).catch((e: unknown) => e)) as EchoMQError
+      expect(err.code).toBe('ERR_CONFIG')
+      expect(err.hint).toMatch(/^KMS refused to decrypt the parameter: the role needs kms:Decrypt on the parameter's key/)
+      expect(err.message).not.toMatch(/needs ssm:GetParameter/)
+      expect(captured.line('invocation failed')).toMatchObject({ errorCode: 'ERR_CONFIG', hint: err.hint, variable: 'REDIS_URL_PARAMETER' })
+    } finally {
+      ssm.failWith(undefined)
+    }
+  })
+
+  it('is read again once its max age has passed, without a failure: a rotated password is picked up on time', async () => {
+    const handler = createHandler(lambdaEnv({ QUEUES: 'a', POWERTOOLS_PARAMETERS_MAX_AGE: '1' }))
+    await handler({}, context)
+    await handler({}, context)
+    expect(ssm.requests).toHaveLength(1)
+    // The password changes in Redis and in SSM; the old connection still works until the URL is read again.
+    await redis.client.call('ACL', 'SETUSER', 'reaper', 'resetpass', '>rotated-pw')
+    ssm.parameters.set(PARAMETER, { value: aclUrl('rotated-pw') })
+    await waitFor(
+      async () => {
+        await handler({}, context)
+        return ssm.requests.length >= 2
+      },
+      { timeoutMs: 5_000, intervalMs: 100, what: 'the URL read again' },
+    )
+    await handler.close()
+    expect(ssm.requests).toHaveLength(2)
+    expect(captured.line(/Redis URL changed in SSM/)).toBeDefined()
+    expect(logs.join('\n')).not.toMatch(/rotated-pw|s3cret-pw/)
   })
 
   it('a value that is not a Redis URL is rejected without being quoted', async () => {

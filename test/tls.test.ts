@@ -130,7 +130,7 @@ describe('rediss:// with an ACL user', () => {
 })
 
 describe('a wrong password', () => {
-  it('the handler, sweep() and Queue.add fail fast with ERR_CONNECTION naming WRONGPASS, without the password', async () => {
+  it('the handler fails fast with ERR_AUTH, sweep() and Queue.add with ERR_CONNECTION, naming WRONGPASS, without the password', async () => {
     const started = Date.now()
     const handler = await bad.request({ op: 'handler' })
     const swept = await bad.request({ op: 'sweep', queue: 'cq' })
@@ -138,7 +138,7 @@ describe('a wrong password', () => {
 
     for (const reply of [handler, swept, added]) {
       expect(reply.ok).toBe(false)
-      expect(reply.error).toMatchObject({ name: 'EchoMQError', code: 'ERR_CONNECTION' })
+      expect(reply.error).toMatchObject({ name: 'EchoMQError', code: reply === handler ? 'ERR_AUTH' : 'ERR_CONNECTION' })
       expect(reply.error?.message).toMatch(/WRONGPASS|authentication/i)
       expect(reply.error?.message).not.toContain(redis.wrongPassword)
     }

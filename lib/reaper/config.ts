@@ -1,9 +1,12 @@
 /**
  * The reaper's configuration, for the Lambda handler and `echomq sweep`. Each setting comes from an
- * explicit option (what the command's flags set), else the environment (read here and nowhere else),
- * else its default (defaults.json, which serverless.yml reads too). Numeric settings share their range
+ * explicit option (what the command's flags set), else the environment, else its default (defaults.json,
+ * which serverless.yml reads too). The reaper reads the environment here only; where the Redis URL comes
+ * from (REDIS_URL, REDIS_URL_PARAMETER) is decided by lib/redis/url.ts, the resolver every entry point
+ * shares, which this module calls. Numeric settings share their range
  * with the library option of the same meaning (RANGES in options.ts). A bad value fails with a message
- * naming the variable or option and what it expected.
+ * naming the variable or option and what it expected, and carries that name as the error's `variable`
+ * (serverless/settings.cjs reads it to name the --param at package time).
  *
  *   REDIS_URL              redis://, rediss://, redis+cluster://  (see REDIS URL below)
  *   REDIS_URL_PARAMETER    SSM SecureString holding the URL, read at run time by loadReaperConfig
@@ -21,7 +24,8 @@
  *   METRICS_NAMESPACE      CloudWatch namespace            (POWERTOOLS_METRICS_NAMESPACE, else EchoMQ)
  *   PER_QUEUE_METRICS      true | false                    (false) also publish each queue's metrics (dimension Queue)
  *   POWERTOOLS_METRICS_DISABLED  true turns metrics off, whatever METRICS_MODE says (as in Powertools)
- *   POWERTOOLS_SERVICE_NAME      a `service` field in the EMF documents and the summary log lines (not a dimension)
+ *   POWERTOOLS_SERVICE_NAME      `service` of every log line and EMF document (not a dimension); echomq-reaper when unset
+ *   POWERTOOLS_PARAMETERS_MAX_AGE  seconds a Redis URL read from SSM is reused (300) before it is read again
  *
  * REDIS URL: an explicit option, else REDIS_URL, else the SSM parameter REDIS_URL_PARAMETER names (what a
  * deployed function uses: the password stays out of the template), else, outside Lambda only,
@@ -49,6 +53,7 @@ const REAPER_RANGES = {
   sweeps: { min: 1, max: 60 },
   intervalMs: { min: 0, max: 900_000, unit: 'ms' },
   concurrency: { min: 1, max: 256 },
+  secretMaxAgeS: { min: 0, max: 86_400, unit: 's' },
 } as const satisfies Record<string, Range>
 
 export interface ReaperConfig {
@@ -67,8 +72,10 @@ export interface ReaperConfig {
   namespace: string
   /** Publish each queue's metrics (dimension Queue) besides the totals; each queue then costs ~10 custom metrics. */
   perQueueMetrics: boolean
-  /** POWERTOOLS_SERVICE_NAME: a field of the EMF documents and summary log lines. */
+  /** POWERTOOLS_SERVICE_NAME: a field of the EMF documents (the log lines get it from the Logger). */
   service: string | undefined
+  /** How long a Redis URL read from SSM is reused before it is read again (s). */
+  secretMaxAgeS: number
 }
 
 /** Explicit settings, which win over the environment. */
@@ -76,8 +83,11 @@ export type ReaperOptions = Partial<ReaperConfig>
 
 type Env = Record<string, string | undefined>
 
-/** Reads an SSM parameter's decrypted value (lib/secrets.ts's readSecret in the Lambda). */
-export type ReadSecret = (name: string) => Promise<string>
+/** Reads an SSM parameter's decrypted value (lib/reaper/secrets.ts's readSecret in the Lambda), reusing it up to maxAgeS. */
+export type ReadSecret = (name: string, maxAgeS: number) => Promise<string>
+
+/** A Redis URL from SSM is read again after this long, so a rotated password is picked up within it. */
+export const SECRET_MAX_AGE_S_DEFAULT = 300
 
 /** Powertools' spellings of a boolean. */
 const TRUE = ['true', '1', 'yes', 'y', 'on']
@@ -85,10 +95,8 @@ const FALSE = ['false', '0', 'no', 'n', 'off']
 
 function bad(name: string, expected: string, value: unknown): never {
   const text = typeof value === 'string' ? value : String(value)
-  throw new EchoMQError(
-    'ERR_CONFIG',
-    `${name}: expected ${expected}, got: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)}`,
-  )
+  const shown = JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}…` : text)
+  throw new EchoMQError('ERR_CONFIG', `${name}: expected ${expected}, got: ${shown}`, { variable: name })
 }
 
 /** Reads settings from options, then the environment, then defaults. */
@@ -109,7 +117,7 @@ class Source {
   }
 
   int(
-    key: 'redisTimeoutMs' | 'sweeps' | 'intervalMs' | 'graceMs' | 'concurrency' | 'limit' | 'audit',
+    key: 'redisTimeoutMs' | 'sweeps' | 'intervalMs' | 'graceMs' | 'concurrency' | 'limit' | 'audit' | 'secretMaxAgeS',
     variable: string,
     fallback: number,
     range: Range,
@@ -130,7 +138,7 @@ class Source {
     return text
   }
 
-  text(key: 'redisUrl' | 'prefix' | 'namespace' | 'service', variables: string[], fallback: string): { name: string; value: string } {
+  text(key: 'redisUrl' | 'prefix' | 'namespace', variables: string[], fallback: string): { name: string; value: string } {
     const { name, value } = this.pick(key, ...variables)
     return { name, value: value === undefined ? fallback : String(value) }
   }
@@ -174,24 +182,38 @@ function urlSource(source: Source): UrlSource {
   return redisUrlSource(url.value === undefined ? undefined : { name: url.name, value: String(url.value) }, source.env)
 }
 
-/** The URL and cluster settings. A secret's value is never quoted back, even masked: it may not be a URL at all. */
-function redisSettings(source: Source, url: { name: string; value: string }, secret = false): Pick<ReaperConfig, 'redisUrl' | 'cluster'> {
-  let seeds: number
-  let clusterScheme: boolean
-  try {
-    const parsed = parseRedisUrl(url.value)
-    seeds = parsed.nodes.length
-    clusterScheme = parsed.cluster
-  } catch (err) {
-    const message = (err as Error).message
-    throw new EchoMQError('ERR_CONFIG', `${url.name}: ${secret ? message.replace(/"(?:[^"\\]|\\.)*"/g, '(value not shown)') : message}`)
+const origin = (url: { name: string; value: string }): UrlOrigin => ({ ...url, variable: url.name })
+
+/** Where a URL came from: what a message names, and the setting to blame (`variable`). */
+interface UrlOrigin {
+  name: string
+  variable: string
+  value: string
+}
+
+/**
+ * The URL and cluster settings, checked before any connection: a port outside 1-65535 is a configuration
+ * error here, not a connection failure later. A secret's value is never quoted back, even masked: it may
+ * not be a URL at all.
+ */
+function redisSettings(source: Source, url: UrlOrigin, secret = false): Pick<ReaperConfig, 'redisUrl' | 'cluster'> {
+  const fail = (message: string): never => {
+    throw new EchoMQError('ERR_CONFIG', `${url.name}: ${secret ? message.replace(/"(?:[^"\\]|\\.)*"/g, '(value not shown)') : message}`, {
+      variable: url.variable,
+    })
   }
+  let parsed: ReturnType<typeof parseRedisUrl> | undefined
+  try {
+    parsed = parseRedisUrl(url.value)
+  } catch (err) {
+    fail((err as Error).message)
+  }
+  const nodes = parsed?.nodes ?? []
+  const badPort = nodes.find((n) => !Number.isInteger(n.port) || n.port < 1 || n.port > 65_535)
+  if (badPort) fail(`port ${badPort.port} of host ${JSON.stringify(badPort.host)} is outside 1-65535`)
   const cluster = source.flag('cluster', 'REDIS_CLUSTER', false)
-  if (seeds > 1 && !cluster && !clusterScheme) {
-    throw new EchoMQError(
-      'ERR_CONFIG',
-      `${url.name}: names ${seeds} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`,
-    )
+  if (nodes.length > 1 && !cluster && !parsed?.cluster) {
+    fail(`names ${nodes.length} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`)
   }
   return { redisUrl: url.value, cluster }
 }
@@ -202,6 +224,21 @@ function metricsMode(source: Source): MetricsMode {
   // `serverless invoke local` runs on a laptop: no metrics into the account's namespace unless asked for.
   const fallback = source.env.IS_LOCAL === 'true' ? 'off' : (DEFAULTS.metricsMode as MetricsMode)
   return source.oneOf('metricsMode', 'METRICS_MODE', fallback, METRICS_MODES)
+}
+
+/** What the Lambda handler needs before the rest of the configuration is read (it logs that read's failures). */
+export function lambdaSettings(env: Env): { service: string | undefined; closeAfterRun: boolean } {
+  // `serverless invoke local` (IS_LOCAL) waits for open sockets; a deployed function keeps its connection warm.
+  // A service name too long for the settings is refused there, with the rest: the Logger does without it.
+  const service = env.POWERTOOLS_SERVICE_NAME?.trim()
+  return { service: service && service.length <= 255 ? service : undefined, closeAfterRun: env.IS_LOCAL === 'true' }
+}
+
+/** POWERTOOLS_SERVICE_NAME: the Logger's and the EMF documents' `service`. */
+function serviceName(env: Env): string | undefined {
+  const value = env.POWERTOOLS_SERVICE_NAME?.trim() ?? ''
+  if (value.length > 255) bad('POWERTOOLS_SERVICE_NAME', 'a service name of at most 255 characters', value)
+  return value === '' ? undefined : value
 }
 
 /** Every setting but the Redis URL, which may still have to be read from SSM. */
@@ -216,8 +253,7 @@ function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
   if (!/^[A-Za-z0-9._\-/#:]{1,255}$/.test(namespace.value) || namespace.value.startsWith('AWS/')) {
     bad(namespace.name, 'a CloudWatch namespace (1-255 of [A-Za-z0-9._-/#:], not starting with AWS/)', namespace.value)
   }
-  const service = source.text('service', ['POWERTOOLS_SERVICE_NAME'], '')
-  if (service.value.length > 255) bad(service.name, 'a service name of at most 255 characters', service.value)
+  const service = serviceName(source.env)
   return {
     redisTimeoutMs: source.int('redisTimeoutMs', 'REDIS_TIMEOUT_MS', DEFAULTS.redisTimeoutMs, REAPER_RANGES.redisTimeoutMs),
     queues: source.queues(),
@@ -231,7 +267,8 @@ function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
     metricsMode: metricsMode(source),
     namespace: namespace.value,
     perQueueMetrics: source.flag('perQueueMetrics', 'PER_QUEUE_METRICS', metricNames.perQueueDefault),
-    service: service.value === '' ? undefined : service.value,
+    service,
+    secretMaxAgeS: source.int('secretMaxAgeS', 'POWERTOOLS_PARAMETERS_MAX_AGE', SECRET_MAX_AGE_S_DEFAULT, REAPER_RANGES.secretMaxAgeS),
   }
 }
 
@@ -243,9 +280,10 @@ export function reaperConfig(options: ReaperOptions = {}, env: Env = process.env
     throw new EchoMQError(
       'ERR_CONFIG',
       `REDIS_URL_PARAMETER: names SSM parameter ${url.parameter}, which is read at run time: use loadReaperConfig`,
+      { variable: 'REDIS_URL_PARAMETER' },
     )
   }
-  return { ...redisSettings(source, url), ...settings(source) }
+  return { ...redisSettings(source, origin(url)), ...settings(source) }
 }
 
 /**
@@ -256,8 +294,8 @@ export async function loadReaperConfig(options: ReaperOptions, env: Env, readSec
   const source = new Source(options, env)
   const url = urlSource(source)
   const rest = settings(source)
-  if (!('parameter' in url)) return { ...redisSettings(source, url), ...rest }
+  if (!('parameter' in url)) return { ...redisSettings(source, origin(url)), ...rest }
   // A value put from a file (`--value file://url.txt`) often ends with a newline.
-  const value = (await readSecret(url.parameter)).trim()
-  return { ...redisSettings(source, { name: `SSM parameter ${url.parameter}`, value }, true), ...rest }
+  const value = (await readSecret(url.parameter, rest.secretMaxAgeS)).trim()
+  return { ...redisSettings(source, { name: `SSM parameter ${url.parameter}`, variable: 'REDIS_URL_PARAMETER', value }, true), ...rest }
 }

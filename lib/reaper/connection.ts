@@ -1,9 +1,13 @@
 /**
  * The reaper's Redis connection, kept across runs (a Lambda container's warm invocations, the ticks of
  * `echomq sweep --every`). `client()` opens it when needed, pings it (a Redis that does not answer fails
- * the run within the configured timeout, naming the URL with its password masked) and, once (per cold
- * start, in a Lambda), checks the eviction policy. A run that failed calls `discard()`, so the next one opens a
- * fresh connection rather than reusing a broken one.
+ * the run within the configured timeout with ERR_CONNECTION, naming the URL with its password masked; one
+ * that refuses the credentials, WRONGPASS or NOAUTH, fails with ERR_AUTH) and, once (per cold start, in a
+ * Lambda), checks the eviction policy. A run that failed calls `discard()`, so the next one opens a fresh
+ * connection rather than reusing a broken one.
+ *
+ * No ready check: ioredis would send INFO on each connection, and print a line that is not JSON when the
+ * user may not run it. The ping does the check, so the reaper's Redis user needs no INFO (README, step 1).
  */
 
 import { EchoMQError, withLastError, withoutSecrets } from '../errors.js'
@@ -18,8 +22,13 @@ import {
 } from '../redis/connection.js'
 import { evictionPolicy } from '../redis/queries.js'
 import type { ReaperConfig } from './config.js'
+import type { Log } from './log.js'
 
-export type Log = (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void
+/** Redis's replies to credentials it refuses. */
+const REFUSED_CREDENTIALS = /WRONGPASS|NOAUTH|invalid username-password/i
+const AUTH_HINT =
+  'check the user and password in the Redis URL (REDIS_URL, or the SSM parameter REDIS_URL_PARAMETER names): ' +
+  'a rotated password is read again at the next invocation; the user must exist and be on (ACL SETUSER <user> on)'
 
 export class ReaperConnection {
   private conn: Connection | undefined
@@ -38,7 +47,7 @@ export class ReaperConnection {
     if (!this.conn || this.conn.client.status === 'end') {
       this.conn = openConnection(this.config.redisUrl, {
         cluster: this.config.cluster,
-        redisOptions: { lazyConnect: true, ...failFast(this.config.redisTimeoutMs) },
+        redisOptions: { lazyConnect: true, enableReadyCheck: false, ...failFast(this.config.redisTimeoutMs) },
       })
     }
     const { client } = this.conn
@@ -53,7 +62,15 @@ export class ReaperConnection {
   /** A connection failure of a run, with the URL (password masked) that could not be reached. */
   unreachable(err: unknown): unknown {
     if (!(err instanceof EchoMQError) || err.code !== 'ERR_CONNECTION' || err.message.startsWith('Redis at ')) return err
+    if (REFUSED_CREDENTIALS.test(err.message)) return this.refused(err.message, err)
     return new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(this.config.redisUrl)} is unreachable: ${err.message}`, { cause: err })
+  }
+
+  private refused(message: string, cause: unknown): EchoMQError {
+    return new EchoMQError('ERR_AUTH', `Redis at ${redactUrl(this.config.redisUrl)} refused the credentials: ${message}`, {
+      cause: withoutSecrets(cause),
+      hint: AUTH_HINT,
+    })
   }
 
   /** Drops the connection after a failure; the next run opens a new one. */
@@ -77,6 +94,7 @@ export class ReaperConnection {
       await Promise.race([client.ping(), timeout])
     } catch (err) {
       const message = withLastError((err as Error).message, lastConnectionError(client))
+      if (REFUSED_CREDENTIALS.test(message)) throw this.refused(message, err)
       throw new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(redisUrl)} is unreachable: ${message}`, { cause: withoutSecrets(err) })
     } finally {
       clearTimeout(timer)

@@ -5,11 +5,12 @@
  * By default only totals over every queue are published, without dimensions, so the number of custom
  * metrics (what CloudWatch bills) stays at 12 however many queues there are:
  *   SweepRuns         1 per invocation that swept (the dead-man signal)
- *   QueuesSwept       queues swept (a queue listed in QUEUES but absent from the registry is not counted)
+ *   QueuesSwept       queues swept (a queue listed in QUEUES but absent from the registry is not counted; left
+ *                     out on a fresh install, when no registry exists under any prefix)
  *   SweepErrors       queues whose sweep failed in the invocation
  *   StalledMarked, StalledRecovered
- *   JobsFailed        jobs that entered `failed` since they were last counted, whatever moved them there
- *                     (QueueRun.failedNew, counted exactly once across invocations by runReaper)
+ *   JobsFailed        jobs that entered `failed` since they were last published, whatever moved them there
+ *                     (QueueRun.failedNew; report.ts acknowledges them in Redis once this publish succeeded)
  *   WaitingCount, ActiveCount, DelayedCount, FailedCount   sizes after the last sweep
  *   OldestWaitAge     ms, the oldest job waiting in any queue (like SQS's ApproximateAgeOfOldestMessage)
  *   SweepDuration     ms, the slowest queue of each sweep (one value per sweep)
@@ -22,9 +23,10 @@
  * error's name, HTTP status and request id, and never fails the sweep.
  */
 import { CloudWatchClient, type MetricDatum, PutMetricDataCommand, type StandardUnit } from '@aws-sdk/client-cloudwatch'
-import type { QueueCounts } from '../job.js'
 import { type AwsErrorDescription, boundedClientOptions, describeAwsError, isTimeout } from './aws.js'
+import type { Log } from './log.js'
 import names from './metric-names.json' with { type: 'json' }
+import { type QueueRun, totals, waitAge } from './run.js'
 
 export const METRIC_NAMES = names
 export const MAX_METRICS_PER_CALL = 1000
@@ -32,71 +34,6 @@ export const MAX_METRICS_PER_CALL = 1000
 const MAX_VALUES = 100
 /** Every PutMetricData call of an invocation together: a function without a route to CloudWatch loses this much, no more. */
 export const PUBLISH_TIMEOUT_MS = 2_000
-
-/** One queue's invocation, as runReaper reports it. */
-export interface QueueRun {
-  marked: number
-  recovered: number
-  /** Moved to failed by the sweeps (a stall on the last attempt). */
-  failed: number
-  /** Every job that entered `failed` since it was last counted, whatever moved it there (exactly once). */
-  failedNew: number
-  /** Duration of each sweep of this queue (ms). */
-  durations: number[]
-  /** Sizes seen by the last sweep. */
-  counts?: QueueCounts
-  /** Age of the job next in line in wait (ms). */
-  oldestWaitAgeMs?: number
-  error?: string
-  /** The EchoMQError code of `error` (ERR_SCRIPT, ERR_OOM, ERR_REDIS...). */
-  errorCode?: string
-}
-
-/** The invocation over every queue: what the alarms watch and the summary log line shows. */
-export interface Totals {
-  queuesSwept: number
-  sweepErrors: number
-  marked: number
-  recovered: number
-  jobsFailed: number
-  /** Summed over the queues whose sizes were read; absent when none was. */
-  counts?: { wait: number; active: number; delayed: number; failed: number }
-  oldestWaitAgeMs?: number
-  /** Per sweep, the slowest queue (ms). */
-  sweepDurationsMs: number[]
-}
-
-/** A queue's wait age when known: an empty wait has none waiting (0); an unread age stays unknown. */
-function waitAge(run: QueueRun): number | undefined {
-  return run.oldestWaitAgeMs ?? (run.counts?.wait === 0 ? 0 : undefined)
-}
-
-export function totals(runs: Record<string, QueueRun>, unregistered: ReadonlySet<string> = new Set()): Totals {
-  const all = Object.values(runs)
-  const sum = (f: (r: QueueRun) => number | undefined, list = all) => list.reduce((n, r) => n + (f(r) ?? 0), 0)
-  const counted = all.filter((r) => r.counts)
-  const ages = all.map(waitAge).filter((a): a is number => a !== undefined)
-  const sweeps = Math.max(0, ...all.map((r) => r.durations.length))
-  return {
-    queuesSwept: Object.keys(runs).filter((q) => !unregistered.has(q)).length,
-    sweepErrors: all.filter((r) => r.error !== undefined).length,
-    marked: sum((r) => r.marked),
-    recovered: sum((r) => r.recovered),
-    jobsFailed: sum((r) => r.failedNew),
-    ...(counted.length === 0
-      ? {}
-      : {
-          counts: {
-            wait: sum((r) => r.counts?.wait, counted),
-            active: sum((r) => r.counts?.active, counted),
-            delayed: sum((r) => r.counts?.delayed, counted),
-            failed: sum((r) => r.counts?.failed, counted),
-          },
-        }),
-    ...(ages.length === 0 ? {} : { oldestWaitAgeMs: Math.max(...ages) }),
-    sweepDurationsMs: Array.from({ length: sweeps }, (_, i) => Math.max(...all.map((r) => r.durations[i] ?? 0))),
-  }
-}
 
 interface Sample {
   name: string
@@ -110,6 +47,8 @@ export interface MetricOptions {
   perQueue?: boolean
   /** Queues listed (QUEUES or the event) but not in the registry: swept, not counted in QueuesSwept. */
   unregistered?: ReadonlySet<string>
+  /** A fresh install (no registry under the prefix, none under another): no QueuesSwept, so no page before a queue exists. */
+  omitQueuesSwept?: boolean
 }
 
 function samples(runs: Record<string, QueueRun>, options: MetricOptions): Sample[] {
@@ -118,7 +57,7 @@ function samples(runs: Record<string, QueueRun>, options: MetricOptions): Sample
   const add = (name: string, values: number[], queue?: string, unit: StandardUnit = 'Count') =>
     values.length > 0 && out.push({ name, unit, values: values.slice(-MAX_VALUES), ...(queue === undefined ? {} : { queue }) })
   add(names.SweepRuns, [1])
-  add(names.QueuesSwept, [t.queuesSwept])
+  if (!options.omitQueuesSwept) add(names.QueuesSwept, [t.queuesSwept])
   add(names.SweepErrors, [t.sweepErrors])
   add(names.StalledMarked, [t.marked])
   add(names.StalledRecovered, [t.recovered])
@@ -198,7 +137,7 @@ export interface PublishOptions extends MetricOptions {
   namespace: string
   service?: string | undefined
   client?: CloudWatchClient
-  log: (level: 'info' | 'warn' | 'error', message: string, fields?: object) => void
+  log: Log
   write?: (line: string) => void
   now?: Date
   timeoutMs?: number

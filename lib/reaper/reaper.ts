@@ -14,10 +14,11 @@ import { queueKeys } from '../redis/keys.js'
 import { registeredQueues } from '../registry.js'
 import { sweepQueue } from '../sweep.js'
 import type { ReaperConfig } from './config.js'
-import { type Log, ReaperConnection } from './connection.js'
+import { ReaperConnection } from './connection.js'
 import { Discovery } from './discovery.js'
-import type { QueueRun } from './metrics.js'
+import type { Log } from './log.js'
 import { RunReporter } from './report.js'
+import { emptyRun, type QueueRun } from './run.js'
 
 export type { Log }
 
@@ -76,9 +77,7 @@ export async function runReaper(
   } catch (err) {
     throw redisError('(registry)', 'list queues', err)
   }
-  const runs: Record<string, QueueRun> = Object.fromEntries(
-    queues.map((q) => [q, { marked: 0, recovered: 0, failed: 0, failedNew: 0, durations: [] }]),
-  )
+  const runs: Record<string, QueueRun> = Object.fromEntries(queues.map((q) => [q, emptyRun()]))
   const settings = { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit, audit: config.audit }
   let sweeps = 0
   const now = options.now ?? (() => performance.now())
@@ -107,12 +106,13 @@ export async function runReaper(
       const run = runs[queue] as QueueRun
       const started = performance.now()
       try {
-        const pass = await sweepQueue(client, queueKeys(config.prefix, queue), settings, { takeFailures: true })
+        const pass = await sweepQueue(client, queueKeys(config.prefix, queue), settings, { readFailures: true })
         const durationMs = Math.round((performance.now() - started) * 100) / 100
         run.marked += pass.marked.length
         run.recovered += pass.recovered.length
         run.failed += pass.failed.length
-        run.failedNew += pass.failedNew
+        // Read, not taken: each pass sees the whole count not yet acknowledged, so the last one is the run's.
+        run.failedNew = pass.failedNew
         run.durations.push(durationMs)
         run.counts = pass.counts
         if (pass.oldestWaitMs === undefined) delete run.oldestWaitAgeMs
@@ -135,7 +135,14 @@ export async function runReaper(
         if (failure.code === 'ERR_CONNECTION') throw failure
         run.error = failure.message
         run.errorCode = failure.code
-        log('error', 'sweep failed for this queue; other queues go on', { queue, sweep: sweeps, code: failure.code, error: run.error })
+        if (failure.hint !== undefined) run.hint = failure.hint
+        log('error', 'sweep failed for this queue; other queues go on', {
+          queue,
+          sweep: sweeps,
+          errorCode: failure.code,
+          error: run.error,
+          ...(failure.hint === undefined ? {} : { hint: failure.hint }),
+        })
       }
     })
     lastPassMs = now() - passStarted

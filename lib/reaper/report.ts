@@ -1,26 +1,35 @@
 /**
- * What one reaper invocation tells the operator besides its metrics:
+ * What one reaper invocation tells the operator, in this order:
  *
- * - one JSON line per queue (message "queue"): its figures, searchable with CloudWatch Logs Insights
- *   (`filter message = "queue" | stats max(counts.wait), sum(failedNew) by queue`) at no metric cost;
- * - one summary line (message "summary") with the totals the metrics carry;
+ * - the metrics (metrics.ts), then the acknowledgement of the failed jobs they counted: `failedNew` leaves
+ *   Redis (HINCRBY -n, acknowledgeFailures) only after PutMetricData succeeded or the EMF line was written
+ *   (with metrics off, the queue line is the record: acknowledged before it is written). A publish that
+ *   failed acknowledges nothing, so the next invocation publishes those jobs. One window is left: an
+ *   invocation that dies between a publish and its acknowledgement has them published twice;
+ * - one JSON line per queue (message "queue"): its figures, searchable with CloudWatch Logs Insights at no
+ *   metric cost. `failedNew` is what this invocation published; `failedNotPublished` what it read but left
+ *   in Redis for the next one;
  * - when no queue was swept, a warning saying why: the queues listed (QUEUES or the event) are not in the
  *   registry (a wrong PREFIX), another prefix's registry holds queues (a wrong PREFIX), or no registry
- *   exists yet (no Queue or Worker has run under the prefix). The QueuesSwept alarm fires in all three.
+ *   exists yet (a fresh install: no Queue or Worker has run under the prefix). QueuesSwept = 0 goes out in
+ *   the first two cases only, so the no-queues-swept alarm does not page before the first queue exists;
+ * - one summary line (message "summary") with the totals and whether the metrics went out
+ *   (`metricsPublished`, which the template's metrics-not-published alarm counts through a metric filter).
  *
  * The registry checks are best effort: a Redis user that may not run them gets a note, never a failed run.
  */
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
 import type { RedisClient } from '../redis/connection.js'
-import { registryKey } from '../redis/keys.js'
-import { inRegistry, scanNodes, scanPage } from '../redis/queries.js'
+import { queueKeys, registryKey } from '../redis/keys.js'
+import { acknowledgeFailures, inRegistry, scanNodes, scanPage } from '../redis/queries.js'
 import type { ReaperConfig } from './config.js'
-import type { Log } from './connection.js'
-import { metricsClient, type PublishResult, publishMetrics, type QueueRun, type Totals, totals } from './metrics.js'
+import type { Log } from './log.js'
+import { metricsClient, type PublishResult, publishMetrics } from './metrics.js'
+import { type QueueRun, type Totals, totals } from './run.js'
 
 /**
- * Reports each run of one reaper (a Lambda container, an `echomq sweep --every` process): log lines and
- * metrics. Keeps the CloudWatch client across runs.
+ * Reports each run of one reaper (a Lambda container, an `echomq sweep --every` process): metrics, the
+ * acknowledgement of the failed jobs published, log lines. Keeps the CloudWatch client across runs.
  */
 export class RunReporter {
   private cloudwatch: CloudWatchClient | undefined
@@ -34,14 +43,14 @@ export class RunReporter {
   async report(client: RedisClient, sweeps: number, runs: Record<string, QueueRun>, listed: string[] | undefined): Promise<Totals> {
     const { config, log } = this
     const unregistered = listed ? await unregisteredQueues(client, config.prefix, Object.keys(runs), log) : new Set<string>()
-    for (const [queue, run] of Object.entries(runs))
-      log(run.error === undefined ? 'info' : 'warn', 'queue', queueLine(queue, run, config.service))
     for (const queue of unregistered) {
       log('warn', `queue ${queue} is not in the registry ${registryKey(config.prefix)}: not counted as swept; is PREFIX right?`, { queue })
     }
     const t = totals(runs, unregistered)
+    let freshInstall = false
     if (t.queuesSwept === 0) {
       const why = await whyNothingSwept(client, config.prefix, listed)
+      freshInstall = why.reason === 'empty-registry'
       log('warn', why.message, {
         reason: why.reason,
         registry: why.registry,
@@ -55,11 +64,39 @@ export class RunReporter {
       service: config.service,
       perQueue: config.perQueueMetrics,
       unregistered,
+      omitQueuesSwept: freshInstall,
       log,
       ...(this.cloudwatch ? { client: this.cloudwatch } : {}),
     })
-    log('info', 'summary', summaryLine(sweeps, t, config, metrics))
+    const counted = metrics.published || config.metricsMode === 'off'
+    const acknowledged = counted ? await this.acknowledge(client, runs) : new Set<string>()
+    for (const [queue, run] of Object.entries(runs)) {
+      log(run.error === undefined ? 'info' : 'warn', 'queue', queueLine(queue, run, acknowledged.has(queue)))
+    }
+    log('info', 'summary', summaryLine(sweeps, t, config, metrics, runs, acknowledged))
     return t
+  }
+
+  /** Takes the published counts out of Redis; the queues whose count left. */
+  private async acknowledge(client: RedisClient, runs: Record<string, QueueRun>): Promise<Set<string>> {
+    const done = new Set<string>()
+    for (const [queue, run] of Object.entries(runs)) {
+      if (run.failedNew === 0) {
+        done.add(queue)
+        continue
+      }
+      try {
+        await acknowledgeFailures(client, queueKeys(this.config.prefix, queue), run.failedNew)
+        done.add(queue)
+      } catch (err) {
+        this.log('warn', 'failed jobs published but not acknowledged: the next invocation publishes them again', {
+          queue,
+          failedNew: run.failedNew,
+          error: (err as Error).message,
+        })
+      }
+    }
+    return done
   }
 }
 
@@ -104,13 +141,17 @@ export async function whyNothingSwept(client: RedisClient, prefix: string, liste
       reason: 'other-prefix',
       registry,
       otherPrefixes: others,
-      message: `no queue swept: the registry ${registry} is empty, but ${others.map((p) => registryKey(p)).join(', ')} holds queues; is PREFIX right?`,
+      message:
+        `no queue swept: the registry ${registry} is empty, but ${others.map((p) => registryKey(p)).join(', ')} ` +
+        'holds queues; is PREFIX right?',
     }
   }
   return {
     reason: 'empty-registry',
     registry,
-    message: `no queue swept: the registry ${registry} is empty and no other prefix's registry was found; no Queue or Worker has run under this prefix yet, or PREFIX is wrong`,
+    message:
+      `no queue swept: the registry ${registry} is empty and no other prefix's registry was found; ` +
+      'no Queue or Worker has run under this prefix yet, or PREFIX is wrong',
   }
 }
 
@@ -134,20 +175,21 @@ async function otherRegistries(client: RedisClient, prefix: string): Promise<str
   return [...found]
 }
 
-/** The "queue" log line: one per queue per invocation. */
-export function queueLine(queue: string, run: QueueRun, service: string | undefined): object {
+/** The "queue" log line: one per queue per invocation. `acknowledged`: its failed jobs were published. */
+export function queueLine(queue: string, run: QueueRun, acknowledged = true): object {
   return {
-    ...(service ? { service } : {}),
     queue,
     sweeps: run.durations.length,
     marked: run.marked,
     recovered: run.recovered,
     failed: run.failed,
-    failedNew: run.failedNew ?? 0,
+    failedNew: acknowledged ? run.failedNew : 0,
+    ...(acknowledged || run.failedNew === 0 ? {} : { failedNotPublished: run.failedNew }),
     ...(run.counts ? { counts: run.counts } : {}),
     ...(run.oldestWaitAgeMs === undefined ? {} : { oldestWaitAgeMs: run.oldestWaitAgeMs }),
     ...(run.durations.length > 0 ? { slowestSweepMs: Math.max(...run.durations) } : {}),
     ...(run.error === undefined ? {} : { error: run.error, errorCode: run.errorCode ?? 'unknown' }),
+    ...(run.hint === undefined ? {} : { hint: run.hint }),
   }
 }
 
@@ -155,17 +197,20 @@ export function queueLine(queue: string, run: QueueRun, service: string | undefi
 export function summaryLine(
   sweeps: number,
   t: Totals,
-  config: Pick<ReaperConfig, 'metricsMode' | 'namespace' | 'service'>,
+  config: Pick<ReaperConfig, 'metricsMode' | 'namespace'>,
   metrics: PublishResult,
+  runs: Record<string, QueueRun> = {},
+  acknowledged: ReadonlySet<string> = new Set(Object.keys(runs)),
 ): object {
+  const pending = Object.entries(runs).reduce((n, [queue, run]) => n + (acknowledged.has(queue) ? 0 : run.failedNew), 0)
   return {
-    ...(config.service ? { service: config.service } : {}),
     sweeps,
     queuesSwept: t.queuesSwept,
     sweepErrors: t.sweepErrors,
     marked: t.marked,
     recovered: t.recovered,
-    jobsFailed: t.jobsFailed,
+    jobsFailed: t.jobsFailed - pending,
+    ...(pending > 0 ? { jobsFailedNotPublished: pending } : {}),
     ...(t.counts ? { counts: t.counts } : {}),
     ...(t.oldestWaitAgeMs === undefined ? {} : { oldestWaitAgeMs: t.oldestWaitAgeMs }),
     metrics: config.metricsMode,

@@ -84,9 +84,27 @@ async function evalScript(client: RedisClient, file: string, keys: string[], arg
   try {
     return await client.evalsha(script.sha, keys.length, ...keys, ...args)
   } catch (err) {
-    if (err instanceof Error && err.message.startsWith('NOSCRIPT')) return await client.eval(script.lua, keys.length, ...keys, ...args)
-    throw err
+    if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+      return await client.eval(script.lua, keys.length, ...keys, ...args).catch((e: unknown) => {
+        throw refusedInScript(e, script)
+      })
+    }
+    throw refusedInScript(err, script)
   }
+}
+
+/**
+ * Redis names neither the command nor the rule when an ACL refuses a command inside a script, only the
+ * script's line: this names the command on that line, so the error can say what to grant.
+ */
+function refusedInScript(err: unknown, script: Script): unknown {
+  const line =
+    err instanceof Error ? /can't run this command or subcommand script: \w+, on @user_script:(\d+)/.exec(err.message)?.[1] : undefined
+  if (line === undefined) return err
+  const command = /(?:rcall|redis\.p?call)\(\s*'(\w+)'/.exec(script.lua.split('\n')[Number(line) - 1] ?? '')?.[1]
+  if (command === undefined) return err
+  ;(err as Error).message += ` (${script.name}, refused inside the script: ${command.toUpperCase()})`
+  return err
 }
 
 /** Loads every script into Redis's cache, so a first call is an EVALSHA (for benchmarks). */
@@ -403,15 +421,15 @@ export interface ProbeRequest {
   audit: number
   /** Where the audit window starts, as a fraction of the jobs in flight (0..1). */
   auditAt: number
-  /** Take the count of jobs that entered `failed` since it was last taken (the reaper's metric). */
-  takeFailures: boolean
+  /** Return the count of jobs that entered `failed` and are not acknowledged yet (read only: the reaper's metric). */
+  readFailures: boolean
 }
 
 export interface Probe {
   /** Redis's clock (ms) when the probe ran. */
   now: number
   counts: QueueCounts
-  /** Jobs that entered `failed` since the count was last taken (0 unless takeFailures). */
+  /** Jobs that entered `failed` and are not acknowledged yet (0 unless readFailures; never below 0). */
   failedNew: number
   /** In-flight ids whose recorded lease deadline has passed, earliest first. */
   expired: string[]
@@ -438,7 +456,7 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
     client,
     SCRIPT_FILES.probe,
     [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved],
-    [request.limit, request.audit, request.auditAt, request.takeFailures ? 1 : 0],
+    [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0],
   )) as ProbeReply
   const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = c
   return {

@@ -115,6 +115,20 @@ export function expiredLeases(client: RedisClient, keys: QueueKeys, now: number,
   return client.zrangebyscore(keys.active, '-inf', now, 'LIMIT', offset, limit)
 }
 
+/** The recorded lease deadline (ms) of each in-flight id, in order; undefined for an id not in flight. */
+export async function leaseDeadlines(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<(number | undefined)[]> {
+  if (ids.length === 0) return []
+  return (await client.zmscore(keys.active, ...ids)).map((score) => (score === null ? undefined : Number(score)))
+}
+
+/**
+ * Acknowledges `n` jobs counted in `failedNew` (jobs that entered `failed`, see lua/includes/useAttempt.lua):
+ * the reaper calls it once it has published them, so a count leaves Redis only once it is published.
+ */
+export async function acknowledgeFailures(client: RedisClient, keys: QueueKeys, n: number): Promise<void> {
+  if (n > 0) await client.hincrby(keys.meta, 'failedNew', -n)
+}
+
 /** Delayed ids due at or before `now`. */
 export function dueDelayed(client: RedisClient, keys: QueueKeys, now: number, limit: number): Promise<string[]> {
   return client.zrangebyscore(keys.delayed, '-inf', now, 'LIMIT', 0, limit)

@@ -1,0 +1,80 @@
+/**
+ * The reaper's run model: what one invocation did to each queue (QueueRun, filled in by runReaper in
+ * reaper.ts), and the totals over every queue that the log's summary line, the metrics and the alarms
+ * show (Totals, from `totals`). Pure data and arithmetic: no Redis, no AWS.
+ */
+import type { QueueCounts } from '../job.js'
+
+/** One queue's invocation, as runReaper reports it. */
+export interface QueueRun {
+  marked: number
+  recovered: number
+  /** Moved to failed by the sweeps (a stall on the last attempt). */
+  failed: number
+  /**
+   * Jobs that entered `failed` and are not yet acknowledged, whatever moved them there, read after the
+   * last sweep (so the sweep's own failures are in it). The count stays in Redis until the reporter has
+   * published it and acknowledges it (report.ts): each failed job is published once.
+   */
+  failedNew: number
+  /** Duration of each sweep of this queue (ms). */
+  durations: number[]
+  /** Sizes seen by the last sweep. */
+  counts?: QueueCounts
+  /** Age of the oldest job waiting after the last sweep (ms). */
+  oldestWaitAgeMs?: number
+  error?: string
+  /** The EchoMQError code of `error` (ERR_SCRIPT, ERR_OOM, ERR_NOPERM...). */
+  errorCode?: string
+  /** What to do about `error`, when the error says (EchoMQError.hint). */
+  hint?: string
+}
+
+/** A queue before its first sweep. */
+export const emptyRun = (): QueueRun => ({ marked: 0, recovered: 0, failed: 0, failedNew: 0, durations: [] })
+
+/** The invocation over every queue: what the alarms watch and the summary log line shows. */
+export interface Totals {
+  queuesSwept: number
+  sweepErrors: number
+  marked: number
+  recovered: number
+  jobsFailed: number
+  /** Summed over the queues whose sizes were read; absent when none was. */
+  counts?: { wait: number; active: number; delayed: number; failed: number }
+  oldestWaitAgeMs?: number
+  /** Per sweep, the slowest queue (ms). */
+  sweepDurationsMs: number[]
+}
+
+/** A queue's wait age when known: an empty wait has none waiting (0); an unread age stays unknown. */
+export function waitAge(run: QueueRun): number | undefined {
+  return run.oldestWaitAgeMs ?? (run.counts?.wait === 0 ? 0 : undefined)
+}
+
+export function totals(runs: Record<string, QueueRun>, unregistered: ReadonlySet<string> = new Set()): Totals {
+  const all = Object.values(runs)
+  const sum = (f: (r: QueueRun) => number | undefined, list = all) => list.reduce((n, r) => n + (f(r) ?? 0), 0)
+  const counted = all.filter((r) => r.counts)
+  const ages = all.map(waitAge).filter((a): a is number => a !== undefined)
+  const sweeps = Math.max(0, ...all.map((r) => r.durations.length))
+  return {
+    queuesSwept: Object.keys(runs).filter((q) => !unregistered.has(q)).length,
+    sweepErrors: all.filter((r) => r.error !== undefined).length,
+    marked: sum((r) => r.marked),
+    recovered: sum((r) => r.recovered),
+    jobsFailed: sum((r) => r.failedNew),
+    ...(counted.length === 0
+      ? {}
+      : {
+          counts: {
+            wait: sum((r) => r.counts?.wait, counted),
+            active: sum((r) => r.counts?.active, counted),
+            delayed: sum((r) => r.counts?.delayed, counted),
+            failed: sum((r) => r.counts?.failed, counted),
+          },
+        }),
+    ...(ages.length === 0 ? {} : { oldestWaitAgeMs: Math.max(...ages) }),
+    sweepDurationsMs: Array.from({ length: sweeps }, (_, i) => Math.max(...all.map((r) => r.durations[i] ?? 0))),
+  }
+}
