@@ -262,7 +262,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   /**
    * Takes up to n jobs (reserved or peeked ids, else ids read from `wait`) and starts them; false when
-   * there was nothing to take. The candidates stay claimed until the jobs taken are running.
+   * nothing was taken. The candidates stay claimed until the jobs taken are running.
    */
   private async take(n: number): Promise<boolean> {
     const look = await this.takeAhead.forTake(n)
@@ -282,7 +282,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     for (const t of result.taken) this.startOrGiveBack({ ...t, sentAt })
     this.takeAhead.settle(look, { left: result.left, taken: result.taken.length })
     this.promoter.learn(result)
-    return true
+    // Nothing taken (other workers got them, or the queue is paused): wait on the marker, which says when
+    // there is work again, rather than ask at once.
+    return result.taken.length > 0
   }
 
   /** A take whose reply came after close() began (a slow or stalled link) hands its jobs back. */
@@ -341,6 +343,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       run.job.state = reply.state as JobState
       if (action === 'release') return
       run.job.attemptsMade += 1
+      if (reply.state === 'completed' || reply.state === 'failed') run.job.finishedOn = reply.finishedOn
       if (action === 'complete') {
         run.job.returnValue = result
         this.notify('completed', run.job, result)

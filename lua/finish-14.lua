@@ -39,7 +39,8 @@
   ARGV[14..] candidate job ids to take next, in the order of their KEYS pairs
 
   Returns { "ok", new state, taken, reserved ids, peeked ids, set to trim, candidates left, ms until the
-  earliest delayed job is due, its due time } or { "lost", current state, {}, {}, {}, "", {}, -1, -1 };
+  earliest delayed job is due, its due time, when it finished (ms) } or { "lost", current state, {}, {}, {},
+  "", {}, -1, -1, 0 };
   taken is { { id, token, { job fields } }, ... } as in take-8.lua; the set to trim is "completed" or
   "failed" when it has just grown past its retention by another `slack` jobs (the worker then runs
   trim-2.lua, see retention.lua), else ""; the due times are -1 when no job is delayed (nextDue.lua).
@@ -85,9 +86,9 @@ if not (job[1] == token and (holder == false or holder == token)) then
       local until_ = tostring(tonumber(job[9]) + reserveMs)
       reservedBefore = rcall('ZRANGEBYSCORE', q.reserved, until_, until_, 'LIMIT', 0, reserve)
     end
-    return { 'ok', job[5], taken, reservedBefore, {}, '', left, -1, -1 }
+    return { 'ok', job[5], taken, reservedBefore, {}, '', left, -1, -1, tonumber(job[9]) or 0 }
   end
-  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {}, -1, -1 }
+  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {}, -1, -1, 0 }
 end
 
 local now = nowMs()
@@ -134,4 +135,4 @@ if #taken == 0 and action ~= 'release' and dueIn < 0 and listening(q) and rcall(
   and rcall('ZCARD', q.active) == 0 and rcall('HEXISTS', q.meta, 'paused') == 0 then
   emit(q, 'drained')
 end
-return { 'ok', state, taken, reserved, peeked, trimSet, left, dueIn, dueAt }
+return { 'ok', state, taken, reserved, peeked, trimSet, left, dueIn, dueAt, now }

@@ -10,6 +10,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { METRIC_NAMES } from '../lib/reaper/metrics.js'
+import { SCRIPT_FILES } from '../lib/redis/commands.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { crashedJobs } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
@@ -264,7 +265,7 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
   it('the package holds the minified bundle (Powertools Logger and Parameters in it) and the Lua scripts, under 300 KB zipped', async () => {
     const { stdout } = await run('unzip', ['-l', p.zip])
     expect(stdout).toContain('functions/sweep.cjs')
-    expect(stdout).toContain('lua/sweep-6.lua')
+    expect(stdout).toContain(`lua/${SCRIPT_FILES.sweepStep}`)
     expect(statSync(p.zip).size).toBeLessThan(300_000)
   })
 })

@@ -169,7 +169,13 @@ export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob
     const k = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), ...jobs.map((j) => keys.job(j.id))]
     tx.eval(script.lua, k.length, ...k, ADD_FIELDS, ...jobs.flatMap(jobArgs))
   }
-  const replies = await tx.exec()
+  let replies: [Error | null, unknown][] | null
+  try {
+    replies = await tx.exec()
+  } catch (err) {
+    // Redis refused the transaction for a command it refused when queued (out of memory): that is the cause.
+    throw (err as { previousErrors?: Error[] }).previousErrors?.[0] ?? err
+  }
   if (!replies) throw new EchoMQError('ERR_SCRIPT', 'the bulk add transaction was aborted')
   return replies.map(([err, reply]) => {
     if (err) throw err
@@ -327,6 +333,8 @@ export interface FinishResult extends NextDue {
   /** Ids at the tail of `wait` after the call (not reserved), next first: candidates for the next one. */
   peeked: string[]
   trim: FinishedSet | undefined
+  /** When the run ended (ms, Redis's clock). */
+  finishedOn: number
 }
 
 /** What a finish takes in the same call, and what it sets aside for the calls after it. */
@@ -398,8 +406,8 @@ export async function finish(
       next.peek,
       ...next.candidates,
     ],
-  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[], number, number]
-  const [status, state, taken, reserved, peeked, trim, left, dueIn, dueAt] = reply
+  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[], number, number, number]
+  const [status, state, taken, reserved, peeked, trim, left, dueIn, dueAt, finishedOn] = reply
   return {
     status,
     state,
@@ -409,6 +417,7 @@ export async function finish(
     peeked: peeked.reverse(),
     trim: trim === '' ? undefined : trim,
     ...nextDue(dueIn, dueAt),
+    finishedOn,
   }
 }
 
