@@ -160,7 +160,7 @@ describe('getters as BullMQ users write them', () => {
     // One transaction: every add runs within a few microseconds, most in one millisecond.
     const ids = ['m', 'c', 'x', 'a', 'q', 'b']
     await fx.queue.addBulk(ids.map((id) => ({ name: 'x', data: {}, opts: { jobId: id, delay: 60_000 } })))
-    const scores = await redis.client.zrange(fx.keys.delayed, 0, -1, 'WITHSCORES')
+    const scores = await redis.client.zrange(fx.keys.delayed, '0', '-1', 'WITHSCORES')
     expect(scores.filter((_, i) => i % 2 === 0)).toEqual(ids)
     const ms = new Set(scores.filter((_, i) => i % 2 === 1).map((s) => Math.floor(Number(s))))
     expect(ms.size).toBeLessThan(ids.length)
