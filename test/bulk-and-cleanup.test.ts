@@ -46,7 +46,10 @@ describe('addBulk', () => {
   })
 
   it('validates every job first: one bad job and nothing is written', async () => {
-    const bad = [{ name: 'ok', data: {} }, { name: '', data: {} }]
+    const bad = [
+      { name: 'ok', data: {} },
+      { name: '', data: {} },
+    ]
     await expect(fx.queue.addBulk(bad)).rejects.toMatchObject({ code: 'ERR_JOB_NAME' })
     await expect(fx.queue.addBulk([{ name: 'ok', data: 1n } as never])).rejects.toMatchObject({ code: 'ERR_JOB_DATA' })
     await expect(fx.queue.addBulk([{ name: 'ok', data: {}, opts: { atempts: 2 } } as never])).rejects.toMatchObject({

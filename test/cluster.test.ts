@@ -7,7 +7,7 @@ import { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { buildCrashedState } from '../cli/support/crashed-state.js'
 import { createHandler } from '../functions/sweep.js'
-import { Queue, sweep, Worker } from '../lib/index.js'
+import { Queue, QueueEvents, sweep, Worker } from '../lib/index.js'
 import { setScriptWrapper } from '../lib/redis/commands.js'
 import { closeConnection, openConnection } from '../lib/redis/connection.js'
 import { queueKeys } from '../lib/redis/keys.js'
@@ -295,6 +295,42 @@ describe('a job\u2019s whole life on the cluster, every script under the key gua
       await waitFor(async () => (await queue.getJob('b'))?.retried === 1 && (await queue.counts()).failed === 1, { what: `${q}: b again` })
       expect(await queue.remove('b')).toBe(true)
       await worker.close()
+    }
+    expect(errors).toEqual([])
+  })
+
+  it('events, progress and logs, pause, addBulk, drain, clean and obliterate on every master', async () => {
+    for (const q of queues) {
+      const queue = track(new Queue(q, { connection: client, prefix: 'day' }))
+      const events = new QueueEvents(q, { connection: cluster.url, prefix: 'day', blockingTimeout: 200 })
+      closers.push(() => events.close())
+      await events.waitUntilReady()
+      const worker = track(
+        new Worker(
+          q,
+          async (job) => {
+            await job.updateProgress(1)
+            await job.log('a line')
+            return 'ok'
+          },
+          { connection: cluster.url, prefix: 'day', lockDuration: 1_000 },
+        ),
+      )
+      const [job] = await queue.addBulk([{ name: 'x', data: {} }])
+      await expect(job?.waitUntilFinished(events, 5_000)).resolves.toBe('ok')
+      expect(await queue.getJobLogs(job?.id as string)).toEqual({ logs: ['a line'], count: 1 })
+      await worker.close()
+      await queue.pause()
+      await queue.addBulk([
+        { name: 'x', data: {} },
+        { name: 'x', data: {}, opts: { delay: 60_000 } },
+      ])
+      await queue.resume()
+      await queue.drain(true)
+      expect(await queue.clean(0, 0)).toEqual([job?.id])
+      await queue.add('x', {})
+      await queue.obliterate()
+      expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
     }
     expect(errors).toEqual([])
   })

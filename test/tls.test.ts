@@ -21,7 +21,7 @@ let bad: Child
 /** In-process client as the ACL user, trusting the CA explicitly (the connection-object route). */
 let emq: Redis
 const children: Child[] = []
-/** Everything the in-process runs printed with console.*. */
+/** Everything the in-process runs printed, with console.* or to the streams. */
 const inProcessLogs: string[] = []
 
 const base = (redisUrl: string) => ({
@@ -55,6 +55,13 @@ afterAll(async () => {
 beforeEach(() => {
   const capture = (...args: unknown[]) => void inProcessLogs.push(args.map(String).join(' '))
   for (const method of ['log', 'error', 'warn', 'info', 'debug'] as const) vi.spyOn(console, method).mockImplementation(capture)
+  // The reaper's logger writes to the streams themselves, not through console.
+  for (const stream of [process.stdout, process.stderr]) {
+    vi.spyOn(stream, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      capture(String(chunk))
+      return true
+    })
+  }
 })
 afterEach(() => {
   vi.restoreAllMocks()
