@@ -8,7 +8,7 @@
  */
 import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { Queue, sweep } from '../../lib/index.js'
+import { Queue, QueueEvents, sweep } from '../../lib/index.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -155,7 +155,20 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   const queue = new Queue(QUEUE, {
     connection: redis.client,
     defaultJobOptions: { attempts: ATTEMPTS, backoff: BACKOFF_MS, removeOnComplete: { count: keepCompleted }, removeOnFail: false },
+    // A listener that falls behind must not lose entries to the cap while it catches up.
+    streams: { events: { maxLen: 1_000_000 } },
   })
+  // A listener for the whole run: every completion it hears must be a job completed exactly once.
+  const listener = new QueueEvents(QUEUE, { connection: redis.url, blockingTimeout: 200 })
+  const heardCompleted: string[] = []
+  let heardProgress = 0
+  listener.on('completed', ({ jobId }: { jobId: string }) => heardCompleted.push(jobId))
+  listener.on('progress', () => heardProgress++)
+  let lastEvent: string | undefined
+  for (const name of ['added', 'waiting', 'active', 'progress', 'completed', 'failed', 'delayed', 'stalled', 'retries-exhausted', 'removed'])
+    listener.on(name, (_payload: unknown, id: string) => (lastEvent = id))
+  listener.on('drained', (id: string) => (lastEvent = id))
+  await listener.waitUntilReady()
   const ids = Array.from({ length: N }, (_, i) => `j${i}`)
   for (let i = 0; i < N; i += 500) await Promise.all(ids.slice(i, i + 500).map((id, k) => queue.add('work', { i: i + k }, { jobId: id })))
   // Finished: no longer waiting (in `wait` or reserved by a worker), delayed or in flight (so completed,
@@ -234,6 +247,10 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   const completed = new Set(await redis.client.zrange(keys.completed, '0', '-1'))
   const failed = new Set(await redis.client.zrange(keys.failed, '0', '-1'))
   const counts = await queue.counts()
+  // The listener has read every entry once the stream's last id is its position.
+  const lastId = (await redis.client.xrevrange(keys.events, '+', '-', 'COUNT', 1))[0]?.[0]
+  await waitFor(() => heardCompleted.length >= completed.size && lastEvent === lastId, { what: 'the listener to catch up' })
+  await listener.close()
 
   // ---- What the workers reported, per job.
   type Event = ChaosMessage & { pid: number; killed: boolean }
@@ -365,6 +382,8 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     unreportedCompletions,
     unexplainedAttempts,
     closedCleanly: retired.filter((x) => x === 'bye').length,
+    completedEvents: heardCompleted.length,
+    progressEvents: heardProgress,
     problems: problems.length,
   }
   console.log(`[chaos] crash-load: ${JSON.stringify(summary)}`)
@@ -377,6 +396,11 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   expect(violations).toEqual([])
   expect(problems).toEqual([])
   expect(lost).toBe(0)
+  // Every completed event names a job that ended completed (or was removed by retention after it), once.
+  const completedOrRemoved = ids.filter((id) => completed.has(id) || Object.keys(hashes.get(id) ?? {}).length === 0)
+  expect(new Set(heardCompleted).size).toBe(heardCompleted.length)
+  expect([...heardCompleted].sort()).toEqual([...completedOrRemoved].sort())
+  expect(heardProgress).toBeGreaterThan(0)
   expect(acceptedFails).toBeGreaterThan(0) // retries waited their backoff
   expect(removed).toBeGreaterThan(0) // retention removed completed jobs
   expect(completed.size).toBeLessThanOrEqual(keepCompleted + Math.max(10, Math.ceil(keepCompleted / 10)))
