@@ -7,18 +7,24 @@
 import { type Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
 import type { RedisClient } from '../lib/redis/connection.js'
 import { queueKeys } from '../lib/redis/keys.js'
-import { leaseStates, serverTimeMs } from '../lib/redis/queries.js'
+import { isPaused, leaseStates, serverTimeMs } from '../lib/redis/queries.js'
 import { registeredQueues } from '../lib/registry.js'
 import { oneLine, table } from './format.js'
 import { dueIn, isEmpty, jobsIn, unknownQueue } from './jobs.js'
 
 /** Counts per queue: the registered ones, or those named (each must be registered or hold jobs, as for `inspect`). */
-export async function stats(client: RedisClient, prefix: string, queues: string[] | undefined): Promise<Record<string, QueueCounts>> {
+export async function stats(
+  client: RedisClient,
+  prefix: string,
+  queues: string[] | undefined,
+): Promise<Record<string, QueueCounts & { paused: boolean }>> {
   const registered = await registeredQueues(client, prefix)
-  const out: Record<string, QueueCounts> = {}
+  const out: Record<string, QueueCounts & { paused: boolean }> = {}
   for (const q of queues ?? registered) {
-    out[q] = await queueCounts(client, queueKeys(prefix, q), q)
-    if (!registered.includes(q) && isEmpty(out[q])) throw unknownQueue(q, prefix)
+    const keys = queueKeys(prefix, q)
+    const counts = await queueCounts(client, keys, q)
+    if (!registered.includes(q) && isEmpty(counts)) throw unknownQueue(q, prefix)
+    out[q] = { ...counts, paused: await isPaused(client, keys) }
   }
   return out
 }

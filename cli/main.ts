@@ -13,6 +13,7 @@ import { COMMON_HELP, type Command } from './command.js'
 import { demo } from './commands/demo.js'
 import { inspect } from './commands/inspect.js'
 import { jobs } from './commands/jobs.js'
+import { pause, resume } from './commands/pause.js'
 import { race } from './commands/race.js'
 import { remove } from './commands/remove.js'
 import { retry } from './commands/retry.js'
@@ -21,7 +22,7 @@ import { sweep } from './commands/sweep.js'
 import { CliError, messageOf } from './errors.js'
 import { out } from './format.js'
 
-const commands: Record<string, Command> = { demo, race, sweep, stats, inspect, jobs, retry, remove }
+const commands: Record<string, Command> = { demo, race, sweep, stats, inspect, jobs, retry, remove, pause, resume }
 
 /** Library errors that mean the input was wrong (exit 2), not that something failed. */
 const INPUT_ERRORS = ['ERR_QUEUE_NAME', 'ERR_JOB_ID', 'ERR_OPTIONS', 'ERR_CONFIG']

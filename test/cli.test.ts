@@ -176,7 +176,25 @@ describe('echomq sweep, stats, inspect', () => {
     expect(human.stdout).toMatch(/queue +wait +delayed +active +stalled +completed +failed/)
     expect(human.stdout).toMatch(/emails +2 +0 +0 +0 +0 +0/)
     expect(human.stdout).toMatch(/sms +0 +0 +1 +0 +0 +0/)
-    expect(JSON.parse(json.stdout)).toEqual({ emails: { wait: 2, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 } })
+    expect(JSON.parse(json.stdout)).toEqual({
+      emails: { wait: 2, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0, paused: false },
+    })
+  })
+
+  it('pause and resume a queue; stats shows it paused', async () => {
+    const q = new Queue('emails', { connection: redis.client })
+    await q.add('x', {})
+    const paused = await echomq(['pause', 'emails', '--redis-url', redis.url])
+    const shown = await echomq(['stats', '--redis-url', redis.url])
+    expect(paused).toMatchObject({ code: 0, stdout: 'queue emails paused\n' })
+    expect(await q.isPaused()).toBe(true)
+    expect(shown.stdout).toMatch(/emails \(paused\) +1 /)
+    const resumed = await echomq(['resume', 'emails', '--json', '--redis-url', redis.url])
+    expect(JSON.parse(resumed.stdout)).toEqual({ queue: 'emails', paused: false })
+    expect(await q.isPaused()).toBe(false)
+    const unknown = await echomq(['pause', 'emials', '--redis-url', redis.url])
+    expect(unknown.code).toBe(1)
+    expect((await echomq(['pause', '--redis-url', redis.url])).code).toBe(2)
   })
 
   it('takes the common options before the command too; a named queue that does not exist exits 1, as for inspect', async () => {

@@ -253,3 +253,58 @@ describe('keys of the wrong type', () => {
     await expect(bad.counts()).rejects.toMatchObject({ code: 'ERR_WRONG_TYPE' })
   })
 })
+
+describe('the options and calls of events, progress, logs, bulk adds and clean-up', () => {
+  const anything = fc.oneof(
+    fc.integer({ min: -5, max: 5 }),
+    fc.double(),
+    fc.string({ maxLength: 5 }),
+    fc.constantFrom(null, true, NaN, Infinity, -1, 1.5, 2 ** 60, [], {}, () => 1),
+  )
+
+  it('keepLogs, streams.events.maxLen and the QueueEvents options: accepted or ERR_OPTIONS, nothing written', async () => {
+    await fc.assert(
+      fc.asyncProperty(anything, async (value) => {
+        await acceptedOrRejected(() => queue.add('x', {}, { keepLogs: value as never }), ['ERR_OPTIONS'])
+        await acceptedOrRejected(
+          () => new Queue('q', { connection: redis.client, streams: { events: { maxLen: value as never } } }),
+          ['ERR_OPTIONS'],
+        )
+        for (const option of ['blockingTimeout', 'lastEventId', 'autorun']) {
+          await acceptedOrRejected(async () => {
+            const { QueueEvents } = await import('../lib/index.js')
+            const events = new QueueEvents('q', { connection: redis.client, autorun: false, [option]: value } as never)
+            await events.close()
+          }, ['ERR_OPTIONS'])
+        }
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('getJobs, getJobCounts, getJobLogs, clean, drain and obliterate: accepted or ERR_OPTIONS/ERR_JOB_ID, nothing changed', async () => {
+    await fc.assert(
+      fc.asyncProperty(anything, anything, async (a, b) => {
+        await acceptedOrRejected(() => queue.getJobs(a as never, b as never), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => queue.getJobCounts(a as never), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => queue.getJobLogs(a as never, b as never), ['ERR_OPTIONS', 'ERR_JOB_ID'])
+        await acceptedOrRejected(() => queue.clean(a as never, b as never, 'failed'), ['ERR_OPTIONS'])
+        if (typeof a !== 'boolean' && a !== undefined) await acceptedOrRejected(() => queue.drain(a as never), ['ERR_OPTIONS'])
+        if (a !== undefined && a !== null && typeof a === 'object' && Object.keys(a).length === 0) return
+        await acceptedOrRejected(() => queue.obliterate(a as never), ['ERR_OPTIONS'])
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('addBulk: a bad entry anywhere rejects the whole call with nothing written', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 30 }), anything, async (at, bad) => {
+        const jobs: unknown[] = Array.from({ length: 30 }, (_, i) => ({ name: 'x', data: { i } }))
+        jobs.splice(at, 0, { name: 'x', data: {}, opts: { attempts: bad } })
+        await acceptedOrRejected(() => queue.addBulk(jobs as never), ['ERR_OPTIONS'])
+      }),
+      { numRuns: 40 },
+    )
+  })
+})

@@ -10,7 +10,7 @@ import { stats as countsPerQueue } from '../inspect.js'
 import { redisUrlOf, withClient } from '../redis.js'
 
 export const stats = command({
-  summary: 'wait / delayed / active / stalled / completed / failed per queue',
+  summary: 'wait / delayed / active / stalled / completed / failed per queue, and which are paused',
   usage: `echomq stats [--queue q ...]
 
   --queue <q>         queue to show (repeatable or comma list; default: every registered queue)`,
@@ -21,7 +21,15 @@ export const stats = command({
     const { url } = await redisUrlOf(values)
     const result = await withClient(url, (c) => countsPerQueue(c, prefix, queues))
     if (values.json) return out(JSON.stringify(result))
-    const rows = Object.entries(result).map(([q, c]) => [q, c.wait, c.delayed, c.active, c.stalled, c.completed, c.failed])
+    const rows = Object.entries(result).map(([q, c]) => [
+      c.paused ? `${q} (paused)` : q,
+      c.wait,
+      c.delayed,
+      c.active,
+      c.stalled,
+      c.completed,
+      c.failed,
+    ])
     const headers = ['queue', 'wait', 'delayed', 'active', 'stalled', 'completed', 'failed']
     out(rows.length === 0 ? 'no queues registered' : table(headers, rows))
   },

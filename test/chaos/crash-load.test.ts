@@ -165,7 +165,18 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   listener.on('completed', ({ jobId }: { jobId: string }) => heardCompleted.push(jobId))
   listener.on('progress', () => heardProgress++)
   let lastEvent: string | undefined
-  for (const name of ['added', 'waiting', 'active', 'progress', 'completed', 'failed', 'delayed', 'stalled', 'retries-exhausted', 'removed'])
+  for (const name of [
+    'added',
+    'waiting',
+    'active',
+    'progress',
+    'completed',
+    'failed',
+    'delayed',
+    'stalled',
+    'retries-exhausted',
+    'removed',
+  ])
     listener.on(name, (_payload: unknown, id: string) => (lastEvent = id))
   listener.on('drained', (id: string) => (lastEvent = id))
   await listener.waitUntilReady()
