@@ -4,9 +4,10 @@
  * job in the wrong state), 2 bad usage or input.
  *
  * The parts: commands/ holds one module per command (its flags, typed, and its help; it calls the work and
- * prints); demo.ts, race.ts, inspect.ts and jobs.ts do the work; command.ts parses flags, input.ts checks
- * their values, redis.ts finds the Redis (the reaper's rule, lib/redis/url.ts); support/ holds the helpers
- * the demo, the tests and the benchmarks share (a private redis-server, crashed state, worker processes).
+ * prints); reports/ reads and renders what stats, inspect and jobs show; scenes/ stages the demo and the
+ * race; command.ts parses flags, input.ts checks their values, redis.ts finds the Redis (the reaper's rule,
+ * lib/redis/url.ts); support/ holds the helpers the demo, the tests and the benchmarks share (a private
+ * redis-server, crashed state, worker processes).
  */
 import { EchoMQError } from '../lib/errors.js'
 import { COMMON_HELP, type Command } from './command.js'

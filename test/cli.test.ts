@@ -252,7 +252,9 @@ describe('echomq stats and inspect: delayed jobs and worker names', () => {
     const json = await echomq(['stats', '--json', '--redis-url', redis.url])
     expect(human.code).toBe(0)
     expect(human.stdout).toMatch(/emails +1 +2 +0 +0 +0 +0/)
-    expect(JSON.parse(json.stdout)).toEqual({ emails: { wait: 1, delayed: 2, active: 0, stalled: 0, completed: 0, failed: 0 } })
+    expect(JSON.parse(json.stdout)).toEqual({
+      emails: { wait: 1, delayed: 2, active: 0, stalled: 0, completed: 0, failed: 0, paused: false },
+    })
   })
 
   it('inspect shows delayed jobs (due in, last error) and the worker of in-flight and failed jobs', async () => {

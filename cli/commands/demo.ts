@@ -5,11 +5,11 @@
  */
 import { redactUrl } from '../../lib/redis/connection.js'
 import { command } from '../command.js'
-import { type Role, runDemo, WORKER_NAMES } from '../demo.js'
 import { CliError } from '../errors.js'
 import { out, spinner } from '../format.js'
 import { listOf, positiveInt } from '../input.js'
 import { withDemoRedis } from '../redis.js'
+import { type Role, runDemo, WORKER_NAMES } from '../scenes/demo.js'
 
 /** --kill / --pause: worker names, `none` for none, `fallback` when absent. */
 function workers(flag: string, raw: string[] | undefined, fallback: string[]): string[] {

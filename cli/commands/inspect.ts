@@ -6,9 +6,9 @@
 import { command } from '../command.js'
 import { out } from '../format.js'
 import { positiveInt, prefixOf, queueArg } from '../input.js'
-import { inspect as inspectQueue, renderInspection } from '../inspect.js'
-import { withQueue } from '../jobs.js'
 import { redisUrlOf, withClient } from '../redis.js'
+import { inspect as inspectQueue, renderInspection } from '../reports/inspection.js'
+import { withQueue } from '../reports/job-lists.js'
 
 export const inspect = command({
   summary: 'in-flight jobs with their leases and workers, delayed jobs, failed jobs with their reasons',

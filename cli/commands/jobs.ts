@@ -6,8 +6,8 @@ import { JOB_STATES } from '../../lib/job.js'
 import { command } from '../command.js'
 import { out } from '../format.js'
 import { oneOf, positiveInt, prefixOf, queueArg, rank } from '../input.js'
-import { listJobs, renderJobList, withQueue } from '../jobs.js'
 import { redisUrlOf, withClient } from '../redis.js'
+import { listJobs, renderJobList, withQueue } from '../reports/job-lists.js'
 
 export const jobs = command({
   summary: 'the jobs of a queue in one state (failed by default), a page at a time',

@@ -6,8 +6,8 @@
 import { command } from '../command.js'
 import { out } from '../format.js'
 import { prefixOf, queueArg } from '../input.js'
-import { withQueue } from '../jobs.js'
 import { redisUrlOf, withClient } from '../redis.js'
+import { withQueue } from '../reports/job-lists.js'
 
 function pausing(paused: boolean) {
   const verb = paused ? 'pause' : 'resume'

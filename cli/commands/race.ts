@@ -7,8 +7,8 @@ import { deleteUnderPrefix } from '../../lib/redis/queries.js'
 import { command } from '../command.js'
 import { out, table, withSpinner } from '../format.js'
 import { positiveInt } from '../input.js'
-import { type RaceSide, runRace } from '../race.js'
 import { withClient, withDemoRedis } from '../redis.js'
+import { type RaceSide, runRace } from '../scenes/race.js'
 
 export const race = command({
   summary: 'overlapping app-side checkers against overlapping atomic sweeps',

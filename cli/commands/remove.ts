@@ -7,8 +7,8 @@ import { command } from '../command.js'
 import { CliError } from '../errors.js'
 import { out } from '../format.js'
 import { prefixOf, queueArg } from '../input.js'
-import { withQueue } from '../jobs.js'
 import { redisUrlOf, withClient } from '../redis.js'
+import { withQueue } from '../reports/job-lists.js'
 
 export const remove = command({
   summary: 'remove a job that is not in flight',

@@ -8,8 +8,8 @@ import { command } from '../command.js'
 import { CliError } from '../errors.js'
 import { out } from '../format.js'
 import { jobIds, positiveInt, prefixOf, queueArg } from '../input.js'
-import { dryRunAll, dryRunIds, type RetryReport, renderRetry, withQueue } from '../jobs.js'
 import { redisUrlOf, withClient } from '../redis.js'
+import { dryRunAll, dryRunIds, type RetryReport, renderRetry, withQueue } from '../reports/job-lists.js'
 
 export const retry = command({
   summary: 'send failed jobs back to wait with a fresh attempts budget',

@@ -6,8 +6,8 @@
 import { command } from '../command.js'
 import { out, table } from '../format.js'
 import { prefixOf, queueNames } from '../input.js'
-import { stats as countsPerQueue } from '../inspect.js'
 import { redisUrlOf, withClient } from '../redis.js'
+import { stats as countsPerQueue } from '../reports/inspection.js'
 
 export const stats = command({
   summary: 'wait / delayed / active / stalled / completed / failed per queue, and which are paused',

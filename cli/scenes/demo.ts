@@ -6,11 +6,11 @@
  */
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
-import { Queue, type SweepResult, sweep } from '../lib/index.js'
-import { queueKeys } from '../lib/redis/keys.js'
-import { deleteUnderPrefix as deletePrefix, leaseStates, liveLeases } from '../lib/redis/queries.js'
-import { table } from './format.js'
-import { spawnWorker, type WorkerProcess } from './support/worker-process.js'
+import { Queue, type SweepResult, sweep } from '../../lib/index.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { deleteUnderPrefix as deletePrefix, leaseStates, liveLeases } from '../../lib/redis/queries.js'
+import { table } from '../format.js'
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js'
 
 export type Role = 'killed' | 'paused' | 'healthy'
 export const WORKER_NAMES = ['w1', 'w2', 'w3'] as const

@@ -8,9 +8,9 @@
  * separate round trip). It lives only here; the library never does this.
  */
 import { Redis } from 'ioredis'
-import { sweep } from '../lib/index.js'
-import { type QueueKeys, queueKeys } from '../lib/redis/keys.js'
-import { buildCrashedState } from './support/crashed-state.js'
+import { sweep } from '../../lib/index.js'
+import { type QueueKeys, queueKeys } from '../../lib/redis/keys.js'
+import { buildCrashedState } from '../support/crashed-state.js'
 
 export interface RaceSide {
   stalled: number

@@ -4,13 +4,13 @@
  * either), through the key names lib/redis/keys.ts gives the Queue.
  */
 
-import { type Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
-import type { RedisClient } from '../lib/redis/connection.js'
-import { queueKeys } from '../lib/redis/keys.js'
-import { isPaused, leaseStates, serverTimeMs } from '../lib/redis/queries.js'
-import { registeredQueues } from '../lib/registry.js'
-import { oneLine, table } from './format.js'
-import { dueIn, isEmpty, jobsIn, unknownQueue } from './jobs.js'
+import { type Queue, type QueueCounts, queueCounts } from '../../lib/queue.js'
+import type { RedisClient } from '../../lib/redis/connection.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { isPaused, leaseStates, serverTimeMs } from '../../lib/redis/queries.js'
+import { registeredQueues } from '../../lib/registry.js'
+import { oneLine, table } from '../format.js'
+import { dueIn, isEmpty, jobsIn, unknownQueue } from './job-lists.js'
 
 /** Counts per queue: the registered ones, or those named (each must be registered or hold jobs, as for `inspect`). */
 export async function stats(

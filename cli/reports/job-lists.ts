@@ -6,14 +6,14 @@
  * a queue that is registered or holds jobs: a mistyped name is reported, never added to the registry.
  */
 
-import type { Job, JobFields, JobState } from '../lib/job.js'
-import { MAX_JOBS_PER_CALL, Queue, type QueueCounts, queueCounts } from '../lib/queue.js'
-import type { RedisClient } from '../lib/redis/connection.js'
-import { queueKeys } from '../lib/redis/keys.js'
-import { serverTimeMs } from '../lib/redis/queries.js'
-import { registeredQueues } from '../lib/registry.js'
-import { CliError } from './errors.js'
-import { oneLine, table } from './format.js'
+import type { Job, JobFields, JobState } from '../../lib/job.js'
+import { MAX_JOBS_PER_CALL, Queue, type QueueCounts, queueCounts } from '../../lib/queue.js'
+import type { RedisClient } from '../../lib/redis/connection.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { serverTimeMs } from '../../lib/redis/queries.js'
+import { registeredQueues } from '../../lib/registry.js'
+import { CliError } from '../errors.js'
+import { oneLine, table } from '../format.js'
 
 export const isEmpty = (counts: QueueCounts): boolean => Object.values(counts).every((n) => n === 0)
 
