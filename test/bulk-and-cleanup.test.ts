@@ -169,3 +169,35 @@ describe('getters as BullMQ users write them', () => {
     expect(ms.size).toBeLessThan(ids.length)
   })
 })
+
+describe('finished jobs per minute', () => {
+  it('counts completions and failures (the worker\u2019s and the sweep\u2019s) by minute, the last hour only', async () => {
+    const { finishedPerMinute } = await import('../lib/redis/queries.js')
+    const { crashedJobs } = await import('./helpers/queue-state.js')
+    const { sweep } = await import('../lib/index.js')
+    const w = fx.worker((job: Job) => {
+      if ((job.data as { fail?: boolean }).fail) throw new Error('no')
+    })
+    await fx.queue.addBulk([
+      ...Array.from({ length: 3 }, () => ({ name: 'x', data: {} })),
+      ...Array.from({ length: 2 }, () => ({ name: 'x', data: { fail: true }, opts: { attempts: 1 } })),
+    ])
+    await waitFor(async () => (await fx.queue.counts()).completed === 3 && (await fx.queue.counts()).failed === 2, { what: 'done' })
+    await w.close()
+    await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 's' })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    // An hour-old slot left over is not counted: the slot of the current minute 60 minutes ago.
+    const series = await finishedPerMinute(redis.client, fx.keys)
+    expect(series).toHaveLength(60)
+    const sum = series.reduce((a, m) => ({ completed: a.completed + m.completed, failed: a.failed + m.failed }), {
+      completed: 0,
+      failed: 0,
+    })
+    expect(sum).toEqual({ completed: 3, failed: 3 })
+    const last = series[59]?.minute as number
+    await redis.client.hset(fx.keys.metrics, `t${last % 60}`, String(last - 60))
+    const stale = await finishedPerMinute(redis.client, fx.keys)
+    expect(stale[59]).toEqual({ minute: last, completed: 0, failed: 0 })
+  })
+})

@@ -22,9 +22,9 @@ export const SCRIPT_FILES = {
   requeue: 'requeue-3.lua',
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
-  finish: 'finish-14.lua',
+  finish: 'finish-15.lua',
   probe: 'probe-9.lua',
-  sweepStep: 'sweep-8.lua',
+  sweepStep: 'sweep-9.lua',
   promote: 'promote-6.lua',
   trim: 'trim-2.lua',
   retry: 'retry-6.lua',
@@ -34,7 +34,7 @@ export const SCRIPT_FILES = {
   log: 'log-3.lua',
   clean: 'clean-4.lua',
   drain: 'drain-4.lua',
-  obliterate: 'obliterate-11.lua',
+  obliterate: 'obliterate-12.lua',
 } as const
 
 /**
@@ -388,6 +388,7 @@ export async function finish(
       k.events,
       k.listened,
       k.logs(run.id),
+      k.metrics,
       ...jobKeyPairs(keys, next.candidates),
     ],
     [
@@ -512,6 +513,7 @@ export async function sweepStep(client: RedisClient, keys: QueueKeys, { graceMs,
       keys.failed,
       keys.marker,
       ...eventKeys(keys),
+      keys.metrics,
       ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ],
     [graceMs, mode, ...ids],
@@ -667,6 +669,7 @@ const queueOwnKeys = (k: QueueKeys) => [
   k.reserved,
   k.events,
   k.listened,
+  k.metrics,
 ]
 
 /**

@@ -16,6 +16,7 @@
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists
  *   <prefix>:{q}:listened   STRING set with a TTL by each QueueEvents listening to the queue
+ *   <prefix>:{q}:metrics    HASH   finished jobs per minute over the last hour (lua/includes/minutes.lua)
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
@@ -36,6 +37,7 @@ export const QUEUE_KEY_NAMES = [
   'reserved',
   'events',
   'listened',
+  'metrics',
 ] as const
 
 export interface QueueKeys {
@@ -50,6 +52,7 @@ export interface QueueKeys {
   readonly reserved: string
   readonly events: string
   readonly listened: string
+  readonly metrics: string
   job(id: string): string
   lock(id: string): string
   logs(id: string): string
@@ -69,6 +72,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     reserved: `${base}reserved`,
     events: `${base}events`,
     listened: `${base}listened`,
+    metrics: `${base}metrics`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
     logs: (id) => `${base}${id}:logs`,

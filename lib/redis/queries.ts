@@ -341,3 +341,18 @@ export async function serverTimeMs(client: RedisClient): Promise<number> {
 export async function evictionPolicy(client: RedisClient): Promise<string | undefined> {
   return ((await client.call('CONFIG', 'GET', 'maxmemory-policy')) as string[])[1]
 }
+
+/** Completed and failed jobs in each of the last 60 minutes (oldest first) by Redis's clock, from `metrics`. */
+export async function finishedPerMinute(
+  client: RedisClient,
+  keys: QueueKeys,
+): Promise<{ minute: number; completed: number; failed: number }[]> {
+  const [hash, now] = await Promise.all([client.hgetall(keys.metrics), serverTimeMs(client)])
+  const current = Math.floor(now / 60_000)
+  return Array.from({ length: 60 }, (_, i) => {
+    const minute = current - 59 + i
+    const slot = minute % 60
+    const fresh = hash[`t${slot}`] === String(minute)
+    return { minute, completed: fresh ? Number(hash[`c${slot}`] ?? 0) : 0, failed: fresh ? Number(hash[`f${slot}`] ?? 0) : 0 }
+  })
+}

@@ -24,9 +24,10 @@
   KEYS[6] meta      HASH   <prefix>:{q}:meta (failedNew count, retention limits)
   KEYS[7] events    STREAM <prefix>:{q}:events
   KEYS[8] listened  STRING <prefix>:{q}:listened
-  KEYS[9 + 3i]      HASH   job i        (i = 0 .. n-1)
-  KEYS[10 + 3i]     STRING lease of job i
-  KEYS[11 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
+  KEYS[9] metrics   HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
+  KEYS[10 + 3i]     HASH   job i        (i = 0 .. n-1)
+  KEYS[11 + 3i]     STRING lease of job i
+  KEYS[12 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
 
   ARGV[1] grace between mark and recovery (ms)
   ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
@@ -49,13 +50,14 @@ local n = #ARGV - 2
 -- @include retention
 -- @include enter
 -- @include useAttempt
+-- @include minutes
 
 local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
 local left, done, trim = 0, 0, 0
 for i = 0, n - 1 do
   local id = ARGV[3 + i]
-  local jobKey, lockKey, logsKey = KEYS[9 + 3 * i], KEYS[10 + 3 * i], KEYS[11 + 3 * i]
+  local jobKey, lockKey, logsKey = KEYS[10 + 3 * i], KEYS[11 + 3 * i], KEYS[12 + 3 * i]
   local deadline = rcall('ZSCORE', activeKey, id)
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then
@@ -86,6 +88,7 @@ for i = 0, n - 1 do
         local reason = 'job stalled: its lease expired before it finished (worker ' .. (worker or 'unknown') .. ')'
         if useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 }) == 'failed' then
           failed[#failed + 1] = id
+          countFinished(KEYS[9], 'failed', now)
           if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then
             trim = 1
           end

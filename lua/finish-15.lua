@@ -18,8 +18,9 @@
   KEYS[12] events     STREAM <prefix>:{q}:events
   KEYS[13] listened   STRING <prefix>:{q}:listened
   KEYS[14] logs       LIST   <prefix>:{q}:<id>:logs (removed with the job when its retention is "0")
-  KEYS[15 + 2i]       HASH   candidate job i to take next   (i = 0 .. n-1)
-  KEYS[16 + 2i]       STRING lease of candidate job i
+  KEYS[15] metrics    HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
+  KEYS[16 + 2i]       HASH   candidate job i to take next   (i = 0 .. n-1)
+  KEYS[17 + 2i]       STRING lease of candidate job i
 
   ARGV[1]  job id
   ARGV[2]  token of the run
@@ -51,11 +52,11 @@ local q = {
   active = KEYS[3], wait = KEYS[5], completed = KEYS[6], failed = KEYS[7], marker = KEYS[8], delayed = KEYS[9],
   meta = KEYS[10], reserved = KEYS[11], events = KEYS[12], listened = KEYS[13],
 }
-local logsKey = KEYS[14]
+local logsKey, metricsKey = KEYS[14], KEYS[15]
 local id, token, action, value, roll = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local taker = { token = ARGV[6], leaseMs = ARGV[7], name = ARGV[8], maxBytes = tonumber(ARGV[9]) }
 local reserve, reserveMs, peek = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
-local candidates = { firstKey = 15, firstArg = 14, count = #ARGV - 13, reserved = ARGV[10] == 'r' }
+local candidates = { firstKey = 16, firstArg = 14, count = #ARGV - 13, reserved = ARGV[10] == 'r' }
 -- @include now
 -- @include events
 -- @include score
@@ -67,6 +68,7 @@ local candidates = { firstKey = 15, firstArg = 14, count = #ARGV - 13, reserved 
 -- @include skiplist
 -- @include takeJobs
 -- @include nextDue
+-- @include minutes
 
 -- Ownership is the run's token on the job: a job holds a token only while it is in flight (every move out
 -- of `active` clears it). A lapsed lease that no sweep has recovered yet still belongs to this run; a lease
@@ -111,6 +113,9 @@ else
     state = useAttempt(jobKey, q, id, now, value, retry)
   end
   rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state, 'finishedAt', nowText, 'token', '')
+end
+if state == 'completed' or state == 'failed' then
+  countFinished(metricsKey, state, now)
 end
 -- Last, as it may remove the job at once (retention "0"; a lost reply to that finish reads as lost).
 local trimSet = ''

@@ -15,9 +15,10 @@
   KEYS[9]  reserved   ZSET   <prefix>:{q}:reserved
   KEYS[10] events     STREAM <prefix>:{q}:events
   KEYS[11] listened   STRING <prefix>:{q}:listened
-  KEYS[9 + 3i]        HASH   job i        (i = 1 .. n)
-  KEYS[10 + 3i]       STRING lease of job i
-  KEYS[11 + 3i]       LIST   log of job i
+  KEYS[12] metrics    HASH   <prefix>:{q}:metrics
+  KEYS[10 + 3i]       HASH   job i        (i = 1 .. n)
+  KEYS[11 + 3i]       STRING lease of job i
+  KEYS[12 + 3i]       LIST   log of job i
 
   ARGV[1] "jobs" or "keys"
   ARGV[2] "1" to go on while jobs are in flight, else "0"
@@ -42,7 +43,8 @@ if mode == 'keys' then
   if sizes > 0 then
     return { 'more', sizes }
   end
-  rcall('UNLINK', waitKey, activeKey, stalledKey, delayedKey, completedKey, failedKey, KEYS[7], KEYS[8], reservedKey, KEYS[10], KEYS[11])
+  rcall('UNLINK', waitKey, activeKey, stalledKey, delayedKey, completedKey, failedKey, KEYS[7], KEYS[8], reservedKey, KEYS[10], KEYS[11],
+    KEYS[12])
   return { 'done', 0 }
 end
 
@@ -60,7 +62,7 @@ for i = 1, #ARGV - 3 do
     if source == 'active' then
       rcall('ZREM', stalledKey, id)
     end
-    rcall('UNLINK', KEYS[9 + 3 * i], KEYS[10 + 3 * i], KEYS[11 + 3 * i])
+    rcall('UNLINK', KEYS[10 + 3 * i], KEYS[11 + 3 * i], KEYS[12 + 3 * i])
     removed = removed + 1
   end
 end
