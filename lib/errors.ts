@@ -136,6 +136,21 @@ export class UnrecoverableError extends Error {
   }
 }
 
+/**
+ * Thrown by a processor that learnt it must back off (an API said 429): the job goes back to the front of
+ * the line without using an attempt, as BullMQ does; pair it with `queue.rateLimit(ms)`, which holds every
+ * worker of the queue for that long. `throw Worker.RateLimitError()` makes one.
+ */
+export class RateLimitError extends Error {
+  constructor(message = 'rate limit exceeded') {
+    super(message)
+    this.name = 'RateLimitError'
+  }
+}
+
+export const isRateLimit = (err: unknown): boolean =>
+  err instanceof RateLimitError || (err instanceof Error && err.name === 'RateLimitError')
+
 /** An UnrecoverableError, or an error that says it is one by name (thrown by another copy of the library). */
 export const isUnrecoverable = (err: unknown): boolean =>
   err instanceof UnrecoverableError || (err instanceof Error && err.name === 'UnrecoverableError')

@@ -1,6 +1,6 @@
 /** EchoMQ: leases, batched heartbeats and an atomic two-phase stalled-job sweep for Redis job queues. */
 
-export { EchoMQError, type EchoMQErrorCode, UnrecoverableError } from './errors.js'
+export { EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
 export { Job, type JobFields, type JobState } from './job.js'
 export * from './options.js'
 export { type BulkJob, type JobType, Queue, type QueueCounts } from './queue.js'

@@ -12,6 +12,8 @@
  *                     { count?, age? } (age in ms) ({ count: 1000, age: 1 day })
  *   removeOnFail      retention in `failed`, the same way ({ count: 10000, age: 7 days })
  *   keepLogs          log lines kept per job (job.log), the newest (all)
+ *   priority          1 (highest) .. 2,097,151; 0 or none: no priority, and such jobs run first (0)
+ *   lifo              to the front of the line rather than the back (false; ignored with a priority)
  *
  * Validated here, before any Redis call; what reaches the scripts is encoded once (encodeBackoff,
  * encodeKeep) in the shapes lua/includes/backoff.lua and retention.lua read.
@@ -30,6 +32,8 @@ export interface JobOptions {
   removeOnComplete?: Retention
   removeOnFail?: Retention
   keepLogs?: number
+  priority?: number
+  lifo?: boolean
 }
 
 /** Every job option but the id, with defaults applied. */
@@ -40,6 +44,8 @@ export interface JobSettings {
   removeOnComplete: Retention
   removeOnFail: Retention
   keepLogs: number | undefined
+  priority: number
+  lifo: boolean
 }
 
 export const JOB_DEFAULTS: JobSettings = {
@@ -49,9 +55,13 @@ export const JOB_DEFAULTS: JobSettings = {
   removeOnComplete: defaults.removeOnComplete,
   removeOnFail: defaults.removeOnFail,
   keepLogs: undefined,
+  priority: 0,
+  lifo: false,
 }
 
-const JOB_OPTION_NAMES = ['attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail', 'keepLogs']
+const JOB_OPTION_NAMES = ['attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail', 'keepLogs', 'priority', 'lifo']
+/** The lowest priority (BullMQ's limit): a score of priority * 2^32 + a counter stays an exact double. */
+export const MAX_PRIORITY = 2 ** 21 - 1
 
 /** The longest delay, backoff or retention age accepted: a year. */
 const MAX_DELAY_MS = 365 * 24 * 3_600_000
@@ -100,6 +110,11 @@ export function jobSettings(what: string, options: unknown, base: JobSettings): 
     removeOnComplete: opt(o.removeOnComplete, base.removeOnComplete, retention('removeOnComplete')),
     removeOnFail: opt(o.removeOnFail, base.removeOnFail, retention('removeOnFail')),
     keepLogs: opt(o.keepLogs, base.keepLogs, (v) => checkInteger('keepLogs', v, COUNT)),
+    priority: opt(o.priority, base.priority, (v) => checkInteger('priority', v, { min: 0, max: MAX_PRIORITY })),
+    lifo: opt(o.lifo, base.lifo, (v) => {
+      if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected lifo to be true or false, got: ${describe(v)}`)
+      return v
+    }),
   }
 }
 

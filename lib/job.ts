@@ -7,13 +7,18 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
-export type JobState = 'wait' | 'delayed' | 'active' | 'completed' | 'failed'
+/** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
+export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
 
-export const JOB_STATES: readonly JobState[] = ['wait', 'delayed', 'active', 'completed', 'failed']
+export const JOB_STATES: readonly JobState[] = ['wait', 'prioritized', 'delayed', 'active', 'completed', 'failed']
 
-/** A queue's job counts; `wait` includes the jobs busy workers reserved for their next calls. */
+/**
+ * A queue's job counts. `wait` is every job waiting to run: those with a priority (also counted in
+ * `prioritized`) and those busy workers reserved for their next calls.
+ */
 export interface QueueCounts {
   wait: number
+  prioritized: number
   active: number
   /** Jobs in `active` that a sweep has marked (they are counted in `active` too). */
   stalled: number
@@ -57,6 +62,8 @@ export interface JobFields<Data = unknown, Result = unknown> {
   retried?: number
   /** What the processor last reported with updateProgress (0 until then). */
   progress?: unknown
+  /** 0 for none, else 1 (highest) .. 2^21 - 1. */
+  priority?: number
 }
 
 export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
@@ -76,6 +83,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare dueAt?: number
   declare workerName?: string
   declare retried?: number
+  declare priority?: number
   progress: unknown = 0
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
@@ -171,6 +179,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   const retried = optionalNumber(h.retried)
   if (retried !== undefined) job.retried = retried
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
+  if (h.priority !== undefined) job.priority = Number(h.priority)
   return job
 }
 

@@ -10,7 +10,7 @@ import { type Clock, systemClock } from './clock.js'
 import defaults from './defaults.json' with { type: 'json' }
 import { JOB_DEFAULTS, type JobSettings, jobSettings } from './job-options.js'
 import { QUEUE_KEY_NAMES } from './redis/keys.js'
-import { checkInteger, checkKnown, describe, fail, LONE_SURROGATE, opt, RANGES } from './validate.js'
+import { checkInteger, checkKnown, describe, fail, LONE_SURROGATE, MAX_DURATION_MS, opt, RANGES } from './validate.js'
 
 export { type Clock, systemClock } from './clock.js'
 export { RANGES, type Range } from './validate.js'
@@ -130,6 +130,16 @@ export interface WorkerSettings {
   heartbeatInterval: number
   closeTimeout: number
   clock: Clock
+  /** At most `max` jobs started in any `duration` ms, across every worker of the queue; undefined for no limit. */
+  limiter: { max: number; duration: number } | undefined
+}
+
+function limiter(value: unknown): { max: number; duration: number } {
+  const o = checkKnown('limiter', value, ['max', 'duration'])
+  return {
+    max: checkInteger('limiter.max', o.max, { min: 1, max: 1_000_000 }),
+    duration: checkInteger('limiter.duration', o.duration, { min: 1, max: MAX_DURATION_MS, unit: 'ms' }),
+  }
 }
 
 export function workerSettings(options: unknown): WorkerSettings {
@@ -142,6 +152,7 @@ export function workerSettings(options: unknown): WorkerSettings {
     'heartbeatInterval',
     'closeTimeout',
     'clock',
+    'limiter',
   ])
   const lockDuration = opt(o.lockDuration, LOCK_DURATION_MS_DEFAULT, setting('lockDuration'))
   const heartbeatInterval = opt(
@@ -166,6 +177,7 @@ export function workerSettings(options: unknown): WorkerSettings {
     heartbeatInterval,
     closeTimeout: opt(o.closeTimeout, CLOSE_TIMEOUT_MS_DEFAULT, setting('closeTimeout')),
     clock: opt(o.clock, systemClock, clock),
+    limiter: opt(o.limiter, undefined, limiter),
   }
 }
 

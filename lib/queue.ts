@@ -35,6 +35,7 @@ import {
   idsIn,
   isPaused,
   newestFailedScore,
+  rateLimitTtl,
   readCounts,
   readJob,
   readJobs,
@@ -190,7 +191,7 @@ export class Queue<Data = unknown> {
       if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected asc to be true or false, got: ${describe(v)}`)
       return v
     })
-    const all: JobType[] = list.length > 0 ? list : ['active', 'completed', 'delayed', 'failed', 'waiting']
+    const all: JobType[] = list.length > 0 ? list : ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting']
     const ids = await this.call('list jobs of queue', () => idsOfTypes(this.client, this.keys, all, from, to, ascending))
     return this.jobsOf(ids)
   }
@@ -250,6 +251,22 @@ export class Queue<Data = unknown> {
   async isPaused(): Promise<boolean> {
     this.assertOpen()
     return this.call('read the state of queue', () => isPaused(this.client, this.keys))
+  }
+
+  /**
+   * Holds every worker of the queue, on every host, back from starting jobs for `ms` (BullMQ's rateLimit):
+   * for a processor that learnt from an API that it must back off, before it throws Worker.RateLimitError().
+   */
+  async rateLimit(ms: number): Promise<void> {
+    this.assertOpen()
+    checkInteger('ms', ms, { min: 0, max: 2 ** 31 - 1, unit: 'ms' })
+    await this.call('rate-limit queue', () => commands.rateLimit(this.client, this.keys, ms))
+  }
+
+  /** ms left of a rateLimit hold; -2 when none holds. */
+  async getRateLimitTtl(): Promise<number> {
+    this.assertOpen()
+    return this.call('read the rate limit of queue', () => rateLimitTtl(this.client, this.keys))
   }
 
   /** Removes every waiting job, and with `delayed` every delayed one, with their logs (BullMQ's drain). */
@@ -361,7 +378,7 @@ export class Queue<Data = unknown> {
   private newJob(job: BulkJob<Data>, index: number): commands.NewJob {
     const j = checkKnown(`addBulk job ${index}`, job, ['name', 'data', 'opts'])
     const name = validateJobName(j.name)
-    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs } = addSettings(
+    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo } = addSettings(
       j.opts,
       this.settings.defaultJobOptions,
     )
@@ -375,14 +392,19 @@ export class Queue<Data = unknown> {
       keep: encodeKeep(removeOnComplete),
       keepFailed: encodeKeep(removeOnFail),
       keepLogs,
+      priority,
+      lifo,
     }
   }
 
   /** The Job add returns for a job it added: what was stored, without a read. */
   private added(j: commands.NewJob, data: Data, createdOn: number): Job<Data> {
     const fields = { id: j.id, name: j.name, data, attempts: j.attempts, attemptsMade: 0, attemptsStarted: 0, createdOn }
-    const state = j.delayMs > 0 ? { state: 'delayed' as const, dueAt: createdOn + j.delayMs } : { state: 'wait' as const }
-    return new Job<Data>({ ...fields, ...state }, this.scope)
+    const state =
+      j.delayMs > 0
+        ? { state: 'delayed' as const, dueAt: createdOn + j.delayMs }
+        : { state: j.priority > 0 ? ('prioritized' as const) : ('wait' as const) }
+    return new Job<Data>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}) }, this.scope)
   }
 
   /** getJobs' options form: a page of one state (see getJobs). */

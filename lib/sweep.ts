@@ -131,6 +131,8 @@ export async function sweepQueue(
   const left = result.recovered.length + result.failed.length
   const counts: QueueCounts = {
     wait: c.wait + result.recovered.length + promoted,
+    // A recovered or promoted job may have joined `prioritized`: the probe's figure, not moved on.
+    prioritized: c.prioritized,
     active: c.active - left,
     stalled: Math.max(0, c.stalled + result.marked.length - left),
     delayed: c.delayed - promoted,

@@ -13,7 +13,10 @@
  *
  * Options (validated in options.ts): connection, prefix ('emq'), name (<hostname>:<pid>), concurrency (1),
  * lockDuration (30000 ms), heartbeatInterval (half the lease; at most half), closeTimeout (5000 ms),
- * clock (monotonic timers; tests inject one).
+ * limiter ({ max, duration }: at most max starts in any duration ms, across every worker of the queue; a
+ * limited worker sleeps until the window has room, without asking Redis), clock (monotonic timers; tests
+ * inject one). A processor that throws Worker.RateLimitError() returns its job to the front of the line
+ * without using an attempt.
  *
  * Events: 'active' (job), 'progress' (job, progress), 'completed' (job, result), 'failed' (job, error;
  * job.state: 'delayed' or 'wait' when it will be retried, 'failed' when not; an UnrecoverableError fails
@@ -22,7 +25,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { EchoMQError, isUnrecoverable, redisError } from './errors.js'
+import { EchoMQError, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
 import { toJson } from './json.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
@@ -70,6 +73,7 @@ export interface WorkerOptions {
   heartbeatInterval?: number
   closeTimeout?: number
   clock?: WorkerSettings['clock']
+  limiter?: { max: number; duration: number }
 }
 
 /**
@@ -120,6 +124,11 @@ type Started = Taken & { sentAt: number }
 const PROGRESS_MAX_BYTES = 64 * 1024
 
 export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
+  /** BullMQ's way to make one: `throw Worker.RateLimitError()` (see RateLimitError). */
+  static RateLimitError(): RateLimitError {
+    return new RateLimitError()
+  }
+
   readonly name: string
   readonly id = randomUUID()
   private readonly settings: WorkerSettings
@@ -143,6 +152,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private readonly trimmer: Trimmer
   /** Runs close() released whose return to `wait` Redis has not yet confirmed. */
   private unreturned = 0
+  /** Until when (this worker's clock) the limiter, or queue.rateLimit, holds new starts back. */
+  private heldUntil = Number.NEGATIVE_INFINITY
   /** What the jobs a processor is given act through: progress and log lines fenced by the run's token. */
   private readonly scope: JobScope
 
@@ -165,7 +176,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.wantsSignal = processor.length >= 2
     this.takeAhead = new TakeAhead({
       concurrency: this.settings.concurrency,
-      taker: { workerToken: this.id, leaseMs: lockDuration, workerName: this.settings.name },
+      taker: {
+        workerToken: this.id,
+        leaseMs: lockDuration,
+        workerName: this.settings.name,
+        ...(this.settings.limiter ? { limit: this.settings.limiter } : {}),
+      },
       reserveMs: lockDuration,
       running: (id) => this.runs.has(id),
       read: (n) => readCandidates(client, this.keys, n),
@@ -221,7 +237,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
           await this.nap()
           continue
         }
+        // Limited: sleep until the window has room (a run ending wakes it too), without asking Redis.
+        const held = this.heldUntil - clock.now()
+        if (held > 0) {
+          await this.nap(held)
+          continue
+        }
         const took = !idle && (await this.take(Math.min(free, MAX_TAKE_BATCH)))
+        // Held back by the limiter: the next round sleeps for it, rather than wait on the marker.
+        if (!took && this.heldUntil > clock.now()) continue
         if (!took) {
           const woken = await this.block()
           idle = woken === 'timeout'
@@ -282,6 +306,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     for (const t of result.taken) this.startOrGiveBack({ ...t, sentAt })
     this.takeAhead.settle(look, { left: result.left, taken: result.taken.length })
     this.promoter.learn(result)
+    this.hold(result.waitMs)
     // Nothing taken (other workers got them, or the queue is paused): wait on the marker, which says when
     // there is work again, rather than ask at once.
     return result.taken.length > 0
@@ -324,7 +349,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       value = this.resultJson(run.job.id, result)
     } catch (err) {
       error = err instanceof Error ? err : new Error(String(err))
-      action = isUnrecoverable(err) ? 'fail-final' : 'fail'
+      action = isRateLimit(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
       value = truncate(error.message || error.name, ERROR_MAX_CHARS)
     }
     this.takeAhead.ran(this.settings.clock.now() - started)
@@ -362,7 +387,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
    * ids), and the calls after it are prepared, unless the worker is closing.
    */
   private async finish(run: Run, action: FinishAction, value: string): Promise<FinishResult> {
-    const look: Lookahead = this.takeAhead.forFinish()
+    // Held back by the limiter: the call finishes the run and takes nothing.
+    const look: Lookahead = this.takeAhead.forFinish(this.heldUntil <= this.settings.clock.now())
     const sentAt = this.settings.clock.now()
     let reply: FinishResult
     try {
@@ -373,6 +399,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       throw err
     }
     this.promoter.learn(reply)
+    this.hold(reply.waitMs)
     for (const t of reply.taken) this.startOrGiveBack({ ...t, sentAt })
     // A finish that found the run lost took nothing: its candidates are still where they were.
     const left = reply.status === 'lost' ? look.ids : reply.left
@@ -413,6 +440,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       waitUntilFinished: (job, events, ttl) =>
         waitUntilFinished(events, { id: job.id, name: job.name, queue: this.name }, ttl, () => readOutcome(client, this.keys, job.id)),
     }
+  }
+
+  /** A reply said the limiter (or queue.rateLimit) holds starts back for `ms`. */
+  private hold(ms: number): void {
+    if (ms > 0) this.heldUntil = Math.max(this.heldUntil, this.settings.clock.now() + ms)
   }
 
   private lockLost(id: string, reason: string, run = this.runs.get(id)): void {

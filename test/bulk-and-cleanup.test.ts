@@ -138,7 +138,15 @@ describe('getters as BullMQ users write them', () => {
     expect(await ids(['wait', 'waiting', 'delayed'], 0, -1, true)).toEqual(['w1', 'w2', 'w3', 'd1'])
     expect(await ids(['wait'], -300, 99999, true)).toEqual(['w1', 'w2', 'w3'])
     expect(await fx.queue.getJobCounts('waiting', 'delayed', 'failed')).toEqual({ waiting: 3, delayed: 1, failed: 0 })
-    expect(await fx.queue.getJobCounts()).toEqual({ active: 0, completed: 0, delayed: 1, failed: 0, waiting: 3, 'waiting-children': 0 })
+    expect(await fx.queue.getJobCounts()).toEqual({
+      active: 0,
+      completed: 0,
+      delayed: 1,
+      failed: 0,
+      prioritized: 0,
+      waiting: 3,
+      'waiting-children': 0,
+    })
     expect(await fx.queue.count()).toBe(4)
     await expect(fx.queue.getJobs(['finished' as never])).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
   })

@@ -177,7 +177,7 @@ describe('echomq sweep, stats, inspect', () => {
     expect(human.stdout).toMatch(/emails +2 +0 +0 +0 +0 +0/)
     expect(human.stdout).toMatch(/sms +0 +0 +1 +0 +0 +0/)
     expect(JSON.parse(json.stdout)).toEqual({
-      emails: { wait: 2, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0, paused: false },
+      emails: { wait: 2, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0, paused: false },
     })
   })
 
@@ -253,7 +253,7 @@ describe('echomq stats and inspect: delayed jobs and worker names', () => {
     expect(human.code).toBe(0)
     expect(human.stdout).toMatch(/emails +1 +2 +0 +0 +0 +0/)
     expect(JSON.parse(json.stdout)).toEqual({
-      emails: { wait: 1, delayed: 2, active: 0, stalled: 0, completed: 0, failed: 0, paused: false },
+      emails: { wait: 1, delayed: 2, prioritized: 0, active: 0, stalled: 0, completed: 0, failed: 0, paused: false },
     })
   })
 

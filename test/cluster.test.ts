@@ -110,7 +110,7 @@ describe('Queue and Worker on a cluster', () => {
     for (const q of queues) {
       const queue = new Queue(q, { connection: client, prefix })
       await waitFor(async () => (await queue.counts()).completed === 3, { what: `3 completed jobs in ${q}` })
-      expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 3, failed: 0 })
+      expect(await queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 3, failed: 0 })
       expect(await queue.getJob('flaky')).toMatchObject({
         state: 'completed',
         attemptsMade: 2,
@@ -203,7 +203,7 @@ describe('crash recovery on a cluster', () => {
       expect(second).toEqual({ marked: [], recovered: expect.arrayContaining(['k1', 'k2']), failed: [] })
       const queue = new Queue(q, { connection: client, prefix })
       for (const id of ['k1', 'k2']) expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 1 })
-      expect(await queue.counts()).toEqual({ wait: 2, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
+      expect(await queue.counts()).toEqual({ wait: 2, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
     }
     for (const w of workers) expect(w.messages.filter((m) => m.type === 'error' || m.type === 'lockLost')).toEqual([])
   })
@@ -251,6 +251,7 @@ describe('the Lambda handler on a cluster', () => {
     })
     expect(await new Queue(q3, { connection: client, prefix }).counts()).toEqual({
       wait: 0,
+      prioritized: 0,
       active: 0,
       stalled: 0,
       delayed: 0,
@@ -330,7 +331,7 @@ describe('a job\u2019s whole life on the cluster, every script under the key gua
       expect(await queue.clean(0, 0)).toEqual([job?.id])
       await queue.add('x', {})
       await queue.obliterate()
-      expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
+      expect(await queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
     }
     expect(errors).toEqual([])
   })

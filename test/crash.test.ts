@@ -73,7 +73,7 @@ it("a killed worker's job on its last attempt lands in failed", async () => {
   const job = await queue.getJob('last')
   expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 })
   expect(job?.failedReason).toMatch(/stalled/)
-  expect(await queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
+  expect(await queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
 })
 
 it('a recovered job is taken again by a healthy worker and completed', async () => {

@@ -83,7 +83,7 @@ describe('the whole flow under the guard', () => {
     await completed
 
     expect(await fx.queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, returnValue: { done: 'a' } })
-    expect(await fx.queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 1, failed: 0 })
+    expect(await fx.queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 1, failed: 0 })
     expect((await fx.queue.add('send', {}, { jobId: 'a' })).state).toBe('completed') // an existing id: add changes nothing
     await expectGuardedScriptsRan([SCRIPT_FILES.add, SCRIPT_FILES.take, SCRIPT_FILES.extend, SCRIPT_FILES.finish])
   })
@@ -196,7 +196,7 @@ describe('the whole flow under the guard', () => {
     expect(fail).toEqual({ marked: [], recovered: [], failed: [...lastIds].sort() })
     const last = new Queue('last', { connection: redis.client })
     expect(await last.getJob('j0')).toMatchObject({ state: 'failed', failedReason: expect.stringMatching(/stalled/) })
-    expect(await last.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 2 })
+    expect(await last.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 2 })
     await expectGuardedScriptsRan([SCRIPT_FILES.add, SCRIPT_FILES.take, SCRIPT_FILES.probe, SCRIPT_FILES.sweepStep])
   })
 
@@ -255,7 +255,7 @@ describe('the whole flow under the guard', () => {
       expect(await fx.queue.clean(0, 0)).toEqual(['p'])
       await fx.queue.add('x', {})
       await fx.queue.obliterate()
-      expect(await fx.queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
+      expect(await fx.queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
     } finally {
       await events.close()
     }

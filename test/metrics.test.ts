@@ -29,7 +29,7 @@ const run = (over: { [K in keyof QueueRun]?: QueueRun[K] | undefined } = {}): Qu
     failed: 1,
     failedNew: 4,
     durations: [3.5, 4],
-    counts: { wait: 5, active: 7, stalled: 2, delayed: 6, completed: 9, failed: 3 },
+    counts: { wait: 5, prioritized: 0, active: 7, stalled: 2, delayed: 6, completed: 9, failed: 3 },
     oldestWaitAgeMs: 1500,
     ...over,
   }) as QueueRun
@@ -75,7 +75,7 @@ describe('totals', () => {
   })
 
   it('an empty wait has an age of 0; a waiting job of unknown age is not reported as 0', () => {
-    const empty = { wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 }
+    const empty = { wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 }
     expect(totals({ a: run({ oldestWaitAgeMs: undefined, counts: empty }) }).oldestWaitAgeMs).toBe(0)
     expect(totals({ a: run({ oldestWaitAgeMs: undefined }) }).oldestWaitAgeMs).toBeUndefined()
   })

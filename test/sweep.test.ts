@@ -36,7 +36,7 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     expect(second).toEqual({ marked: [], recovered: [id], failed: [] })
     expect(await q.getJob(id as string)).toMatchObject({ state: 'wait', attemptsMade: 1 })
     expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual([id]) // served next
-    expect(await q.counts()).toEqual({ wait: 1, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
+    expect(await q.counts()).toEqual({ wait: 1, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
   })
 
   it('moves a stalled job on its last attempt to failed, with a reason that says it stalled', async () => {

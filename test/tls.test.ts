@@ -125,6 +125,7 @@ describe('rediss:// with an ACL user', () => {
     for (const q of Object.values((second.result as { queues: Record<string, object> }).queues)) expect(q).not.toHaveProperty('error')
     expect(await new Queue('cq', { connection: emq }).counts()).toEqual({
       wait: 2,
+      prioritized: 0,
       active: 0,
       stalled: 0,
       delayed: 0,

@@ -92,7 +92,7 @@ describe('worker: finishing', () => {
 
     expect(failures.map((j) => j.state)).toEqual(['wait', 'failed'])
     expect(await fx.queue.getJob('f')).toMatchObject({ state: 'failed', attemptsMade: 2, attemptsStarted: 2, failedReason: 'boom' })
-    expect(await fx.queue.counts()).toEqual({ wait: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
+    expect(await fx.queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
   })
 
   it.each([

@@ -46,6 +46,7 @@ export async function jobsIn(queue: Queue, state: JobState, start: number, count
 
 export const STATE_ORDER: Record<JobState, string> = {
   wait: 'in the order they will run',
+  prioritized: 'highest priority first',
   delayed: 'earliest due first',
   active: 'earliest lease deadline first',
   completed: 'most recent first',
@@ -82,6 +83,7 @@ export function renderJobList(list: JobList): string {
   if (jobs.length === 0) return `no ${state} jobs in queue ${list.queue}${start > 0 ? ` from rank ${start}` : ''}`
   const extra: Record<JobState, [string[], (j: ListedJob) => string[]]> = {
     wait: [['last error'], (j) => [oneLine(j.lastError)]],
+    prioritized: [['priority', 'last error'], (j) => [String(j.priority ?? ''), oneLine(j.lastError)]],
     delayed: [['due in', 'last error'], (j) => [dueIn(j.dueInMs), oneLine(j.lastError)]],
     active: [['started', 'last error'], (j) => [at(j.startedOn), oneLine(j.lastError)]],
     completed: [['finished'], (j) => [at(j.finishedOn)]],

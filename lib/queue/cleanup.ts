@@ -15,7 +15,7 @@ export const CLEANUP_BATCH = 500
 /** Removes every waiting job (and, with `delayed`, every delayed one) and its log; resolves to how many. */
 export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: boolean): Promise<number> {
   let removed = 0
-  const sources: DrainSource[] = delayed ? ['reserved', 'wait', 'delayed'] : ['reserved', 'wait']
+  const sources: DrainSource[] = delayed ? ['reserved', 'wait', 'prioritized', 'delayed'] : ['reserved', 'wait', 'prioritized']
   for (const source of sources) {
     for (;;) {
       const ids = await headIds(client, keys, source, CLEANUP_BATCH)
@@ -49,7 +49,7 @@ export async function cleanSet(client: RedisClient, keys: QueueKeys, set: Finish
  * entry. Refused (ERR_QUEUE_ACTIVE, nothing deleted) while jobs are in flight, unless `force`.
  */
 export async function obliterateQueue(client: RedisClient, keys: QueueKeys, prefix: string, queue: string, force: boolean): Promise<void> {
-  const sources: ObliterateSource[] = ['active', 'reserved', 'wait', 'delayed', 'completed', 'failed']
+  const sources: ObliterateSource[] = ['active', 'reserved', 'wait', 'prioritized', 'delayed', 'completed', 'failed']
   for (let round = 0; ; round++) {
     for (const source of sources) {
       for (;;) {

@@ -3,7 +3,7 @@
  * (negative from the end: 0, -1 is every job) and `getJobCounts(...types)`, with BullMQ's type names:
  * 'waiting' is 'wait', 'paused' is the waiting jobs of a paused queue (and then 'waiting' is 0, as in
  * BullMQ 5, where a paused queue's jobs sit in a paused list), 'waiting-children' is always 0 (EchoMQ has
- * no flows). Types are validated here, before any Redis call.
+ * no flows), 'prioritized' the waiting jobs with a priority. Types are validated here, before any Redis call.
  */
 import type { JobState } from '../job.js'
 import type { RedisClient } from '../redis/connection.js'
@@ -12,11 +12,21 @@ import { isPaused, pageIds, stateSize } from '../redis/queries.js'
 import { describe, fail } from '../validate.js'
 
 /** The type names getJobs and getJobCounts take. */
-export const JOB_TYPES = ['wait', 'waiting', 'paused', 'active', 'delayed', 'completed', 'failed', 'waiting-children'] as const
+export const JOB_TYPES = [
+  'wait',
+  'waiting',
+  'paused',
+  'prioritized',
+  'active',
+  'delayed',
+  'completed',
+  'failed',
+  'waiting-children',
+] as const
 export type JobType = (typeof JOB_TYPES)[number]
 
 /** getJobCounts()'s types when none is given: BullMQ 6's. */
-export const DEFAULT_COUNT_TYPES: JobType[] = ['active', 'completed', 'delayed', 'failed', 'waiting', 'waiting-children']
+export const DEFAULT_COUNT_TYPES: JobType[] = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting', 'waiting-children']
 
 /** Most jobs one getJobs call returns: page with start and end beyond it. */
 export const MAX_JOBS_PER_PAGE = 10_000

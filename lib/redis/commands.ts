@@ -16,25 +16,26 @@ export { loadScript, setScriptWrapper } from './scripts.js'
 
 /** Every script file, by the command that runs it. */
 export const SCRIPT_FILES = {
-  add: 'add-6.lua',
-  take: 'take-8.lua',
-  unreserve: 'unreserve-3.lua',
-  requeue: 'requeue-3.lua',
+  add: 'add-7.lua',
+  take: 'take-11.lua',
+  unreserve: 'unreserve-5.lua',
+  requeue: 'requeue-5.lua',
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
-  finish: 'finish-15.lua',
-  probe: 'probe-9.lua',
-  sweepStep: 'sweep-9.lua',
-  promote: 'promote-6.lua',
+  finish: 'finish-18.lua',
+  probe: 'probe-11.lua',
+  sweepStep: 'sweep-10.lua',
+  promote: 'promote-7.lua',
   trim: 'trim-2.lua',
-  retry: 'retry-6.lua',
-  remove: 'remove-11.lua',
-  pause: 'pause-5.lua',
+  retry: 'retry-7.lua',
+  remove: 'remove-13.lua',
+  pause: 'pause-6.lua',
   progress: 'progress-5.lua',
   log: 'log-3.lua',
   clean: 'clean-4.lua',
-  drain: 'drain-4.lua',
-  obliterate: 'obliterate-12.lua',
+  drain: 'drain-6.lua',
+  obliterate: 'obliterate-15.lua',
+  limit: 'limit-1.lua',
 } as const
 
 /**
@@ -135,11 +136,27 @@ export interface NewJob {
   keepFailed: string
   /** Log lines kept, or undefined for all. */
   keepLogs: number | undefined
+  /** 0 for none, else 1 (highest) .. 2^21 - 1. */
+  priority: number
+  /** To the front of `wait` (a job without a priority). */
+  lifo: boolean
 }
 
 /** The ARGV of one job in add-6.lua, in its order. */
-const jobArgs = (j: NewJob) => [j.id, j.name, j.data, j.attempts, j.delayMs, j.backoff, j.keep, j.keepFailed, j.keepLogs ?? '']
-const ADD_FIELDS = 9
+const jobArgs = (j: NewJob) => [
+  j.id,
+  j.name,
+  j.data,
+  j.attempts,
+  j.delayMs,
+  j.backoff,
+  j.keep,
+  j.keepFailed,
+  j.keepLogs ?? '',
+  j.priority,
+  j.lifo ? '1' : '',
+]
+const ADD_FIELDS = 11
 
 /**
  * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
@@ -149,7 +166,7 @@ export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]):
   const [createdOn, added] = (await evalScript(
     client,
     SCRIPT_FILES.add,
-    [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), ...jobs.map((j) => keys.job(j.id))],
+    [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))],
     [ADD_FIELDS, ...jobs.flatMap(jobArgs)],
   )) as [number, number[]]
   return { createdOn, added: added.map((a) => a === 1) }
@@ -166,7 +183,7 @@ export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob
   // would need a second round trip for nothing.
   const tx = client.multi()
   for (const jobs of calls) {
-    const k = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), ...jobs.map((j) => keys.job(j.id))]
+    const k = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))]
     tx.eval(script.lua, k.length, ...k, ADD_FIELDS, ...jobs.flatMap(jobArgs))
   }
   let replies: [Error | null, unknown][] | null
@@ -205,7 +222,15 @@ export interface Taker {
   leaseMs: number
   /** Recorded on each job taken (`workerName`). */
   workerName: string
+  /** The worker's limiter: at most `max` starts in any `duration` ms across every worker (max 0: none). */
+  limit?: { max: number; duration: number }
 }
+
+/** The limiter's ARGV: most starts per window, the window (ms). */
+const limitArgs = (t: Taker) => [t.limit?.max ?? 0, t.limit?.duration ?? 0]
+
+/** Where reservations and prioritized jobs are kept: what every script that takes or hands back needs. */
+const prioritizedKeys = (keys: QueueKeys) => [keys.prioritized, keys.reservedScores]
 
 /** When the earliest delayed job falls due, by Redis's clock: what a busy worker's promoter waits for. */
 export interface NextDue {
@@ -222,8 +247,10 @@ const nextDue = (inMs: number, at: number): NextDue => ({
 
 export interface TakeResult extends NextDue {
   taken: Taken[]
-  /** Candidates left where they were (reserved, or in `wait`) because the reply was full (TAKE_MAX_BYTES). */
+  /** Candidates left where they were (reserved, or waiting): the reply was full (TAKE_MAX_BYTES), or the limiter said so. */
   left: string[]
+  /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while the queue is paused. */
+  waitMs: number
 }
 
 /**
@@ -231,24 +258,39 @@ export interface TakeResult extends NextDue {
  * `reserved`, ids this worker reserved (a finish's `reserve`).
  */
 export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, ids: string[], reserved = false): Promise<TakeResult> {
-  const [taken, left, dueIn, dueAt] = (await evalScript(
+  const [taken, left, dueIn, dueAt, waitMs] = (await evalScript(
     client,
     SCRIPT_FILES.take,
-    [keys.wait, keys.active, keys.marker, keys.reserved, keys.delayed, ...eventKeys(keys), ...jobKeyPairs(keys, ids)],
-    [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, reserved ? 'r' : 'w', ...ids],
-  )) as [TakenReply, string[], number, number]
-  return { taken: toTaken(taken, taker.workerName), left, ...nextDue(dueIn, dueAt) }
+    [
+      keys.wait,
+      keys.active,
+      keys.marker,
+      keys.reserved,
+      keys.delayed,
+      ...eventKeys(keys),
+      ...prioritizedKeys(keys),
+      keys.limiter,
+      ...jobKeyPairs(keys, ids),
+    ],
+    [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, reserved ? 'r' : 'w', ...limitArgs(taker), ...ids],
+  )) as [TakenReply, string[], number, number, number]
+  return { taken: toTaken(taken, taker.workerName), left, ...nextDue(dueIn, dueAt), waitMs }
 }
 
 /** Returns up to `n` reservations past their expiry (a dead worker's) to the front of `wait`; resolves to how many. */
 export async function requeueExpired(client: RedisClient, keys: QueueKeys, n: number): Promise<number> {
-  return (await evalScript(client, SCRIPT_FILES.requeue, [keys.reserved, keys.wait, keys.marker], [n])) as number
+  return (await evalScript(client, SCRIPT_FILES.requeue, [keys.reserved, keys.wait, keys.marker, ...prioritizedKeys(keys)], [n])) as number
 }
 
 /** Returns ids this worker reserved and will not take to the front of `wait`; resolves to how many went back. */
 export async function unreserve(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<number> {
   if (ids.length === 0) return 0
-  return (await evalScript(client, SCRIPT_FILES.unreserve, [keys.reserved, keys.wait, keys.marker], ids)) as number
+  return (await evalScript(
+    client,
+    SCRIPT_FILES.unreserve,
+    [keys.reserved, keys.wait, keys.marker, ...prioritizedKeys(keys)],
+    ids,
+  )) as number
 }
 
 // ---- extend (heartbeat), with reclaim ------------------------------------------------------------------
@@ -330,11 +372,13 @@ export interface FinishResult extends NextDue {
   left: string[]
   /** Ids reserved for this worker's next calls, next to be served first. */
   reserved: string[]
-  /** Ids at the tail of `wait` after the call (not reserved), next first: candidates for the next one. */
+  /** Ids at the head of the line after the call (not reserved), next first: candidates for the next one. */
   peeked: string[]
   trim: FinishedSet | undefined
   /** When the run ended (ms, Redis's clock). */
   finishedOn: number
+  /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while paused. */
+  waitMs: number
 }
 
 /** What a finish takes in the same call, and what it sets aside for the calls after it. */
@@ -389,6 +433,8 @@ export async function finish(
       k.listened,
       k.logs(run.id),
       k.metrics,
+      ...prioritizedKeys(keys),
+      k.limiter,
       ...jobKeyPairs(keys, next.candidates),
     ],
     [
@@ -405,20 +451,22 @@ export async function finish(
       next.reserve,
       next.reserveMs,
       next.peek,
+      ...limitArgs(next),
       ...next.candidates,
     ],
-  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[], number, number, number]
-  const [status, state, taken, reserved, peeked, trim, left, dueIn, dueAt, finishedOn] = reply
+  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[], number, number, number, number]
+  const [status, state, taken, reserved, peeked, trim, left, dueIn, dueAt, finishedOn, waitMs] = reply
   return {
     status,
     state,
     taken: toTaken(taken, next.workerName),
     left,
     reserved,
-    peeked: peeked.reverse(),
+    peeked,
     trim: trim === '' ? undefined : trim,
     ...nextDue(dueIn, dueAt),
     finishedOn,
+    waitMs,
   }
 }
 
@@ -465,13 +513,13 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
   const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved] = (await evalScript(
     client,
     SCRIPT_FILES.probe,
-    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved],
+    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved, ...prioritizedKeys(k)],
     [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0],
   )) as ProbeReply
-  const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = c
+  const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0] = c
   return {
     now,
-    counts: { wait, active, stalled, delayed, completed, failed },
+    counts: { wait, active, stalled, delayed, completed, failed, prioritized },
     failedNew,
     expired,
     audit,
@@ -514,6 +562,7 @@ export async function sweepStep(client: RedisClient, keys: QueueKeys, { graceMs,
       keys.marker,
       ...eventKeys(keys),
       keys.metrics,
+      keys.prioritized,
       ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ],
     [graceMs, mode, ...ids],
@@ -533,7 +582,7 @@ export async function promote(client: RedisClient, keys: QueueKeys, ids: string[
   const [promoted, inMs, at] = (await evalScript(
     client,
     SCRIPT_FILES.promote,
-    [keys.delayed, keys.wait, keys.marker, ...eventKeys(keys), ...ids.map((id) => keys.job(id))],
+    [keys.delayed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, ...ids.map((id) => keys.job(id))],
     [rearm ? 1 : 0, ...ids],
   )) as [string[], number, number]
   return { promoted, ...nextDue(inMs, at) }
@@ -570,7 +619,7 @@ export async function retry(
   const [status, result, state] = (await evalScript(
     client,
     SCRIPT_FILES.retry,
-    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), ...ids.map((id) => keys.job(id))],
+    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, ...ids.map((id) => keys.job(id))],
     [strict ? 'strict' : 'any', Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
   )) as ['ok', string[], undefined] | ['not-failed', string, JobState | 'missing']
   return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
@@ -581,9 +630,25 @@ export async function remove(client: RedisClient, keys: QueueKeys, id: string): 
   return (await evalScript(
     client,
     SCRIPT_FILES.remove,
-    [keys.job(id), keys.active, keys.wait, keys.delayed, keys.completed, keys.failed, keys.reserved, ...eventKeys(keys), keys.logs(id)],
+    [
+      keys.job(id),
+      keys.active,
+      keys.wait,
+      keys.delayed,
+      keys.completed,
+      keys.failed,
+      keys.reserved,
+      ...eventKeys(keys),
+      keys.logs(id),
+      ...prioritizedKeys(keys),
+    ],
     [id],
   )) as 'removed' | 'missing' | 'active'
+}
+
+/** Holds every worker of the queue back from starting jobs for `ms` (0 lifts it); resolves to when the hold ends. */
+export async function rateLimit(client: RedisClient, keys: QueueKeys, ms: number): Promise<number> {
+  return (await evalScript(client, SCRIPT_FILES.limit, [keys.meta], [ms])) as number
 }
 
 // ---- pause, progress and logs ------------------------------------------------------------------------
@@ -593,7 +658,7 @@ export async function setPaused(client: RedisClient, keys: QueueKeys, paused: bo
   const changed = (await evalScript(
     client,
     SCRIPT_FILES.pause,
-    [keys.meta, keys.marker, keys.wait, keys.events, keys.listened],
+    [keys.meta, keys.marker, keys.wait, keys.events, keys.listened, keys.prioritized],
     [paused ? 'pause' : 'resume'],
   )) as number
   return changed === 1
@@ -642,20 +707,20 @@ export async function clean(
 }
 
 /** Where drain read the ids it passes. */
-export type DrainSource = 'wait' | 'reserved' | 'delayed'
+export type DrainSource = 'wait' | 'reserved' | 'prioritized' | 'delayed'
 
 /** Removes the given waiting (or delayed) jobs that are still where they were read; resolves to the ids removed. */
 export async function drain(client: RedisClient, keys: QueueKeys, source: DrainSource, ids: string[]): Promise<string[]> {
   return (await evalScript(
     client,
     SCRIPT_FILES.drain,
-    [keys.wait, keys.reserved, keys.delayed, keys.marker, ...jobAndLogs(keys, ids)],
+    [keys.wait, keys.reserved, keys.delayed, keys.marker, ...prioritizedKeys(keys), ...jobAndLogs(keys, ids)],
     [source, ...ids],
   )) as string[]
 }
 
 /** Where obliterate read the ids it passes. */
-export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'delayed' | 'completed' | 'failed'
+export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed'
 
 const queueOwnKeys = (k: QueueKeys) => [
   k.wait,
@@ -670,6 +735,9 @@ const queueOwnKeys = (k: QueueKeys) => [
   k.events,
   k.listened,
   k.metrics,
+  k.prioritized,
+  k.reservedScores,
+  k.limiter,
 ]
 
 /**

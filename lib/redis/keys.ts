@@ -17,6 +17,9 @@
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists
  *   <prefix>:{q}:listened   STRING set with a TTL by each QueueEvents listening to the queue
  *   <prefix>:{q}:metrics    HASH   finished jobs per minute over the last hour (lua/includes/minutes.lua)
+ *   <prefix>:{q}:prioritized ZSET  waiting jobs with a priority: id -> priority * 2^32 + counter (enter.lua)
+ *   <prefix>:{q}:reservedScores HASH reserved id -> its score in `prioritized`, to hand it back to its place
+ *   <prefix>:{q}:limiter    ZSET   run token -> start time (ms): the starts of the worker limiters' window
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
@@ -38,6 +41,10 @@ export const QUEUE_KEY_NAMES = [
   'events',
   'listened',
   'metrics',
+  'prioritized',
+  'reservedScores',
+  'limiter',
+  'schedulers',
 ] as const
 
 export interface QueueKeys {
@@ -53,6 +60,9 @@ export interface QueueKeys {
   readonly events: string
   readonly listened: string
   readonly metrics: string
+  readonly prioritized: string
+  readonly reservedScores: string
+  readonly limiter: string
   job(id: string): string
   lock(id: string): string
   logs(id: string): string
@@ -73,6 +83,9 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     events: `${base}events`,
     listened: `${base}listened`,
     metrics: `${base}metrics`,
+    prioritized: `${base}prioritized`,
+    reservedScores: `${base}reservedScores`,
+    limiter: `${base}limiter`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
     logs: (id) => `${base}${id}:logs`,

@@ -12,9 +12,13 @@ import { activeKeyPattern, discoveryKey, prefixPattern, type QueueKeys, registry
 
 // ---- a queue's jobs --------------------------------------------------------------------------------
 
-/** Up to `n` ids from the tail of `wait`, the next to be served first: the candidates for `take`. */
+/**
+ * Up to `n` ids next in line, the next first: the tail of `wait`, then (jobs without a priority run first)
+ * the head of `prioritized`. The candidates for `take`; both read in one round trip.
+ */
 export async function readCandidates(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
-  return (await client.lrange(keys.wait, -n, -1)).reverse()
+  const [waiting, prioritized] = await Promise.all([client.lrange(keys.wait, -n, -1), client.zrange(keys.prioritized, '0', String(n - 1))])
+  return [...waiting.reverse(), ...prioritized].slice(0, n)
 }
 
 /** A job's hash, {} when there is none. */
@@ -42,7 +46,8 @@ export async function idsIn(client: RedisClient, keys: QueueKeys, state: JobStat
       return [...reserved, ...(await client.lrange(keys.wait, -(skip + more), -(skip + 1))).reverse()]
     }
     case 'delayed':
-      return client.zrange(keys.delayed, String(start), String(end))
+    case 'prioritized':
+      return client.zrange(keys[state], String(start), String(end))
     case 'active':
       return client.zrange(keys.active, String(start), String(end))
     default:
@@ -173,11 +178,12 @@ export async function readCounts(client: RedisClient, keys: QueueKeys): Promise<
     replies = await countReads(client.pipeline(), keys).exec()
   }
   if (!replies) throw new Error('the transaction was aborted')
-  const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0] = replies.map(([err, n]) => {
-    if (err) throw err
-    return n as number
-  })
-  return { wait: wait + reserved, active, stalled, delayed, completed, failed }
+  const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0, scored = 0] =
+    replies.map(([err, n]) => {
+      if (err) throw err
+      return n as number
+    })
+  return { wait: wait + reserved + prioritized, prioritized: prioritized + scored, active, stalled, delayed, completed, failed }
 }
 
 function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {
@@ -189,6 +195,8 @@ function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableComman
     .zcard(keys.delayed)
     .zcard(keys.completed)
     .zcard(keys.failed)
+    .zcard(keys.prioritized)
+    .hlen(keys.reservedScores)
 }
 
 /** A job's state and outcome: what waitUntilFinished checks after it starts listening. */
@@ -205,6 +213,13 @@ export async function readOutcome(
 export async function readLogs(client: RedisClient, keys: QueueKeys, id: string, start: number, end: number): Promise<[string[], number]> {
   const [logs, count] = await Promise.all([client.lrange(keys.logs(id), start, end), client.llen(keys.logs(id))])
   return [logs, count]
+}
+
+/** ms left of a queue.rateLimit hold, by Redis's clock; -2 when none holds (BullMQ's answer for no limit). */
+export async function rateLimitTtl(client: RedisClient, keys: QueueKeys): Promise<number> {
+  const [until, now] = await Promise.all([client.hget(keys.meta, 'limitedUntil'), serverTimeMs(client)])
+  const left = Number(until) - now
+  return until !== null && left > 0 ? left : -2
 }
 
 /** Whether the queue is paused. */
@@ -224,7 +239,7 @@ export async function headIds(client: RedisClient, keys: QueueKeys, source: 'wai
 }
 
 /** The queue's sorted sets of jobs. */
-export type JobSet = 'active' | 'delayed' | 'completed' | 'failed'
+export type JobSet = 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed'
 
 // ---- events ------------------------------------------------------------------------------------------
 

@@ -100,9 +100,12 @@ export class TakeAhead {
     return { ...NOTHING, ids }
   }
 
-  /** The candidate a finish takes in the same call, and what it reserves or peeks at for the calls after it. */
-  forFinish(): Lookahead {
-    if (this.closed) return { ...NOTHING, finish: true }
+  /**
+   * The candidate a finish takes in the same call, and what it reserves or peeks at for the calls after it;
+   * nothing when `take` is false (the worker is held back by its limiter).
+   */
+  forFinish(take = true): Lookahead {
+    if (this.closed || !take) return { ...NOTHING, finish: true }
     return { ...this.next(1), ...this.plan(), finish: true }
   }
 

@@ -1,15 +1,32 @@
--- Moves into the waiting states. `q` holds the queue's keys: { wait, delayed, marker, ... }.
--- The marker wakes idle workers: member '0' (score 0) means work in `wait`; member 'd' scored with the
--- earliest due time a worker should know of (ZADD LT keeps the earliest), so an idle worker learns when
--- to promote delayed jobs without polling.
+-- Moves into the waiting states. `q` holds the queue's keys: { wait, prioritized, delayed, marker, meta }.
+-- The marker wakes idle workers: member '0' (score 0) means work in `wait` or `prioritized`; member 'd'
+-- scored with the earliest due time a worker should know of (ZADD LT keeps the earliest), so an idle
+-- worker learns when to promote delayed jobs without polling.
 
--- Into `wait`: at the front (served next: recoveries and releases) or at the back.
-local function enterWait(jobKey, q, id, now, front)
-  redis.call('HSET', jobKey, 'state', 'wait', 'waitingSince', now)
-  if front then
-    redis.call('RPUSH', q.wait, id)
+-- Where a job with a priority waits: `prioritized`, scored priority * 2^32 plus a counter (meta's `pc`),
+-- so the lowest number runs first and jobs of one priority in the order they came (BullMQ's scoring).
+-- At the front of its priority (a recovery, a release) the counter part is 0.
+local PRIORITY_SCALE = 4294967296
+local function prioritizedScore(q, priority, front)
+  local seq = front and 0 or (redis.call('HINCRBY', q.meta, 'pc', 1) % PRIORITY_SCALE)
+  return string.format('%.0f', priority * PRIORITY_SCALE + seq)
+end
+
+-- Into `wait`, at the front (served next: recoveries and releases; a lifo add) or at the back; a job with
+-- a priority into `prioritized` (the front of its priority, or behind its equals). `priority` is the job's
+-- when the caller knows it, else read from the hash.
+local function enterWait(jobKey, q, id, now, front, priority)
+  priority = priority or tonumber(redis.call('HGET', jobKey, 'priority')) or 0
+  if priority > 0 then
+    redis.call('HSET', jobKey, 'state', 'prioritized', 'waitingSince', now)
+    redis.call('ZADD', q.prioritized, prioritizedScore(q, priority, front), id)
   else
-    redis.call('LPUSH', q.wait, id)
+    redis.call('HSET', jobKey, 'state', 'wait', 'waitingSince', now)
+    if front then
+      redis.call('RPUSH', q.wait, id)
+    else
+      redis.call('LPUSH', q.wait, id)
+    end
   end
   redis.call('ZADD', q.marker, 0, '0')
 end

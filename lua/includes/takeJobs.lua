@@ -3,36 +3,74 @@
 local JOB_FIELDS = { 'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress' }
 local F_DATA, F_ATTEMPTS, F_STARTS = 2, 3, 5
 
+-- How many jobs may start now, and otherwise how long to wait (ms): nothing while the queue is paused
+-- (meta's `paused`; wait -1: the marker says when there is work again) or held back by queue.rateLimit
+-- (meta's `limitedUntil`); with the worker's limiter { max, duration }, at most `max` starts in any
+-- `duration` (a sliding window over `limiter`, start time by member, so every window of `duration`
+-- holds at most `max`, across every worker). Returns room, wait ms (0 when room > 0).
+local function admission(q, taker, now)
+  local meta = redis.call('HMGET', q.meta, 'paused', 'limitedUntil')
+  if meta[1] then
+    return 0, -1
+  end
+  local limitedUntil = tonumber(meta[2])
+  if limitedUntil and limitedUntil > now then
+    return 0, limitedUntil - now
+  end
+  if taker.max <= 0 then
+    return math.huge, 0
+  end
+  redis.call('ZREMRANGEBYSCORE', q.limiter, '-inf', tostring(now - taker.duration))
+  local room = taker.max - redis.call('ZCARD', q.limiter)
+  if room > 0 then
+    return room, 0
+  end
+  local oldest = tonumber(redis.call('ZRANGE', q.limiter, 0, 0, 'WITHSCORES')[2]) or now
+  return 0, math.max(1, oldest + taker.duration - now)
+end
+
 -- Takes candidate jobs and gives each a lease. `taker` is the worker: { token, leaseMs (a string, as
--- Redis gets it), name, maxBytes }. `at` says where the candidates are: candidate i (i = 0 ..
--- at.count - 1) is ARGV[at.firstArg + i], with its job hash at KEYS[at.firstKey + 2i] and its lease at
--- KEYS[at.firstKey + 2i + 1]; `at.reserved` says they were reserved by this worker (ZSET `q.reserved`),
--- else read from the tail of `wait`. A candidate no longer there (another worker took it; a reservation
--- that expired went back to `wait`, where it is looked for too) is skipped. The reply holds whole jobs,
--- so it is bounded in bytes: once a job is taken, a candidate whose data would bring the total past
--- taker.maxBytes is left where it is, and so are the candidates after it. While the queue is paused
--- (meta's `paused`) nothing is taken: every candidate is left. Each job taken emits `active`.
--- Returns { { id, token, fields, startedOn }, ... } and the candidates left.
+-- Redis gets it), name, maxBytes, max, duration (its limiter; max 0 for none) }. `at` says where the
+-- candidates are: candidate i (i = 0 .. at.count - 1) is ARGV[at.firstArg + i], with its job hash at
+-- KEYS[at.firstKey + 2i] and its lease at KEYS[at.firstKey + 2i + 1]; `at.reserved` says they were
+-- reserved by this worker (ZSET `q.reserved`), else read from the tail of `wait` or the head of
+-- `prioritized`. A candidate no longer there (another worker took it; a reservation that expired went
+-- back, where it is looked for too) is skipped. The reply holds whole jobs, so it is bounded in bytes:
+-- once a job is taken, a candidate whose data would bring the total past taker.maxBytes is left where it
+-- is, and so are the candidates after it; so are those beyond what admission() lets start. Each job
+-- taken emits `active`.
+-- Returns { { id, token, fields, startedOn }, ... }, the candidates left, and how long to wait before
+-- asking again (ms; 0: no need, -1: the queue is paused).
 local function takeJobs(q, taker, now, at)
   local firstKey, firstArg, n = at.firstKey, at.firstArg, at.count
-  if n > 0 and redis.call('HEXISTS', q.meta, 'paused') == 1 then
-    local left = {}
-    for i = 0, n - 1 do
-      left[#left + 1] = ARGV[firstArg + i]
-    end
-    return {}, left
+  local taken, left, bytes = {}, {}, 0
+  if n == 0 then
+    return taken, left, 0
   end
+  local room, wait = admission(q, taker, now)
   -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
   -- long `wait` list never costs a full scan.
   local window = 2 * n + 64
-  local taken, left, bytes = {}, {}, 0
   -- Numbers reach redis.call as strings: Redis would otherwise format each one again.
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
+  local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
   for i = 0, n - 1 do
     local id = ARGV[firstArg + i]
+    if #taken >= room then
+      for k = i, n - 1 do
+        left[#left + 1] = ARGV[firstArg + k]
+      end
+      break
+    end
     local jobKey, lockKey = KEYS[firstKey + 2 * i], KEYS[firstKey + 2 * i + 1]
     local reserved = at.reserved and redis.call('ZREM', q.reserved, id) == 1
-    if reserved or redis.call('LPOS', q.wait, id, 'RANK', -1, 'MAXLEN', window) then
+    local from = reserved and 'reserved'
+    if not from and redis.call('LPOS', q.wait, id, 'RANK', -1, 'MAXLEN', window) then
+      from = 'wait'
+    elseif not from and redis.call('ZSCORE', q.prioritized, id) then
+      from = 'prioritized'
+    end
+    if from then
       local f = redis.call('HMGET', jobKey, unpack(JOB_FIELDS))
       local size = f[F_DATA] and #f[F_DATA] or 0
       if #taken > 0 and bytes + size > taker.maxBytes then
@@ -44,8 +82,12 @@ local function takeJobs(q, taker, now, at)
         end
         break
       end
-      if not reserved then
+      if from == 'wait' then
         redis.call('LREM', q.wait, -1, id)
+      elseif from == 'prioritized' then
+        redis.call('ZREM', q.prioritized, id)
+      elseif scoredReservations then
+        redis.call('HDEL', q.reservedScores, id)
       end
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_ATTEMPTS] then
@@ -54,6 +96,9 @@ local function takeJobs(q, taker, now, at)
         redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
         redis.call('ZADD', q.active, deadline, id)
         redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name, 'attemptsStarted', started)
+        if taker.max > 0 then
+          redis.call('ZADD', q.limiter, nowText, token)
+        end
         f[F_STARTS] = started
         taken[#taken + 1] = { id, token, f, nowText }
         bytes = bytes + size
@@ -71,25 +116,64 @@ local function takeJobs(q, taker, now, at)
       end
     end
   end
-  return taken, left
+  if taker.max > 0 and #taken > 0 then
+    -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
+    redis.call('PEXPIRE', q.limiter, taker.duration)
+    if #taken >= room then
+      local _
+      _, wait = admission(q, taker, now)
+    end
+  end
+  return taken, left, wait
 end
 
--- Reserves up to `n` ids from the tail of `wait` (the next to be served) for this worker's next calls:
--- they leave `wait` for `q.reserved`, scored by when the reservation expires (a sweep returns expired ones
--- to `wait`, served next; a closing worker returns its own at once). Reserving touches no job hash, so a
--- busy worker knows its next candidates without reading `wait` itself, and no two workers get the same.
-local function reserveNext(q, n, until_)
-  if n <= 0 or redis.call('HEXISTS', q.meta, 'paused') == 1 then
+-- Reserves up to `n` ids for this worker's next calls: from the tail of `wait` (the next to be served),
+-- then, when `wait` runs out, from the head of `prioritized` (its score kept in `reservedScores`, so a
+-- reservation handed back returns to its place; reservations.lua). They go to `q.reserved`, scored by
+-- when the reservation expires (a sweep returns expired ones; a closing worker returns its own at once).
+-- Reserving touches no job hash, so a busy worker knows its next candidates without reading `wait`
+-- itself, and no two workers get the same. Nothing is reserved while the queue is paused, or for a
+-- worker with a limiter (its starts are paced anyway). A job added with a higher priority after a
+-- reservation runs after it: reservations in flight (about concurrency + 1 per worker) are the bound.
+local function reserveNext(q, taker, n, until_)
+  if n <= 0 or taker.max > 0 or redis.call('HEXISTS', q.meta, 'paused') == 1 then
     return {}
   end
-  local ids = redis.call('RPOP', q.wait, n)
-  if not ids then
-    return {}
-  end
+  local ids = redis.call('RPOP', q.wait, n) or {}
   local scored, score = {}, tostring(until_)
   for i, id in ipairs(ids) do
     scored[2 * i - 1], scored[2 * i] = score, id
   end
-  redis.call('ZADD', q.reserved, unpack(scored))
+  if #ids < n then
+    local popped = redis.call('ZPOPMIN', q.prioritized, n - #ids)
+    for j = 1, #popped, 2 do
+      ids[#ids + 1] = popped[j]
+      scored[#scored + 1] = score
+      scored[#scored + 1] = popped[j]
+      redis.call('HSET', q.reservedScores, popped[j], popped[j + 1])
+    end
+  end
+  if #ids > 0 then
+    redis.call('ZADD', q.reserved, unpack(scored))
+  end
+  return ids
+end
+
+-- The ids at the head of the line, next first, without taking them: the tail of `wait`, then the head
+-- of `prioritized`. What a finish peeks at for the calls after it.
+local function peekNext(q, n)
+  if n <= 0 then
+    return {}
+  end
+  local tail = redis.call('LRANGE', q.wait, -n, -1)
+  local ids = {}
+  for i = #tail, 1, -1 do
+    ids[#ids + 1] = tail[i]
+  end
+  if #ids < n then
+    for _, id in ipairs(redis.call('ZRANGE', q.prioritized, 0, n - #ids - 1)) do
+      ids[#ids + 1] = id
+    end
+  end
   return ids
 end

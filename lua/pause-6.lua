@@ -8,6 +8,7 @@
   KEYS[3] wait      LIST   <prefix>:{q}:wait
   KEYS[4] events    STREAM <prefix>:{q}:events
   KEYS[5] listened  STRING <prefix>:{q}:listened
+  KEYS[6] prioritized ZSET <prefix>:{q}:prioritized
 
   ARGV[1] "pause" or "resume"
 
@@ -25,7 +26,7 @@ if ARGV[1] == 'pause' then
   emit(q, 'paused')
 else
   changed = rcall('HDEL', q.meta, 'paused')
-  if rcall('LLEN', q.wait) > 0 then
+  if rcall('LLEN', q.wait) > 0 or rcall('ZCARD', KEYS[6]) > 0 then
     rcall('ZADD', q.marker, 0, '0')
   end
   emit(q, 'resumed')

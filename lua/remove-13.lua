@@ -13,16 +13,20 @@
   KEYS[9]  events     STREAM <prefix>:{q}:events
   KEYS[10] listened   STRING <prefix>:{q}:listened
   KEYS[11] logs       LIST   <prefix>:{q}:<id>:logs
+  KEYS[12] prioritized     ZSET  <prefix>:{q}:prioritized
+  KEYS[13] reservedScores  HASH  <prefix>:{q}:reservedScores
 
   ARGV[1] job id
 
   Returns "removed", "missing" (no such job) or "active" (in flight; nothing changed). Emits `removed`
-  with `prev`, the state the job was removed from (BullMQ's key names: wait, delayed, completed, failed).
+  with `prev`, the state the job was removed from (BullMQ's key names: wait, prioritized, delayed,
+  completed, failed).
 ]]
 local rcall = redis.call
 local jobKey, activeKey, logsKey = KEYS[1], KEYS[2], KEYS[11]
 local waitKey, delayedKey, completedKey, failedKey, reservedKey = KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local q = { meta = KEYS[8], events = KEYS[9], listened = KEYS[10] }
+local prioritizedKey, reservedScoresKey = KEYS[12], KEYS[13]
 local id = ARGV[1]
 -- @include events
 
@@ -35,10 +39,14 @@ if not state then
 end
 -- Only the structure the job's state names holds it: one removal, O(log n) except in `wait`, where LREM
 -- walks the list (as every Redis list queue's remove does).
-if state == 'wait' then
+if state == 'wait' or state == 'prioritized' then
   -- A waiting job may be reserved by a busy worker for its next call (see takeJobs.lua).
-  if rcall('ZREM', reservedKey, id) == 0 then
+  if rcall('ZREM', reservedKey, id) == 1 then
+    rcall('HDEL', reservedScoresKey, id)
+  elseif state == 'wait' then
     rcall('LREM', waitKey, 0, id)
+  else
+    rcall('ZREM', prioritizedKey, id)
   end
 elseif state == 'delayed' then
   rcall('ZREM', delayedKey, id)

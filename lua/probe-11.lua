@@ -1,12 +1,12 @@
 --[[
   The sweep's first call on a queue, touching only the queue's own keys: its counts, and the candidates
-  for the steps that need per-job keys (which the caller then passes to sweep-6.lua, promote-3.lua and
+  for the steps that need per-job keys (which the caller then passes to sweep-10.lua, promote-7.lua and
   trim-2.lua). For an idle queue it is the only call. It also repairs what a dead worker leaves besides
-  its leases: reservations past their expiry go back to the front of `wait` (they touch no job hash), and
-  a lost wake-up: while `wait` holds jobs the marker says so, and when the earliest delayed job is due
-  within two minutes the marker names its due time, so an idle worker (even one that missed the add)
-  wakes and takes or promotes them. Expired reservations beyond this call's share are returned by
-  requeue-3.lua, which the sweep calls next while this one returned a full share.
+  its leases: reservations past their expiry go back where they were (they touch no job hash;
+  reservations.lua), and a lost wake-up: while jobs wait the marker says so, and when the earliest
+  delayed job is due within two minutes the marker names its due time, so an idle worker (even one that
+  missed the add) wakes and takes or promotes them. Expired reservations beyond this call's share are
+  returned by requeue-5.lua, which the sweep calls next while this one returned a full share.
 
   KEYS[1] active     ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
   KEYS[2] stalled    ZSET  <prefix>:{q}:stalled
@@ -17,42 +17,50 @@
   KEYS[7] marker     ZSET  <prefix>:{q}:marker
   KEYS[8] meta       HASH  <prefix>:{q}:meta (failedNew count, retention limits)
   KEYS[9] reserved   ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
+  KEYS[10] prioritized     ZSET  <prefix>:{q}:prioritized
+  KEYS[11] reservedScores  HASH  <prefix>:{q}:reservedScores
 
   ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000; see
-          requeue-3.lua for the rest)
+          requeue-5.lua for the rest)
   ARGV[2] audit window size (in-flight jobs checked whatever their deadline; 0 for none)
   ARGV[3] where the audit window starts, as a fraction of the in-flight jobs (0..1, random)
   ARGV[4] 1 to read the count of jobs that entered `failed` and are not acknowledged yet (the reaper's
           metric; read only: the reaper acknowledges it with HINCRBY -n once it has published it), 0 not to
 
-  Returns { now (ms), { wait (reserved ids included), active, stalled, delayed, completed, failed }, failed
-  not yet acknowledged (0 when not asked, never below 0), expired lease ids, audit ids, due delayed ids, completed ids to trim, failed ids to
-  trim, the id next in `wait` or false, reservations returned }.
+  Returns { now (ms), { wait (reserved and prioritized jobs included), active, stalled, delayed, completed,
+  failed, prioritized }, failed not yet acknowledged (0 when not asked, never below 0), expired lease ids,
+  audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next in line or false,
+  reservations returned }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local q = { reserved = reservedKey, wait = waitKey, marker = markerKey, prioritized = KEYS[10], reservedScores = KEYS[11] }
 local limit, auditSize, auditAt, readFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 -- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
 local REARM_HORIZON_MS = 120000
 -- @include now
 -- @include retention
+-- @include reservations
 
 local now = nowMs()
--- Reservations past their expiry: their worker died, or closed without a word. Oldest first, each to the
--- front of `wait` (they were next in line when reserved). Up to ten times the step limit (at most 1000,
+-- Reservations past their expiry: their worker died, or closed without a word. Oldest first, each back
+-- where it was (they were next in line when reserved). Up to ten times the step limit (at most 1000,
 -- well under a millisecond): each costs two commands, and a crash of many busy workers leaves many.
 local expiredReservations = rcall('ZRANGEBYSCORE', reservedKey, '-inf', now, 'LIMIT', 0, math.min(limit * 10, 1000))
-for i = #expiredReservations, 1, -1 do
-  rcall('ZREM', reservedKey, expiredReservations[i])
-  rcall('RPUSH', waitKey, expiredReservations[i])
+if #expiredReservations > 0 then
+  rcall('ZREM', reservedKey, unpack(expiredReservations))
+  putBack(q, expiredReservations)
 end
 local counts = {
   rcall('LLEN', waitKey), rcall('ZCARD', activeKey), rcall('ZCARD', stalledKey),
-  rcall('ZCARD', delayedKey), rcall('ZCARD', completedKey), rcall('ZCARD', failedKey),
+  rcall('ZCARD', delayedKey), rcall('ZCARD', completedKey), rcall('ZCARD', failedKey), rcall('ZCARD', q.prioritized),
 }
 local waiting, inFlight, delayed = counts[1], counts[2], counts[4]
-counts[1] = waiting + rcall('ZCARD', reservedKey)
+local prioritized = counts[7]
+-- Reserved prioritized jobs are still prioritized jobs waiting.
+counts[7] = prioritized + rcall('HLEN', q.reservedScores)
+counts[1] = waiting + prioritized + rcall('ZCARD', reservedKey)
 
 local failedNew = 0
 if readFailures then
@@ -100,6 +108,10 @@ end
 local head = false
 if waiting > 0 then
   head = rcall('LINDEX', waitKey, -1)
+elseif prioritized > 0 then
+  head = rcall('ZRANGE', q.prioritized, 0, 0)[1]
+end
+if head then
   rcall('ZADD', markerKey, 0, '0')
 end
 return {

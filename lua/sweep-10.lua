@@ -8,8 +8,8 @@
                                        the index only every other tick): re-score it to now + its TTL
     lease key gone, not marked      -> mark it in `stalled` (phase 1)
     marked at least graceMs ago     -> recover it (phase 2): attemptsMade + 1, then back to the right
-                                       of `wait` (served next, no backoff), or to `failed` when no
-                                       attempts are left
+                                       of `wait` (served next, no backoff; a job with a priority to the
+                                       front of its priority), or to `failed` when no attempts are left
     marked more recently            -> leave it for a later sweep
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
   In audit mode the candidates are a window of the index taken regardless of deadline, to find leases
@@ -25,9 +25,10 @@
   KEYS[7] events    STREAM <prefix>:{q}:events
   KEYS[8] listened  STRING <prefix>:{q}:listened
   KEYS[9] metrics   HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
-  KEYS[10 + 3i]     HASH   job i        (i = 0 .. n-1)
-  KEYS[11 + 3i]     STRING lease of job i
-  KEYS[12 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
+  KEYS[10] prioritized ZSET <prefix>:{q}:prioritized (a recovered job with a priority: the front of it)
+  KEYS[11 + 3i]     HASH   job i        (i = 0 .. n-1)
+  KEYS[12 + 3i]     STRING lease of job i
+  KEYS[13 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
 
   ARGV[1] grace between mark and recovery (ms)
   ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
@@ -40,7 +41,9 @@
 ]]
 local rcall = redis.call
 local activeKey, stalledKey = KEYS[1], KEYS[2]
-local q = { wait = KEYS[3], failed = KEYS[4], marker = KEYS[5], meta = KEYS[6], events = KEYS[7], listened = KEYS[8] }
+local q = {
+  wait = KEYS[3], failed = KEYS[4], marker = KEYS[5], meta = KEYS[6], events = KEYS[7], listened = KEYS[8], prioritized = KEYS[10],
+}
 local graceMs, audit = tonumber(ARGV[1]), ARGV[2] == 'audit'
 local n = #ARGV - 2
 -- @include now
@@ -57,7 +60,7 @@ local marked, recovered, failed = {}, {}, {}
 local left, done, trim = 0, 0, 0
 for i = 0, n - 1 do
   local id = ARGV[3 + i]
-  local jobKey, lockKey, logsKey = KEYS[10 + 3 * i], KEYS[11 + 3 * i], KEYS[12 + 3 * i]
+  local jobKey, lockKey, logsKey = KEYS[11 + 3 * i], KEYS[12 + 3 * i], KEYS[13 + 3 * i]
   local deadline = rcall('ZSCORE', activeKey, id)
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then

@@ -1,23 +1,26 @@
 --[[
-  Removes waiting jobs (those in `wait`, and those busy workers reserved), or delayed ones, with their
-  logs: queue.drain's step. The caller passes ids it read from one source (the tail of `wait`, `reserved`
-  or the head of `delayed`); each is removed only if it is still there, so a job a worker took meanwhile
-  is left to it. Emits nothing, as BullMQ's drain.
+  Removes waiting jobs (those in `wait` and `prioritized`, and those busy workers reserved), or delayed
+  ones, with their logs: queue.drain's step. The caller passes ids it read from one source (the tail of
+  `wait`, `reserved`, or the head of `prioritized` or `delayed`); each is removed only if it is still
+  there, so a job a worker took meanwhile is left to it. Emits nothing, as BullMQ's drain.
 
   KEYS[1] wait      LIST  <prefix>:{q}:wait
   KEYS[2] reserved  ZSET  <prefix>:{q}:reserved
   KEYS[3] delayed   ZSET  <prefix>:{q}:delayed
   KEYS[4] marker    ZSET  <prefix>:{q}:marker
-  KEYS[3 + 2i]      HASH  job i        (i = 1 .. n)
-  KEYS[4 + 2i]      LIST  log of job i
+  KEYS[5] prioritized     ZSET  <prefix>:{q}:prioritized
+  KEYS[6] reservedScores  HASH  <prefix>:{q}:reservedScores
+  KEYS[5 + 2i]      HASH  job i        (i = 1 .. n)
+  KEYS[6 + 2i]      LIST  log of job i
 
-  ARGV[1] the source: "wait", "reserved" or "delayed"
+  ARGV[1] the source: "wait", "reserved", "prioritized" or "delayed"
   ARGV[1 + i] job id i (for "wait": read from its tail, where LREM from the tail finds it at once)
 
   Returns the ids removed.
 ]]
 local rcall = redis.call
 local waitKey, reservedKey, delayedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prioritizedKey, reservedScoresKey = KEYS[5], KEYS[6]
 local source = ARGV[1]
 
 local removed = {}
@@ -28,11 +31,14 @@ for i = 1, #ARGV - 1 do
     gone = rcall('LREM', waitKey, -1, id)
   elseif source == 'reserved' then
     gone = rcall('ZREM', reservedKey, id)
+    rcall('HDEL', reservedScoresKey, id)
+  elseif source == 'prioritized' then
+    gone = rcall('ZREM', prioritizedKey, id)
   else
     gone = rcall('ZREM', delayedKey, id)
   end
   if gone > 0 then
-    rcall('UNLINK', KEYS[3 + 2 * i], KEYS[4 + 2 * i])
+    rcall('UNLINK', KEYS[5 + 2 * i], KEYS[6 + 2 * i])
     removed[#removed + 1] = id
   end
 end

@@ -9,7 +9,8 @@
   KEYS[4] meta      HASH   <prefix>:{q}:meta
   KEYS[5] events    STREAM <prefix>:{q}:events
   KEYS[6] listened  STRING <prefix>:{q}:listened
-  KEYS[6 + i]       HASH   job i       (i = 1 .. n)
+  KEYS[7] prioritized ZSET <prefix>:{q}:prioritized (a job with a priority goes there, behind its equals)
+  KEYS[7 + i]       HASH   job i       (i = 1 .. n)
 
   ARGV[1] 1 to re-arm the marker for the next due time (a caller that will not wait for it itself,
           the sweep), else 0 (a worker, which sets its own timer from the reply)
@@ -19,7 +20,9 @@
   Redis's clock; -1 when none) }. Emits `waiting` (prev `delayed`) per job promoted.
 ]]
 local rcall = redis.call
-local q = { delayed = KEYS[1], wait = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6] }
+local q = {
+  delayed = KEYS[1], wait = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6], prioritized = KEYS[7],
+}
 local rearm = ARGV[1] == '1'
 -- @include now
 -- @include events
@@ -33,8 +36,8 @@ for i = 1, #ARGV - 1 do
   local due = rcall('ZSCORE', q.delayed, id)
   if due and tonumber(due) <= now then
     rcall('ZREM', q.delayed, id)
-    rcall('HDEL', KEYS[6 + i], 'dueAt')
-    enterWait(KEYS[6 + i], q, id, now, false)
+    rcall('HDEL', KEYS[7 + i], 'dueAt')
+    enterWait(KEYS[7 + i], q, id, now, false)
     emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
     promoted[#promoted + 1] = id
   end

@@ -19,8 +19,11 @@
   KEYS[13] listened   STRING <prefix>:{q}:listened
   KEYS[14] logs       LIST   <prefix>:{q}:<id>:logs (removed with the job when its retention is "0")
   KEYS[15] metrics    HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
-  KEYS[16 + 2i]       HASH   candidate job i to take next   (i = 0 .. n-1)
-  KEYS[17 + 2i]       STRING lease of candidate job i
+  KEYS[16] prioritized     ZSET  <prefix>:{q}:prioritized
+  KEYS[17] reservedScores  HASH  <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
+  KEYS[18] limiter         ZSET  <prefix>:{q}:limiter (run token -> start time, ms)
+  KEYS[19 + 2i]       HASH   candidate job i to take next   (i = 0 .. n-1)
+  KEYS[20 + 2i]       STRING lease of candidate job i
 
   ARGV[1]  job id
   ARGV[2]  token of the run
@@ -36,12 +39,15 @@
   ARGV[10] "r" when the candidates are reserved by this worker, "w" when read from `wait`
   ARGV[11] how many ids to reserve from the tail of `wait` for the calls after (0 for none)
   ARGV[12] how long a reservation lasts (ms)
-  ARGV[13] how many ids to peek at from the tail of `wait`, without reserving them (0 for none)
-  ARGV[14..] candidate job ids to take next, in the order of their KEYS pairs
+  ARGV[13] how many ids to peek at from the head of the line, without reserving them (0 for none)
+  ARGV[14] the worker's limiter: most starts per window (0 for none)
+  ARGV[15] the limiter's window (ms)
+  ARGV[16..] candidate job ids to take next, in the order of their KEYS pairs
 
   Returns { "ok", new state, taken, reserved ids, peeked ids, set to trim, candidates left, ms until the
-  earliest delayed job is due, its due time, when it finished (ms) } or { "lost", current state, {}, {}, {},
-  "", {}, -1, -1, 0 };
+  earliest delayed job is due, its due time, when it finished (ms), ms to wait before taking again (0:
+  none; -1: paused) } or { "lost", current state, {}, {}, {}, "", {}, -1, -1, 0, 0 }; peeked ids are next
+  first;
   taken is { { id, token, { job fields } }, ... } as in take-8.lua; the set to trim is "completed" or
   "failed" when it has just grown past its retention by another `slack` jobs (the worker then runs
   trim-2.lua, see retention.lua), else ""; the due times are -1 when no job is delayed (nextDue.lua).
@@ -50,13 +56,16 @@ local rcall = redis.call
 local jobKey, lockKey, stalledKey = KEYS[1], KEYS[2], KEYS[4]
 local q = {
   active = KEYS[3], wait = KEYS[5], completed = KEYS[6], failed = KEYS[7], marker = KEYS[8], delayed = KEYS[9],
-  meta = KEYS[10], reserved = KEYS[11], events = KEYS[12], listened = KEYS[13],
+  meta = KEYS[10], reserved = KEYS[11], events = KEYS[12], listened = KEYS[13], prioritized = KEYS[16], reservedScores = KEYS[17],
+  limiter = KEYS[18],
 }
 local logsKey, metricsKey = KEYS[14], KEYS[15]
 local id, token, action, value, roll = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local taker = { token = ARGV[6], leaseMs = ARGV[7], name = ARGV[8], maxBytes = tonumber(ARGV[9]) }
+local taker = {
+  token = ARGV[6], leaseMs = ARGV[7], name = ARGV[8], maxBytes = tonumber(ARGV[9]), max = tonumber(ARGV[14]), duration = tonumber(ARGV[15]),
+}
 local reserve, reserveMs, peek = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
-local candidates = { firstKey = 16, firstArg = 14, count = #ARGV - 13, reserved = ARGV[10] == 'r' }
+local candidates = { firstKey = 19, firstArg = 16, count = #ARGV - 15, reserved = ARGV[10] == 'r' }
 -- @include now
 -- @include events
 -- @include score
@@ -79,7 +88,7 @@ local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'finished
 if not (job[1] == token and (holder == false or holder == token)) then
   -- A replay of this run's own finish (its reply was lost to a dropped connection): report what it did.
   if job[4] == token then
-    local taken, left = takeJobs(q, taker, nowMs(), candidates)
+    local taken, left, wait = takeJobs(q, taker, nowMs(), candidates)
     -- The ids the first call reserved are those still reserved until exactly its time plus the same
     -- reservation length. Another worker's finish in the same millisecond may share that score: handing
     -- its ids here only lets this worker take them first (a take re-checks each), never twice.
@@ -88,9 +97,9 @@ if not (job[1] == token and (holder == false or holder == token)) then
       local until_ = tostring(tonumber(job[9]) + reserveMs)
       reservedBefore = rcall('ZRANGEBYSCORE', q.reserved, until_, until_, 'LIMIT', 0, reserve)
     end
-    return { 'ok', job[5], taken, reservedBefore, {}, '', left, -1, -1, tonumber(job[9]) or 0 }
+    return { 'ok', job[5], taken, reservedBefore, {}, '', left, -1, -1, tonumber(job[9]) or 0, wait }
   end
-  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {}, -1, -1, 0 }
+  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {}, -1, -1, 0, 0 }
 end
 
 local now = nowMs()
@@ -124,20 +133,20 @@ if state == 'completed' then
 elseif state == 'failed' then
   trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[8])
 end
-local taken, left = takeJobs(q, taker, now, candidates)
-local reserved = reserveNext(q, reserve, now + reserveMs)
+local taken, left, wait = takeJobs(q, taker, now, candidates)
+local reserved = reserveNext(q, taker, reserve, now + reserveMs)
 -- The in-flight and reserved sets change by one member a job: kept skiplists (see skiplist.lua), checked
 -- on one finish in sixteen, as a conversion lasts.
 if roll < 0.0625 then
   keepSkiplist(q.active)
   keepSkiplist(q.reserved)
 end
-local peeked = peek > 0 and rcall('LRANGE', q.wait, -peek, -1) or {}
+local peeked = peekNext(q, peek)
 local dueIn, dueAt = nextDue(q.delayed, now)
 -- As BullMQ: the queue ran dry with this finish (nothing taken next, nothing waiting, in flight or due
 -- later, and not paused).
 if #taken == 0 and action ~= 'release' and dueIn < 0 and listening(q) and rcall('LLEN', q.wait) == 0 and rcall('ZCARD', q.reserved) == 0
-  and rcall('ZCARD', q.active) == 0 and rcall('HEXISTS', q.meta, 'paused') == 0 then
+  and rcall('ZCARD', q.active) == 0 and rcall('ZCARD', q.prioritized) == 0 and rcall('HEXISTS', q.meta, 'paused') == 0 then
   emit(q, 'drained')
 end
-return { 'ok', state, taken, reserved, peeked, trimSet, left, dueIn, dueAt, now }
+return { 'ok', state, taken, reserved, peeked, trimSet, left, dueIn, dueAt, now, wait }

@@ -16,14 +16,17 @@
   KEYS[10] events     STREAM <prefix>:{q}:events
   KEYS[11] listened   STRING <prefix>:{q}:listened
   KEYS[12] metrics    HASH   <prefix>:{q}:metrics
-  KEYS[10 + 3i]       HASH   job i        (i = 1 .. n)
-  KEYS[11 + 3i]       STRING lease of job i
-  KEYS[12 + 3i]       LIST   log of job i
+  KEYS[13] prioritized     ZSET   <prefix>:{q}:prioritized
+  KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores
+  KEYS[15] limiter         ZSET   <prefix>:{q}:limiter
+  KEYS[13 + 3i]       HASH   job i        (i = 1 .. n)
+  KEYS[14 + 3i]       STRING lease of job i
+  KEYS[15 + 3i]       LIST   log of job i
 
   ARGV[1] "jobs" or "keys"
   ARGV[2] "1" to go on while jobs are in flight, else "0"
   ARGV[3] in "jobs" mode, the source the ids were read from: "wait" (its tail), "reserved", "active",
-          "delayed", "completed" or "failed"
+          "prioritized", "delayed", "completed" or "failed"
   ARGV[3 + i] job id i
 
   Returns { status, count }: status "active" (jobs in flight and not forced; nothing changed), "ok" with
@@ -39,16 +42,18 @@ if not force and rcall('ZCARD', activeKey) > 0 then
 end
 if mode == 'keys' then
   local sizes = rcall('LLEN', waitKey) + rcall('ZCARD', activeKey) + rcall('ZCARD', delayedKey) + rcall('ZCARD', completedKey)
-    + rcall('ZCARD', failedKey) + rcall('ZCARD', reservedKey)
+    + rcall('ZCARD', failedKey) + rcall('ZCARD', reservedKey) + rcall('ZCARD', KEYS[13])
   if sizes > 0 then
     return { 'more', sizes }
   end
   rcall('UNLINK', waitKey, activeKey, stalledKey, delayedKey, completedKey, failedKey, KEYS[7], KEYS[8], reservedKey, KEYS[10], KEYS[11],
-    KEYS[12])
+    KEYS[12], KEYS[13], KEYS[14], KEYS[15])
   return { 'done', 0 }
 end
 
-local sets = { reserved = reservedKey, active = activeKey, delayed = delayedKey, completed = completedKey, failed = failedKey }
+local sets = {
+  reserved = reservedKey, active = activeKey, delayed = delayedKey, completed = completedKey, failed = failedKey, prioritized = KEYS[13],
+}
 local removed = 0
 for i = 1, #ARGV - 3 do
   local id = ARGV[3 + i]
@@ -62,7 +67,10 @@ for i = 1, #ARGV - 3 do
     if source == 'active' then
       rcall('ZREM', stalledKey, id)
     end
-    rcall('UNLINK', KEYS[10 + 3 * i], KEYS[11 + 3 * i], KEYS[12 + 3 * i])
+    if source == 'reserved' then
+      rcall('HDEL', KEYS[14], id)
+    end
+    rcall('UNLINK', KEYS[13 + 3 * i], KEYS[14 + 3 * i], KEYS[15 + 3 * i])
     removed = removed + 1
   end
 end

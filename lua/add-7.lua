@@ -1,27 +1,32 @@
 --[[
   Adds jobs (one, or a bulk), each only when its id is free (an existing job is left as it is). A job
-  with a delay waits in `delayed` until it is due; the others go to the back of `wait`. One call is
-  atomic; queue.addBulk sends its calls in one MULTI, so a bulk is added all or none.
+  with a delay waits in `delayed` until it is due; the others go to the back of `wait` (the front with
+  lifo), or with a priority to `prioritized` (see enter.lua). One call is atomic; queue.addBulk sends its
+  calls in one MULTI, so a bulk is added all or none.
 
-  KEYS[1] wait      LIST   <prefix>:{q}:wait
-  KEYS[2] delayed   ZSET   <prefix>:{q}:delayed (id -> due time, ms)
-  KEYS[3] marker    ZSET   <prefix>:{q}:marker
-  KEYS[4] meta      HASH   <prefix>:{q}:meta
-  KEYS[5] events    STREAM <prefix>:{q}:events
-  KEYS[6] listened  STRING <prefix>:{q}:listened
-  KEYS[6 + i]       HASH   job i (i = 1 .. n)
+  KEYS[1] wait         LIST   <prefix>:{q}:wait
+  KEYS[2] delayed      ZSET   <prefix>:{q}:delayed (id -> due time, ms)
+  KEYS[3] marker       ZSET   <prefix>:{q}:marker
+  KEYS[4] meta         HASH   <prefix>:{q}:meta
+  KEYS[5] events       STREAM <prefix>:{q}:events
+  KEYS[6] listened     STRING <prefix>:{q}:listened
+  KEYS[7] prioritized  ZSET   <prefix>:{q}:prioritized (id -> priority * 2^32 + counter)
+  KEYS[7 + i]          HASH   job i (i = 1 .. n)
 
   ARGV[1] fields per job (F)
   ARGV[2 + F(i-1) .. 1 + F i], for job i:
     id; name; data (JSON text); attempts (total starts allowed); delay (ms; 0 for none); backoff
     ("<type>,<delay>,<maxDelay>,<jitter>" or "", see backoff.lua); retention in `completed` ("<count>,<ageMs>",
-    "0" to remove at once, "" to keep all); retention in `failed`, the same way; keepLogs (lines; "" for all)
+    "0" to remove at once, "" to keep all); retention in `failed`, the same way; keepLogs (lines; "" for all);
+    priority (0: none, else 1 = highest .. 2^21 - 1); lifo ("1": to the front of `wait`, else "")
 
   Returns { now (ms, Redis's clock), { 1 | 0 per job: added, or its id was taken } }. Emits `added` then
   `waiting` or `delayed` per job added, `duplicated` per id taken.
 ]]
 local rcall = redis.call
-local q = { wait = KEYS[1], delayed = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6] }
+local q = {
+  wait = KEYS[1], delayed = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6], prioritized = KEYS[7],
+}
 local F = tonumber(ARGV[1])
 -- @include now
 -- @include events
@@ -30,11 +35,12 @@ local F = tonumber(ARGV[1])
 
 local now = nowMs()
 local added = {}
-for i = 1, #KEYS - 6 do
+for i = 1, #KEYS - 7 do
   local a = 1 + F * (i - 1)
-  local jobKey = KEYS[6 + i]
+  local jobKey = KEYS[7 + i]
   local id, name, data, attempts = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local delayMs, backoff, keep, keepFailed, keepLogs = tonumber(ARGV[a + 5]), ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9]
+  local priority, lifo = tonumber(ARGV[a + 10]), ARGV[a + 11] == '1'
   if rcall('EXISTS', jobKey) == 1 then
     added[i] = 0
     emit(q, 'duplicated', 'jobId', id)
@@ -45,12 +51,15 @@ for i = 1, #KEYS - 6 do
     if keepLogs ~= '' then
       rcall('HSET', jobKey, 'keepLogs', keepLogs)
     end
+    if priority > 0 then
+      rcall('HSET', jobKey, 'priority', priority)
+    end
     emit(q, 'added', 'jobId', id, 'name', name)
     if delayMs > 0 then
       enterDelayed(jobKey, q, id, now + delayMs)
       emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
     else
-      enterWait(jobKey, q, id, now, false)
+      enterWait(jobKey, q, id, now, lifo, priority)
       emit(q, 'waiting', 'jobId', id)
     end
   end

@@ -9,7 +9,8 @@
   KEYS[4] meta      HASH   <prefix>:{q}:meta
   KEYS[5] events    STREAM <prefix>:{q}:events
   KEYS[6] listened  STRING <prefix>:{q}:listened
-  KEYS[6 + i]       HASH   job i       (i = 1 .. n)
+  KEYS[7] prioritized ZSET <prefix>:{q}:prioritized (a job with a priority goes there, behind its equals)
+  KEYS[7 + i]       HASH   job i       (i = 1 .. n)
 
   ARGV[1] "strict": every candidate must be failed (ids named by the caller), or "any": candidates no
           longer failed (retried or removed meanwhile) are skipped
@@ -21,7 +22,9 @@
   "missing" }. Emits `waiting` (prev `failed`) per job moved.
 ]]
 local rcall = redis.call
-local q = { failed = KEYS[1], wait = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6] }
+local q = {
+  failed = KEYS[1], wait = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6], prioritized = KEYS[7],
+}
 local strict = ARGV[1] == 'strict'
 local maxScore = ARGV[2] == '+inf' and math.huge or tonumber(ARGV[2])
 local n = #ARGV - 2
@@ -33,14 +36,14 @@ local n = #ARGV - 2
 if strict then
   for i = 1, n do
     if not rcall('ZSCORE', q.failed, ARGV[2 + i]) then
-      return { 'not-failed', ARGV[2 + i], rcall('HGET', KEYS[6 + i], 'state') or 'missing' }
+      return { 'not-failed', ARGV[2 + i], rcall('HGET', KEYS[7 + i], 'state') or 'missing' }
     end
   end
 end
 local now = nowMs()
 local moved = {}
 for i = 1, n do
-  local id, jobKey = ARGV[2 + i], KEYS[6 + i]
+  local id, jobKey = ARGV[2 + i], KEYS[7 + i]
   local score = rcall('ZSCORE', q.failed, id)
   if score and tonumber(score) <= maxScore then
     rcall('ZREM', q.failed, id)

@@ -1,0 +1,59 @@
+--[[
+  Takes candidate jobs and gives each a lease, in one step, so a crash can never leave a job out of
+  `wait` without a lease. The candidates are ids the worker reserved earlier (see reserveNext in
+  takeJobs.lua), or ids it read from the tail of `wait` or the head of `prioritized`; a candidate another
+  worker took meanwhile is skipped. Nothing is taken while the queue is paused, and no more than the
+  worker's limiter lets start (takeJobs.lua admission).
+
+  KEYS[1]  wait            LIST   <prefix>:{q}:wait
+  KEYS[2]  active          ZSET   <prefix>:{q}:active (id -> lease deadline, ms)
+  KEYS[3]  marker          ZSET   <prefix>:{q}:marker
+  KEYS[4]  reserved        ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
+  KEYS[5]  delayed         ZSET   <prefix>:{q}:delayed (id -> due time, ms)
+  KEYS[6]  meta            HASH   <prefix>:{q}:meta (paused, limitedUntil)
+  KEYS[7]  events          STREAM <prefix>:{q}:events
+  KEYS[8]  listened        STRING <prefix>:{q}:listened
+  KEYS[9]  prioritized     ZSET   <prefix>:{q}:prioritized
+  KEYS[10] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
+  KEYS[11] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
+  KEYS[12 + 2i]            HASH   job i       (i = 0 .. n-1)
+  KEYS[13 + 2i]            STRING lease of job i
+
+  ARGV[1] worker token (the lease value is "<worker token>:<start number>")
+  ARGV[2] lease duration (ms)
+  ARGV[3] worker name (recorded on each job taken)
+  ARGV[4] most bytes of job data in the reply (at least one job is taken whatever its size)
+  ARGV[5] "r" when the candidates are reserved by this worker, "w" when read from `wait` or `prioritized`
+  ARGV[6] the worker's limiter: most starts per window (0 for none)
+  ARGV[7] the limiter's window (ms)
+  ARGV[8..] candidate job ids, in the order of KEYS pairs
+
+  Returns { { { id, token, { job fields } }, ... }, candidates left, ms until the earliest delayed job is
+  due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1: paused) }
+  (see takeJobs.lua and nextDue.lua).
+]]
+local rcall = redis.call
+local q = {
+  wait = KEYS[1], active = KEYS[2], marker = KEYS[3], reserved = KEYS[4], delayed = KEYS[5], meta = KEYS[6], events = KEYS[7],
+  listened = KEYS[8], prioritized = KEYS[9], reservedScores = KEYS[10], limiter = KEYS[11],
+}
+local taker = {
+  token = ARGV[1], leaseMs = ARGV[2], name = ARGV[3], maxBytes = tonumber(ARGV[4]), max = tonumber(ARGV[6]),
+  duration = tonumber(ARGV[7]),
+}
+local candidates = { firstKey = 12, firstArg = 8, count = #ARGV - 7, reserved = ARGV[5] == 'r' }
+-- @include now
+-- @include events
+-- @include skiplist
+-- @include takeJobs
+-- @include nextDue
+
+local now = nowMs()
+local taken, left, wait = takeJobs(q, taker, now, candidates)
+keepSkiplist(q.active)
+-- Chain wake-ups: another idle worker wakes while work remains.
+if #taken > 0 and (rcall('LLEN', q.wait) > 0 or rcall('ZCARD', q.prioritized) > 0) then
+  rcall('ZADD', q.marker, 0, '0')
+end
+local dueIn, dueAt = nextDue(q.delayed, now)
+return { taken, left, dueIn, dueAt, wait }
