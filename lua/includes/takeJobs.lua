@@ -6,8 +6,8 @@ local F_DATA, F_ATTEMPTS, F_STARTS = 2, 3, 5
 -- How many jobs may start now, and otherwise how long to wait (ms): nothing while the queue is paused
 -- (meta's `paused`; wait -1: the marker says when there is work again) or held back by queue.rateLimit
 -- (meta's `limitedUntil`); with the worker's limiter { max, duration }, at most `max` starts in any
--- `duration` (a sliding window over `limiter`, start time by member, so every window of `duration`
--- holds at most `max`, across every worker). Returns room, wait ms (0 when room > 0).
+-- `duration` (a sliding window over `limiter`, one member per start scored by its time, so every window
+-- of `duration` holds at most `max`, across every worker). Returns room, wait ms (0 when room > 0).
 local function admission(q, taker, now)
   local meta = redis.call('HMGET', q.meta, 'paused', 'limitedUntil')
   if meta[1] then
@@ -97,7 +97,8 @@ local function takeJobs(q, taker, now, at)
         redis.call('ZADD', q.active, deadline, id)
         redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name, 'attemptsStarted', started)
         if taker.max > 0 then
-          redis.call('ZADD', q.limiter, nowText, token)
+          -- One member per start: the job and its start number (a run token alone repeats across jobs).
+          redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
         taken[#taken + 1] = { id, token, f, nowText }
