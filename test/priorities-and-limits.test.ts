@@ -130,7 +130,7 @@ describe('the rate limit', () => {
     const queue = new Queue('q', { connection: redis.client })
     let thrown = 0
     const started: number[] = []
-    fx.worker(async (job: Job) => {
+    fx.worker(async () => {
       started.push(performance.now())
       if (thrown++ === 0) {
         await queue.rateLimit(500)
