@@ -3,7 +3,7 @@
 export { EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
 export { Job, type JobFields, type JobState } from './job.js'
 export * from './options.js'
-export { type BulkJob, type JobType, Queue, type QueueCounts } from './queue.js'
+export { type BulkJob, type JobScheduler, type JobTemplate, type JobType, Queue, type QueueCounts, type RepeatOptions } from './queue.js'
 export { QueueEvents, type QueueEventsOptions } from './queue-events.js'
 export { type Connection, openConnection, redactUrl } from './redis/connection.js'
 export { type QueueKeys, queueKeys, registryKey } from './redis/keys.js'

@@ -64,6 +64,8 @@ export interface JobFields<Data = unknown, Result = unknown> {
   progress?: unknown
   /** 0 for none, else 1 (highest) .. 2^21 - 1. */
   priority?: number
+  /** The job scheduler that made this job (BullMQ's name), when one did. */
+  repeatJobKey?: string
 }
 
 export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
@@ -84,6 +86,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare workerName?: string
   declare retried?: number
   declare priority?: number
+  declare repeatJobKey?: string
   progress: unknown = 0
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
@@ -180,6 +183,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (retried !== undefined) job.retried = retried
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
   if (h.priority !== undefined) job.priority = Number(h.priority)
+  if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
   return job
 }
 

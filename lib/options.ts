@@ -35,6 +35,8 @@ export const SWEEP_AUDIT_DEFAULT = defaults.sweepAudit
 
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/
 const JOB_ID = /^[A-Za-z0-9._-]{1,128}$/
+/** A job scheduler's iteration: repeat:<scheduler id>:<due ms> (made by EchoMQ, never given to add). */
+const ITERATION_ID = /^repeat:[A-Za-z0-9._-]{1,128}:\d{1,16}$/
 const PREFIX = /^[A-Za-z0-9._:-]{1,64}$/
 /** Ids that would make the job's key collide with one of the queue's own keys. */
 const RESERVED_JOB_IDS: ReadonlySet<string> = new Set(QUEUE_KEY_NAMES)
@@ -48,7 +50,14 @@ export function validateQueueName(name: unknown): string {
   return name
 }
 
+/** A job id to read or act on: one given to add, or a job scheduler's iteration (repeat:<id>:<ms>). */
 export function validateJobId(id: unknown): string {
+  if (typeof id === 'string' && ITERATION_ID.test(id)) return id
+  return validateNewJobId(id)
+}
+
+/** A job id for add: [A-Za-z0-9._-]{1,128}, and not one of the queue's own key names. */
+export function validateNewJobId(id: unknown): string {
   if (typeof id !== 'string' || !JOB_ID.test(id)) {
     fail('ERR_JOB_ID', `expected a job id of 1-128 characters from [A-Za-z0-9._-], got: ${describe(id)}`)
   }

@@ -14,7 +14,7 @@ import { EchoMQError, redisError } from './errors.js'
 import { JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { toJson } from './json.js'
-import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateQueueName } from './options.js'
+import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
 import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
 import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
 import { waitUntilFinished } from './queue-events.js'
@@ -44,10 +44,20 @@ import {
   setEventsMaxLen,
 } from './redis/queries.js'
 import { registration } from './registry.js'
+import {
+  getScheduler,
+  type JobScheduler,
+  type JobTemplate,
+  listSchedulers,
+  type RepeatOptions,
+  removeScheduler,
+  upsertScheduler,
+} from './schedulers/schedulers.js'
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
 export type { JobOptions } from './job-options.js'
 export type { JobType } from './queue/getters.js'
+export type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/schedulers.js'
 
 export type { QueueCounts }
 
@@ -254,6 +264,44 @@ export class Queue<Data = unknown> {
   }
 
   /**
+   * Creates or changes job scheduler `id` (BullMQ's upsertJobScheduler): `repeat` is { every } (ms; the
+   * first run at once) or { pattern } (cron, in `tz`), with limit, startDate, endDate, immediately, offset;
+   * `template` is { name, data, opts } of the jobs it makes. Resolves to the first iteration's job, or
+   * undefined when there is none (past its endDate). Upserting the same timing again keeps the pending
+   * iteration (new template), so no run is duplicated.
+   */
+  async upsertJobScheduler(id: string, repeat: RepeatOptions, template?: JobTemplate<Data>): Promise<Job<Data> | undefined> {
+    this.assertOpen()
+    const { defaultJobOptions, maxDataBytes } = this.settings
+    void this.register()
+    const first = await this.call('upsert a job scheduler of queue', () =>
+      upsertScheduler(this.client, this.keys, id, repeat, template ?? {}, defaultJobOptions, maxDataBytes),
+    )
+    return first === undefined ? undefined : ((await this.getJob(first)) ?? undefined)
+  }
+
+  /** Job scheduler `id` ({ key, name, next, pattern | every, tz, limit, template, ... }), undefined when there is none. */
+  async getJobScheduler(id: string): Promise<JobScheduler | undefined> {
+    this.assertOpen()
+    validateJobId(id)
+    return this.call('read a job scheduler of queue', () => getScheduler(this.client, this.keys, id))
+  }
+
+  /** Job schedulers by when their next iteration is due (`asc`: soonest first); ranks as in Redis. */
+  async getJobSchedulers(start = 0, end = -1, asc = false): Promise<JobScheduler[]> {
+    this.assertOpen()
+    checkInteger('start', start, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    checkInteger('end', end, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    return this.call('list the job schedulers of queue', () => listSchedulers(this.client, this.keys, start, end, asc === true))
+  }
+
+  /** Removes job scheduler `id` and its pending iteration (a `removed` event); resolves to whether there was one. */
+  async removeJobScheduler(id: string): Promise<boolean> {
+    this.assertOpen()
+    return this.call('remove a job scheduler of queue', () => removeScheduler(this.client, this.keys, id))
+  }
+
+  /**
    * Holds every worker of the queue, on every host, back from starting jobs for `ms` (BullMQ's rateLimit):
    * for a processor that learnt from an API that it must back off, before it throws Worker.RateLimitError().
    */
@@ -383,7 +431,7 @@ export class Queue<Data = unknown> {
       this.settings.defaultJobOptions,
     )
     return {
-      id: jobId === undefined ? randomUUID() : validateJobId(jobId),
+      id: jobId === undefined ? randomUUID() : validateNewJobId(jobId),
       name,
       data: toJson(j.data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
       attempts,

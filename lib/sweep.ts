@@ -25,11 +25,12 @@ import { randomInt } from 'node:crypto'
 import { redisError } from './errors.js'
 import type { QueueCounts } from './job.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
-import { type FinishedSet, type Probe, probe, probeRequeueMax, promote, requeueExpired, sweepStep } from './redis/commands.js'
+import { type FinishedSet, type Probe, probe, probeRequeueMax, requeueExpired, sweepStep } from './redis/commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { dueDelayed, expiredLeases, leaseDeadlines, waitingSince } from './redis/queries.js'
 import { trimFinished } from './retention.js'
+import { promoteDue } from './schedulers/iterations.js'
 
 export interface SweepResult {
   marked: string[]
@@ -152,7 +153,7 @@ async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, li
   let ids = found.due
   let promoted = 0
   while (ids.length > 0) {
-    const step = await promote(client, keys, ids, true)
+    const step = await promoteDue(client, keys, ids, true)
     promoted += step.promoted.length
     if (ids.length < limit || step.promoted.length === 0) break
     ids = await dueDelayed(client, keys, found.now, limit)

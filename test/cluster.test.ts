@@ -317,8 +317,13 @@ describe('a job\u2019s whole life on the cluster, every script under the key gua
           { connection: cluster.url, prefix: 'day', lockDuration: 1_000 },
         ),
       )
-      const [job] = await queue.addBulk([{ name: 'x', data: {} }])
+      const [job] = await queue.addBulk([{ name: 'x', data: {}, opts: { priority: 3 } }])
       await expect(job?.waitUntilFinished(events, 5_000)).resolves.toBe('ok')
+      const scheduled = await queue.upsertJobScheduler('beat', { every: 100 }, { opts: { removeOnComplete: true } })
+      await expect(scheduled?.waitUntilFinished(events, 5_000)).resolves.toBe('ok')
+      await sweep(client, q, { prefix: 'day', graceMs: 0 })
+      expect(await queue.removeJobScheduler('beat')).toBe(true)
+      await queue.rateLimit(1)
       expect(await queue.getJobLogs(job?.id as string)).toEqual({ logs: ['a line'], count: 1 })
       await worker.close()
       await queue.pause()

@@ -269,6 +269,21 @@ describe('the whole flow under the guard', () => {
     ])
   })
 
+  it('priorities, a limiter, rateLimit and a job scheduler made and advanced by worker and sweep', async () => {
+    const runs: string[] = []
+    const w = worker((job) => void runs.push(job.id), { limiter: { max: 50, duration: 1_000 } })
+    await fx.queue.add('x', {}, { jobId: 'low', priority: 5 })
+    await fx.queue.add('x', {}, { jobId: 'high', priority: 1 })
+    await fx.queue.rateLimit(1)
+    await fx.queue.upsertJobScheduler('every', { every: 100 })
+    await waitFor(() => runs.filter((id) => id.startsWith('repeat:')).length >= 3, { what: 'three iterations run' })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    expect(runs.indexOf('high')).toBeLessThan(runs.indexOf('low'))
+    expect(await fx.queue.removeJobScheduler('every')).toBe(true)
+    await w.close()
+    await expectGuardedScriptsRan([SCRIPT_FILES.limit, SCRIPT_FILES.schedule, SCRIPT_FILES.iterate, SCRIPT_FILES.unschedule])
+  })
+
   it('the Lambda handler marks on one invocation and recovers on the next', async () => {
     const logs = captureLogs()
     await crashedJobs(redis.client, 'q', 3)

@@ -8,7 +8,9 @@ import { EchoMQError } from '../errors.js'
 import { clean, type DrainSource, drain, type FinishedSet, type ObliterateSource, obliterate } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { dropFromRegistry, headIds, oldestIds } from '../redis/queries.js'
+import { dropFromRegistry, headIds, oldestIds, stateSize } from '../redis/queries.js'
+import { parseIteration } from '../schedulers/iterations.js'
+import { listSchedulers, removeScheduler } from '../schedulers/schedulers.js'
 
 export const CLEANUP_BATCH = 500
 
@@ -18,12 +20,15 @@ export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: 
   const sources: DrainSource[] = delayed ? ['reserved', 'wait', 'prioritized', 'delayed'] : ['reserved', 'wait', 'prioritized']
   for (const source of sources) {
     for (;;) {
-      const ids = await headIds(client, keys, source, CLEANUP_BATCH)
+      const read = await headIds(client, keys, source, CLEANUP_BATCH)
+      // A scheduler's pending iteration stays (as in BullMQ): the schedule goes on; remove the scheduler to stop it.
+      const ids = source === 'delayed' ? read.filter((id) => parseIteration(id) === undefined) : read
       if (ids.length === 0) break
       const gone = await drain(client, keys, source, ids)
       removed += gone.length
       // None of them was still there: others took them; read again only if the source moved on.
-      if (gone.length === 0 && (await headIds(client, keys, source, 1))[0] === ids[0]) break
+      if (gone.length === 0 && (await headIds(client, keys, source, 1))[0] === read[0]) break
+      if (ids.length < read.length && gone.length === ids.length) break
     }
   }
   return removed
@@ -49,6 +54,15 @@ export async function cleanSet(client: RedisClient, keys: QueueKeys, set: Finish
  * entry. Refused (ERR_QUEUE_ACTIVE, nothing deleted) while jobs are in flight, unless `force`.
  */
 export async function obliterateQueue(client: RedisClient, keys: QueueKeys, prefix: string, queue: string, force: boolean): Promise<void> {
+  if (!force && (await stateSize(client, keys, 'active')) > 0) throw refused(queue)
+  // The schedulers first, so none makes a job while the queue goes.
+  for (
+    let page = await listSchedulers(client, keys, 0, 99, true);
+    page.length > 0;
+    page = await listSchedulers(client, keys, 0, 99, true)
+  ) {
+    for (const scheduler of page) await removeScheduler(client, keys, scheduler.key)
+  }
   const sources: ObliterateSource[] = ['active', 'reserved', 'wait', 'prioritized', 'delayed', 'completed', 'failed']
   for (let round = 0; ; round++) {
     for (const source of sources) {

@@ -36,6 +36,9 @@ export const SCRIPT_FILES = {
   drain: 'drain-6.lua',
   obliterate: 'obliterate-15.lua',
   limit: 'limit-1.lua',
+  schedule: 'schedule-14.lua',
+  iterate: 'iterate-11.lua',
+  unschedule: 'unschedule-10.lua',
 } as const
 
 /**
@@ -758,4 +761,116 @@ export async function obliterate(
     [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
   )) as ['active' | 'ok' | 'done' | 'more', number]
   return { status, count }
+}
+
+// ---- job schedulers ----------------------------------------------------------------------------------
+
+/** A job scheduler's iteration id: deterministic per scheduler and due time, so no two producers make one twice. */
+export const iterationId = (schedulerId: string, due: number): string => `repeat:${schedulerId}:${due}`
+
+export interface ScheduleRequest {
+  id: string
+  /** The pending iteration's due time read before (undefined: the scheduler did not exist). */
+  readDue: number | undefined
+  firstDue: number
+  /** The iteration after the first (made at once when the first is due at once); undefined for none. */
+  secondDue: number | undefined
+  /** Keep a pending iteration due at firstDue (the timing is unchanged). */
+  keep: boolean
+  /** The scheduler hash's fields, name and value in turn. */
+  fields: string[]
+}
+
+/** Creates or changes a job scheduler and its first iteration; 'retry' when another upsert moved it meanwhile. */
+export async function schedule(
+  client: RedisClient,
+  keys: QueueKeys,
+  r: ScheduleRequest,
+): Promise<{ firstId: string; now: number } | 'retry'> {
+  const pendingId = r.readDue === undefined ? '' : iterationId(r.id, r.readDue)
+  const firstId = iterationId(r.id, r.firstDue)
+  const secondId = r.secondDue === undefined ? '' : iterationId(r.id, r.secondDue)
+  const reply = (await evalScript(
+    client,
+    SCRIPT_FILES.schedule,
+    [
+      keys.schedulers,
+      keys.scheduler(r.id),
+      keys.delayed,
+      keys.wait,
+      keys.marker,
+      ...eventKeys(keys),
+      keys.prioritized,
+      keys.job(pendingId || firstId),
+      keys.logs(pendingId || firstId),
+      keys.job(firstId),
+      keys.job(secondId || firstId),
+      keys.reserved,
+    ],
+    [
+      r.id,
+      r.readDue === undefined ? '' : String(r.readDue),
+      pendingId,
+      r.firstDue,
+      firstId,
+      r.secondDue ?? -1,
+      secondId,
+      r.keep ? 'keep' : '',
+      ...r.fields,
+    ],
+  )) as ['retry'] | ['ok', string, number]
+  return reply[0] === 'retry' ? 'retry' : { firstId: reply[1], now: reply[2] }
+}
+
+/**
+ * Promotes a scheduler's due iteration and makes the next one (due `nextDue`, undefined: the scheduler
+ * ends) while the scheduler still points at it. Resolves to whether it was promoted.
+ */
+export async function iterate(
+  client: RedisClient,
+  keys: QueueKeys,
+  schedulerId: string,
+  due: number,
+  nextDue: number | undefined,
+): Promise<boolean> {
+  const id = iterationId(schedulerId, due)
+  const nextId = nextDue === undefined ? '' : iterationId(schedulerId, nextDue)
+  const [promoted] = (await evalScript(
+    client,
+    SCRIPT_FILES.iterate,
+    [
+      keys.schedulers,
+      keys.scheduler(schedulerId),
+      keys.delayed,
+      keys.wait,
+      keys.marker,
+      ...eventKeys(keys),
+      keys.prioritized,
+      keys.job(id),
+      keys.job(nextId || id),
+    ],
+    [schedulerId, id, due, nextDue ?? -1, nextId],
+  )) as [number, number]
+  return promoted === 1
+}
+
+/** Removes a job scheduler and its pending iteration (due `readDue`); 'retry' when it moved meanwhile. */
+export async function unschedule(client: RedisClient, keys: QueueKeys, schedulerId: string, readDue: number): Promise<boolean | 'retry'> {
+  const pendingId = iterationId(schedulerId, readDue)
+  const reply = (await evalScript(
+    client,
+    SCRIPT_FILES.unschedule,
+    [
+      keys.schedulers,
+      keys.scheduler(schedulerId),
+      keys.job(pendingId),
+      keys.logs(pendingId),
+      keys.delayed,
+      keys.wait,
+      keys.prioritized,
+      ...eventKeys(keys),
+    ],
+    [schedulerId, String(readDue), pendingId],
+  )) as number | 'retry'
+  return reply === 'retry' ? 'retry' : reply === 1
 }

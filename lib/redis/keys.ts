@@ -19,7 +19,10 @@
  *   <prefix>:{q}:metrics    HASH   finished jobs per minute over the last hour (lua/includes/minutes.lua)
  *   <prefix>:{q}:prioritized ZSET  waiting jobs with a priority: id -> priority * 2^32 + counter (enter.lua)
  *   <prefix>:{q}:reservedScores HASH reserved id -> its score in `prioritized`, to hand it back to its place
- *   <prefix>:{q}:limiter    ZSET   run token -> start time (ms): the starts of the worker limiters' window
+ *   <prefix>:{q}:limiter    ZSET   job id:start number -> start time (ms): the worker limiters' window
+ *   <prefix>:{q}:schedulers ZSET   job scheduler id -> when its next iteration is due (ms)
+ *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing and the template of its jobs
+ *                                  (an iteration is a job with id repeat:<sid>:<due ms>)
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
@@ -63,6 +66,8 @@ export interface QueueKeys {
   readonly prioritized: string
   readonly reservedScores: string
   readonly limiter: string
+  readonly schedulers: string
+  scheduler(id: string): string
   job(id: string): string
   lock(id: string): string
   logs(id: string): string
@@ -86,6 +91,8 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     prioritized: `${base}prioritized`,
     reservedScores: `${base}reservedScores`,
     limiter: `${base}limiter`,
+    schedulers: `${base}schedulers`,
+    scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
     logs: (id) => `${base}${id}:logs`,

@@ -241,6 +241,25 @@ export async function headIds(client: RedisClient, keys: QueueKeys, source: 'wai
 /** The queue's sorted sets of jobs. */
 export type JobSet = 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed'
 
+// ---- job schedulers ----------------------------------------------------------------------------------
+
+/** A scheduler's hash and its pending iteration's due time (undefined: no such scheduler). */
+export async function readScheduler(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+): Promise<{ hash: Record<string, string>; due: number } | undefined> {
+  const [hash, due] = await Promise.all([client.hgetall(keys.scheduler(id)), client.zscore(keys.schedulers, id)])
+  return due === null ? undefined : { hash, due: Number(due) }
+}
+
+/** A page of scheduler ids by when their next iteration is due (`asc`: soonest first). */
+export function schedulerIds(client: RedisClient, keys: QueueKeys, start: number, end: number, asc: boolean): Promise<string[]> {
+  return asc
+    ? client.zrange(keys.schedulers, String(start), String(end))
+    : client.zrange(keys.schedulers, String(start), String(end), 'REV')
+}
+
 // ---- events ------------------------------------------------------------------------------------------
 
 /** Says a QueueEvents listens, for `ttlMs`: while the key lives, the scripts write events. */

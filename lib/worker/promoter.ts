@@ -9,10 +9,11 @@
  * and re-arms the marker. A timer of any length is exact (a job delayed a year; see clock.ts).
  */
 import type { Clock } from '../clock.js'
-import { type NextDue, promote } from '../redis/commands.js'
+import type { NextDue } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
 import { handBackDue, oldestIds } from '../redis/queries.js'
+import { promoteDue } from '../schedulers/iterations.js'
 
 /** Delayed jobs read per promote call. */
 const PROMOTE_BATCH = 100
@@ -47,7 +48,7 @@ export class Promoter {
       for (;;) {
         const ids = await oldestIds(this.client, this.keys.delayed, PROMOTE_BATCH)
         if (ids.length === 0) return
-        const step = await promote(this.client, this.keys, ids, false)
+        const step = await promoteDue(this.client, this.keys, ids, false)
         if (step.promoted.length < ids.length) return this.schedule(step)
       }
     } finally {
