@@ -181,6 +181,19 @@ describe('echomq sweep, stats, inspect', () => {
     })
   })
 
+  it('schedulers lists the job schedulers with their next run', async () => {
+    const q = new Queue('emails', { connection: redis.client })
+    await q.upsertJobScheduler('digest', { pattern: '0 0 8 * * *', tz: 'Europe/Paris' }, { name: 'send-digest' })
+    await q.upsertJobScheduler('poll', { every: 60_000, limit: 10 })
+    const human = await echomq(['schedulers', 'emails', '--redis-url', redis.url])
+    const json = await echomq(['schedulers', 'emails', '--json', '--redis-url', redis.url])
+    expect(human.code).toBe(0)
+    expect(human.stdout).toMatch(/poll +poll +every 60000 ms +\S+ \(in \d+ s\) +2\/10/)
+    expect(human.stdout).toMatch(/digest +send-digest +0 0 8 \* \* \* \(Europe\/Paris\)/)
+    expect(JSON.parse(json.stdout).map((s: { key: string }) => s.key)).toEqual(['poll', 'digest'])
+    expect((await echomq(['schedulers', 'nosuch', '--redis-url', redis.url])).code).toBe(1)
+  })
+
   it('pause and resume a queue; stats shows it paused', async () => {
     const q = new Queue('emails', { connection: redis.client })
     await q.add('x', {})

@@ -2,7 +2,9 @@
  * Crashes under load: worker processes are SIGKILLed (and respawned) and SIGSTOPped/SIGCONTed at random
  * while three overlapping sweeper loops run the two-phase sweep with short leases. Processors also fail at
  * random, so retries wait their backoff in `delayed`, and retention is on (completed jobs beyond a count
- * are removed, by workers and by the sweeps). At the end every job is completed, failed or removed by
+ * are removed, by workers and by the sweeps). Jobs have random priorities, the workers a limiter, and a
+ * job scheduler makes a job every 100 ms meanwhile: every iteration is made once, none skipped, and each
+ * runs to completion. At the end every job is completed, failed or removed by
  * retention exactly once, the attempt counters agree with what the workers and sweepers saw, and no
  * fenced-out run had its result accepted.
  */
@@ -54,11 +56,12 @@ async function sample(client: Redis): Promise<string[]> {
       .zrange(keys.failed, '0', '-1')
       .zrange(keys.delayed, '0', '-1')
       .zrange(keys.reserved, '0', '-1')
+      .zrange(keys.prioritized, '0', '-1')
       .exec()) ?? []
-  const [wait, active, completed, failed, delayed, reserved] = replies.map(([err, value]) => {
+  const [wait, active, completed, failed, delayed, reserved, prioritized] = replies.map(([err, value]) => {
     if (err) throw err
     return value as string[]
-  }) as [string[], string[], string[], string[], string[], string[]]
+  }) as [string[], string[], string[], string[], string[], string[], string[]]
   const found: string[] = []
   const waitSet = new Set(wait)
   if (waitSet.size !== wait.length)
@@ -75,6 +78,7 @@ async function sample(client: Redis): Promise<string[]> {
     ['failed', failed],
     ['delayed', delayed],
     ['reserved', reserved],
+    ['prioritized', prioritized],
   ]
   for (let i = 0; i < named.length; i++) {
     for (let j = i + 1; j < named.length; j++) {
@@ -103,6 +107,9 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     WORK_MIN_MS: '2',
     WORK_MAX_MS: '50',
     FAIL_RATE: String(FAIL_RATE),
+    // A limiter every start goes through, wide enough not to slow the run.
+    LIMIT_MAX: '500',
+    LIMIT_MS: '1000',
   }
   const live = new Set<ChaosWorker>()
   const spawn = async () => {
@@ -181,14 +188,24 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   listener.on('drained', (id: string) => (lastEvent = id))
   await listener.waitUntilReady()
   const ids = Array.from({ length: N }, (_, i) => `j${i}`)
-  for (let i = 0; i < N; i += 500) await Promise.all(ids.slice(i, i + 500).map((id, k) => queue.add('work', { i: i + k }, { jobId: id })))
-  // Finished: no longer waiting (in `wait` or reserved by a worker), delayed or in flight (so completed,
-  // failed, or completed and removed by retention).
-  const unfinishedSets = [keys.active, keys.delayed, keys.reserved]
+  for (let i = 0; i < N; i += 500) {
+    // A third of the jobs have a priority (1-3): they wait in `prioritized` behind the others.
+    await Promise.all(
+      ids
+        .slice(i, i + 500)
+        .map((id, k) => queue.add('work', { i: i + k }, { jobId: id, priority: (i + k) % 6 < 2 ? 1 + ((i + k) % 3) : 0 })),
+    )
+  }
+  // A scheduler making 20 jobs 100 ms apart while the workers are killed.
+  const ITERATIONS = 20
+  await queue.upsertJobScheduler('tick', { every: 100, limit: ITERATIONS }, { name: 'tick' })
+  // Finished: no longer waiting (in `wait`, `prioritized` or reserved by a worker), delayed or in flight
+  // (so completed, failed, or completed and removed by retention); the scheduler's iterations too.
+  const unfinishedSets = [keys.active, keys.delayed, keys.reserved, keys.prioritized]
   const finishedCount = async () => {
     let left = await redis.client.llen(keys.wait)
     for (const key of unfinishedSets) left += await redis.client.zcard(key)
-    return N - left
+    return N - left - (await redis.client.zcard(keys.schedulers))
   }
 
   // Chaos: SIGKILL (and respawn) or SIGSTOP for 100-1200 ms, every 100-400 ms, always leaving one worker running.
@@ -407,10 +424,17 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   expect(violations).toEqual([])
   expect(problems).toEqual([])
   expect(lost).toBe(0)
+  // The scheduler made each of its iterations once, 100 ms apart, none skipped, and each completed once
+  // (the completed events say so: retention may have removed them since).
+  const iterationIds = heardCompleted.filter((id) => id.startsWith('repeat:tick:'))
+  const dues = iterationIds.map((id) => Number(id.split(':')[2])).sort((a, b) => a - b)
+  expect(dues).toHaveLength(ITERATIONS)
+  expect(dues.slice(1).map((d, i) => d - (dues[i] as number))).toEqual(dues.slice(1).map(() => 100))
+  expect(await queue.getJobScheduler('tick')).toBeUndefined()
   // Every completed event names a job that ended completed (or was removed by retention after it), once.
   const completedOrRemoved = ids.filter((id) => completed.has(id) || Object.keys(hashes.get(id) ?? {}).length === 0)
   expect(new Set(heardCompleted).size).toBe(heardCompleted.length)
-  expect([...heardCompleted].sort()).toEqual([...completedOrRemoved].sort())
+  expect(heardCompleted.filter((id) => !id.startsWith('repeat:')).sort()).toEqual([...completedOrRemoved].sort())
   expect(heardProgress).toBeGreaterThan(0)
   expect(acceptedFails).toBeGreaterThan(0) // retries waited their backoff
   expect(removed).toBeGreaterThan(0) // retention removed completed jobs
