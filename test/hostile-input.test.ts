@@ -308,3 +308,55 @@ describe('the options and calls of events, progress, logs, bulk adds and clean-u
     )
   })
 })
+
+describe('the options of priorities, limiters and job schedulers', () => {
+  const anything = fc.oneof(
+    fc.integer({ min: -5, max: 3_000_000 }),
+    fc.double(),
+    fc.string({ maxLength: 12 }),
+    fc.constantFrom(null, true, NaN, Infinity, -1, 1.5, 2 ** 21, 2 ** 21 - 1, [], {}, '* * * * *', 'Europe/Paris', 'Mars/Base'),
+  )
+
+  it('priority and lifo: accepted or ERR_OPTIONS, nothing written', async () => {
+    await fc.assert(
+      fc.asyncProperty(anything, async (value) => {
+        await acceptedOrRejected(() => queue.add('x', {}, { priority: value as never }), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => queue.add('x', {}, { lifo: value as never }), ['ERR_OPTIONS'])
+      }),
+      { numRuns: 80 },
+    )
+  })
+
+  it('a limiter: constructed or ERR_OPTIONS', () => {
+    fc.assert(
+      fc.property(anything, anything, (max, duration) => {
+        try {
+          new Worker('q', () => undefined, { connection: redis.url, limiter: { max, duration } as never }).close()
+        } catch (err) {
+          expect((err as EchoMQError).code).toBe('ERR_OPTIONS')
+        }
+      }),
+      { numRuns: 80 },
+    )
+  })
+
+  it('upsertJobScheduler: every, pattern, tz, limit, dates and the template: accepted or ERR_OPTIONS/ERR_JOB_ID, nothing written', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('every', 'pattern', 'tz', 'limit', 'startDate', 'endDate', 'offset', 'immediately'),
+        anything,
+        async (key, value) => {
+          const repeat = key === 'every' || key === 'pattern' ? { [key]: value } : { every: 60_000, [key]: value }
+          const outcome = await acceptedOrRejected(
+            () => queue.upsertJobScheduler('s', repeat as never, { data: {} }),
+            ['ERR_OPTIONS', 'ERR_JOB_ID'],
+          )
+          if (outcome === 'accepted') await queue.removeJobScheduler('s')
+          await acceptedOrRejected(() => queue.upsertJobScheduler(value as never, { every: 1000 }), ['ERR_OPTIONS', 'ERR_JOB_ID'])
+          await queue.removeJobScheduler('s').catch(() => undefined)
+        },
+      ),
+      { numRuns: 80 },
+    )
+  })
+})

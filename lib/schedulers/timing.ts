@@ -41,9 +41,12 @@ export const CATCH_UP_MS = 5 * 60_000
 /** The longest `every`: a year, as the longest delay. */
 const MAX_EVERY_MS = 365 * 24 * 3_600_000
 
+/** The last ms a Date can hold. */
+const MAX_DATE_MS = 8.64e15
+
 function date(name: string, value: unknown): number {
   const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : value
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0 || ms > MAX_DATE_MS) {
     fail('ERR_OPTIONS', `expected ${name} to be a Date, an ISO date or ms since the epoch, got: ${describe(value)}`)
   }
   return Math.floor(ms)
