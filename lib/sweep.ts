@@ -5,7 +5,7 @@
  * back to `wait` (served next) or to `failed` when no attempts are left. Each step is one script call, so
  * any number of overlapping sweeps recover a job exactly once.
  *
- * A pass opens with one call on the queue's own keys (lua/probe-9.lua): the counts, and the candidates of
+ * A pass opens with one call on the queue's own keys (lua/probe-11.lua): the counts, and the candidates of
  * the steps below. For an idle queue that is the only call. Then, each in bounded script calls over ids
  * the probe or a read found, re-checked by the script:
  *   - the deadline walk over leases whose recorded deadline has passed (a live lease with a stale

@@ -1,7 +1,7 @@
 --[[
   Ends a worker's run of a job, fenced by its token: a worker that no longer owns the job (the job was
   recovered, or another worker now holds it) changes nothing. In the same call the worker takes its next
-  jobs (candidates it reserved or read earlier, re-checked as in take-8.lua) and reserves or peeks at the
+  jobs (candidates it reserved or read earlier, re-checked as in take-11.lua) and reserves or peeks at the
   ids after them, so a busy worker needs one round trip per job.
 
   KEYS[1]  job        HASH   <prefix>:{q}:<id>
@@ -48,7 +48,7 @@
   earliest delayed job is due, its due time, when it finished (ms), ms to wait before taking again (0:
   none; -1: paused) } or { "lost", current state, {}, {}, {}, "", {}, -1, -1, 0, 0 }; peeked ids are next
   first;
-  taken is { { id, token, { job fields } }, ... } as in take-8.lua; the set to trim is "completed" or
+  taken is { { id, token, { job fields } }, ... } as in take-11.lua; the set to trim is "completed" or
   "failed" when it has just grown past its retention by another `slack` jobs (the worker then runs
   trim-2.lua, see retention.lua), else ""; the due times are -1 when no job is delayed (nextDue.lua).
 ]]

@@ -4,7 +4,7 @@
  * the library, the commands and the handler calls their functions; lib/reaper/ is the only part of lib/
  * that imports an AWS package, and the library's entry pulls in none.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
@@ -93,6 +93,41 @@ describe('habits', () => {
         .flatMap((line, i) => (line.length >= 200 ? [`${f}:${i + 1} (${line.length})`] : [])),
     )
     expect(long).toEqual([])
+  })
+
+  it('no line in lib/, functions/ or cli/ is over 150 characters', () => {
+    const long = files
+      .filter((f) => /^(lib|cli|functions)\//.test(f))
+      .flatMap((f) =>
+        read(f)
+          .split('\n')
+          .flatMap((line, i) => (line.length > 150 ? [`${f}:${i + 1} (${line.length})`] : [])),
+      )
+    expect(long).toEqual([])
+  })
+
+  it('every file the README and ARCHITECTURE.md name exists', () => {
+    const named = ['README.md', 'ARCHITECTURE.md'].flatMap((doc) =>
+      [...read(doc).matchAll(/\b((?:lib|cli|functions|test|bench|lua|serverless)\/[\w./-]*\.(?:ts|lua|json|cjs))\b/g)].map(
+        (m) => m[1] as string,
+      ),
+    )
+    expect(named.length).toBeGreaterThan(20)
+    expect([...new Set(named)].filter((f) => !existsSync(path.join(root, f)))).toEqual([])
+  })
+
+  it('every script a comment names exists, and its name counts the KEYS its header lists', () => {
+    const scripts = new Set(readdirSync(path.join(root, 'lua')).filter((f) => f.endsWith('.lua')))
+    const texts = [...files, ...sources('lua'), 'README.md']
+    const named = texts.flatMap((f) => [...read(f).matchAll(/\b([a-z][a-zA-Z]*-\d+\.lua)\b/g)].map((m) => `${f}: ${m[1]}`))
+    expect(named.filter((n) => !scripts.has(n.split(': ')[1] as string))).toEqual([])
+    for (const script of scripts) {
+      const declared = Number(/-(\d+)\.lua$/.exec(script)?.[1])
+      const header = read(path.join('lua', script)).split(']]')[0] as string
+      const keys = new Set([...header.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])))
+      // A variable tail (KEYS[11 + 3i]) is the jobs' keys, beyond the fixed count the name gives.
+      expect({ script, keys: Math.max(...keys) }).toEqual({ script, keys: declared })
+    }
   })
 })
 

@@ -342,7 +342,7 @@ describe('the guard fires', () => {
     await expect(evalGuarded("return redis.call('TIME')", [])).rejects.toThrow(/EMQGUARD script run with no KEYS/)
   })
 
-  it('a modified sweep-9.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
+  it('a modified sweep-10.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
     await crashedJobs(redis.client, 'q', 1)
     const source = scriptSource(SCRIPT_FILES.sweepStep)
     const modified = source.replace("rcall('ZADD', stalledKey, now, id)", "rcall('ZADD', 'emq:{q}:stalled-elsewhere', now, id)")

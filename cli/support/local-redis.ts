@@ -30,6 +30,15 @@ export async function freePort(): Promise<number> {
   })
 }
 
+/**
+ * Spawns redis-server on 127.0.0.1:`port` (0: no plain port) with its files in `dir`, without persistence
+ * unless `args` ask for it (a later flag wins). Every launcher in the tests and benchmarks starts here.
+ */
+export function spawnRedisServer(port: number, dir: string, args: string[] = []): ChildProcess {
+  const base = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
+  return spawn('redis-server', [...base, ...args], { stdio: 'ignore' })
+}
+
 /** Starts redis-server (no persistence unless `extraArgs` ask for it) and waits until it answers PING. */
 export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRedis> {
   if (spawnSync('redis-server', ['--version']).error) {
@@ -40,13 +49,7 @@ export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRe
   }
   const port = await freePort()
   const dir = mkdtempSync(path.join(tmpdir(), 'echomq-redis-'))
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
-    {
-      stdio: 'ignore',
-    },
-  )
+  const child = spawnRedisServer(port, dir, extraArgs)
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve))
@@ -57,14 +60,14 @@ export async function startLocalRedis(extraArgs: string[] = []): Promise<LocalRe
   }
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
   probe.on('error', () => undefined)
-  const deadline = Date.now() + 10_000
+  const deadline = performance.now() + 10_000
   try {
     for (;;) {
       try {
         await probe.connect()
         if ((await probe.ping()) === 'PONG') break
       } catch {
-        if (Date.now() > deadline || child.exitCode !== null) throw new CliError(`redis-server did not start on port ${port}`)
+        if (performance.now() > deadline || child.exitCode !== null) throw new CliError(`redis-server did not start on port ${port}`)
         await new Promise((resolve) => setTimeout(resolve, 20))
       }
     }

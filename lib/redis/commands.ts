@@ -145,7 +145,7 @@ export interface NewJob {
   lifo: boolean
 }
 
-/** The ARGV of one job in add-6.lua, in its order. */
+/** The ARGV of one job in add-7.lua, in its order. */
 const jobArgs = (j: NewJob) => [
   j.id,
   j.name,
@@ -505,7 +505,7 @@ export interface Probe {
   unreserved: number
 }
 
-/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-9.lua). */
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-11.lua). */
 export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
 type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number]

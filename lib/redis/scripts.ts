@@ -1,7 +1,7 @@
 /**
  * Loads the Lua scripts in `lua/` once per process: `-- @include name` lines are replaced by
  * `lua/includes/name.lua`, and the result is hashed for EVALSHA. Loading only: scripts are run by
- * lib/commands.ts, the one module that calls them.
+ * lib/redis/commands.ts, the one module that calls them.
  */
 import { createHash } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'

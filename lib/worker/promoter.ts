@@ -1,6 +1,6 @@
 /**
  * Promoter: a worker's share of delayed jobs. It keeps one timer for the earliest due time it knows of
- * and, when it fires, promotes what is due (lua/promote-3.lua), so a delayed job (or a retry in backoff)
+ * and, when it fires, promotes what is due (lua/promote-7.lua), so a delayed job (or a retry in backoff)
  * joins `wait` within a few ms of its due time without polling, however long `wait` is. It learns the
  * due time from the calls the worker makes anyway: an idle worker pops the marker's 'd' member, a busy
  * one reads it from each take and finish reply (lua/includes/nextDue.lua). The promotion's marker ('0')

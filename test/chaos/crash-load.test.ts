@@ -439,7 +439,9 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
   expect(acceptedFails).toBeGreaterThan(0) // retries waited their backoff
   expect(removed).toBeGreaterThan(0) // retention removed completed jobs
   expect(completed.size).toBeLessThanOrEqual(keepCompleted + Math.max(10, Math.ceil(keepCompleted / 10)))
-  expect(completed.size + failed.size + removed).toBe(N)
+  // The scheduler's iterations share the finished sets: the plain jobs alone add up to N.
+  const plain = (set: Set<string>) => [...set].filter((id) => !id.startsWith('repeat:')).length
+  expect(plain(completed) + plain(failed) + removed).toBe(N)
   expect(counts).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: completed.size, failed: failed.size })
   // Attempts no one reported can only be failures accepted just before a SIGKILL hid the report.
   expect(unexplainedAttempts).toBeLessThanOrEqual(chaos.kills)

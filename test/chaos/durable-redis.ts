@@ -2,11 +2,12 @@
  * A redis-server with an append-only file fsynced on every write, on a fixed free port and a fixed --dir,
  * so it can be stopped (SHUTDOWN, SIGTERM or SIGKILL) and started again with the same data.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
+import { spawnRedisServer } from '../../cli/support/local-redis.js'
 import { freePort } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -58,26 +59,7 @@ export async function startDurableRedis(): Promise<DurableRedis> {
     },
     async start() {
       if (redis.running) throw new Error('redis-server is already running')
-      child = spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--dir',
-          dir,
-          '--save',
-          '',
-          '--appendonly',
-          'yes',
-          '--appendfsync',
-          'always',
-          '--maxmemory-policy',
-          'noeviction',
-        ],
-        { stdio: 'ignore' },
-      )
+      child = spawnRedisServer(port, dir, ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'])
       await waitFor(() => ping(port), { timeoutMs: 10_000, intervalMs: 20, what: `redis-server on port ${port}` })
     },
     async stop(how) {

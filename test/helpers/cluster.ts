@@ -3,12 +3,13 @@
  * Each node gets an explicit cluster bus port (`--cluster-port`, Redis 7+), so a data port near 65535
  * never yields an impossible bus port. Stop everything with stop().
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { Cluster, Redis } from 'ioredis'
+import { spawnRedisServer } from '../../cli/support/local-redis.js'
 import { freePort } from './redis-server.js'
 import { waitFor } from './wait.js'
 
@@ -67,32 +68,18 @@ export async function startCluster(size = 3): Promise<TestCluster> {
     for (let i = 0; i < size; i++) {
       const [p, bus] = [await port(), await port()]
       const dir = mkdtempSync(path.join(tmpdir(), 'emq-cluster-'))
-      const child = spawn(
-        'redis-server',
-        [
-          '--port',
-          String(p),
-          '--bind',
-          '127.0.0.1',
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--dir',
-          dir,
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          path.join(dir, 'nodes.conf'),
-          '--cluster-port',
-          String(bus),
-          '--cluster-node-timeout',
-          '5000',
-          '--maxmemory-policy',
-          'noeviction',
-        ],
-        { stdio: 'ignore' },
-      )
+      const child = spawnRedisServer(p, dir, [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        path.join(dir, 'nodes.conf'),
+        '--cluster-port',
+        String(bus),
+        '--cluster-node-timeout',
+        '5000',
+        '--maxmemory-policy',
+        'noeviction',
+      ])
       const client = new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 50 })
       client.on('error', () => undefined)
       clients.push(client)

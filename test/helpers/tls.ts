@@ -4,7 +4,7 @@
  * processes (a Worker, and a client that runs Queue.add / sweep() / the Lambda handler) that trust the CA
  * through NODE_EXTRA_CA_CERTS and whose stdout and stderr are captured, so the test can search them.
  */
-import { type ChildProcess, execFile, fork, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,6 +12,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
+import { spawnRedisServer } from '../../cli/support/local-redis.js'
 import { killAndWait } from '../../cli/support/worker-process.js'
 import { freePort } from './redis-server.js'
 import { waitFor } from './wait.js'
@@ -94,36 +95,22 @@ export async function startTlsRedis(): Promise<TlsRedis> {
     const adminPassword = `admin-${randomBytes(8).toString('hex')}`
     const password = `emqpw-${randomBytes(8).toString('hex')}`
     const wrongPassword = `badpw-${randomBytes(8).toString('hex')}`
-    child = spawn(
-      'redis-server',
-      [
-        '--port',
-        '0',
-        '--tls-port',
-        String(tlsPort),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--dir',
-        dir,
-        '--tls-cert-file',
-        certs.cert,
-        '--tls-key-file',
-        certs.key,
-        '--tls-ca-cert-file',
-        certs.ca,
-        '--tls-auth-clients',
-        'no',
-        '--requirepass',
-        adminPassword,
-        '--maxmemory-policy',
-        'noeviction',
-      ],
-      { stdio: 'ignore' },
-    )
+    child = spawnRedisServer(0, dir, [
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      certs.cert,
+      '--tls-key-file',
+      certs.key,
+      '--tls-ca-cert-file',
+      certs.ca,
+      '--tls-auth-clients',
+      'no',
+      '--requirepass',
+      adminPassword,
+      '--maxmemory-policy',
+      'noeviction',
+    ])
     admin = new Redis({
       host: '127.0.0.1',
       port: tlsPort,
