@@ -7,6 +7,8 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
+import { decodeBackoff, decodeKeep, type StoredJobOptions } from './job-options.js'
+
 export type JobState = 'wait' | 'delayed' | 'active' | 'completed' | 'failed'
 
 export const JOB_STATES: readonly JobState[] = ['wait', 'delayed', 'active', 'completed', 'failed']
@@ -57,6 +59,8 @@ export interface JobFields<Data = unknown, Result = unknown> {
   retried?: number
   /** What the processor last reported with updateProgress (0 until then). */
   progress?: unknown
+  /** The options it was added with (read by getJob and getJobs; BullMQ's `opts`). */
+  opts?: StoredJobOptions
 }
 
 export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
@@ -76,6 +80,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare dueAt?: number
   declare workerName?: string
   declare retried?: number
+  declare opts?: StoredJobOptions
   progress: unknown = 0
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
@@ -171,7 +176,20 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   const retried = optionalNumber(h.retried)
   if (retried !== undefined) job.retried = retried
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
+  job.opts = storedOptions(job.attempts, h)
   return job
+}
+
+function storedOptions(attempts: number, h: Record<string, string>): StoredJobOptions {
+  const backoff = decodeBackoff(h.backoff)
+  const keepLogs = optionalNumber(h.keepLogs)
+  return {
+    attempts,
+    ...(backoff === undefined ? {} : { backoff }),
+    ...(h.keep === undefined ? {} : { removeOnComplete: decodeKeep(h.keep) }),
+    ...(h.keepFailed === undefined ? {} : { removeOnFail: decodeKeep(h.keepFailed) }),
+    ...(keepLogs === undefined ? {} : { keepLogs }),
+  }
 }
 
 /** A Job from HGETALL output, acting through `scope`. */

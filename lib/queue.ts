@@ -334,6 +334,20 @@ export class Queue<Data = unknown> {
     return [...moved]
   }
 
+  /**
+   * Moves a delayed job (a delayed add, or a retry waiting its backoff) to the back of `wait` now, due or
+   * not (BullMQ's job.promote()). ERR_JOB_MISSING when there is no such job, ERR_JOB_STATE when it is not
+   * delayed; nothing changes then.
+   */
+  async promoteJob(id: string): Promise<void> {
+    this.assertOpen()
+    validateJobId(id)
+    const outcome = await this.call('promote a job of queue', () => commands.promoteJob(this.client, this.keys, id))
+    if (outcome === 'missing') throw new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${this.name} does not exist: nothing promoted`)
+    if (outcome !== 'promoted')
+      throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${this.name} is ${outcome}, not delayed: nothing promoted`)
+  }
+
   /** Removes a job that is not in flight (ERR_JOB_ACTIVE if it is); resolves to whether there was one. */
   async remove(id: string): Promise<boolean> {
     this.assertOpen()

@@ -269,6 +269,15 @@ describe('the whole flow under the guard', () => {
     ])
   })
 
+  it('promoteJob: a job delayed an hour is promoted now; a job not delayed is refused', async () => {
+    await fx.queue.add('later', {}, { jobId: 'd', delay: 3_600_000 })
+    await fx.queue.add('now', {}, { jobId: 'w' })
+    await fx.queue.promoteJob('d')
+    expect((await fx.queue.getJob('d'))?.state).toBe('wait')
+    await expect(fx.queue.promoteJob('w')).rejects.toMatchObject({ code: 'ERR_JOB_STATE' })
+    await expectGuardedScriptsRan([SCRIPT_FILES.promoteJob])
+  })
+
   it('the Lambda handler marks on one invocation and recovers on the next', async () => {
     const logs = captureLogs()
     await crashedJobs(redis.client, 'q', 3)

@@ -26,6 +26,7 @@ export const SCRIPT_FILES = {
   probe: 'probe-9.lua',
   sweepStep: 'sweep-9.lua',
   promote: 'promote-6.lua',
+  promoteJob: 'promoteJob-7.lua',
   trim: 'trim-2.lua',
   retry: 'retry-6.lua',
   remove: 'remove-11.lua',
@@ -537,6 +538,20 @@ export async function promote(client: RedisClient, keys: QueueKeys, ids: string[
     [rearm ? 1 : 0, ...ids],
   )) as [string[], number, number]
   return { promoted, ...nextDue(inMs, at) }
+}
+
+/**
+ * Moves one delayed job to `wait` now, due or not (an operator's "run it now"); resolves to `promoted`, or
+ * the state of a job that is not delayed (`missing`: no such job), which is left as it is.
+ */
+export async function promoteJob(client: RedisClient, keys: QueueKeys, id: string): Promise<'promoted' | JobState | 'missing'> {
+  const [status, state] = (await evalScript(
+    client,
+    SCRIPT_FILES.promoteJob,
+    [keys.job(id), keys.delayed, keys.wait, keys.marker, ...eventKeys(keys)],
+    [id],
+  )) as ['ok'] | ['not-delayed', JobState | 'missing']
+  return status === 'ok' ? 'promoted' : (state ?? 'missing')
 }
 
 /** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
