@@ -4,6 +4,7 @@
  * rendering of hostile job data, the headers, mounting under a base path in another server, and that a
  * page reads only the page it shows (counted on the client, independent of the size of the sets).
  */
+import { readdirSync, statSync } from 'node:fs'
 import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
@@ -484,6 +485,14 @@ describe('mounting', () => {
 })
 
 describe('cost', () => {
+  it('the assets stay within the budget the README states: 24 KiB in all, uncompressed, and nothing else is served', () => {
+    const dir = new URL('../lib/ui/assets/', import.meta.url)
+    const files = readdirSync(dir).sort()
+    expect(files).toEqual(['app.css', 'app.js'])
+    const total = files.reduce((n, f) => n + statSync(new URL(f, dir)).size, 0)
+    expect(total).toBeLessThanOrEqual(24 * 1024)
+  })
+
   /** A client recording each command with its arguments. */
   function recording(): { client: Redis; sent: string[][] } {
     const client = new Redis(redis.port, '127.0.0.1', { maxRetriesPerRequest: 1 })

@@ -287,7 +287,8 @@ function row(label: string, value: Html | string | number | undefined) {
   return value === undefined || value === '' ? html`` : html`<dt>${label}</dt><dd>${value}</dd>`
 }
 
-function progressOf(progress: unknown): Html {
+function progressOf(progress: unknown): Html | string {
+  if (progress === 0) return 'none reported'
   if (typeof progress === 'number' && progress >= 0 && progress <= 100) {
     return html`<progress max="100" value="${progress}">${progress}%</progress> ${progress}%`
   }
@@ -338,7 +339,7 @@ ${jobActions(view, p)}
 <dl class="facts">
 ${row(
   'Attempts',
-  html`${live.value('attempts', attemptsOf(job))} made of those allowed (runs started: ${job.attemptsStarted}${
+  html`${live.value('attempts', `${job.attemptsMade} of ${job.attempts}`)} used (runs started: ${job.attemptsStarted}${
     job.retried ? `; retried from failed ${job.retried} time${job.retried === 1 ? '' : 's'}` : ''
   })`,
 )}
