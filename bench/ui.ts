@@ -62,7 +62,11 @@ async function main(): Promise<void> {
     await crashedJobs(admin, 'big', 200)
     await sweep(admin, 'big', { graceMs: 60_000, limit: 100 })
     // Beside the marked ones, a second dead worker's jobs, not yet swept.
-    await addJobs(admin, 'big', Array.from({ length: 100 }, (_, i) => `late-${i}`))
+    await addJobs(
+      admin,
+      'big',
+      Array.from({ length: 100 }, (_, i) => `late-${i}`),
+    )
     await holdJobs(admin, 'big', 100, { leaseMs: 1, workerName: 'dead-2' })
     await big.pause()
     for (let i = 0; i < 10_000; i += BULK) {

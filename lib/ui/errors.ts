@@ -16,6 +16,7 @@ export type DashboardErrorCode =
   | 'ERR_UI_METHOD'
   | 'ERR_UI_MEDIA_TYPE'
   | 'ERR_UI_TOO_LARGE'
+  | 'ERR_UI_CLOSED'
 
 const STATUS: Record<DashboardErrorCode, number> = {
   ERR_UI_INPUT: 400,
@@ -27,6 +28,7 @@ const STATUS: Record<DashboardErrorCode, number> = {
   ERR_UI_METHOD: 405,
   ERR_UI_TOO_LARGE: 413,
   ERR_UI_MEDIA_TYPE: 415,
+  ERR_UI_CLOSED: 503,
 }
 
 export class DashboardError extends Error {

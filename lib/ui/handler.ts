@@ -120,7 +120,7 @@ export function createDashboard(options?: DashboardOptions): DashboardHandler {
   async function route(req: IncomingMessage, res: ServerResponse, target: URL, s: DashboardSettings): Promise<void> {
     if (s.allowedHosts) checkHost(req, s.allowedHosts)
     if (s.auth) checkAuth(req, s.auth)
-    if (closing) throw new DashboardError('ERR_UI_NOT_FOUND', 'the dashboard is closing')
+    if (closing) throw new DashboardError('ERR_UI_CLOSED', 'the dashboard is closing')
     const method = req.method === 'HEAD' ? 'GET' : req.method
     const segments = target.pathname.slice(s.basePath.length + 1).split('/')
     const decoded = segments.map((seg) => {
@@ -273,8 +273,8 @@ export function createDashboard(options?: DashboardOptions): DashboardHandler {
       sendJson(res, status, { error: { code, message } })
       return
     }
-    // Unauthenticated requests learn nothing but that they must log in.
-    const shown = status === 401 ? { ...view(), where: undefined } : view()
+    // Unauthenticated requests, and requests for another host, learn nothing but that they are refused.
+    const shown = status === 401 || code === 'ERR_UI_HOST' ? { ...view(), where: undefined } : view()
     sendHtml(res, status, errorPage(shown, Date.now(), status, code, message))
   }
 

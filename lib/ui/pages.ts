@@ -395,12 +395,13 @@ export function confirmPage(
   const main = html`<h1>Please confirm</h1><p class="lead">${question}</p>
 <p class="actions">${actionForm(target.path, view.token, target.action, button, { confirm: 'yes' }, 'danger')}
 <a class="button" href="${target.back}">Cancel</a></p>`
-  return page(shell(view, live, 'Confirm', target.crumbs), main)
+  // Not refreshed: the page's address is the form's, not a page of its own.
+  return page(shell({ ...view, refreshMs: 0 }, live, 'Confirm', target.crumbs), main)
 }
 
 export function errorPage(view: View, now: number, status: number, code: string, message: string): string {
   const live = new Live(now)
   const main = html`<h1>${status === 404 ? 'Not found' : status < 500 ? 'Refused' : 'Something failed'}</h1>
 <p class="lead"><code>${code}</code>: ${message}</p><p><a href="${view.base}/">Back to the queues</a></p>`
-  return page(shell(view, live, 'Error', []), main)
+  return page(shell({ ...view, refreshMs: 0 }, live, 'Error', []), main)
 }
