@@ -21,10 +21,11 @@ import { retry } from './commands/retry.js'
 import { schedulers } from './commands/schedulers.js'
 import { stats } from './commands/stats.js'
 import { sweep } from './commands/sweep.js'
+import { ui } from './commands/ui.js'
 import { CliError, messageOf } from './errors.js'
 import { out } from './format.js'
 
-const commands: Record<string, Command> = { demo, race, sweep, stats, inspect, jobs, retry, remove, pause, resume, schedulers }
+const commands: Record<string, Command> = { demo, race, sweep, stats, inspect, jobs, retry, remove, pause, resume, schedulers, ui }
 
 /** Library errors that mean the input was wrong (exit 2), not that something failed. */
 const INPUT_ERRORS = ['ERR_QUEUE_NAME', 'ERR_JOB_ID', 'ERR_OPTIONS', 'ERR_CONFIG']

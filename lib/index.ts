@@ -9,4 +9,5 @@ export { type Connection, openConnection, redactUrl } from './redis/connection.j
 export { type QueueKeys, queueKeys, registryKey } from './redis/keys.js'
 export { registeredQueues } from './registry.js'
 export { type SweepOptions, type SweepResult, sweep } from './sweep.js'
+export { createDashboard, type DashboardHandler, type DashboardOptions, type ServeOptions, serveDashboard } from './ui/index.js'
 export { type Processor, Worker, type WorkerOptions } from './worker.js'

@@ -139,3 +139,33 @@ export function encodeKeep(r: Retention): string {
   if (r.count === 0) return '0'
   return r.count === undefined && r.age === undefined ? '' : `${r.count ?? ''},${r.age ?? ''}`
 }
+
+/** The options a stored job was added with (its hash's fields), BullMQ's `job.opts`; `delay` and `jobId` are not kept. */
+export interface StoredJobOptions {
+  attempts: number
+  backoff?: Backoff
+  removeOnComplete?: Retention
+  removeOnFail?: Retention
+  keepLogs?: number
+}
+
+/** encodeBackoff read back; undefined for none (or a text it never wrote). */
+export function decodeBackoff(text: string | undefined): Backoff | undefined {
+  const [type, delay, maxDelay, jitter] = (text ?? '').split(',')
+  if ((type !== 'fixed' && type !== 'exponential') || delay === undefined) return undefined
+  return {
+    type,
+    delay: Number(delay),
+    ...(Number(maxDelay) > 0 ? { maxDelay: Number(maxDelay) } : {}),
+    ...(Number(jitter) > 0 ? { jitter: Number(jitter) } : {}),
+  }
+}
+
+/** encodeKeep read back: true (remove at once), false (keep all), a count, or { count?, age? }. */
+export function decodeKeep(text: string): Retention {
+  if (text === '0') return true
+  if (text === '') return false
+  const [count = '', age = ''] = text.split(',')
+  if (age === '') return Number(count)
+  return { ...(count === '' ? {} : { count: Number(count) }), age: Number(age) }
+}

@@ -7,6 +7,8 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
+import { decodeBackoff, decodeKeep, type StoredJobOptions } from './job-options.js'
+
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
 export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
 
@@ -66,6 +68,8 @@ export interface JobFields<Data = unknown, Result = unknown> {
   priority?: number
   /** The job scheduler that made this job (BullMQ's name), when one did. */
   repeatJobKey?: string
+  /** The options it was added with (read by getJob and getJobs; BullMQ's `opts`). */
+  opts?: StoredJobOptions
 }
 
 export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
@@ -87,6 +91,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare retried?: number
   declare priority?: number
   declare repeatJobKey?: string
+  declare opts?: StoredJobOptions
   progress: unknown = 0
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
@@ -184,7 +189,20 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
   if (h.priority !== undefined) job.priority = Number(h.priority)
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
+  job.opts = storedOptions(job.attempts, h)
   return job
+}
+
+function storedOptions(attempts: number, h: Record<string, string>): StoredJobOptions {
+  const backoff = decodeBackoff(h.backoff)
+  const keepLogs = optionalNumber(h.keepLogs)
+  return {
+    attempts,
+    ...(backoff === undefined ? {} : { backoff }),
+    ...(h.keep === undefined ? {} : { removeOnComplete: decodeKeep(h.keep) }),
+    ...(h.keepFailed === undefined ? {} : { removeOnFail: decodeKeep(h.keepFailed) }),
+    ...(keepLogs === undefined ? {} : { keepLogs }),
+  }
 }
 
 /** A Job from HGETALL output, acting through `scope`. */

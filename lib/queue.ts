@@ -44,6 +44,7 @@ import {
   setEventsMaxLen,
 } from './redis/queries.js'
 import { registration } from './registry.js'
+import { parseIteration, promoteIterationNow } from './schedulers/iterations.js'
 import {
   getScheduler,
   type JobScheduler,
@@ -397,6 +398,25 @@ export class Queue<Data = unknown> {
       for (const id of batch) moved.add(id)
     }
     return [...moved]
+  }
+
+  /**
+   * Moves a delayed job (a delayed add, or a retry waiting its backoff) to the back of `wait` now, due or
+   * not (BullMQ's job.promote()). ERR_JOB_MISSING when there is no such job, ERR_JOB_STATE when it is not
+   * delayed; nothing changes then.
+   */
+  async promoteJob(id: string): Promise<void> {
+    this.assertOpen()
+    validateJobId(id)
+    const outcome = await this.call('promote a job of queue', async () => {
+      if (!parseIteration(id)) return commands.promoteJob(this.client, this.keys, id)
+      // A scheduler's iteration makes its successor as it leaves `delayed`, as when it falls due.
+      if (await promoteIterationNow(this.client, this.keys, id)) return 'promoted'
+      return ((await readJob(this.client, this.keys, id)).state as JobState | undefined) ?? 'missing'
+    })
+    if (outcome === 'missing') throw new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${this.name} does not exist: nothing promoted`)
+    if (outcome !== 'promoted')
+      throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${this.name} is ${outcome}, not delayed: nothing promoted`)
   }
 
   /** Removes a job that is not in flight (ERR_JOB_ACTIVE if it is); resolves to whether there was one. */

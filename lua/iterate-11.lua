@@ -23,8 +23,9 @@
   ARGV[3] its due time (ms)
   ARGV[4] the next iteration's due time (ms), or -1 for none: the scheduler ends
   ARGV[5] the next iteration's id ("" for none)
+  ARGV[6] 1 to promote it even if not due yet (queue.promoteJob: an operator's "run it now"), else 0
 
-  Returns { promoted (1 | 0: not in `delayed`, or not due yet), next made (1 | 0) }. Emits `waiting` (prev
+  Returns { promoted (1 | 0: not in `delayed`, or not due yet and not early), next made (1 | 0) }. Emits `waiting` (prev
   `delayed`) for the one promoted, and `added`, `delayed` for the next.
 ]]
 local rcall = redis.call
@@ -33,7 +34,7 @@ local q = {
   prioritized = KEYS[9],
 }
 local schedulerKey, jobKey, nextKey = KEYS[2], KEYS[10], KEYS[11]
-local sid, id, due, nextDue, nextId = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local sid, id, due, nextDue, nextId, early = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
 -- @include now
 -- @include events
 -- @include score
@@ -42,7 +43,7 @@ local sid, id, due, nextDue, nextId = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonum
 
 local now = nowMs()
 local score = rcall('ZSCORE', q.delayed, id)
-if not score or math.floor(tonumber(score)) > now then
+if not score or (math.floor(tonumber(score)) > now and not early) then
   return { 0, 0 }
 end
 promoteIteration(jobKey, q, id, now)

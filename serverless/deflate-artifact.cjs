@@ -48,8 +48,9 @@ class DeflateArtifact {
   constructor(serverless) {
     // The service's artifact when functions are packaged together, each function's when individually.
     const artifacts = () =>
-      [serverless.service.package?.artifact, ...Object.values(serverless.service.functions ?? {}).map((fn) => fn.package?.artifact)]
-        .filter((p) => typeof p === 'string')
+      [serverless.service.package?.artifact, ...Object.values(serverless.service.functions ?? {}).map((fn) => fn.package?.artifact)].filter(
+        (p) => typeof p === 'string',
+      )
     const run = async () => {
       for (const p of new Set(artifacts())) await deflate(p)
     }

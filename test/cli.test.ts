@@ -585,16 +585,44 @@ describe('the Redis URL from the SSM parameter REDIS_URL_PARAMETER names', () =>
 })
 
 describe('--help', () => {
-  it.each([['demo'], ['race'], ['sweep'], ['stats'], ['inspect'], ['jobs'], ['retry'], ['remove']])('echomq %s --help', async (command) => {
-    const { code, stdout } = await echomq([command, '--help'])
-    expect(code).toBe(0)
-    expect(stdout).toMatch(new RegExp(`^Usage: echomq ${command}`))
-    expect(stdout).toMatch(/--json/)
-  })
+  it.each([['demo'], ['race'], ['sweep'], ['stats'], ['inspect'], ['jobs'], ['retry'], ['remove'], ['ui']])(
+    'echomq %s --help',
+    async (command) => {
+      const { code, stdout } = await echomq([command, '--help'])
+      expect(code).toBe(0)
+      expect(stdout).toMatch(new RegExp(`^Usage: echomq ${command}`))
+      expect(stdout).toMatch(/--json/)
+    },
+  )
 
   it('echomq --help lists the commands', async () => {
     const { code, stdout } = await echomq(['--help'])
     expect(code).toBe(0)
-    for (const c of ['demo', 'race', 'sweep', 'stats', 'inspect', 'jobs', 'retry', 'remove']) expect(stdout).toContain(`  ${c}`)
+    for (const c of ['demo', 'race', 'sweep', 'stats', 'inspect', 'jobs', 'retry', 'remove', 'ui']) expect(stdout).toContain(`  ${c}`)
+  })
+})
+
+describe('echomq ui refuses before serving', () => {
+  it('another host without --auth, bad flags (exit 2); a queue that does not exist (exit 1)', async () => {
+    const url = redis.url
+    const open = await echomq(['ui', '--host', '0.0.0.0', '--port', '0', '--redis-url', url])
+    expect(open.code).toBe(2)
+    expect(open.stderr).toMatch(/refusing to serve the dashboard on 0\.0\.0\.0 without auth/)
+    for (const args of [
+      ['--port', '99999'],
+      ['--port', 'http'],
+      ['--auth', 'nocolon'],
+      ['--auth', ':pw'],
+      ['--grace', '-1'],
+      ['--queue', 'bad name'],
+    ]) {
+      const r = await echomq(['ui', ...args, '--redis-url', url])
+      expect([args, r.code]).toEqual([args, 2])
+    }
+    const auth = await echomq(['ui', '--auth', 'admin'])
+    expect(auth.stderr).not.toContain('admin')
+    const missing = await echomq(['ui', '--queue', 'typo', '--port', '0', '--redis-url', url])
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toMatch(/no queue "typo"/)
   })
 })

@@ -284,6 +284,18 @@ describe('the whole flow under the guard', () => {
     await expectGuardedScriptsRan([SCRIPT_FILES.limit, SCRIPT_FILES.schedule, SCRIPT_FILES.iterate, SCRIPT_FILES.unschedule])
   })
 
+  it('promoteJob: a job delayed an hour is promoted now (a prioritized one to its priority); a job not delayed is refused', async () => {
+    await fx.queue.add('later', {}, { jobId: 'd', delay: 3_600_000 })
+    await fx.queue.add('later', {}, { jobId: 'p', delay: 3_600_000, priority: 3 })
+    await fx.queue.add('now', {}, { jobId: 'w' })
+    await fx.queue.promoteJob('d')
+    await fx.queue.promoteJob('p')
+    expect((await fx.queue.getJob('d'))?.state).toBe('wait')
+    expect((await fx.queue.getJob('p'))?.state).toBe('prioritized')
+    await expect(fx.queue.promoteJob('w')).rejects.toMatchObject({ code: 'ERR_JOB_STATE' })
+    await expectGuardedScriptsRan([SCRIPT_FILES.promoteJob])
+  })
+
   it('the Lambda handler marks on one invocation and recovers on the next', async () => {
     const logs = captureLogs()
     await crashedJobs(redis.client, 'q', 3)

@@ -26,6 +26,7 @@ export const SCRIPT_FILES = {
   probe: 'probe-11.lua',
   sweepStep: 'sweep-10.lua',
   promote: 'promote-7.lua',
+  promoteJob: 'promoteJob-8.lua',
   trim: 'trim-2.lua',
   retry: 'retry-7.lua',
   remove: 'remove-13.lua',
@@ -591,6 +592,20 @@ export async function promote(client: RedisClient, keys: QueueKeys, ids: string[
   return { promoted, ...nextDue(inMs, at) }
 }
 
+/**
+ * Moves one delayed job to `wait` now, due or not (an operator's "run it now"); resolves to `promoted`, or
+ * the state of a job that is not delayed (`missing`: no such job), which is left as it is.
+ */
+export async function promoteJob(client: RedisClient, keys: QueueKeys, id: string): Promise<'promoted' | JobState | 'missing'> {
+  const [status, state] = (await evalScript(
+    client,
+    SCRIPT_FILES.promoteJob,
+    [keys.job(id), keys.delayed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized],
+    [id],
+  )) as ['ok'] | ['not-delayed', JobState | 'missing']
+  return status === 'ok' ? 'promoted' : (state ?? 'missing')
+}
+
 /** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
 export async function trim(
   client: RedisClient,
@@ -832,6 +847,7 @@ export async function iterate(
   schedulerId: string,
   due: number,
   nextDue: number | undefined,
+  early = false,
 ): Promise<boolean> {
   const id = iterationId(schedulerId, due)
   const nextId = nextDue === undefined ? '' : iterationId(schedulerId, nextDue)
@@ -849,7 +865,7 @@ export async function iterate(
       keys.job(id),
       keys.job(nextId || id),
     ],
-    [schedulerId, id, due, nextDue ?? -1, nextId],
+    [schedulerId, id, due, nextDue ?? -1, nextId, early ? 1 : 0],
   )) as [number, number]
   return promoted === 1
 }

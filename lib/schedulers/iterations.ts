@@ -2,7 +2,8 @@
  * Promotion of due delayed jobs, schedulers' iterations included: a plain job moves to `wait` in batches
  * (lua/promote-7.lua); a scheduler's iteration moves with its next iteration made in the same script
  * (lua/iterate-11.lua), its due time computed here from the scheduler's timing and Redis's clock. Both
- * the worker's promoter and the sweep call this, so a schedule advances whoever promotes.
+ * the worker's promoter and the sweep call this, so a schedule advances whoever promotes; an operator's
+ * early promotion (queue.promoteJob) advances it the same way.
  */
 import { iterate, type Promoted, promote } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
@@ -34,17 +35,30 @@ export async function promoteDue(client: RedisClient, keys: QueueKeys, ids: stri
   if (iterations.length > 0) {
     const now = await serverTimeMs(client)
     for (const it of iterations) {
-      if (it.due > now) continue
-      const scheduler = await readScheduler(client, keys, it.schedulerId)
-      // The next one only from the iteration the scheduler points at (an upsert may have moved it on).
-      const next =
-        scheduler && scheduler.due === it.due
-          ? successorDue(timingFromHash(scheduler.hash), it.due, now, Number(scheduler.hash.ic ?? 0))
-          : undefined
-      if (await iterate(client, keys, it.schedulerId, it.due, next)) promoted.push(it.id)
+      if (it.due <= now && (await advance(client, keys, it, now, false))) promoted.push(it.id)
     }
   }
   // Last, so its answer (the next due time) counts the iterations just made.
   const rest = await promote(client, keys, plain, rearm)
   return { ...rest, promoted: [...promoted, ...rest.promoted] }
+}
+
+/**
+ * Promotes a scheduler's pending iteration now, due or not (queue.promoteJob), making the next one as its
+ * due promotion would: the schedule keeps its rhythm. Resolves to false when `id` is not in `delayed`.
+ */
+export async function promoteIterationNow(client: RedisClient, keys: QueueKeys, id: string): Promise<boolean> {
+  const it = parseIteration(id)
+  if (!it) return false
+  return advance(client, keys, it, await serverTimeMs(client), true)
+}
+
+async function advance(client: RedisClient, keys: QueueKeys, it: { schedulerId: string; due: number }, now: number, early: boolean) {
+  const scheduler = await readScheduler(client, keys, it.schedulerId)
+  // The next one only from the iteration the scheduler points at (an upsert may have moved it on).
+  const next =
+    scheduler && scheduler.due === it.due
+      ? successorDue(timingFromHash(scheduler.hash), it.due, now, Number(scheduler.hash.ic ?? 0))
+      : undefined
+  return iterate(client, keys, it.schedulerId, it.due, next, early)
 }

@@ -1,0 +1,184 @@
+/**
+ * What each page reads, and only that: every read is bounded by the page shown (a page of ids, then
+ * those jobs; counts are ZCARD/LLEN), never a whole set and never a SCAN, so a queue with 100,000 failed
+ * jobs costs a page what a queue with ten does. Jobs, counts and actions go through the library's Queue;
+ * what only EchoMQ knows (a lease's time left, a sweep's mark, the chart's series, Redis's clock) comes
+ * from lib/redis/queries.ts. The overview reads the registry (one SMEMBERS of queue names) and then each
+ * queue's counts, sent together (the client pipelines them).
+ *
+ * Queues are opened only when they exist (registered, or holding jobs): opening a Queue registers its
+ * name, so a mistyped URL must not add a queue to the registry.
+ */
+import type { Job, JobState } from '../job.js'
+import { Queue, type QueueCounts, queueCounts } from '../queue.js'
+import type { RedisClient } from '../redis/connection.js'
+import { queueKeys } from '../redis/keys.js'
+import { finishedPerMinute, inRegistry, leaseStates, serverTimeMs } from '../redis/queries.js'
+import { registeredQueues } from '../registry.js'
+import { type Minute, sumSeries } from './chart.js'
+import { DashboardError } from './errors.js'
+import { type JobSchedulerView, schedulerViews } from './schedules.js'
+
+/** The queues a dashboard shows: every registered one, or those it was given; each opened once. */
+export class QueueSet {
+  private readonly open = new Map<string, Queue>()
+
+  constructor(
+    readonly client: RedisClient,
+    readonly prefix: string,
+    private readonly allowed: string[] | undefined,
+  ) {}
+
+  async names(): Promise<string[]> {
+    return this.allowed ?? registeredQueues(this.client, this.prefix)
+  }
+
+  /** A queue listed by names(): it exists. */
+  known(name: string): Queue {
+    let queue = this.open.get(name)
+    if (!queue) {
+      queue = new Queue(name, { connection: this.client, prefix: this.prefix })
+      this.open.set(name, queue)
+    }
+    return queue
+  }
+
+  /** A queue named in a URL: 404 unless it is shown here and exists. `name` is validated by the caller. */
+  async get(name: string): Promise<Queue> {
+    const cached = this.open.get(name)
+    if (cached) return cached
+    if (this.allowed && !this.allowed.includes(name)) throw notFound(name, this.prefix)
+    if (!this.allowed && !(await inRegistry(this.client, this.prefix, [name]))[0]) {
+      const counts = await queueCounts(this.client, queueKeys(this.prefix, name), name)
+      if (Object.values(counts).every((n) => n === 0)) throw notFound(name, this.prefix)
+    }
+    return this.known(name)
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.open.values()].map((q) => q.close()))
+  }
+}
+
+const notFound = (name: string, prefix: string) =>
+  new DashboardError('ERR_UI_NOT_FOUND', `no queue "${name}" under prefix "${prefix}": it is not registered and holds no jobs`)
+
+export interface QueueRow {
+  name: string
+  counts: QueueCounts
+  paused: boolean
+}
+
+export interface Overview {
+  now: number
+  rows: QueueRow[]
+  /** Queues in all (the page shows `rows`). */
+  total: number
+  chart: Minute[]
+}
+
+export async function readOverview(set: QueueSet, start: number, size: number): Promise<Overview> {
+  const all = await set.names()
+  const names = all.slice(start, start + size)
+  const [now, rows, series] = await Promise.all([
+    serverTimeMs(set.client),
+    Promise.all(
+      names.map(async (name): Promise<QueueRow> => {
+        const queue = set.known(name)
+        const [counts, paused] = await Promise.all([queue.counts(), queue.isPaused()])
+        return { name, counts, paused }
+      }),
+    ),
+    Promise.all(names.map((name) => finishedPerMinute(set.client, queueKeys(set.prefix, name)))),
+  ])
+  return { now, rows, total: all.length, chart: sumSeries(series) }
+}
+
+/** The states a queue page lists, in tab order. */
+export const LISTED_STATES = ['active', 'wait', 'prioritized', 'delayed', 'failed', 'completed'] as const satisfies readonly JobState[]
+
+/** The jobs a state's tab lists: `counts().wait` counts every waiting job, prioritized ones included. */
+export function listedCount(counts: QueueCounts, state: JobState): number {
+  return state === 'wait' ? counts.wait - counts.prioritized : counts[state]
+}
+
+export interface Lease {
+  /** ms left on the lease (by Redis's clock), or undefined when it is gone (lapsed). */
+  msLeft: number | undefined
+  /** When a sweep marked the job (ms), undefined if none did. */
+  markedAt: number | undefined
+}
+
+export interface QueuePage {
+  now: number
+  name: string
+  counts: QueueCounts
+  paused: boolean
+  state: JobState
+  start: number
+  jobs: Job[]
+  /** For `active`: each job's lease, in order. */
+  leases: Lease[]
+  chart: Minute[]
+  /** For `delayed`: the queue's job schedulers (the first 100, next due first); undefined on other pages. */
+  schedulers: JobSchedulerView[] | undefined
+}
+
+export async function readQueuePage(set: QueueSet, name: string, state: JobState, start: number, size: number): Promise<QueuePage> {
+  const queue = await set.get(name)
+  const end = start + size - 1
+  const [now, counts, paused, jobs, chart, schedulers] = await Promise.all([
+    serverTimeMs(set.client),
+    queue.counts(),
+    queue.isPaused(),
+    listJobs(queue, state, start, end),
+    finishedPerMinute(set.client, queue.keys),
+    state === 'delayed' ? queue.getJobSchedulers(0, 99, true).then(schedulerViews) : Promise.resolve(undefined),
+  ])
+  const leases =
+    state === 'active'
+      ? await readLeases(
+          queue,
+          jobs.map((j) => j.id),
+        )
+      : []
+  return { now, name, counts, paused, state, start, jobs, leases, chart, schedulers }
+}
+
+/**
+ * One page of a state. `wait`, `completed` and `failed` newest first (BullMQ's getJobs: `wait` by when the
+ * job entered it); `prioritized` in the order they will run; `delayed` by due time and `active` by lease
+ * deadline (EchoMQ's pages), so the jobs due next and the leases that lapsed (a dying worker's) come first.
+ */
+function listJobs(queue: Queue, state: JobState, start: number, end: number): Promise<Job[]> {
+  if (state === 'wait') return queue.getJobs(['waiting', 'paused'], start, end, false)
+  return queue.getJobs(state, { start, end })
+}
+
+async function readLeases(queue: Queue, ids: string[]): Promise<Lease[]> {
+  const states = await leaseStates(queue.client, queue.keys, ids)
+  return states.map((s) => ({ msLeft: s.ttlMs > 0 ? s.ttlMs : undefined, markedAt: s.markedAt }))
+}
+
+export interface JobPage {
+  now: number
+  name: string
+  job: Job
+  logs: { logs: string[]; count: number }
+  logStart: number
+  lease: Lease | undefined
+  paused: boolean
+}
+
+export async function readJobPage(set: QueueSet, name: string, id: string, logStart: number, logSize: number): Promise<JobPage> {
+  const queue = await set.get(name)
+  const [now, job, logs, paused] = await Promise.all([
+    serverTimeMs(set.client),
+    queue.getJob(id),
+    queue.getJobLogs(id, logStart, logStart + logSize - 1, false),
+    queue.isPaused(),
+  ])
+  if (!job) throw new DashboardError('ERR_UI_NOT_FOUND', `no job "${id}" in queue "${name}"`)
+  const lease = job.state === 'active' ? (await readLeases(queue, [id]))[0] : undefined
+  return { now, name, job, logs, logStart, lease, paused }
+}

@@ -1,0 +1,41 @@
+/**
+ * The dashboard in tests: served on a free port (serveDashboard), with small helpers to read a page, find
+ * its token and post a form as a browser would. Closed after each test by the file's hooks.
+ */
+import { type ServedDashboard, type ServeOptions, serveDashboard } from '../../lib/ui/index.js'
+
+export interface TestDashboard {
+  served: ServedDashboard
+  url: string
+  get(path: string, headers?: Record<string, string>): Promise<{ status: number; text: string; headers: Headers }>
+  post(path: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Response>
+  /** The token written into a page's forms. */
+  token(): Promise<string>
+}
+
+export async function startDashboard(options: ServeOptions): Promise<TestDashboard> {
+  const served = await serveDashboard({ port: 0, refreshMs: 0, ...options })
+  const url = served.url
+  const get = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(url + path.replace(/^\//, ''), { headers, redirect: 'manual' })
+    return { status: res.status, text: await res.text(), headers: res.headers }
+  }
+  return {
+    served,
+    url,
+    get,
+    post: (path, form, headers = {}) =>
+      fetch(url + path.replace(/^\//, ''), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(form).toString(),
+        redirect: 'manual',
+      }),
+    async token() {
+      const page = await get('/')
+      const token = /name="token" value="([^"]+)"/.exec(page.text)?.[1]
+      if (!token) throw new Error('no token in the overview (read-only, or no queue?)')
+      return token
+    },
+  }
+}
