@@ -1,5 +1,6 @@
 /**
- * `npm run bench` [-- --quick] [-- --only sweep,heartbeat,throughput,idle,queues,memory,retention,delayed]
+ * `npm run bench` [-- --quick] [-- --only sweep,heartbeat,throughput,idle,queues,memory,retention,delayed,events,priority,ratelimit,
+ *   addbulk,reaper]
  *
  * Runs EchoMQ and BullMQ side by side on one fresh private redis-server (started here on a free port,
  * stopped at the end), prints one table per bench and the targets, and writes the results as JSON:
@@ -11,12 +12,17 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { type AddBulkResults, addBulkReport, addBulkTargets, runAddBulk } from './addbulk.js'
 import { type DelayedResults, delayedReport, delayedTargets, runDelayed } from './delayed.js'
+import { type EventsResults, eventsReport, eventsTargets, runEvents } from './events.js'
 import type { Target } from './format.js'
 import { type HeartbeatResults, heartbeatReport, heartbeatTargets, runHeartbeat } from './heartbeat.js'
 import { type IdleResults, idleReport, idleTargets, runIdle } from './idle.js'
 import { type MemoryResults, memoryReport, memoryTargets, runMemory } from './memory.js'
+import { type PriorityResults, priorityReport, priorityTargets, runPriority } from './priority.js'
 import { type QueuesResults, queuesReport, queuesTargets, runQueues } from './queues.js'
+import { type RateLimitResults, rateLimitReport, rateLimitTargets, runRateLimit } from './ratelimit.js'
+import { type ReaperResults, reaperReport, reaperTargets, runReaper } from './reaper.js'
 import { startRedis } from './redis.js'
 import { type RetentionResults, retentionReport, retentionTargets, runRetention } from './retention.js'
 import { runSweep, type SweepResults, sweepReport, sweepTargets } from './sweep.js'
@@ -32,6 +38,11 @@ interface Results {
   memory: MemoryResults
   retention: RetentionResults
   delayed: DelayedResults
+  events: EventsResults
+  priority: PriorityResults
+  ratelimit: RateLimitResults
+  addbulk: AddBulkResults
+  reaper: ReaperResults
 }
 
 interface Bench<R> {
@@ -50,6 +61,11 @@ const BENCHES: { [K in keyof Results]: Bench<Results[K]> } = {
   memory: { run: runMemory, report: memoryReport, targets: memoryTargets },
   retention: { run: runRetention, report: retentionReport, targets: retentionTargets },
   delayed: { run: runDelayed, report: delayedReport, targets: delayedTargets },
+  events: { run: runEvents, report: eventsReport, targets: eventsTargets },
+  priority: { run: runPriority, report: priorityReport, targets: priorityTargets },
+  ratelimit: { run: runRateLimit, report: rateLimitReport, targets: rateLimitTargets },
+  addbulk: { run: runAddBulk, report: addBulkReport, targets: addBulkTargets },
+  reaper: { run: runReaper, report: reaperReport, targets: reaperTargets },
 }
 type Name = keyof Results
 const NAMES = Object.keys(BENCHES) as Name[]

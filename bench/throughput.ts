@@ -147,13 +147,14 @@ async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number
   }
 }
 
-interface Child {
+export interface Child {
   process: ChildProcess
   next(type: string, timeoutMs?: number): Promise<unknown>
 }
 
-async function spawnChild(): Promise<Child> {
-  const child = fork(CHILD, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+/** Forks a worker process (`file`, run with tsx; bench/throughput-worker.ts by default) and waits for its 'ready'. */
+export async function spawnChild(file = CHILD): Promise<Child> {
+  const child = fork(file, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const inbox: { type: string }[] = []
   const waiters: (() => void)[] = []
   child.on('message', (m: { type: string }) => {
@@ -165,8 +166,8 @@ async function spawnChild(): Promise<Child> {
     for (;;) {
       const i = inbox.findIndex((m) => m.type === type)
       if (i >= 0) return inbox.splice(i, 1)[0]
-      if (child.exitCode !== null) throw new Error(`throughput worker process exited (${child.exitCode}) before '${type}'`)
-      if (Date.now() > deadline) throw new Error(`throughput worker process: no '${type}' within ${timeoutMs} ms`)
+      if (child.exitCode !== null) throw new Error(`worker process ${file} exited (${child.exitCode}) before '${type}'`)
+      if (Date.now() > deadline) throw new Error(`worker process ${file}: no '${type}' within ${timeoutMs} ms`)
       await new Promise<void>((resolve) => {
         waiters.push(resolve)
         setTimeout(resolve, 100)
