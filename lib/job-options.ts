@@ -4,7 +4,8 @@
  * wins over EchoMQ's (defaults.json).
  *
  *   attempts          total starts allowed (3)
- *   jobId             the job's id (a random UUID); an existing id returns the stored job, changing nothing
+ *   jobId             the job's id, not an integer ("1", "2", ... per queue, as BullMQ's); an existing id
+ *                     returns the stored job, changing nothing
  *   delay             ms before the job may run (0)
  *   backoff           the wait before each retry after an error: a number (fixed, ms) or
  *                     { type: 'fixed' | 'exponential', delay, maxDelay?, jitter? } (none: retry at once)
@@ -14,15 +15,17 @@
  *   keepLogs          log lines kept per job (job.log), the newest (all)
  *   priority          1 (highest) .. 2,097,151; 0 or none: no priority, and such jobs run first (0)
  *   lifo              to the front of the line rather than the back (false; ignored with a priority)
+ *   stackTraceLimit   stack traces of failed runs kept in job.stacktrace, the newest (10; 0 for none)
  *
  * Validated here, before any Redis call; what reaches the scripts is encoded once (encodeBackoff,
  * encodeKeep) in the shapes lua/includes/backoff.lua and retention.lua read.
  */
 import defaults from './defaults.json' with { type: 'json' }
+import type { Backoff, Retention } from './redis/encoding.js'
 import { checkInteger, checkKnown, describe, fail, opt, RANGES } from './validate.js'
 
-export type Backoff = number | { type: 'fixed' | 'exponential'; delay: number; maxDelay?: number; jitter?: number }
-export type Retention = boolean | number | { count?: number; age?: number }
+export { decodeBackoff, decodeKeep, encodeBackoff, encodeKeep } from './redis/encoding.js'
+export type { Backoff, Retention }
 
 export interface JobOptions {
   attempts?: number
@@ -34,6 +37,7 @@ export interface JobOptions {
   keepLogs?: number
   priority?: number
   lifo?: boolean
+  stackTraceLimit?: number
 }
 
 /** Every job option but the id, with defaults applied. */
@@ -46,6 +50,7 @@ export interface JobSettings {
   keepLogs: number | undefined
   priority: number
   lifo: boolean
+  stackTraceLimit: number
 }
 
 export const JOB_DEFAULTS: JobSettings = {
@@ -57,9 +62,22 @@ export const JOB_DEFAULTS: JobSettings = {
   keepLogs: undefined,
   priority: 0,
   lifo: false,
+  stackTraceLimit: defaults.stackTraceLimit,
 }
 
-const JOB_OPTION_NAMES = ['attempts', 'delay', 'backoff', 'removeOnComplete', 'removeOnFail', 'keepLogs', 'priority', 'lifo']
+const JOB_OPTION_NAMES = [
+  'attempts',
+  'delay',
+  'backoff',
+  'removeOnComplete',
+  'removeOnFail',
+  'keepLogs',
+  'priority',
+  'lifo',
+  'stackTraceLimit',
+]
+/** Most stack traces a job keeps: each is up to a few KiB, and a failed job keeps them all. */
+const MAX_STACK_TRACE_LIMIT = 100
 /** The lowest priority (BullMQ's limit): a score of priority * 2^32 + a counter stays an exact double. */
 export const MAX_PRIORITY = 2 ** 21 - 1
 
@@ -115,6 +133,9 @@ export function jobSettings(what: string, options: unknown, base: JobSettings): 
       if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected lifo to be true or false, got: ${describe(v)}`)
       return v
     }),
+    stackTraceLimit: opt(o.stackTraceLimit, base.stackTraceLimit, (v) =>
+      checkInteger('stackTraceLimit', v, { min: 0, max: MAX_STACK_TRACE_LIMIT }),
+    ),
   }
 }
 
@@ -124,48 +145,12 @@ export function addSettings(options: unknown, base: JobSettings): JobSettings & 
   return { ...jobSettings('add', rest, base), jobId }
 }
 
-/** "<type>,<delay>,<maxDelay>,<jitter>" (maxDelay 0 for none), or "" for no backoff. */
-export function encodeBackoff(b: Backoff | undefined): string {
-  if (b === undefined) return ''
-  if (typeof b === 'number') return b > 0 ? `fixed,${b},0,0` : ''
-  return `${b.type},${b.delay},${b.maxDelay ?? 0},${b.jitter ?? 0}`
-}
-
-/** "<count>,<age>" with a part empty for no limit, "0" to remove at once, "" to keep all. */
-export function encodeKeep(r: Retention): string {
-  if (r === true) return '0'
-  if (r === false) return ''
-  if (typeof r === 'number') return `${r},`
-  if (r.count === 0) return '0'
-  return r.count === undefined && r.age === undefined ? '' : `${r.count ?? ''},${r.age ?? ''}`
-}
-
 /** The options a stored job was added with (its hash's fields), BullMQ's `job.opts`; `delay` and `jobId` are not kept. */
 export interface StoredJobOptions {
   attempts: number
   backoff?: Backoff
-  removeOnComplete?: Retention
-  removeOnFail?: Retention
+  removeOnComplete: Retention
+  removeOnFail: Retention
   keepLogs?: number
-}
-
-/** encodeBackoff read back; undefined for none (or a text it never wrote). */
-export function decodeBackoff(text: string | undefined): Backoff | undefined {
-  const [type, delay, maxDelay, jitter] = (text ?? '').split(',')
-  if ((type !== 'fixed' && type !== 'exponential') || delay === undefined) return undefined
-  return {
-    type,
-    delay: Number(delay),
-    ...(Number(maxDelay) > 0 ? { maxDelay: Number(maxDelay) } : {}),
-    ...(Number(jitter) > 0 ? { jitter: Number(jitter) } : {}),
-  }
-}
-
-/** encodeKeep read back: true (remove at once), false (keep all), a count, or { count?, age? }. */
-export function decodeKeep(text: string): Retention {
-  if (text === '0') return true
-  if (text === '') return false
-  const [count = '', age = ''] = text.split(',')
-  if (age === '') return Number(count)
-  return { ...(count === '' ? {} : { count: Number(count) }), age: Number(age) }
+  stackTraceLimit: number
 }

@@ -7,7 +7,7 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
-import { decodeBackoff, decodeKeep, type StoredJobOptions } from './job-options.js'
+import { decodeBackoff, decodeKeep, JOB_DEFAULTS, type StoredJobOptions } from './job-options.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
 export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
@@ -68,6 +68,8 @@ export interface JobFields<Data = unknown, Result = unknown> {
   priority?: number
   /** The job scheduler that made this job (BullMQ's name), when one did. */
   repeatJobKey?: string
+  /** The stacks of its failed runs, oldest first, at most `opts.stackTraceLimit` (BullMQ's name; [] for none). */
+  stacktrace?: string[]
   /** The options it was added with (read by getJob and getJobs; BullMQ's `opts`). */
   opts?: StoredJobOptions
 }
@@ -93,6 +95,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare repeatJobKey?: string
   declare opts?: StoredJobOptions
   progress: unknown = 0
+  stacktrace: string[] = []
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
   readonly #token: string | undefined
@@ -168,11 +171,12 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
     id,
     name: h.name ?? '',
     data: parseJson(h.data),
-    attempts: Number(h.attempts ?? 1),
+    attempts: Number(h.attempts ?? JOB_DEFAULTS.attempts),
     attemptsMade: Number(h.attemptsMade ?? 0),
     attemptsStarted: Number(h.attemptsStarted ?? 0),
     state: (h.state ?? 'wait') as JobState,
     createdOn: Number(h.createdOn ?? 0),
+    stacktrace: stacksOf(h.stacktrace),
   }
   if (h.failedReason !== undefined) job.failedReason = h.failedReason
   if (h.lastError !== undefined) job.lastError = h.lastError
@@ -193,16 +197,25 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   return job
 }
 
+/** The options a job was added with; a field the hash omits held the default (see lib/redis/encoding.ts). */
 function storedOptions(attempts: number, h: Record<string, string>): StoredJobOptions {
   const backoff = decodeBackoff(h.backoff)
   const keepLogs = optionalNumber(h.keepLogs)
   return {
     attempts,
     ...(backoff === undefined ? {} : { backoff }),
-    ...(h.keep === undefined ? {} : { removeOnComplete: decodeKeep(h.keep) }),
-    ...(h.keepFailed === undefined ? {} : { removeOnFail: decodeKeep(h.keepFailed) }),
+    removeOnComplete: h.keep === undefined ? JOB_DEFAULTS.removeOnComplete : decodeKeep(h.keep),
+    removeOnFail: h.keepFailed === undefined ? JOB_DEFAULTS.removeOnFail : decodeKeep(h.keepFailed),
     ...(keepLogs === undefined ? {} : { keepLogs }),
+    stackTraceLimit: Number(h.stackTraceLimit ?? JOB_DEFAULTS.stackTraceLimit),
   }
+}
+
+/** The `stacktrace` field (a JSON array a script wrote), or [] without one. */
+function stacksOf(text: string | null | undefined): string[] {
+  if (text == null) return []
+  const list = parseJson(text)
+  return Array.isArray(list) ? list.map(String) : []
 }
 
 /** A Job from HGETALL output, acting through `scope`. */
@@ -212,7 +225,7 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[],
 
 /**
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress; null for a field the
+ * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace; null for a field the
  * hash lacks), and what the take set (active, since `startedOn`, by `workerName`). Decoded without a
  * detour through an object, as a busy worker does this for every job.
  */
@@ -221,13 +234,14 @@ export function jobFromFields(id: string, f: (string | null)[], startedOn: strin
     id,
     name: f[0] ?? '',
     data: parseJson(f[1] ?? undefined),
-    attempts: f[2] == null ? 1 : Number(f[2]),
+    attempts: f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2]),
     attemptsMade: f[3] == null ? 0 : Number(f[3]),
     attemptsStarted: f[4] == null ? 0 : Number(f[4]),
     state: 'active',
     createdOn: f[5] == null ? 0 : Number(f[5]),
     startedOn: Number(startedOn),
     workerName,
+    stacktrace: stacksOf(f[9]),
   }
   if (f[6] != null) job.lastError = f[6]
   if (f[7] != null) job.retried = Number(f[7])

@@ -9,7 +9,6 @@
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
-import { randomUUID } from 'node:crypto'
 import { EchoMQError, redisError } from './errors.js'
 import { JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
@@ -17,6 +16,7 @@ import { toJson } from './json.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
 import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
 import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
+import { isIntegerId, JobIds } from './queue/job-ids.js'
 import { waitUntilFinished } from './queue-events.js'
 import * as commands from './redis/commands.js'
 import {
@@ -41,6 +41,7 @@ import {
   readJobs,
   readLogs,
   readOutcome,
+  reserveJobIds,
   setEventsMaxLen,
 } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -95,6 +96,38 @@ const BULK_BYTES_PER_CALL = commands.TAKE_MAX_BYTES
 /** Most jobs one addBulk takes: the whole bulk is one transaction, which holds Redis while it runs. */
 export const MAX_BULK_JOBS = 100_000
 
+/** Rounds of fresh ids addBulk tries for generated ids that were taken before it gives up. */
+const ID_ROUNDS = 5
+
+/** A custom jobId: well formed, and not an integer (EchoMQ numbers the jobs it names, as BullMQ does). */
+function customJobId(id: unknown): string {
+  const valid = validateNewJobId(id)
+  if (isIntegerId(valid)) {
+    throw new EchoMQError('ERR_JOB_ID', `a custom jobId cannot be an integer, got: ${describe(id)}`, {
+      hint: 'EchoMQ numbers the jobs added without a jobId "1", "2", ... (as BullMQ does); use a prefix, such as "order-42"',
+    })
+  }
+  return valid
+}
+
+/** Jobs in calls of at most BULK_JOBS_PER_CALL jobs and BULK_BYTES_PER_CALL bytes of data. */
+function bulkCalls<T extends { job: commands.NewJob }>(jobs: T[]): T[][] {
+  const calls: T[][] = [[]]
+  let bytes = 0
+  for (const j of jobs) {
+    const call = calls[calls.length - 1] as T[]
+    const size = j.job.data.length
+    if (call.length > 0 && (call.length >= BULK_JOBS_PER_CALL || bytes + size > BULK_BYTES_PER_CALL)) {
+      calls.push([j])
+      bytes = size
+    } else {
+      call.push(j)
+      bytes += size
+    }
+  }
+  return calls
+}
+
 export class Queue<Data = unknown> {
   readonly name: string
   readonly keys: QueueKeys
@@ -108,6 +141,8 @@ export class Queue<Data = unknown> {
   private readonly waiting = new Set<() => void>()
   /** What the jobs this queue gives out act through (unfenced: no run owns them here). */
   private readonly scope: JobScope
+  /** The ids of jobs added without one. */
+  private readonly ids: JobIds
 
   constructor(name: string, options?: QueueOptions) {
     this.name = validateQueueName(name)
@@ -122,6 +157,7 @@ export class Queue<Data = unknown> {
       void setEventsMaxLen(this.conn.client, this.keys, settings.eventsMaxLen).catch(() => undefined)
     }
     this.scope = jobScope(this.conn.client, this.keys, this.name, (what, fn) => this.call(what, fn))
+    this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
   }
 
   get client(): RedisClient {
@@ -146,32 +182,43 @@ export class Queue<Data = unknown> {
     }
     if (jobs.length === 0) return []
     const news = jobs.map((j, i) => this.newJob(j, i))
-    const calls: commands.NewJob[][] = [[]]
-    let bytes = 0
-    for (const j of news) {
-      const call = calls[calls.length - 1] as commands.NewJob[]
-      if (call.length > 0 && (call.length >= BULK_JOBS_PER_CALL || bytes + j.data.length > BULK_BYTES_PER_CALL)) {
-        calls.push([j])
-        bytes = j.data.length
-      } else {
-        call.push(j)
-        bytes += j.data.length
-      }
-    }
-    void this.register()
-    const replies = await this.call('add to queue', () => commands.addAll(this.client, this.keys, calls))
-    const out: Job<Data>[] = []
-    for (const [c, reply] of replies.entries()) {
-      for (const [i, j] of (calls[c] as commands.NewJob[]).entries()) {
-        if (reply.added[i]) out.push(this.added(j, jobs[out.length]?.data as Data, reply.createdOn))
-        else {
-          const existing = await this.getJob(j.id)
-          if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
-          out.push(existing)
+    const unnamed = news.filter((j) => j.id === '')
+    const out: (Job<Data> | undefined)[] = []
+    await this.call('add to queue', async () => {
+      const fresh = await this.ids.take(unnamed.length)
+      for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
+      void this.register()
+      let pending = news.map((job, index) => ({ job, index, generated: unnamed.includes(job) }))
+      // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
+      for (let round = 0; pending.length > 0; round++) {
+        if (round === ID_ROUNDS)
+          throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+        const calls = bulkCalls(pending)
+        const replies = await commands.addAll(
+          this.client,
+          this.keys,
+          calls.map((c) => c.map((p) => p.job)),
+        )
+        const retry: typeof pending = []
+        for (const [c, reply] of replies.entries()) {
+          for (const [i, p] of (calls[c] as typeof pending).entries()) {
+            if (reply.added[i]) out[p.index] = this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn)
+            else if (p.generated) retry.push(p)
+          }
         }
+        const again = await this.ids.take(retry.length)
+        for (const [i, p] of retry.entries()) p.job.id = again[i] as string
+        pending = retry
       }
+    })
+    // An existing custom jobId: the job already stored.
+    for (const [i, j] of news.entries()) {
+      if (out[i]) continue
+      const existing = await this.getJob(j.id)
+      if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
+      out[i] = existing
     }
-    return out
+    return out as Job<Data>[]
   }
 
   /** The job, or null when there is none (BullMQ resolves undefined). */
@@ -446,12 +493,12 @@ export class Queue<Data = unknown> {
   private newJob(job: BulkJob<Data>, index: number): commands.NewJob {
     const j = checkKnown(`addBulk job ${index}`, job, ['name', 'data', 'opts'])
     const name = validateJobName(j.name)
-    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo } = addSettings(
+    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit } = addSettings(
       j.opts,
       this.settings.defaultJobOptions,
     )
     return {
-      id: jobId === undefined ? randomUUID() : validateNewJobId(jobId),
+      id: jobId === undefined ? '' : customJobId(jobId),
       name,
       data: toJson(j.data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
       attempts,
@@ -462,6 +509,7 @@ export class Queue<Data = unknown> {
       keepLogs,
       priority,
       lifo,
+      stackTraceLimit,
     }
   }
 

@@ -23,7 +23,7 @@
  * the job at once), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the processor's signal, when it takes one,
  * is aborted), 'error'.
  */
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { EchoMQError, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
@@ -94,7 +94,7 @@ const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 const RECONNECTS_PER_CALL = 20
 /** Most bytes of JSON a processor's result is stored with (as job data: DEFAULTS.maxDataBytes). */
 const RESULT_MAX_BYTES = DEFAULTS.maxDataBytes
-/** Most characters of a processor's error message kept as the job's failedReason / lastError. */
+/** Most characters of a processor's error message kept as the job's failedReason / lastError, and of its stack. */
 const ERROR_MAX_CHARS = 8_192
 
 const truncate = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}… (truncated)`)
@@ -130,7 +130,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   readonly name: string
-  readonly id = randomUUID()
+  /** Random (96 bits); each run's token is `<id>:<start number>`. */
+  readonly id = randomBytes(12).toString('base64url')
   private readonly settings: WorkerSettings
   private readonly keys: QueueKeys
   private readonly conn: Connection
@@ -359,7 +360,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (run.phase === 'lost' && action === 'fail') action = 'release'
     if (run.phase === 'running') run.phase = 'finishing'
     try {
-      const reply = await this.finish(run, action, value)
+      const stack = error && action !== 'release' ? truncate(error.stack ?? '', ERROR_MAX_CHARS) : ''
+      const reply = await this.finish(run, action, value, stack)
       if (reply.status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
         return
@@ -386,14 +388,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
    * The finish call. The slot this run frees is filled in the same call (from the reserved or peeked
    * ids), and the calls after it are prepared, unless the worker is closing.
    */
-  private async finish(run: Run, action: FinishAction, value: string): Promise<FinishResult> {
+  private async finish(run: Run, action: FinishAction, value: string, stack = ''): Promise<FinishResult> {
     // Held back by the limiter: the call finishes the run and takes nothing.
     const look: Lookahead = this.takeAhead.forFinish(this.heldUntil <= this.settings.clock.now())
     const sentAt = this.settings.clock.now()
     let reply: FinishResult
     try {
       const next = this.takeAhead.takeNext(look)
-      reply = await this.calls.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next))
+      reply = await this.calls.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next, stack))
     } catch (err) {
       this.takeAhead.settle(look, undefined)
       throw err

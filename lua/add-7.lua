@@ -18,7 +18,10 @@
     id; name; data (JSON text); attempts (total starts allowed); delay (ms; 0 for none); backoff
     ("<type>,<delay>,<maxDelay>,<jitter>" or "", see backoff.lua); retention in `completed` ("<count>,<ageMs>",
     "0" to remove at once, "" to keep all); retention in `failed`, the same way; keepLogs (lines; "" for all);
-    priority (0: none, else 1 = highest .. 2^21 - 1); lifo ("1": to the front of `wait`, else "")
+    priority (0: none, else 1 = highest .. 2^21 - 1); lifo ("1": to the front of `wait`, else "");
+    stackTraceLimit (stack traces kept; "" for the default)
+  A field whose value is the default (see the constants above, from lib/defaults.json) is not stored: the
+  scripts read an absent field as its default, so a job with the defaults costs no byte for them.
 
   Returns { now (ms, Redis's clock), { 1 | 0 per job: added, or its id was taken } }. Emits `added` then
   `waiting` or `delayed` per job added, `duplicated` per id taken.
@@ -40,26 +43,33 @@ for i = 1, #KEYS - 7 do
   local jobKey = KEYS[7 + i]
   local id, name, data, attempts = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local delayMs, backoff, keep, keepFailed, keepLogs = tonumber(ARGV[a + 5]), ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9]
-  local priority, lifo = tonumber(ARGV[a + 10]), ARGV[a + 11] == '1'
+  local priority, lifo, stackTraceLimit = tonumber(ARGV[a + 10]), ARGV[a + 11] == '1', ARGV[a + 12]
   if rcall('EXISTS', jobKey) == 1 then
     added[i] = 0
     emit(q, 'duplicated', 'jobId', id)
   else
     added[i] = 1
-    rcall('HSET', jobKey, 'name', name, 'data', data, 'attempts', attempts, 'attemptsMade', 0, 'attemptsStarted', 0,
-      'createdOn', now, 'backoff', backoff, 'keep', keep, 'keepFailed', keepFailed)
-    if keepLogs ~= '' then
-      rcall('HSET', jobKey, 'keepLogs', keepLogs)
+    local fields = { 'name', name, 'data', data, 'createdOn', now }
+    local function put(field, value, default)
+      if value ~= default then
+        fields[#fields + 1] = field
+        fields[#fields + 1] = value
+      end
     end
-    if priority > 0 then
-      rcall('HSET', jobKey, 'priority', priority)
-    end
+    put('attempts', tonumber(attempts), DEFAULT_ATTEMPTS)
+    put('backoff', backoff, '')
+    put('keep', keep, DEFAULT_KEEP.completed)
+    put('keepFailed', keepFailed, DEFAULT_KEEP.failed)
+    put('keepLogs', keepLogs, '')
+    put('priority', priority, 0)
+    put('stackTraceLimit', tonumber(stackTraceLimit) or DEFAULT_STACK_TRACE_LIMIT, DEFAULT_STACK_TRACE_LIMIT)
+    rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)
     if delayMs > 0 then
       enterDelayed(jobKey, q, id, now + delayMs)
       emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
     else
-      enterWait(jobKey, q, id, now, lifo, priority)
+      enterWait(jobKey, q, id, now, lifo, priority, true)
       emit(q, 'waiting', 'jobId', id)
     end
   end

@@ -42,7 +42,8 @@
   ARGV[13] how many ids to peek at from the head of the line, without reserving them (0 for none)
   ARGV[14] the worker's limiter: most starts per window (0 for none)
   ARGV[15] the limiter's window (ms)
-  ARGV[16..] candidate job ids to take next, in the order of their KEYS pairs
+  ARGV[16] the error's stack for fail and fail-final (kept in the job's `stacktrace`, see useAttempt.lua), else ""
+  ARGV[17..] candidate job ids to take next, in the order of their KEYS pairs
 
   Returns { "ok", new state, taken, reserved ids, peeked ids, set to trim, candidates left, ms until the
   earliest delayed job is due, its due time, when it finished (ms), ms to wait before taking again (0:
@@ -65,7 +66,8 @@ local taker = {
   token = ARGV[6], leaseMs = ARGV[7], name = ARGV[8], maxBytes = tonumber(ARGV[9]), max = tonumber(ARGV[14]), duration = tonumber(ARGV[15]),
 }
 local reserve, reserveMs, peek = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
-local candidates = { firstKey = 19, firstArg = 16, count = #ARGV - 15, reserved = ARGV[10] == 'r' }
+local stack = ARGV[16]
+local candidates = { firstKey = 19, firstArg = 17, count = #ARGV - 16, reserved = ARGV[10] == 'r' }
 -- @include now
 -- @include events
 -- @include score
@@ -79,27 +81,35 @@ local candidates = { firstKey = 19, firstArg = 16, count = #ARGV - 15, reserved 
 -- @include nextDue
 -- @include minutes
 
--- Ownership is the run's token on the job: a job holds a token only while it is in flight (every move out
--- of `active` clears it). A lapsed lease that no sweep has recovered yet still belongs to this run; a lease
--- held by another token never does.
+-- Ownership is the run's token on the job: a job holds a token only while it is in flight. A lapsed lease
+-- that no sweep has recovered yet still belongs to this run; a lease held by another token never does.
+-- A finish leaves its receipt in the same field: "=<token>" when the job ended (its state and finishedOn
+-- say how and when), "=<token> <state> <ms>" when it went back in line; every other move out of `active`
+-- (a sweep's recovery, an operator's retry) deletes the field. The receipt costs no field of its own.
 local holder = rcall('GET', lockKey)
-local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'finishedBy', 'finishedAs', 'state', 'keep', 'keepFailed',
-  'finishedAt')
+local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn')
 if not (job[1] == token and (holder == false or holder == token)) then
   -- A replay of this run's own finish (its reply was lost to a dropped connection): report what it did.
-  if job[4] == token then
+  local receipt = job[1] or ''
+  local rest = string.sub(receipt, #token + 2)
+  if string.sub(receipt, 1, #token + 1) == '=' .. token and (rest == '' or string.sub(rest, 1, 1) == ' ') then
+    local doneState, doneAt = job[4], tonumber(job[7]) or 0
+    if rest ~= '' then
+      local sep = string.find(rest, ' ', 2, true)
+      doneState, doneAt = string.sub(rest, 2, sep - 1), tonumber(string.sub(rest, sep + 1))
+    end
     local taken, left, wait = takeJobs(q, taker, nowMs(), candidates)
     -- The ids the first call reserved are those still reserved until exactly its time plus the same
     -- reservation length. Another worker's finish in the same millisecond may share that score: handing
     -- its ids here only lets this worker take them first (a take re-checks each), never twice.
     local reservedBefore = {}
-    if reserve > 0 and job[9] then
-      local until_ = tostring(tonumber(job[9]) + reserveMs)
+    if reserve > 0 and doneAt > 0 then
+      local until_ = tostring(doneAt + reserveMs)
       reservedBefore = rcall('ZRANGEBYSCORE', q.reserved, until_, until_, 'LIMIT', 0, reserve)
     end
-    return { 'ok', job[5], taken, reservedBefore, {}, '', left, -1, -1, tonumber(job[9]) or 0, wait }
+    return { 'ok', doneState, taken, reservedBefore, {}, '', left, -1, -1, doneAt, wait }
   end
-  return { 'lost', job[6] or 'missing', {}, {}, {}, '', {}, -1, -1, 0, 0 }
+  return { 'lost', job[4] or 'missing', {}, {}, {}, '', {}, -1, -1, 0, 0 }
 end
 
 local now = nowMs()
@@ -109,8 +119,7 @@ local state
 leaveActive(lockKey, q.active, stalledKey, id)
 if action == 'complete' then
   state = 'completed'
-  rcall('HSET', jobKey, 'state', state, 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', tostring(made),
-    'finishedBy', token, 'finishedAs', state, 'finishedAt', nowText, 'token', '')
+  rcall('HSET', jobKey, 'state', state, 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', tostring(made), 'token', '=' .. token)
   emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
 else
   if action == 'release' then
@@ -118,10 +127,14 @@ else
     emit(q, 'waiting', 'jobId', id, 'prev', 'active')
     state = 'wait'
   else
-    local retry = { front = false, final = action == 'fail-final', delayMs = backoffDelay(job[3], made, roll) }
+    local retry = { front = false, final = action == 'fail-final', delayMs = backoffDelay(job[3], made, roll), stack = stack }
     state = useAttempt(jobKey, q, id, now, value, retry)
   end
-  rcall('HSET', jobKey, 'finishedBy', token, 'finishedAs', state, 'finishedAt', nowText, 'token', '')
+  if state == 'failed' then
+    rcall('HSET', jobKey, 'token', '=' .. token)
+  else
+    rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
+  end
 end
 if state == 'completed' or state == 'failed' then
   countFinished(metricsKey, state, now)
@@ -129,9 +142,9 @@ end
 -- Last, as it may remove the job at once (retention "0"; a lost reply to that finish reads as lost).
 local trimSet = ''
 if state == 'completed' then
-  trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[7])
+  trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[5])
 elseif state == 'failed' then
-  trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[8])
+  trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[6])
 end
 local taken, left, wait = takeJobs(q, taker, now, candidates)
 local reserved = reserveNext(q, taker, reserve, now + reserveMs)

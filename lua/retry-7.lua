@@ -51,7 +51,7 @@ for i = 1, n do
     if reason then
       rcall('HSET', jobKey, 'lastError', reason)
     end
-    rcall('HDEL', jobKey, 'failedReason', 'finishedOn', 'finishedAs', 'returnValue')
+    rcall('HDEL', jobKey, 'failedReason', 'finishedOn', 'token', 'returnValue')
     rcall('HSET', jobKey, 'attemptsMade', 0)
     rcall('HINCRBY', jobKey, 'retried', 1)
     enterWait(jobKey, q, id, now, false)

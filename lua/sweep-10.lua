@@ -49,7 +49,6 @@ local n = #ARGV - 2
 -- @include now
 -- @include events
 -- @include score
--- @include leaveActive
 -- @include retention
 -- @include enter
 -- @include useAttempt
@@ -58,10 +57,19 @@ local n = #ARGV - 2
 local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
 local left, done, trim = 0, 0, 0
+if n == 0 then
+  return { marked, recovered, failed, left, done, trim }
+end
+-- Per job only what cannot be batched (its lease's TTL; for a recovery its hash, read once and written
+-- once); the sets are read and written once per call. That keeps a recovery near five operations.
+local ids = { unpack(ARGV, 3) }
+local deadlines = rcall('ZMSCORE', activeKey, unpack(ids))
+local marks = rcall('ZMSCORE', stalledKey, unpack(ids))
+local gone, toWait = {}, {}
+local reasonPrefix = 'job stalled: its lease expired before it finished (worker '
 for i = 0, n - 1 do
-  local id = ARGV[3 + i]
+  local id, deadline = ids[i + 1], deadlines[i + 1]
   local jobKey, lockKey, logsKey = KEYS[11 + 3 * i], KEYS[12 + 3 * i], KEYS[13 + 3 * i]
-  local deadline = rcall('ZSCORE', activeKey, id)
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then
     if tonumber(deadline) > now and not audit then
@@ -77,30 +85,60 @@ for i = 0, n - 1 do
       else
         left = left + 1
       end
-    else
+    elseif not marks[i + 1] then
       left = left + 1
-      local markedAt = rcall('ZSCORE', stalledKey, id)
-      if not markedAt then
-        rcall('ZADD', stalledKey, now, id)
-        marked[#marked + 1] = id
-      elseif now - tonumber(markedAt) >= graceMs then
-        left = left - 1
-        local worker = rcall('HGET', jobKey, 'workerName')
-        leaveActive(lockKey, activeKey, stalledKey, id)
+      marked[#marked + 1] = id
+    elseif now - tonumber(marks[i + 1]) < graceMs then
+      left = left + 1
+    else
+      gone[#gone + 1] = id
+      local f = rcall('HMGET', jobKey, 'workerName', 'attemptsMade', 'attempts', 'priority')
+      local made = (tonumber(f[2]) or 0) + 1
+      local reason = reasonPrefix .. (f[1] or 'unknown') .. ')'
+      if made >= (tonumber(f[3]) or DEFAULT_ATTEMPTS) then
+        -- The last attempt: as a failed run would end it (useAttempt.lua), one job at a time (rare).
         rcall('HDEL', jobKey, 'token')
-        local reason = 'job stalled: its lease expired before it finished (worker ' .. (worker or 'unknown') .. ')'
-        if useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 }) == 'failed' then
-          failed[#failed + 1] = id
-          countFinished(KEYS[9], 'failed', now)
-          if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then
-            trim = 1
-          end
-        else
-          emit(q, 'stalled', 'jobId', id)
-          recovered[#recovered + 1] = id
+        useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 })
+        failed[#failed + 1] = id
+        countFinished(KEYS[9], 'failed', now)
+        if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then
+          trim = 1
         end
+      else
+        -- Back in line, served next (useAttempt's retry without a backoff, done here in one write).
+        local priority = tonumber(f[4]) or 0
+        rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', now, 'lastError', reason,
+          'attemptsMade', made, 'token', '')
+        if priority > 0 then
+          rcall('ZADD', q.prioritized, prioritizedScore(q, priority, true), id)
+        else
+          toWait[#toWait + 1] = id
+        end
+        if listening(q) then
+          emit(q, 'waiting', 'jobId', id, 'prev', 'active')
+          emit(q, 'stalled', 'jobId', id)
+        end
+        recovered[#recovered + 1] = id
       end
     end
   end
+end
+if #marked > 0 then
+  local members = {}
+  for i, id in ipairs(marked) do
+    members[2 * i - 1], members[2 * i] = now, id
+  end
+  rcall('ZADD', stalledKey, unpack(members))
+end
+if #gone > 0 then
+  -- Their leases are gone already (PTTL said so): only the index and the marks to clear.
+  rcall('ZREM', activeKey, unpack(gone))
+  rcall('ZREM', stalledKey, unpack(gone))
+end
+if #toWait > 0 then
+  rcall('RPUSH', q.wait, unpack(toWait))
+end
+if #recovered > 0 then
+  rcall('ZADD', q.marker, 0, '0')
 end
 return { marked, recovered, failed, left, done, trim }

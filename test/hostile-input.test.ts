@@ -66,10 +66,10 @@ describe('queue names', () => {
 })
 
 describe('job ids', () => {
-  it('add accepts exactly [A-Za-z0-9._-]{1,128} minus the queue\u2019s own key names', async () => {
+  it('add accepts exactly [A-Za-z0-9._-]{1,128} minus the queue\u2019s own key names and integers', async () => {
     await fc.assert(
-      fc.asyncProperty(nameLike, async (id) => {
-        const valid = JOB_ID.test(id) && !RESERVED.includes(id)
+      fc.asyncProperty(fc.oneof(nameLike, fc.integer().map(String)), async (id) => {
+        const valid = JOB_ID.test(id) && !RESERVED.includes(id) && !/^-?(0|[1-9]\d*)$/.test(id)
         const outcome = await acceptedOrRejected(() => queue.add('x', { id }, { jobId: id }), ['ERR_JOB_ID'])
         expect(outcome === 'accepted').toBe(valid)
         if (valid) expect((await queue.getJob(id))?.id).toBe(id)

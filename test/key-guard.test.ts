@@ -357,7 +357,10 @@ describe('the guard fires', () => {
   it('a modified sweep-10.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
     await crashedJobs(redis.client, 'q', 1)
     const source = scriptSource(SCRIPT_FILES.sweepStep)
-    const modified = source.replace("rcall('ZADD', stalledKey, now, id)", "rcall('ZADD', 'emq:{q}:stalled-elsewhere', now, id)")
+    const modified = source.replace(
+      "rcall('ZADD', stalledKey, unpack(members))",
+      "rcall('ZADD', 'emq:{q}:stalled-elsewhere', unpack(members))",
+    )
     expect(modified).not.toBe(source)
     const ids = await redis.client.zrange(keys.active, '0', '-1')
     const stepKeys = [

@@ -104,17 +104,29 @@ describe("a job's stored options", () => {
       removeOnComplete: true,
       removeOnFail: { count: 10, age: 60_000 },
       keepLogs: 20,
+      stackTraceLimit: 10,
     })
     expect((await fx.queue.getJob('b'))?.opts).toEqual({
       attempts: 3,
       backoff: { type: 'fixed', delay: 250 },
       removeOnComplete: false,
       removeOnFail: 7,
+      stackTraceLimit: 10,
     })
     expect((await fx.queue.getJob('c'))?.opts).toEqual({
       attempts: 3,
       removeOnComplete: { count: 1000, age: 86_400_000 },
       removeOnFail: { age: 1_000 },
+      stackTraceLimit: 10,
+    })
+    // The defaults are not stored: a job added with them holds only what is its own.
+    await fx.queue.add('x', { n: 1 }, { jobId: 'd' })
+    expect(Object.keys(await redis.client.hgetall(fx.queue.keys.job('d'))).sort()).toEqual(['createdOn', 'data', 'name', 'state'])
+    expect((await fx.queue.getJob('d'))?.opts).toEqual({
+      attempts: 3,
+      removeOnComplete: { count: 1000, age: 86_400_000 },
+      removeOnFail: { count: 10_000, age: 604_800_000 },
+      stackTraceLimit: 10,
     })
   })
 })

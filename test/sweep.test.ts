@@ -185,7 +185,7 @@ describe('sweep: cost', () => {
     const calls = await commandCalls()
     expect(sent).toEqual(['evalsha', 'evalsha'])
     expect(calls.zrangebyscore).toBe(2) // the probe found no expired deadline and no expired reservation
-    expect(calls.zscore).toBe(20) // the audit checked 20
+    expect(calls.zmscore).toBe(2) // the audit checked 20: their deadlines and marks in one read each
     expect(calls.pttl).toBe(20)
   })
 

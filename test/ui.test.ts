@@ -117,6 +117,8 @@ describe('pages', () => {
     const page = (await d.get('/queues/emails/jobs/j')).text
     expect(page).toContain('&quot;to&quot;: &quot;a@b.c&quot;')
     expect(page).toContain('<pre class="error">smtp refused</pre>')
+    // The failed run's stack, as the job keeps it.
+    expect(page).toContain('<h3>Failed run 1 (the last) of those kept</h3><pre class="error">Error: smtp refused\n    at ')
     expect(page).toContain('<pre>connecting</pre>')
     expect(page).toContain('<dd>mailer-7</dd>')
     expect(page).toContain('<progress max="100" value="40">')

@@ -144,6 +144,8 @@ export interface NewJob {
   priority: number
   /** To the front of `wait` (a job without a priority). */
   lifo: boolean
+  /** Stack traces kept (job.stacktrace). */
+  stackTraceLimit: number
 }
 
 /** The ARGV of one job in add-7.lua, in its order. */
@@ -159,8 +161,9 @@ const jobArgs = (j: NewJob) => [
   j.keepLogs ?? '',
   j.priority,
   j.lifo ? '1' : '',
+  j.stackTraceLimit,
 ]
-const ADD_FIELDS = 11
+const ADD_FIELDS = 12
 
 /**
  * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
@@ -416,6 +419,7 @@ export async function finish(
   action: FinishAction,
   value: string,
   next: TakeNext = NOTHING_NEXT,
+  stack = '',
 ): Promise<FinishResult> {
   const k = keys
   const reply = (await evalScript(
@@ -456,6 +460,7 @@ export async function finish(
       next.reserveMs,
       next.peek,
       ...limitArgs(next),
+      stack,
       ...next.candidates,
     ],
   )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[], number, number, number, number]

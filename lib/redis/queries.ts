@@ -139,10 +139,12 @@ export function dueDelayed(client: RedisClient, keys: QueueKeys, now: number, li
   return client.zrangebyscore(keys.delayed, '-inf', now, 'LIMIT', 0, limit)
 }
 
-/** When a waiting job entered `wait` (ms, Redis's clock), undefined when unknown. */
+/** When a waiting job entered `wait` (ms, Redis's clock; a job that waits since it was added has no
+ * `waitingSince`: its createdOn), undefined when unknown. */
 export async function waitingSince(client: RedisClient, keys: QueueKeys, id: string): Promise<number | undefined> {
-  const since = Number(await client.hget(keys.job(id), 'waitingSince'))
-  return Number.isFinite(since) && since > 0 ? since : undefined
+  const [since, created] = await client.hmget(keys.job(id), 'waitingSince', 'createdOn')
+  const at = Number(since ?? created)
+  return Number.isFinite(at) && at > 0 ? at : undefined
 }
 
 /** How many of these jobs' leases are still there. */
@@ -389,4 +391,9 @@ export async function finishedPerMinute(
     const fresh = hash[`t${slot}`] === String(minute)
     return { minute, completed: fresh ? Number(hash[`c${slot}`] ?? 0) : 0, failed: fresh ? Number(hash[`f${slot}`] ?? 0) : 0 }
   })
+}
+
+/** Adds `n` to the queue's job id counter (meta's `ids`); resolves to the last id reserved. */
+export async function reserveJobIds(client: RedisClient, keys: QueueKeys, n: number): Promise<number> {
+  return client.hincrby(keys.meta, 'ids', n)
 }

@@ -1,6 +1,7 @@
 /**
  * Loads the Lua scripts in `lua/` once per process: `-- @include name` lines are replaced by
- * `lua/includes/name.lua`, and the result is hashed for EVALSHA. Loading only: scripts are run by
+ * `lua/includes/name.lua`, the job defaults are declared after the header (encoding.ts luaDefaults), and
+ * the result is hashed for EVALSHA. Loading only: scripts are run by
  * lib/redis/commands.ts, the one module that calls them.
  */
 import { createHash } from 'node:crypto'
@@ -8,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EchoMQError } from '../errors.js'
+import { luaDefaults } from './encoding.js'
 
 export interface Script {
   readonly name: string
@@ -44,16 +46,24 @@ export function setScriptWrapper(fn: ((lua: string) => string) | undefined): voi
   cache.clear()
 }
 
+/** A script's source as it is run, before any test wrapper: its includes spliced in, the defaults declared. */
+export function scriptSource(file: string): string {
+  dir ??= luaDir()
+  const root = dir
+  const body = readFileSync(path.join(root, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
+    readFileSync(path.join(root, 'includes', `${name}.lua`), 'utf8'),
+  )
+  // After the header comment, so the script still opens with it.
+  const headerEnd = body.startsWith('--[[') ? body.indexOf(']]') + 3 : 0
+  return body.slice(0, headerEnd) + luaDefaults() + body.slice(headerEnd)
+}
+
 export function loadScript(file: string): Script {
   const cached = cache.get(file)
   if (cached) return cached
-  dir ??= luaDir()
   const match = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file)
   if (!match?.[1] || !match[2]) throw new EchoMQError('ERR_SCRIPT', `script file ${file} is not named verb-N.lua`)
-  const root = dir
-  const source = readFileSync(path.join(root, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
-    readFileSync(path.join(root, 'includes', `${name}.lua`), 'utf8'),
-  )
+  const source = scriptSource(file)
   const lua = wrap ? wrap(source) : source
   const script = { name: match[1], fixedKeys: Number(match[2]), lua, sha: createHash('sha1').update(lua).digest('hex') }
   cache.set(file, script)

@@ -7,7 +7,7 @@
  * the timing is unchanged, so re-upserting at every start of an application never duplicates a run.
  */
 import { EchoMQError } from '../errors.js'
-import { encodeBackoff, encodeKeep, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
+import { encodeBackoff, encodeKeep, JOB_DEFAULTS, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
 import { toJson } from '../json.js'
 import { validateJobName, validateNewJobId } from '../options.js'
 import { iterationId, schedule, unschedule } from '../redis/commands.js'
@@ -56,8 +56,16 @@ function templateFields(id: string, template: unknown, defaults: JobSettings, ma
   }
   const o = jobSettings('template opts', t.opts, defaults)
   if (o.delay !== 0) fail('ERR_OPTIONS', `a job template takes no delay: the schedule says when, got: ${describe(o.delay)}`)
-  const f = ['name', name, 'data', data, 'attempts', String(o.attempts), 'backoff', encodeBackoff(o.backoff)]
-  f.push('keep', encodeKeep(o.removeOnComplete), 'keepFailed', encodeKeep(o.removeOnFail))
+  // As add-7.lua stores a job: a field with the default value is left out (see lib/redis/encoding.ts).
+  const f = ['name', name, 'data', data]
+  const put = (field: string, value: string, fallback: string) => {
+    if (value !== fallback) f.push(field, value)
+  }
+  put('attempts', String(o.attempts), String(JOB_DEFAULTS.attempts))
+  put('backoff', encodeBackoff(o.backoff), '')
+  put('keep', encodeKeep(o.removeOnComplete), encodeKeep(JOB_DEFAULTS.removeOnComplete))
+  put('keepFailed', encodeKeep(o.removeOnFail), encodeKeep(JOB_DEFAULTS.removeOnFail))
+  put('stackTraceLimit', String(o.stackTraceLimit), String(JOB_DEFAULTS.stackTraceLimit))
   if (o.keepLogs !== undefined) f.push('keepLogs', String(o.keepLogs))
   if (o.priority > 0) f.push('priority', String(o.priority))
   if (t.opts !== undefined && Object.keys(t.opts as object).length > 0) f.push('opts', JSON.stringify(t.opts))

@@ -309,15 +309,15 @@ ${state === 'active' ? '' : actionForm(path, view.token, 'remove', 'Remove', {},
 </p>`
 }
 
-/** Errors as EchoMQ keeps them: the last error, the one before a retry, and stacks when a job carries them (BullMQ's `stacktrace`). */
+/** A job's errors: the last one, the one before a retry, and the stack of each failed run, newest first. */
 function errorsOf(job: Job): Html {
-  const stack = (job as unknown as { stacktrace?: unknown }).stacktrace
-  const stacks = Array.isArray(stack) ? stack.filter((s): s is string => typeof s === 'string') : []
+  const stacks = job.stacktrace
   if (!job.failedReason && !job.lastError && stacks.length === 0) return html``
+  const runs = stacks.map((s, i) => ({ s, n: stacks.length - i })).reverse()
   return html`<section aria-labelledby="errors-title"><h2 id="errors-title">Errors</h2>
 ${job.failedReason ? html`<h3>Failed with</h3><pre class="error">${job.failedReason}</pre>` : ''}
 ${job.lastError ? html`<h3>Last error before a retry</h3><pre class="error">${job.lastError}</pre>` : ''}
-${stacks.map((s, i) => html`<h3>Stack ${i + 1}</h3><pre class="error">${s}</pre>`)}
+${runs.map(({ s, n }) => html`<h3>Failed run ${n === stacks.length ? `${n} (the last)` : n} of those kept</h3><pre class="error">${s}</pre>`)}
 </section>`
 }
 

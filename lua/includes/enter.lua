@@ -14,14 +14,19 @@ end
 
 -- Into `wait`, at the front (served next: recoveries and releases; a lifo add) or at the back; a job with
 -- a priority into `prioritized` (the front of its priority, or behind its equals). `priority` is the job's
--- when the caller knows it, else read from the hash.
-local function enterWait(jobKey, q, id, now, front, priority)
+-- when the caller knows it, else read from the hash. `waitingSince` is when it joined the line; a job just
+-- added (`fresh`) goes without it: it joined at `createdOn`, which readers use when it is absent.
+local function enterWait(jobKey, q, id, now, front, priority, fresh)
   priority = priority or tonumber(redis.call('HGET', jobKey, 'priority')) or 0
+  local state = priority > 0 and 'prioritized' or 'wait'
+  if fresh then
+    redis.call('HSET', jobKey, 'state', state)
+  else
+    redis.call('HSET', jobKey, 'state', state, 'waitingSince', now)
+  end
   if priority > 0 then
-    redis.call('HSET', jobKey, 'state', 'prioritized', 'waitingSince', now)
     redis.call('ZADD', q.prioritized, prioritizedScore(q, priority, front), id)
   else
-    redis.call('HSET', jobKey, 'state', 'wait', 'waitingSince', now)
     if front then
       redis.call('RPUSH', q.wait, id)
     else

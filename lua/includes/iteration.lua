@@ -2,7 +2,7 @@
 -- hash holds (the same field names as a job's). An iteration always waits in `delayed`, even when it is
 -- due at once, so that its promotion (iterate-11.lua) makes the next one: the schedule advances whoever
 -- promotes, a worker or the sweep, with no host of its own. Needs enter, events and score.
-local TEMPLATE = { 'name', 'data', 'attempts', 'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority' }
+local TEMPLATE = { 'name', 'data', 'attempts', 'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit' }
 
 -- Creates iteration `id` of scheduler `sid`, due at `due`, unless it exists (another producer made it:
 -- the deterministic id makes that a no-op). Returns true when created.
@@ -11,7 +11,7 @@ local function createIteration(schedulerKey, jobKey, q, sid, id, due, now)
     return false
   end
   local t = redis.call('HMGET', schedulerKey, unpack(TEMPLATE))
-  local fields = { 'attemptsMade', '0', 'attemptsStarted', '0', 'createdOn', tostring(now), 'repeatJobKey', sid }
+  local fields = { 'createdOn', tostring(now), 'repeatJobKey', sid }
   for i, name in ipairs(TEMPLATE) do
     if t[i] then
       fields[#fields + 1] = name

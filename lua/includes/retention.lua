@@ -1,5 +1,6 @@
 -- Retention: a job's `keep` field (set at add, for `completed`) and `keepFailed` (for `failed`) hold
--- "<count>,<ageMs>" with either part empty for no limit, or "0" to remove the job as soon as it ends.
+-- "<count>,<ageMs>" with either part empty for no limit, or "0" to remove the job as soon as it ends; a
+-- job without the field has the default (DEFAULT_KEEP, from lib/defaults.json).
 -- A finished job is kept in its set, and the set's limits become the finishing job's (`meta` holds them,
 -- so the sweep enforces the limits exactly). A set past count + slack asks for a trim (its caller reads
 -- the oldest ids and runs trim-2.lua), so trimming costs no round trip per job.
@@ -31,6 +32,9 @@ local function fileFinished(jobKey, logsKey, q, state, id, now, keep)
   local setKey = q[state]
   if keep == nil then
     keep = redis.call('HGET', jobKey, fields.job)
+  end
+  if keep == false then
+    keep = DEFAULT_KEEP[state]
   end
   local count = parseKeep(keep)
   if count == 0 then

@@ -1,7 +1,9 @@
 -- The job fields a worker needs, in the order lib/job.ts's jobFromFields reads them (one HMGET, not a
 -- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back).
-local JOB_FIELDS = { 'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress' }
-local F_DATA, F_ATTEMPTS, F_STARTS = 2, 3, 5
+local JOB_FIELDS = {
+  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
+}
+local F_NAME, F_DATA, F_STARTS = 1, 2, 5
 
 -- How many jobs may start now, and otherwise how long to wait (ms): nothing while the queue is paused
 -- (meta's `paused`; wait -1: the marker says when there is work again) or held back by queue.rateLimit
@@ -90,7 +92,7 @@ local function takeJobs(q, taker, now, at)
         redis.call('HDEL', q.reservedScores, id)
       end
       -- A job removed meanwhile leaves only its id behind: drop it.
-      if f[F_ATTEMPTS] then
+      if f[F_NAME] then
         local started = tostring((tonumber(f[F_STARTS]) or 0) + 1)
         local token = taker.token .. ':' .. started
         redis.call('SET', lockKey, token, 'PX', taker.leaseMs)

@@ -4,11 +4,28 @@
 -- else to `failed` with `reason`, counted in meta's `failedNew` for the reaper's alarm. Emits as BullMQ
 -- does: `waiting` or `delayed` for a retry; for a final failure `failed`, then `retries-exhausted` when
 -- it used the last attempt. `q` holds the queue's keys { wait, delayed, marker, meta, events, listened }.
+-- `retry.stack` is the error's stack (the processor's; none for a stall): kept in the job's `stacktrace`.
 -- Returns the new state; a failed job is filed under `failed` by the caller, with its retention
 -- (fileFinished, retention.lua).
+-- The stacks of a job's failed runs, BullMQ's `stacktrace`: a JSON array, oldest first, of at most the
+-- job's stackTraceLimit newest (0: none kept). Written only when a run fails with a stack.
+local function keepStack(jobKey, stack, stored, limit)
+  if stack == nil or stack == '' or limit <= 0 then
+    return
+  end
+  local list = stored and cjson.decode(stored) or {}
+  list[#list + 1] = stack
+  while #list > limit do
+    table.remove(list, 1)
+  end
+  redis.call('HSET', jobKey, 'stacktrace', cjson.encode(list))
+end
+
 local function useAttempt(jobKey, q, id, now, reason, retry)
   local made = redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
-  local attempts = tonumber(redis.call('HGET', jobKey, 'attempts')) or 1
+  local f = redis.call('HMGET', jobKey, 'attempts', 'stacktrace', 'stackTraceLimit')
+  local attempts = tonumber(f[1]) or DEFAULT_ATTEMPTS
+  keepStack(jobKey, retry.stack, f[2], tonumber(f[3]) or DEFAULT_STACK_TRACE_LIMIT)
   if made >= attempts or retry.final then
     redis.call('HSET', jobKey, 'state', 'failed', 'failedReason', reason, 'finishedOn', now)
     redis.call('HINCRBY', q.meta, 'failedNew', 1)

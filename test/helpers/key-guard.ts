@@ -9,9 +9,6 @@
  * modify the global `redis` table, and it is in scope for the whole script: `local rcall = redis.call`
  * and the includes' `redis.call(...)` all resolve to the guarded call.
  */
-import { readFileSync } from 'node:fs'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 
 export const GUARD_CODE = 'EMQGUARD'
 
@@ -47,6 +44,7 @@ const FIRST_ARG_KEY = [
   'ZADD',
   'ZREM',
   'ZSCORE',
+  'ZMSCORE',
   'ZCARD',
   'ZRANGE',
   'ZRANGEBYSCORE',
@@ -117,11 +115,6 @@ export function keyGuard(lua: string): string {
   return GUARD_PROLOGUE + lua
 }
 
-const LUA_DIR = fileURLToPath(new URL('../../lua/', import.meta.url))
-
 /** A script file's source with its includes resolved, as loadScript reads it (before any wrapper). */
-export function scriptSource(file: string): string {
-  return readFileSync(path.join(LUA_DIR, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
-    readFileSync(path.join(LUA_DIR, 'includes', `${name}.lua`), 'utf8'),
-  )
-}
+/** A script's source as EchoMQ runs it (lib/redis/scripts.ts), before the guard wraps it. */
+export { scriptSource } from '../../lib/redis/scripts.js'
