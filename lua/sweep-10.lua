@@ -4,13 +4,14 @@
   deadlines (from probe-11.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
 
   For each candidate still in `active` whose deadline has passed:
-    lease key still there           -> a live lease whose recorded deadline is stale (heartbeats refresh
+    not marked, lease key there     -> a live lease whose recorded deadline is stale (heartbeats refresh
                                        the index only every other tick): re-score it to now + its TTL
-    lease key gone, not marked      -> mark it in `stalled` (phase 1)
+    not marked, lease key gone      -> mark it in `stalled` (phase 1)
     marked at least graceMs ago     -> recover it (phase 2): attemptsMade + 1, then back to the right
                                        of `wait` (served next, no backoff; a job with a priority to the
                                        front of its priority), or to `failed` when no attempts are left
     marked more recently            -> leave it for a later sweep
+  (A marked job's lease is not looked at: whatever writes a lease again clears the mark in that step.)
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
   In audit mode the candidates are a window of the index taken regardless of deadline, to find leases
   deleted by hand or evicted before their recorded deadline: only candidates whose deadline is still ahead
@@ -66,7 +67,7 @@ local ids = { unpack(ARGV, 3) }
 local deadlines = rcall('ZMSCORE', activeKey, unpack(ids))
 local marks = rcall('ZMSCORE', stalledKey, unpack(ids))
 local gone, toWait = {}, {}
-local reasonPrefix = 'job stalled: its lease expired before it finished (worker '
+local reasonPrefix = 'job stalled: lease expired (worker '
 for i = 0, n - 1 do
   local id, deadline = ids[i + 1], deadlines[i + 1]
   local jobKey, lockKey, logsKey = KEYS[11 + 3 * i], KEYS[12 + 3 * i], KEYS[13 + 3 * i]
@@ -76,7 +77,11 @@ for i = 0, n - 1 do
       done = 1
       break
     end
-    local ttl = rcall('PTTL', lockKey)
+    -- A mark is made only while the lease key is gone, and every script that writes a lease again
+    -- (extend-2, reclaim-2) clears the mark in the same step, so a job still marked has had no lease
+    -- since: only an unmarked candidate needs its lease looked at.
+    local markedAt = marks[i + 1]
+    local ttl = markedAt and -2 or rcall('PTTL', lockKey)
     if ttl ~= -2 then
       -- The lease key is there: alive. Re-scored, it leaves the expired range (a key with no TTL, which
       -- EchoMQ never writes, stays where it is).
@@ -85,10 +90,10 @@ for i = 0, n - 1 do
       else
         left = left + 1
       end
-    elseif not marks[i + 1] then
+    elseif not markedAt then
       left = left + 1
       marked[#marked + 1] = id
-    elseif now - tonumber(marks[i + 1]) < graceMs then
+    elseif now - tonumber(markedAt) < graceMs then
       left = left + 1
     else
       gone[#gone + 1] = id

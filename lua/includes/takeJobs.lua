@@ -110,11 +110,15 @@ local function takeJobs(q, taker, now, at)
     elseif redis.call('ZSCORE', q.active, id) then
       -- In flight under this worker's token: a replay of a call whose reply was lost (or a run the worker
       -- already has, which it skips). Hand it back rather than strand it until a sweep charges a stall.
+      -- A live lease is renewed; a lapsed one is left for the worker's heartbeat to reclaim (reclaim-2.lua
+      -- clears a sweep's mark as it writes the lease: a marked job has had no lease since, see sweep-10).
       local token = redis.call('HGET', jobKey, 'token')
       local holder = redis.call('GET', lockKey)
       if token and string.sub(token, 1, #taker.token + 1) == taker.token .. ':' and (holder == false or holder == token) then
-        redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
-        redis.call('ZADD', q.active, deadline, id)
+        if holder == token then
+          redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
+          redis.call('ZADD', q.active, deadline, id)
+        end
         taken[#taken + 1] = { id, token, redis.call('HMGET', jobKey, unpack(JOB_FIELDS)), redis.call('HGET', jobKey, 'startedOn') }
       end
     end
