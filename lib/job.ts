@@ -173,7 +173,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
     data: parseJson(h.data),
     attempts: Number(h.attempts ?? JOB_DEFAULTS.attempts),
     attemptsMade: Number(h.attemptsMade ?? 0),
-    attemptsStarted: Number(h.attemptsStarted ?? 0),
+    attemptsStarted: startsOf(h.token, h.attemptsStarted),
     state: (h.state ?? 'wait') as JobState,
     createdOn: Number(h.createdOn ?? 0),
     stacktrace: stacksOf(h.stacktrace),
@@ -209,6 +209,15 @@ function storedOptions(attempts: number, h: Record<string, string>): StoredJobOp
     ...(keepLogs === undefined ? {} : { keepLogs }),
     stackTraceLimit: Number(h.stackTraceLimit ?? JOB_DEFAULTS.stackTraceLimit),
   }
+}
+
+/**
+ * Times the job was taken: the start number in its run's token or its finish's receipt ("<worker>:<n>",
+ * "=<worker>:<n>..."), else the `attemptsStarted` field a move that cleared the token wrote (lua/includes/starts.lua).
+ */
+function startsOf(token: string | undefined, field: string | undefined): number {
+  const n = token === undefined ? undefined : /:(\d+)/.exec(token)?.[1]
+  return Number(n ?? field ?? 0)
 }
 
 /** The `stacktrace` field (a JSON array a script wrote), or [] without one. */

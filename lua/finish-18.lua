@@ -69,6 +69,7 @@ local reserve, reserveMs, peek = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumbe
 local stack = ARGV[16]
 local candidates = { firstKey = 19, firstArg = 17, count = #ARGV - 16, reserved = ARGV[10] == 'r' }
 -- @include now
+-- @include starts
 -- @include events
 -- @include score
 -- @include leaveActive

@@ -29,6 +29,7 @@ local strict = ARGV[1] == 'strict'
 local maxScore = ARGV[2] == '+inf' and math.huge or tonumber(ARGV[2])
 local n = #ARGV - 2
 -- @include now
+-- @include starts
 -- @include events
 -- @include score
 -- @include enter
@@ -51,6 +52,8 @@ for i = 1, n do
     if reason then
       rcall('HSET', jobKey, 'lastError', reason)
     end
+    local f = rcall('HMGET', jobKey, 'token', 'attemptsStarted')
+    rcall('HSET', jobKey, 'attemptsStarted', startsOf(f[1], f[2]))
     rcall('HDEL', jobKey, 'failedReason', 'finishedOn', 'token', 'returnValue')
     rcall('HSET', jobKey, 'attemptsMade', 0)
     rcall('HINCRBY', jobKey, 'retried', 1)

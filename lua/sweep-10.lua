@@ -48,6 +48,7 @@ local q = {
 local graceMs, audit = tonumber(ARGV[1]), ARGV[2] == 'audit'
 local n = #ARGV - 2
 -- @include now
+-- @include starts
 -- @include events
 -- @include score
 -- @include retention
@@ -97,11 +98,13 @@ for i = 0, n - 1 do
       left = left + 1
     else
       gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'attemptsMade', 'attempts', 'priority')
+      local f = rcall('HMGET', jobKey, 'workerName', 'attemptsMade', 'attempts', 'priority', 'token', 'attemptsStarted')
+      local starts = startsOf(f[5], f[6])
       local made = (tonumber(f[2]) or 0) + 1
       local reason = reasonPrefix .. (f[1] or 'unknown') .. ')'
       if made >= (tonumber(f[3]) or DEFAULT_ATTEMPTS) then
         -- The last attempt: as a failed run would end it (useAttempt.lua), one job at a time (rare).
+        rcall('HSET', jobKey, 'attemptsStarted', starts)
         rcall('HDEL', jobKey, 'token')
         useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 })
         failed[#failed + 1] = id
@@ -113,7 +116,7 @@ for i = 0, n - 1 do
         -- Back in line, served next (useAttempt's retry without a backoff, done here in one write).
         local priority = tonumber(f[4]) or 0
         rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', now, 'lastError', reason,
-          'attemptsMade', made, 'token', '')
+          'attemptsMade', made, 'attemptsStarted', starts, 'token', '')
         if priority > 0 then
           rcall('ZADD', q.prioritized, prioritizedScore(q, priority, true), id)
         else

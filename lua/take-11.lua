@@ -43,6 +43,7 @@ local taker = {
 }
 local candidates = { firstKey = 12, firstArg = 8, count = #ARGV - 7, reserved = ARGV[5] == 'r' }
 -- @include now
+-- @include starts
 -- @include events
 -- @include skiplist
 -- @include takeJobs

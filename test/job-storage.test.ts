@@ -80,7 +80,6 @@ describe('what a job stores', () => {
     await waitFor(async () => (await fx.queue.getJob('w'))?.state === 'completed', { what: 'the job to complete' })
     expect(await fields('w')).toEqual([
       'attemptsMade',
-      'attemptsStarted',
       'createdOn',
       'data',
       'finishedOn',

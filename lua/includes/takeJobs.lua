@@ -1,9 +1,10 @@
 -- The job fields a worker needs, in the order lib/job.ts's jobFromFields reads them (one HMGET, not a
 -- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back).
 local JOB_FIELDS = {
-  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
+  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace', 'token',
 }
-local F_NAME, F_DATA, F_STARTS = 1, 2, 5
+local F_NAME, F_DATA, F_STARTS, F_TOKEN = 1, 2, 5, 11
+
 
 -- How many jobs may start now, and otherwise how long to wait (ms): nothing while the queue is paused
 -- (meta's `paused`; wait -1: the marker says when there is work again) or held back by queue.rateLimit
@@ -93,16 +94,17 @@ local function takeJobs(q, taker, now, at)
       end
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_NAME] then
-        local started = tostring((tonumber(f[F_STARTS]) or 0) + 1)
+        local started = tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
         local token = taker.token .. ':' .. started
         redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
         redis.call('ZADD', q.active, deadline, id)
-        redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name, 'attemptsStarted', started)
+        redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
         if taker.max > 0 then
           -- One member per start: the job and its start number (a run token alone repeats across jobs).
           redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
+        f[F_TOKEN] = nil
         taken[#taken + 1] = { id, token, f, nowText }
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
@@ -119,7 +121,10 @@ local function takeJobs(q, taker, now, at)
           redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
           redis.call('ZADD', q.active, deadline, id)
         end
-        taken[#taken + 1] = { id, token, redis.call('HMGET', jobKey, unpack(JOB_FIELDS)), redis.call('HGET', jobKey, 'startedOn') }
+        local g = redis.call('HMGET', jobKey, unpack(JOB_FIELDS))
+        g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
+        g[F_TOKEN] = nil
+        taken[#taken + 1] = { id, token, g, redis.call('HGET', jobKey, 'startedOn') }
       end
     end
   end

@@ -11,6 +11,7 @@
 import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { Queue, QueueEvents, sweep } from '../../lib/index.js'
+import { fieldsFromHash } from '../../lib/job.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -312,7 +313,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     const inCompleted = completed.has(id)
     const inFailed = failed.has(id)
     const made = Number(h.attemptsMade)
-    const started = Number(h.attemptsStarted)
+    const started = fieldsFromHash(id, h).attemptsStarted
     const evs = events.get(id) ?? []
     const ev = (t: string) => evs.filter((e) => e.t === t)
     starts += ev('s').length

@@ -7,6 +7,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, expect, it } from 'vitest'
 import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
+import { fieldsFromHash } from '../../lib/job.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { waitFor } from '../helpers/wait.js'
 import { FULL, pause, rng, sizes } from './config.js'
@@ -165,7 +166,7 @@ it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.rest
     return final.get(id)?.data !== JSON.stringify({ p, i })
   })
   const badReturn = existing(final)
-    .filter(([, h]) => h.state === 'completed' && JSON.parse(h.returnValue ?? 'null')?.n !== Number(h.attemptsStarted))
+    .filter(([id, h]) => h.state === 'completed' && JSON.parse(h.returnValue ?? 'null')?.n !== fieldsFromHash(id, h).attemptsStarted)
     .map(([id]) => id)
   const multiCompleted = [...completedEvents].filter(([, n]) => n > 1).map(([id]) => id)
   const summary = {
