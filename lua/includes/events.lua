@@ -1,8 +1,9 @@
 -- Queue events, for QueueEvents (lib/queue-events.ts): one entry of the queue's stream per change, written
 -- by the script that makes the change, with BullMQ's names and fields. Only while a listener has said it
 -- listens (the `listened` key, which QueueEvents sets with a TTL and refreshes): a queue nobody watches
--- pays one EXISTS per script call and keeps no stream. The stream is capped exactly at meta's
--- `maxLenEvents` (the Queue option streams.events.maxLen), 10,000 by default as BullMQ.
+-- pays one EXISTS per script call and keeps no stream. The stream is capped near meta's `maxLenEvents`
+-- (the Queue option streams.events.maxLen), 10,000 by default, trimmed as BullMQ trims it (MAXLEN ~):
+-- whole nodes at a time, about 0.8 µs an entry, where an exact cap costs some 7 µs an entry at 10,000.
 -- `q` holds the queue's keys { events, listened, meta, ... }; the answer is cached in it for the call.
 local EVENTS_MAXLEN_DEFAULT = 10000
 local function listening(q)
@@ -17,6 +18,6 @@ end
 
 local function emit(q, event, ...)
   if listening(q) then
-    redis.call('XADD', q.events, 'MAXLEN', q.maxLen, '*', 'event', event, ...)
+    redis.call('XADD', q.events, 'MAXLEN', '~', q.maxLen, '*', 'event', event, ...)
   end
 end
