@@ -195,7 +195,6 @@ describe('finished jobs per minute', () => {
     await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 's' })
     await sweep(redis.client, 'q', { graceMs: 0 })
     await sweep(redis.client, 'q', { graceMs: 0 })
-    // An hour-old slot left over is not counted: the slot of the current minute 60 minutes ago.
     const series = await finishedPerMinute(redis.client, fx.keys)
     expect(series).toHaveLength(60)
     const sum = series.reduce((a, m) => ({ completed: a.completed + m.completed, failed: a.failed + m.failed }), {
@@ -203,9 +202,14 @@ describe('finished jobs per minute', () => {
       failed: 0,
     })
     expect(sum).toEqual({ completed: 3, failed: 3 })
+    // Counts older than an hour are dropped by the first count of a minute: the hash never outgrows an hour.
     const last = series[59]?.minute as number
-    await redis.client.hset(fx.keys.metrics, `t${last % 60}`, String(last - 60))
-    const stale = await finishedPerMinute(redis.client, fx.keys)
-    expect(stale[59]).toEqual({ minute: last, completed: 0, failed: 0 })
+    await redis.client.hset(fx.keys.metrics, `c${last - 60}`, '7', `f${last - 61}`, '1', `c${last - 600}`, '2')
+    await redis.client.hdel(fx.keys.metrics, `c${last}`, `f${last}`)
+    await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 't' })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    const fields = Object.keys(await redis.client.hgetall(fx.keys.metrics))
+    expect(fields.filter((f) => Number(f.slice(1)) <= last - 60)).toEqual([])
   })
 })

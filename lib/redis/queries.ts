@@ -387,9 +387,7 @@ export async function finishedPerMinute(
   const current = Math.floor(now / 60_000)
   return Array.from({ length: 60 }, (_, i) => {
     const minute = current - 59 + i
-    const slot = minute % 60
-    const fresh = hash[`t${slot}`] === String(minute)
-    return { minute, completed: fresh ? Number(hash[`c${slot}`] ?? 0) : 0, failed: fresh ? Number(hash[`f${slot}`] ?? 0) : 0 }
+    return { minute, completed: Number(hash[`c${minute}`] ?? 0), failed: Number(hash[`f${minute}`] ?? 0) }
   })
 }
 

@@ -27,6 +27,7 @@ const FIRST_ARG_KEY = [
   'HGET',
   'HMGET',
   'HGETALL',
+  'HKEYS',
   'HINCRBY',
   'HDEL',
   'HEXISTS',
