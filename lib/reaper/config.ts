@@ -17,7 +17,7 @@
  *   SWEEPS_PER_INVOCATION  1..60                           (1)
  *   SWEEP_INTERVAL_MS      ms between sweeps               (10000)
  *   SWEEP_GRACE_MS         min age of a mark to recover    (15000) see GRACE below
- *   SWEEP_CONCURRENCY      queues swept at once            (8)
+ *   SWEEP_CONCURRENCY      queues swept at once            (32)
  *   SWEEP_LIMIT            candidates per script call      (100)
  *   SWEEP_AUDIT            in-flight jobs audited per pass (32)
  *   METRICS_MODE           api | emf | off                 (api; off under `serverless invoke local`, IS_LOCAL=true)
