@@ -180,7 +180,9 @@ describe('trims cut short', () => {
       await Promise.all(Array.from({ length: 100 }, () => fx.queue.add('x', {}, { removeOnComplete: { count: 20 } })))
     }
     await waitFor(async () => (await fx.queue.counts()).wait + (await fx.queue.counts()).active === 0, { what: 'every job done' })
-    expect(Math.max(...sizes)).toBeLessThanOrEqual(20 + 2 * 10 + 8)
+    // count + 2 slack, plus the jobs finished while a trim runs: each of the 8 slots may finish a job or
+    // two during the trim's round trip (and the size is read a moment after each completion).
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(20 + 2 * 10 + 2 * 8)
   })
 })
 
