@@ -1,8 +1,9 @@
 /**
  * createDashboard(options): the dashboard as a Node request handler, `(req, res, next?) => void`, to
  * mount under `basePath` in an existing server (node:http directly; Express with app.use(basePath, h);
- * Fastify and Hono on Node by handing it the raw request and response: see the README). A request outside
- * `basePath` goes to `next` when there is one, else gets a 404.
+ * Fastify with @fastify/middie's use(basePath, h); Hono on Node by handing it c.env.incoming and outgoing:
+ * see the README, test/ui-frameworks.test.ts runs each). A request outside `basePath` goes to `next` when
+ * there is one, else gets a 404.
  *
  * Routes, under basePath:
  *   GET  /                              every queue: counts, paused or not, the chart
