@@ -22,7 +22,7 @@ export const SCRIPT_FILES = {
   requeue: 'requeue-5.lua',
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
-  finish: 'finish-18.lua',
+  finish: 'finish-15.lua',
   probe: 'probe-11.lua',
   sweepStep: 'sweep-10.lua',
   promote: 'promote-7.lua',
@@ -369,24 +369,43 @@ export type FinishAction = 'complete' | 'fail' | 'fail-final' | 'release'
 /** A finished set past its retention plus slack: the caller runs `trim` on it. */
 export type FinishedSet = 'completed' | 'failed'
 
-export interface FinishResult extends NextDue {
-  /** `lost`: the run no longer owned the job; nothing changed. */
+/** How one run ended: `lost` when it no longer owned the job (nothing changed for it). */
+export interface RunOutcome {
   status: 'ok' | 'lost'
   state: JobState | 'missing'
+  /** A finished set that has just grown past its retention by another slack: trim it. */
+  trim: FinishedSet | undefined
+}
+
+/** One run a finish call ends. */
+export interface FinishRun {
+  run: Lease
+  action: FinishAction
+  /** The result (JSON text) to complete with, or the error message to fail with. */
+  value: string
+  /** The error's stack, for a failure. */
+  stack?: string
+}
+
+export interface FinishManyResult extends NextDue {
+  /** Per run, in the order given. */
+  runs: RunOutcome[]
   /** Jobs taken in the same call. */
   taken: Taken[]
-  /** Candidates left where they were because the reply was full (TAKE_MAX_BYTES). */
+  /** Candidates left where they were because the reply was full (TAKE_MAX_BYTES) or the limiter held them. */
   left: string[]
   /** Ids reserved for this worker's next calls, next to be served first. */
   reserved: string[]
   /** Ids at the head of the line after the call (not reserved), next first: candidates for the next one. */
   peeked: string[]
-  trim: FinishedSet | undefined
-  /** When the run ended (ms, Redis's clock). */
+  /** When the runs ended (ms, Redis's clock). */
   finishedOn: number
   /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while paused. */
   waitMs: number
 }
+
+/** A single run's finish: its outcome with what the call took and set aside. */
+export type FinishResult = Omit<FinishManyResult, 'runs'> & RunOutcome
 
 /** What a finish takes in the same call, and what it sets aside for the calls after it. */
 export interface TakeNext extends Taker {
@@ -411,7 +430,76 @@ const NOTHING_NEXT: TakeNext = {
   peek: 0,
 }
 
-/** Completes, fails or releases a run, fenced by its token; may take the next jobs in the same call. */
+/**
+ * Completes, fails or releases runs of one worker, each fenced by its token, in one call (lua/finish-15.lua),
+ * and takes the next jobs in the same call.
+ */
+export async function finishRuns(
+  client: RedisClient,
+  keys: QueueKeys,
+  runs: FinishRun[],
+  next: TakeNext = NOTHING_NEXT,
+): Promise<FinishManyResult> {
+  const k = keys
+  const keyList = [
+    k.active,
+    k.stalled,
+    k.wait,
+    k.completed,
+    k.failed,
+    k.marker,
+    k.delayed,
+    k.meta,
+    k.reserved,
+    k.events,
+    k.listened,
+    k.metrics,
+    ...prioritizedKeys(keys),
+    k.limiter,
+  ]
+  const args: (string | number)[] = [
+    runs.length,
+    Math.random(),
+    next.workerToken,
+    next.leaseMs,
+    next.workerName,
+    TAKE_MAX_BYTES,
+    next.reservedCandidates ? 'r' : 'w',
+    next.reserve,
+    next.reserveMs,
+    next.peek,
+    ...limitArgs(next),
+  ]
+  for (const r of runs) {
+    keyList.push(k.job(r.run.id), k.lock(r.run.id), k.logs(r.run.id))
+    args.push(r.run.id, r.run.token, r.action, r.value, r.stack ?? '')
+  }
+  for (const id of next.candidates) keyList.push(k.job(id), k.lock(id))
+  const reply = (await evalScript(client, SCRIPT_FILES.finish, keyList, [...args, ...next.candidates])) as [
+    ['ok' | 'lost', JobState | 'missing', FinishedSet | ''][],
+    TakenReply,
+    string[],
+    string[],
+    string[],
+    number,
+    number,
+    number,
+    number,
+  ]
+  const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs] = reply
+  return {
+    runs: outcomes.map(([status, state, trim]) => ({ status, state, trim: trim === '' ? undefined : trim })),
+    taken: toTaken(taken, next.workerName),
+    left,
+    reserved,
+    peeked,
+    ...nextDue(dueIn, dueAt),
+    finishedOn,
+    waitMs,
+  }
+}
+
+/** Completes, fails or releases one run, fenced by its token; may take the next jobs in the same call. */
 export async function finish(
   client: RedisClient,
   keys: QueueKeys,
@@ -421,62 +509,8 @@ export async function finish(
   next: TakeNext = NOTHING_NEXT,
   stack = '',
 ): Promise<FinishResult> {
-  const k = keys
-  const reply = (await evalScript(
-    client,
-    SCRIPT_FILES.finish,
-    [
-      k.job(run.id),
-      k.lock(run.id),
-      k.active,
-      k.stalled,
-      k.wait,
-      k.completed,
-      k.failed,
-      k.marker,
-      k.delayed,
-      k.meta,
-      k.reserved,
-      k.events,
-      k.listened,
-      k.logs(run.id),
-      k.metrics,
-      ...prioritizedKeys(keys),
-      k.limiter,
-      ...jobKeyPairs(keys, next.candidates),
-    ],
-    [
-      run.id,
-      run.token,
-      action,
-      value,
-      Math.random(),
-      next.workerToken,
-      next.leaseMs,
-      next.workerName,
-      TAKE_MAX_BYTES,
-      next.reservedCandidates ? 'r' : 'w',
-      next.reserve,
-      next.reserveMs,
-      next.peek,
-      ...limitArgs(next),
-      stack,
-      ...next.candidates,
-    ],
-  )) as ['ok' | 'lost', JobState | 'missing', TakenReply, string[], string[], FinishedSet | '', string[], number, number, number, number]
-  const [status, state, taken, reserved, peeked, trim, left, dueIn, dueAt, finishedOn, waitMs] = reply
-  return {
-    status,
-    state,
-    taken: toTaken(taken, next.workerName),
-    left,
-    reserved,
-    peeked,
-    trim: trim === '' ? undefined : trim,
-    ...nextDue(dueIn, dueAt),
-    finishedOn,
-    waitMs,
-  }
+  const { runs, ...rest } = await finishRuns(client, keys, [{ run, action, value, stack }], next)
+  return { ...rest, ...(runs[0] as RunOutcome) }
 }
 
 // ---- sweep: probe, then steps ------------------------------------------------------------------------

@@ -23,6 +23,24 @@ end
 -- The job hash field holding the retention of each finished set, and the meta field holding the set's limits.
 local KEEP_FIELDS = { completed = { job = 'keep', meta = 'keepCompleted' }, failed = { job = 'keepFailed', meta = 'keepFailed' } }
 
+-- Whether a set that grew from `before` to `size` jobs crossed a trim point: count + slack + 1, count + 2 *
+-- slack + 1, ... (one trim asked for each time it grows past its count by another slack).
+local function trimDue(count, before, size)
+  if count == nil then
+    return false
+  end
+  local slack = trimSlack(count)
+  return size > count + slack and math.floor((size - count - 1) / slack) > math.floor((math.max(before, count) - count - 1) / slack)
+end
+
+-- The set's limits become those of the job that finished last: a read, not a write, per call.
+local function keepLimits(q, state, keep)
+  local field = KEEP_FIELDS[state].meta
+  if redis.call('HGET', q.meta, field) ~= keep then
+    redis.call('HSET', q.meta, field, keep)
+  end
+end
+
 -- Files a job that just ended in `state` ('completed' or 'failed') under that set at `now` (in order
 -- within its millisecond: score.lua), or removes it at once with its log (`logsKey`); returns the set's
 -- name when it is now past its count by another slack (a trim is due), else ''. `q` holds the queue's keys
@@ -42,19 +60,14 @@ local function fileFinished(jobKey, logsKey, q, state, id, now, keep)
     return ''
   end
   redis.call('ZADD', setKey, scoreAt(setKey, now), id)
-  -- The set's limits change when a job with other limits finishes: a read, not a write, per job.
-  if redis.call('HGET', q.meta, fields.meta) ~= (keep or '') then
-    redis.call('HSET', q.meta, fields.meta, keep or '')
-  end
-  -- One finish asks for a trim each time the set grows by another `slack` jobs past its count: the one
-  -- that makes it count + slack + 1, count + 2 * slack + 1, ... No lease is held, so a worker that dies
-  -- (or closes) mid-trim only means the next such finish asks another: a set holds at most count +
-  -- 2 * slack jobs between sweeps, plus those finished while a trim runs. Two trims that overlap are
-  -- harmless (trim-2.lua re-checks each id).
+  keepLimits(q, state, keep)
+  -- One finish asks for a trim each time the set grows by another `slack` jobs past its count (trimDue).
+  -- No lease is held, so a worker that dies (or closes) mid-trim only means the next such finish asks
+  -- another: a set holds at most count + 2 * slack jobs between sweeps, plus those finished while a trim
+  -- runs. Two trims that overlap are harmless (trim-2.lua re-checks each id).
   if count ~= nil then
-    local slack = trimSlack(count)
     local size = redis.call('ZCARD', setKey)
-    if size > count + slack and (size - count - 1) % slack == 0 then
+    if trimDue(count, size - 1, size) then
       return state
     end
   end

@@ -12,3 +12,20 @@ local function scoreAt(key, ms)
   end
   return string.format('%.17g', score)
 end
+
+-- The ZADD arguments that file `ids` at `ms` in that order, after what the set holds for `ms`: one read of
+-- the set's last member (a set scored by finish time only grows at its end), whatever the number of ids.
+local function scoredAt(key, ms, ids)
+  local last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+  local score = ms - SCORE_STEP
+  if last and last >= ms and last < ms + 1 then
+    score = last
+  end
+  local args = {}
+  for i, id in ipairs(ids) do
+    score = math.min(score + SCORE_STEP, ms + 1 - SCORE_STEP)
+    args[2 * i - 1] = string.format('%.17g', score)
+    args[2 * i] = id
+  end
+  return args
+end

@@ -1,0 +1,199 @@
+--[[
+  Ends one or more runs of a worker (those that ended in the same tick), each fenced by its token: a run
+  that no longer owns its job (recovered, or held by another worker) changes nothing. In the same call
+  the worker takes its next jobs (candidates it reserved or read earlier, re-checked as in take-11.lua)
+  and reserves or peeks at the ids after them: a busy worker makes about one round trip per batch.
+  What every run does (leaving `active`, filing completed jobs, counting them) is one command per call.
+
+  KEYS[1]  active          ZSET   <prefix>:{q}:active
+  KEYS[2]  stalled         ZSET   <prefix>:{q}:stalled
+  KEYS[3]  wait            LIST   <prefix>:{q}:wait
+  KEYS[4]  completed       ZSET   <prefix>:{q}:completed
+  KEYS[5]  failed          ZSET   <prefix>:{q}:failed
+  KEYS[6]  marker          ZSET   <prefix>:{q}:marker
+  KEYS[7]  delayed         ZSET   <prefix>:{q}:delayed
+  KEYS[8]  meta            HASH   <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[9]  reserved        ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
+  KEYS[10] events          STREAM <prefix>:{q}:events
+  KEYS[11] listened        STRING <prefix>:{q}:listened
+  KEYS[12] metrics         HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
+  KEYS[13] prioritized     ZSET   <prefix>:{q}:prioritized
+  KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
+  KEYS[15] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
+  KEYS[16 + 3i], KEYS[17 + 3i], KEYS[18 + 3i]   HASH, STRING, LIST: job, lease and log of run i (i = 0 .. m-1)
+  KEYS[16 + 3m + 2j], KEYS[17 + 3m + 2j]        HASH, STRING: job and lease of candidate j to take next
+
+  ARGV[1]  m, the number of runs
+  ARGV[2]  a random number in [0, 1), for the backoffs' jitter
+  ARGV[3]  worker token, for the jobs taken next
+  ARGV[4]  lease duration (ms), for the jobs taken next
+  ARGV[5]  worker name, recorded on the jobs taken next
+  ARGV[6]  most bytes of job data taken next (see takeJobs.lua)
+  ARGV[7]  "r" when the candidates are reserved by this worker, "w" when read from `wait`
+  ARGV[8]  how many ids to reserve from the tail of `wait` for the calls after (0 for none)
+  ARGV[9]  how long a reservation lasts (ms)
+  ARGV[10] how many ids to peek at from the head of the line, without reserving them (0 for none)
+  ARGV[11] the worker's limiter: most starts per window (0 for none)
+  ARGV[12] the limiter's window (ms)
+  ARGV[13 + 5i .. 17 + 5i], for run i: job id; token of the run; action: "complete" | "fail" (uses an
+           attempt; a retry waits the job's backoff) | "fail-final" (an UnrecoverableError: to `failed`
+           whatever attempts remain) | "release" (back to wait, served next, no attempt used); the return
+           value (JSON text) for complete, the error message for fail; the error's stack for a failure
+           (kept in the job's `stacktrace`, see useAttempt.lua), else ""
+  ARGV[13 + 5m ..] candidate job ids to take next, in the order of their KEYS pairs
+
+  Returns { runs, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed job is
+  due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1: paused) },
+  where runs holds { "ok" | "lost", new (or current) state, set to trim } per run, in order: the set to
+  trim is "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the
+  worker then runs trim-2.lua, see retention.lua), else ""; taken is { { id, token, { job fields } }, ... }
+  as in take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua).
+]]
+local rcall = redis.call
+local q = {
+  active = KEYS[1], stalled = KEYS[2], wait = KEYS[3], completed = KEYS[4], failed = KEYS[5], marker = KEYS[6], delayed = KEYS[7],
+  meta = KEYS[8], reserved = KEYS[9], events = KEYS[10], listened = KEYS[11], prioritized = KEYS[13], reservedScores = KEYS[14],
+  limiter = KEYS[15],
+}
+local metricsKey = KEYS[12]
+local m, roll = tonumber(ARGV[1]), tonumber(ARGV[2])
+local taker = {
+  token = ARGV[3], leaseMs = ARGV[4], name = ARGV[5], maxBytes = tonumber(ARGV[6]), max = tonumber(ARGV[11]), duration = tonumber(ARGV[12]),
+}
+local reserve, reserveMs, peek = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local candidates = { firstKey = 16 + 3 * m, firstArg = 13 + 5 * m, count = #ARGV - 12 - 5 * m, reserved = ARGV[7] == 'r' }
+-- @include now
+-- @include starts
+-- @include events
+-- @include score
+-- @include retention
+-- @include enter
+-- @include backoff
+-- @include useAttempt
+-- @include skiplist
+-- @include takeJobs
+-- @include nextDue
+-- @include minutes
+
+local now = nowMs()
+local nowText = tostring(now)
+local runs = {}
+-- What the runs that ended here leave behind, done once for all: `active`, `stalled` and their leases;
+-- the completed jobs filed (in order), with the limits of the last; the counts for the chart.
+local gone, leases, filed = {}, {}, {}
+local lastKeep, lastFiled, completedCount, failedCount = nil, 0, 0, 0
+local released = false
+-- A replayed call (its reply was lost to a dropped connection, and ioredis sent it again): when it ended.
+local replays, replayAt = 0, 0
+for i = 0, m - 1 do
+  local jobKey, lockKey, logsKey = KEYS[16 + 3 * i], KEYS[17 + 3 * i], KEYS[18 + 3 * i]
+  local a = 13 + 5 * i
+  local id, token, action, value, stack = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  -- Ownership is the run's token on the job: a job holds a token only while it is in flight. A lapsed
+  -- lease that no sweep has recovered yet still belongs to the run; a lease held by another token never
+  -- does. A finish leaves its receipt in the same field: "=<token>" when the job ended (its state and
+  -- finishedOn say how and when), "=<token> <state> <ms>" when it went back in line; every other move out
+  -- of `active` (a sweep's recovery, an operator's retry) clears the field. The receipt costs no field.
+  local holder = rcall('GET', lockKey)
+  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn')
+  if not (job[1] == token and (holder == false or holder == token)) then
+    local receipt = job[1] or ''
+    local rest = string.sub(receipt, #token + 2)
+    if string.sub(receipt, 1, #token + 1) == '=' .. token and (rest == '' or string.sub(rest, 1, 1) == ' ') then
+      local doneState, doneAt = job[4], tonumber(job[7]) or 0
+      if rest ~= '' then
+        local sep = string.find(rest, ' ', 2, true)
+        doneState, doneAt = string.sub(rest, 2, sep - 1), tonumber(string.sub(rest, sep + 1))
+      end
+      replays, replayAt = replays + 1, doneAt
+      runs[i + 1] = { 'ok', doneState, '' }
+    else
+      runs[i + 1] = { 'lost', job[4] or 'missing', '' }
+    end
+  else
+    local made = (tonumber(job[2]) or 0) + 1
+    gone[#gone + 1] = id
+    leases[#leases + 1] = lockKey
+    if action == 'complete' then
+      rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
+      emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
+      completedCount = completedCount + 1
+      local keep = job[5] or DEFAULT_KEEP.completed
+      if parseKeep(keep) == 0 then
+        rcall('UNLINK', jobKey, logsKey)
+      else
+        filed[#filed + 1] = id
+        lastKeep, lastFiled = keep, i + 1
+      end
+      runs[i + 1] = { 'ok', 'completed', '' }
+    else
+      local state
+      if action == 'release' then
+        released = true
+        enterWait(jobKey, q, id, now, true)
+        emit(q, 'waiting', 'jobId', id, 'prev', 'active')
+        state = 'wait'
+      else
+        local retry = { front = false, final = action == 'fail-final', delayMs = backoffDelay(job[3], made, roll), stack = stack }
+        state = useAttempt(jobKey, q, id, now, value, retry)
+      end
+      local trimSet = ''
+      if state == 'failed' then
+        rcall('HSET', jobKey, 'token', '=' .. token)
+        failedCount = failedCount + 1
+        -- Last for this run, as it may remove the job at once (retention "0").
+        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[6])
+      else
+        rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
+      end
+      runs[i + 1] = { 'ok', state, trimSet }
+    end
+  end
+end
+if #gone > 0 then
+  rcall('ZREM', q.active, unpack(gone))
+  rcall('ZREM', q.stalled, unpack(gone))
+  rcall('DEL', unpack(leases))
+end
+if #filed > 0 then
+  local before = rcall('ZCARD', q.completed)
+  rcall('ZADD', q.completed, unpack(scoredAt(q.completed, now, filed)))
+  keepLimits(q, 'completed', lastKeep)
+  if trimDue(parseKeep(lastKeep), before, before + #filed) then
+    runs[lastFiled][3] = 'completed'
+  end
+end
+if completedCount > 0 then
+  countFinished(metricsKey, 'completed', now, completedCount)
+end
+if failedCount > 0 then
+  countFinished(metricsKey, 'failed', now, failedCount)
+end
+local taken, left, wait = takeJobs(q, taker, now, candidates)
+local reserved, finishedAt = nil, now
+if m > 0 and replays == m and replayAt > 0 then
+  -- The ids the first call reserved are those still reserved until exactly its time plus the same
+  -- reservation length. Another worker's finish in the same millisecond may share that score: handing
+  -- its ids here only lets this worker take them first (a take re-checks each), never twice.
+  local until_ = tostring(replayAt + reserveMs)
+  reserved = reserve > 0 and rcall('ZRANGEBYSCORE', q.reserved, until_, until_, 'LIMIT', 0, reserve) or {}
+  finishedAt = replayAt
+else
+  reserved = reserveNext(q, taker, reserve, now + reserveMs)
+end
+-- The in-flight and reserved sets change by a few members a call: kept skiplists (see skiplist.lua),
+-- checked on one call in sixteen, as a conversion lasts.
+if roll < 0.0625 then
+  keepSkiplist(q.active)
+  keepSkiplist(q.reserved)
+end
+local peeked = peekNext(q, peek)
+local dueIn, dueAt = nextDue(q.delayed, now)
+-- As BullMQ: the queue ran dry with this call (nothing taken next, nothing waiting, in flight or due
+-- later, and not paused).
+if #taken == 0 and not released and #gone > 0 and dueIn < 0 and listening(q) and rcall('LLEN', q.wait) == 0
+  and rcall('ZCARD', q.reserved) == 0 and rcall('ZCARD', q.active) == 0 and rcall('ZCARD', q.prioritized) == 0
+  and rcall('HEXISTS', q.meta, 'paused') == 0 then
+  emit(q, 'drained')
+end
+return { runs, taken, reserved, peeked, left, dueIn, dueAt, finishedAt, wait }
