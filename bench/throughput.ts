@@ -178,7 +178,7 @@ export async function spawnChild(file = CHILD): Promise<Child> {
   return { process: child, next }
 }
 
-/** PROCESSES child processes, concurrency each; done when `wait` and the in-flight set are both empty. */
+/** PROCESSES child processes, concurrency each; done when nothing is waiting (reserved ids included) or in flight. */
 async function inProcesses(ctx: Ctx, children: Child[], side: Side, concurrency: number, jobs: number): Promise<ThroughputRun> {
   const queue = `tp-${side}-p${children.length}`
   await prepare(ctx, side, queue, jobs)
@@ -186,9 +186,16 @@ async function inProcesses(ctx: Ctx, children: Child[], side: Side, concurrency:
   const k = queueKeys(EMQ_PREFIX, queue)
   const [waitKey, activeKey] = lib === 'bull' ? [bullKey(queue, 'wait'), bullKey(queue, 'active')] : [k.wait, k.active]
   const { meter } = ctx.redis
+  // EchoMQ's waiting jobs include the ids busy workers reserved ahead (and those with a priority).
   const left = async () => {
-    const [wait, active] = await Promise.all([meter.llen(waitKey), lib === 'bull' ? meter.llen(activeKey) : meter.zcard(activeKey)])
-    return wait + active
+    if (lib === 'bull') return (await meter.llen(waitKey)) + (await meter.llen(activeKey))
+    const [wait, active, reserved, prioritized] = await Promise.all([
+      meter.llen(waitKey),
+      meter.zcard(activeKey),
+      meter.zcard(k.reserved),
+      meter.zcard(k.prioritized),
+    ])
+    return wait + active + reserved + prioritized
   }
   let stopped: StoppedMessage[] = []
   const run = await measure(meter, jobs, async () => {

@@ -34,8 +34,11 @@ import {
   addLog,
   extend,
   type FinishAction,
-  type FinishResult,
+  type FinishManyResult,
+  type FinishRun,
   finish,
+  finishRuns,
+  type RunOutcome,
   type Taken,
   type TakeResult,
   take,
@@ -55,7 +58,9 @@ import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { readCandidates, readOutcome, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
 import { Trimmer } from './retention.js'
+import { Batcher } from './worker/batcher.js'
 import { closeWorker, type RunPhase } from './worker/closing.js'
+import { Hand } from './worker/hand.js'
 import { InFlight } from './worker/in-flight.js'
 import { LockManager } from './worker/lock-manager.js'
 import { Promoter } from './worker/promoter.js'
@@ -104,6 +109,9 @@ const truncate = (text: string, max: number): string => (text.length <= max ? te
  * reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost; the signal
  * is aborted and the worker told once), `released` (close() returned the job to `wait`).
  */
+/** How a run's finish call ended, and when. */
+type FinishOutcome = RunOutcome & { finishedOn: number }
+
 interface Run {
   job: Job
   token: string
@@ -157,6 +165,12 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private heldUntil = Number.NEGATIVE_INFINITY
   /** What the jobs a processor is given act through: progress and log lines fenced by the run's token. */
   private readonly scope: JobScope
+  /** The finishes of one tick, sent together (see worker/batcher.ts). */
+  private readonly finishes: Batcher<FinishRun, FinishOutcome>
+  /** Processors running now (at most concurrency). */
+  private processing = 0
+  /** Jobs taken and leased, not started yet (worker/hand.ts). */
+  private readonly hand: Hand<Started>
 
   constructor(
     name: string,
@@ -184,7 +198,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         ...(this.settings.limiter ? { limit: this.settings.limiter } : {}),
       },
       reserveMs: lockDuration,
-      running: (id) => this.runs.has(id),
+      running: (id) => this.runs.has(id) || this.hand.has(id),
       read: (n) => readCandidates(client, this.keys, n),
       giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids)),
       clock,
@@ -204,11 +218,20 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       leaseMs: lockDuration,
       clock,
       onLost: (id, reason) => {
-        if (this.runs.get(id)?.phase === 'running') this.lockLost(id, reason)
+        if (!this.hand.drop(id) && this.runs.get(id)?.phase === 'running') this.lockLost(id, reason)
       },
       onError: (err) => this.report(this.failure('renew leases of queue', err)),
     })
     this.scope = this.jobScope()
+    this.hand = new Hand<Started>({
+      clock,
+      idOf: (s) => s.job.id,
+      giveBack: (s) => {
+        this.locks.remove(s.job.id)
+        void this.calls.track(this.giveBack(s))
+      },
+    })
+    this.finishes = new Batcher(Math.max(1, Math.ceil(this.settings.concurrency / 2)), (runs) => this.finishRuns(runs))
     this.locks.start()
     this.loopDone = this.loop()
   }
@@ -233,7 +256,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     while (this.phase === 'running') {
       ensureRegistered()
       try {
-        const free = this.settings.concurrency - this.runs.size
+        const free = this.settings.concurrency - this.runs.size - this.hand.size
         if (free <= 0) {
           await this.nap()
           continue
@@ -315,17 +338,37 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   /** A take whose reply came after close() began (a slow or stalled link) hands its jobs back. */
   private startOrGiveBack(started: Started): void {
-    if (this.phase === 'running') this.start(started)
-    else void this.calls.track(this.giveBack(started))
+    if (this.phase !== 'running') void this.calls.track(this.giveBack(started))
+    else if (this.processing < this.settings.concurrency) this.start(started)
+    else if (this.runs.get(started.job.id)?.token !== started.token) {
+      // Every slot is busy: held in hand, leased, until a processor returns.
+      this.locks.add({ id: started.job.id, token: started.token }, started.sentAt)
+      this.hand.hold(started)
+    }
   }
 
-  private start({ job, token, sentAt }: Started): void {
+  /** How many jobs a worker holds in hand beyond its concurrency: one while jobs are short, none with a limiter (it counts starts). */
+  private inHand(): number {
+    return this.takeAhead.hot && !this.settings.limiter ? 1 : 0
+  }
+
+  /** A processor returned: the jobs in hand start now, before its run's finish call. */
+  private startReady(): void {
+    while (this.phase === 'running' && this.processing < this.settings.concurrency) {
+      const next = this.hand.next()
+      if (!next) return
+      this.start(next, true)
+    }
+  }
+
+  private start({ job, token, sentAt }: Started, held = false): void {
     const current = this.runs.get(job.id)
     if (current?.token === token) return // a replayed take handed back a run already going here
     // A sweep recovered the job from a run still going here and this worker took it again: that run is fenced out.
     if (current) this.lockLost(job.id, 'the job was recovered and taken again')
     const controller = this.wantsSignal ? new AbortController() : undefined
-    this.locks.add({ id: job.id, token }, sentAt)
+    if (!held) this.locks.add({ id: job.id, token }, sentAt)
+    this.processing++
     const run: Run = { job: new Job(job, this.scope, token), token, controller, phase: 'running', done: Promise.resolve() }
     this.runs.set(job.id, run)
     run.done = this.execute(run).finally(() => {
@@ -353,6 +396,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       action = isRateLimit(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
       value = truncate(error.message || error.name, ERROR_MAX_CHARS)
     }
+    this.processing--
+    this.startReady()
     this.takeAhead.ran(this.settings.clock.now() - started)
     if (run.phase === 'released') return
     // A run aborted for a lost lease failed because of the abort: if the job is somehow still its own
@@ -361,7 +406,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     if (run.phase === 'running') run.phase = 'finishing'
     try {
       const stack = error && action !== 'release' ? truncate(error.stack ?? '', ERROR_MAX_CHARS) : ''
-      const reply = await this.finish(run, action, value, stack)
+      const reply = await this.finishes.add({ run: { id: run.job.id, token: run.token }, action, value, stack })
       if (reply.status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
         return
@@ -385,17 +430,18 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   /**
-   * The finish call. The slot this run frees is filled in the same call (from the reserved or peeked
-   * ids), and the calls after it are prepared, unless the worker is closing.
+   * One finish call for the runs that ended in the same tick (worker/batcher.ts): the slots they free are
+   * filled in the same call (from the reserved or peeked ids), and the calls after it are prepared,
+   * unless the worker is closing or held back by its limiter.
    */
-  private async finish(run: Run, action: FinishAction, value: string, stack = ''): Promise<FinishResult> {
-    // Held back by the limiter: the call finishes the run and takes nothing.
-    const look: Lookahead = this.takeAhead.forFinish(this.heldUntil <= this.settings.clock.now())
+  private async finishRuns(runs: FinishRun[]): Promise<FinishOutcome[]> {
+    // A job in hand is taken by a finish, from the ids set aside already: never a read of its own.
+    const hand = Math.max(0, this.inHand() - this.hand.size)
+    const look: Lookahead = this.takeAhead.forFinish(this.heldUntil <= this.settings.clock.now(), runs.length, hand)
     const sentAt = this.settings.clock.now()
-    let reply: FinishResult
+    let reply: FinishManyResult
     try {
-      const next = this.takeAhead.takeNext(look)
-      reply = await this.calls.track(finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, action, value, next, stack))
+      reply = await this.calls.track(finishRuns(this.conn.client, this.keys, runs, this.takeAhead.takeNext(look)))
     } catch (err) {
       this.takeAhead.settle(look, undefined)
       throw err
@@ -403,10 +449,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.promoter.learn(reply)
     this.hold(reply.waitMs)
     for (const t of reply.taken) this.startOrGiveBack({ ...t, sentAt })
-    // A finish that found the run lost took nothing: its candidates are still where they were.
-    const left = reply.status === 'lost' ? look.ids : reply.left
-    this.takeAhead.settle(look, { left, taken: reply.taken.length, reservedNext: reply.reserved, peeked: reply.peeked })
-    return reply
+    this.takeAhead.settle(look, { left: reply.left, taken: reply.taken.length, reservedNext: reply.reserved, peeked: reply.peeked })
+    return reply.runs.map((r) => ({ ...r, finishedOn: reply.finishedOn }))
   }
 
   /** The scope of the jobs this worker runs: writes fenced by the run's token; a lost run learns it. */
@@ -468,6 +512,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       loopDone: this.loopDone,
       calls: this.calls,
       stopTaking: () => {
+        this.hand.giveBackAll()
         this.phase = 'draining'
         this.stopped()
         this.wake?.()

@@ -2,7 +2,8 @@
   Removes the oldest finished jobs of one set past its retention: while the set holds more than its
   count, or its oldest job is older than its age. The limits are the set's, from `meta` (the last
   finished job's, see retention.lua). The caller passes the oldest ids (ZRANGE set 0 n-1); the script
-  re-checks each in order and stops at the first one it keeps, so the cost is the jobs removed.
+  re-checks each in order and stops at the first one it keeps, so the cost is the jobs removed (their
+  scores read at once, then one ZREM and one UNLINK).
 
   KEYS[1] set      ZSET  <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
   KEYS[2] meta     HASH  <prefix>:{q}:meta
@@ -27,19 +28,30 @@ local function beyond(finishedAt)
   return (count ~= nil and size > count) or (age ~= nil and tonumber(finishedAt) <= now - age)
 end
 
-local removed = {}
-for i = 1, #ARGV - 1 do
-  local id = ARGV[1 + i]
-  local finishedAt = rcall('ZSCORE', setKey, id)
+-- The candidates' scores in one read; those to go leave in one ZREM and one UNLINK.
+local n = #ARGV - 1
+local scores = n > 0 and rcall('ZMSCORE', setKey, unpack(ARGV, 2)) or {}
+local removed, keys = {}, {}
+local kept = false
+for i = 1, n do
+  local finishedAt = scores[i]
   if finishedAt then
     if not beyond(finishedAt) then
-      return { removed, 1 }
+      kept = true
+      break
     end
-    rcall('ZREM', setKey, id)
-    rcall('UNLINK', KEYS[1 + 2 * i], KEYS[2 + 2 * i])
     size = size - 1
-    removed[#removed + 1] = id
+    removed[#removed + 1] = ARGV[1 + i]
+    keys[#keys + 1] = KEYS[1 + 2 * i]
+    keys[#keys + 1] = KEYS[2 + 2 * i]
   end
+end
+if #removed > 0 then
+  rcall('ZREM', setKey, unpack(removed))
+  rcall('UNLINK', unpack(keys))
+end
+if kept then
+  return { removed, 1 }
 end
 -- Every candidate went: is the set within its limits now?
 local oldest = rcall('ZRANGE', setKey, 0, 0, 'WITHSCORES')[2]

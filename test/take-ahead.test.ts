@@ -35,20 +35,24 @@ describe('TakeAhead', () => {
     expect(reads).toEqual([2])
   })
 
-  it('with short jobs a finish reserves up to two ids, at most concurrency + 1 ahead, and the next call takes them first', async () => {
+  it('with short jobs a finish reserves up to two ids a run, at most concurrency + 3 ahead (the job in hand, the next call), and the next call takes them first', async () => {
     const { ahead } = setup({ concurrency: 2 })
     ahead.ran(HOT_RUN_MS / 2)
     const first = ahead.forFinish()
     expect(first).toMatchObject({ ids: [], reserve: 2, peek: 0 })
     const second = ahead.forFinish()
-    // Two asked for and not back yet: one more fits under concurrency + 1.
-    expect(second.reserve).toBe(1)
+    expect(second.reserve).toBe(2)
+    // Four asked for and not back yet: one more fits under concurrency + 3.
+    const third = ahead.forFinish()
+    expect(third.reserve).toBe(1)
     ahead.settle(first, reply({ reservedNext: ['r1', 'r2'] }))
-    ahead.settle(second, reply({ reservedNext: ['r3'] }))
+    ahead.settle(second, reply({ reservedNext: ['r3', 'r4'] }))
+    ahead.settle(third, reply({ reservedNext: ['r5'] }))
 
-    expect(ahead.reservedCount).toBe(3)
+    expect(ahead.reservedCount).toBe(5)
     expect(await ahead.forTake(2)).toMatchObject({ ids: ['r1', 'r2'], reserved: true })
-    expect(ahead.forFinish()).toMatchObject({ ids: ['r3'], reserved: true })
+    // A finish of two runs, with one more for the hand: three candidates.
+    expect(ahead.forFinish(true, 2, 1)).toMatchObject({ ids: ['r3', 'r4', 'r5'], reserved: true })
   })
 
   it('reserved candidates a call left (its reply was full, or it failed) are next again, in order', async () => {

@@ -26,6 +26,8 @@ export const HOT_RUN_MS = 10
 export const RESERVATION_IDLE_MS = 100
 /** Most ids a finish peeks at from the tail of `wait`. */
 export const MAX_PEEK = 100
+/** Reservations beyond `concurrency`: the job held in hand, and the next call's. */
+const HELD_ROOM = 3
 
 export interface TakeAheadOptions {
   concurrency: number
@@ -101,24 +103,40 @@ export class TakeAhead {
   }
 
   /**
-   * The candidate a finish takes in the same call, and what it reserves or peeks at for the calls after it;
-   * nothing when `take` is false (the worker is held back by its limiter).
+   * The candidates a finish call of `runs` runs takes in the same call (one per run, and `extra` for the
+   * job the worker holds in hand), and what it reserves or peeks at for the calls after it; nothing when
+   * `take` is false (the worker is held back by its limiter).
    */
-  forFinish(take = true): Lookahead {
-    if (this.closed || !take) return { ...NOTHING, finish: true }
-    return { ...this.next(1), ...this.plan(), finish: true }
+  forFinish(take = true, runs = 1, extra = 0): Lookahead {
+    if (this.closed || !take) return { ids: [], reserved: false, reserve: 0, peek: 0, finish: true }
+    const look = this.next(runs + extra)
+    const { reserve, peek } = this.plan(runs)
+    look.reserve = reserve
+    look.peek = peek
+    look.finish = true
+    return look
   }
 
   /** What a finish call carries: the candidates and plan of `forFinish`, with who takes them. */
   takeNext(look: Lookahead): TakeNext {
-    return {
-      ...this.o.taker,
+    const t = this.o.taker
+    const next: TakeNext = {
+      workerToken: t.workerToken,
+      leaseMs: t.leaseMs,
+      workerName: t.workerName,
       candidates: look.ids,
       reservedCandidates: look.reserved,
       reserve: look.reserve,
       reserveMs: this.o.reserveMs,
       peek: look.peek,
     }
+    if (t.limit) next.limit = t.limit
+    return next
+  }
+
+  /** Jobs are short (their runs average under HOT_RUN_MS): the worker reserves, and may hold a job in hand. */
+  get hot(): boolean {
+    return this.runMs < HOT_RUN_MS
   }
 
   /**
@@ -159,7 +177,7 @@ export class TakeAhead {
   }
 
   private next(n: number): Lookahead {
-    if (this.pool.length > 0) return { ...NOTHING, ids: this.pool.splice(0, n), reserved: true }
+    if (this.pool.length > 0) return { ids: this.pool.splice(0, n), reserved: true, reserve: 0, peek: 0, finish: false }
     const ids: string[] = []
     while (ids.length < n && this.hint.length > 0) {
       const id = this.hint.shift() as string
@@ -167,14 +185,17 @@ export class TakeAhead {
       ids.push(id)
     }
     for (const id of ids) this.claimed.add(id)
-    return { ...NOTHING, ids }
+    return { ids, reserved: false, reserve: 0, peek: 0, finish: false }
   }
 
-  /** What a finish sets aside for the calls after it: ids to reserve, or ids to peek at. */
-  private plan(): { reserve: number; peek: number } {
+  /**
+   * What a finish of `runs` runs sets aside for the calls after it: ids to reserve, or ids to peek at. The
+   * reserved pool keeps up with `concurrency` plus the job a worker holds in hand and one call in flight.
+   */
+  private plan(runs: number): { reserve: number; peek: number } {
     if (this.runMs < HOT_RUN_MS) {
-      const room = this.o.concurrency + 1 - this.pool.length - this.reserving
-      const reserve = Math.max(0, Math.min(2, room))
+      const room = this.o.concurrency + HELD_ROOM - this.pool.length - this.reserving
+      const reserve = Math.max(0, Math.min(2 * runs, room))
       this.reserving += reserve
       return { reserve, peek: 0 }
     }
