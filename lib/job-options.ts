@@ -76,6 +76,7 @@ const JOB_OPTION_NAMES = [
   'lifo',
   'stackTraceLimit',
 ]
+const ADD_OPTION_NAMES = ['jobId', ...JOB_OPTION_NAMES]
 /** Most stack traces a job keeps: each is up to a few KiB, and a failed job keeps them all. */
 const MAX_STACK_TRACE_LIMIT = 100
 /** The lowest priority (BullMQ's limit): a score of priority * 2^32 + a counter stays an exact double. */
@@ -140,9 +141,10 @@ export function jobSettings(what: string, options: unknown, base: JobSettings): 
 }
 
 /** `add`'s options over the queue's defaults; the job id, if any, as given (options.ts validates ids). */
-export function addSettings(options: unknown, base: JobSettings): JobSettings & { jobId: unknown } {
-  const { jobId, ...rest } = checkKnown('add', options, ['jobId', ...JOB_OPTION_NAMES])
-  return { ...jobSettings('add', rest, base), jobId }
+export function addSettings(options: unknown, base: JobSettings, what = 'add'): JobSettings & { jobId: unknown } {
+  if (options === undefined) return { ...base, jobId: undefined }
+  const { jobId, ...rest } = checkKnown(what, options, ADD_OPTION_NAMES)
+  return { ...jobSettings(what, rest, base), jobId }
 }
 
 /** The options a stored job was added with (its hash's fields), BullMQ's `job.opts`; `delay` and `jobId` are not kept. */

@@ -14,18 +14,25 @@ const OPAQUE = [Map, Set, WeakMap, WeakSet, Error, RegExp, Promise] as const
  * value is `undefined` is left out, and a Date becomes its ISO text, as JSON does.
  */
 function jsonOnly(this: unknown, key: string, value: unknown): unknown {
-  const at = key === '' ? 'the value' : Array.isArray(this) ? `element ${key}` : `property ${JSON.stringify(key)}`
+  // Strings, booleans and finite numbers are what most values are: nothing to check (a null may be an
+  // invalid Date's toJSON, so it is looked at below).
+  const type = typeof value
+  if (type === 'string' || type === 'boolean' || (type === 'number' && Number.isFinite(value))) return value
+  // Named only when something is wrong (building the text for every key costs a busy producer).
+  const at = () => (key === '' ? 'the value' : Array.isArray(this) ? `element ${key}` : `property ${JSON.stringify(key)}`)
   // What the caller gave, before its toJSON ran (a Buffer's, a Date's).
   const given = (this as Record<string, unknown>)[key]
   if (ArrayBuffer.isView(given) || given instanceof ArrayBuffer) {
-    throw new Error(`${at} is binary data, which JSON stores as an object of numbers (encode it, e.g. as base64)`)
+    throw new Error(`${at()} is binary data, which JSON stores as an object of numbers (encode it, e.g. as base64)`)
   }
-  if (given instanceof Date && Number.isNaN(given.getTime())) throw new Error(`${at} is an invalid Date, which JSON stores as null`)
-  if (typeof value === 'number' && !Number.isFinite(value)) throw new Error(`${at} is ${value}, which has no JSON form`)
-  if (typeof value === 'function' || typeof value === 'symbol') throw new Error(`${at} is a ${typeof value}, which has no JSON form`)
-  if (value === undefined && Array.isArray(this)) throw new Error(`${at} is undefined, which JSON stores as null`)
-  const opaque = OPAQUE.find((type) => value instanceof type)
-  if (opaque) throw new Error(`${at} is a ${opaque.name}, which JSON stores as {} (convert it to plain data first)`)
+  if (given instanceof Date && Number.isNaN(given.getTime())) throw new Error(`${at()} is an invalid Date, which JSON stores as null`)
+  if (type === 'number') throw new Error(`${at()} is ${value}, which has no JSON form`)
+  if (type === 'function' || type === 'symbol') throw new Error(`${at()} is a ${type}, which has no JSON form`)
+  if (value === undefined && Array.isArray(this)) throw new Error(`${at()} is undefined, which JSON stores as null`)
+  if (type === 'object') {
+    const opaque = OPAQUE.find((t) => value instanceof t)
+    if (opaque) throw new Error(`${at()} is a ${opaque.name}, which JSON stores as {} (convert it to plain data first)`)
+  }
   return value
 }
 

@@ -166,8 +166,24 @@ export class Queue<Data = unknown> {
 
   /** Adds a job; an existing `jobId` resolves to the job already stored, unchanged. */
   async add(name: string, data: Data, options?: JobOptions): Promise<Job<Data>> {
-    const [job] = await this.addBulk([{ name, data, ...(options === undefined ? {} : { opts: options }) }])
-    return job as Job<Data>
+    this.assertOpen()
+    // addBulk of one, without its arrays: the path every producer takes for every job.
+    const job = this.newJob(name, data, options)
+    const generated = job.id === ''
+    void this.register()
+    for (let round = 0; ; round++) {
+      if (job.id === '' || round > 0)
+        job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
+      const reply = await this.call('add to queue', () => commands.add(this.client, this.keys, [job]))
+      if (reply.added[0]) return this.added(job, data, reply.createdOn)
+      // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
+      if (!generated) break
+      if (round + 1 === ID_ROUNDS)
+        throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+    }
+    const existing = await this.getJob(job.id)
+    if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
+    return existing
   }
 
   /**
@@ -181,7 +197,10 @@ export class Queue<Data = unknown> {
       fail('ERR_OPTIONS', `expected addBulk to be given an array of at most ${MAX_BULK_JOBS} jobs, got: ${describe(jobs)}`)
     }
     if (jobs.length === 0) return []
-    const news = jobs.map((j, i) => this.newJob(j, i))
+    const news = jobs.map((j, i) => {
+      const o = checkKnown(`addBulk job ${i}`, j, ['name', 'data', 'opts'])
+      return this.newJob(o.name, o.data, o.opts)
+    })
     const unnamed = news.filter((j) => j.id === '')
     const out: (Job<Data> | undefined)[] = []
     await this.call('add to queue', async () => {
@@ -489,18 +508,17 @@ export class Queue<Data = unknown> {
     return this.closing
   }
 
-  /** A job of addBulk, validated and encoded (index: its place in the call, for messages). */
-  private newJob(job: BulkJob<Data>, index: number): commands.NewJob {
-    const j = checkKnown(`addBulk job ${index}`, job, ['name', 'data', 'opts'])
-    const name = validateJobName(j.name)
+  /** A job of add or addBulk, validated and encoded; id '' for EchoMQ to give. */
+  private newJob(jobName: unknown, data: unknown, options: unknown): commands.NewJob {
+    const name = validateJobName(jobName)
     const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit } = addSettings(
-      j.opts,
+      options,
       this.settings.defaultJobOptions,
     )
     return {
       id: jobId === undefined ? '' : customJobId(jobId),
       name,
-      data: toJson(j.data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
+      data: toJson(data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
       attempts,
       delayMs: delay,
       backoff: encodeBackoff(backoff),

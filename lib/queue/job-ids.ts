@@ -14,12 +14,25 @@ export class JobIds {
   private end = 0
   private block = 1
   private queue: Promise<unknown> = Promise.resolve()
+  /** Calls waiting for a block: a later call must not take ahead of them. */
+  private waiting = 0
 
   /** `reserve(n)` adds n to the counter and resolves to its new value (the last id reserved). */
   constructor(private readonly reserve: (n: number) => Promise<number>) {}
 
+  /** `n` fresh ids when the block in hand has them (no call waiting before this one), else undefined. */
+  takeNow(n: number): string[] | undefined {
+    if (this.waiting > 0 || this.next + n - 1 > this.end) return undefined
+    const ids: string[] = []
+    for (let i = 0; i < n; i++) ids.push(String(this.next++))
+    return ids
+  }
+
   /** `n` fresh ids, in order. Calls are served one at a time, so no two get the same. */
   take(n: number): Promise<string[]> {
+    const now = this.takeNow(n)
+    if (now) return Promise.resolve(now)
+    this.waiting++
     const taken = this.queue.then(async () => {
       const ids: string[] = []
       while (ids.length < n) {
@@ -33,7 +46,10 @@ export class JobIds {
       }
       return ids
     })
-    this.queue = taken.catch(() => undefined)
+    this.queue = taken.then(
+      () => this.waiting--,
+      () => this.waiting--,
+    )
     return taken
   }
 }

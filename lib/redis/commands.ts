@@ -80,6 +80,8 @@ function corkUntilTick(client: RedisClient): void {
   corked.set(stream, calls + 1)
 }
 
+type Flat = (...args: (string | number | (string | number)[])[]) => Promise<unknown>
+
 async function evalScript(client: RedisClient, file: string, keys: string[], args: (string | number)[]): Promise<unknown> {
   const script: Script = loadScript(file)
   corkUntilTick(client)
@@ -87,10 +89,11 @@ async function evalScript(client: RedisClient, file: string, keys: string[], arg
     throw new EchoMQError('ERR_SCRIPT', `${script.name} needs at least ${Math.max(1, script.fixedKeys)} keys, got ${keys.length}`)
   }
   try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args)
+    // ioredis flattens array arguments itself (its types say otherwise): no copy of keys and arguments here.
+    return await (client.evalsha as Flat)(script.sha, keys.length, keys, args)
   } catch (err) {
     if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
-      return await client.eval(script.lua, keys.length, ...keys, ...args).catch((e: unknown) => {
+      return await (client.eval as Flat)(script.lua, keys.length, keys, args).catch((e: unknown) => {
         throw refusedInScript(e, script)
       })
     }
