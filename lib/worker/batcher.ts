@@ -35,6 +35,6 @@ export class Batcher<T, R> {
       for (const g of group) g.reject(err)
       return
     }
-    group.forEach((g, i) => g.resolve(results[i] as R))
+    for (const [i, g] of group.entries()) g.resolve(results[i] as R)
   }
 }
