@@ -9,20 +9,19 @@ import { prefixOf, queueArg } from '../input.js'
 import { redisUrlOf, withClient } from '../redis.js'
 import { withQueue } from '../reports/job-lists.js'
 
+const PAUSE_HELP = [
+  'Every worker of the queue, on every host, stops taking jobs within a second; running jobs finish.',
+  'Adds, delayed promotions and the sweep\u2019s recoveries go on, into wait, until "echomq resume".',
+].join('\n')
+const RESUME_HELP = 'Workers take the waiting jobs again.'
+
 function pausing(paused: boolean) {
   const verb = paused ? 'pause' : 'resume'
   return command({
     summary: paused
       ? 'stop every worker of a queue taking jobs (running ones finish)'
       : 'let the workers of a paused queue take jobs again',
-    usage: `echomq ${verb} <queue>
-
-${
-  paused
-    ? `Every worker of the queue, on every host, stops taking jobs within a second; running jobs finish.
-Adds, delayed promotions and the sweep's recoveries go on, into wait, until "echomq resume".`
-    : 'Workers take the waiting jobs again.'
-}`,
+    usage: `echomq ${verb} <queue>\n\n${paused ? PAUSE_HELP : RESUME_HELP}`,
     options: {},
     positionals: 1,
     async run(values, positionals) {
