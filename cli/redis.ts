@@ -8,7 +8,7 @@
  * Commands other than demo and race use a fail-fast client: a Redis that does not answer is reported as
  * unreachable (exit 1) within REDIS_TIMEOUT_MS's default, not retried for minutes.
  */
-import { EchoMQError, withLastError } from '../lib/errors.js'
+import { EchoMQError, notRedisHint, withLastError } from '../lib/errors.js'
 import { DEFAULTS } from '../lib/options.js'
 import { failFast, lastConnectionError, openConnection, parseRedisUrl, type RedisClient, redactUrl } from '../lib/redis/connection.js'
 import { redisUrlSource } from '../lib/redis/url.js'
@@ -76,7 +76,8 @@ export async function withClient<T>(url: string, fn: (client: RedisClient) => Pr
     return await fn(conn.client)
   } catch (err) {
     if (err instanceof EchoMQError || err instanceof CliError) throw err
-    throw new CliError(`Redis at ${redactUrl(url)} is unreachable: ${withLastError(messageOf(err), lastConnectionError(conn.client))}`)
+    const message = withLastError(messageOf(err), lastConnectionError(conn.client))
+    throw new CliError(`Redis at ${redactUrl(url)} is unreachable: ${message}${notRedisHint(message)}`)
   } finally {
     conn.client.disconnect()
   }

@@ -78,8 +78,18 @@ function replyCode(message: string): EchoMQErrorCode {
   if (/^OOM\b|\bOOM command not allowed/.test(message)) return 'ERR_OOM'
   if (/^NOPERM\b|\bNOPERM\b|can't run this command or subcommand/.test(message)) return 'ERR_NOPERM'
   if (/user_script|NOSCRIPT|ERR Error (running|compiling) script/i.test(message)) return 'ERR_SCRIPT'
-  if (CONNECTION_FAILURE.test(message)) return 'ERR_CONNECTION'
+  if (CONNECTION_FAILURE.test(message) || NOT_REDIS.test(message)) return 'ERR_CONNECTION'
   return 'ERR_REDIS'
+}
+
+/** What ioredis says when the server at the address answers in another protocol (HTTP, TLS, ...). */
+const NOT_REDIS = /Unknown RESP type|Protocol error/i
+
+/** A hint for a server that answers, but not as Redis does: the address is another service's. */
+export function notRedisHint(message: string): string {
+  return NOT_REDIS.test(message)
+    ? ' (something answers at this address, but not as Redis does: check the host and port, and rediss:// for TLS)'
+    : ''
 }
 
 const HINTS: Partial<Record<EchoMQErrorCode, string>> = {
@@ -119,7 +129,8 @@ export function redisError(queue: string, what: string, err: unknown, lastConnec
   const message = withLastError(err instanceof Error ? err.message : String(err), lastConnectionError)
   const code = replyCode(message)
   const hint = code === 'ERR_NOPERM' ? permissionHint(message) : undefined
-  return new EchoMQError(code, `${what} ${queue}: ${message}${hint ? ` (${hint})` : (HINTS[code] ?? '')}`, {
+  const more = hint ? ` (${hint})` : (HINTS[code] ?? notRedisHint(message))
+  return new EchoMQError(code, `${what} ${queue}: ${message}${more}`, {
     cause: withoutSecrets(err),
     ...(hint ? { hint } : {}),
   })

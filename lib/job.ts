@@ -7,6 +7,7 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
+import { EchoMQError } from './errors.js'
 import { decodeBackoff, decodeKeep, JOB_DEFAULTS, type StoredJobOptions } from './job-options.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
@@ -29,11 +30,23 @@ export interface QueueCounts {
   failed: number
 }
 
+/** A job's state under BullMQ's names (`waiting` for `wait`; `unknown` for a job that does not exist). */
+export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'unknown'
+
+/** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
+export interface JobQueue {
+  remove(id: string): Promise<boolean>
+  retryJobs(options: { ids: string[] }): Promise<string[]>
+  promoteJob(id: string): Promise<void>
+  getJobState(id: string): Promise<BullJobState>
+}
+
 /** What a Job's methods act through: the Queue or Worker that gave it out (their Redis boundary). */
 export interface JobScope {
   updateProgress(job: Job, progress: unknown, token: string | undefined): Promise<void>
   log(job: Job, row: string, token: string | undefined): Promise<number>
   waitUntilFinished(job: Job, queueEvents: unknown, ttl: number | undefined): Promise<unknown>
+  queue(): JobQueue
 }
 
 /** The fields a Job is made from (what a hash holds, decoded). */
@@ -142,6 +155,56 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
    */
   waitUntilFinished(queueEvents: unknown, ttl?: number): Promise<Result> {
     return this.scope().waitUntilFinished(this, queueEvents, ttl) as Promise<Result>
+  }
+
+  /** Removes the job (ERR_JOB_ACTIVE while it runs: a running job is ended by its worker). */
+  async remove(): Promise<void> {
+    await this.scope().queue().remove(this.id)
+  }
+
+  /**
+   * Sends a failed job back to `wait` with a fresh attempts budget (queue.retryJobs). BullMQ also retries
+   * completed jobs; EchoMQ retries failed ones only (ERR_JOB_STATE otherwise): add a new job to run again.
+   */
+  async retry(state: 'failed' | 'completed' = 'failed'): Promise<void> {
+    if (state !== 'failed')
+      throw new EchoMQError('ERR_JOB_STATE', `job ${this.id}: only a failed job can be retried; add a new job to run it again`)
+    await this.scope()
+      .queue()
+      .retryJobs({ ids: [this.id] })
+    this.state = 'wait'
+  }
+
+  /** Moves a delayed job to `wait` now (queue.promoteJob). */
+  async promote(): Promise<void> {
+    await this.scope().queue().promoteJob(this.id)
+    this.state = 'wait'
+  }
+
+  /** The job's state in Redis now, under BullMQ's names (`waiting`, ..., `unknown` once it is gone). */
+  getState(): Promise<BullJobState> {
+    return this.scope().queue().getJobState(this.id)
+  }
+
+  async isCompleted(): Promise<boolean> {
+    return (await this.getState()) === 'completed'
+  }
+
+  async isFailed(): Promise<boolean> {
+    return (await this.getState()) === 'failed'
+  }
+
+  async isDelayed(): Promise<boolean> {
+    return (await this.getState()) === 'delayed'
+  }
+
+  async isActive(): Promise<boolean> {
+    return (await this.getState()) === 'active'
+  }
+
+  async isWaiting(): Promise<boolean> {
+    const state = await this.getState()
+    return state === 'waiting' || state === 'prioritized'
   }
 
   private scope(): JobScope {

@@ -104,6 +104,7 @@ export class QueueEvents extends EventEmitter {
 
   /** Resolves once the listener has said it listens and fixed where it reads from. */
   waitUntilReady(): Promise<void> {
+    if (this.closed) return Promise.reject(new EchoMQError('ERR_CLOSED', `queue events of ${this.name} are closed`))
     this.ready ??= this.start()
     return this.ready
   }

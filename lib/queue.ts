@@ -10,7 +10,7 @@
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
 import { EchoMQError, redisError } from './errors.js'
-import { JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
+import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { toJson } from './json.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
@@ -34,7 +34,9 @@ import {
   failedUpTo,
   idsIn,
   isPaused,
+  jobState,
   newestFailedScore,
+  ping,
   rateLimitTtl,
   readCounts,
   readJob,
@@ -156,7 +158,7 @@ export class Queue<Data = unknown> {
     if (settings.eventsMaxLen !== undefined) {
       void setEventsMaxLen(this.conn.client, this.keys, settings.eventsMaxLen).catch(() => undefined)
     }
-    this.scope = jobScope(this.conn.client, this.keys, this.name, (what, fn) => this.call(what, fn))
+    this.scope = jobScope(this.conn.client, this.keys, this.name, (what, fn) => this.call(what, fn), this)
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
   }
 
@@ -194,7 +196,8 @@ export class Queue<Data = unknown> {
   async addBulk(jobs: BulkJob<Data>[]): Promise<Job<Data>[]> {
     this.assertOpen()
     if (!Array.isArray(jobs) || jobs.length > MAX_BULK_JOBS) {
-      fail('ERR_OPTIONS', `expected addBulk to be given an array of at most ${MAX_BULK_JOBS} jobs, got: ${describe(jobs)}`)
+      const got = Array.isArray(jobs) ? `an array of ${jobs.length} jobs` : describe(jobs)
+      fail('ERR_OPTIONS', `expected addBulk to be given an array of at most ${MAX_BULK_JOBS} jobs, got: ${got}`)
     }
     if (jobs.length === 0) return []
     const news = jobs.map((j, i) => {
@@ -436,9 +439,14 @@ export class Queue<Data = unknown> {
       }
       const ids = [...new Set(o.ids.map((id) => validateJobId(id)))]
       const { moved, notFailed } = await this.call('retry failed jobs of queue', () => commands.retry(this.client, this.keys, ids, true))
+      if (notFailed?.state === 'missing') {
+        throw new EchoMQError('ERR_JOB_MISSING', `job ${notFailed.id} of queue ${this.name} does not exist; nothing was retried`)
+      }
       if (notFailed !== undefined) {
-        const what = notFailed.state === 'missing' ? 'does not exist' : `is ${notFailed.state}, not failed`
-        throw new EchoMQError('ERR_JOB_STATE', `job ${notFailed.id} of queue ${this.name} ${what}; nothing was retried`)
+        throw new EchoMQError(
+          'ERR_JOB_STATE',
+          `job ${notFailed.id} of queue ${this.name} is ${notFailed.state}, not failed; nothing was retried`,
+        )
       }
       return moved
     }
@@ -483,6 +491,21 @@ export class Queue<Data = unknown> {
     if (outcome === 'missing') throw new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${this.name} does not exist: nothing promoted`)
     if (outcome !== 'promoted')
       throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${this.name} is ${outcome}, not delayed: nothing promoted`)
+  }
+
+  /** A job's state now, under BullMQ's names: `waiting` for `wait`, `unknown` when there is no such job. */
+  async getJobState(id: string): Promise<BullJobState> {
+    this.assertOpen()
+    validateJobId(id)
+    const state = await this.call('read the state of a job of queue', () => jobState(this.client, this.keys, id))
+    return state === undefined ? 'unknown' : state === 'wait' ? 'waiting' : state
+  }
+
+  /** Resolves once the connection answers (BullMQ's waitUntilReady): the client, for a caller that wants it. */
+  async waitUntilReady(): Promise<RedisClient> {
+    this.assertOpen()
+    await this.call('connect to Redis for queue', () => ping(this.client))
+    return this.client
   }
 
   /** Removes a job that is not in flight (ERR_JOB_ACTIVE if it is); resolves to whether there was one. */
@@ -602,6 +625,7 @@ function jobScope(
   keys: QueueKeys,
   queue: string,
   call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
+  owner: JobQueue,
 ): JobScope {
   const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
   return {
@@ -619,5 +643,6 @@ function jobScope(
     waitUntilFinished(job, events, ttl) {
       return waitUntilFinished(events, { id: job.id, name: job.name, queue }, ttl, () => readOutcome(client, keys, job.id))
     },
+    queue: () => owner,
   }
 }

@@ -29,6 +29,7 @@ import { EchoMQError, isRateLimit, isUnrecoverable, RateLimitError, redisError }
 import { Job, type JobScope, type JobState } from './job.js'
 import { toJson } from './json.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
+import { Queue } from './queue.js'
 import { waitUntilFinished } from './queue-events.js'
 import {
   addLog,
@@ -55,7 +56,7 @@ import {
   resilient,
 } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { readCandidates, readOutcome, waitForWork } from './redis/queries.js'
+import { ping, readCandidates, readOutcome, rearmMarker, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
 import { Trimmer } from './retention.js'
 import { Batcher } from './worker/batcher.js'
@@ -109,6 +110,20 @@ const truncate = (text: string, max: number): string => (text.length <= max ? te
  * reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost; the signal
  * is aborted and the worker told once), `released` (close() returned the job to `wait`).
  */
+/** What a Worker emits besides `error` (BullMQ's names and arguments). */
+type WorkerEvent =
+  | 'active'
+  | 'progress'
+  | 'completed'
+  | 'failed'
+  | 'lockLost'
+  | 'drained'
+  | 'paused'
+  | 'resumed'
+  | 'ready'
+  | 'closing'
+  | 'closed'
+
 /** How a run's finish call ended, and when. */
 type FinishOutcome = RunOutcome & { finishedOn: number }
 
@@ -171,6 +186,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private processing = 0
   /** Jobs taken and leased, not started yet (worker/hand.ts). */
   private readonly hand: Hand<Started>
+  /** worker.pause(): no job is taken until resume(). */
+  private pausedLocally = false
+  /** A job started since the worker last found the queue empty (for the `drained` event). */
+  private hadWork = false
+  /** The connection answered once (for the `ready` event). */
+  private ready = false
+  /** The Queue a job's own remove(), retry(), promote() and getState() go through, made when first used. */
+  private jobQueue: Queue | undefined
 
   constructor(
     name: string,
@@ -239,8 +262,57 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** Stops taking jobs, waits up to closeTimeout for running ones, then aborts the rest and returns them
    * to `wait` without using an attempt. Safe to call more than once. */
   close(): Promise<void> {
-    this.closing ??= this.shutdown()
+    if (!this.closing) {
+      this.notify('closing', 'closing')
+      this.resumed()
+      this.closing = this.shutdown().then(() => this.notify('closed'))
+    }
     return this.closing
+  }
+
+  /** Resolves once the worker's connection answers (BullMQ's waitUntilReady): the client. */
+  async waitUntilReady(): Promise<RedisClient> {
+    try {
+      await ping(this.conn.client)
+    } catch (err) {
+      throw this.failure('connect to Redis for queue', err)
+    }
+    return this.conn.client
+  }
+
+  /**
+   * Stops this worker taking jobs (BullMQ's worker.pause(); queue.pause() stops every worker of the
+   * queue): jobs it holds in hand go back; resolves once its running jobs ended, unless `doNotWaitActive`.
+   */
+  async pause(doNotWaitActive = false): Promise<void> {
+    if (this.phase !== 'running') return
+    if (!this.pausedLocally) {
+      this.pausedLocally = true
+      this.hand.giveBackAll()
+      this.notify('paused')
+    }
+    if (!doNotWaitActive) await Promise.all([...this.runs.values()].map((r) => r.done))
+  }
+
+  /** Takes jobs again after pause(). */
+  resume(): void {
+    if (!this.pausedLocally || this.phase !== 'running') return
+    this.resumed()
+    this.notify('resumed')
+  }
+
+  isPaused(): boolean {
+    return this.pausedLocally
+  }
+
+  /** Taking and running jobs: not paused, not closing. */
+  isRunning(): boolean {
+    return this.phase === 'running' && !this.pausedLocally
+  }
+
+  private resumed(): void {
+    this.pausedLocally = false
+    this.wake?.()
   }
 
   private async loop(): Promise<void> {
@@ -256,6 +328,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     while (this.phase === 'running') {
       ensureRegistered()
       try {
+        // Paused (worker.pause()): no job is taken until resume() or close().
+        if (this.pausedLocally) {
+          await this.nap()
+          continue
+        }
         const free = this.settings.concurrency - this.runs.size - this.hand.size
         if (free <= 0) {
           await this.nap()
@@ -271,8 +348,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         // Held back by the limiter: the next round sleeps for it, rather than wait on the marker.
         if (!took && this.heldUntil > clock.now()) continue
         if (!took) {
+          // As BullMQ's worker: the queue ran dry for this worker since it last had work.
+          if (this.hadWork) {
+            this.hadWork = false
+            this.notify('drained')
+          }
           const woken = await this.block()
           idle = woken === 'timeout'
+          // Woken for work while paused: the wake-up goes back for the other workers.
+          if (woken === 'woken' && this.pausedLocally) await rearmMarker(this.conn.client, this.keys)
           // The marker named a due time: promote what is due, and keep a timer for the rest.
           if (woken === 'due') await this.promoter.promoteDue()
         }
@@ -369,6 +453,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     const controller = this.wantsSignal ? new AbortController() : undefined
     if (!held) this.locks.add({ id: job.id, token }, sentAt)
     this.processing++
+    this.hadWork = true
     const run: Run = { job: new Job(job, this.scope, token), token, controller, phase: 'running', done: Promise.resolve() }
     this.runs.set(job.id, run)
     run.done = this.execute(run).finally(() => {
@@ -437,7 +522,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private async finishRuns(runs: FinishRun[]): Promise<FinishOutcome[]> {
     // A job in hand is taken by a finish, from the ids set aside already: never a read of its own.
     const hand = Math.max(0, this.inHand() - this.hand.size)
-    const look: Lookahead = this.takeAhead.forFinish(this.heldUntil <= this.settings.clock.now(), runs.length, hand)
+    const take = this.heldUntil <= this.settings.clock.now() && !this.pausedLocally
+    const look: Lookahead = this.takeAhead.forFinish(take, runs.length, hand)
     const sentAt = this.settings.clock.now()
     let reply: FinishManyResult
     try {
@@ -485,6 +571,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       },
       waitUntilFinished: (job, events, ttl) =>
         waitUntilFinished(events, { id: job.id, name: job.name, queue: this.name }, ttl, () => readOutcome(client, this.keys, job.id)),
+      queue: () => {
+        this.jobQueue ??= new Queue(this.name, { connection: client, prefix: this.settings.prefix })
+        return this.jobQueue
+      },
     }
   }
 
@@ -525,7 +615,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         // A run whose finish is in flight is ended by that call; a lost one is no longer this worker's.
         for (const run of this.runs.values()) if (run.phase === 'running') void this.calls.track(this.release(run))
       },
-      stopHelpers: () => [this.locks.close(), this.promoter.close().catch(() => undefined)],
+      stopHelpers: () => [this.locks.close(), this.promoter.close().catch(() => undefined), this.jobQueue?.close() ?? Promise.resolve()],
       closeConnection: () => closeConnection(this.conn),
       disconnect: () => this.conn.client.disconnect(),
       unreturned: () => this.unreturned,
@@ -575,7 +665,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   /** Emits to the application's listeners; a listener that throws is reported, never left to break a run. */
-  private notify(event: 'active' | 'progress' | 'completed' | 'failed' | 'lockLost', ...args: unknown[]): void {
+  private notify(event: WorkerEvent, ...args: unknown[]): void {
     try {
       this.emit(event, ...args)
     } catch (err) {
@@ -619,6 +709,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     })
     this.conn.client.on('ready', () => {
       reported = false
+      if (!this.ready) {
+        this.ready = true
+        this.notify('ready')
+      }
     })
   }
 

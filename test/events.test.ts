@@ -226,3 +226,12 @@ describe('job.waitUntilFinished', () => {
     await expect(job.waitUntilFinished(other)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
   })
 })
+
+describe('a closed QueueEvents', () => {
+  it('waitUntilReady() after close() rejects with ERR_CLOSED', async () => {
+    const events = new QueueEvents('q', { connection: redis.url, blockingTimeout: 200 })
+    await events.waitUntilReady()
+    await events.close()
+    await expect(events.waitUntilReady()).rejects.toMatchObject({ code: 'ERR_CLOSED' })
+  })
+})

@@ -4,6 +4,8 @@
  * faults, stepped clocks and close() under a stalled link are in test/chaos/network.test.ts.)
  */
 import { execFile, spawn } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -164,6 +166,26 @@ describe('Redis unreachable from a Queue or a Worker', () => {
       expect((err as Error).message).not.toContain('secret')
     }
   }, 20_000)
+
+  it('a server that is not Redis (an HTTP one) fails a Queue call and the command with ERR_CONNECTION saying so', async () => {
+    const http = createServer((_, res) => res.end('hello'))
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+    const { port } = http.address() as AddressInfo
+    const queue = new Queue('q', { connection: `redis://127.0.0.1:${port}` })
+    closing.push(async () => {
+      await queue.close()
+      await new Promise((resolve) => http.close(resolve))
+    })
+    const err = (await queue.add('job', {}).catch((e: unknown) => e)) as EchoMQError
+    expect(err.code).toBe('ERR_CONNECTION')
+    expect(err.message).toMatch(/not as Redis does: check the host and port/)
+    const run = promisify(execFile)
+    const cli = await run(process.execPath, [BIN, 'stats', '--redis-url', `redis://127.0.0.1:${port}`]).catch(
+      (e: { stderr: string; code: number }) => e,
+    )
+    expect(cli).toMatchObject({ code: 1 })
+    expect((cli as { stderr: string }).stderr).toMatch(/not as Redis does/)
+  })
 
   it('close() fails the calls still waiting for Redis with ERR_CLOSED instead of leaving them unsettled', async () => {
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${await freePort()}` })

@@ -395,3 +395,18 @@ export async function finishedPerMinute(
 export async function reserveJobIds(client: RedisClient, keys: QueueKeys, n: number): Promise<number> {
   return client.hincrby(keys.meta, 'ids', n)
 }
+
+/** A job's state field, or undefined when there is no such job. */
+export async function jobState(client: RedisClient, keys: QueueKeys, id: string): Promise<JobState | undefined> {
+  return ((await client.hget(keys.job(id), 'state')) ?? undefined) as JobState | undefined
+}
+
+/** Resolves once the connection answers. */
+export async function ping(client: RedisClient): Promise<void> {
+  await client.ping()
+}
+
+/** Puts a popped wake-up back for the other idle workers (a paused worker's). */
+export async function rearmMarker(client: RedisClient, keys: QueueKeys): Promise<void> {
+  await client.zadd(keys.marker, 0, '0')
+}
