@@ -275,7 +275,7 @@ function storedOptions(attempts: number, h: Record<string, string>): StoredJobOp
 }
 
 /**
- * Times the job was taken: the start number in its run's token or its finish's receipt ("<worker>:<n>",
+ * Times the job was taken: the start number in its run's token, its finish's receipt or a sweep's mark ("<worker>:<n>",
  * "=<worker>:<n>..."), else the `attemptsStarted` field a move that cleared the token wrote (lua/includes/starts.lua).
  */
 function startsOf(token: string | undefined, field: string | undefined): number {

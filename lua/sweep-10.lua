@@ -48,7 +48,6 @@ local q = {
 local graceMs, audit = tonumber(ARGV[1]), ARGV[2] == 'audit'
 local n = #ARGV - 2
 -- @include now
--- @include starts
 -- @include events
 -- @include score
 -- @include retention
@@ -65,8 +64,29 @@ end
 -- Per job only what cannot be batched (its lease's TTL; for a recovery its hash, read once and written
 -- once); the sets are read and written once per call. That keeps a recovery near five operations.
 local ids = { unpack(ARGV, 3) }
-local deadlines = rcall('ZMSCORE', activeKey, unpack(ids))
 local marks = rcall('ZMSCORE', stalledKey, unpack(ids))
+-- A marked job is in `active` (whatever takes a job out of `active` clears its mark in the same step) and
+-- past its deadline (its lease is gone): in the deadline walk only the unmarked ones' deadlines are read.
+local deadlines = {}
+if audit then
+  deadlines = rcall('ZMSCORE', activeKey, unpack(ids))
+else
+  local unmarked, at = {}, {}
+  for i = 1, n do
+    if marks[i] then
+      deadlines[i] = 0
+    else
+      unmarked[#unmarked + 1] = ids[i]
+      at[#unmarked] = i
+    end
+  end
+  if #unmarked > 0 then
+    local read = rcall('ZMSCORE', activeKey, unpack(unmarked))
+    for k, i in ipairs(at) do
+      deadlines[i] = read[k]
+    end
+  end
+end
 local gone, toWait = {}, {}
 local reasonPrefix = 'job stalled: lease expired (worker '
 for i = 0, n - 1 do
@@ -98,14 +118,14 @@ for i = 0, n - 1 do
       left = left + 1
     else
       gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'attemptsMade', 'attempts', 'priority', 'token', 'attemptsStarted')
-      local starts = startsOf(f[5], f[6])
+      local f = rcall('HMGET', jobKey, 'workerName', 'attemptsMade', 'attempts', 'priority', 'token')
       local made = (tonumber(f[2]) or 0) + 1
       local reason = reasonPrefix .. (f[1] or 'unknown') .. ')'
+      -- The run's token, taken away: "~<token>" matches no run and no receipt, and keeps the start number.
+      local takenAway = '~' .. (f[5] or ':0')
       if made >= (tonumber(f[3]) or DEFAULT_ATTEMPTS) then
         -- The last attempt: as a failed run would end it (useAttempt.lua), one job at a time (rare).
-        rcall('HSET', jobKey, 'attemptsStarted', starts)
-        rcall('HDEL', jobKey, 'token')
+        rcall('HSET', jobKey, 'token', takenAway)
         useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 })
         failed[#failed + 1] = id
         countFinished(KEYS[9], 'failed', now)
@@ -116,7 +136,7 @@ for i = 0, n - 1 do
         -- Back in line, served next (useAttempt's retry without a backoff, done here in one write).
         local priority = tonumber(f[4]) or 0
         rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', now, 'lastError', reason,
-          'attemptsMade', made, 'attemptsStarted', starts, 'token', '')
+          'attemptsMade', made, 'token', takenAway)
         if priority > 0 then
           rcall('ZADD', q.prioritized, prioritizedScore(q, priority, true), id)
         else
