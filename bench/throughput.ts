@@ -1,5 +1,7 @@
 /**
- * Throughput: M no-op jobs added first, then workers run until all M have completed, with each side's
+ * Throughput: M no-op jobs added first (or, in the producer rows, added by a producer process while the
+ * workers run: bench/throughput-producer.ts, one add at a time with PRODUCER_WINDOW in flight, as a web
+ * server adds jobs), then workers run until all M have completed, with each side's
  * default options except where noted: in this process with concurrency 1 and 50, and in PROCESSES child
  * processes (bench/throughput-worker.ts) with concurrency 50 each. Three sides, alternating, ROUNDS
  * times: EchoMQ with its defaults (retention on: the last 1,000 completed kept), BullMQ with its defaults
@@ -24,11 +26,15 @@ import { queueKeys } from '../lib/redis/keys.js'
 import { BULL_PREFIX, bullAddMany, bullConnection, bullKey, EMQ_PREFIX, emqAddMany } from './build.js'
 import { fmt, fs, type Target, table, xs } from './format.js'
 import { commandStats, redisCpuUs, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
+import type { ProducedMessage, ProduceMessage } from './throughput-producer.js'
 import type { RunMessage, StoppedMessage } from './throughput-worker.js'
 import { alternate, type Ctx, completion, ROUNDS, ratios, type Spread, sleep, spread, spreadOf, watchWorker } from './util.js'
 
 const PROCESSES = 4
 const CHILD = fileURLToPath(new URL('./throughput-worker.ts', import.meta.url))
+const PRODUCER = fileURLToPath(new URL('./throughput-producer.ts', import.meta.url))
+/** The producer's adds in flight. */
+const PRODUCER_WINDOW = 50
 const TIMEOUT_MS = 180_000
 
 export interface ThroughputRun {
@@ -53,15 +59,17 @@ export interface ThroughputRow {
   concurrency: number
   processes: number
   jobs: number
+  /** Jobs added before the workers start, or by a producer process while they run. */
+  mode: 'pre' | 'producer'
   /** EchoMQ with its defaults (retention on). */
   emq: ThroughputSide
   bull: ThroughputSide
-  /** EchoMQ with retention off (removeOnComplete: false). */
-  emqKeep: ThroughputSide
+  /** EchoMQ with retention off (removeOnComplete: false): pre-added rows only. */
+  emqKeep?: ThroughputSide
   ratio: Spread
-  ratioKeep: Spread
+  ratioKeep?: Spread
   /** 1 - jobs/s with retention / jobs/s without, run by run. */
-  retentionCost: Spread
+  retentionCost?: Spread
 }
 
 export interface ThroughputResults {
@@ -72,7 +80,7 @@ export interface ThroughputResults {
 type Side = 'emq' | 'bull' | 'emqKeep'
 
 /** `run` resolves with its own time and client CPU (children), or undefined: this process's are taken. */
-async function measure(meter: Redis, jobs: number, run: () => Promise<{ ms: number; cpuUs: number } | undefined>): Promise<ThroughputRun> {
+async function measure(meter: Redis, jobs: number, run: () => Promise<{ ms: number; cpuUs?: number } | undefined>): Promise<ThroughputRun> {
   await resetStats(meter)
   const before = await commandStats(meter)
   const cpu0 = await redisCpuUs(meter)
@@ -94,9 +102,10 @@ async function measure(meter: Redis, jobs: number, run: () => Promise<{ ms: numb
   }
 }
 
-/** A fresh server with the jobs of one run added. */
-async function prepare(ctx: Ctx, side: Side, queue: string, jobs: number): Promise<void> {
+/** A fresh server with the jobs of one run added (none when a producer adds them). */
+async function prepare(ctx: Ctx, side: Side, queue: string, jobs: number, producer?: Child): Promise<void> {
   await ctx.redis.meter.flushall()
+  if (producer) return
   if (side === 'bull') {
     const q = new BullQueue(queue, { connection: bullConnection(ctx.redis.host, ctx.redis.port), prefix: BULL_PREFIX })
     await bullAddMany(q, jobs)
@@ -108,11 +117,42 @@ async function prepare(ctx: Ctx, side: Side, queue: string, jobs: number): Promi
   }
 }
 
-/** One worker in this process. */
-async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number): Promise<ThroughputRun> {
+/** Tells the producer to add `jobs` jobs to `queue` now; resolves with its report once it added them all. */
+async function produce(ctx: Ctx, producer: Child, side: Side, queue: string, jobs: number): Promise<ProducedMessage> {
+  const lib = side === 'bull' ? 'bull' : 'emq'
+  const m: ProduceMessage = {
+    type: 'produce',
+    lib,
+    queue,
+    prefix: lib === 'bull' ? BULL_PREFIX : EMQ_PREFIX,
+    host: ctx.redis.host,
+    port: ctx.redis.port,
+    jobs,
+    window: PRODUCER_WINDOW,
+  }
+  producer.process.send(m)
+  const report = (await producer.next('produced', TIMEOUT_MS)) as ProducedMessage
+  if (report.errors.length) throw new Error(`${side} producer: ${report.errors.slice(0, 3).join('; ')}`)
+  return report
+}
+
+/** One worker in this process; with `producer`, the jobs are added while it runs. */
+async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number, producer?: Child): Promise<ThroughputRun> {
   const queue = `tp-${side}-${concurrency}`
-  await prepare(ctx, side, queue, jobs)
+  await prepare(ctx, side, queue, jobs, producer)
   const done = completion(jobs, `${side} throughput`, TIMEOUT_MS)
+  let lastAt = 0
+  const one = done.one
+  done.one = () => {
+    lastAt = Date.now()
+    one()
+  }
+  // From the producer's first add to the last completion (one machine: Date.now is shared).
+  const produced = async () => {
+    const report = await produce(ctx, producer as Child, side, queue, jobs)
+    await done.promise
+    return { ms: lastAt - report.startedAt }
+  }
   if (side === 'bull') {
     const worker = new BullWorker(queue, async () => null, {
       connection: bullConnection(ctx.redis.host, ctx.redis.port),
@@ -125,6 +165,7 @@ async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number
     try {
       return await measure(ctx.redis.meter, jobs, async () => {
         void worker.run().catch(done.fail)
+        if (producer) return produced()
         await done.promise
         return undefined
       })
@@ -134,10 +175,17 @@ async function inProcess(ctx: Ctx, side: Side, concurrency: number, jobs: number
   }
   const client = ctx.redis.connect(`emq-throughput-${concurrency}`)
   let worker: Worker | undefined
+  const start = async () => {
+    worker = new Worker(queue, async () => null, { connection: client, prefix: EMQ_PREFIX, concurrency })
+    watchWorker(worker, done.one, done.fail)
+    await worker.waitUntilReady()
+  }
   try {
+    // With a producer the worker is up and idle first, as a deployed one is.
+    if (producer) await start()
     return await measure(ctx.redis.meter, jobs, async () => {
-      worker = new Worker(queue, async () => null, { connection: client, prefix: EMQ_PREFIX, concurrency })
-      watchWorker(worker, done.one, done.fail)
+      if (producer) return produced()
+      await start()
       await done.promise
       return undefined
     })
@@ -179,9 +227,16 @@ export async function spawnChild(file = CHILD): Promise<Child> {
 }
 
 /** PROCESSES child processes, concurrency each; done when nothing is waiting (reserved ids included) or in flight. */
-async function inProcesses(ctx: Ctx, children: Child[], side: Side, concurrency: number, jobs: number): Promise<ThroughputRun> {
+async function inProcesses(
+  ctx: Ctx,
+  children: Child[],
+  side: Side,
+  concurrency: number,
+  jobs: number,
+  producer?: Child,
+): Promise<ThroughputRun> {
   const queue = `tp-${side}-p${children.length}`
-  await prepare(ctx, side, queue, jobs)
+  await prepare(ctx, side, queue, jobs, producer)
   const lib = side === 'bull' ? 'bull' : 'emq'
   const k = queueKeys(EMQ_PREFIX, queue)
   const [waitKey, activeKey] = lib === 'bull' ? [bullKey(queue, 'wait'), bullKey(queue, 'active')] : [k.wait, k.active]
@@ -210,16 +265,23 @@ async function inProcesses(ctx: Ctx, children: Child[], side: Side, concurrency:
     }
     for (const c of children) c.process.send(msg)
     const deadline = Date.now() + TIMEOUT_MS
-    while ((await left()) > 0) {
+    let report: ProducedMessage | undefined
+    if (producer) {
+      // The workers up and idle first (each blocked on its queue's marker), as deployed ones are.
+      while (Number(/blocked_clients:(\d+)/.exec(await meter.info('clients'))?.[1] ?? 0) < children.length) {
+        if (Date.now() > deadline) throw new Error(`${side} throughput: workers not idle after ${TIMEOUT_MS} ms`)
+        await sleep(10)
+      }
+      void produce(ctx, producer, side, queue, jobs).then((r) => (report = r))
+    }
+    while ((producer && !report) || (await left()) > 0) {
       if (Date.now() > deadline) throw new Error(`${side} throughput in processes: jobs left after ${TIMEOUT_MS} ms`)
       await sleep(10)
     }
     for (const c of children) c.process.send({ type: 'stop' })
     stopped = (await Promise.all(children.map((c) => c.next('stopped')))) as StoppedMessage[]
-    return {
-      ms: Math.max(...stopped.map((s) => s.lastAt)) - Math.min(...stopped.map((s) => s.startedAt)),
-      cpuUs: stopped.reduce((n, s) => n + s.cpuUs, 0),
-    }
+    const startedAt = report?.startedAt ?? Math.min(...stopped.map((s) => s.startedAt))
+    return { ms: Math.max(...stopped.map((s) => s.lastAt)) - startedAt, cpuUs: stopped.reduce((n, s) => n + s.cpuUs, 0) }
   })
   const done = stopped.reduce((n, s) => n + s.done, 0)
   const errors = stopped.flatMap((s) => s.errors)
@@ -251,37 +313,51 @@ export async function runThroughput(ctx: Ctx): Promise<ThroughputResults> {
   const warmUp = ctx.quick ? 200 : 500
   const rows: ThroughputRow[] = []
   let children: Child[] = []
+  const producer = await spawnChild(PRODUCER)
   try {
     // Unmeasured: each library's code compiled and warmed up once, in this process and in the children.
     for (const side of ['emq', 'bull'] as const) await inProcess(ctx, side, 50, warmUp)
+    for (const side of ['emq', 'bull'] as const) await inProcess(ctx, side, 50, warmUp, producer)
     for (const { concurrency, processes, jobs } of cases) {
       if (processes > 0 && children.length === 0) {
         children = await Promise.all(Array.from({ length: processes }, () => spawnChild()))
         for (const side of ['emq', 'bull'] as const) await inProcesses(ctx, children, side, concurrency, warmUp)
       }
-      const one = (side: Side) => () =>
-        processes > 0 ? inProcesses(ctx, children, side, concurrency, jobs) : inProcess(ctx, side, concurrency, jobs)
-      const runs = await alternate(ROUNDS, { emq: one('emq'), bull: one('bull'), emqKeep: one('emqKeep') })
-      const row: ThroughputRow = {
+      const one = (side: Side, from?: Child) => () =>
+        processes > 0 ? inProcesses(ctx, children, side, concurrency, jobs, from) : inProcess(ctx, side, concurrency, jobs, from)
+      const pre = await alternate(ROUNDS, { emq: one('emq'), bull: one('bull'), emqKeep: one('emqKeep') })
+      rows.push({
         concurrency,
         processes,
         jobs,
-        emq: summary(runs.emq),
-        bull: summary(runs.bull),
-        emqKeep: summary(runs.emqKeep),
-        ratio: ratios(runs.emq, runs.bull, (r) => r.jobsPerSec),
-        ratioKeep: ratios(runs.emqKeep, runs.bull, (r) => r.jobsPerSec),
-        retentionCost: spread(runs.emq.map((r, i) => 1 - r.jobsPerSec / (runs.emqKeep[i]?.jobsPerSec ?? Number.NaN))),
+        mode: 'pre',
+        emq: summary(pre.emq),
+        bull: summary(pre.bull),
+        emqKeep: summary(pre.emqKeep),
+        ratio: ratios(pre.emq, pre.bull, (r) => r.jobsPerSec),
+        ratioKeep: ratios(pre.emqKeep, pre.bull, (r) => r.jobsPerSec),
+        retentionCost: spread(pre.emq.map((r, i) => 1 - r.jobsPerSec / (pre.emqKeep[i]?.jobsPerSec ?? Number.NaN))),
+      })
+      const fed = await alternate(ROUNDS, { emq: one('emq', producer), bull: one('bull', producer) })
+      rows.push({
+        concurrency,
+        processes,
+        jobs,
+        mode: 'producer',
+        emq: summary(fed.emq),
+        bull: summary(fed.bull),
+        ratio: ratios(fed.emq, fed.bull, (r) => r.jobsPerSec),
+      })
+      for (const row of rows.slice(-2)) {
+        ctx.log(
+          `throughput ${label(row)} M=${jobs}: EchoMQ ${fs(row.emq.jobsPerSec)} jobs/s, BullMQ ${fs(row.bull.jobsPerSec)}` +
+            `${row.emqKeep ? `, EchoMQ retention off ${fs(row.emqKeep.jobsPerSec)}` : ''}; ratio ${xs(row.ratio)}`,
+        )
       }
-      ctx.log(
-        `throughput ${label(row)} M=${jobs}: EchoMQ ${fs(row.emq.jobsPerSec)} jobs/s, BullMQ ${fs(row.bull.jobsPerSec)}, ` +
-          `EchoMQ retention off ${fs(row.emqKeep.jobsPerSec)}; ratio ${xs(row.ratio)}`,
-      )
-      rows.push(row)
     }
   } finally {
-    for (const c of children) c.process.send({ type: 'exit' })
-    await Promise.all(children.map((c) => sleep(500).then(() => killAndWait(c.process))))
+    for (const c of [...children, producer]) c.process.send({ type: 'exit' })
+    await Promise.all([...children, producer].map((c) => sleep(500).then(() => killAndWait(c.process))))
   }
   await ctx.redis.meter.flushall()
   return {
@@ -296,11 +372,13 @@ export async function runThroughput(ctx: Ctx): Promise<ThroughputResults> {
 
 const percent = (fraction: number) => `${fmt(fraction * 100, 1)}%`
 
-const label = (t: ThroughputRow) => (t.processes ? `c=${t.concurrency} x ${t.processes} processes` : `c=${t.concurrency}`)
+const label = (t: ThroughputRow) =>
+  `${t.processes ? `c=${t.concurrency} x ${t.processes} processes` : `c=${t.concurrency}`}, ${t.mode === 'pre' ? 'pre-added' : 'producer'}`
 
 export function throughputReport(r: ThroughputResults): string {
   return (
-    `Throughput: no-op jobs, pre-added; jobs/s median (min-max) of ${ROUNDS} alternating runs (EchoMQ, BullMQ, EchoMQ retention off); ` +
+    `Throughput: no-op jobs, pre-added, or added by a producer process (${PRODUCER_WINDOW} adds in flight) while the workers run; ` +
+    `jobs/s median (min-max) of ${ROUNDS} alternating runs (EchoMQ, BullMQ, and pre-added EchoMQ with retention off); ` +
     'CPU per job: Redis (INFO cpu) / the worker processes (process.cpuUsage; in this process it includes the event handlers)\n' +
     table(
       [
@@ -326,10 +404,10 @@ export function throughputReport(r: ThroughputResults): string {
         fs(t.bull.jobsPerSec),
         `${fmt(t.bull.redisCpuUsPerJob.median, 1)} / ${fmt(t.bull.clientCpuUsPerJob.median, 1)}`,
         fmt(t.bull.scriptCallsPerJob.median, 2),
-        fs(t.emqKeep.jobsPerSec),
+        t.emqKeep ? fs(t.emqKeep.jobsPerSec) : '',
         xs(t.ratio),
-        xs(t.ratioKeep),
-        `${percent(t.retentionCost.median)} (${percent(t.retentionCost.min)} to ${percent(t.retentionCost.max)})`,
+        t.ratioKeep ? xs(t.ratioKeep) : '',
+        t.retentionCost ? `${percent(t.retentionCost.median)} (${percent(t.retentionCost.min)} to ${percent(t.retentionCost.max)})` : '',
       ]),
     ) +
     `\n   retention: EMQ = ${r.retention.emq}; EMQ no-retention = ${r.retention.emqKeep}; Bull = ${r.retention.bull}.` +
@@ -338,18 +416,24 @@ export function throughputReport(r: ThroughputResults): string {
 }
 
 export function throughputTargets(r: ThroughputResults): Target[] {
-  return r.rows.flatMap((t) => [
-    {
+  return r.rows.flatMap((t) => {
+    const ratio: Target = {
       name: `throughput ${label(t)}: jobs/s >= 1.2x BullMQ (each with its default retention)`,
       pass: t.ratio.median >= 1.2,
-      figures: `${fmt(t.emq.jobsPerSec.median)} vs ${fmt(t.bull.jobsPerSec.median)} jobs/s = ${xs(t.ratio)}; with retention off ${xs(t.ratioKeep)}`,
-    },
-    {
-      name: `throughput ${label(t)}: retention costs <= 10% of jobs/s`,
-      pass: t.retentionCost.median <= 0.1,
       figures:
-        `${fmt(t.emq.jobsPerSec.median)} vs ${fmt(t.emqKeep.jobsPerSec.median)} jobs/s with it off = ${percent(t.retentionCost.median)} ` +
-        `(${percent(t.retentionCost.min)} to ${percent(t.retentionCost.max)})`,
-    },
-  ])
+        `${fmt(t.emq.jobsPerSec.median)} vs ${fmt(t.bull.jobsPerSec.median)} jobs/s = ${xs(t.ratio)}` +
+        (t.ratioKeep ? `; with retention off ${xs(t.ratioKeep)}` : ''),
+    }
+    if (!t.emqKeep || !t.retentionCost) return [ratio]
+    return [
+      ratio,
+      {
+        name: `throughput ${label(t)}: retention costs <= 10% of jobs/s`,
+        pass: t.retentionCost.median <= 0.1,
+        figures:
+          `${fmt(t.emq.jobsPerSec.median)} vs ${fmt(t.emqKeep.jobsPerSec.median)} jobs/s with it off = ${percent(t.retentionCost.median)} ` +
+          `(${percent(t.retentionCost.min)} to ${percent(t.retentionCost.max)})`,
+      },
+    ]
+  })
 }
