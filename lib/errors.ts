@@ -83,13 +83,18 @@ function replyCode(message: string): EchoMQErrorCode {
 }
 
 /** What ioredis says when the server at the address answers in another protocol (HTTP, TLS, ...). */
-const NOT_REDIS = /Unknown RESP type|Protocol error/i
+export const NOT_REDIS = /Unknown RESP type|Protocol error/i
 
-/** A hint for a server that answers, but not as Redis does: the address is another service's. */
+/** A connection the server dropped (an HTTP server may reset it before its answer is read, a TLS port always does). */
+const DROPPED = /ECONNRESET|EPIPE/
+
+/** A hint for a server that answers, but not as Redis does (the address is another service's), or drops the line. */
 export function notRedisHint(message: string): string {
-  return NOT_REDIS.test(message)
-    ? ' (something answers at this address, but not as Redis does: check the host and port, and rediss:// for TLS)'
-    : ''
+  if (NOT_REDIS.test(message))
+    return ' (something answers at this address, but not as Redis does: check the host and port, and rediss:// for TLS)'
+  if (DROPPED.test(message))
+    return ' (the server at this address dropped the connection: if it keeps doing so, check the host and port (is it Redis?), and rediss:// for TLS)'
+  return ''
 }
 
 const HINTS: Partial<Record<EchoMQErrorCode, string>> = {

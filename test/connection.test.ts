@@ -1,6 +1,7 @@
 /** Redis URLs: parsing and the password mask that every message uses. */
 import { describe, expect, it } from 'vitest'
 import { EchoMQError } from '../lib/index.js'
+import { redisError } from '../lib/errors.js'
 import { parseRedisUrl, redactUrl } from '../lib/redis/connection.js'
 
 describe('redactUrl', () => {
@@ -50,4 +51,21 @@ describe('parseRedisUrl', () => {
       expect((caught as Error).message).not.toContain('hunter2')
     },
   )
+})
+
+describe('redisError: what a connection failure says about the server', () => {
+  it.each([
+    ['Protocol error, got "H" as reply type byte', /^add q: .*not as Redis does: check the host and port/],
+    ['write ECONNRESET', /dropped the connection: .*check the host and port/],
+    ['connect ECONNREFUSED 127.0.0.1:1', /^add q: connect ECONNREFUSED 127\.0\.0\.1:1$/],
+  ])('%s', (message, expected) => {
+    const err = redisError('q', 'add', new Error(message))
+    expect(err.code).toBe('ERR_CONNECTION')
+    expect(err.message).toMatch(expected)
+  })
+
+  it('a protocol error seen while connecting names the cause, though the last attempt was only a reset', () => {
+    const err = redisError('q', 'add', new Error('Reached the max retries per request limit'), new Error('Unknown RESP type H'))
+    expect(err.message).toMatch(/not as Redis does/)
+  })
 })

@@ -7,7 +7,7 @@
  * Passwords never appear in EchoMQ's messages (see redactUrl).
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
-import { EchoMQError } from '../errors.js'
+import { EchoMQError, NOT_REDIS } from '../errors.js'
 
 export type RedisClient = Redis | Cluster
 
@@ -127,7 +127,10 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
         new Cluster(parsed.nodes, { redisOptions: common } as ConstructorParameters<typeof Cluster>[1])
       : new Redis({ ...common, host: node?.host ?? '127.0.0.1', port: node?.port ?? 6379, db: parsed.db })
   // Failures reach callers as rejected commands; without a listener ioredis also prints each one.
-  client.on('error', (err: Error) => void lastErrors.set(client, err))
+  client.on('error', (err: Error) => {
+    // A server that is not Redis answers, then drops the line: keep the answer, which names the cause.
+    if (!NOT_REDIS.test(lastErrors.get(client)?.message ?? '')) lastErrors.set(client, err)
+  })
   client.on('ready', () => void lastErrors.delete(client))
   return { client, owned: true }
 }
