@@ -1,7 +1,7 @@
 /** Redis URLs: parsing and the password mask that every message uses. */
 import { describe, expect, it } from 'vitest'
-import { EchoMQError } from '../lib/index.js'
 import { redisError } from '../lib/errors.js'
+import { EchoMQError } from '../lib/index.js'
 import { parseRedisUrl, redactUrl } from '../lib/redis/connection.js'
 
 describe('redactUrl', () => {
