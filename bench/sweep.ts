@@ -34,6 +34,11 @@ import { type Ctx, median, ratio, sleep } from './util.js'
 
 const HEALTHY_LEASE_MS = 3_600_000
 const FLAT_ROUNDS = 21
+/**
+ * EchoMQ sweeps each scenario this many times (fresh stalled jobs each round, the same jobs in flight);
+ * the first sweep after the scripts are loaded runs cold, as a reaper's sweep a minute does not.
+ */
+const EMQ_ROUNDS = 3
 /** At the largest N and k: server time of both passes, and of any one call (µs). */
 const TARGET_TOTAL_US = 10_000
 const TARGET_CALL_US = 2_000
@@ -57,7 +62,16 @@ export interface PassResult {
 export interface SweepRow {
   n: number
   k: number
-  emq: { mark: PassResult; recover: PassResult; usec: number; maxCallUs: number; buildMs: number }
+  /** EchoMQ: the round with the median total of EMQ_ROUNDS; `totals` holds every round's. */
+  emq: {
+    mark: PassResult
+    recover: PassResult
+    usec: number
+    maxCallUs: number
+    slowlogMaxUs: number
+    buildMs: number
+    totals: number[]
+  }
   bull: { mark: PassResult; recover: PassResult; usec: number; maxCallUs: number; buildMs: number }
 }
 
@@ -115,12 +129,22 @@ async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['em
     const buildMs = Date.now() - t0
     await preloadScripts(client)
     const timer = timeEachCall(client, redis.meter, ['zrange', 'evalsha'], EMQ_TOP)
+    // Only EMQ_TOP's commands are timed: any other command the sweep sends would be server time uncounted.
+    const sent = new Set<string>()
+    const send = client.sendCommand.bind(client)
+    client.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+      sent.add(String(command.name).toLowerCase())
+      return (send as (...args: unknown[]) => unknown)(command, ...rest)
+    }) as typeof client.sendCommand
     const pass = (expect: 'marked' | 'recovered') =>
       measurePass(
         redis.meter,
         async () => {
           await timer.start()
+          sent.clear()
           const r = await sweep(client, queue, { prefix: EMQ_PREFIX, graceMs: 0 })
+          const untimed = [...sent].filter((name) => !EMQ_TOP.includes(name))
+          if (untimed.length > 0) throw new Error(`EchoMQ sweep sent commands the bench does not time: ${untimed.join(', ')}`)
           if (r[expect].length !== k || r.failed.length !== 0)
             throw new Error(
               `EchoMQ sweep ${n}/${k}: expected ${k} ${expect}, got ${JSON.stringify({ m: r.marked.length, r: r.recovered.length, f: r.failed.length })}`,
@@ -130,9 +154,30 @@ async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['em
         EMQ_TOP,
       )
     try {
-      const mark = await pass('marked')
-      const recover = await pass('recovered')
-      return { mark, recover, usec: mark.usec + recover.usec, maxCallUs: Math.max(mark.maxCallUs, recover.maxCallUs), buildMs }
+      const rounds: { mark: PassResult; recover: PassResult; usec: number }[] = []
+      let crashed = dead.map((h) => h.id)
+      for (let round = 0; round < EMQ_ROUNDS; round++) {
+        if (round > 0 && k > 0) {
+          // The next round's k stalled jobs: fresh ones, taken by a dead worker; the last round's leave.
+          await client.del(keys.wait)
+          for (let i = 0; i < crashed.length; i += 500) await client.del(...crashed.slice(i, i + 500).map((id) => keys.job(id)))
+          await emqAdd(client, queue, n + (round - 1) * k, n + round * k)
+          crashed = (await emqTake(client, queue, k, 1, 'dead-worker')).map((h) => h.id)
+          await waitExpired(
+            client,
+            crashed.map((id) => keys.lock(id)),
+          )
+        }
+        const mark = await pass('marked')
+        const recover = await pass('recovered')
+        rounds.push({ mark, recover, usec: mark.usec + recover.usec })
+      }
+      // The round with the median total stands for the scenario; the spread and the longest call are over all.
+      const sorted = [...rounds].sort((a, b) => a.usec - b.usec)
+      const mid = sorted[Math.floor(sorted.length / 2)] as (typeof rounds)[number]
+      const maxCallUs = Math.max(...rounds.flatMap((r) => [r.mark.maxCallUs, r.recover.maxCallUs]))
+      const slowlogMaxUs = Math.max(...rounds.flatMap((r) => [r.mark.slowlogMaxUs, r.recover.slowlogMaxUs]))
+      return { ...mid, maxCallUs, slowlogMaxUs, buildMs, totals: rounds.map((r) => r.usec) }
     } finally {
       timer.restore()
     }
@@ -239,8 +284,10 @@ export interface SweepResults {
 }
 
 export async function runSweep(ctx: Ctx): Promise<SweepResults> {
-  const sizes = ctx.quick ? [500, 5_000] : [1_000, 10_000, 100_000]
-  const stalls = ctx.quick ? [0, 10, 100] : [0, 10, 1_000]
+  // BENCH_SWEEP_LARGEST=1: only the largest scenario, on a server nothing else ran on (see the README).
+  const largestOnly = process.env.BENCH_SWEEP_LARGEST === '1' && !ctx.quick
+  const sizes = largestOnly ? [100_000] : ctx.quick ? [500, 5_000] : [1_000, 10_000, 100_000]
+  const stalls = largestOnly ? [1_000] : ctx.quick ? [0, 10, 100] : [0, 10, 1_000]
   const rows: SweepRow[] = []
   for (const n of sizes) {
     for (const k of stalls) {
@@ -263,7 +310,7 @@ export async function runSweep(ctx: Ctx): Promise<SweepResults> {
 
 export function sweepReport(r: SweepResults): string {
   const parts = [
-    'Sweep: server time per pass, µs (INFO commandstats: top-level EVALSHA/ZRANGE); pass 1 marks, pass 2 recovers; one run\n' +
+    `Sweep: server time per pass, µs (INFO commandstats: top-level EVALSHA/ZRANGE); pass 1 marks, pass 2 recovers; EchoMQ the median of ${EMQ_ROUNDS} rounds (total's min-max; longest call of all rounds), BullMQ one run\n` +
       table(
         [
           'N',
@@ -285,7 +332,7 @@ export function sweepReport(r: SweepResults): string {
           fmt(s.k),
           fmt(s.emq.mark.usec),
           fmt(s.emq.recover.usec),
-          fmt(s.emq.usec),
+          `${fmt(s.emq.usec)} (${fmt(Math.min(...s.emq.totals))}-${fmt(Math.max(...s.emq.totals))})`,
           fmt(s.emq.maxCallUs),
           `${s.emq.mark.calls}+${s.emq.recover.calls}`,
           fmt(s.bull.mark.usec),
@@ -318,7 +365,7 @@ export function sweepTargets(r: SweepResults): Target[] {
   if (big) {
     const rr = ratio(big.emq.usec, big.bull.usec)
     out.push({
-      name: `sweep N=${maxN} k=${maxK}: server time <= 1/20 of BullMQ (one run)`,
+      name: `sweep N=${maxN} k=${maxK}: server time <= 1/20 of BullMQ (EchoMQ median of ${EMQ_ROUNDS} rounds, BullMQ one run)`,
       pass: rr <= 0.05,
       figures: `${fmt(big.emq.usec)} vs ${fmt(big.bull.usec)} µs = ${x(rr)} (limit 0.05x)`,
     })
@@ -326,10 +373,10 @@ export function sweepTargets(r: SweepResults): Target[] {
       name: `sweep N=${maxN} k=${maxK}: server time over both passes (mark + recover) <= ${fmt(TARGET_TOTAL_US / 1000)} ms`,
       pass: big.emq.usec <= TARGET_TOTAL_US,
       figures:
-        `${fmt(big.emq.usec)} µs = mark ${fmt(big.emq.mark.usec)} (${big.emq.mark.calls} calls) + recover ${fmt(big.emq.recover.usec)} ` +
+        `median of ${EMQ_ROUNDS} rounds ${fmt(big.emq.usec)} µs (${big.emq.totals.map((t) => fmt(t)).join(', ')}) = mark ${fmt(big.emq.mark.usec)} (${big.emq.mark.calls} calls) + recover ${fmt(big.emq.recover.usec)} ` +
         `(${big.emq.recover.calls} calls); BullMQ ${fmt(big.bull.usec)} µs`,
     })
-    const slowest = Math.max(big.emq.mark.slowlogMaxUs, big.emq.recover.slowlogMaxUs)
+    const slowest = big.emq.slowlogMaxUs
     out.push({
       name: `sweep N=${maxN} k=${maxK}: no single call > ${fmt(TARGET_CALL_US / 1000)} ms`,
       pass: big.emq.maxCallUs <= TARGET_CALL_US && slowest <= TARGET_CALL_US,

@@ -28,7 +28,7 @@ import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from '
 import { type FinishedSet, type Probe, probe, probeRequeueMax, requeueExpired, sweepStep } from './redis/commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { dueDelayed, expiredLeases, leaseDeadlines, waitingSince } from './redis/queries.js'
+import { dueDelayed, waitingSince } from './redis/queries.js'
 import { trimFinished } from './retention.js'
 import { promoteDue } from './schedulers/iterations.js'
 
@@ -95,27 +95,26 @@ export async function sweepQueue(
   const trims = new Set<FinishedSet>()
   // The lease deadline of each job the deadline walk recovers: when its wait for a worker began.
   let earliestRecovered: number | undefined
-  const step = async (ids: string[], mode: 'deadline' | 'audit') => {
-    const deadlines = mode === 'deadline' ? await leaseDeadlines(client, keys, ids) : []
-    const reply = await sweepStep(client, keys, { graceMs, mode, ids })
-    for (const id of reply.recovered) {
-      const at = deadlines[ids.indexOf(id)]
-      if (at !== undefined) earliestRecovered = Math.min(at, earliestRecovered ?? at)
-    }
+  const step = async (ids: string[], mode: 'deadline' | 'audit', page?: { size: number; passed: number }) => {
+    const reply = await sweepStep(client, keys, { graceMs, mode, ids, ...(page ? { page } : {}) })
+    // Candidates come in deadline order: the first recovered of the walk waited longest.
+    const at = reply.firstRecoveredDeadline
+    if (at !== undefined) earliestRecovered = Math.min(at, earliestRecovered ?? at)
     for (const id of reply.marked) if (!result.marked.includes(id)) result.marked.push(id)
     result.recovered.push(...reply.recovered)
     result.failed.push(...reply.failed)
     if (reply.trimFailed) trims.add('failed')
     return reply
   }
+  // Each step returns the next page of expired leases; candidates that stay in place (marked, within
+  // grace) keep their rank, so the page starts past them.
   let ids = found.expired
-  let offset = 0
+  let passed = 0
   while (ids.length > 0) {
-    const { left, done } = await step(ids, 'deadline')
+    const { left, done, next } = await step(ids, 'deadline', { size: limit, passed })
     if (done || ids.length < limit) break
-    // Candidates that stay in place (marked, within grace) keep their rank; step past them.
-    offset += left
-    ids = await expiredLeases(client, keys, found.now, offset, limit)
+    passed += left
+    ids = next
   }
   if (found.audit.length > 0) await step(found.audit, 'audit')
   // Jobs this pass failed may take `failed` past its limits (the probe looked before): trim it exactly too.

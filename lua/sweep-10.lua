@@ -33,20 +33,27 @@
 
   ARGV[1] grace between mark and recovery (ms)
   ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
-  ARGV[3 + i] job id i
+  ARGV[3] next page: in the deadline walk, how many candidates to return for the next call when this one
+          had that many and did not reach a live deadline (0: none)
+  ARGV[4] candidates of the walk before this call that stay in place (marked, within grace): the next
+          page starts past them and this call's own
+  ARGV[5 + i] job id i
 
   Returns { marked ids, recovered ids, failed ids, number of candidates left in active in place, done
-  (1|0), trim (1 when `failed` is past its retention plus slack) } where done = 1 when a live deadline
-  was reached, so no later candidate can be stalled. A recovery emits `waiting` (prev `active`) then
-  `stalled`; a stall on the last attempt `failed` then `retries-exhausted` (useAttempt.lua).
+  (1|0), trim (1 when `failed` is past its retention plus slack), the next page of candidates, the lease
+  deadline of the first job recovered (false when none) } where done = 1 when a live deadline was
+  reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
+  the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
+  `waiting` (prev `active`) then `stalled`; a stall on the last attempt `failed` then `retries-exhausted`
+  (useAttempt.lua).
 ]]
 local rcall = redis.call
 local activeKey, stalledKey = KEYS[1], KEYS[2]
 local q = {
   wait = KEYS[3], failed = KEYS[4], marker = KEYS[5], meta = KEYS[6], events = KEYS[7], listened = KEYS[8], prioritized = KEYS[10],
 }
-local graceMs, audit = tonumber(ARGV[1]), ARGV[2] == 'audit'
-local n = #ARGV - 2
+local graceMs, audit, pageSize, passed = tonumber(ARGV[1]), ARGV[2] == 'audit', tonumber(ARGV[3]), tonumber(ARGV[4])
+local n = #ARGV - 4
 -- @include now
 -- @include events
 -- @include score
@@ -57,26 +64,31 @@ local n = #ARGV - 2
 
 local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
-local left, done, trim = 0, 0, 0
+local left, done, trim, firstDeadline = 0, 0, 0, false
 if n == 0 then
-  return { marked, recovered, failed, left, done, trim }
+  return { marked, recovered, failed, left, done, trim, {}, firstDeadline }
 end
--- Per job only what cannot be batched (its lease's TTL; for a recovery its hash, read once and written
--- once); the sets are read and written once per call. That keeps a recovery near five operations.
-local ids = { unpack(ARGV, 3) }
-local marks = rcall('ZMSCORE', stalledKey, unpack(ids))
+-- Per job only what cannot be batched (for a recovery its hash, read once and written once; a live
+-- lease's TTL); the sets and the leases are read and written once per call. Numbers written per job are
+-- made text once: Lua formats a number on every call that passes it.
+local ids = ARGV -- job id i is ids[4 + i]
+local marks = rcall('ZMSCORE', stalledKey, unpack(ARGV, 5))
 -- A marked job is in `active` (whatever takes a job out of `active` clears its mark in the same step) and
 -- past its deadline (its lease is gone): in the deadline walk only the unmarked ones' deadlines are read.
 local deadlines = {}
-if audit then
-  deadlines = rcall('ZMSCORE', activeKey, unpack(ids))
-else
+local markedCount = 0
+for i = 1, n do
+  if marks[i] then
+    markedCount = markedCount + 1
+  end
+end
+if audit or markedCount == 0 then
+  deadlines = rcall('ZMSCORE', activeKey, unpack(ARGV, 5))
+elseif markedCount < n then
   local unmarked, at = {}, {}
   for i = 1, n do
-    if marks[i] then
-      deadlines[i] = 0
-    else
-      unmarked[#unmarked + 1] = ids[i]
+    if not marks[i] then
+      unmarked[#unmarked + 1] = ids[4 + i]
       at[#unmarked] = i
     end
   end
@@ -87,11 +99,31 @@ else
     end
   end
 end
+-- The leases of the candidates to judge that are not marked, in one read: a PTTL follows only for a live
+-- one (to re-score it), which in the deadline walk is a lease renewed since its deadline was recorded.
+local lockAt, lockKeys = {}, {}
+for i = 1, n do
+  local deadline = deadlines[i] and tonumber(deadlines[i])
+  if deadline and not marks[i] then
+    if not audit and deadline > now then
+      break
+    end
+    if not (audit and deadline <= now) then
+      lockKeys[#lockKeys + 1] = KEYS[9 + 3 * i]
+      lockAt[i] = #lockKeys
+    end
+  end
+end
+local leases = #lockKeys > 0 and rcall('MGET', unpack(lockKeys)) or {}
 local gone, toWait = {}, {}
-local reasonPrefix = 'job stalled: lease expired (worker '
+local nowText = string.format('%d', now)
+-- One worker's crash stalls many jobs: their reason is made once.
+local reasons = {}
 for i = 0, n - 1 do
-  local id, deadline = ids[i + 1], deadlines[i + 1]
+  -- In the deadline walk a marked job's deadline is past (see above) and not read: 0 stands for it.
+  local id, deadline = ids[5 + i], (marks[i + 1] and not audit) and 0 or deadlines[i + 1]
   local jobKey, lockKey, logsKey = KEYS[11 + 3 * i], KEYS[12 + 3 * i], KEYS[13 + 3 * i]
+  local hasLease = lockAt[i + 1] and leases[lockAt[i + 1]]
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then
     if tonumber(deadline) > now and not audit then
@@ -102,7 +134,7 @@ for i = 0, n - 1 do
     -- (extend-2, reclaim-2) clears the mark in the same step, so a job still marked has had no lease
     -- since: only an unmarked candidate needs its lease looked at.
     local markedAt = marks[i + 1]
-    local ttl = markedAt and -2 or rcall('PTTL', lockKey)
+    local ttl = hasLease and rcall('PTTL', lockKey) or -2
     if ttl ~= -2 then
       -- The lease key is there: alive. Re-scored, it leaves the expired range (a key with no TTL, which
       -- EchoMQ never writes, stays where it is).
@@ -117,10 +149,18 @@ for i = 0, n - 1 do
     elseif now - tonumber(markedAt) < graceMs then
       left = left + 1
     else
+      if #gone == 0 and not audit then
+        firstDeadline = rcall('ZSCORE', activeKey, id)
+      end
       gone[#gone + 1] = id
       local f = rcall('HMGET', jobKey, 'workerName', 'attemptsMade', 'attempts', 'priority', 'token')
       local made = (tonumber(f[2]) or 0) + 1
-      local reason = reasonPrefix .. (f[1] or 'unknown') .. ')'
+      local worker = f[1] or 'unknown'
+      local reason = reasons[worker]
+      if not reason then
+        reason = 'job stalled: lease expired (worker ' .. worker .. ')'
+        reasons[worker] = reason
+      end
       -- The run's token, taken away: "~<token>" matches no run and no receipt, and keeps the start number.
       local takenAway = '~' .. (f[5] or ':0')
       if made >= (tonumber(f[3]) or DEFAULT_ATTEMPTS) then
@@ -135,7 +175,7 @@ for i = 0, n - 1 do
       else
         -- Back in line, served next (useAttempt's retry without a backoff, done here in one write).
         local priority = tonumber(f[4]) or 0
-        rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', now, 'lastError', reason,
+        rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', nowText, 'lastError', reason,
           'attemptsMade', made, 'token', takenAway)
         if priority > 0 then
           rcall('ZADD', q.prioritized, prioritizedScore(q, priority, true), id)
@@ -154,7 +194,7 @@ end
 if #marked > 0 then
   local members = {}
   for i, id in ipairs(marked) do
-    members[2 * i - 1], members[2 * i] = now, id
+    members[2 * i - 1], members[2 * i] = nowText, id
   end
   rcall('ZADD', stalledKey, unpack(members))
 end
@@ -169,4 +209,8 @@ end
 if #recovered > 0 then
   rcall('ZADD', q.marker, 0, '0')
 end
-return { marked, recovered, failed, left, done, trim }
+local page = {}
+if pageSize > 0 and done == 0 and n >= pageSize then
+  page = rcall('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', passed + left, pageSize)
+end
+return { marked, recovered, failed, left, done, trim, page, firstDeadline }

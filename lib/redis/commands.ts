@@ -581,6 +581,8 @@ export interface SweepStepRequest {
   /** `deadline`: candidates in lease-deadline order, a live deadline ends the step; `audit`: any window. */
   mode: 'deadline' | 'audit'
   ids: string[]
+  /** In the deadline walk: the next page's size (0: none), and the candidates before this step left in place. */
+  page?: { size: number; passed: number }
 }
 
 export interface SweepStepResult {
@@ -593,11 +595,19 @@ export interface SweepStepResult {
   done: boolean
   /** `failed` is past its retention plus slack. */
   trimFailed: boolean
+  /** The walk's next candidates, when a page was asked for and this step neither was short nor reached a live deadline. */
+  next: string[]
+  /** The lease deadline (ms) of the first job this step recovered in the deadline walk. */
+  firstRecoveredDeadline: number | undefined
 }
 
 /** One bounded step of the two-phase sweep over the given candidates. */
-export async function sweepStep(client: RedisClient, keys: QueueKeys, { graceMs, mode, ids }: SweepStepRequest): Promise<SweepStepResult> {
-  const [marked, recovered, failed, left, done, trim] = (await evalScript(
+export async function sweepStep(
+  client: RedisClient,
+  keys: QueueKeys,
+  { graceMs, mode, ids, page = { size: 0, passed: 0 } }: SweepStepRequest,
+): Promise<SweepStepResult> {
+  const [marked, recovered, failed, left, done, trim, next, first] = (await evalScript(
     client,
     SCRIPT_FILES.sweepStep,
     [
@@ -611,9 +621,18 @@ export async function sweepStep(client: RedisClient, keys: QueueKeys, { graceMs,
       keys.prioritized,
       ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ],
-    [graceMs, mode, ...ids],
-  )) as [string[], string[], string[], number, number, number]
-  return { marked, recovered, failed, left, done: done === 1, trimFailed: trim === 1 }
+    [graceMs, mode, page.size, page.passed, ...ids],
+  )) as [string[], string[], string[], number, number, number, string[], string | null]
+  return {
+    marked,
+    recovered,
+    failed,
+    left,
+    done: done === 1,
+    trimFailed: trim === 1,
+    next,
+    firstRecoveredDeadline: first === null ? undefined : Number(first),
+  }
 }
 
 export interface Promoted extends NextDue {

@@ -115,17 +115,6 @@ export function failedUpTo(client: RedisClient, keys: QueueKeys, maxScore: numbe
   return client.zrangebyscore(keys.failed, '-inf', String(maxScore), 'LIMIT', skip, n)
 }
 
-/** In-flight ids whose recorded lease deadline is at or before `now`, from rank `offset`. */
-export function expiredLeases(client: RedisClient, keys: QueueKeys, now: number, offset: number, limit: number): Promise<string[]> {
-  return client.zrangebyscore(keys.active, '-inf', now, 'LIMIT', offset, limit)
-}
-
-/** The recorded lease deadline (ms) of each in-flight id, in order; undefined for an id not in flight. */
-export async function leaseDeadlines(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<(number | undefined)[]> {
-  if (ids.length === 0) return []
-  return (await client.zmscore(keys.active, ...ids)).map((score) => (score === null ? undefined : Number(score)))
-}
-
 /**
  * Acknowledges `n` jobs counted in `failedNew` (jobs that entered `failed`, see lua/includes/useAttempt.lua):
  * the reaper calls it once it has published them, so a count leaves Redis only once it is published.
