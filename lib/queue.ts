@@ -585,21 +585,30 @@ export class Queue<Data = unknown> {
     })
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    let fail: () => void = () => undefined
-    const closed = new Promise<never>((_, reject) => {
-      fail = () => reject(new EchoMQError('ERR_CLOSED', `${what} ${this.name}: the queue was closed before Redis answered`))
+  /** Runs `fn`, failing with ERR_CLOSED if the queue closes first (one promise per call: every add takes this path). */
+  private call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const fail = () => reject(new EchoMQError('ERR_CLOSED', `${what} ${this.name}: the queue was closed before Redis answered`))
+      this.waiting.add(fail)
+      let running: Promise<T>
+      try {
+        running = fn()
+      } catch (err) {
+        running = Promise.reject(err)
+      }
+      running.then(
+        (value) => {
+          this.waiting.delete(fail)
+          resolve(value)
+        },
+        (err: unknown) => {
+          this.waiting.delete(fail)
+          const failure = redisError(this.name, what, err, lastConnectionError(this.client))
+          if (failure.code === 'ERR_CONNECTION' && this.where) failure.message += ` (${this.where})`
+          reject(failure)
+        },
+      )
     })
-    this.waiting.add(fail)
-    try {
-      return await Promise.race([fn(), closed])
-    } catch (err) {
-      const failure = redisError(this.name, what, err, lastConnectionError(this.client))
-      if (failure.code === 'ERR_CONNECTION' && this.where) failure.message += ` (${this.where})`
-      throw failure
-    } finally {
-      this.waiting.delete(fail)
-    }
   }
 
   private assertOpen(): void {

@@ -22,16 +22,18 @@ export { addToRegistry as registerQueue, registryMembers as registeredQueues } f
  */
 export function registration(client: RedisClient, prefix: string, queue: string, now: () => number): () => Promise<unknown> {
   let due = Number.NEGATIVE_INFINITY
-  return async () => {
+  // Called on every add: between refreshes it returns at once, with no promise of its own.
+  const fresh = Promise.resolve(undefined)
+  return () => {
     const at = now()
-    if (at < due) return undefined
+    if (at < due) return fresh
     due = at + REGISTRATION_REFRESH_MS
-    try {
-      await addToRegistry(client, prefix, queue)
-      return undefined
-    } catch (err) {
-      due = at + RETRY_AFTER_MS
-      return err
-    }
+    return addToRegistry(client, prefix, queue).then(
+      () => undefined,
+      (err: unknown) => {
+        due = at + RETRY_AFTER_MS
+        return err
+      },
+    )
   }
 }

@@ -13,9 +13,9 @@
   KEYS[7] prioritized  ZSET   <prefix>:{q}:prioritized (id -> priority * 2^32 + counter)
   KEYS[7 + i]          HASH   job i (i = 1 .. n)
 
-  ARGV[1] fields per job (F)
+  ARGV[1] fields per job (F): 12, or 3 when every job of the call has the default options
   ARGV[2 + F(i-1) .. 1 + F i], for job i:
-    id; name; data (JSON text); attempts (total starts allowed); delay (ms; 0 for none); backoff
+    id; name; data (JSON text); then, when F is 12: attempts (total starts allowed); delay (ms; 0 for none); backoff
     ("<type>,<delay>,<maxDelay>,<jitter>" or "", see backoff.lua); retention in `completed` ("<count>,<ageMs>",
     "0" to remove at once, "" to keep all); retention in `failed`, the same way; keepLogs (lines; "" for all);
     priority (0: none, else 1 = highest .. 2^21 - 1); lifo ("1": to the front of `wait`, else "");
@@ -37,32 +37,39 @@ local F = tonumber(ARGV[1])
 -- @include enter
 
 local now = nowMs()
+-- Formatted once: Lua formats a number each time it passes one to Redis.
+local nowText = string.format('%d', now)
 local added = {}
+local short = F == 3
 for i = 1, #KEYS - 7 do
   local a = 1 + F * (i - 1)
   local jobKey = KEYS[7 + i]
-  local id, name, data, attempts = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local delayMs, backoff, keep, keepFailed, keepLogs = tonumber(ARGV[a + 5]), ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9]
-  local priority, lifo, stackTraceLimit = tonumber(ARGV[a + 10]), ARGV[a + 11] == '1', ARGV[a + 12]
+  local id, name, data = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local delayMs, priority, lifo = 0, 0, false
+  if not short then
+    delayMs, priority, lifo = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 10]), ARGV[a + 11] == '1'
+  end
   if rcall('EXISTS', jobKey) == 1 then
     added[i] = 0
     emit(q, 'duplicated', 'jobId', id)
   else
     added[i] = 1
-    local fields = { 'name', name, 'data', data, 'createdOn', now }
-    local function put(field, value, default)
-      if value ~= default then
-        fields[#fields + 1] = field
-        fields[#fields + 1] = value
+    local fields = { 'name', name, 'data', data, 'createdOn', nowText }
+    if not short then
+      local function put(field, value, default)
+        if value ~= default then
+          fields[#fields + 1] = field
+          fields[#fields + 1] = value
+        end
       end
+      put('attempts', tonumber(ARGV[a + 4]), DEFAULT_ATTEMPTS)
+      put('backoff', ARGV[a + 6], '')
+      put('keep', ARGV[a + 7], DEFAULT_KEEP.completed)
+      put('keepFailed', ARGV[a + 8], DEFAULT_KEEP.failed)
+      put('keepLogs', ARGV[a + 9], '')
+      put('priority', priority, 0)
+      put('stackTraceLimit', tonumber(ARGV[a + 12]) or DEFAULT_STACK_TRACE_LIMIT, DEFAULT_STACK_TRACE_LIMIT)
     end
-    put('attempts', tonumber(attempts), DEFAULT_ATTEMPTS)
-    put('backoff', backoff, '')
-    put('keep', keep, DEFAULT_KEEP.completed)
-    put('keepFailed', keepFailed, DEFAULT_KEEP.failed)
-    put('keepLogs', keepLogs, '')
-    put('priority', priority, 0)
-    put('stackTraceLimit', tonumber(stackTraceLimit) or DEFAULT_STACK_TRACE_LIMIT, DEFAULT_STACK_TRACE_LIMIT)
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)
     if delayMs > 0 then

@@ -103,6 +103,19 @@ describe('what a job stores', () => {
     expect((await fx.queue.getJob('other'))?.opts).toMatchObject({ attempts: 4, removeOnComplete: 5, stackTraceLimit: 2 })
   })
 
+  it('a bulk mixing default jobs with one that has options stores each as added alone would', async () => {
+    await fx.queue.addBulk([
+      { name: 'x', data: { n: 1 }, opts: { jobId: 'plain' } },
+      { name: 'x', data: { n: 2 }, opts: { jobId: 'tuned', attempts: 7, priority: 2, lifo: false } },
+      { name: 'x', data: { n: 3 }, opts: { jobId: 'plain2' } },
+    ])
+    expect(await fields('plain')).toEqual(['createdOn', 'data', 'name', 'state'])
+    expect(await fields('plain2')).toEqual(['createdOn', 'data', 'name', 'state'])
+    expect(await fields('tuned')).toEqual(['attempts', 'createdOn', 'data', 'name', 'priority', 'state'])
+    expect(await fx.queue.getJob('tuned')).toMatchObject({ attempts: 7, priority: 2, state: 'prioritized', data: { n: 2 } })
+    expect(await fx.queue.getJob('plain2')).toMatchObject({ attempts: 3, state: 'wait', data: { n: 3 } })
+  })
+
   it("a waiting job's wait starts at createdOn until it re-enters the line (the reaper's oldest-wait age)", async () => {
     const job = await fx.queue.add('x', {}, { jobId: 'old', backoff: 60_000 })
     expect(await fields('old')).not.toContain('waitingSince')

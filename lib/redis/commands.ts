@@ -9,6 +9,7 @@
 import { EchoMQError } from '../errors.js'
 import { type JobFields, type JobState, jobFromFields, type QueueCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
+import { hasDefaultOptions } from './encoding.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
 
@@ -167,6 +168,14 @@ const jobArgs = (j: NewJob) => [
   j.stackTraceLimit,
 ]
 const ADD_FIELDS = 12
+/** A call whose jobs all have the default options sends only their id, name and data (add-7.lua). */
+const shortArgs = (j: NewJob) => [j.id, j.name, j.data]
+const ADD_FIELDS_SHORT = 3
+
+/** add-7.lua's arguments: the short form when every job has the default options (most producers' adds). */
+function addArgs(jobs: NewJob[]): (string | number)[] {
+  return jobs.every(hasDefaultOptions) ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)] : [ADD_FIELDS, ...jobs.flatMap(jobArgs)]
+}
 
 /**
  * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
@@ -177,7 +186,7 @@ export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]):
     client,
     SCRIPT_FILES.add,
     [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))],
-    [ADD_FIELDS, ...jobs.flatMap(jobArgs)],
+    addArgs(jobs),
   )) as [number, number[]]
   return { createdOn, added: added.map((a) => a === 1) }
 }
@@ -194,7 +203,7 @@ export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob
   const tx = client.multi()
   for (const jobs of calls) {
     const k = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))]
-    tx.eval(script.lua, k.length, ...k, ADD_FIELDS, ...jobs.flatMap(jobArgs))
+    tx.eval(script.lua, k.length, ...k, ...addArgs(jobs))
   }
   let replies: [Error | null, unknown][] | null
   try {

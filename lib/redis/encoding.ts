@@ -51,6 +51,34 @@ export function decodeKeep(text: string): Retention {
 /** The most stack traces kept per job when `stackTraceLimit` is not given. */
 export const STACK_TRACE_LIMIT_DEFAULT = defaults.stackTraceLimit
 
+/** True when every option of a new job is the default (its hash holds no field for any of them). */
+export function hasDefaultOptions(j: {
+  attempts: number
+  delayMs: number
+  backoff: string
+  keep: string
+  keepFailed: string
+  keepLogs: number | undefined
+  priority: number
+  lifo: boolean
+  stackTraceLimit: number
+}): boolean {
+  return (
+    j.attempts === defaults.attempts &&
+    j.delayMs === 0 &&
+    j.backoff === '' &&
+    j.keep === DEFAULT_KEEP &&
+    j.keepFailed === DEFAULT_KEEP_FAILED &&
+    j.keepLogs === undefined &&
+    j.priority === 0 &&
+    !j.lifo &&
+    j.stackTraceLimit === defaults.stackTraceLimit
+  )
+}
+
+const DEFAULT_KEEP = encodeKeep(defaults.removeOnComplete)
+const DEFAULT_KEEP_FAILED = encodeKeep(defaults.removeOnFail)
+
 /** The defaults as Lua constants: what a field absent from a job hash means. */
 export function luaDefaults(): string {
   const keep = encodeKeep(defaults.removeOnComplete)
