@@ -310,7 +310,8 @@ export async function runSweep(ctx: Ctx): Promise<SweepResults> {
 
 export function sweepReport(r: SweepResults): string {
   const parts = [
-    `Sweep: server time per pass, µs (INFO commandstats: top-level EVALSHA/ZRANGE); pass 1 marks, pass 2 recovers; EchoMQ the median of ${EMQ_ROUNDS} rounds (total's min-max; longest call of all rounds), BullMQ one run\n` +
+    'Sweep: server time per pass, µs (INFO commandstats: top-level EVALSHA/ZRANGE); pass 1 marks, pass 2 recovers; ' +
+      `EchoMQ the median of ${EMQ_ROUNDS} rounds (total's min-max; longest call of all rounds), BullMQ one run\n` +
       table(
         [
           'N',
@@ -373,7 +374,8 @@ export function sweepTargets(r: SweepResults): Target[] {
       name: `sweep N=${maxN} k=${maxK}: server time over both passes (mark + recover) <= ${fmt(TARGET_TOTAL_US / 1000)} ms`,
       pass: big.emq.usec <= TARGET_TOTAL_US,
       figures:
-        `median of ${EMQ_ROUNDS} rounds ${fmt(big.emq.usec)} µs (${big.emq.totals.map((t) => fmt(t)).join(', ')}) = mark ${fmt(big.emq.mark.usec)} (${big.emq.mark.calls} calls) + recover ${fmt(big.emq.recover.usec)} ` +
+        `median of ${EMQ_ROUNDS} rounds ${fmt(big.emq.usec)} µs (${big.emq.totals.map((t) => fmt(t)).join(', ')}) = ` +
+        `mark ${fmt(big.emq.mark.usec)} (${big.emq.mark.calls} calls) + recover ${fmt(big.emq.recover.usec)} ` +
         `(${big.emq.recover.calls} calls); BullMQ ${fmt(big.bull.usec)} µs`,
     })
     const slowest = big.emq.slowlogMaxUs
