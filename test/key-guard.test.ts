@@ -376,7 +376,9 @@ describe('the guard fires', () => {
       ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ]
 
-    const err = await redis.client.eval(keyGuard(modified), stepKeys.length, ...stepKeys, 0, 'deadline', 0, 0, ...ids).catch((e: unknown) => e)
+    const err = await redis.client
+      .eval(keyGuard(modified), stepKeys.length, ...stepKeys, 0, 'deadline', 0, 0, ...ids)
+      .catch((e: unknown) => e)
 
     expect((err as Error).message).toMatch(/EMQGUARD ZADD touches key emq:\{q\}:stalled-elsewhere/)
     expect(await redis.client.exists('emq:{q}:stalled-elsewhere', keys.stalled)).toBe(0)
