@@ -53,10 +53,29 @@ export interface Command {
   parse(args: string[]): { help: true } | { help: false; run(): Promise<void> }
 }
 
+/**
+ * `--grace -5`: parseArgs takes "-5" for a flag and calls the option ambiguous; joined to its option
+ * (`--grace=-5`), the value reaches the command's own check, which says what it expects.
+ */
+function joinNegativeValues(args: string[], options: OptionSpecs): string[] {
+  const out: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string
+    const next = args[i + 1]
+    if (arg === '--') return [...out, ...args.slice(i)]
+    if (arg.startsWith('--') && options[arg.slice(2)]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`)
+      i++
+    } else out.push(arg)
+  }
+  return out
+}
+
 /** Parses with COMMON and the command's own options; a parse error is a usage error. */
 function parse<O extends OptionSpecs>(args: string[], options: O): ReturnType<typeof parseArgs<ParseConfig<O>>> {
+  const all = { ...COMMON, ...options }
   try {
-    return parseArgs({ args, options: { ...COMMON, ...options }, allowPositionals: true, strict: true })
+    return parseArgs({ args: joinNegativeValues(args, all), options: all, allowPositionals: true, strict: true })
   } catch (err) {
     throw new CliError(messageOf(err), true)
   }

@@ -104,10 +104,11 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare dueAt?: number
   declare workerName?: string
   declare retried?: number
-  declare priority?: number
   declare repeatJobKey?: string
   declare opts?: StoredJobOptions
   progress: unknown = 0
+  /** 0 for none (BullMQ's default too). */
+  priority = 0
   stacktrace: string[] = []
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */

@@ -419,8 +419,16 @@ export class Queue<Data = unknown> {
       if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected force to be true or false, got: ${describe(v)}`)
       return v
     })
-    await this.pause()
-    await this.call('obliterate queue', () => obliterateQueue(this.client, this.keys, this.settings.prefix, this.name, force))
+    // Paused first, as BullMQ does, so no worker takes a job meanwhile; a refused call (jobs in flight,
+    // not forced) leaves the queue as it found it.
+    const wasPaused = await this.isPaused()
+    if (!wasPaused) await this.pause()
+    try {
+      await this.call('obliterate queue', () => obliterateQueue(this.client, this.keys, this.settings.prefix, this.name, force))
+    } catch (err) {
+      if (!wasPaused && err instanceof EchoMQError && err.code === 'ERR_QUEUE_ACTIVE') await this.resume()
+      throw err
+    }
   }
 
   /**

@@ -14,7 +14,8 @@
   KEYS[8]  meta       HASH   <prefix>:{q}:meta
   KEYS[9]  reserved   ZSET   <prefix>:{q}:reserved
   KEYS[10] events     STREAM <prefix>:{q}:events
-  KEYS[11] listened   STRING <prefix>:{q}:listened
+  KEYS[11] listened   STRING <prefix>:{q}:listened (not deleted: it is a live QueueEvents' presence, which
+                             must go on hearing the queue's events; it expires by itself)
   KEYS[12] metrics    HASH   <prefix>:{q}:metrics
   KEYS[13] prioritized     ZSET   <prefix>:{q}:prioritized
   KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores
@@ -46,8 +47,8 @@ if mode == 'keys' then
   if sizes > 0 then
     return { 'more', sizes }
   end
-  rcall('UNLINK', waitKey, activeKey, stalledKey, delayedKey, completedKey, failedKey, KEYS[7], KEYS[8], reservedKey, KEYS[10], KEYS[11],
-    KEYS[12], KEYS[13], KEYS[14], KEYS[15])
+  rcall('UNLINK', waitKey, activeKey, stalledKey, delayedKey, completedKey, failedKey, KEYS[7], KEYS[8], reservedKey, KEYS[10], KEYS[12],
+    KEYS[13], KEYS[14], KEYS[15])
   return { 'done', 0 }
 end
 

@@ -116,6 +116,10 @@ describe('drain, clean, obliterate', () => {
 
     await expect(fx.queue.obliterate()).rejects.toMatchObject({ code: 'ERR_QUEUE_ACTIVE' })
     expect(await keysOfQueue()).toEqual(expect.arrayContaining(before))
+    // Refused, it leaves the queue as it found it: not paused (BullMQ's stays paused), or still paused.
+    expect(await fx.queue.isPaused()).toBe(false)
+    await fx.queue.pause()
+    await expect(fx.queue.obliterate()).rejects.toMatchObject({ code: 'ERR_QUEUE_ACTIVE' })
     expect(await fx.queue.isPaused()).toBe(true)
 
     await fx.queue.obliterate({ force: true })

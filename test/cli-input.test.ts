@@ -71,6 +71,16 @@ describe('typed flags', () => {
     expect(calls.map((c) => c.positionals)).toEqual([['emails'], []])
   })
 
+  it('a negative number after a string flag is its value (for the command to check), not a flag', async () => {
+    const { cmd, calls } = recorder(2)
+    await runs(cmd, ['--every', '-5', '--queue', '-1x', 'pos', '--', '-3'])
+    expect(calls.map((c) => c.values.every)).toEqual(['-5'])
+    expect(calls.map((c) => c.values.queue)).toEqual([['-1x']])
+    expect(calls.map((c) => c.positionals)).toEqual([['pos', '-3']])
+    // A boolean flag takes no value: "-5" after it is still refused.
+    expect(usageError(() => cmd.parse(['--all', '-5'])).message).toMatch(/-5/)
+  })
+
   it('--help asks for help and runs nothing, whatever else is missing', () => {
     const { cmd, calls } = recorder()
     expect(cmd.parse(['--help', 'extra']).help).toBe(true)

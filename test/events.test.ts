@@ -196,6 +196,15 @@ describe('job.waitUntilFinished', () => {
     expect(err).toMatchObject({ code: 'ERR_JOB_FAILED', message: 'it broke' })
   })
 
+  it('a listener goes on hearing the queue after obliterate (its presence is not the queue data obliterate deletes)', async () => {
+    const events = await listen()
+    await fx.queue.add('x', {})
+    await fx.queue.obliterate({ force: true })
+    fx.worker(() => 'after')
+    const job = await fx.queue.add('x', {})
+    await expect(job.waitUntilFinished(events, 5_000)).resolves.toBe('after')
+  })
+
   it('answers at once for a job that finished before the call, from add, getJob and addBulk jobs alike', async () => {
     const events = await listen()
     const w = fx.worker(() => 'done')

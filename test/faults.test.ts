@@ -188,6 +188,23 @@ describe('Redis unreachable from a Queue or a Worker', () => {
     expect((cli as { stderr: string }).stderr).toMatch(/(not as Redis does|dropped the connection).*check the host and port/)
   })
 
+  it('a database the server does not have (/99 of 16) fails every call with ERR_CONNECTION naming it; nothing lands in database 0', async () => {
+    const queue = new Queue('q', { connection: `${redis.url}/99` })
+    closing.push(() => queue.close())
+    for (const call of [() => queue.add('job', {}), () => queue.counts()]) {
+      const err = (await call().catch((e: unknown) => e)) as EchoMQError
+      expect(err.code).toBe('ERR_CONNECTION')
+      expect(err.message).toMatch(/DB index is out of range/)
+    }
+    expect(await redis.client.dbsize()).toBe(0)
+  })
+
+  it('a port outside 1-65535 is refused when the Queue is made, before any connection', () => {
+    expect(() => new Queue('q', { connection: 'redis://127.0.0.1:99999' })).toThrow(
+      expect.objectContaining({ code: 'ERR_CONNECTION', message: expect.stringMatching(/port 99999 .* outside 1-65535/) }),
+    )
+  })
+
   it('close() fails the calls still waiting for Redis with ERR_CLOSED instead of leaving them unsettled', async () => {
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${await freePort()}` })
     const pending = queue.add('job', {}).catch((e: unknown) => e)

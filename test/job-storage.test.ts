@@ -91,7 +91,7 @@ describe('what a job stores', () => {
       'workerName',
     ])
     const job = (await fx.queue.getJob('w')) as Job
-    expect(job).toMatchObject({ attempts: 3, attemptsMade: 1, attemptsStarted: 1, returnValue: 'done', stacktrace: [] })
+    expect(job).toMatchObject({ attempts: 3, attemptsMade: 1, attemptsStarted: 1, returnValue: 'done', stacktrace: [], priority: 0 })
     expect(job.createdOn).toBeGreaterThan(0)
   })
 

@@ -192,8 +192,8 @@ interface UrlOrigin {
 }
 
 /**
- * The URL and cluster settings, checked before any connection: a port outside 1-65535 is a configuration
- * error here, not a connection failure later. A secret's value is never quoted back, even masked: it may
+ * The URL and cluster settings, checked before any connection (parseRedisUrl refuses a port outside
+ * 1-65535): a configuration error here, not a connection failure later. A secret's value is never quoted back, even masked: it may
  * not be a URL at all.
  */
 function redisSettings(source: Source, url: UrlOrigin, secret = false): Pick<ReaperConfig, 'redisUrl' | 'cluster'> {
@@ -209,8 +209,6 @@ function redisSettings(source: Source, url: UrlOrigin, secret = false): Pick<Rea
     fail((err as Error).message)
   }
   const nodes = parsed?.nodes ?? []
-  const badPort = nodes.find((n) => !Number.isInteger(n.port) || n.port < 1 || n.port > 65_535)
-  if (badPort) fail(`port ${badPort.port} of host ${JSON.stringify(badPort.host)} is outside 1-65535`)
   const cluster = source.flag('cluster', 'REDIS_CLUSTER', false)
   if (nodes.length > 1 && !cluster && !parsed?.cluster) {
     fail(`names ${nodes.length} hosts; several hosts are cluster seeds (set REDIS_CLUSTER=true or use redis+cluster://)`)

@@ -85,7 +85,10 @@ export function parseRedisUrl(url: string): ParsedUrl {
   const nodes = hostPart.split(',').map((hp) => {
     const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hp)
     if (!m?.[1]) throw new EchoMQError('ERR_CONNECTION', `bad host in Redis URL ${JSON.stringify(redactUrl(url))}`)
-    return { host: m[1].replace(/^\[|\]$/g, ''), port: m[2] ? Number(m[2]) : 6379 }
+    const port = m[2] ? Number(m[2]) : 6379
+    if (port < 1 || port > 65_535)
+      throw new EchoMQError('ERR_CONNECTION', `port ${port} in Redis URL ${JSON.stringify(redactUrl(url))} is outside 1-65535`)
+    return { host: m[1].replace(/^\[|\]$/g, ''), port }
   })
   const db = dbPart.split('?')[0] ?? ''
   if (db !== '' && !/^\d+$/.test(db))
@@ -130,6 +133,10 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
   client.on('error', (err: Error) => {
     // A server that is not Redis answers, then drops the line: keep the answer, which names the cause.
     if (!NOT_REDIS.test(lastErrors.get(client)?.message ?? '')) lastErrors.set(client, err)
+    // ioredis reports a refused SELECT (a database the server does not have) as an error event and goes
+    // on in database 0. This comes before the connection is ready, so closing here means no command
+    // runs in the wrong database: each one fails, naming this error.
+    if (/DB index is out of range|invalid DB index/i.test(err.message)) client.disconnect()
   })
   client.on('ready', () => void lastErrors.delete(client))
   return { client, owned: true }
