@@ -17,6 +17,7 @@ import { sweep } from '../lib/index.js'
 import { preloadScripts } from '../lib/redis/commands.js'
 import { queueKeys } from '../lib/redis/keys.js'
 import { bullActive, bullKey, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
+import { SentCommands } from './count.js'
 import { fmt, type Target, table, x } from './format.js'
 import {
   type CmdStats,
@@ -76,6 +77,7 @@ export interface SweepRow {
 }
 
 const EMQ_TOP = ['zrange', ...SCRIPT_CMDS]
+const SWEEP_LABEL = 'emq-sweep'
 
 async function measurePass(
   meter: Redis,
@@ -130,20 +132,16 @@ async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['em
     await preloadScripts(client)
     const timer = timeEachCall(client, redis.meter, ['zrange', 'evalsha'], EMQ_TOP)
     // Only EMQ_TOP's commands are timed: any other command the sweep sends would be server time uncounted.
-    const sent = new Set<string>()
-    const send = client.sendCommand.bind(client)
-    client.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
-      sent.add(String(command.name).toLowerCase())
-      return (send as (...args: unknown[]) => unknown)(command, ...rest)
-    }) as typeof client.sendCommand
+    const counter = new SentCommands().install()
+    counter.label(client, SWEEP_LABEL)
     const pass = (expect: 'marked' | 'recovered') =>
       measurePass(
         redis.meter,
         async () => {
           await timer.start()
-          sent.clear()
+          counter.reset()
           const r = await sweep(client, queue, { prefix: EMQ_PREFIX, graceMs: 0 })
-          const untimed = [...sent].filter((name) => !EMQ_TOP.includes(name))
+          const untimed = Object.keys(counter.sent(SWEEP_LABEL)).filter((name) => !EMQ_TOP.includes(name))
           if (untimed.length > 0) throw new Error(`EchoMQ sweep sent commands the bench does not time: ${untimed.join(', ')}`)
           if (r[expect].length !== k || r.failed.length !== 0)
             throw new Error(
@@ -180,6 +178,7 @@ async function emqScenario(ctx: Ctx, n: number, k: number): Promise<SweepRow['em
       return { ...mid, maxCallUs, slowlogMaxUs, buildMs, totals: rounds.map((r) => r.usec) }
     } finally {
       timer.restore()
+      counter.uninstall()
     }
   } finally {
     client.disconnect()

@@ -421,12 +421,11 @@ export class Queue<Data = unknown> {
     })
     // Paused first, as BullMQ does, so no worker takes a job meanwhile; a refused call (jobs in flight,
     // not forced) leaves the queue as it found it.
-    const wasPaused = await this.isPaused()
-    if (!wasPaused) await this.pause()
+    const pausedHere = await this.call('pause queue', () => commands.setPaused(this.client, this.keys, true))
     try {
       await this.call('obliterate queue', () => obliterateQueue(this.client, this.keys, this.settings.prefix, this.name, force))
     } catch (err) {
-      if (!wasPaused && err instanceof EchoMQError && err.code === 'ERR_QUEUE_ACTIVE') await this.resume()
+      if (pausedHere && err instanceof EchoMQError && err.code === 'ERR_QUEUE_ACTIVE') await this.resume()
       throw err
     }
   }

@@ -93,10 +93,10 @@ export async function sweepQueue(
   for (let n = found.unreserved; n === share; ) n = await requeueExpired(client, keys, share)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
   const trims = new Set<FinishedSet>()
-  // The lease deadline of each job the deadline walk recovers: when its wait for a worker began.
+  // The earliest lease deadline of a job the deadline walk recovers: when its wait for a worker began.
   let earliestRecovered: number | undefined
-  const step = async (ids: string[], mode: 'deadline' | 'audit', page?: { size: number; passed: number }) => {
-    const reply = await sweepStep(client, keys, { graceMs, mode, ids, ...(page ? { page } : {}) })
+  const step = async (ids: string[], mode: 'deadline' | 'audit', page = { size: 0, passed: 0 }) => {
+    const reply = await sweepStep(client, keys, { graceMs, mode, ids, page })
     // Candidates come in deadline order: the first recovered of the walk waited longest.
     const at = reply.firstRecoveredDeadline
     if (at !== undefined) earliestRecovered = Math.min(at, earliestRecovered ?? at)

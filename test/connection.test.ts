@@ -64,7 +64,7 @@ describe('redisError: what a connection failure says about the server', () => {
     expect(err.message).toMatch(expected)
   })
 
-  it('a protocol error seen while connecting names the cause, though the last attempt was only a reset', () => {
+  it("the connection error kept from connecting (a protocol error) is named beside the command's own failure", () => {
     const err = redisError('q', 'add', new Error('Reached the max retries per request limit'), new Error('Unknown RESP type H'))
     expect(err.message).toMatch(/not as Redis does/)
   })

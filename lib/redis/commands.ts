@@ -9,7 +9,7 @@
 import { EchoMQError } from '../errors.js'
 import { type JobFields, type JobState, jobFromFields, type QueueCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { hasDefaultOptions } from './encoding.js'
+import { JOB_DEFAULTS } from './encoding.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
 
@@ -168,6 +168,21 @@ const jobArgs = (j: NewJob) => [
   j.stackTraceLimit,
 ]
 const ADD_FIELDS = 12
+/** True when every option of a new job is the default: its hash then holds no field for any of them. */
+function hasDefaultOptions(j: NewJob): boolean {
+  return (
+    j.attempts === JOB_DEFAULTS.attempts &&
+    j.delayMs === 0 &&
+    j.backoff === '' &&
+    j.keep === JOB_DEFAULTS.keep &&
+    j.keepFailed === JOB_DEFAULTS.keepFailed &&
+    j.keepLogs === undefined &&
+    j.priority === 0 &&
+    !j.lifo &&
+    j.stackTraceLimit === JOB_DEFAULTS.stackTraceLimit
+  )
+}
+
 /** A call whose jobs all have the default options sends only their id, name and data (add-7.lua). */
 const shortArgs = (j: NewJob) => [j.id, j.name, j.data]
 const ADD_FIELDS_SHORT = 3

@@ -51,43 +51,22 @@ export function decodeKeep(text: string): Retention {
 /** The most stack traces kept per job when `stackTraceLimit` is not given. */
 export const STACK_TRACE_LIMIT_DEFAULT = defaults.stackTraceLimit
 
-/** True when every option of a new job is the default (its hash holds no field for any of them). */
-export function hasDefaultOptions(j: {
-  attempts: number
-  delayMs: number
-  backoff: string
-  keep: string
-  keepFailed: string
-  keepLogs: number | undefined
-  priority: number
-  lifo: boolean
-  stackTraceLimit: number
-}): boolean {
-  return (
-    j.attempts === defaults.attempts &&
-    j.delayMs === 0 &&
-    j.backoff === '' &&
-    j.keep === DEFAULT_KEEP &&
-    j.keepFailed === DEFAULT_KEEP_FAILED &&
-    j.keepLogs === undefined &&
-    j.priority === 0 &&
-    !j.lifo &&
-    j.stackTraceLimit === defaults.stackTraceLimit
-  )
-}
-
-const DEFAULT_KEEP = encodeKeep(defaults.removeOnComplete)
-const DEFAULT_KEEP_FAILED = encodeKeep(defaults.removeOnFail)
+/** The defaults as a new job carries them, encoded as the scripts read them (lib/defaults.json). */
+export const JOB_DEFAULTS = {
+  attempts: defaults.attempts,
+  keep: encodeKeep(defaults.removeOnComplete),
+  keepFailed: encodeKeep(defaults.removeOnFail),
+  stackTraceLimit: defaults.stackTraceLimit,
+} as const
 
 /** The defaults as Lua constants: what a field absent from a job hash means. */
 export function luaDefaults(): string {
-  const keep = encodeKeep(defaults.removeOnComplete)
-  const keepFailed = encodeKeep(defaults.removeOnFail)
+  const { attempts, keep, keepFailed, stackTraceLimit } = JOB_DEFAULTS
   return [
     '-- Generated from lib/defaults.json (lib/redis/encoding.ts): a job hash omits a field whose value is one of these.',
-    `local DEFAULT_ATTEMPTS = ${defaults.attempts}`,
+    `local DEFAULT_ATTEMPTS = ${attempts}`,
     `local DEFAULT_KEEP = { completed = '${keep}', failed = '${keepFailed}' }`,
-    `local DEFAULT_STACK_TRACE_LIMIT = ${defaults.stackTraceLimit}`,
+    `local DEFAULT_STACK_TRACE_LIMIT = ${stackTraceLimit}`,
     '',
   ].join('\n')
 }
