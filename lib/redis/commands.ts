@@ -41,6 +41,7 @@ export const SCRIPT_FILES = {
   schedule: 'schedule-14.lua',
   iterate: 'iterate-11.lua',
   unschedule: 'unschedule-10.lua',
+  listen: 'listen-1.lua',
 } as const
 
 /**
@@ -752,6 +753,16 @@ export async function remove(client: RedisClient, keys: QueueKeys, id: string): 
 /** Holds every worker of the queue back from starting jobs for `ms` (0 lifts it); resolves to when the hold ends. */
 export async function rateLimit(client: RedisClient, keys: QueueKeys, ms: number): Promise<number> {
   return (await evalScript(client, SCRIPT_FILES.limit, [keys.meta], [ms])) as number
+}
+
+// ---- listening to events -----------------------------------------------------------------------------
+
+/**
+ * Marks that QueueEvents `listenerId` listens for `ttlMs` more (0: it leaves). Resolves to whether its
+ * mark was missing, first or lost (a Redis restarted empty, the key evicted): events may have gone unwritten.
+ */
+export async function listen(client: RedisClient, keys: QueueKeys, listenerId: string, ttlMs: number): Promise<boolean> {
+  return (await evalScript(client, SCRIPT_FILES.listen, [keys.listened], [listenerId, ttlMs])) === 1
 }
 
 // ---- pause, progress and logs ------------------------------------------------------------------------

@@ -253,11 +253,6 @@ export function schedulerIds(client: RedisClient, keys: QueueKeys, start: number
 
 // ---- events ------------------------------------------------------------------------------------------
 
-/** Says a QueueEvents listens, for `ttlMs`: while the key lives, the scripts write events. */
-export async function markListened(client: RedisClient, keys: QueueKeys, ttlMs: number): Promise<void> {
-  await client.set(keys.listened, '1', 'PX', ttlMs)
-}
-
 /** The id of the stream's newest entry, '0-0' when it has none: where a new listener starts reading. */
 export async function lastEventId(client: RedisClient, keys: QueueKeys): Promise<string> {
   const [last] = await client.xrevrange(keys.events, '+', '-', 'COUNT', 1)
