@@ -7,7 +7,7 @@
  */
 
 import { EchoMQError } from '../errors.js'
-import { type JobFields, type JobState, jobFromFields, type QueueCounts } from '../job.js'
+import { type JobFields, type JobState, jobFromFields, type SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
 import { JOB_DEFAULTS } from './encoding.js'
 import type { QueueKeys } from './keys.js'
@@ -557,7 +557,7 @@ export interface ProbeRequest {
 export interface Probe {
   /** Redis's clock (ms) when the probe ran. */
   now: number
-  counts: QueueCounts
+  counts: SweepCounts
   /** Jobs that entered `failed` and are not acknowledged yet (0 unless readFailures; never below 0). */
   failedNew: number
   /** In-flight ids whose recorded lease deadline has passed, earliest first. */

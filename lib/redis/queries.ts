@@ -156,6 +156,10 @@ export async function leaseStates(
 }
 
 /**
+ * Each job counted once, in the state it is in (see QueueCounts): `wait` the waiting jobs without a
+ * priority (those a busy worker reserved from `wait` too), `prioritized` those with one (reserved from
+ * `prioritized` too: their scores wait in `reservedScores`), `active` the in-flight jobs no sweep marked,
+ * `stalled` those it marked (every id of `stalled` is in `active`: leaveActive.lua removes both).
  * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
  * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
  * (the operator needs the counts most when Redis is full).
@@ -174,7 +178,15 @@ export async function readCounts(client: RedisClient, keys: QueueKeys): Promise<
       if (err) throw err
       return n as number
     })
-  return { wait: wait + reserved + prioritized, prioritized: prioritized + scored, active, stalled, delayed, completed, failed }
+  return {
+    wait: wait + Math.max(0, reserved - scored),
+    prioritized: prioritized + scored,
+    active: Math.max(0, active - stalled),
+    stalled,
+    delayed,
+    completed,
+    failed,
+  }
 }
 
 function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {
