@@ -192,9 +192,9 @@ export class QueueEvents extends EventEmitter {
     }
   }
 
-  private *watching(jobId?: string): Generator<JobWatch> {
-    const sets = jobId === undefined ? [...this.watches.values()] : [this.watches.get(jobId) ?? new Set<JobWatch>()]
-    for (const set of sets) yield* [...set]
+  /** Every watch, copied: a watch may stop (settle) while the others are told. */
+  private watching(): JobWatch[] {
+    return [...this.watches.values()].flatMap((set) => [...set])
   }
 
   private async start(): Promise<void> {
@@ -271,7 +271,8 @@ export class QueueEvents extends EventEmitter {
     this.deliver(event, data, id)
     if (typeof data.jobId !== 'string') return
     this.deliver(`${event}:${data.jobId}`, data, id)
-    if (event === 'completed' || event === 'failed') for (const watch of this.watching(data.jobId)) watch.finished(event, data)
+    const watches = this.watches.get(data.jobId)
+    if (watches && (event === 'completed' || event === 'failed')) for (const watch of [...watches]) watch.finished(event, data)
   }
 
   /** A listener that throws is reported as an `error`, never left to stop the reading. */

@@ -59,7 +59,7 @@ describe('a running QueueEvents across a Redis restarted empty', () => {
     await restartEmpty()
 
     // Long before the 20 s refresh: the reconnect itself marks again.
-    await waitFor(async () => (await queue.client.exists(keys.listened)) === 1, { timeoutMs: 5_000, what: 'the mark set again' })
+    await waitFor(async () => (await queue.client.exists(keys.listened)) === 1, { timeoutMs: 10_000, what: 'the mark set again' })
     open(new Worker('q', async (job: Job) => `done ${job.id}`, { connection: server.url }))
     const jobs = await Promise.all(Array.from({ length: 32 }, (_, i) => queue.add('x', {}, { jobId: `j${i}` })))
     const results = await Promise.all(jobs.map((job) => job.waitUntilFinished(events, 10_000)))

@@ -1,7 +1,9 @@
 /**
  * QueueEvents on a real Redis: BullMQ's events and payloads from every process that touches the queue
  * (producer, worker, sweep), in order, with the event id second; no event missed after waitUntilReady;
- * the stream capped exactly; nothing written while nobody listens; waitUntilFinished.
+ * the stream capped near its limit; nothing written while nobody listens (the last listener closed), while
+ * a listener closing leaves the others heard; waitUntilFinished, many at once. A Redis that lost its data:
+ * events-restart.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, Queue, QueueEvents, sweep, UnrecoverableError } from '../lib/index.js'
