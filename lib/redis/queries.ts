@@ -156,10 +156,8 @@ export async function leaseStates(
 }
 
 /**
- * Each job counted once, in the state it is in (see QueueCounts): `wait` the waiting jobs without a
- * priority (those a busy worker reserved from `wait` too), `prioritized` those with one (reserved from
- * `prioritized` too: their scores wait in `reservedScores`), `active` the in-flight jobs no sweep marked,
- * `stalled` those it marked (every id of `stalled` is in `active`: leaveActive.lua removes both).
+ * Each job counted once (QueueCounts): a reservation from `prioritized` keeps its score in `reservedScores`,
+ * and every id of `stalled` is in `active` (leaveActive.lua removes both), so those are taken off the others.
  * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
  * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
  * (the operator needs the counts most when Redis is full).
