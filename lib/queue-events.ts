@@ -8,21 +8,29 @@
  * `resumed` ({}), and `drained`; each listener gets (payload, event id), `drained` (event id) alone, and
  * an event about a job is also emitted as `<event>:<jobId>`.
  *
- * The scripts write the stream only while someone listens: a QueueEvents sets the queue's `listened` key
- * with a TTL (LISTEN_TTL_MS, at least three blocking timeouts) and refreshes it as it reads, so a queue
- * nobody has watched for that long keeps no stream and pays one EXISTS per script call. `waitUntilReady()`
- * resolves once the key is set and the reading position is fixed: no event after it is missed.
+ * The scripts write the stream only while someone listens: each QueueEvents keeps its own mark in the
+ * queue's `listened` key (lua/listen-1.lua), for LISTEN_TTL_MS (at least three blocking timeouts), renewed
+ * every third of that as it reads; the key lives as long as the latest mark, and close() takes the
+ * listener's mark away (the key with it when it was the last), so a queue nobody watches keeps no stream
+ * and pays one EXISTS per script call. `waitUntilReady()` resolves once the mark is set and the reading
+ * position is fixed: no event after it is missed while Redis keeps its data. A Redis that loses it (a
+ * restart without persistence, a failover to an empty replica, a flush) loses the marks too, and the
+ * scripts write nothing until a listener marks again: each marks again as soon as its connection comes
+ * back, or (no reconnect) at its next renewal, which finds its mark gone. Events in between are lost to
+ * `on(...)` listeners; waitUntilFinished re-reads its job then, so it misses no finish.
  *
  * Options: connection (a URL or an ioredis client; default REDIS_URL, then redis://127.0.0.1:6379), prefix
  * ('emq'), lastEventId (read from this stream id; default: events after waitUntilReady), blockingTimeout
  * (ms per XREAD, 10000), autorun (true; else call run()).
  */
+import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { EchoMQError, redisError } from './errors.js'
 import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from './options.js'
+import { listen } from './redis/commands.js'
 import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient, resilient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { lastEventId, markListened, readEvents } from './redis/queries.js'
+import { lastEventId, readEvents } from './redis/queries.js'
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
 export interface QueueEventsOptions {
@@ -43,6 +51,8 @@ export const LISTEN_TTL_MS = 60_000
 const READ_COUNT = 100
 /** After a failed read, the next try. */
 const RETRY_MS = 1_000
+/** How long close() waits for Redis to take the listener's mark away (ms); past it, the mark expires alone. */
+const LEAVE_TIMEOUT_MS = 1_000
 const STREAM_ID = /^(\d+-\d+|\d+|\$)$/
 
 /** BullMQ's fields that hold something other than text: parsed back. */
@@ -63,6 +73,19 @@ function payload(event: string, fields: string[]): Record<string, unknown> {
   return out
 }
 
+/**
+ * What waitUntilFinished hears of one job. Kept by the QueueEvents itself, not as emitter listeners, so
+ * any number of waits cost no listener each (and no MaxListenersExceededWarning).
+ */
+interface JobWatch {
+  /** The job completed, or failed for good: the event's payload. */
+  finished(event: 'completed' | 'failed', data: Record<string, unknown>): void
+  /** The listener's mark was lost and is set again: the job's finish may have gone unwritten meanwhile. */
+  markedAgain(): void
+  /** The QueueEvents is closing. */
+  closing(): void
+}
+
 export class QueueEvents extends EventEmitter {
   readonly name: string
   readonly keys: QueueKeys
@@ -71,10 +94,20 @@ export class QueueEvents extends EventEmitter {
   private readonly blockMs: number
   private readonly ttlMs: number
   private readonly startId: string | undefined
+  /** This listener's mark in `listened`. */
+  private readonly listenerId = randomUUID()
+  private readonly watches = new Map<string, Set<JobWatch>>()
   private ready: Promise<void> | undefined
   private running: Promise<void> | undefined
   private closed = false
+  private position = '$'
   private markedAt = Number.NEGATIVE_INFINITY
+  /** Marks asked for (the first, then one per reconnect) and the last one set: behind means mark now. */
+  private marksWanted = 1
+  private marksSet = 0
+  /** The marks in flight, one after the other, so a late one never lands after close()'s leave. */
+  private marking: Promise<void> = Promise.resolve()
+  private dropped = false
 
   constructor(name: string, options?: QueueEventsOptions) {
     super()
@@ -99,6 +132,18 @@ export class QueueEvents extends EventEmitter {
     // XREAD BLOCK holds its connection; the mark is set on the other, which stays free.
     this.blocking = duplicateClient(this.conn.client)
     this.blocking.on('error', () => undefined)
+    // A connection back may be a Redis back without its data, marks included: mark again at once, not at
+    // the next renewal. The blocking connection is ours alone (the other may be the caller's client).
+    this.blocking.on('close', () => {
+      this.dropped = true
+    })
+    this.blocking.on('ready', () => {
+      if (!this.dropped || this.marksSet === 0) return
+      this.dropped = false
+      this.marksWanted++
+      // A failure leaves the mark wanted: the reading loop tries again, and reports it.
+      this.markNow().catch(() => undefined)
+    })
     if (autorun) void this.run()
   }
 
@@ -118,36 +163,90 @@ export class QueueEvents extends EventEmitter {
     return this.running
   }
 
-  /** Stops reading and closes the connections. Safe to call more than once. */
+  /** Stops reading, takes the listener's mark away and closes the connections. Safe to call more than once. */
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
     this.emit('closing')
+    for (const watch of this.watching()) watch.closing()
     this.blocking.disconnect()
+    await this.leave()
     await closeConnection(this.conn)
     await this.running?.catch(() => undefined)
   }
 
-  private position = '$'
+  /**
+   * @internal waitUntilFinished's hook: `watch` hears job `jobId` finish, the mark set again after it was
+   * lost, and the close. Returns the function that stops it.
+   */
+  watchJob(jobId: string, watch: JobWatch): () => void {
+    if (this.closed) {
+      watch.closing()
+      return () => undefined
+    }
+    const set = this.watches.get(jobId) ?? new Set()
+    this.watches.set(jobId, set.add(watch))
+    return () => {
+      set.delete(watch)
+      if (set.size === 0 && this.watches.get(jobId) === set) this.watches.delete(jobId)
+    }
+  }
+
+  /** Every watch, copied: a watch may stop (settle) while the others are told. */
+  private watching(): JobWatch[] {
+    return [...this.watches.values()].flatMap((set) => [...set])
+  }
 
   private async start(): Promise<void> {
     try {
-      await this.mark()
+      await this.markNow()
       this.position = this.startId ?? (await lastEventId(this.conn.client, this.keys))
     } catch (err) {
       throw redisError(this.name, 'listen to the events of queue', err)
     }
   }
 
+  /** Due: a mark asked for and not set yet, or a third of the mark's life gone since the last. */
+  private markDue(): boolean {
+    return this.marksSet < this.marksWanted || performance.now() - this.markedAt > this.ttlMs / 3
+  }
+
+  /** Sets the mark if it is due, after the marks before it. */
+  private markNow(): Promise<void> {
+    const next = this.marking.catch(() => undefined).then(() => (this.markDue() ? this.mark() : undefined))
+    this.marking = next
+    return next
+  }
+
   private async mark(): Promise<void> {
-    await markListened(this.conn.client, this.keys, this.ttlMs)
+    if (this.closed) return
+    const wanted = this.marksWanted
+    const lost = await listen(this.conn.client, this.keys, this.listenerId, this.ttlMs)
+    const first = this.marksSet === 0
     this.markedAt = performance.now()
+    this.marksSet = wanted
+    if (lost && !first) for (const watch of this.watching()) watch.markedAgain()
+  }
+
+  /** Takes the mark away, so the scripts stop writing for this listener now; bounded, Redis may be gone. */
+  private async leave(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, LEAVE_TIMEOUT_MS)
+    })
+    const leaving = (async () => {
+      await this.marking.catch(() => undefined)
+      if (this.marksSet === 0 || this.conn.client.status !== 'ready') return
+      await listen(this.conn.client, this.keys, this.listenerId, 0)
+    })().catch(() => undefined)
+    await Promise.race([leaving, timeout])
+    clearTimeout(timer)
   }
 
   private async consume(): Promise<void> {
     while (!this.closed) {
       try {
-        if (performance.now() - this.markedAt > this.ttlMs / 3) await this.mark()
+        if (this.markDue()) await this.markNow()
         const entries = await readEvents(this.blocking, this.keys, this.position, this.blockMs, READ_COUNT)
         for (const [id, fields] of entries) {
           this.position = id
@@ -170,7 +269,10 @@ export class QueueEvents extends EventEmitter {
     }
     const data = payload(event, fields.slice(2))
     this.deliver(event, data, id)
-    if (typeof data.jobId === 'string') this.deliver(`${event}:${data.jobId}`, data, id)
+    if (typeof data.jobId !== 'string') return
+    this.deliver(`${event}:${data.jobId}`, data, id)
+    const watches = this.watches.get(data.jobId)
+    if (watches && (event === 'completed' || event === 'failed')) for (const watch of [...watches]) watch.finished(event, data)
   }
 
   /** A listener that throws is reported as an `error`, never left to stop the reading. */
@@ -195,7 +297,9 @@ export type ReadOutcome = () => Promise<{ state: string | undefined; returnValue
  * Resolves to a job's return value when it completes, rejects with ERR_JOB_FAILED (its failure reason as
  * the message) when it fails for good, with ERR_TIMEOUT after `ttl` ms, with ERR_JOB_MISSING when it no
  * longer exists, and with ERR_CLOSED when `events` closes first. It listens first and reads the job's
- * state second, so a job that finished before the call is answered at once and none is missed.
+ * state second, so a job that finished before the call is answered at once and none is missed; and it
+ * reads the job again whenever the listener finds its mark was lost (a Redis that lost its data wrote no
+ * event until the listener marked again).
  */
 export async function waitUntilFinished(
   events: unknown,
@@ -209,52 +313,40 @@ export async function waitUntilFinished(
   await events.waitUntilReady()
   return new Promise((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined
+    let unwatch: () => void = () => undefined
+    let settled = false
     const settle = (fn: () => void) => {
-      events.off(`completed:${job.id}`, onCompleted)
-      events.off(`failed:${job.id}`, onFailed)
-      events.off('closing', onClosing)
+      if (settled) return
+      settled = true
+      unwatch()
       clearTimeout(timer)
       fn()
     }
-    const failed = (reason: string) => new EchoMQError('ERR_JOB_FAILED', reason)
-    const onCompleted = (data: { returnvalue?: unknown }) => settle(() => resolve(data.returnvalue))
-    const onFailed = (data: { failedReason?: string }) => settle(() => reject(failed(data.failedReason ?? 'failed')))
-    const onClosing = () =>
-      settle(() => reject(new EchoMQError('ERR_CLOSED', `queue events of ${job.queue} closed before job ${job.id} finished`)))
-    events.on(`completed:${job.id}`, onCompleted)
-    events.on(`failed:${job.id}`, onFailed)
-    events.once('closing', onClosing)
-    if (ttl !== undefined) {
-      timer = setTimeout(
-        () =>
-          settle(() =>
-            reject(
-              new EchoMQError(
-                'ERR_TIMEOUT',
-                `Job wait ${job.name} timed out before finishing, no finish notification arrived after ${ttl}ms (id=${job.id})`,
-              ),
-            ),
-          ),
-        ttl,
+    const failed = (reason: string) => settle(() => reject(new EchoMQError('ERR_JOB_FAILED', reason)))
+    const check = () =>
+      read().then(
+        ({ state, returnValue, failedReason }) => {
+          if (state === 'completed') settle(() => resolve(returnValue === undefined ? undefined : parseResult(returnValue)))
+          else if (state === 'failed') failed(failedReason ?? 'failed')
+          else if (state === undefined) {
+            const message = `Missing key for job ${job.id} of queue ${job.queue}: it was removed (or removed on completion)`
+            settle(() => reject(new EchoMQError('ERR_JOB_MISSING', message)))
+          }
+        },
+        (err: unknown) => settle(() => reject(redisError(job.queue, `read job ${job.id} of queue`, err))),
       )
+    unwatch = events.watchJob(job.id, {
+      finished: (event, data) =>
+        event === 'completed' ? settle(() => resolve(data.returnvalue)) : failed(String(data.failedReason ?? 'failed')),
+      markedAgain: check,
+      closing: () =>
+        settle(() => reject(new EchoMQError('ERR_CLOSED', `queue events of ${job.queue} closed before job ${job.id} finished`))),
+    })
+    if (ttl !== undefined && !settled) {
+      const message = `Job wait ${job.name} timed out before finishing, no finish notification arrived after ${ttl}ms (id=${job.id})`
+      timer = setTimeout(() => settle(() => reject(new EchoMQError('ERR_TIMEOUT', message))), ttl)
     }
-    read().then(
-      ({ state, returnValue, failedReason }) => {
-        if (state === 'completed') settle(() => resolve(returnValue === undefined ? undefined : parseResult(returnValue)))
-        else if (state === 'failed') settle(() => reject(failed(failedReason ?? 'failed')))
-        else if (state === undefined) {
-          settle(() =>
-            reject(
-              new EchoMQError(
-                'ERR_JOB_MISSING',
-                `Missing key for job ${job.id} of queue ${job.queue}: it was removed (or removed on completion)`,
-              ),
-            ),
-          )
-        }
-      },
-      (err: unknown) => settle(() => reject(redisError(job.queue, `read job ${job.id} of queue`, err))),
-    )
+    if (!settled) void check()
   })
 }
 

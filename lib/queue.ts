@@ -283,22 +283,22 @@ export class Queue<Data = unknown> {
     return this.call('count jobs of queue', () => countTypes(this.client, this.keys, list.length > 0 ? list : DEFAULT_COUNT_TYPES))
   }
 
-  /** The sum of getJobCounts over `types`; asking for waiting jobs counts those of a paused queue too. */
+  /** The sum of getJobCounts over `types` (none: BullMQ 6's default types). */
   async getJobCountByTypes(...types: JobType[]): Promise<number> {
-    const list = jobTypes(types, 'getJobCountByTypes types')
-    const withPaused = list.some((t) => t === 'wait' || t === 'waiting') && !list.includes('paused') ? [...list, 'paused' as const] : list
-    const counts = await this.getJobCounts(...(withPaused.length > 0 ? withPaused : DEFAULT_COUNT_TYPES))
+    const counts = await this.getJobCounts(...jobTypes(types, 'getJobCountByTypes types'))
     return Object.values(counts).reduce((a, b) => a + b, 0)
   }
 
   getWaitingCount = (): Promise<number> => this.getJobCountByTypes('waiting')
+  getPrioritizedCount = (): Promise<number> => this.getJobCountByTypes('prioritized')
   getActiveCount = (): Promise<number> => this.getJobCountByTypes('active')
   getDelayedCount = (): Promise<number> => this.getJobCountByTypes('delayed')
   getCompletedCount = (): Promise<number> => this.getJobCountByTypes('completed')
   getFailedCount = (): Promise<number> => this.getJobCountByTypes('failed')
-  /** Jobs not yet finished or running: waiting (paused too) and delayed. */
-  count = (): Promise<number> => this.getJobCountByTypes('waiting', 'delayed')
-  getWaiting = (start = 0, end = -1) => this.getJobs(['waiting', 'paused'], start, end, true)
+  getWaitingChildrenCount = (): Promise<number> => this.getJobCountByTypes('waiting-children')
+  /** Jobs not yet running or finished, as BullMQ 6.7 counts them: waiting, delayed, prioritized, waiting-children. */
+  count = (): Promise<number> => this.getJobCountByTypes('waiting', 'delayed', 'prioritized', 'waiting-children')
+  getWaiting = (start = 0, end = -1) => this.getJobs(['waiting'], start, end, true)
   getActive = (start = 0, end = -1) => this.getJobs('active', start, end, true)
   getDelayed = (start = 0, end = -1) => this.getJobs('delayed', start, end, true)
   getCompleted = (start = 0, end = -1) => this.getJobs('completed', start, end, false)

@@ -23,7 +23,7 @@
  */
 import { randomInt } from 'node:crypto'
 import { redisError } from './errors.js'
-import type { QueueCounts } from './job.js'
+import type { SweepCounts } from './job.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
 import { type FinishedSet, type Probe, probe, probeRequeueMax, requeueExpired, sweepStep } from './redis/commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
@@ -49,7 +49,7 @@ export interface SweepOptions {
 export interface QueuePass extends SweepResult {
   promoted: number
   trimmed: number
-  counts: QueueCounts
+  counts: SweepCounts
   /**
    * Jobs that entered `failed` and that the reaper has not acknowledged yet (lib/reaper/report.ts), as the
    * count stands after this pass: the probe's reading plus the jobs this pass failed (0 unless asked for).
@@ -129,7 +129,7 @@ export async function sweepQueue(
   // The probe's counts, moved on by what this pass did.
   const c = found.counts
   const left = result.recovered.length + result.failed.length
-  const counts: QueueCounts = {
+  const counts: SweepCounts = {
     wait: c.wait + result.recovered.length + promoted,
     // A recovered or promoted job may have joined `prioritized`: the probe's figure, not moved on.
     prioritized: c.prioritized,

@@ -6,7 +6,7 @@
   KEYS[1] set       ZSET   <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
   KEYS[2] meta      HASH   <prefix>:{q}:meta
   KEYS[3] events    STREAM <prefix>:{q}:events
-  KEYS[4] listened  STRING <prefix>:{q}:listened
+  KEYS[4] listened  ZSET   <prefix>:{q}:listened
   KEYS[3 + 2i]      HASH   job i        (i = 1 .. n)
   KEYS[4 + 2i]      LIST   log of job i
 

@@ -14,7 +14,7 @@
   KEYS[8]  meta       HASH   <prefix>:{q}:meta
   KEYS[9]  reserved   ZSET   <prefix>:{q}:reserved
   KEYS[10] events     STREAM <prefix>:{q}:events
-  KEYS[11] listened   STRING <prefix>:{q}:listened (not deleted: it is a live QueueEvents' presence, which
+  KEYS[11] listened   ZSET   <prefix>:{q}:listened (not deleted: it holds the live QueueEvents' marks, which
                              must go on hearing the queue's events; it expires by itself)
   KEYS[12] metrics    HASH   <prefix>:{q}:metrics
   KEYS[13] prioritized     ZSET   <prefix>:{q}:prioritized

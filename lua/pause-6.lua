@@ -7,7 +7,7 @@
   KEYS[2] marker    ZSET   <prefix>:{q}:marker
   KEYS[3] wait      LIST   <prefix>:{q}:wait
   KEYS[4] events    STREAM <prefix>:{q}:events
-  KEYS[5] listened  STRING <prefix>:{q}:listened
+  KEYS[5] listened  ZSET   <prefix>:{q}:listened
   KEYS[6] prioritized ZSET <prefix>:{q}:prioritized
 
   ARGV[1] "pause" or "resume"

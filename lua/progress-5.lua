@@ -7,7 +7,7 @@
   KEYS[2] lease     STRING <prefix>:{q}:<id>:lock
   KEYS[3] meta      HASH   <prefix>:{q}:meta
   KEYS[4] events    STREAM <prefix>:{q}:events
-  KEYS[5] listened  STRING <prefix>:{q}:listened
+  KEYS[5] listened  ZSET   <prefix>:{q}:listened
 
   ARGV[1] job id
   ARGV[2] the run's token, or "" (not from a processor: any job that exists)

@@ -8,7 +8,7 @@
   KEYS[3] marker    ZSET   <prefix>:{q}:marker
   KEYS[4] meta      HASH   <prefix>:{q}:meta
   KEYS[5] events    STREAM <prefix>:{q}:events
-  KEYS[6] listened  STRING <prefix>:{q}:listened
+  KEYS[6] listened  ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized ZSET <prefix>:{q}:prioritized (a job with a priority goes there, behind its equals)
   KEYS[7 + i]       HASH   job i       (i = 1 .. n)
 

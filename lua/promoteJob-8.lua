@@ -12,7 +12,7 @@
   KEYS[4] marker    ZSET   <prefix>:{q}:marker
   KEYS[5] meta      HASH   <prefix>:{q}:meta
   KEYS[6] events    STREAM <prefix>:{q}:events
-  KEYS[7] listened  STRING <prefix>:{q}:listened
+  KEYS[7] listened  ZSET   <prefix>:{q}:listened
   KEYS[8] prioritized ZSET <prefix>:{q}:prioritized
 
   ARGV[1] the job's id

@@ -11,7 +11,7 @@
   KEYS[7]  reserved   ZSET   <prefix>:{q}:reserved
   KEYS[8]  meta       HASH   <prefix>:{q}:meta
   KEYS[9]  events     STREAM <prefix>:{q}:events
-  KEYS[10] listened   STRING <prefix>:{q}:listened
+  KEYS[10] listened   ZSET   <prefix>:{q}:listened
   KEYS[11] logs       LIST   <prefix>:{q}:<id>:logs
   KEYS[12] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[13] reservedScores  HASH  <prefix>:{q}:reservedScores

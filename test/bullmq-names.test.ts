@@ -2,11 +2,13 @@
  * What a BullMQ user reaches for besides the queue's own calls: a job's remove(), retry(), promote(),
  * getState() and isX(), queue.getJobState(), waitUntilReady() on a Queue and a Worker, a Worker's
  * pause()/resume()/isPaused()/isRunning(), and its ready, drained, paused, resumed, closing and closed
- * events, with BullMQ's names.
+ * events, with BullMQ's names; the job counts as BullMQ 6.7 gives them.
  */
 import { describe, expect, it } from 'vitest'
-import { type EchoMQError, type Job, Queue } from '../lib/index.js'
+import { type EchoMQError, type Job, Queue, sweep } from '../lib/index.js'
+import { take } from '../lib/redis/commands.js'
 import { useQueue } from './helpers/fixture.js'
+import { crashedJobs } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
 
@@ -64,6 +66,67 @@ describe("a job's own methods", () => {
   it('retryJobs of a job that does not exist says so (ERR_JOB_MISSING), as promoteJob does', async () => {
     expect(await codeOf(fx.queue.retryJobs({ ids: ['nope'] }))).toBe('ERR_JOB_MISSING')
     expect(await codeOf(fx.queue.promoteJob('nope'))).toBe('ERR_JOB_MISSING')
+  })
+})
+
+describe('job counts', () => {
+  /** Ten jobs, one or two in each state: a reserved prioritized job and marked-stalled ones too. */
+  async function everyState(): Promise<void> {
+    const w = fx.worker((job: Job) => {
+      if (job.id === 'f1') throw new Error('no')
+    })
+    await fx.queue.add('x', {}, { jobId: 'c1' })
+    await fx.queue.add('x', {}, { jobId: 'f1', attempts: 1 })
+    await waitFor(async () => (await fx.queue.getJobState('f1')) === 'failed' && (await fx.queue.getJobState('c1')) === 'completed', {
+      what: 'one completed, one failed',
+    })
+    await w.close()
+    // Two jobs of a dead worker, marked by a sweep (recovered only after the grace).
+    await crashedJobs(redis.client, 'q', 2)
+    expect((await sweep(redis.client, 'q', { graceMs: 60_000 })).marked).toHaveLength(2)
+    await fx.queue.add('x', {}, { jobId: 'run' })
+    await take(redis.client, fx.keys, { workerToken: 'w', leaseMs: 60_000, workerName: 'test' }, ['run'])
+    for (const id of ['w1', 'w2']) await fx.queue.add('x', {}, { jobId: id })
+    for (const id of ['p1', 'p2']) await fx.queue.add('x', {}, { jobId: id, priority: 1 })
+    await fx.queue.add('x', {}, { jobId: 'd1', delay: 60_000 })
+    // p2 reserved by a busy worker, as takeJobs.lua reserves it (its score kept to hand it back).
+    const [, score] = await redis.client.zpopmax(fx.keys.prioritized)
+    const [seconds] = await redis.client.time()
+    await redis.client.hset(fx.keys.reservedScores, 'p2', score as string)
+    await redis.client.zadd(fx.keys.reserved, Number(seconds) * 1000 + 60_000, 'p2')
+  }
+
+  it("getJobCounts and the getters count as BullMQ 6.7, paused or not: a paused queue's jobs are waiting", async () => {
+    await everyState()
+    const counts = {
+      active: 3,
+      completed: 1,
+      delayed: 1,
+      failed: 1,
+      prioritized: 2,
+      waiting: 2,
+      'waiting-children': 0,
+    }
+    for (const paused of [false, true]) {
+      if (paused) await fx.queue.pause()
+      expect(await fx.queue.getJobCounts()).toEqual(counts)
+      expect(await fx.queue.getJobCounts('wait', 'paused', 'prioritized')).toEqual({ wait: 2, paused: 0, prioritized: 2 })
+      expect(await fx.queue.getJobCountByTypes('waiting', 'prioritized')).toBe(4)
+      expect(await fx.queue.getJobCountByTypes()).toBe(10)
+      expect(await fx.queue.getWaitingCount()).toBe(2)
+      expect(await fx.queue.getPrioritizedCount()).toBe(2)
+      expect(await fx.queue.getActiveCount()).toBe(3)
+      expect(await fx.queue.getWaitingChildrenCount()).toBe(0)
+      // BullMQ 6.7's count(): waiting, delayed, prioritized and waiting-children.
+      expect(await fx.queue.count()).toBe(5)
+    }
+  })
+
+  it('counts() counts each job once: its fields add up to every job of the queue', async () => {
+    await everyState()
+    const counts = await fx.queue.counts()
+    expect(counts).toEqual({ wait: 2, prioritized: 2, active: 1, stalled: 2, delayed: 1, completed: 1, failed: 1 })
+    expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(10)
   })
 })
 

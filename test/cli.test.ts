@@ -173,9 +173,9 @@ describe('echomq sweep, stats, inspect', () => {
     const human = await echomq(['stats', '--redis-url', redis.url])
     const json = await echomq(['stats', '--json', '--queue', 'emails', '--redis-url', redis.url])
     expect(human.code).toBe(0)
-    expect(human.stdout).toMatch(/queue +wait +delayed +active +stalled +completed +failed/)
-    expect(human.stdout).toMatch(/emails +2 +0 +0 +0 +0 +0/)
-    expect(human.stdout).toMatch(/sms +0 +0 +1 +0 +0 +0/)
+    expect(human.stdout).toMatch(/queue +wait +prioritized +delayed +active +stalled +completed +failed/)
+    expect(human.stdout).toMatch(/emails +2 +0 +0 +0 +0 +0 +0/)
+    expect(human.stdout).toMatch(/sms +0 +0 +0 +1 +0 +0 +0/)
     expect(JSON.parse(json.stdout)).toEqual({
       emails: { wait: 2, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0, paused: false },
     })
@@ -264,7 +264,7 @@ describe('echomq stats and inspect: delayed jobs and worker names', () => {
     const human = await echomq(['stats', '--redis-url', redis.url])
     const json = await echomq(['stats', '--json', '--redis-url', redis.url])
     expect(human.code).toBe(0)
-    expect(human.stdout).toMatch(/emails +1 +2 +0 +0 +0 +0/)
+    expect(human.stdout).toMatch(/emails +1 +0 +2 +0 +0 +0 +0/)
     expect(JSON.parse(json.stdout)).toEqual({
       emails: { wait: 1, delayed: 2, prioritized: 0, active: 0, stalled: 0, completed: 0, failed: 0, paused: false },
     })
@@ -291,7 +291,7 @@ describe('echomq stats and inspect: delayed jobs and worker names', () => {
       const human = await echomq(['inspect', 'emails', '--redis-url', redis.url])
       const json = await echomq(['inspect', 'emails', '--json', '--redis-url', redis.url])
       expect(human.code).toBe(0)
-      expect(human.stdout).toMatch(/emails: wait 0, delayed 2, active 1, stalled 0, completed 0, failed 1/)
+      expect(human.stdout).toMatch(/emails: wait 0, prioritized 0, delayed 2, active 1, stalled 0, completed 0, failed 1/)
       expect(human.stdout).toMatch(/job +name +worker +lease +marked +attempts\n.*\na1 +slow +mailer-3 +\d+ ms left +no +0\/3/)
       expect(human.stdout).toMatch(/delayed \(earliest due first\)\njob +name +due in +attempts +last error/)
       expect(human.stdout).toMatch(/d1 +later +\d+ ms +0\/3\n/)

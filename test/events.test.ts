@@ -1,7 +1,9 @@
 /**
  * QueueEvents on a real Redis: BullMQ's events and payloads from every process that touches the queue
  * (producer, worker, sweep), in order, with the event id second; no event missed after waitUntilReady;
- * the stream capped exactly; nothing written while nobody listens; waitUntilFinished.
+ * the stream capped near its limit; nothing written while nobody listens (the last listener closed), while
+ * a listener closing leaves the others heard; waitUntilFinished, many at once. A Redis that lost its data:
+ * events-restart.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, Queue, QueueEvents, sweep, UnrecoverableError } from '../lib/index.js'
@@ -163,9 +165,10 @@ describe('QueueEvents', () => {
     expect(await redis.client.pttl(fx.keys.listened)).toBeGreaterThan(LISTEN_TTL_MS - 5_000)
     await fx.queue.add('x', {})
     expect(await redis.client.xlen(fx.keys.events)).toBeGreaterThan(0)
+    // The last listener closed takes its mark with it: the scripts stop writing at once.
     await events.close()
-    // The listener's mark expires LISTEN_TTL_MS after its last refresh: as if that long had passed.
-    await redis.client.del(fx.keys.listened, fx.keys.events)
+    expect(await redis.client.exists(fx.keys.listened)).toBe(0)
+    await redis.client.del(fx.keys.events)
     await fx.queue.add('x', {})
     expect(await redis.client.exists(fx.keys.events)).toBe(0)
   })
@@ -242,5 +245,44 @@ describe('a closed QueueEvents', () => {
     await events.waitUntilReady()
     await events.close()
     await expect(events.waitUntilReady()).rejects.toMatchObject({ code: 'ERR_CLOSED' })
+  })
+
+  it('leaves the other listeners of the queue listening, however long their own marks last', async () => {
+    const long = await listen({ blockingTimeout: 100_000 }) // its mark lasts 300 s
+    const short = await listen()
+    // The short mark never cuts the long one's: the key lives as long as the longest mark.
+    expect(await redis.client.pttl(fx.keys.listened)).toBeGreaterThan(LISTEN_TTL_MS)
+    await short.close()
+    expect(await redis.client.pttl(fx.keys.listened)).toBeGreaterThan(LISTEN_TTL_MS)
+
+    const heard = record(long, ['added'])
+    await fx.queue.add('x', {}, { jobId: 'after' })
+    await waitFor(() => heard.length === 1, { what: 'the added event heard by the listener left' })
+    expect(heard[0]?.[1]).toEqual({ jobId: 'after', name: 'x' })
+  })
+})
+
+describe('many waitUntilFinished on one QueueEvents', () => {
+  it('wait together without a MaxListenersExceededWarning, on many jobs and on one', async () => {
+    const warnings: Error[] = []
+    const onWarning = (w: Error) => warnings.push(w)
+    process.on('warning', onWarning)
+    try {
+      const events = await listen()
+      const jobs = await Promise.all(Array.from({ length: 30 }, (_, i) => fx.queue.add('x', { i })))
+      const first = jobs[0] as Job
+      const waits = [
+        ...jobs.map((job) => job.waitUntilFinished(events, 10_000)),
+        ...jobs.map(() => first.waitUntilFinished(events, 10_000)),
+      ]
+      fx.worker((job: Job) => (job.data as { i: number }).i)
+      expect(await Promise.all(waits)).toEqual([...jobs.map((_, i) => i), ...jobs.map(() => 0)])
+      // A warning is emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([])
+      expect(events.listenerCount('closing')).toBe(0)
+    } finally {
+      process.off('warning', onWarning)
+    }
   })
 })

@@ -35,8 +35,13 @@ describe('pause and resume', () => {
     // A window, not a synchronisation: nothing may start in it.
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect(started).toEqual(['running'])
-    expect(await fx.queue.getJobCounts('waiting', 'paused', 'active')).toEqual({ waiting: 0, paused: 10, active: 0 })
+    // BullMQ 6.7: a paused queue's jobs are waiting ('paused' is BullMQ 5's list, empty since).
+    expect(await fx.queue.getJobCounts('waiting', 'paused', 'active')).toEqual({ waiting: 10, paused: 0, active: 0 })
+    expect(await fx.queue.getJobCountByTypes('waiting', 'paused')).toBe(10)
     expect(await fx.queue.getWaitingCount()).toBe(10)
+    expect(await fx.queue.count()).toBe(10)
+    expect(await fx.queue.getJobs('paused')).toEqual([])
+    expect(await fx.queue.getWaiting()).toHaveLength(10)
 
     await fx.queue.resume()
     expect(await fx.queue.isPaused()).toBe(false)

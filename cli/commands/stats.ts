@@ -10,7 +10,7 @@ import { redisUrlOf, withClient } from '../redis.js'
 import { stats as countsPerQueue } from '../reports/inspection.js'
 
 export const stats = command({
-  summary: 'wait / delayed / active / stalled / completed / failed per queue, and which are paused',
+  summary: 'wait / prioritized / delayed / active / stalled / completed / failed per queue (each job once), and which are paused',
   usage: `echomq stats [--queue q ...]
 
   --queue <q>         queue to show (repeatable or comma list; default: every registered queue)`,
@@ -24,13 +24,14 @@ export const stats = command({
     const rows = Object.entries(result).map(([q, c]) => [
       c.paused ? `${q} (paused)` : q,
       c.wait,
+      c.prioritized,
       c.delayed,
       c.active,
       c.stalled,
       c.completed,
       c.failed,
     ])
-    const headers = ['queue', 'wait', 'delayed', 'active', 'stalled', 'completed', 'failed']
+    const headers = ['queue', 'wait', 'prioritized', 'delayed', 'active', 'stalled', 'completed', 'failed']
     out(rows.length === 0 ? 'no queues registered' : table(headers, rows))
   },
 })

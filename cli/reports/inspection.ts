@@ -120,7 +120,9 @@ export async function inspect(queue: Queue, limit: number): Promise<Inspection> 
 
 export function renderInspection(queue: string, result: Inspection): string {
   const c = result.counts
-  const counts = `wait ${c.wait}, delayed ${c.delayed}, active ${c.active}, stalled ${c.stalled}, completed ${c.completed}, failed ${c.failed}`
+  const counts =
+    `wait ${c.wait}, prioritized ${c.prioritized}, delayed ${c.delayed}, ` +
+    `active ${c.active}, stalled ${c.stalled}, completed ${c.completed}, failed ${c.failed}`
   const inFlight = table(
     ['job', 'name', 'worker', 'lease', 'marked', 'attempts'],
     result.inFlight.map((j) => [

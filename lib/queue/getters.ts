@@ -1,14 +1,16 @@
 /**
  * The getters as BullMQ users write them: `getJobs(types, start, end, asc)` with Redis-style ranks
- * (negative from the end: 0, -1 is every job) and `getJobCounts(...types)`, with BullMQ's type names:
- * 'waiting' is 'wait', 'paused' is the waiting jobs of a paused queue (and then 'waiting' is 0, as in
- * BullMQ 5, where a paused queue's jobs sit in a paused list), 'waiting-children' is always 0 (EchoMQ has
- * no flows), 'prioritized' the waiting jobs with a priority. Types are validated here, before any Redis call.
+ * (negative from the end: 0, -1 is every job) and `getJobCounts(...types)`, with BullMQ 6.7's type names
+ * and counts: 'waiting' is 'wait', the waiting jobs without a priority, paused or not; 'prioritized' those
+ * with one; 'active' every job in flight, marked stalled or not; 'paused' is always 0 (BullMQ 5's list of
+ * a paused queue's jobs: BullMQ 6 leaves them waiting, and keeps the list only for data from BullMQ 5) and
+ * 'waiting-children' too (EchoMQ has no flows). The counts of one call are one snapshot, as BullMQ's
+ * (one script there, one MULTI here). Types are validated here, before any Redis call.
  */
-import type { JobState } from '../job.js'
+import type { JobState, QueueCounts } from '../job.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { isPaused, pageIds, stateSize } from '../redis/queries.js'
+import { pageIds, readCounts, stateSize } from '../redis/queries.js'
 import { describe, fail } from '../validate.js'
 
 /** The type names getJobs and getJobCounts take. */
@@ -39,14 +41,12 @@ export function jobTypes(types: unknown, what: string): JobType[] {
   return [...new Set(list as JobType[])]
 }
 
-/** The state a type reads, given whether the queue is paused; undefined when it holds nothing. */
-function stateOf(type: JobType, paused: boolean): JobState | undefined {
+/** The state a type lists; undefined when it holds nothing. */
+function stateOf(type: JobType): JobState | undefined {
   switch (type) {
-    case 'wait':
     case 'waiting':
-      return paused ? undefined : 'wait'
+      return 'wait'
     case 'paused':
-      return paused ? 'wait' : undefined
     case 'waiting-children':
       return undefined
     default:
@@ -54,16 +54,26 @@ function stateOf(type: JobType, paused: boolean): JobState | undefined {
   }
 }
 
-/** Counts per type, keyed as asked. */
+/** A type's count, from counts that count each job once. */
+function countOf(type: JobType, c: QueueCounts): number {
+  switch (type) {
+    case 'wait':
+    case 'waiting':
+      return c.wait
+    case 'active':
+      return c.active + c.stalled
+    case 'paused':
+    case 'waiting-children':
+      return 0
+    default:
+      return c[type]
+  }
+}
+
+/** Counts per type, keyed as asked, from one snapshot. */
 export async function countTypes(client: RedisClient, keys: QueueKeys, types: JobType[]): Promise<Record<string, number>> {
-  const paused = types.some((t) => t === 'wait' || t === 'waiting' || t === 'paused') ? await isPaused(client, keys) : false
-  const sizes = await Promise.all(
-    types.map((t) => {
-      const state = stateOf(t, paused)
-      return state === undefined ? 0 : stateSize(client, keys, state)
-    }),
-  )
-  return Object.fromEntries(types.map((t, i) => [t, sizes[i] ?? 0]))
+  const counts = await readCounts(client, keys)
+  return Object.fromEntries(types.map((t) => [t, countOf(t, counts)]))
 }
 
 /**
@@ -78,8 +88,7 @@ export async function idsOfTypes(
   end: number,
   asc: boolean,
 ): Promise<string[]> {
-  const paused = await isPaused(client, keys)
-  const states = [...new Set(types.map((t) => stateOf(t, paused)).filter((s): s is JobState => s !== undefined))]
+  const states = [...new Set(types.map(stateOf).filter((s): s is JobState => s !== undefined))]
   const sizes = await Promise.all(states.map((s) => stateSize(client, keys, s)))
   const total = sizes.reduce((a, b) => a + b, 0)
   const from = Math.max(0, start < 0 ? total + start : start)

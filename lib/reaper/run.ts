@@ -3,7 +3,7 @@
  * reaper.ts), and the totals over every queue that the log's summary line, the metrics and the alarms
  * show (Totals, from `totals`). Pure data and arithmetic: no Redis, no AWS.
  */
-import type { QueueCounts } from '../job.js'
+import type { SweepCounts } from '../job.js'
 
 /** One queue's invocation, as runReaper reports it. */
 export interface QueueRun {
@@ -20,7 +20,7 @@ export interface QueueRun {
   /** Duration of each sweep of this queue (ms). */
   durations: number[]
   /** Sizes seen by the last sweep. */
-  counts?: QueueCounts
+  counts?: SweepCounts
   /** Age of the oldest job waiting after the last sweep (ms). */
   oldestWaitAgeMs?: number
   error?: string

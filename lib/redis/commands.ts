@@ -7,7 +7,7 @@
  */
 
 import { EchoMQError } from '../errors.js'
-import { type JobFields, type JobState, jobFromFields, type QueueCounts } from '../job.js'
+import { type JobFields, type JobState, jobFromFields, type SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
 import { JOB_DEFAULTS } from './encoding.js'
 import type { QueueKeys } from './keys.js'
@@ -41,6 +41,7 @@ export const SCRIPT_FILES = {
   schedule: 'schedule-14.lua',
   iterate: 'iterate-11.lua',
   unschedule: 'unschedule-10.lua',
+  listen: 'listen-1.lua',
 } as const
 
 /**
@@ -556,7 +557,7 @@ export interface ProbeRequest {
 export interface Probe {
   /** Redis's clock (ms) when the probe ran. */
   now: number
-  counts: QueueCounts
+  counts: SweepCounts
   /** Jobs that entered `failed` and are not acknowledged yet (0 unless readFailures; never below 0). */
   failedNew: number
   /** In-flight ids whose recorded lease deadline has passed, earliest first. */
@@ -752,6 +753,16 @@ export async function remove(client: RedisClient, keys: QueueKeys, id: string): 
 /** Holds every worker of the queue back from starting jobs for `ms` (0 lifts it); resolves to when the hold ends. */
 export async function rateLimit(client: RedisClient, keys: QueueKeys, ms: number): Promise<number> {
   return (await evalScript(client, SCRIPT_FILES.limit, [keys.meta], [ms])) as number
+}
+
+// ---- listening to events -----------------------------------------------------------------------------
+
+/**
+ * Marks that QueueEvents `listenerId` listens for `ttlMs` more (0: it leaves). Resolves to whether its
+ * mark was missing, first or lost (a Redis restarted empty, the key evicted): events may have gone unwritten.
+ */
+export async function listen(client: RedisClient, keys: QueueKeys, listenerId: string, ttlMs: number): Promise<boolean> {
+  return (await evalScript(client, SCRIPT_FILES.listen, [keys.listened], [listenerId, ttlMs])) === 1
 }
 
 // ---- pause, progress and logs ------------------------------------------------------------------------

@@ -15,7 +15,8 @@
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists
- *   <prefix>:{q}:listened   STRING set with a TTL by each QueueEvents listening to the queue
+ *   <prefix>:{q}:listened   ZSET   listening QueueEvents: listener id -> when its mark ends (ms, Redis clock);
+ *                                  the key expires with the latest mark (lua/listen-1.lua)
  *   <prefix>:{q}:metrics    HASH   finished jobs per minute over the last hour (lua/includes/minutes.lua)
  *   <prefix>:{q}:prioritized ZSET  waiting jobs with a priority: id -> priority * 2^32 + counter (enter.lua)
  *   <prefix>:{q}:reservedScores HASH reserved id -> its score in `prioritized`, to hand it back to its place

@@ -156,6 +156,8 @@ export async function leaseStates(
 }
 
 /**
+ * Each job counted once (QueueCounts): a reservation from `prioritized` keeps its score in `reservedScores`,
+ * and every id of `stalled` is in `active` (leaveActive.lua removes both), so those are taken off the others.
  * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
  * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
  * (the operator needs the counts most when Redis is full).
@@ -174,7 +176,15 @@ export async function readCounts(client: RedisClient, keys: QueueKeys): Promise<
       if (err) throw err
       return n as number
     })
-  return { wait: wait + reserved + prioritized, prioritized: prioritized + scored, active, stalled, delayed, completed, failed }
+  return {
+    wait: wait + Math.max(0, reserved - scored),
+    prioritized: prioritized + scored,
+    active: Math.max(0, active - stalled),
+    stalled,
+    delayed,
+    completed,
+    failed,
+  }
 }
 
 function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {
@@ -252,11 +262,6 @@ export function schedulerIds(client: RedisClient, keys: QueueKeys, start: number
 }
 
 // ---- events ------------------------------------------------------------------------------------------
-
-/** Says a QueueEvents listens, for `ttlMs`: while the key lives, the scripts write events. */
-export async function markListened(client: RedisClient, keys: QueueKeys, ttlMs: number): Promise<void> {
-  await client.set(keys.listened, '1', 'PX', ttlMs)
-}
 
 /** The id of the stream's newest entry, '0-0' when it has none: where a new listener starts reading. */
 export async function lastEventId(client: RedisClient, keys: QueueKeys): Promise<string> {

@@ -97,9 +97,9 @@ export async function readOverview(set: QueueSet, start: number, size: number): 
 /** The states a queue page lists, in tab order. */
 export const LISTED_STATES = ['active', 'wait', 'prioritized', 'delayed', 'failed', 'completed'] as const satisfies readonly JobState[]
 
-/** The jobs a state's tab lists: `counts().wait` counts every waiting job, prioritized ones included. */
+/** The jobs a state's tab lists: the `active` tab lists the marked-stalled jobs too (counts() apart). */
 export function listedCount(counts: QueueCounts, state: JobState): number {
-  return state === 'wait' ? counts.wait - counts.prioritized : counts[state]
+  return state === 'active' ? counts.active + counts.stalled : counts[state]
 }
 
 export interface Lease {

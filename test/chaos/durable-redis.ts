@@ -1,6 +1,7 @@
 /**
  * A redis-server with an append-only file fsynced on every write, on a fixed free port and a fixed --dir,
- * so it can be stopped (SHUTDOWN, SIGTERM or SIGKILL) and started again with the same data.
+ * so it can be stopped (SHUTDOWN, SIGTERM or SIGKILL) and started again with the same data; or, with
+ * `persist: false`, without persistence, so it comes back empty (a cache Redis restarted).
  */
 import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -44,7 +45,7 @@ async function ping(port: number): Promise<boolean> {
   }
 }
 
-export async function startDurableRedis(): Promise<DurableRedis> {
+export async function startDurableRedis({ persist = true }: { persist?: boolean } = {}): Promise<DurableRedis> {
   const port = await freePort()
   const dir = mkdtempSync(path.join(tmpdir(), 'emq-chaos-aof-'))
   let child: ChildProcess | undefined
@@ -59,7 +60,8 @@ export async function startDurableRedis(): Promise<DurableRedis> {
     },
     async start() {
       if (redis.running) throw new Error('redis-server is already running')
-      child = spawnRedisServer(port, dir, ['--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction'])
+      const persistence = persist ? ['--appendonly', 'yes', '--appendfsync', 'always'] : []
+      child = spawnRedisServer(port, dir, [...persistence, '--maxmemory-policy', 'noeviction'])
       await waitFor(() => ping(port), { timeoutMs: 10_000, intervalMs: 20, what: `redis-server on port ${port}` })
     },
     async stop(how) {
