@@ -160,6 +160,27 @@ describe("BullMQ's count of pending runs", () => {
   })
 })
 
+describe('a worker that cannot make the next run', () => {
+  it('reports it and tries again until it can: a fleet with no sweep keeps its schedule', async () => {
+    await fx.queue.upsertJobScheduler('tick', { every: 60_000 })
+    const [first] = await duesIn('tick', 'wait')
+    // The scheduler's hash unreadable for a while (a fault from outside: WRONGTYPE on every read).
+    const key = fx.keys.scheduler('tick')
+    const hash = await redis.client.hgetall(key)
+    await redis.client.del(key)
+    await redis.client.set(key, 'not a hash')
+    const errors: unknown[] = []
+    const w = fx.worker(() => 'ok')
+    w.on('error', (err) => errors.push(err))
+    await waitFor(() => errors.length > 0, { what: 'the failure reported' })
+    await redis.client.del(key)
+    await redis.client.hset(key, hash)
+
+    await waitFor(async () => (await duesIn('tick', 'delayed'))[0] === (first as number) + 60_000, { what: 'the next run made' })
+    expect(String(errors[0])).toMatch(/WRONGTYPE/)
+  })
+})
+
 describe('removeJobScheduler', () => {
   it.each([
     ['waiting', {}],
