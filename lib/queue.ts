@@ -336,9 +336,9 @@ export class Queue<Data = unknown> {
   /**
    * Creates or changes job scheduler `id` (BullMQ's upsertJobScheduler): `repeat` is { every } (ms; the
    * first run at once) or { pattern } (cron, in `tz`), with limit, startDate, endDate, immediately, offset;
-   * `template` is { name, data, opts } of the jobs it makes. Resolves to the first iteration's job, or
-   * undefined when there is none (past its endDate). Upserting the same timing again keeps the pending
-   * iteration (new template), so no run is duplicated.
+   * `template` is { name, data, opts } of the jobs it makes. Resolves to the first run's job, or undefined
+   * when there is none (past its endDate). Upserting the same timing again keeps the schedule and its
+   * newest run (new template), so no run is duplicated.
    */
   async upsertJobScheduler(id: string, repeat: RepeatOptions, template?: JobTemplate<Data>): Promise<Job<Data> | undefined> {
     this.assertOpen()
@@ -357,7 +357,7 @@ export class Queue<Data = unknown> {
     return this.call('read a job scheduler of queue', () => getScheduler(this.client, this.keys, id))
   }
 
-  /** Job schedulers by when their next iteration is due (`asc`: soonest first); ranks as in Redis. */
+  /** Job schedulers by when their next period is due (`asc`: soonest first); ranks as in Redis. */
   async getJobSchedulers(start = 0, end = -1, asc = false): Promise<JobScheduler[]> {
     this.assertOpen()
     checkInteger('start', start, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
@@ -365,7 +365,7 @@ export class Queue<Data = unknown> {
     return this.call('list the job schedulers of queue', () => listSchedulers(this.client, this.keys, start, end, asc === true))
   }
 
-  /** Removes job scheduler `id` and its pending iteration (a `removed` event); resolves to whether there was one. */
+  /** Removes job scheduler `id` and its newest run if no worker started it (a `removed` event); resolves to whether there was one. */
   async removeJobScheduler(id: string): Promise<boolean> {
     this.assertOpen()
     return this.call('remove a job scheduler of queue', () => removeScheduler(this.client, this.keys, id))
@@ -491,7 +491,7 @@ export class Queue<Data = unknown> {
     validateJobId(id)
     const outcome = await this.call('promote a job of queue', async () => {
       if (!parseIteration(id)) return commands.promoteJob(this.client, this.keys, id)
-      // A scheduler's iteration makes its successor as it leaves `delayed`, as when it falls due.
+      // A scheduler's pending run moves its schedule on as it leaves `delayed`, as when it falls due.
       if (await promoteIterationNow(this.client, this.keys, id)) return 'promoted'
       return ((await readJob(this.client, this.keys, id)).state as JobState | undefined) ?? 'missing'
     })

@@ -5,7 +5,7 @@
  * back to `wait` (served next) or to `failed` when no attempts are left. Each step is one script call, so
  * any number of overlapping sweeps recover a job exactly once.
  *
- * A pass opens with one call on the queue's own keys (lua/probe-11.lua): the counts, and the candidates of
+ * A pass opens with one call on the queue's own keys (lua/probe-12.lua): the counts, and the candidates of
  * the steps below. For an idle queue that is the only call. Then, each in bounded script calls over ids
  * the probe or a read found, re-checked by the script:
  *   - the deadline walk over leases whose recorded deadline has passed (a live lease with a stale
@@ -15,7 +15,9 @@
  *     deleted by hand or evicted (run Redis with `maxmemory-policy noeviction`) is found before its
  *     recorded deadline;
  *   - expired reservations (a dead worker's next jobs) go back to the front of `wait`;
- *   - delayed jobs that are due move to `wait`;
+ *   - delayed jobs that are due move to `wait`; job schedulers whose next period is due make every period
+ *     due since, up to the catch-up limit (schedulers/iterations.ts), so a schedule with no worker keeps
+ *     producing at its own pace, however far apart the sweeps;
  *   - `completed` and `failed` are trimmed exactly to their retention.
  *
  * Options: prefix ('emq'), graceMs (15000, the reaper's too), limit (100 candidates per call), audit (32
@@ -28,7 +30,7 @@ import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from '
 import { type FinishedSet, type Probe, probe, probeRequeueMax, requeueExpired, sweepStep } from './redis/commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { dueDelayed, waitingSince } from './redis/queries.js'
+import { dueDelayed, dueSchedulers, waitingSince } from './redis/queries.js'
 import { trimFinished } from './retention.js'
 import { promoteDue } from './schedulers/iterations.js'
 
@@ -47,6 +49,7 @@ export interface SweepOptions {
 
 /** What a pass did and saw, for the reaper's metrics. */
 export interface QueuePass extends SweepResult {
+  /** Jobs put in line: delayed jobs that fell due, and job schedulers' runs made straight into line. */
   promoted: number
   trimmed: number
   counts: SweepCounts
@@ -119,7 +122,7 @@ export async function sweepQueue(
   if (found.audit.length > 0) await step(found.audit, 'audit')
   // Jobs this pass failed may take `failed` past its limits (the probe looked before): trim it exactly too.
   if (result.failed.length > 0) trims.add('failed')
-  const promoted = await promoteAll(client, keys, found, limit)
+  const { promoted, made } = await promoteAll(client, keys, found, limit)
   const trimmed = { completed: 0, failed: 0 }
   for (const set of ['completed', 'failed'] as const) {
     const first = found.trim[set]
@@ -130,7 +133,7 @@ export async function sweepQueue(
   const c = found.counts
   const left = result.recovered.length + result.failed.length
   const counts: SweepCounts = {
-    wait: c.wait + result.recovered.length + promoted,
+    wait: c.wait + result.recovered.length + promoted + made,
     // A recovered or promoted job may have joined `prioritized`: the probe's figure, not moved on.
     prioritized: c.prioritized,
     active: c.active - left,
@@ -144,20 +147,30 @@ export async function sweepQueue(
   const oldestWaitMs =
     waited === undefined || recoveredWaited === undefined ? (waited ?? recoveredWaited) : Math.max(waited, recoveredWaited)
   const failedNew = readFailures ? found.failedNew + result.failed.length : 0
-  return { ...result, promoted, trimmed: trimmed.completed + trimmed.failed, counts, failedNew, oldestWaitMs }
+  return { ...result, promoted: promoted + made, trimmed: trimmed.completed + trimmed.failed, counts, failedNew, oldestWaitMs }
 }
 
-/** Moves every delayed job due by the probe's time to `wait`; the marker then names the next due time. */
-async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, limit: number): Promise<number> {
+/**
+ * Moves every delayed job due by the probe's time to `wait`, and catches up every job scheduler whose next
+ * period is due; the marker then names the next due time. Resolves to the jobs moved from `delayed` and
+ * the schedulers' runs made straight into line.
+ */
+async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, limit: number): Promise<{ promoted: number; made: number }> {
   let ids = found.due
+  let sids = found.dueSchedulers
   let promoted = 0
-  while (ids.length > 0) {
-    const step = await promoteDue(client, keys, ids, true)
+  let made = 0
+  while (ids.length > 0 || sids.length > 0) {
+    const step = await promoteDue(client, keys, ids, true, sids)
     promoted += step.promoted.length
-    if (ids.length < limit || step.promoted.length === 0) break
-    ids = await dueDelayed(client, keys, found.now, limit)
+    made += step.made.length
+    if ((ids.length < limit && sids.length < limit) || step.promoted.length + step.made.length === 0) break
+    ;[ids, sids] = await Promise.all([
+      ids.length < limit ? [] : dueDelayed(client, keys, found.now, limit),
+      sids.length < limit ? [] : dueSchedulers(client, keys, found.now, limit),
+    ])
   }
-  return promoted
+  return { promoted, made }
 }
 
 /** How long the job next in line has waited (one read, only when `wait` is not empty). */

@@ -456,6 +456,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.hadWork = true
     const run: Run = { job: new Job(job, this.scope, token), token, controller, phase: 'running', done: Promise.resolve() }
     this.runs.set(job.id, run)
+    // A scheduler's run: its next run is made now, as BullMQ's worker makes it (worker/promoter.ts).
+    this.promoter.started(job.id)
     run.done = this.execute(run).finally(() => {
       if (this.runs.get(job.id) !== run) return this.wake?.()
       this.locks.remove(job.id)

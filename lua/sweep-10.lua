@@ -1,7 +1,7 @@
 --[[
   One bounded step of the two-phase stalled sweep. Detect and move happen in this one call, so
   overlapping sweeps can never recover a job twice. The caller passes the ids with the earliest lease
-  deadlines (from probe-11.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
+  deadlines (from probe-12.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
 
   For each candidate still in `active` whose deadline has passed:
     not marked, lease key there     -> a live lease whose recorded deadline is stale (heartbeats refresh
@@ -24,7 +24,7 @@
   KEYS[5] marker    ZSET   <prefix>:{q}:marker
   KEYS[6] meta      HASH   <prefix>:{q}:meta (failedNew count, retention limits)
   KEYS[7] events    STREAM <prefix>:{q}:events
-  KEYS[8] listened  STRING <prefix>:{q}:listened
+  KEYS[8] listened  ZSET   <prefix>:{q}:listened
   KEYS[9] metrics   HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
   KEYS[10] prioritized ZSET <prefix>:{q}:prioritized (a recovered job with a priority: the front of it)
   KEYS[11 + 3i]     HASH   job i        (i = 0 .. n-1)

@@ -188,10 +188,24 @@ describe('echomq sweep, stats, inspect', () => {
     const human = await echomq(['schedulers', 'emails', '--redis-url', redis.url])
     const json = await echomq(['schedulers', 'emails', '--json', '--redis-url', redis.url])
     expect(human.code).toBe(0)
-    expect(human.stdout).toMatch(/poll +poll +every 60000 ms +\S+ \(in \d+ s\) +2\/10/)
+    expect(human.stdout).toMatch(/poll +poll +every 60000 ms +\S+ \(in \d+ s\) +1\/10/)
     expect(human.stdout).toMatch(/digest +send-digest +0 0 8 \* \* \* \(Europe\/Paris\)/)
     expect(JSON.parse(json.stdout).map((s: { key: string }) => s.key)).toEqual(['poll', 'digest'])
     expect((await echomq(['schedulers', 'nosuch', '--redis-url', redis.url])).code).toBe(1)
+  })
+
+  it("schedulers says how long ago a next run fell due that no sweep has made yet, by Redis's clock", async () => {
+    const q = new Queue('emails', { connection: redis.client })
+    await q.upsertJobScheduler('late', { every: 60_000 })
+    // No sweep for a while: its next period fell due 54 s ago (by Redis's clock, whatever this host's says).
+    const [seconds, micros] = await redis.client.time()
+    await redis.client.zadd('emq:{emails}:schedulers', Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - 54_000, 'late')
+    const human = await echomq(['schedulers', 'emails', '--redis-url', redis.url])
+    const ago = Number(/late +late +every 60000 ms +\S+ \((\d+) s ago\) +1/.exec(human.stdout)?.[1])
+    // 54 s, plus the time the command took to start.
+    expect(ago).toBeGreaterThanOrEqual(54)
+    expect(ago).toBeLessThan(54 + 30)
+    await q.close()
   })
 
   it('pause and resume a queue; stats shows it paused', async () => {

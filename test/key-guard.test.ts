@@ -10,6 +10,7 @@ import { createHandler } from '../functions/sweep.js'
 import { type Job, Queue, QueueEvents, sweep } from '../lib/index.js'
 import { loadScript, SCRIPT_FILES, setScriptWrapper, sweepStep } from '../lib/redis/commands.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { serverTimeMs } from '../lib/redis/queries.js'
 import { useQueue } from './helpers/fixture.js'
 import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, scriptSource } from './helpers/key-guard.js'
 import { captureLogs } from './helpers/log-lines.js'
@@ -282,6 +283,23 @@ describe('the whole flow under the guard', () => {
     expect(await fx.queue.removeJobScheduler('every')).toBe(true)
     await w.close()
     await expectGuardedScriptsRan([SCRIPT_FILES.limit, SCRIPT_FILES.schedule, SCRIPT_FILES.iterate, SCRIPT_FILES.unschedule])
+  })
+
+  it('a job scheduler with no worker caught up by one sweep, then removed with its newest run out of a reservation', async () => {
+    await fx.queue.upsertJobScheduler('behind', { every: 20 }, { opts: { priority: 2 } })
+    const [first] = await redis.client.zrange(keys.prioritized, '0', '0')
+    await waitFor(async () => (await serverTimeMs(redis.client)) >= Number(first?.split(':')[2]) + 200, { intervalMs: 5 })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    const runs = await redis.client.zrange(keys.prioritized, '0', '-1')
+    expect(runs.length).toBeGreaterThanOrEqual(10)
+    // A busy worker reserved the newest one.
+    const newest = runs.at(-1) as string
+    await redis.client.hset(keys.reservedScores, newest, String(await redis.client.zscore(keys.prioritized, newest)))
+    await redis.client.zrem(keys.prioritized, newest)
+    await redis.client.zadd(keys.reserved, (await serverTimeMs(redis.client)) + 60_000, newest)
+    expect(await fx.queue.removeJobScheduler('behind')).toBe(true)
+    expect(await fx.queue.getJob(newest)).toBeNull()
+    await expectGuardedScriptsRan([SCRIPT_FILES.schedule, SCRIPT_FILES.probe, SCRIPT_FILES.iterate, SCRIPT_FILES.unschedule])
   })
 
   it('promoteJob: a job delayed an hour is promoted now (a prioritized one to its priority); a job not delayed is refused', async () => {

@@ -1,14 +1,17 @@
 /**
- * Job schedulers on a real Redis: BullMQ's API and shapes, iterations made by whoever promotes (a worker or
- * the sweep, so a schedule runs with no worker), deterministic ids (two producers never make one twice),
- * limit and endDate, upserts that change a schedule without duplicating a run, removal, missed periods
- * skipped, a stepped wall clock, bad input refused with nothing written; the timing's arithmetic (cron in
- * a time zone across DST) without Redis.
+ * Job schedulers on a real Redis: BullMQ's API and shapes, runs made by whoever advances the schedule (a
+ * worker or the sweep, so a schedule runs with no worker), deterministic ids (two producers never make one
+ * twice), limit and endDate, upserts that change a schedule without duplicating a run, removal, missed
+ * periods skipped, a stepped wall clock, bad input refused with nothing written; the timing's arithmetic
+ * (cron in a time zone across DST) without Redis. Catching up and BullMQ's count of pending runs:
+ * schedulers-catch-up.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type Job, QueueEvents, sweep } from '../lib/index.js'
 import { iterationId } from '../lib/redis/commands.js'
-import { CATCH_UP_MS, firstDue, successorDue, timing } from '../lib/schedulers/timing.js'
+import { serverTimeMs } from '../lib/redis/queries.js'
+import { startedRun } from '../lib/schedulers/iterations.js'
+import { CATCH_UP_MAX_RUNS, CATCH_UP_MS, duePeriods, firstDue, successorDue, timing } from '../lib/schedulers/timing.js'
 import { useQueue } from './helpers/fixture.js'
 import { useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
@@ -31,7 +34,7 @@ async function iterations(sid: string): Promise<number[]> {
 }
 
 describe('upsertJobScheduler', () => {
-  it('an every schedule runs at once: the first iteration is waiting, the next one delayed one period on', async () => {
+  it('an every schedule runs at once: the first run is waiting, the next one made when a worker starts it', async () => {
     const job = await fx.queue.upsertJobScheduler('tick', { every: 60_000 }, { name: 'beat', data: { n: 1 }, opts: { attempts: 2 } })
     const scheduler = await fx.queue.getJobScheduler('tick')
 
@@ -42,12 +45,16 @@ describe('upsertJobScheduler', () => {
       key: 'tick',
       name: 'beat',
       next: first + 60_000,
-      iterationCount: 2,
+      iterationCount: 1,
       every: 60_000,
       offset: 0,
       template: { data: { n: 1 }, opts: { attempts: 2 } },
     })
+    // One run pending, as BullMQ's: the next is made when a worker starts this one.
+    expect(await fx.queue.getJob(iterationId('tick', first + 60_000))).toBeNull()
+    await startedRun(redis.client, fx.keys, job?.id as string)
     expect(await fx.queue.getJob(iterationId('tick', first + 60_000))).toMatchObject({ state: 'delayed', dueAt: first + 60_000 })
+    expect(await fx.queue.getJobScheduler('tick')).toMatchObject({ next: first + 60_000, iterationCount: 2 })
   })
 
   it('a cron pattern in a time zone: the first iteration delayed to the next occurrence; BullMQ 6 shape', async () => {
@@ -69,14 +76,16 @@ describe('upsertJobScheduler', () => {
     expect(await fx.queue.getJobScheduler('none')).toBeUndefined()
   })
 
-  it('upserting the same timing keeps the pending iteration (new template); a new timing replaces it', async () => {
+  it('upserting the same timing keeps the pending run (new template); a new timing replaces it', async () => {
     await fx.queue.upsertJobScheduler('s', { every: 60_000 }, { data: { v: 1 } })
     const before = await iterations('s')
-    await fx.queue.upsertJobScheduler('s', { every: 60_000 }, { data: { v: 2 } })
-    const pending = await fx.queue.getJob(iterationId('s', before[1] as number))
+    const kept = await fx.queue.upsertJobScheduler('s', { every: 60_000 }, { data: { v: 2 } })
+    const pending = await fx.queue.getJob(iterationId('s', before[0] as number))
 
+    expect(before).toHaveLength(1)
     expect(await iterations('s')).toEqual(before)
     expect(pending?.data).toEqual({ v: 2 })
+    expect(kept?.id).toBe(pending?.id)
 
     const events = new QueueEvents('q', { connection: redis.url, blockingTimeout: 200 })
     await events.waitUntilReady()
@@ -86,7 +95,7 @@ describe('upsertJobScheduler', () => {
     await waitFor(() => removed.length === 1, { what: 'the replaced iteration removed' })
     await events.close()
 
-    expect(removed).toEqual([{ jobId: iterationId('s', before[1] as number), prev: 'delayed' }])
+    expect(removed).toEqual([{ jobId: iterationId('s', before[0] as number), prev: 'wait' }])
     expect(await fx.queue.getJobScheduler('s')).toMatchObject({ every: 30_000, template: { data: { v: 3 } } })
     expect(await fx.queue.getJobSchedulers(0, -1)).toHaveLength(1)
   })
@@ -144,21 +153,30 @@ describe('iterations', () => {
   })
 
   it('periods missed while nothing ran are skipped, not replayed', async () => {
-    // A scheduler whose pending iteration fell due an hour ago: no worker and no sweep ran since.
-    await fx.queue.upsertJobScheduler('hourly-late', { every: 60_000 })
+    // A scheduler whose next run (made when a worker started the first) fell due an hour ago: no worker
+    // and no sweep ran since.
+    const first = await fx.queue.upsertJobScheduler('hourly-late', { every: 60_000 })
+    await startedRun(redis.client, fx.keys, first?.id as string)
     const [, pending] = await iterations('hourly-late')
     const hourAgo = (pending as number) - 3_660_000
     await redis.client.rename(fx.keys.job(iterationId('hourly-late', pending as number)), fx.keys.job(iterationId('hourly-late', hourAgo)))
     await redis.client.zrem(fx.keys.delayed, iterationId('hourly-late', pending as number))
     await redis.client.zadd(fx.keys.delayed, hourAgo, iterationId('hourly-late', hourAgo))
     await redis.client.zadd(fx.keys.schedulers, hourAgo, 'hourly-late')
+    await redis.client.hset(fx.keys.scheduler('hourly-late'), 'last', hourAgo)
 
     await sweep(redis.client, 'q')
+    const now = await serverTimeMs(redis.client)
 
-    const made = await iterations('hourly-late')
-    // The late one, then only the periods of the last CATCH_UP_MS (about 5), and the next one due.
-    expect(made.length).toBeLessThanOrEqual(2 + CATCH_UP_MS / 60_000 + 1)
-    expect(made.length).toBeGreaterThan(2)
+    // The late one, then only the periods of the last CATCH_UP_MS (5 or 6 of them; the first is one).
+    const waiting = (await fx.queue.getJobs('wait', { start: 0, end: 99 })).map((j) => Number(j.id.split(':')[2]))
+    const caughtUp = waiting.filter((due) => due !== hourAgo)
+    expect(waiting).toContain(hourAgo)
+    expect(caughtUp).toContain(Number(first?.id.split(':')[2]))
+    expect(caughtUp.length).toBeGreaterThanOrEqual(CATCH_UP_MS / 60_000)
+    expect(caughtUp.length).toBeLessThanOrEqual(CATCH_UP_MS / 60_000 + 1)
+    expect(Math.min(...caughtUp)).toBeGreaterThanOrEqual(now - CATCH_UP_MS)
+    expect(await fx.queue.counts()).toMatchObject({ delayed: 0 })
   })
 
   it('workers and sweeps together never make an iteration twice nor skip one; a stepped wall clock changes nothing', async () => {
@@ -209,15 +227,19 @@ describe('iterations', () => {
 })
 
 describe('removeJobScheduler', () => {
-  it('removes the scheduler and its pending iteration; false for one that does not exist', async () => {
-    await fx.queue.upsertJobScheduler('gone', { every: 60_000 })
-    const [first, pending] = await iterations('gone')
+  it('removes the scheduler and its newest run if no worker started it; older runs stay; false for none', async () => {
+    // Four periods with no worker: the sweep made them all; the newest is the one pending.
+    await fx.queue.upsertJobScheduler('gone', { every: 100 })
+    const [first] = await iterations('gone')
+    await waitFor(async () => (await serverTimeMs(redis.client)) >= (first as number) + 300, { intervalMs: 5 })
+    await sweep(redis.client, 'q')
+    const made = await iterations('gone')
 
+    expect(made.length).toBeGreaterThanOrEqual(4)
     expect(await fx.queue.removeJobScheduler('gone')).toBe(true)
     expect(await fx.queue.getJobScheduler('gone')).toBeUndefined()
-    expect(await fx.queue.getJob(iterationId('gone', pending as number))).toBeNull()
-    // The first iteration was already waiting: a job like any other, it stays.
-    expect(await fx.queue.getJob(iterationId('gone', first as number))).not.toBeNull()
+    // A backlog older than the newest run: due jobs like any other, they stay.
+    expect(await iterations('gone')).toEqual(made.slice(0, -1))
     expect(await fx.queue.removeJobScheduler('gone')).toBe(false)
   })
 })
@@ -229,19 +251,41 @@ describe('the timing, without Redis', () => {
     const t = timing({ pattern: '0 30 2 * * *', tz: 'America/New_York' })
     const first = firstDue(t, at('2026-03-08T05:00:00Z')) as number
     expect(new Date(first).toISOString()).toBe('2026-03-08T07:30:00.000Z')
-    const next = successorDue(t, first, first, 1) as number
+    const next = successorDue(t, first) as number
     expect(new Date(next).toISOString()).toBe('2026-03-09T06:30:00.000Z')
   })
 
-  it('an every schedule: at once, aligned with offset, after startDate; successors skip what is too late', () => {
+  it('an every schedule: at once, aligned with offset, after startDate; the next period, none past endDate', () => {
     const now = at('2026-01-01T00:00:10Z')
     expect(firstDue(timing({ every: 60_000 }), now)).toBe(now)
     expect(firstDue(timing({ every: 60_000, offset: 5_000 }), now)).toBe(at('2026-01-01T00:01:05Z'))
     expect(firstDue(timing({ every: 60_000, startDate: now + 30_000 }), now)).toBe(now + 30_000)
-    expect(successorDue(timing({ every: 60_000 }), now, now, 1)).toBe(now + 60_000)
-    const hourLate = successorDue(timing({ every: 60_000 }), now - 3_600_000, now, 1) as number
-    expect(hourLate).toBeGreaterThanOrEqual(now - CATCH_UP_MS)
-    expect(successorDue(timing({ every: 60_000, limit: 2 }), now, now, 2)).toBeUndefined()
-    expect(successorDue(timing({ every: 60_000, endDate: now + 1 }), now, now, 1)).toBeUndefined()
+    expect(successorDue(timing({ every: 60_000 }), now)).toBe(now + 60_000)
+    expect(successorDue(timing({ every: 60_000, endDate: now + 1 }), now)).toBeUndefined()
+  })
+
+  it('the periods due: none ahead of time, every one since (oldest first), none before the catch-up limit', () => {
+    const now = at('2026-01-01T00:10:00Z')
+    const minute = timing({ every: 60_000 })
+    expect(duePeriods(minute, now + 1, now)).toEqual({ due: [], after: now + 1 })
+    expect(duePeriods(minute, now - 120_000, now)).toEqual({ due: [now - 120_000, now - 60_000, now], after: now + 60_000 })
+    // An hour late: the periods of the last CATCH_UP_MS only, and the next one after now.
+    const hourLate = duePeriods(minute, now - 3_600_000 + 7, now)
+    expect(hourLate.due[0]).toBeGreaterThanOrEqual(now - CATCH_UP_MS)
+    expect(hourLate.due).toHaveLength(CATCH_UP_MS / 60_000)
+    expect(hourLate.after).toBe((hourLate.due.at(-1) as number) + 60_000)
+    // A fast schedule: the newest CATCH_UP_MAX_RUNS.
+    const fast = duePeriods(timing({ every: 5 }), now - 60_000, now)
+    expect(fast.due).toHaveLength(CATCH_UP_MAX_RUNS)
+    expect(fast.due.at(-1)).toBe(now)
+    // Past endDate: nothing after it.
+    expect(duePeriods(timing({ every: 60_000, endDate: now - 30_000 }), now - 120_000, now)).toEqual({
+      due: [now - 120_000, now - 60_000],
+      after: undefined,
+    })
+    // A cron every 20 s, two minutes late: seven periods, on the pattern's seconds.
+    const cron = duePeriods(timing({ pattern: '*/20 * * * * *' }), now - 120_000, now)
+    expect(cron.due).toEqual([120, 100, 80, 60, 40, 20, 0].map((s) => now - s * 1000))
+    expect(cron.after).toBe(now + 20_000)
   })
 })

@@ -72,7 +72,7 @@ describe('on a real queue', () => {
     }
   })
 
-  it("promoting a scheduler's pending run from its job page runs it now, and the schedule makes the next one", async () => {
+  it("promoting a scheduler's pending run from its job page runs it now, and the schedule moves on", async () => {
     const q = new Queue('emails', { connection: redis.client })
     await q.upsertJobScheduler('hourly', { pattern: '0 * * * *' }, { name: 'tick' })
     const pending = await q.getJobs('delayed', { start: 0, end: 0 })
@@ -85,7 +85,8 @@ describe('on a real queue', () => {
       expect((await q.getJob(id))?.state).toBe('wait')
       const next = (await q.getJobScheduler('hourly'))?.next as number
       expect(next - Number(id.split(':')[2])).toBe(3_600_000)
-      expect((await q.getJob(`repeat:hourly:${next}`))?.state).toBe('delayed')
+      // Made when a worker starts the promoted run, or when it falls due (BullMQ's one pending run).
+      expect(await q.getJob(`repeat:hourly:${next}`)).toBeNull()
     } finally {
       await d.served.close()
       await q.close()

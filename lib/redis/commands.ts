@@ -24,7 +24,7 @@ export const SCRIPT_FILES = {
   extend: 'extend-2.lua',
   reclaim: 'reclaim-2.lua',
   finish: 'finish-15.lua',
-  probe: 'probe-11.lua',
+  probe: 'probe-12.lua',
   sweepStep: 'sweep-10.lua',
   promote: 'promote-7.lua',
   promoteJob: 'promoteJob-8.lua',
@@ -40,7 +40,7 @@ export const SCRIPT_FILES = {
   limit: 'limit-1.lua',
   schedule: 'schedule-14.lua',
   iterate: 'iterate-11.lua',
-  unschedule: 'unschedule-10.lua',
+  unschedule: 'unschedule-12.lua',
   listen: 'listen-1.lua',
 } as const
 
@@ -571,20 +571,22 @@ export interface Probe {
   head: string | undefined
   /** Expired reservations (a dead worker's) sent back to `wait`; when PROBE_REQUEUE_MAX, more may be left. */
   unreserved: number
+  /** Job schedulers whose next period is due (at most `limit`). */
+  dueSchedulers: string[]
 }
 
-/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-11.lua). */
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-12.lua). */
 export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
-type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number]
+type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number, string[]]
 
 /** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
 export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
   const k = keys
-  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved] = (await evalScript(
+  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers] = (await evalScript(
     client,
     SCRIPT_FILES.probe,
-    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved, ...prioritizedKeys(k)],
+    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved, ...prioritizedKeys(k), k.schedulers],
     [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0],
   )) as ProbeReply
   const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0] = c
@@ -598,6 +600,7 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
     trim: { completed: trimCompleted, failed: trimFailed },
     head: head ?? undefined,
     unreserved,
+    dueSchedulers,
   }
 }
 
@@ -879,28 +882,35 @@ export async function obliterate(
 /** A job scheduler's iteration id: deterministic per scheduler and due time, so no two producers make one twice. */
 export const iterationId = (schedulerId: string, due: number): string => `repeat:${schedulerId}:${due}`
 
+/** What an upsert or a removal read of a scheduler, which the script checks is still so. */
+export interface SchedulerRead {
+  /** Its next period (ms). */
+  next: number
+  /** Its newest run's due time (ms). */
+  last: number
+}
+
 export interface ScheduleRequest {
   id: string
-  /** The pending iteration's due time read before (undefined: the scheduler did not exist). */
-  readDue: number | undefined
+  /** The scheduler as read before (undefined: it did not exist). */
+  read: SchedulerRead | undefined
   firstDue: number
-  /** The iteration after the first (made at once when the first is due at once); undefined for none. */
+  /** The period after the first, used when the first is due at once; undefined for none. */
   secondDue: number | undefined
-  /** Keep a pending iteration due at firstDue (the timing is unchanged). */
+  /** Keep the newest run (the timing is unchanged). */
   keep: boolean
   /** The scheduler hash's fields, name and value in turn. */
   fields: string[]
 }
 
-/** Creates or changes a job scheduler and its first iteration; 'retry' when another upsert moved it meanwhile. */
+/** Creates or changes a job scheduler and its first run; 'retry' when another call moved it meanwhile. */
 export async function schedule(
   client: RedisClient,
   keys: QueueKeys,
   r: ScheduleRequest,
 ): Promise<{ firstId: string; now: number } | 'retry'> {
-  const pendingId = r.readDue === undefined ? '' : iterationId(r.id, r.readDue)
+  const newestId = r.read === undefined ? '' : iterationId(r.id, r.read.last)
   const firstId = iterationId(r.id, r.firstDue)
-  const secondId = r.secondDue === undefined ? '' : iterationId(r.id, r.secondDue)
   const reply = (await evalScript(
     client,
     SCRIPT_FILES.schedule,
@@ -912,20 +922,20 @@ export async function schedule(
       keys.marker,
       ...eventKeys(keys),
       keys.prioritized,
-      keys.job(pendingId || firstId),
-      keys.logs(pendingId || firstId),
+      keys.job(newestId || firstId),
+      keys.logs(newestId || firstId),
       keys.job(firstId),
-      keys.job(secondId || firstId),
       keys.reserved,
+      keys.reservedScores,
     ],
     [
       r.id,
-      r.readDue === undefined ? '' : String(r.readDue),
-      pendingId,
+      r.read === undefined ? '' : String(r.read.next),
+      r.read === undefined ? '' : String(r.read.last),
+      newestId,
       r.firstDue,
       firstId,
       r.secondDue ?? -1,
-      secondId,
       r.keep ? 'keep' : '',
       ...r.fields,
     ],
@@ -934,55 +944,95 @@ export async function schedule(
 }
 
 /**
- * Promotes a scheduler's due iteration and makes the next one (due `nextDue`, undefined: the scheduler
- * ends) while the scheduler still points at it. Resolves to whether it was promoted.
+ * Most runs one iterate-11.lua call makes: each is a key and two arguments (170 arguments in all) and
+ * costs Redis about what adding one job does, so a call stays a fraction of a millisecond.
  */
-export async function iterate(
-  client: RedisClient,
-  keys: QueueKeys,
-  schedulerId: string,
-  due: number,
-  nextDue: number | undefined,
-  early = false,
-): Promise<boolean> {
-  const id = iterationId(schedulerId, due)
-  const nextId = nextDue === undefined ? '' : iterationId(schedulerId, nextDue)
-  const [promoted] = (await evalScript(
+export const ITERATE_MAX_RUNS = 50
+
+export interface IterateRequest extends SchedulerRead {
+  schedulerId: string
+  /** `due`: its next period is due; `early`: its pending run goes into line now; `take`: a worker started one of its runs. */
+  mode: 'due' | 'early' | 'take'
+  /** Due times of the runs to make into line (at most ITERATE_MAX_RUNS, due by Redis's clock), oldest first. */
+  runs: number[]
+  /** The period after them; undefined for none (the schedule ends). */
+  after: number | undefined
+}
+
+export interface Iterated {
+  /** The scheduler moved meanwhile: nothing changed. */
+  retry: boolean
+  /** The scheduler is gone: nothing is left to make. */
+  ended: boolean
+  /** Runs moved from `delayed` into line: its pending run (and any other due run found there). */
+  promoted: string[]
+  /** Runs made straight into line. */
+  made: string[]
+  /** The run made in `delayed` (mode `take`). */
+  madeDelayed: string | undefined
+}
+
+/** Advances a job scheduler (see iterate-11.lua) while it is as read. */
+export async function iterate(client: RedisClient, keys: QueueKeys, r: IterateRequest): Promise<Iterated> {
+  if (r.runs.length > ITERATE_MAX_RUNS) throw new EchoMQError('ERR_SCRIPT', `iterate makes at most ${ITERATE_MAX_RUNS} runs a call`)
+  const sid = r.schedulerId
+  const pendingId = iterationId(sid, r.next)
+  const afterId = r.after === undefined ? '' : iterationId(sid, r.after)
+  const reply = (await evalScript(
     client,
     SCRIPT_FILES.iterate,
     [
       keys.schedulers,
-      keys.scheduler(schedulerId),
+      keys.scheduler(sid),
       keys.delayed,
       keys.wait,
       keys.marker,
       ...eventKeys(keys),
       keys.prioritized,
-      keys.job(id),
-      keys.job(nextId || id),
+      keys.job(pendingId),
+      keys.job(afterId || pendingId),
+      ...r.runs.map((due) => keys.job(iterationId(sid, due))),
     ],
-    [schedulerId, id, due, nextDue ?? -1, nextId, early ? 1 : 0],
-  )) as [number, number]
-  return promoted === 1
+    [
+      sid,
+      String(r.next),
+      String(r.last),
+      r.mode,
+      r.after ?? -1,
+      pendingId,
+      afterId,
+      ...r.runs.flatMap((due) => [iterationId(sid, due), String(due)]),
+    ],
+  )) as ['retry'] | ['ok' | 'ended', string[], string[], string | null]
+  if (reply[0] === 'retry') return { retry: true, ended: false, promoted: [], made: [], madeDelayed: undefined }
+  const [status, promoted, made, madeDelayed] = reply
+  return { retry: false, ended: status === 'ended', promoted, made, madeDelayed: madeDelayed ?? undefined }
 }
 
-/** Removes a job scheduler and its pending iteration (due `readDue`); 'retry' when it moved meanwhile. */
-export async function unschedule(client: RedisClient, keys: QueueKeys, schedulerId: string, readDue: number): Promise<boolean | 'retry'> {
-  const pendingId = iterationId(schedulerId, readDue)
+/** Removes a job scheduler and its newest run if not started (see unschedule-12.lua); 'retry' when it moved meanwhile. */
+export async function unschedule(
+  client: RedisClient,
+  keys: QueueKeys,
+  schedulerId: string,
+  read: SchedulerRead,
+): Promise<boolean | 'retry'> {
+  const newestId = iterationId(schedulerId, read.last)
   const reply = (await evalScript(
     client,
     SCRIPT_FILES.unschedule,
     [
       keys.schedulers,
       keys.scheduler(schedulerId),
-      keys.job(pendingId),
-      keys.logs(pendingId),
+      keys.job(newestId),
+      keys.logs(newestId),
       keys.delayed,
       keys.wait,
       keys.prioritized,
       ...eventKeys(keys),
+      keys.reserved,
+      keys.reservedScores,
     ],
-    [schedulerId, String(readDue), pendingId],
+    [schedulerId, String(read.next), String(read.last), newestId],
   )) as number | 'retry'
   return reply === 'retry' ? 'retry' : reply === 1
 }

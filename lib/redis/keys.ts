@@ -21,9 +21,10 @@
  *   <prefix>:{q}:prioritized ZSET  waiting jobs with a priority: id -> priority * 2^32 + counter (enter.lua)
  *   <prefix>:{q}:reservedScores HASH reserved id -> its score in `prioritized`, to hand it back to its place
  *   <prefix>:{q}:limiter    ZSET   job id:start number -> start time (ms): the worker limiters' window
- *   <prefix>:{q}:schedulers ZSET   job scheduler id -> when its next iteration is due (ms)
- *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing and the template of its jobs
- *                                  (an iteration is a job with id repeat:<sid>:<due ms>)
+ *   <prefix>:{q}:schedulers ZSET   job scheduler id -> when its next period is due (ms)
+ *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing, the template of its jobs, `ic` (runs
+ *                                  made) and `last` (its newest run's due time); a run is a job with id
+ *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job

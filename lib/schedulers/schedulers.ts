@@ -1,16 +1,16 @@
 /**
  * Job schedulers (BullMQ's upsertJobScheduler and friends): a schedule and a job template, kept in Redis
  * (`<prefix>:{q}:schedulers`, one hash each), that produce a normal job per period, with a deterministic
- * id (`repeat:<scheduler id>:<due ms>`). The next iteration is made when the pending one falls due, by
- * whoever promotes it: a worker or the sweep (iterations.ts), so a schedule keeps producing with no
- * worker running. Changing a schedule (an upsert with the same id) replaces its pending iteration unless
- * the timing is unchanged, so re-upserting at every start of an application never duplicates a run.
+ * id (`repeat:<scheduler id>:<due ms>`). Runs are made by whoever advances the schedule: a worker or the
+ * sweep (iterations.ts), so a schedule keeps producing with no worker running. Changing a schedule (an
+ * upsert with the same id) replaces its newest run if no worker has started it, unless the timing is
+ * unchanged, so re-upserting at every start of an application never duplicates a run.
  */
 import { EchoMQError } from '../errors.js'
 import { encodeBackoff, encodeKeep, JOB_DEFAULTS, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
 import { toJson } from '../json.js'
 import { validateJobName, validateNewJobId } from '../options.js'
-import { iterationId, schedule, unschedule } from '../redis/commands.js'
+import { schedule, unschedule } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
 import { readScheduler, schedulerIds, serverTimeMs } from '../redis/queries.js'
@@ -30,7 +30,7 @@ export interface JobTemplate<Data = unknown> {
 export interface JobScheduler {
   key: string
   name: string
-  /** When the pending iteration is due (ms, Redis's clock). */
+  /** When its next period is due (ms, Redis's clock); its run is made ahead only once a worker started the one before. */
   next: number
   iterationCount: number
   limit?: number
@@ -73,8 +73,8 @@ function templateFields(id: string, template: unknown, defaults: JobSettings, ma
 }
 
 /**
- * Creates or changes scheduler `id`; resolves to its first iteration's id, or undefined when it makes none
- * (its endDate has passed).
+ * Creates or changes scheduler `id`; resolves to its first run's id (its newest run's when the timing is
+ * unchanged), or undefined when it makes none (its endDate has passed).
  */
 export async function upsertScheduler(
   client: RedisClient,
@@ -93,16 +93,16 @@ export async function upsertScheduler(
     if (t.endDate !== undefined && t.endDate < now) {
       fail('ERR_OPTIONS', `expected endDate to be in the future, got ${new Date(t.endDate).toISOString()}`)
     }
-    // The same timing keeps the pending iteration (with the new template): no run is duplicated.
+    // The same timing keeps the schedule where it is, and its newest run (with the new template).
     const keep = existing !== undefined && sameTiming(timingFromHash(existing.hash), t)
-    const first = keep ? existing.due : firstDue(t, now)
+    const first = keep ? existing.last : firstDue(t, now)
     if (first === undefined) return undefined
-    const second = first <= now ? successorDue(t, first, now, 1) : undefined
     const reply = await schedule(client, keys, {
       id,
-      readDue: existing?.due,
+      read: existing && { next: existing.next, last: existing.last },
       firstDue: first,
-      secondDue: second,
+      // Used when the first is due at once (the script decides by Redis's clock).
+      secondDue: keep ? undefined : successorDue(t, first),
       keep,
       fields,
     })
@@ -114,7 +114,7 @@ export async function upsertScheduler(
 /** Scheduler `id` in BullMQ 6's shape, undefined when there is none. */
 export async function getScheduler(client: RedisClient, keys: QueueKeys, id: string): Promise<JobScheduler | undefined> {
   const found = await readScheduler(client, keys, id)
-  return found === undefined ? undefined : shape(id, found.hash, found.due)
+  return found === undefined ? undefined : shape(id, found.hash, found.next)
 }
 
 /** Schedulers by when their next iteration is due (`asc`: soonest first), ranks as in Redis. */
@@ -129,24 +129,21 @@ export async function listSchedulers(
   const found = await Promise.all(ids.map((id) => readScheduler(client, keys, id)))
   return ids.flatMap((id, i) => {
     const f = found[i]
-    return f ? [shape(id, f.hash, f.due)] : []
+    return f ? [shape(id, f.hash, f.next)] : []
   })
 }
 
-/** Removes scheduler `id` and its pending iteration; resolves to whether there was one. */
+/** Removes scheduler `id` and its newest run if no worker has started it; resolves to whether there was one. */
 export async function removeScheduler(client: RedisClient, keys: QueueKeys, id: string): Promise<boolean> {
   validateNewJobId(id)
   for (let tries = 0; tries < RACE_TRIES; tries++) {
     const found = await readScheduler(client, keys, id)
     if (found === undefined) return false
-    const reply = await unschedule(client, keys, id, found.due)
+    const reply = await unschedule(client, keys, id, found)
     if (reply !== 'retry') return reply
   }
   throw new EchoMQError('ERR_SCRIPT', `job scheduler ${id} kept changing while being removed; try again`)
 }
-
-/** The pending iteration's id of a scheduler (for a caller that shows or removes it). */
-export const pendingIteration = (scheduler: JobScheduler): string => iterationId(scheduler.key, scheduler.next)
 
 function shape(id: string, h: Record<string, string>, due: number): JobScheduler {
   const t = timingFromHash(h)

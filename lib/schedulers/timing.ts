@@ -6,9 +6,10 @@
  * aligned to multiples of `every` plus this). Validated here, before any Redis call; the times are
  * computed from Redis's clock (`now`, which the caller read), never the process's.
  *
- * The first run of an every schedule is at once, as BullMQ's. After that each iteration's successor is
- * due one period after it; periods missed while nothing ran at all (no worker and no sweep for longer
- * than CATCH_UP_MS) are skipped rather than replayed as a storm, so a schedule resumes at the present.
+ * The first run of an every schedule is at once, as BullMQ's. After that a period is due one period after
+ * the last; a schedule behind (no worker took its runs, and the sweep ran minutes apart) is caught up by
+ * duePeriods: every period due since, up to the catch-up limit (the last CATCH_UP_MS, at most
+ * CATCH_UP_MAX_RUNS periods), older ones skipped rather than replayed as a storm.
  */
 import { CronExpressionParser } from 'cron-parser'
 import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
@@ -36,8 +37,14 @@ export interface Timing {
   offset: number
 }
 
-/** How late an iteration may be made: older periods were missed while nothing ran, and are skipped. */
+/** How late a period may be made: older periods were missed while nothing ran, and are skipped. */
 export const CATCH_UP_MS = 5 * 60_000
+/**
+ * Most periods one catch-up makes for a scheduler (the newest ones): an `every` of a few ms behind by
+ * minutes would otherwise make tens of thousands of jobs in one pass. A cron pattern has at most 300
+ * periods in CATCH_UP_MS (one a second), so the limit binds only an `every` under 300 ms.
+ */
+export const CATCH_UP_MAX_RUNS = 1_000
 /** The longest `every`: a year, as the longest delay. */
 const MAX_EVERY_MS = 365 * 24 * 3_600_000
 
@@ -62,11 +69,15 @@ function zone(value: unknown): string {
   }
 }
 
+/** The occurrences of `pattern` in `tz` strictly after `after` (ms), in order. */
+function* cronFrom(pattern: string, tz: string | undefined, after: number): Generator<number> {
+  const expression = CronExpressionParser.parse(pattern, { currentDate: new Date(after), ...(tz ? { tz } : {}) })
+  for (;;) yield expression.next().getTime()
+}
+
 /** The next occurrence of `pattern` strictly after `after` (ms), in `tz`. */
 function cronNext(pattern: string, tz: string | undefined, after: number): number {
-  return CronExpressionParser.parse(pattern, { currentDate: new Date(after), ...(tz ? { tz } : {}) })
-    .next()
-    .getTime()
+  return cronFrom(pattern, tz, after).next().value as number
 }
 
 export function timing(options: unknown): Timing {
@@ -120,19 +131,45 @@ export function firstDue(t: Timing, now: number): number | undefined {
   return t.endDate !== undefined && due > t.endDate ? undefined : due
 }
 
+/** The period after the one due at `due`; undefined past endDate. */
+export function successorDue(t: Timing, due: number): number | undefined {
+  const next = t.every !== undefined ? due + t.every : cronNext(t.pattern as string, t.tz, due)
+  return t.endDate !== undefined && next > t.endDate ? undefined : next
+}
+
+/** What a schedule behind its time makes: its periods due by `now`, oldest first, and the one after them. */
+export interface DuePeriods {
+  /** Due times (ms) from `next` to `now` within the catch-up limit (older ones skipped), oldest first. */
+  due: number[]
+  /** The first period after `now`; undefined when there is none (past endDate). */
+  after: number | undefined
+}
+
 /**
- * When the iteration after the one due at `after` is due, skipping periods older than CATCH_UP_MS before
- * `now`; undefined when there is none (past endDate, or `made` iterations already reach the limit).
+ * The periods of a schedule whose next period is due at `next`, up to Redis's clock `now`: those within
+ * the catch-up limit (the last CATCH_UP_MS, the newest CATCH_UP_MAX_RUNS), and the one after them. The
+ * limit on how many in all (`limit`) is the script's to apply: it knows how many were made.
  */
-export function successorDue(t: Timing, after: number, now: number, made: number): number | undefined {
-  if (t.limit !== undefined && made >= t.limit) return undefined
+export function duePeriods(t: Timing, next: number, now: number): DuePeriods {
+  const end = t.endDate ?? Number.POSITIVE_INFINITY
   const earliest = now - CATCH_UP_MS
-  let due: number
+  let due: number[] = []
+  let after: number
   if (t.every !== undefined) {
-    due = after + t.every
-    if (due < earliest) due = after + t.every * Math.ceil((earliest - after) / t.every)
-  } else due = cronNext(t.pattern as string, t.tz, Math.max(after, earliest - 1))
-  return t.endDate !== undefined && due > t.endDate ? undefined : due
+    // next + k * every for k from the oldest period kept to the newest due.
+    const newest = Math.floor((Math.min(now, end) - next) / t.every)
+    const oldest = Math.max(0, Math.ceil((earliest - next) / t.every), newest - CATCH_UP_MAX_RUNS + 1)
+    for (let k = oldest; k <= newest; k++) due.push(next + k * t.every)
+    after = next + (Math.floor((now - next) / t.every) + 1) * t.every
+    if (next > now) after = next
+  } else {
+    const occurrences = cronFrom(t.pattern as string, t.tz, Math.max(next, earliest) - 1)
+    let at = occurrences.next().value as number
+    for (; at <= now; at = occurrences.next().value as number) if (at <= end) due.push(at)
+    after = at
+    due = due.slice(-CATCH_UP_MAX_RUNS)
+  }
+  return { due, after: after > end ? undefined : after }
 }
 
 /** The timing as the scheduler hash's fields (name, value, ...). */

@@ -7,13 +7,18 @@
  * wakes an idle worker to take the job. A closing worker hands its timer's duty back to the marker for
  * another worker; a crashed one leaves it to the other workers and the sweep, which promotes due jobs
  * and re-arms the marker. A timer of any length is exact (a job delayed a year; see clock.ts).
+ *
+ * It also keeps the worker's share of job schedules: when the worker starts a scheduler's run, the next
+ * run is made at once, in `delayed` (schedulers/iterations.ts startedRun, as BullMQ makes it), and the
+ * timer learns its due time. A call that fails is reported and tried again after RETRY_MS until it
+ * succeeds or the worker closes, so a fleet with no sweep does not lose its schedule to one error.
  */
 import type { Clock } from '../clock.js'
 import type { NextDue } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
 import { handBackDue, oldestIds } from '../redis/queries.js'
-import { promoteDue } from '../schedulers/iterations.js'
+import { parseIteration, promoteDue, startedRun } from '../schedulers/iterations.js'
 
 /** Delayed jobs read per promote call. */
 const PROMOTE_BATCH = 100
@@ -33,6 +38,10 @@ export class Promoter {
   /** After a failure, no promotion before this (monotonic ms). */
   private retryAt = Number.NEGATIVE_INFINITY
   private closed = false
+  /** Schedulers whose next run is being made for a run started here, and whether to make it once more after. */
+  private readonly advancing = new Map<string, { again: boolean; done: Promise<void> }>()
+  /** Wakes the retries waiting out RETRY_MS, so close() need not wait for them. */
+  private readonly pauses = new Set<() => void>()
 
   constructor(
     private readonly client: RedisClient,
@@ -62,11 +71,55 @@ export class Promoter {
     this.schedule(due)
   }
 
+  /** The worker started job `id`: when it is a scheduler's run, the schedule's next run is made now. */
+  started(id: string): void {
+    const sid = parseIteration(id)?.schedulerId
+    if (sid === undefined || this.closed) return
+    const current = this.advancing.get(sid)
+    if (current) {
+      current.again = true
+      return
+    }
+    const entry = { again: false, done: Promise.resolve() }
+    this.advancing.set(sid, entry)
+    entry.done = this.advance(id, entry).finally(() => this.advancing.delete(sid))
+  }
+
   /** Stops the timer; another idle worker inherits the due time it was waiting for. */
   async close(): Promise<void> {
     this.closed = true
     this.clear()
+    for (const wake of [...this.pauses]) wake()
+    await Promise.all([...this.advancing.values()].map((a) => a.done))
     if (this.dueAt !== undefined) await handBackDue(this.client, this.keys, this.dueAt)
+  }
+
+  private async advance(id: string, entry: { again: boolean }): Promise<void> {
+    for (;;) {
+      entry.again = false
+      try {
+        const next = await startedRun(this.client, this.keys, id)
+        if (next) this.learn({ nextDueInMs: next.inMs, nextDueAt: next.at })
+      } catch (err) {
+        this.report(err)
+        entry.again = true
+        await this.pause(RETRY_MS)
+      }
+      if (!entry.again || this.closed) return
+    }
+  }
+
+  /** Waits `ms`, or until close(). */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        this.clock.clearTimeout(handle)
+        this.pauses.delete(wake)
+        resolve()
+      }
+      const handle = this.clock.setTimeout(wake, ms)
+      this.pauses.add(wake)
+    })
   }
 
   private schedule({ nextDueInMs, nextDueAt }: NextDue): void {

@@ -1,7 +1,7 @@
 --[[
   The sweep's first call on a queue, touching only the queue's own keys: its counts, and the candidates
-  for the steps that need per-job keys (which the caller then passes to sweep-10.lua, promote-7.lua and
-  trim-2.lua). For an idle queue it is the only call. It also repairs what a dead worker leaves besides
+  for the steps that need per-job keys (which the caller then passes to sweep-10.lua, promote-7.lua,
+  iterate-11.lua and trim-2.lua). For an idle queue it is the only call. It also repairs what a dead worker leaves besides
   its leases: reservations past their expiry go back where they were (they touch no job hash;
   reservations.lua), and a lost wake-up: while jobs wait the marker says so, and when the earliest
   delayed job is due within two minutes the marker names its due time, so an idle worker (even one that
@@ -19,6 +19,7 @@
   KEYS[9] reserved   ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
   KEYS[10] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[11] reservedScores  HASH  <prefix>:{q}:reservedScores
+  KEYS[12] schedulers      ZSET  <prefix>:{q}:schedulers (job scheduler id -> due time of its next period, ms)
 
   ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000; see
           requeue-5.lua for the rest)
@@ -30,12 +31,13 @@
   Returns { now (ms), { wait (reserved and prioritized jobs included), active, stalled, delayed, completed,
   failed, prioritized }, failed not yet acknowledged (0 when not asked, never below 0), expired lease ids,
   audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next in line or false,
-  reservations returned }.
+  reservations returned, ids of the job schedulers whose next period is due }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local q = { reserved = reservedKey, wait = waitKey, marker = markerKey, prioritized = KEYS[10], reservedScores = KEYS[11] }
+local schedulersKey = KEYS[12]
 local limit, auditSize, auditAt, readFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 -- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
 local REARM_HORIZON_MS = 120000
@@ -114,8 +116,11 @@ end
 if head then
   rcall('ZADD', markerKey, 0, '0')
 end
+-- Schedules whose next period is due: made when it falls due whether or not its run was made ahead (one
+-- is only while a worker runs them), so a schedule with no worker keeps producing (iterate-11.lua).
+local dueSchedulers = rcall('ZRANGEBYSCORE', schedulersKey, '-inf', now, 'LIMIT', 0, limit)
 return {
   now, counts, failedNew, expired, audit, due,
   trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,
-  #expiredReservations,
+  #expiredReservations, dueSchedulers,
 }
