@@ -25,6 +25,8 @@ export const SCRIPT_FILES = {
   reclaim: 'reclaim-2.lua',
   finish: 'finish-15.lua',
   probe: 'probe-11.lua',
+  claim: 'claim-1.lua',
+  settle: 'settle-1.lua',
   sweepStep: 'sweep-10.lua',
   promote: 'promote-7.lua',
   promoteJob: 'promoteJob-8.lua',
@@ -549,7 +551,7 @@ export interface ProbeRequest {
   audit: number
   /** Where the audit window starts, as a fraction of the jobs in flight (0..1). */
   auditAt: number
-  /** Return the count of jobs that entered `failed` and are not acknowledged yet (read only: the reaper's metric). */
+  /** Return the count of failed jobs to claim (read only: the reaper's JobsFailed, see claimFailures). */
   readFailures: boolean
 }
 
@@ -557,7 +559,10 @@ export interface Probe {
   /** Redis's clock (ms) when the probe ran. */
   now: number
   counts: QueueCounts
-  /** Jobs that entered `failed` and are not acknowledged yet (0 unless readFailures; never below 0). */
+  /**
+   * Jobs that entered `failed` and that no live reaper invocation has claimed, an expired claim's included
+   * (0 unless readFailures): above 0, claimFailures has something to claim.
+   */
   failedNew: number
   /** In-flight ids whose recorded lease deadline has passed, earliest first. */
   expired: string[]
@@ -752,6 +757,34 @@ export async function remove(client: RedisClient, keys: QueueKeys, id: string): 
 /** Holds every worker of the queue back from starting jobs for `ms` (0 lifts it); resolves to when the hold ends. */
 export async function rateLimit(client: RedisClient, keys: QueueKeys, ms: number): Promise<number> {
   return (await evalScript(client, SCRIPT_FILES.limit, [keys.meta], [ms])) as number
+}
+
+// ---- the reaper's count of failed jobs: claim, then settle -------------------------------------------
+
+export interface FailureClaim {
+  /** Failed jobs this invocation now holds (0 while another invocation's claim is live). */
+  claimed: number
+  /** Of those, the jobs of an expired claim (its invocation died before settling it). */
+  takenOver: number
+}
+
+/**
+ * Moves the queue's count of failed jobs into a claim held by `token` for `leaseMs` (claim-1.lua), so no
+ * overlapping invocation publishes them too; an expired claim is taken over.
+ */
+export async function claimFailures(client: RedisClient, keys: QueueKeys, token: string, leaseMs: number): Promise<FailureClaim> {
+  const [claimed, takenOver] = (await evalScript(client, SCRIPT_FILES.claim, [keys.meta], [token, leaseMs])) as [number, number]
+  return { claimed, takenOver }
+}
+
+/**
+ * Ends `token`'s claim (settle-1.lua): `published`, the claim goes; otherwise its jobs go back to the count
+ * for the next invocation. Resolves to the jobs it held, or undefined when the claim was not `token`'s
+ * (taken over after its lease ended).
+ */
+export async function settleFailures(client: RedisClient, keys: QueueKeys, token: string, published: boolean): Promise<number | undefined> {
+  const held = (await evalScript(client, SCRIPT_FILES.settle, [keys.meta], [token, published ? 1 : 0])) as number
+  return held < 0 ? undefined : held
 }
 
 // ---- pause, progress and logs ------------------------------------------------------------------------
