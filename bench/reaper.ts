@@ -1,8 +1,9 @@
 /**
  * The reaper's pass over Q registered queues, two cases: each queue holds one waiting job (added with
  * Queue.add, one Queue per queue, which also registers it), and each queue is empty (registered only, as
- * bench/queues.ts). The reaper runs as the Lambda runs it: createReaper with metrics off, its own
- * connection, one sweep per invocation; its first run (a cold start: connection, eviction-policy check,
+ * bench/queues.ts). The reaper runs as the Lambda runs it: createReaper with metrics on (EMF, whose lines
+ * are kept off the bench's output), so its sweeps read the failed-job count to claim (lib/reaper/failures.ts),
+ * its own connection, one sweep per invocation; its first run (a cold start: connection, eviction-policy check,
  * discovery's scan) is apart, then WARM_RUNS timed runs. Per run: wall time of reaper.run(); commands the
  * reaper's connection sent (counted on the client, bench/count.ts); and INFO commandstats deltas over the
  * run (CONFIG RESETSTAT before; the meter's own commands left out): script calls, which are always sent by
@@ -101,6 +102,18 @@ async function addOne(client: Redis, name: string, i: number): Promise<[number, 
   return [before, after]
 }
 
+/** Runs `fn` with the reaper's EMF lines (stdout, one per run) kept off the bench's output. */
+async function withoutEmf<T>(fn: () => Promise<T>): Promise<T> {
+  const write = process.stdout.write
+  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) =>
+    String(chunk).startsWith('{"_aws"') || (write as (...a: unknown[]) => boolean).call(process.stdout, chunk, ...rest)) as typeof write
+  try {
+    return await fn()
+  } finally {
+    process.stdout.write = write
+  }
+}
+
 async function runCase(ctx: Ctx, kind: Kind, queues: number, counter: SentCommands): Promise<ReaperCase> {
   const { redis } = ctx
   await redis.meter.flushall()
@@ -117,11 +130,12 @@ async function runCase(ctx: Ctx, kind: Kind, queues: number, counter: SentComman
       if (message === 'queue') lines.push(fields as QueueLine)
       else if (level !== 'info') ctx.log(`reaper ${level}: ${message}`)
     }
-    const reaper = createReaper(reaperConfig({ redisUrl: `redis://${redis.host}:${redis.port}`, metricsMode: 'off' }, {}), { log })
+    const reaper = createReaper(reaperConfig({ redisUrl: `redis://${redis.host}:${redis.port}`, metricsMode: 'emf' }, {}), { log })
+    const run = (options?: { queues: string[] }) => withoutEmf(() => reaper.run(options))
     try {
       counter.reset()
       const c0 = performance.now()
-      await reaper.run()
+      await run()
       const coldMs = performance.now() - c0
       const coldSent = counter.sent(UNLABELLED)
       const runs: ReaperRun[] = []
@@ -133,7 +147,7 @@ async function runCase(ctx: Ctx, kind: Kind, queues: number, counter: SentComman
         const before = await commandStats(redis.meter)
         const startedAt = Date.now()
         const t0 = performance.now()
-        const summary = await reaper.run()
+        const summary = await run()
         const ms = performance.now() - t0
         window = [startedAt, Date.now()]
         const stats = withoutMeter(subtract(await commandStats(redis.meter), before))
@@ -180,7 +194,7 @@ async function runCase(ctx: Ctx, kind: Kind, queues: number, counter: SentComman
           await sleep(100 + 200 * k)
           lines = []
           const t0 = Date.now()
-          await reaper.run({ queues: [queue] })
+          await run({ queues: [queue] })
           const t1 = Date.now()
           const ageMs = lines.find((l) => l.queue === queue)?.oldestWaitAgeMs ?? Number.NaN
           const lowMs = t0 - after
@@ -234,7 +248,7 @@ function ageFigures(c: ReaperCase): { ok: boolean; text: string } {
 
 export function reaperReport(r: ReaperResults): string {
   return (
-    `Reaper pass: createReaper (metrics off, one sweep) over ${fmt(r.queues)} registered queues; wall clock of reaper.run(), ` +
+    `Reaper pass: createReaper (metrics on: EMF, one sweep) over ${fmt(r.queues)} registered queues; wall clock of reaper.run(), ` +
     `${WARM_RUNS} warm runs after a cold one; commands from the client counter (sent) and INFO commandstats (executed, script-inner included)\n` +
     table(
       ['queues', 'cold ms', 'warm ms', 'sent per queue', 'script calls per queue', 'executed per queue', 'a warm run sent'],

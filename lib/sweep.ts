@@ -54,7 +54,7 @@ export interface QueuePass extends SweepResult {
   trimmed: number
   counts: SweepCounts
   /**
-   * Jobs that entered `failed` and that the reaper has not acknowledged yet (lib/reaper/report.ts), as the
+   * Jobs that entered `failed` that no live reaper invocation has claimed (lib/reaper/failures.ts), as the
    * count stands after this pass: the probe's reading plus the jobs this pass failed (0 unless asked for).
    */
   failedNew: number
@@ -81,8 +81,9 @@ export async function sweep(connection: unknown, queue: string, options?: SweepO
 
 /**
  * One pass over one queue (see above). `readFailures`: report the count of jobs that entered `failed` and
- * are not acknowledged yet (the reaper's JobsFailed, which it acknowledges once published; a library sweep
- * leaves the count alone).
+ * that no reaper invocation has claimed (the reaper's JobsFailed, which it claims and publishes). The count
+ * is only read here, never taken: a library sweep, or a reaper with metrics off, leaves it to the reaper
+ * that publishes it.
  */
 export async function sweepQueue(
   client: RedisClient,

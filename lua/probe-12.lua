@@ -15,7 +15,7 @@
   KEYS[5] completed  ZSET  <prefix>:{q}:completed
   KEYS[6] failed     ZSET  <prefix>:{q}:failed
   KEYS[7] marker     ZSET  <prefix>:{q}:marker
-  KEYS[8] meta       HASH  <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[8] meta       HASH  <prefix>:{q}:meta (failedNew count and its claim, retention limits)
   KEYS[9] reserved   ZSET  <prefix>:{q}:reserved (id -> reservation expiry, ms)
   KEYS[10] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[11] reservedScores  HASH  <prefix>:{q}:reservedScores
@@ -25,11 +25,13 @@
           requeue-5.lua for the rest)
   ARGV[2] audit window size (in-flight jobs checked whatever their deadline; 0 for none)
   ARGV[3] where the audit window starts, as a fraction of the in-flight jobs (0..1, random)
-  ARGV[4] 1 to read the count of jobs that entered `failed` and are not acknowledged yet (the reaper's
-          metric; read only: the reaper acknowledges it with HINCRBY -n once it has published it), 0 not to
+  ARGV[4] 1 to read the count of jobs that entered `failed` and that no live reaper invocation has claimed
+          (the reaper's JobsFailed; read only: the reaper claims them with claim-1.lua when this is above
+          0, so an idle queue costs no other call), 0 not to
 
   Returns { now (ms), { wait (reserved and prioritized jobs included), active, stalled, delayed, completed,
-  failed, prioritized }, failed not yet acknowledged (0 when not asked, never below 0), expired lease ids,
+  failed, prioritized }, failed jobs to claim (meta's `failedNew`, never below 0, plus an expired claim's;
+  0 when not asked), expired lease ids,
   audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next in line or false,
   reservations returned, ids of the job schedulers whose next period is due }.
 ]]
@@ -66,7 +68,12 @@ counts[1] = waiting + prioritized + rcall('ZCARD', reservedKey)
 
 local failedNew = 0
 if readFailures then
-  failedNew = math.max(0, tonumber(rcall('HGET', metaKey, 'failedNew')) or 0)
+  local f = rcall('HMGET', metaKey, 'failedNew', 'failedClaimed', 'failedClaimUntil')
+  failedNew = math.max(0, tonumber(f[1]) or 0)
+  -- A claim whose lease ended: its invocation died before settling it, the next claim takes it over.
+  if f[3] and tonumber(f[3]) <= now then
+    failedNew = failedNew + (tonumber(f[2]) or 0)
+  end
 end
 
 local expired, audit = {}, {}

@@ -328,6 +328,22 @@ describe('the whole flow under the guard', () => {
     expect(logs.line('summary')).toBeDefined()
     expect(logs.text.join('\n')).not.toMatch(GUARD_ERROR)
   })
+
+  it('a Lambda handler that publishes claims the failed jobs, then settles its claim', async () => {
+    const logs = captureLogs()
+    await crashedJobs(redis.client, 'last', 2, { attempts: 1 })
+    const env = { REDIS_URL: redis.url, METRICS_MODE: 'emf', IS_LOCAL: 'true', SWEEP_GRACE_MS: '0' }
+    const handler = createHandler({ ...env, SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10' })
+    try {
+      await handler({}, { getRemainingTimeInMillis: () => 50_000 })
+    } finally {
+      await handler.close()
+    }
+
+    expect(logs.line('queue')).toMatchObject({ queue: 'last', failed: 2, failedNew: 2 })
+    expect(logs.text.join('\n')).not.toMatch(GUARD_ERROR)
+    await expectGuardedScriptsRan([SCRIPT_FILES.claim, SCRIPT_FILES.settle])
+  })
 })
 
 describe('the guard fires', () => {

@@ -98,7 +98,7 @@ describe('PutMetricData (aws-sdk-client-mock)', () => {
       { mode: 'api', namespace: 'EchoMQ/test', client: new CloudWatchClient({}), log: noLog, now: when },
     )
 
-    expect(result).toEqual({ calls: 1, published: true })
+    expect(result).toEqual({ calls: 1, published: true, jobsFailedPublished: true })
     const c = (MetricName: string, Value: number) => ({ MetricName, Timestamp: when, Unit: 'Count', Value })
     expect(cw.commandCalls(PutMetricDataCommand)[0]?.args[0].input).toEqual({
       Namespace: 'EchoMQ/test',
@@ -153,6 +153,25 @@ describe('PutMetricData (aws-sdk-client-mock)', () => {
     expect(q7.map((d) => d.MetricName).sort()).toEqual(TOTALS.filter((n) => !['SweepRuns', 'QueuesSwept'].includes(n)).sort())
   })
 
+  it('a later call failing (per-queue figures) leaves JobsFailed published: it went with the totals in the first', async () => {
+    cw.on(PutMetricDataCommand)
+      .resolvesOnce({})
+      .rejects(Object.assign(new Error('Rate exceeded'), { name: 'Throttling' }))
+    const runs = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`q${i}`, run()]))
+
+    const result = await publishMetrics(runs, {
+      mode: 'api',
+      namespace: 'EchoMQ',
+      client: new CloudWatchClient({}),
+      log: noLog,
+      perQueue: true,
+    })
+
+    const first = cw.commandCalls(PutMetricDataCommand)[0]?.args[0].input.MetricData ?? []
+    expect(result).toMatchObject({ calls: 2, published: false, jobsFailedPublished: true })
+    expect(first.find((d) => d.MetricName === 'JobsFailed' && !d.Dimensions)?.Value).toBe(800)
+  })
+
   it('a failed call is logged with the error name, HTTP status and request id, and does not throw', async () => {
     const denied = Object.assign(new Error('User is not authorized to perform cloudwatch:PutMetricData'), {
       name: 'AccessDenied',
@@ -174,6 +193,7 @@ describe('PutMetricData (aws-sdk-client-mock)', () => {
     expect(result).toMatchObject({
       calls: 1,
       published: false,
+      jobsFailedPublished: false,
       error: { errorName: 'AccessDenied', httpStatus: 403, requestId: 'req-123' },
     })
     expect(logged).toEqual([
@@ -190,7 +210,7 @@ describe('PutMetricData (aws-sdk-client-mock)', () => {
       { emails: run() },
       { mode: 'off', namespace: 'EchoMQ', client: new CloudWatchClient({}), log: noLog },
     )
-    expect(result).toEqual({ calls: 0, published: false })
+    expect(result).toEqual({ calls: 0, published: false, jobsFailedPublished: false })
     expect(cw.commandCalls(PutMetricDataCommand)).toHaveLength(0)
   })
 })

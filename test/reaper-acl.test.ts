@@ -1,7 +1,7 @@
 /**
  * The README's least-privilege Redis users (Deploying the reaper, step 1), exactly as written there, end to
  * end on a standalone Redis and on a Redis Cluster: producers and workers add, take, fail and complete jobs;
- * the reaper sweeps (marks, recovers, fails), counts failed jobs, finds queues missing from the registry and
+ * the reaper sweeps (marks, recovers, fails), claims and publishes failed jobs, finds queues missing from the registry and
  * registers them again; the CLI's read-only commands answer. Redis's ACL LOG stays empty and nothing but
  * JSON reaches the log. A user made from the guide's former line (no TIME) fails every sweep with ERR_NOPERM
  * naming TIME and the rule to add.
@@ -69,7 +69,8 @@ async function endToEnd(admin: Redis | Cluster, nodes: Redis[], url: (user: stri
   await crashedJobs(admin, 'sms', 2, { attempts: 1 })
   await admin.srem(registryKey('emq'), 'sms')
 
-  const handler = createHandler({ REDIS_URL: url('reaper'), SWEEP_GRACE_MS: '0', METRICS_MODE: 'off', ...env })
+  // Metrics on (EMF lines on stdout): only a reaper that publishes claims and settles the failed jobs.
+  const handler = createHandler({ REDIS_URL: url('reaper'), SWEEP_GRACE_MS: '0', METRICS_MODE: 'emf', ...env })
   const first = await handler({}, { getRemainingTimeInMillis: () => 50_000 })
   const second = await handler({}, { getRemainingTimeInMillis: () => 50_000 })
   await handler.close()

@@ -3,7 +3,8 @@
  * daemon with --every). Its configuration is built the Lambda's way (loadReaperConfig: flags, then the same
  * environment variables, the Redis URL read from SSM when REDIS_URL_PARAMETER names it, every other setting
  * checked before that read), so a setting means the same in both places. Metrics are off unless asked for
- * (--metrics or METRICS_MODE): a laptop should not publish into an account's namespace by accident.
+ * (--metrics or METRICS_MODE): a laptop should not publish into an account's namespace by accident. With
+ * metrics off the count of failed jobs is neither read nor claimed: JobsFailed stays the function's.
  *
  * On an interval a failed run is reported on stderr and the loop keeps its schedule; the exit code (1)
  * says a run failed once the loop stops (SIGINT, SIGTERM, or --times runs).
@@ -43,7 +44,8 @@ and then exits 1 if any run failed.
   --every <duration>  sweep on an interval (10s, 500ms, 1m) until stopped
   --times <n>         with --every: stop after n runs
   --grace <ms>        minimum age of a mark before recovery (default: SWEEP_GRACE_MS, else ${DEFAULTS.sweepGraceMs})
-  --metrics <mode>    api | emf | off (default: METRICS_MODE, else off)`,
+  --metrics <mode>    api | emf | off (default: METRICS_MODE, else off); off leaves the count of failed
+                      jobs to the reaper that publishes JobsFailed`,
   options: {
     queue: { type: 'string', multiple: true },
     every: { type: 'string' },

@@ -10,7 +10,8 @@
  *   SweepErrors       queues whose sweep failed in the invocation
  *   StalledMarked, StalledRecovered
  *   JobsFailed        jobs that entered `failed` since they were last published, whatever moved them there
- *                     (QueueRun.failedNew; report.ts acknowledges them in Redis once this publish succeeded)
+ *                     (QueueRun.failedNew: what this invocation claimed, failures.ts; its claims are settled
+ *                     as published once the call carrying this total went through, the first call)
  *   WaitingCount, ActiveCount, DelayedCount, FailedCount   sizes after the last sweep
  *   OldestWaitAge     ms, the oldest job waiting in any queue (like SQS's ApproximateAgeOfOldestMessage)
  *   SweepDuration     ms, the slowest queue of each sweep (one value per sweep)
@@ -148,17 +149,22 @@ export interface PublishResult {
   calls: number
   /** False when a call failed; `error` then says why. */
   published: boolean
+  /**
+   * The JobsFailed total reached CloudWatch (or its EMF line was written): it goes with the totals, in the
+   * first call, so a later call's failure (per-queue figures) does not make the claimed jobs unpublished.
+   */
+  jobsFailedPublished: boolean
   error?: AwsErrorDescription
 }
 
 /** Publishes; never throws. */
 export async function publishMetrics(runs: Record<string, QueueRun>, options: PublishOptions): Promise<PublishResult> {
   const timestamp = options.now ?? new Date()
-  if (options.mode === 'off') return { calls: 0, published: false }
+  if (options.mode === 'off') return { calls: 0, published: false, jobsFailedPublished: false }
   if (options.mode === 'emf') {
     const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`))
     for (const doc of emfDocuments(runs, { ...options, timestamp })) write(JSON.stringify(doc))
-    return { calls: 0, published: true }
+    return { calls: 0, published: true, jobsFailedPublished: true }
   }
   const client = options.client ?? metricsClient()
   const data = metricData(runs, timestamp, options)
@@ -181,8 +187,9 @@ export async function publishMetrics(runs: Record<string, QueueRun>, options: Pu
           ? { timeoutMs, hint: 'no route to the CloudWatch API? in a VPC, use metricsMode=emf, a NAT gateway or a monitoring endpoint' }
           : {}),
       })
-      return { calls, published: false, error }
+      // The totals, JobsFailed's among them, lead the data (samples): the first call carried them.
+      return { calls, published: false, jobsFailedPublished: i > 0, error }
     }
   }
-  return { calls, published: true }
+  return { calls, published: true, jobsFailedPublished: true }
 }

@@ -5,7 +5,8 @@
  *
  * `createReaper` is what the Lambda handler (functions/sweep.ts) and `echomq sweep` call: it keeps the
  * connection (and the CloudWatch client) across runs, and each `run()` is one invocation: sweeps,
- * counts, metrics (config.metricsMode), and one summary log line.
+ * counts, metrics (config.metricsMode) with the failed jobs it claimed (failures.ts), and one summary
+ * log line.
  */
 
 import { redisError } from '../errors.js'
@@ -79,6 +80,8 @@ export async function runReaper(
   }
   const runs: Record<string, QueueRun> = Object.fromEntries(queues.map((q) => [q, emptyRun()]))
   const settings = { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit, audit: config.audit }
+  // Only a reaper that publishes JobsFailed claims the failed jobs (failures.ts); one that does not leaves them.
+  const readFailures = config.metricsMode !== 'off'
   let sweeps = 0
   const now = options.now ?? (() => performance.now())
   let lastPassMs = 0
@@ -106,13 +109,13 @@ export async function runReaper(
       const run = runs[queue] as QueueRun
       const started = performance.now()
       try {
-        const pass = await sweepQueue(client, queueKeys(config.prefix, queue), settings, { readFailures: true })
+        const pass = await sweepQueue(client, queueKeys(config.prefix, queue), settings, { readFailures })
         const durationMs = Math.round((performance.now() - started) * 100) / 100
         run.marked += pass.marked.length
         run.recovered += pass.recovered.length
         run.failed += pass.failed.length
-        // Read, not taken: each pass sees the whole count not yet acknowledged, so the last one is the run's.
-        run.failedNew = pass.failedNew
+        // Read, not taken: each pass sees the whole count left to claim, so the last one is the run's.
+        if (readFailures) run.failedPending = pass.failedNew
         run.durations.push(durationMs)
         run.counts = pass.counts
         if (pass.oldestWaitMs === undefined) delete run.oldestWaitAgeMs
@@ -176,7 +179,7 @@ export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptio
         connection.discard()
         throw connection.unreachable(err)
       }
-      await reporter.report(client, result.summary.sweeps, result.runs, options.queues ?? config.queues)
+      await reporter.report(client, result.summary.sweeps, result.runs, options.queues ?? config.queues, options.remainingMs)
       return result.summary
     },
     close: () => connection.close(),

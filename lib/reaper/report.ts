@@ -1,14 +1,13 @@
 /**
  * What one reaper invocation tells the operator, in this order:
  *
- * - the metrics (metrics.ts), then the acknowledgement of the failed jobs they counted: `failedNew` leaves
- *   Redis (HINCRBY -n, acknowledgeFailures) only after PutMetricData succeeded or the EMF line was written
- *   (with metrics off, the queue line is the record: acknowledged before it is written). A publish that
- *   failed acknowledges nothing, so the next invocation publishes those jobs. One window is left: an
- *   invocation that dies between a publish and its acknowledgement has them published twice;
+ * - the metrics (metrics.ts), between the claim of the failed jobs they count and its settlement
+ *   (failures.ts): each job that entered `failed` is published once as JobsFailed, across overlapping
+ *   invocations and failed publishes. With metrics off nothing is claimed: the count waits for a reaper
+ *   that publishes it;
  * - one JSON line per queue (message "queue"): its figures, searchable with CloudWatch Logs Insights at no
- *   metric cost. `failedNew` is what this invocation published; `failedNotPublished` what it read but left
- *   in Redis for the next one;
+ *   metric cost. `failedNew` is what this invocation published; `failedNotPublished` what it claimed but
+ *   could not publish (given back for the next one);
  * - when no queue was swept, a warning saying why: the queues listed (QUEUES or the event) are not in the
  *   registry (a wrong PREFIX), another prefix's registry holds queues (a wrong PREFIX), or no registry
  *   exists yet (a fresh install: no Queue or Worker has run under the prefix). QueuesSwept = 0 goes out in
@@ -20,16 +19,17 @@
  */
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch'
 import type { RedisClient } from '../redis/connection.js'
-import { queueKeys, registryKey } from '../redis/keys.js'
-import { acknowledgeFailures, inRegistry, scanNodes, scanPage } from '../redis/queries.js'
+import { registryKey } from '../redis/keys.js'
+import { inRegistry, scanNodes, scanPage } from '../redis/queries.js'
 import type { ReaperConfig } from './config.js'
+import { FailureClaims } from './failures.js'
 import type { Log } from './log.js'
 import { metricsClient, type PublishResult, publishMetrics } from './metrics.js'
 import { type QueueRun, type Totals, totals } from './run.js'
 
 /**
- * Reports each run of one reaper (a Lambda container, an `echomq sweep --every` process): metrics, the
- * acknowledgement of the failed jobs published, log lines. Keeps the CloudWatch client across runs.
+ * Reports each run of one reaper (a Lambda container, an `echomq sweep --every` process): the failed jobs
+ * claimed, metrics, the claims settled, log lines. Keeps the CloudWatch client across runs.
  */
 export class RunReporter {
   private cloudwatch: CloudWatchClient | undefined
@@ -39,9 +39,20 @@ export class RunReporter {
     private readonly log: Log,
   ) {}
 
-  /** `listed`: the queues came from QUEUES or the event rather than the registry. Never throws. */
-  async report(client: RedisClient, sweeps: number, runs: Record<string, QueueRun>, listed: string[] | undefined): Promise<Totals> {
+  /**
+   * `listed`: the queues came from QUEUES or the event rather than the registry; `remainingMs`: a Lambda's
+   * time left (how long its claims last). Never throws.
+   */
+  async report(
+    client: RedisClient,
+    sweeps: number,
+    runs: Record<string, QueueRun>,
+    listed: string[] | undefined,
+    remainingMs?: () => number,
+  ): Promise<Totals> {
     const { config, log } = this
+    const claims = config.metricsMode === 'off' ? undefined : new FailureClaims(client, config.prefix, log)
+    await claims?.claim(runs, remainingMs)
     const unregistered = listed ? await unregisteredQueues(client, config.prefix, Object.keys(runs), log) : new Set<string>()
     for (const queue of unregistered) {
       log('warn', `queue ${queue} is not in the registry ${registryKey(config.prefix)}: not counted as swept; is PREFIX right?`, { queue })
@@ -68,35 +79,12 @@ export class RunReporter {
       log,
       ...(this.cloudwatch ? { client: this.cloudwatch } : {}),
     })
-    const counted = metrics.published || config.metricsMode === 'off'
-    const acknowledged = counted ? await this.acknowledge(client, runs) : new Set<string>()
+    await claims?.settle(runs, metrics.jobsFailedPublished)
     for (const [queue, run] of Object.entries(runs)) {
-      log(run.error === undefined ? 'info' : 'warn', 'queue', queueLine(queue, run, acknowledged.has(queue)))
+      log(run.error === undefined ? 'info' : 'warn', 'queue', queueLine(queue, run, metrics.jobsFailedPublished))
     }
-    log('info', 'summary', summaryLine(sweeps, t, config, metrics, runs, acknowledged))
+    log('info', 'summary', summaryLine(sweeps, t, config, metrics))
     return t
-  }
-
-  /** Takes the published counts out of Redis; the queues whose count left. */
-  private async acknowledge(client: RedisClient, runs: Record<string, QueueRun>): Promise<Set<string>> {
-    const done = new Set<string>()
-    for (const [queue, run] of Object.entries(runs)) {
-      if (run.failedNew === 0) {
-        done.add(queue)
-        continue
-      }
-      try {
-        await acknowledgeFailures(client, queueKeys(this.config.prefix, queue), run.failedNew)
-        done.add(queue)
-      } catch (err) {
-        this.log('warn', 'failed jobs published but not acknowledged: the next invocation publishes them again', {
-          queue,
-          failedNew: run.failedNew,
-          error: (err as Error).message,
-        })
-      }
-    }
-    return done
   }
 }
 
@@ -175,16 +163,16 @@ async function otherRegistries(client: RedisClient, prefix: string): Promise<str
   return [...found]
 }
 
-/** The "queue" log line: one per queue per invocation. `acknowledged`: its failed jobs were published. */
-export function queueLine(queue: string, run: QueueRun, acknowledged = true): object {
+/** The "queue" log line: one per queue per invocation. `published`: JobsFailed went out. */
+export function queueLine(queue: string, run: QueueRun, published = true): object {
   return {
     queue,
     sweeps: run.durations.length,
     marked: run.marked,
     recovered: run.recovered,
     failed: run.failed,
-    failedNew: acknowledged ? run.failedNew : 0,
-    ...(acknowledged || run.failedNew === 0 ? {} : { failedNotPublished: run.failedNew }),
+    failedNew: published ? run.failedNew : 0,
+    ...(published || run.failedNew === 0 ? {} : { failedNotPublished: run.failedNew }),
     ...(run.counts ? { counts: run.counts } : {}),
     ...(run.oldestWaitAgeMs === undefined ? {} : { oldestWaitAgeMs: run.oldestWaitAgeMs }),
     ...(run.durations.length > 0 ? { slowestSweepMs: Math.max(...run.durations) } : {}),
@@ -199,10 +187,8 @@ export function summaryLine(
   t: Totals,
   config: Pick<ReaperConfig, 'metricsMode' | 'namespace'>,
   metrics: PublishResult,
-  runs: Record<string, QueueRun> = {},
-  acknowledged: ReadonlySet<string> = new Set(Object.keys(runs)),
 ): object {
-  const pending = Object.entries(runs).reduce((n, [queue, run]) => n + (acknowledged.has(queue) ? 0 : run.failedNew), 0)
+  const pending = metrics.jobsFailedPublished ? 0 : t.jobsFailed
   return {
     sweeps,
     queuesSwept: t.queuesSwept,

@@ -12,11 +12,16 @@ export interface QueueRun {
   /** Moved to failed by the sweeps (a stall on the last attempt). */
   failed: number
   /**
-   * Jobs that entered `failed` and are not yet acknowledged, whatever moved them there, read after the
-   * last sweep (so the sweep's own failures are in it). The count stays in Redis until the reporter has
-   * published it and acknowledges it (report.ts): each failed job is published once.
+   * Jobs that entered `failed`, whatever moved them there, that this invocation claimed to publish as
+   * JobsFailed (failures.ts): each failed job is claimed by one invocation at a time, and its claim ends
+   * only once published. 0 until the reporter claims.
    */
   failedNew: number
+  /**
+   * Jobs that entered `failed` that no live invocation had claimed, as the last sweep read them (so its
+   * own failures are in it; absent with metrics off): above 0, the reporter claims them.
+   */
+  failedPending?: number
   /** Duration of each sweep of this queue (ms). */
   durations: number[]
   /** Sizes seen by the last sweep. */

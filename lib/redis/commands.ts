@@ -25,6 +25,8 @@ export const SCRIPT_FILES = {
   reclaim: 'reclaim-2.lua',
   finish: 'finish-15.lua',
   probe: 'probe-12.lua',
+  claim: 'claim-1.lua',
+  settle: 'settle-1.lua',
   sweepStep: 'sweep-10.lua',
   promote: 'promote-7.lua',
   promoteJob: 'promoteJob-8.lua',
@@ -550,7 +552,7 @@ export interface ProbeRequest {
   audit: number
   /** Where the audit window starts, as a fraction of the jobs in flight (0..1). */
   auditAt: number
-  /** Return the count of jobs that entered `failed` and are not acknowledged yet (read only: the reaper's metric). */
+  /** Return the count of failed jobs to claim (read only: the reaper's JobsFailed, see claimFailures). */
   readFailures: boolean
 }
 
@@ -558,7 +560,10 @@ export interface Probe {
   /** Redis's clock (ms) when the probe ran. */
   now: number
   counts: SweepCounts
-  /** Jobs that entered `failed` and are not acknowledged yet (0 unless readFailures; never below 0). */
+  /**
+   * Jobs that entered `failed` and that no live reaper invocation has claimed, an expired claim's included
+   * (0 unless readFailures): above 0, claimFailures has something to claim.
+   */
   failedNew: number
   /** In-flight ids whose recorded lease deadline has passed, earliest first. */
   expired: string[]
@@ -766,6 +771,34 @@ export async function rateLimit(client: RedisClient, keys: QueueKeys, ms: number
  */
 export async function listen(client: RedisClient, keys: QueueKeys, listenerId: string, ttlMs: number): Promise<boolean> {
   return (await evalScript(client, SCRIPT_FILES.listen, [keys.listened], [listenerId, ttlMs])) === 1
+}
+
+// ---- the reaper's count of failed jobs: claim, then settle -------------------------------------------
+
+export interface FailureClaim {
+  /** Failed jobs this invocation now holds (0 while another invocation's claim is live). */
+  claimed: number
+  /** Of those, the jobs of an expired claim (its invocation died before settling it). */
+  takenOver: number
+}
+
+/**
+ * Moves the queue's count of failed jobs into a claim held by `token` for `leaseMs` (claim-1.lua), so no
+ * overlapping invocation publishes them too; an expired claim is taken over.
+ */
+export async function claimFailures(client: RedisClient, keys: QueueKeys, token: string, leaseMs: number): Promise<FailureClaim> {
+  const [claimed, takenOver] = (await evalScript(client, SCRIPT_FILES.claim, [keys.meta], [token, leaseMs])) as [number, number]
+  return { claimed, takenOver }
+}
+
+/**
+ * Ends `token`'s claim (settle-1.lua): `published`, the claim goes; otherwise its jobs go back to the count
+ * for the next invocation. Resolves to the jobs it held, or undefined when the claim was not `token`'s
+ * (taken over after its lease ended).
+ */
+export async function settleFailures(client: RedisClient, keys: QueueKeys, token: string, published: boolean): Promise<number | undefined> {
+  const held = (await evalScript(client, SCRIPT_FILES.settle, [keys.meta], [token, published ? 1 : 0])) as number
+  return held < 0 ? undefined : held
 }
 
 // ---- pause, progress and logs ------------------------------------------------------------------------

@@ -10,7 +10,9 @@
  *   <prefix>:{q}:failed     ZSET   job id -> finish time (ms)
  *   <prefix>:{q}:marker     ZSET   idle workers block on it (BZPOPMIN): '0' (score 0) when `wait` has work,
  *                                  'd' scored with the earliest due time of a delayed job
- *   <prefix>:{q}:meta       HASH   failedNew (jobs that entered `failed`, not yet counted by the reaper),
+ *   <prefix>:{q}:meta       HASH   failedNew (jobs that entered `failed`, not yet claimed by the reaper),
+ *                                  failedClaim / failedClaimed / failedClaimUntil (a reaper invocation's
+ *                                  claim on them until it published them, lua/claim-1.lua),
  *                                  keepCompleted / keepFailed (the sets' retention limits)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take

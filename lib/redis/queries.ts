@@ -115,14 +115,6 @@ export function failedUpTo(client: RedisClient, keys: QueueKeys, maxScore: numbe
   return client.zrangebyscore(keys.failed, '-inf', String(maxScore), 'LIMIT', skip, n)
 }
 
-/**
- * Acknowledges `n` jobs counted in `failedNew` (jobs that entered `failed`, see lua/includes/useAttempt.lua):
- * the reaper calls it once it has published them, so a count leaves Redis only once it is published.
- */
-export async function acknowledgeFailures(client: RedisClient, keys: QueueKeys, n: number): Promise<void> {
-  if (n > 0) await client.hincrby(keys.meta, 'failedNew', -n)
-}
-
 /** Delayed ids due at or before `now`. */
 export function dueDelayed(client: RedisClient, keys: QueueKeys, now: number, limit: number): Promise<string[]> {
   return client.zrangebyscore(keys.delayed, '-inf', now, 'LIMIT', 0, limit)
