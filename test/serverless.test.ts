@@ -225,7 +225,10 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
     expect(p.resources.FunctionTimeoutsFilter?.Properties).toEqual({
       LogGroupName: { Ref: 'SweepLogGroup' },
       FilterPattern: '{ ($.type = "platform.report") && ($.record.status = "timeout") }',
-      MetricTransformations: [{ MetricNamespace: `EchoMQ/${stage}`, MetricName: METRIC_NAMES.FunctionTimeouts, MetricValue: '1' }],
+      // 0 for every other line: the series exists whenever the function logs, for function-errors' expression.
+      MetricTransformations: [
+        { MetricNamespace: `EchoMQ/${stage}`, MetricName: METRIC_NAMES.FunctionTimeouts, MetricValue: '1', DefaultValue: 0 },
+      ],
     })
     expect(alarms(p).FunctionTimeoutsAlarm).toMatchObject({
       Namespace: `EchoMQ/${stage}`,

@@ -5,7 +5,7 @@
  * temporary files, taken with mkdir (atomic) and freed when its holder ends, or found dead.
  */
 import { execFile } from 'node:child_process'
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -48,6 +48,16 @@ const alive = (pid: number) => {
   }
 }
 
+function holderAlive(): boolean {
+  try {
+    const pid = Number(readFileSync(path.join(LOCK, 'pid'), 'utf8'))
+    return pid > 0 ? alive(pid) : Date.now() - statSync(LOCK).mtimeMs < 60_000
+  } catch {
+    // No pid yet (just taken), or the lock was freed meanwhile: try again.
+    return true
+  }
+}
+
 /** Runs `fn` holding the packaging lock; waits for it at most LOCK_WAIT_MS. */
 async function withPackagingLock<T>(fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + LOCK_WAIT_MS
@@ -58,10 +68,10 @@ async function withPackagingLock<T>(fn: () => Promise<T>): Promise<T> {
       break
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-      const holder = Number(readFileSync(path.join(LOCK, 'pid'), { encoding: 'utf8', flag: 'a+' }))
-      // A holder that died with the lock (a killed test run) frees it; one still writing its pid is alive.
-      if (holder > 0 && !alive(holder)) rmSync(LOCK, { recursive: true, force: true })
-      else if (Date.now() > deadline) throw new Error(`packaging: ${LOCK} held by ${holder} for over ${LOCK_WAIT_MS} ms`)
+      // A holder that died with the lock (a killed test run) frees it; one still writing its pid is alive,
+      // unless the lock has stayed without a pid for a minute.
+      if (!holderAlive()) rmSync(LOCK, { recursive: true, force: true })
+      else if (Date.now() > deadline) throw new Error(`packaging: ${LOCK} held by another run for over ${LOCK_WAIT_MS} ms`)
       else await new Promise((resolve) => setTimeout(resolve, 250))
     }
   }
