@@ -1,8 +1,9 @@
 /**
  * A reaper that sweeps nothing is no longer green: against real Redis, a user that may not run scripts
  * publishes SweepErrors, and a wrong prefix, an empty registry or listed queues missing from the registry
- * publish QueuesSwept = 0 with a log line saying which it was. Metrics are caught at a local CloudWatch
- * endpoint by the real client; workers fail jobs for real.
+ * publish QueuesSwept = 0 with a log line saying which it was; workers that are all gone leave a backlog
+ * that only OldestWaitAge shows, past the backlog alarm's default threshold. Metrics are caught at a local
+ * CloudWatch endpoint by the real client; workers fail jobs for real.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
@@ -110,6 +111,33 @@ describe('nothing swept, and why', () => {
     await invoke({ QUEUES: 'emails' })
     expect(metric(METRIC_NAMES.QueuesSwept)).toBe(1)
     expect(line(/^no queue swept/)).toBeUndefined()
+  })
+})
+
+describe('a backlog with no worker left', () => {
+  it("nothing stalls or fails, and only OldestWaitAge says so, past the backlog alarm's default threshold", async () => {
+    const queue = new Queue('emails', { connection: redis.client })
+    const worker = new Worker('emails', async () => 'sent', { connection: redis.url })
+    await queue.add('first', {})
+    await waitFor(async () => (await queue.counts()).completed === 1, { what: 'the first job done' })
+    // Every worker gone; producers go on.
+    await worker.close()
+    const job = await queue.add('second', {})
+    const threshold = METRIC_NAMES.oldestWaitAlarmMsDefault
+    // The job has waited past the threshold (its enqueue time, moved back: only time matters here).
+    const [seconds] = (await redis.client.time()) as [number, number]
+    await redis.client.hset(`emq:{emails}:${job.id}`, 'createdOn', String(seconds * 1000 - threshold - 60_000))
+    await queue.close()
+
+    await invoke()
+
+    expect(metric(METRIC_NAMES.OldestWaitAge)).toBeGreaterThan(threshold)
+    expect(metric(METRIC_NAMES.WaitingCount)).toBe(1)
+    // What every other metric alarm watches stays quiet.
+    expect(metric(METRIC_NAMES.StalledMarked)).toBe(0)
+    expect(metric(METRIC_NAMES.JobsFailed)).toBe(0)
+    expect(metric(METRIC_NAMES.SweepErrors)).toBe(0)
+    expect(metric(METRIC_NAMES.QueuesSwept)).toBe(1)
   })
 })
 

@@ -37,7 +37,7 @@ export interface RunOptions {
   now?: () => number
   /** Queues to sweep instead of config.queues / the registry. */
   queues?: string[]
-  /** Finds queues with jobs in flight missing from the registry (kept by the caller across runs). */
+  /** Finds queues that need the reaper and are missing from the registry (kept by the caller across runs). */
   discovery?: Discovery
 }
 
@@ -54,12 +54,12 @@ async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promi
   await Promise.all(lanes)
 }
 
-/** The registry, plus queues with jobs in flight that discovery found missing from it. */
+/** The registry, plus queues that need the reaper and that discovery found missing from it. */
 async function listQueues(client: RedisClient, prefix: string, discovery: Discovery | undefined, log: Log): Promise<string[]> {
   const registered = await registeredQueues(client, prefix)
   const missing = discovery ? await discovery.missing(client, registered) : []
   if (missing.length === 0) return registered
-  log('warn', 'queues with jobs in flight were missing from the registry (a Redis restart, a failover, a deleted key); registered again', {
+  log('warn', 'queues with jobs were missing from the registry (a Redis restart, a failover, a deleted key); registered again', {
     queues: missing,
   })
   return [...registered, ...missing].sort()

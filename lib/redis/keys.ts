@@ -113,20 +113,36 @@ export function discoveryKey(prefix: string): string {
 
 const escapeGlob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&')
 
-/** A SCAN pattern matching the lease index of every queue under `prefix` (queues with jobs in flight). */
-export function activeKeyPattern(prefix: string): string {
-  return `${escapeGlob(prefix)}:{*}:active`
+/**
+ * The keys whose presence says a queue needs the reaper: jobs in flight or marked (`active`, `stalled`), a
+ * dead worker's reservations (`reserved`), jobs to promote (`delayed`, `schedulers`: a schedule advances
+ * only when someone promotes it), and jobs waiting for a worker (`wait`, `prioritized`), whose age the
+ * backlog alarm watches. A queue with finished jobs only needs no sweep.
+ */
+export const SWEPT_KEY_NAMES = ['active', 'stalled', 'reserved', 'delayed', 'schedulers', 'wait', 'prioritized'] as const
+
+/**
+ * A SCAN pattern for those keys of every queue under `prefix`: the name after the queue's tag starts with one
+ * of their initials, so the keys of jobs with numeric ids (hash, lease, logs) never match; a job named with
+ * such a letter does, and `queueOfSweptKey` leaves it out.
+ */
+export function sweptKeyPattern(prefix: string): string {
+  const initials = [...new Set(SWEPT_KEY_NAMES.map((name) => name[0]))].sort().join('')
+  return `${escapeGlob(prefix)}:{*}:[${initials}]*`
+}
+
+/** The queue that `key` says needs the reaper (one of SWEPT_KEY_NAMES under `prefix`), else undefined. */
+export function queueOfSweptKey(prefix: string, key: string): string | undefined {
+  const head = `${prefix}:{`
+  if (!key.startsWith(head)) return undefined
+  // A queue name holds no brace, so the first `}:` closes the tag.
+  const close = key.indexOf('}:', head.length)
+  if (close < 0) return undefined
+  const name = key.slice(close + 2)
+  return (SWEPT_KEY_NAMES as readonly string[]).includes(name) ? key.slice(head.length, close) : undefined
 }
 
 /** A SCAN pattern matching every key under `prefix`. */
 export function prefixPattern(prefix: string): string {
   return `${escapeGlob(prefix)}:*`
-}
-
-/** The queue whose lease index `key` is, or undefined when `key` is not one under `prefix`. */
-export function queueOfActiveKey(prefix: string, key: string): string | undefined {
-  const head = `${prefix}:{`
-  const tail = '}:active'
-  if (!key.startsWith(head) || !key.endsWith(tail)) return undefined
-  return key.slice(head.length, key.length - tail.length)
 }

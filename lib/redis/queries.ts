@@ -8,7 +8,7 @@
 import { type ChainableCommander, Cluster } from 'ioredis'
 import type { JobState, QueueCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { activeKeyPattern, discoveryKey, prefixPattern, type QueueKeys, registryKey } from './keys.js'
+import { discoveryKey, prefixPattern, type QueueKeys, registryKey, sweptKeyPattern } from './keys.js'
 
 // ---- a queue's jobs --------------------------------------------------------------------------------
 
@@ -330,9 +330,9 @@ export async function scanPage(
   return node.scan(cursor, 'MATCH', pattern, 'COUNT', count, 'TYPE', type)
 }
 
-/** One SCAN page for lease indexes (`<prefix>:{q}:active`): queues with jobs in flight. */
-export function scanActiveKeys(node: RedisClient, prefix: string, cursor: string, count: number): Promise<[string, string[]]> {
-  return scanPage(node, cursor, activeKeyPattern(prefix), 'zset', count)
+/** One SCAN page for the keys that say a queue needs the reaper (every type: `wait` is a list, the rest sorted sets). */
+export function scanSweptKeys(node: RedisClient, prefix: string, cursor: string, count: number): Promise<[string, string[]]> {
+  return node.scan(cursor, 'MATCH', sweptKeyPattern(prefix), 'COUNT', count)
 }
 
 /** ms until the discovery mark expires (0 when there is none): how long until a pass is due. */

@@ -1,14 +1,67 @@
 /**
- * Just enough of CloudWatch Logs Insights and of metric filter patterns to run the README's queries and the
- * template's filter against the reaper's own log lines (JSON events, whose keys Logs Insights discovers as
- * fields, dotted for nested ones). Supported: `filter` with `and`, `=`, `>`, `ispresent(f)`, `like /re/`;
- * `stats count(*)|sum(f)|max(f) [as name], ... [by f, ...]`; `fields`; `sort f [asc|desc], ...`; `limit n`.
- * Anything else throws, so a query the README changes into something this cannot read fails the test.
+ * Just enough of CloudWatch Logs Insights and of metric filter patterns to run the documented queries and the
+ * template's filters against the reaper's own log lines and Lambda's (JSON events, whose keys Logs Insights
+ * discovers as fields, dotted for nested ones; `@message` is the event's text). Supported: `filter` with
+ * `and`, `or`, parentheses, `=`, `!=`, `>`, `<`, `ispresent(f)`, `like /re/` (a comparison with an absent
+ * field is false, as in Logs Insights); `stats count(*)|sum(f)|max(f) [as name], ... [by f, ...]`; `fields`;
+ * `sort f [asc|desc], ...`; `limit n`. Anything else throws, so a query changed into something this cannot
+ * read fails the test.
  */
 type Row = Record<string, unknown>
 
 const get = (row: Row, path: string): unknown =>
-  path.split('.').reduce<unknown>((v, k) => (v !== null && typeof v === 'object' ? (v as Row)[k] : undefined), row)
+  path === '@message' && row['@message'] === undefined
+    ? JSON.stringify(row)
+    : path.split('.').reduce<unknown>((v, k) => (v !== null && typeof v === 'object' ? (v as Row)[k] : undefined), row)
+
+/**
+ * Splits `text` at each `separator` (a RegExp matching at the start of the rest) outside quotes, parentheses
+ * and /regex/ literals (one opens after `like`).
+ */
+function splitOutside(text: string, separator: RegExp): string[] {
+  const parts: string[] = []
+  let depth = 0
+  let quote = ''
+  let start = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string
+    if (quote) {
+      if (c === quote) quote = ''
+      continue
+    }
+    if (c === "'" || c === '"') quote = c
+    else if (c === '/' && /\blike\s*$/.test(text.slice(0, i))) quote = '/'
+    else if (c === '(') depth++
+    else if (c === ')') depth--
+    else if (depth === 0) {
+      const m = separator.exec(text.slice(i))
+      if (m?.index === 0) {
+        parts.push(text.slice(start, i))
+        start = i + m[0].length
+        i = start - 1
+      }
+    }
+  }
+  parts.push(text.slice(start))
+  return parts.map((p) => p.trim())
+}
+
+/** A filter expression: `or` of `and`s of conditions, parentheses grouping. */
+function expression(text: string): (row: Row) => boolean {
+  const t = text.trim()
+  const ors = splitOutside(t, /^\s+or\s+/)
+  if (ors.length > 1) {
+    const tests = ors.map(expression)
+    return (row) => tests.some((test) => test(row))
+  }
+  const ands = splitOutside(t, /^\s+and\s+/)
+  if (ands.length > 1) {
+    const tests = ands.map(expression)
+    return (row) => tests.every((test) => test(row))
+  }
+  if (t.startsWith('(') && t.endsWith(')') && splitOutside(t.slice(1, -1), /^\)/).length === 1) return expression(t.slice(1, -1))
+  return condition(t)
+}
 
 function literal(text: string): unknown {
   const t = text.trim()
@@ -34,6 +87,7 @@ function condition(text: string): (row: Row) => boolean {
     const [f, op, value] = [m[1], m[2], literal(m[3])]
     return (row) => {
       const v = get(row, f)
+      if (v === undefined) return false
       if (op === '=') return v === value
       if (op === '!=') return v !== value
       return typeof v === 'number' && (op === '>' ? v > (value as number) : v < (value as number))
@@ -45,12 +99,12 @@ function condition(text: string): (row: Row) => boolean {
 export function logsInsights(query: string, events: Row[]): Row[] {
   if (query.trim() === '') throw new Error('logs-insights: empty query')
   let rows = events
-  for (const command of query.split('|').map((c) => c.trim())) {
+  for (const command of splitOutside(query, /^\|/)) {
     const [verb = '', ...rest] = command.split(/\s+/)
     const args = rest.join(' ')
     if (verb === 'filter') {
-      const tests = args.split(/\s+and\s+/).map(condition)
-      rows = rows.filter((row) => tests.every((t) => t(row)))
+      const test = expression(args)
+      rows = rows.filter((row) => test(row))
     } else if (verb === 'fields') {
       const fields = args.split(',').map((f) => f.trim())
       rows = rows.map((row) => Object.fromEntries(fields.map((f) => [f, get(row, f)])))

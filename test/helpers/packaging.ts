@@ -1,0 +1,122 @@
+/**
+ * `npm run package` offline, as on a fresh clone: no AWS variable, an empty HOME (no ~/.aws), and copies of
+ * what it wrote. Every run shares the repository's .esbuild/ and .serverless/ (`npm run package` starts by
+ * deleting .esbuild/), so runs from different test files take turns: a lock directory beside the system's
+ * temporary files, taken with mkdir (atomic) and freed when its holder ends, or found dead.
+ */
+import { execFile } from 'node:child_process'
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+export const root = new URL('../..', import.meta.url).pathname
+/** What a deployer may have exported; none of it may reach a template. */
+export const LEAKED_PASSWORD = 'deploy-time-pw'
+export const offlineEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AWS_'))),
+  HOME: mkdtempSync(path.join(tmpdir(), 'echomq-home-')),
+  REDIS_URL: `rediss://deployer:${LEAKED_PASSWORD}@prod.example.com:6379`,
+  SLS_TELEMETRY_DISABLED: '1',
+  SLS_NOTIFICATIONS_MODE: 'off',
+}
+
+export type Resource = { Type: string; Properties: Record<string, unknown>; Condition?: string }
+export interface Packaged {
+  output: string
+  /** A copy of the update-stack template, for cfn-lint. */
+  template: string
+  /** A copy of the zip, kept after later runs overwrite .serverless/. */
+  zip: string
+  /** Every file osls wrote that is deployed or kept as state, as text. */
+  texts: string
+  resources: Record<string, Resource>
+  conditions: Record<string, unknown>
+  outputs: Record<string, unknown>
+}
+
+const LOCK = path.join(tmpdir(), `echomq-package-${root.replace(/[^\w]/g, '_')}.lock`)
+const LOCK_WAIT_MS = 600_000
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function holderAlive(): boolean {
+  try {
+    const pid = Number(readFileSync(path.join(LOCK, 'pid'), 'utf8'))
+    return pid > 0 ? alive(pid) : Date.now() - statSync(LOCK).mtimeMs < 60_000
+  } catch {
+    // No pid yet (just taken), or the lock was freed meanwhile: try again.
+    return true
+  }
+}
+
+/** Runs `fn` holding the packaging lock; waits for it at most LOCK_WAIT_MS. */
+async function withPackagingLock<T>(fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + LOCK_WAIT_MS
+  for (;;) {
+    try {
+      mkdirSync(LOCK)
+      writeFileSync(path.join(LOCK, 'pid'), String(process.pid))
+      break
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      // A holder that died with the lock (a killed test run) frees it; one still writing its pid is alive,
+      // unless the lock has stayed without a pid for a minute.
+      if (!holderAlive()) rmSync(LOCK, { recursive: true, force: true })
+      else if (Date.now() > deadline) throw new Error(`packaging: ${LOCK} held by another run for over ${LOCK_WAIT_MS} ms`)
+      else await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  }
+  try {
+    return await fn()
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true })
+  }
+}
+
+export function packageWith(args: string[]): Promise<Packaged> {
+  return withPackagingLock(async () => {
+    const { stdout, stderr } = await run('npm', ['run', 'package', '--', ...args], { cwd: root, env: offlineEnv, timeout: 240_000 })
+    const read = (file: string) => readFileSync(`${root}.serverless/${file}`, 'utf8')
+    const template = JSON.parse(read('cloudformation-template-update-stack.json'))
+    const dir = mkdtempSync(path.join(tmpdir(), 'echomq-zip-'))
+    const zip = path.join(dir, 'echomq-reaper.zip')
+    copyFileSync(`${root}.serverless/echomq-reaper.zip`, zip)
+    copyFileSync(`${root}.serverless/cloudformation-template-update-stack.json`, path.join(dir, 'template.json'))
+    return {
+      output: `${stdout}\n${stderr}`,
+      template: path.join(dir, 'template.json'),
+      zip,
+      texts: ['cloudformation-template-create-stack.json', 'cloudformation-template-update-stack.json', 'serverless-state.json']
+        .map(read)
+        .join('\n'),
+      resources: template.Resources,
+      conditions: template.Conditions ?? {},
+      outputs: template.Outputs,
+    }
+  })
+}
+
+/** A packaging run that must fail (a bad parameter): its output. Fails while resolving variables, before any build. */
+export async function packageFails(args: string[]): Promise<{ code: number | undefined; output: string }> {
+  const err = (await run('npx', ['serverless', 'package', ...args], { cwd: root, env: offlineEnv, timeout: 120_000 }).catch(
+    (e: unknown) => e,
+  )) as { stdout?: string; stderr?: string; code?: number }
+  return { code: err.code, output: `${err.stdout ?? ''}\n${err.stderr ?? ''}` }
+}
+
+/** cfn-lint (AWS's CloudFormation linter, on this machine's image and installed by .ci/run) on a template. */
+export async function cfnLint(template: string): Promise<{ code: number; output: string }> {
+  return run('cfn-lint', ['--format', 'parseable', template]).then(
+    ({ stdout, stderr }) => ({ code: 0, output: `${stdout}${stderr}` }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, output: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+  )
+}
