@@ -47,7 +47,8 @@ describe('parseRedisUrl', () => {
         caught = err
       }
       expect(caught).toBeInstanceOf(EchoMQError)
-      expect((caught as EchoMQError).code).toBe('ERR_CONNECTION')
+      // A URL that is not one is a configuration mistake, not a failure to connect.
+      expect(caught).toMatchObject({ code: 'ERR_OPTIONS', variable: 'connection' })
       expect((caught as Error).message).not.toContain('hunter2')
     },
   )
