@@ -157,7 +157,10 @@ describe('what a certificate problem says', () => {
     ]
     for (const err of failures) {
       expect(err).toBeInstanceOf(EchoMQError)
-      expect(err).toMatchObject({ code: 'ERR_CONNECTION', message: expect.stringMatching(/SELF_SIGNED_CERT_IN_CHAIN.*NODE_EXTRA_CA_CERTS/) })
+      expect(err).toMatchObject({
+        code: 'ERR_CONNECTION',
+        message: expect.stringMatching(/SELF_SIGNED_CERT_IN_CHAIN.*NODE_EXTRA_CA_CERTS/),
+      })
       expect((err as Error).message).not.toContain(PASSWORD)
     }
     expect(failures[0]).toMatchObject({ hint: expect.stringMatching(/not signed by a CA this process trusts/) })
