@@ -35,8 +35,7 @@ export const DIAGNOSIS_TIMEOUT_MS = 2_000
 
 const CA_HINT =
   'the server certificate is not signed by a CA this process trusts: give the CA with NODE_EXTRA_CA_CERTS=<ca.pem>, or ' +
-  'tls: { ca } in ioredis options (managed services such as ElastiCache, MemoryDB, Upstash and Redis Cloud use public CAs ' +
-  'Node already trusts, except Redis Cloud, whose CA you download from its console)'
+  "tls: { ca } in ioredis options (Redis Cloud's CA is downloaded from its console; docs/connections.md)"
 
 /** Node's codes for a certificate it refused, and what to do about each. */
 const CERTIFICATE_HINTS: Record<string, (host: string) => string> = {
