@@ -275,6 +275,7 @@ function watch(client: RedisClient, endpoint: Endpoint | undefined): void {
   // A node the slots name (not a seed) that refuses its certificate, say: the seeds' diagnosis cannot see it.
   if (client instanceof Cluster) {
     client.on('node error', (err: Error, key: string) => {
+      if (client.status === 'ready') return // a node lost while the cluster serves: not why it does not connect
       const at = /^(.*):(\d+)$/.exec(key)
       const known = endpoint && at?.[1] && explain(err, { ...endpoint, host: at[1], port: Number(at[2]) })
       if (known) problems.set(client, known)
