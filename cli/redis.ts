@@ -6,11 +6,12 @@
  * a value read from SSM is never quoted back, since it may be a bare password.
  *
  * Commands other than demo and race use a fail-fast client: a Redis that does not answer is reported as
- * unreachable (exit 1) within REDIS_TIMEOUT_MS's default, not retried for minutes.
+ * unreachable (exit 1) within REDIS_TIMEOUT_MS's default, not retried for minutes, with what to fix when a
+ * diagnosis finds it (lib/redis/diagnosis.ts: a certificate refused, TLS on a plain port or the reverse).
  */
 import { EchoMQError, notRedisHint, withLastError } from '../lib/errors.js'
 import { DEFAULTS } from '../lib/options.js'
-import { failFast, lastConnectionError, openConnection, parseRedisUrl, type RedisClient, redactUrl } from '../lib/redis/connection.js'
+import { explainFailure, failFast, openConnection, parseRedisUrl, type RedisClient, redactUrl } from '../lib/redis/connection.js'
 import { redisUrlSource } from '../lib/redis/url.js'
 import { CliError, messageOf } from './errors.js'
 import { startLocalRedis } from './support/local-redis.js'
@@ -75,8 +76,12 @@ export async function withClient<T>(url: string, fn: (client: RedisClient) => Pr
   try {
     return await fn(conn.client)
   } catch (err) {
-    if (err instanceof EchoMQError || err instanceof CliError) throw err
-    const message = withLastError(messageOf(err), lastConnectionError(conn.client))
+    if (err instanceof CliError || (err instanceof EchoMQError && err.code !== 'ERR_CONNECTION')) throw err
+    const last = await explainFailure(conn.client, err as Error)
+    // A library call's error named the connection's error as it stood; the diagnosis may have come since.
+    if (err instanceof EchoMQError)
+      throw last && !err.message.includes(last.message) ? new CliError(`${err.message} (${last.message})`) : err
+    const message = withLastError(messageOf(err), last)
     throw new CliError(`Redis at ${redactUrl(url)} is unreachable: ${message}${notRedisHint(message)}`)
   } finally {
     conn.client.disconnect()

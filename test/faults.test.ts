@@ -201,7 +201,11 @@ describe('Redis unreachable from a Queue or a Worker', () => {
 
   it('a port outside 1-65535 is refused when the Queue is made, before any connection', () => {
     expect(() => new Queue('q', { connection: 'redis://127.0.0.1:99999' })).toThrow(
-      expect.objectContaining({ code: 'ERR_CONNECTION', message: expect.stringMatching(/port 99999 .* outside 1-65535/) }),
+      expect.objectContaining({
+        code: 'ERR_OPTIONS',
+        variable: 'connection',
+        message: expect.stringMatching(/port 99999 .* outside 1-65535/),
+      }),
     )
   })
 

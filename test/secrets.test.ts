@@ -16,7 +16,7 @@ import { startBlackhole } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
 import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
 import { crashedJobs } from './helpers/queue-state.js'
-import { useRedis } from './helpers/redis-server.js'
+import { freePort, useRedis } from './helpers/redis-server.js'
 import { SSM_REQUEST_ID, type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
 import { waitFor } from './helpers/wait.js'
 
@@ -201,6 +201,21 @@ describe('the Redis URL from SSM', () => {
       await blackhole.close()
     }
     expect(performance.now() - started).toBeLessThan(1_500)
+  })
+
+  it('an SSM endpoint that refuses the connection or does not resolve: nothing reached AWS, so no CloudTrail hint', async () => {
+    for (const endpoint of [`http://127.0.0.1:${await freePort()}`, 'http://ssm.no-such-region.invalid']) {
+      const client = new SSMClient({ endpoint, ...boundedClientOptions(500) })
+      try {
+        const err = (await readSecret(PARAMETER, { client, timeoutMs: 500 }).catch((e: unknown) => e)) as EchoMQError
+        expect(err).toMatchObject({ code: 'ERR_CONFIG', variable: 'REDIS_URL_PARAMETER' })
+        expect(err.hint).toMatch(/^nothing reached SSM \((connect ECONNREFUSED|getaddrinfo ENOTFOUND)/)
+        expect(err.hint).toMatch(/AWS_ENDPOINT_URL_SSM.*private DNS must be on/)
+        expect(`${err.message} ${err.hint}`).not.toMatch(/CloudTrail/)
+      } finally {
+        client.destroy()
+      }
+    }
   })
 })
 

@@ -5,15 +5,21 @@
  * password must give a clear ERR_CONNECTION that does not contain the password, and the password must
  * not appear in any output of the children or of the in-process runs.
  */
+import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
-import { EchoMQError, Queue, sweep } from '../lib/index.js'
+import { EchoMQError, Queue, sweep, Worker } from '../lib/index.js'
+import { DIAGNOSIS_TIMEOUT_MS } from '../lib/redis/diagnosis.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { startRedis, type TestRedis } from './helpers/redis-server.js'
 import { type Child, spawnTlsClient, spawnTlsWorker, startTlsRedis, type TlsRedis } from './helpers/tls.js'
 import { waitFor } from './helpers/wait.js'
 
+const run = promisify(execFile)
+const BIN = new URL('../bin/echomq.js', import.meta.url).pathname
 let redis: TlsRedis
 /** Children using the right URL and a wrong password. */
 let good: Child
@@ -182,6 +188,7 @@ describe('a CA the process does not trust', () => {
     expect((err as EchoMQError).message).not.toContain(redis.password)
     expect(Date.now() - started).toBeLessThan(5_000)
     expect((err as EchoMQError).message).toMatch(/certificate/i)
+    expect((err as EchoMQError).hint).toMatch(/not signed by a CA this process trusts: give the CA with NODE_EXTRA_CA_CERTS/)
   })
 
   it('in a process without the CA, sweep(url) gives up within 8 s with ERR_CONNECTION naming the certificate problem', async () => {
@@ -197,6 +204,77 @@ describe('a CA the process does not trust', () => {
     expect(reply.error?.message).not.toContain(redis.password)
     expect(reply.error?.message).toMatch(/certificate/i)
   })
+})
+
+describe('ioredis options over TLS', () => {
+  it('{ host, port, username, password, tls: { ca } } as connection: a Queue adds and a Worker completes, in process', async () => {
+    const connection = {
+      host: '127.0.0.1',
+      port: redis.tlsPort,
+      username: redis.user,
+      password: redis.password,
+      tls: { ca: readFileSync(redis.certs.ca) },
+    }
+    const queue = new Queue('oq', { connection })
+    const worker = new Worker('oq', async () => 'ok', { connection })
+    try {
+      const completed = new Promise((resolve) => worker.on('completed', resolve))
+      await queue.add('job', {}, { jobId: 'o1' })
+      await completed
+      expect(await emq.hget(queueKeys('emq', 'oq').job('o1'), 'state')).toBe('completed')
+    } finally {
+      await Promise.all([queue.close(), worker.close()])
+    }
+  })
+})
+
+describe('a URL whose scheme does not match the port', () => {
+  let plain: TestRedis
+  beforeAll(async () => {
+    plain = await startRedis()
+  })
+  afterAll(async () => {
+    await plain?.stop()
+  })
+  const handlerError = async (url: string) => {
+    const handler = createHandler({ REDIS_URL: url, METRICS_MODE: 'off', IS_LOCAL: 'true', REDIS_TIMEOUT_MS: '1000' })
+    return (await handler({}, {}).catch((e: unknown) => e)) as EchoMQError
+  }
+  const cliError = (url: string) =>
+    run(process.execPath, [BIN, 'stats', '--redis-url', url], { env: { ...process.env, NODE_EXTRA_CA_CERTS: redis.certs.ca } }).catch(
+      (e: { code: number; stderr: string }) => e,
+    )
+
+  it('rediss:// on a plain port: the handler, a Queue call and the CLI say the port speaks plain Redis and to use redis://', async () => {
+    const url = `rediss://127.0.0.1:${plain.port}`
+    const started = performance.now()
+    const handler = await handlerError(url)
+    expect(performance.now() - started).toBeLessThan(1_000 + DIAGNOSIS_TIMEOUT_MS + 1_000)
+    expect(handler).toMatchObject({ code: 'ERR_CONNECTION', hint: expect.stringMatching(/use a redis:\/\/ URL \(no TLS\)/) })
+    expect(handler.message).toMatch(new RegExp(`127\\.0\\.0\\.1:${plain.port} speaks plain Redis, not TLS`))
+    const queue = new Queue('q', { connection: url })
+    const added = await queue.add('job', {}).catch((e: unknown) => e)
+    await queue.close()
+    expect(added).toMatchObject({ code: 'ERR_CONNECTION', message: expect.stringMatching(/speaks plain Redis, not TLS/) })
+    expect(await cliError(url)).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/speaks plain Redis, not TLS: use a redis:\/\/ URL/),
+    })
+  }, 30_000)
+
+  it('redis:// on the TLS port: the handler, a Queue call and the CLI say the port speaks TLS and to use rediss://', async () => {
+    const url = `redis://emq:${redis.password}@127.0.0.1:${redis.tlsPort}`
+    const handler = await handlerError(url)
+    expect(handler).toMatchObject({ code: 'ERR_CONNECTION', hint: 'use a rediss:// URL (TLS) for this port' })
+    expect(handler.message).not.toContain(redis.password)
+    const queue = new Queue('q', { connection: url })
+    const added = await queue.add('job', {}).catch((e: unknown) => e)
+    await queue.close()
+    expect(added).toMatchObject({ code: 'ERR_CONNECTION', message: expect.stringMatching(/speaks TLS: use a rediss:\/\/ URL/) })
+    const cli = await cliError(url)
+    expect(cli).toMatchObject({ code: 1, stderr: expect.stringMatching(/speaks TLS: use a rediss:\/\/ URL/) })
+    expect(cli.stderr).not.toContain(redis.password)
+  }, 30_000)
 })
 
 describe('secrets in output', () => {

@@ -1,9 +1,11 @@
 /**
  * The reaper's Redis connection, kept across runs (a Lambda container's warm invocations, the ticks of
  * `echomq sweep --every`). `client()` opens it when needed, pings it (a Redis that does not answer fails
- * the run within the configured timeout with ERR_CONNECTION, naming the URL with its password masked; one
- * that refuses the credentials, WRONGPASS or NOAUTH, fails with ERR_AUTH) and, once (per cold start, in a
- * Lambda), checks the eviction policy. A run that failed calls `discard()`, so the next one opens a fresh
+ * the run within the configured timeout, plus DIAGNOSIS_TIMEOUT_MS to say why, with ERR_CONNECTION naming
+ * the URL with its password masked and, with a `hint`, what to fix: a certificate refused, TLS on a plain
+ * port or the reverse, a filtered port (lib/redis/diagnosis.ts); one that refuses the credentials,
+ * WRONGPASS or NOAUTH, fails with ERR_AUTH) and, once (per cold start, in a Lambda), checks the eviction
+ * policy. A run that failed calls `discard()`, so the next one opens a fresh
  * connection rather than reusing a broken one.
  *
  * No ready check: ioredis would send INFO on each connection, and print a line that is not JSON when the
@@ -14,12 +16,14 @@ import { EchoMQError, withLastError, withoutSecrets } from '../errors.js'
 import {
   type Connection,
   closeConnection,
+  explainFailure,
   failFast,
   lastConnectionError,
   openConnection,
   type RedisClient,
   redactUrl,
 } from '../redis/connection.js'
+import { ConnectionProblem } from '../redis/diagnosis.js'
 import { evictionPolicy } from '../redis/queries.js'
 import type { ReaperConfig } from './config.js'
 import type { Log } from './log.js'
@@ -93,9 +97,16 @@ export class ReaperConnection {
     try {
       await Promise.race([client.ping(), timeout])
     } catch (err) {
-      const message = withLastError((err as Error).message, lastConnectionError(client))
+      const failure = err as Error
+      // Refused credentials need no diagnosis: the server answered.
+      const refused = REFUSED_CREDENTIALS.test(withLastError(failure.message, lastConnectionError(client)))
+      const last = refused ? lastConnectionError(client) : await explainFailure(client, failure)
+      const message = withLastError(failure.message, last)
       if (REFUSED_CREDENTIALS.test(message)) throw this.refused(message, err)
-      throw new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(redisUrl)} is unreachable: ${message}`, { cause: withoutSecrets(err) })
+      throw new EchoMQError('ERR_CONNECTION', `Redis at ${redactUrl(redisUrl)} is unreachable: ${message}`, {
+        cause: withoutSecrets(err),
+        ...(last instanceof ConnectionProblem ? { hint: last.hint } : {}),
+      })
     } finally {
       clearTimeout(timer)
     }

@@ -11,7 +11,8 @@
  * request id, and carry no `cause` (an SDK error can hold the raw response), with `variable`
  * REDIS_URL_PARAMETER and a `hint`: ParameterNotFound (create it), AccessDeniedException on SSM (the role's
  * ssm:GetParameter) or on KMS (the role's or the key policy's kms:Decrypt), no answer (a VPC without a
- * route to SSM). A read is bounded (SSM_TIMEOUT_MS in all, two attempts): a function in a VPC with no route
+ * route to SSM), no connection (refused, a name that does not resolve: nothing reached AWS, so no
+ * CloudTrail hint). A read is bounded (SSM_TIMEOUT_MS in all, two attempts): a function in a VPC with no route
  * to SSM fails fast instead of waiting for its timeout. The endpoint follows the SDK's settings
  * (AWS_REGION, AWS_ENDPOINT_URL_SSM).
  */
@@ -117,5 +118,17 @@ function explain(err: unknown, parameter: string, timeoutMs: number): { message:
       `no answer within ${timeoutMs} ms; a function in a VPC needs a NAT gateway or an SSM interface endpoint (com.amazonaws.<region>.ssm)`,
     )
   }
+  if (httpStatus === undefined && NETWORK_ERROR.test(`${networkCode(err)} ${error}`)) {
+    return hint(
+      `nothing reached SSM (${error}): check AWS_REGION and AWS_ENDPOINT_URL_SSM if set; with an SSM interface endpoint ` +
+        '(com.amazonaws.<region>.ssm), private DNS must be on and its security group must allow HTTPS (443) from the function',
+    )
+  }
   return { message: `${what}: ${error}`, hint: 'the AWS error names the cause; its request id finds the call in CloudTrail' }
 }
+
+/** Failures of the connection itself: no request reached AWS, so CloudTrail has nothing to find. */
+const NETWORK_ERROR =
+  /ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EPIPE|socket hang up|certificate|CERT_|SSL/i
+
+const networkCode = (err: unknown): string => String((err as { code?: unknown } | null)?.code ?? '')

@@ -2,15 +2,21 @@
  * Starts a private three-master Redis Cluster (no replicas) on free ports in temp dirs, for one test file.
  * Each node gets an explicit cluster bus port (`--cluster-port`, Redis 7+), so a data port near 65535
  * never yields an impossible bus port. Stop everything with stop().
+ *
+ * With `tls`, the cluster is what ElastiCache (serverless, or cluster mode with in-transit encryption)
+ * serves: TLS only, on the client port and the bus, with the certificate given (one that names a host, not
+ * an address), and every node announcing `hostname` (`cluster-preferred-endpoint-type hostname`), so
+ * CLUSTER SLOTS answers with names and a client reaches each node by the name its certificate holds.
  */
 import { type ChildProcess, execFile } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { Cluster, Redis } from 'ioredis'
+import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { spawnRedisServer } from '../../cli/support/local-redis.js'
 import { freePort } from './redis-server.js'
+import type { Certs } from './tls.js'
 import { waitFor } from './wait.js'
 
 const run = promisify(execFile)
@@ -24,9 +30,17 @@ export interface ClusterNode {
   client: Redis
 }
 
+export interface ClusterTls {
+  certs: Certs
+  /** The name every node announces, and the seeds' host in the URLs (default: localhost). */
+  hostname?: string
+  /** What the nodes announce in CLUSTER SLOTS: their host name (default), or their address, as a cluster set up without one does. */
+  announce?: 'hostname' | 'ip'
+}
+
 export interface TestCluster {
   nodes: ClusterNode[]
-  /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2`: two seeds, as the README allows. */
+  /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2`: two seeds, as the README allows (with tls: `rediss+cluster://<hostname>:p1,...`). */
   url: string
   /** `redis+cluster://127.0.0.1:p1`: a single seed. */
   singleSeedUrl: string
@@ -38,7 +52,30 @@ export interface TestCluster {
   stop(): Promise<void>
 }
 
-export async function startCluster(size = 3): Promise<TestCluster> {
+/** redis-server flags and client options for a TLS cluster that announces host names. */
+function tlsSettings(tls: ClusterTls | undefined) {
+  if (!tls)
+    return {
+      serverArgs: (_port: number) => [] as string[],
+      cliArgs: [] as string[],
+      clientOptions: {} as Pick<RedisOptions, 'tls'>,
+      host: '127.0.0.1',
+      scheme: 'redis+cluster',
+    }
+  const hostname = tls.hostname ?? 'localhost'
+  const { cert, key, ca } = tls.certs
+  const serverArgs = (port: number) => [
+    ...['--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-auth-clients', 'no'],
+    ...['--tls-cert-file', cert, '--tls-key-file', key, '--tls-ca-cert-file', ca],
+    ...(tls.announce === 'ip' ? [] : ['--cluster-announce-hostname', hostname, '--cluster-preferred-endpoint-type', 'hostname']),
+  ]
+  // The admin clients reach 127.0.0.1 but check the certificate against the name it holds.
+  const clientOptions: Pick<RedisOptions, 'tls'> = { tls: { ca: readFileSync(ca), servername: hostname } }
+  return { serverArgs, cliArgs: ['--tls', '--cacert', ca, '--sni', hostname], clientOptions, host: hostname, scheme: 'rediss+cluster' }
+}
+
+export async function startCluster(size = 3, tls?: ClusterTls): Promise<TestCluster> {
+  const settings = tlsSettings(tls)
   const nodes: ClusterNode[] = []
   const clients: (Redis | Cluster)[] = []
   const stop = async () => {
@@ -69,6 +106,7 @@ export async function startCluster(size = 3): Promise<TestCluster> {
       const [p, bus] = [await port(), await port()]
       const dir = mkdtempSync(path.join(tmpdir(), 'emq-cluster-'))
       const child = spawnRedisServer(p, dir, [
+        ...settings.serverArgs(p),
         '--cluster-enabled',
         'yes',
         '--cluster-config-file',
@@ -80,7 +118,7 @@ export async function startCluster(size = 3): Promise<TestCluster> {
         '--maxmemory-policy',
         'noeviction',
       ])
-      const client = new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 50 })
+      const client = new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 50, ...settings.clientOptions })
       client.on('error', () => undefined)
       clients.push(client)
       nodes.push({ port: p, busPort: bus, dir, process: child, client })
@@ -89,7 +127,7 @@ export async function startCluster(size = 3): Promise<TestCluster> {
       await waitFor(async () => (await n.client.ping()) === 'PONG', { timeoutMs: 10_000, what: `cluster node ${n.port}` })
     await run(
       'redis-cli',
-      ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+      [...settings.cliArgs, '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
       { timeout: 30_000 },
     )
     // Every node must agree: state ok, all slots assigned, every master known, the same slot map.
@@ -121,15 +159,16 @@ export async function startCluster(size = 3): Promise<TestCluster> {
   const first = nodes[0] as ClusterNode
   return {
     nodes,
-    url: `redis+cluster://${nodes
+    url: `${settings.scheme}://${nodes
       .slice(0, 2)
-      .map((n) => `127.0.0.1:${n.port}`)
+      .map((n) => `${settings.host}:${n.port}`)
       .join(',')}`,
-    singleSeedUrl: `redis+cluster://127.0.0.1:${first.port}`,
+    singleSeedUrl: `${settings.scheme}://${settings.host}:${first.port}`,
     connect() {
       const c = new Cluster(
-        nodes.map((n) => ({ host: '127.0.0.1', port: n.port })),
-        { redisOptions: { maxRetriesPerRequest: 2 } },
+        nodes.map((n) => ({ host: settings.host, port: n.port })),
+        // The seeds as named: resolved first, they would be addresses, which a host's certificate does not hold.
+        { dnsLookup: (address, done) => done(null, address), redisOptions: { maxRetriesPerRequest: 2, ...settings.clientOptions } },
       )
       c.on('error', () => undefined)
       clients.push(c)

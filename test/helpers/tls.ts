@@ -1,6 +1,7 @@
 /**
- * TLS test kit: a throwaway CA and server certificate made with openssl (CN 127.0.0.1, SAN IP:127.0.0.1
- * and DNS:localhost), a private redis-server listening only on a TLS port with an ACL user, and child
+ * TLS test kit: a throwaway CA and server certificate made with openssl (by default CN 127.0.0.1, SAN
+ * IP:127.0.0.1 and DNS:localhost; `names` makes one that names only hosts, as a managed Redis's does), a
+ * private redis-server listening only on a TLS port with an ACL user, and child
  * processes (a Worker, and a client that runs Queue.add / sweep() / the Lambda handler) that trust the CA
  * through NODE_EXTRA_CA_CERTS and whose stdout and stderr are captured, so the test can search them.
  */
@@ -29,14 +30,17 @@ export interface Certs {
   key: string
 }
 
-export async function makeCerts(dir: string): Promise<Certs> {
+/** The certificate's subjectAltName entries: `DNS:localhost` alone is a certificate for a name, not an address. */
+export async function makeCerts(dir: string, names = ['IP:127.0.0.1', 'DNS:localhost']): Promise<Certs> {
   const p = (f: string) => path.join(dir, f)
+  const cn = (names[0] ?? 'DNS:localhost').replace(/^\w+:/, '')
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
   await run('openssl', ['req', '-x509', ...ec, '-keyout', p('ca.key'), '-out', p('ca.pem'), '-days', '2', '-subj', '/CN=EchoMQ test CA'])
-  await run('openssl', ['req', ...ec, '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=127.0.0.1'])
+  await run('openssl', ['req', ...ec, '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', `/CN=${cn}`])
   writeFileSync(
     p('server.ext'),
-    'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n',
+    // clientAuth too: the nodes of a TLS cluster present it to each other on the cluster bus.
+    `subjectAltName=${names.join(',')}\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n`,
   )
   await run('openssl', [
     'x509',
