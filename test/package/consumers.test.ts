@@ -239,7 +239,11 @@ describe('the packed tarball, installed into fresh projects', () => {
     expect(sweep.code).toBe(1)
     expect(sweep.stderr).toContain('@aws-sdk/client-cloudwatch')
     expect(sweep.stderr).toContain('npm install')
-  })
+    // The demo forks worker processes from the built JavaScript too, and starts its own redis-server.
+    const demo = await outcome(bin, ['demo', '--jobs', '1'], esm.dir, { PATH: process.env.PATH, HOME: work }, 120_000)
+    expect(demo, demo.stderr).toMatchObject({ code: 0 })
+    expect(demo.stdout).toContain('recovered to wait')
+  }, 180_000)
 
   it('a worker bundled by esbuild runs from a directory without node_modules (the Lua is in the JavaScript)', async () => {
     const { build } = await import('esbuild')
