@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url'
 const runs = Number(process.argv[2] ?? 15)
 const root = fileURLToPath(new URL('..', import.meta.url))
 const work = mkdtempSync(path.join(tmpdir(), 'echomq-first-job-'))
-const npm = (args, cwd) => execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], { cwd, stdio: ['ignore', 'pipe', 'inherit'] })
+const npm = (args, cwd) =>
+  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], { cwd, stdio: ['ignore', 'pipe', 'inherit'] })
 
 const port = await new Promise((resolve) => {
   const server = createServer().listen(0, '127.0.0.1', () => {
@@ -22,7 +23,9 @@ const port = await new Promise((resolve) => {
     server.close(() => resolve(port))
   })
 })
-const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+  stdio: 'ignore',
+})
 
 const app = (pkg, connection) => `const t0 = performance.now()
 const { Queue, Worker } = await import('${pkg}')
@@ -42,7 +45,10 @@ console.log(ms.toFixed(1))
 `
 
 try {
-  const tarball = path.join(work, JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root }))[0].filename)
+  const tarball = path.join(
+    work,
+    JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root }))[0].filename,
+  )
   const projects = {
     echomq: { install: [tarball], code: app('echomq', `'redis://127.0.0.1:${port}'`) },
     bullmq: { install: ['bullmq@6.7.0', 'ioredis@6.0.0'], code: app('bullmq', `{ host: '127.0.0.1', port: ${port} }`) },
@@ -66,7 +72,9 @@ try {
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)].toFixed(0)
   for (const [name, p] of Object.entries(projects))
-    console.log(`${name.padEnd(7)} node app.js: median ${median(p.wall)} ms wall, ${median(p.inside)} ms from import to the first job's result (${runs} runs)`)
+    console.log(
+      `${name.padEnd(7)} node app.js: median ${median(p.wall)} ms wall, ${median(p.inside)} ms from import to the first job's result (${runs} runs)`,
+    )
 } finally {
   redis.kill()
   rmSync(work, { recursive: true, force: true })
