@@ -6,6 +6,8 @@
  * redis-server, the `echomq` command, a worker bundled by esbuild, and the declarations type-checked under a
  * consumer's strictest settings with node16/nodenext and bundler resolution, ESM and CommonJS.
  *
+ * Run by `npm run test:package` (vitest.package.config.ts), a step of its own in .ci/run.
+ *
  * Every entry of package.json's `exports` is checked from there, so a new entry (`echomq/lambda`) is covered
  * by the tarball, publint, arethetypeswrong and the import/require checks once it is listed.
  */
@@ -301,7 +303,7 @@ describe('the packed tarball, installed into fresh projects', () => {
         const name = `tsconfig.${label.replace(/\W+/g, '-')}.json`
         copyFileSync(path.join(fixtures, 'consumer.ts'), path.join(dir, 'consumer.ts'))
         writeFileSync(path.join(dir, name), JSON.stringify({ compilerOptions: { ...strict, ...resolution }, files: ['consumer.ts'] }))
-        const checked = await outcome(process.execPath, [tsc, '-p', name], dir, npmEnv, 120_000)
+        const checked = await outcome(process.execPath, [tsc, '-p', name], dir, npmEnv, 300_000)
         expect(checked, checked.stdout).toMatchObject({ code: 0 })
       },
       150_000,
