@@ -1,3 +1,6 @@
+import { EchoMQError } from '../lib/errors.js'
+import { withPeers } from '../lib/reaper/peers.js'
+
 /** An error the command reports as a message, without a stack; `usage` errors exit 2, others 1. */
 export class CliError extends Error {
   constructor(
@@ -11,3 +14,17 @@ export class CliError extends Error {
 
 /** The message of anything thrown (a library error, a parse error, a string). */
 export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err))
+
+/**
+ * A module of the reaper (it imports the AWS SDK, an optional peer dependency): when those packages are
+ * missing, a failure (exit 1) that names them and the install command, not the usage error (exit 2) an
+ * ERR_CONFIG otherwise means.
+ */
+export async function loadReaperModule<T>(what: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await withPeers(what, load)
+  } catch (err) {
+    if (err instanceof EchoMQError && err.code === 'ERR_CONFIG' && err.hint !== undefined) throw new CliError(`${err.message}; ${err.hint}`)
+    throw err
+  }
+}

@@ -13,7 +13,7 @@ import { EchoMQError, notRedisHint, withLastError } from '../lib/errors.js'
 import { DEFAULTS } from '../lib/options.js'
 import { explainFailure, failFast, openConnection, parseRedisUrl, type RedisClient, redactUrl } from '../lib/redis/connection.js'
 import { redisUrlSource } from '../lib/redis/url.js'
-import { CliError, messageOf } from './errors.js'
+import { CliError, loadReaperModule, messageOf } from './errors.js'
 import { startLocalRedis } from './support/local-redis.js'
 
 type Env = Record<string, string | undefined>
@@ -29,7 +29,7 @@ export interface RedisTarget {
  * stderr. The AWS SDK is loaded only then: a command given its URL otherwise starts without it.
  */
 export async function readParameter(name: string): Promise<string> {
-  const { readSecret } = await import('../lib/reaper/secrets.js')
+  const { readSecret } = await loadReaperModule('reading REDIS_URL_PARAMETER', () => import('../lib/reaper/secrets.js'))
   return readSecret(name, { warn: (message) => void process.stderr.write(`warn: ${message}\n`) })
 }
 

@@ -1,4 +1,8 @@
-/** EchoMQ: leases, batched heartbeats and an atomic two-phase stalled-job sweep for Redis job queues. */
+/**
+ * `echomq`: leases, batched heartbeats and an atomic two-phase stalled-job sweep for Redis job queues.
+ * What a producer or a worker process imports, and all it loads: ioredis and cron-parser, no dashboard
+ * (`echomq/dashboard`, lib/ui/index.ts) and no reaper (`echomq/reaper`, lib/reaper/index.ts).
+ */
 
 export { EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
 export { Job, type JobFields, type JobState } from './job.js'
@@ -9,5 +13,4 @@ export { type Connection, openConnection, redactUrl } from './redis/connection.j
 export { type QueueKeys, queueKeys, registryKey } from './redis/keys.js'
 export { registeredQueues } from './registry.js'
 export { type SweepOptions, type SweepResult, sweep } from './sweep.js'
-export { createDashboard, type DashboardHandler, type DashboardOptions, type ServeOptions, serveDashboard } from './ui/index.js'
 export { type Processor, Worker, type WorkerOptions } from './worker.js'

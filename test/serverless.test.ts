@@ -299,10 +299,16 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
     expect(Object.keys(p.outputs)).toEqual(expect.arrayContaining(['AlarmTopicArn', 'DashboardName']))
   })
 
-  it('the package holds the minified bundle (Powertools Logger and Parameters in it) and the Lua scripts, under 300 KB zipped', async () => {
+  it('the package holds the minified bundle (Powertools Logger and Parameters in it) with the Lua scripts inside, under 300 KB zipped', async () => {
     const { stdout } = await run('unzip', ['-l', p.zip])
     expect(stdout).toContain('functions/sweep.cjs')
-    expect(stdout).toContain(`lua/${SCRIPT_FILES.sweepStep}`)
+    // The scripts are text in the bundle (scripts/embed-lua.cjs), so the zip holds no lua/ directory.
+    expect(stdout).not.toContain('lua/')
+    const { stdout: bundle } = await run('unzip', ['-p', p.zip, 'functions/sweep.cjs'], { maxBuffer: 16 * 1024 * 1024 })
+    const line = readFileSync(`${root}lua/${SCRIPT_FILES.sweepStep}`, 'utf8')
+      .split('\n')
+      .find((l) => /^[\w ,.()-]{40,}$/.test(l.trim()))
+    expect({ line, inBundle: line !== undefined && bundle.includes(line.trim()) }).toMatchObject({ inBundle: true })
     expect(statSync(p.zip).size).toBeLessThan(300_000)
   })
 })

@@ -13,9 +13,9 @@ import { clearLongTimeout, longTimeout } from '../../lib/clock.js'
 import { EchoMQError } from '../../lib/errors.js'
 import { DEFAULTS } from '../../lib/options.js'
 import { loadReaperConfig, METRICS_MODES, type MetricsMode } from '../../lib/reaper/config.js'
-import { createReaper, type Log, type ReaperSummary } from '../../lib/reaper/reaper.js'
+import type { Log, ReaperSummary } from '../../lib/reaper/reaper.js'
 import { command } from '../command.js'
-import { CliError, messageOf } from '../errors.js'
+import { CliError, loadReaperModule, messageOf } from '../errors.js'
 import { out, parseDuration, table, withSpinner } from '../format.js'
 import { oneOf, positiveInt, prefixOf, queueNames } from '../input.js'
 import { readParameter, redisUrlFlag } from '../redis.js'
@@ -76,6 +76,8 @@ and then exits 1 if any run failed.
       ...(grace === undefined ? {} : { graceMs: Number(grace) }),
       ...(metricsMode === undefined ? {} : { metricsMode }),
     }
+    // The reaper's modules import the AWS SDK (metrics.ts): loaded here, so the other commands start without it.
+    const { createReaper } = await loadReaperModule('echomq sweep', () => import('../../lib/reaper/reaper.js'))
     const reaper = createReaper(await loadReaperConfig(options, process.env, readParameter), { log })
     let stop = false
     let wakeUp: () => void = () => undefined

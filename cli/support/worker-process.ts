@@ -2,7 +2,9 @@
 import { type ChildProcess, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-const HELD_WORKER = fileURLToPath(new URL('./held-worker.ts', import.meta.url))
+/** From the sources (tsx, vitest) the child runs held-worker.ts through tsx; from the package, the built held-worker.js with plain node. */
+const FROM_SOURCE = import.meta.url.endsWith('.ts')
+const HELD_WORKER = fileURLToPath(new URL(FROM_SOURCE ? './held-worker.ts' : './held-worker.js', import.meta.url))
 
 export interface WorkerMessage {
   type: string
@@ -31,7 +33,7 @@ export async function killAndWait(child: ChildProcess): Promise<void> {
 
 export async function spawnWorker(env: Record<string, string>): Promise<WorkerProcess> {
   const child = fork(HELD_WORKER, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: FROM_SOURCE ? ['--import', 'tsx'] : [],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })

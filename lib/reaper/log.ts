@@ -11,7 +11,6 @@
  * `Log` is the one logging signature of the reaper (the CLI's `echomq sweep` passes its own).
  */
 import { Logger } from '@aws-lambda-powertools/logger'
-import type { Context } from 'aws-lambda'
 
 export type LogLevel = 'info' | 'warn' | 'error'
 export type Log = (level: LogLevel, message: string, fields?: object) => void
@@ -19,10 +18,24 @@ export type Log = (level: LogLevel, message: string, fields?: object) => void
 /** `service` when POWERTOOLS_SERVICE_NAME is not set (outside the template: tests, a hand-made function). */
 export const SERVICE_DEFAULT = 'echomq-reaper'
 
+/**
+ * What Lambda passes a handler as its second argument, as far as the reaper reads it: Lambda's own `Context`
+ * (@types/aws-lambda) fits it, and so does a test's or a local run's partial one. Declared here, so the
+ * package's types need no @types/aws-lambda.
+ */
+export interface LambdaContext {
+  readonly awsRequestId?: string
+  readonly functionName?: string
+  readonly functionVersion?: string
+  readonly invokedFunctionArn?: string
+  readonly memoryLimitInMB?: string
+  getRemainingTimeInMillis?(): number
+}
+
 export interface LambdaLog {
   log: Log
   /** Adds the invocation's request id, cold start and function to every later line. */
-  addContext(context: Partial<Context> | undefined): void
+  addContext(context: LambdaContext | undefined): void
 }
 
 /** A Powertools Logger for the Lambda function, as a `Log`. */
@@ -32,7 +45,7 @@ export function lambdaLog(service: string | undefined): LambdaLog {
     log: (level, message, fields) =>
       fields === undefined ? logger[level](message) : logger[level](message, fields as Record<string, unknown>),
     addContext(context) {
-      if (context?.awsRequestId !== undefined) logger.addContext(context as Context)
+      if (context?.awsRequestId !== undefined) logger.addContext(context as Parameters<Logger['addContext']>[0])
     },
   }
 }

@@ -1,15 +1,14 @@
 /**
  * Loads the Lua scripts in `lua/` once per process: `-- @include name` lines are replaced by
  * `lua/includes/name.lua`, the job defaults are declared after the header (encoding.ts luaDefaults), and
- * the result is hashed for EVALSHA. Loading only: scripts are run by
+ * the result is hashed for EVALSHA. The files' text comes from lua-files.ts (read beside the sources in
+ * the repository, built into the JavaScript in the package). Loading only: scripts are run by
  * lib/redis/commands.ts, the one module that calls them.
  */
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { EchoMQError } from '../errors.js'
 import { luaDefaults } from './encoding.js'
+import { luaFile } from './lua-files.js'
 
 export interface Script {
   readonly name: string
@@ -19,21 +18,6 @@ export interface Script {
   readonly sha: string
 }
 
-function luaDir(): string {
-  const candidates = [
-    process.env.ECHOMQ_LUA_DIR,
-    typeof import.meta.url === 'string' ? fileURLToPath(new URL('../../lua/', import.meta.url)) : undefined,
-    process.env.LAMBDA_TASK_ROOT && path.join(process.env.LAMBDA_TASK_ROOT, 'lua'),
-    path.join(process.cwd(), 'lua'),
-  ]
-  for (const dir of candidates) if (dir && existsSync(path.join(dir, 'includes', 'now.lua'))) return dir
-  throw new EchoMQError(
-    'ERR_SCRIPT',
-    `cannot find EchoMQ's lua/ directory (looked in ${candidates.filter(Boolean).join(', ')}); set ECHOMQ_LUA_DIR`,
-  )
-}
-
-let dir: string | undefined
 const cache = new Map<string, Script>()
 let wrap: ((lua: string) => string) | undefined
 
@@ -48,11 +32,7 @@ export function setScriptWrapper(fn: ((lua: string) => string) | undefined): voi
 
 /** A script's source as it is run, before any test wrapper: its includes spliced in, the defaults declared. */
 export function scriptSource(file: string): string {
-  dir ??= luaDir()
-  const root = dir
-  const body = readFileSync(path.join(root, file), 'utf8').replace(/^-- @include (\w+)\s*$/gm, (_, name: string) =>
-    readFileSync(path.join(root, 'includes', `${name}.lua`), 'utf8'),
-  )
+  const body = luaFile(file).replace(/^-- @include (\w+)\s*$/gm, (_, name: string) => luaFile(`includes/${name}.lua`))
   // After the header comment, so the script still opens with it.
   const headerEnd = body.startsWith('--[[') ? body.indexOf(']]') + 3 : 0
   return body.slice(0, headerEnd) + luaDefaults() + body.slice(headerEnd)

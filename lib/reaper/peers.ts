@@ -1,0 +1,42 @@
+/**
+ * The packages the reaper imports beyond `echomq`'s own dependencies: optional peer dependencies in
+ * package.json, installed by whoever runs the reaper (the Lambda, `echomq sweep`, an SSM parameter read by
+ * the command), never brought to a library user. Modules that import them are loaded through `withPeers`,
+ * which turns Node's ERR_MODULE_NOT_FOUND for the first missing one into an ERR_CONFIG naming them all.
+ */
+import { EchoMQError } from '../errors.js'
+
+export const REAPER_PEER_DEPENDENCIES = [
+  '@aws-lambda-powertools/logger',
+  '@aws-lambda-powertools/parameters',
+  '@aws-sdk/client-cloudwatch',
+  '@aws-sdk/client-ssm',
+] as const
+
+/** The packages of REAPER_PEER_DEPENDENCIES that do not resolve from here (none inside a bundle, which holds them). */
+export function missingPeers(): string[] {
+  const resolve = (import.meta as { resolve?: (specifier: string) => string }).resolve
+  if (typeof resolve !== 'function') return []
+  return REAPER_PEER_DEPENDENCIES.filter((name) => {
+    try {
+      resolve(name)
+      return false
+    } catch {
+      return true
+    }
+  })
+}
+
+/** `load()` (a dynamic import of a module that imports the peers); `what` needs them, for the message. */
+export async function withPeers<T>(what: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load()
+  } catch (err) {
+    const missing = missingPeers()
+    if (missing.length === 0) throw err
+    throw new EchoMQError('ERR_CONFIG', `${what} needs ${missing.join(', ')}, not installed`, {
+      cause: err,
+      hint: `install the reaper's optional peer dependencies beside echomq: npm install ${missing.join(' ')}`,
+    })
+  }
+}
