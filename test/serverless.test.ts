@@ -5,7 +5,7 @@
  * helpers/packaging.ts). The deployer policy, checkov's rules and the runbook: deploy-docs.test.ts.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -307,7 +307,7 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
     const { stdout: bundle } = await run('unzip', ['-p', p.zip, 'functions/sweep.cjs'], { maxBuffer: 16 * 1024 * 1024 })
     const line = readFileSync(`${root}lua/${SCRIPT_FILES.sweepStep}`, 'utf8')
       .split('\n')
-      .find((l) => /^[\w ,.()-]{40,}$/.test(l.trim()))
+      .find((l: string) => /^[\w ,.()-]{40,}$/.test(l.trim()))
     expect({ line, inBundle: line !== undefined && bundle.includes(line.trim()) }).toMatchObject({ inBundle: true })
     expect(statSync(p.zip).size).toBeLessThan(300_000)
   })
