@@ -2,7 +2,8 @@
   Ends one or more runs of a worker (those that ended in the same tick), each fenced by its token: a run
   that no longer owns its job (recovered, or held by another worker) changes nothing. In the same call
   the worker takes its next jobs (candidates it reserved or read earlier, re-checked as in take-11.lua),
-  takes the jobs it started from its hand since its last call (takeJobs.lua confirmStarts), reads the
+  takes the jobs it started from its hand since its last call (takeJobs.lua confirmStarts; first, so a
+  run started and ended between two calls could end in the same one), reads the
   next one into its hand (readHand: reserved, not taken) and reserves or peeks at the ids after them: a
   busy worker makes about one round trip per batch. A call with no run (m = 0) only confirms starts and
   reads the hand.
@@ -95,6 +96,8 @@ local starts = { firstKey = 16 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count
 
 local now = nowMs()
 local nowText = tostring(now)
+-- Jobs started from the hand are taken first: a run started and ended in the same tick ends in this call too.
+local confirmed = confirmStarts(q, taker, now, starts)
 local runs = {}
 -- What the runs that ended here leave behind, done once for all: `active`, `stalled` and their leases;
 -- the completed jobs filed (in order), with the limits of the last; the counts for the chart.
@@ -187,7 +190,6 @@ end
 if failedCount > 0 then
   countFinished(metricsKey, 'failed', now, failedCount)
 end
-local confirmed = confirmStarts(q, taker, now, starts)
 local taken, left, wait = takeJobs(q, taker, now, candidates)
 local handed = readHand(q, taker, hand)
 local reserved, finishedAt = nil, now
