@@ -5,9 +5,11 @@
  * Guarantees: at-least-once execution. A job is taken and leased in one script, so a crash never strands
  * it; the LockManager renews every lease on one timer; completing or failing succeeds only while the run
  * still owns the job, so a worker whose job was recovered (or re-taken elsewhere) cannot finish it. An
- * idle worker blocks on the queue's marker key (BZPOPMIN, 60 s), so it does not poll; a due time in the
- * marker, or in a take or finish reply, hands it delayed jobs to promote when due (worker/promoter.ts). A
- * busy worker takes its next job in the same call that finishes the last one (worker/take-ahead.ts).
+ * idle worker blocks on the queue's marker key (BZPOPMIN, 60 s), so it does not poll, and only when its
+ * last take found nothing ready (a take whose candidates other workers got first reserves others and
+ * takes again); a due time in the marker, or in a take or finish reply, hands it delayed jobs to promote
+ * when due (worker/promoter.ts). A busy worker takes its next job in the same call that finishes the last
+ * one (worker/take-ahead.ts), and holds at most one more, in hand and unleased (worker/hand.ts).
  * close() returns within closeTimeout + CLOSE_MARGIN_MS in every state (worker/closing.ts); a job a late
  * reply returns after close() began goes back to `wait` unstarted.
  *
@@ -141,7 +143,8 @@ interface Run {
  * returned: failures of calls still unanswered are summed up by close(), not reported one by one). */
 type WorkerPhase = 'running' | 'draining' | 'releasing' | 'closed'
 
-type Started = Taken & { sentAt: number }
+/** A job taken (or read into the hand: `scored` and `reservedAt` then say what its reservation was). */
+type Started = Taken & { sentAt: number; scored?: boolean; reservedAt?: number }
 
 /** Most bytes of JSON one progress report is stored with. */
 const PROGRESS_MAX_BYTES = 64 * 1024
@@ -168,6 +171,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private stopped: () => void = () => undefined
   /** Settles on close(): a blocking call on a client that is reconnecting never settles once disconnect()ed. */
   private readonly stopSignal = new Promise<void>((resolve) => (this.stopped = resolve))
+  /** Settles once the blocking client's socket closed (ioredis keeps a timer until then). */
+  private blockingEnded: Promise<unknown> = Promise.resolve()
   private readonly takeAhead: TakeAhead
   private readonly wantsSignal: boolean
   /** Calls in flight: close() waits for them, since a finish may have taken a job. */
@@ -182,9 +187,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private readonly scope: JobScope
   /** The finishes of one tick, sent together (see worker/batcher.ts). */
   private readonly finishes: Batcher<FinishRun, FinishOutcome>
-  /** Processors running now (at most concurrency). */
+  /** Processors running now, or about to run (at most concurrency). */
   private processing = 0
-  /** Jobs taken and leased, not started yet (worker/hand.ts). */
+  /** Jobs the take or finish calls in flight are taking, each for a slot free now. */
+  private incoming = 0
+  /** Jobs read and reserved, not taken until they start (worker/hand.ts). */
   private readonly hand: Hand<Started>
   /** worker.pause(): no job is taken until resume(). */
   private pausedLocally = false
@@ -224,6 +231,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       running: (id) => this.runs.has(id) || this.hand.has(id),
       read: (n) => readCandidates(client, this.keys, n),
       giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids)),
+      held: () => this.hand.size,
       clock,
       onError: (err) => this.report(this.failure('return reserved jobs to wait in queue', err)),
     })
@@ -241,18 +249,16 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       leaseMs: lockDuration,
       clock,
       onLost: (id, reason) => {
-        if (!this.hand.drop(id) && this.runs.get(id)?.phase === 'running') this.lockLost(id, reason)
+        if (this.runs.get(id)?.phase === 'running') this.lockLost(id, reason)
       },
       onError: (err) => this.report(this.failure('renew leases of queue', err)),
     })
     this.scope = this.jobScope()
     this.hand = new Hand<Started>({
       clock,
+      maxAgeMs: lockDuration / 2,
       idOf: (s) => s.job.id,
-      giveBack: (s) => {
-        this.locks.remove(s.job.id)
-        void this.calls.track(this.giveBack(s))
-      },
+      giveBack: (held) => void this.unreserve(held.map((s) => s.job.id)),
     })
     this.finishes = new Batcher(Math.max(1, Math.ceil(this.settings.concurrency / 2)), (runs) => this.finishRuns(runs))
     this.locks.start()
@@ -333,7 +339,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
           await this.nap()
           continue
         }
-        const free = this.settings.concurrency - this.runs.size - this.hand.size
+        // A slot a run's finish is taking for is not free (runs holds the finishing ones), nor one a call in flight fills.
+        this.startReady()
+        const free = this.settings.concurrency - this.runs.size - this.incoming
         if (free <= 0) {
           await this.nap()
           continue
@@ -348,7 +356,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         // Held back by the limiter: the next round sleeps for it, rather than wait on the marker.
         if (!took && this.heldUntil > clock.now()) continue
         if (!took) {
-          // As BullMQ's worker: the queue ran dry for this worker since it last had work.
+          // Nothing was ready (nor paused work): as BullMQ's worker, the queue ran dry for this worker since it last had work.
           if (this.hadWork) {
             this.hadWork = false
             this.notify('drained')
@@ -394,7 +402,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   /**
    * Takes up to n jobs (reserved or peeked ids, else ids read from `wait`) and starts them; false when
-   * nothing was taken. The candidates stay claimed until the jobs taken are running.
+   * nothing was ready (the read found nothing, or the take found nothing and nothing to reserve). The
+   * candidates stay claimed until the jobs taken are running.
    */
   private async take(n: number): Promise<boolean> {
     const look = await this.takeAhead.forTake(n)
@@ -404,31 +413,37 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       return false
     }
     const sentAt = this.settings.clock.now()
+    // Candidates read from the line may go to another worker first: the same call reserves others in their place.
+    const onMiss = { max: look.reserved ? 0 : look.ids.length, reserveMs: this.settings.lockDuration }
     let result: TakeResult
+    this.incoming += look.ids.length
     try {
-      result = await take(this.conn.client, this.keys, this.takeAhead.takeNext(look), look.ids, look.reserved)
+      result = await take(this.conn.client, this.keys, this.takeAhead.takeNext(look), look.ids, look.reserved, onMiss)
     } catch (err) {
       this.takeAhead.settle(look, undefined)
       throw err
+    } finally {
+      this.incoming -= look.ids.length
     }
     for (const t of result.taken) this.startOrGiveBack({ ...t, sentAt })
-    this.takeAhead.settle(look, { left: result.left, taken: result.taken.length })
+    this.takeAhead.settle(look, { left: result.left, taken: result.taken.length, reservedNext: result.reserved })
     this.promoter.learn(result)
     this.hold(result.waitMs)
-    // Nothing taken (other workers got them, or the queue is paused): wait on the marker, which says when
-    // there is work again, rather than ask at once.
-    return result.taken.length > 0
+    if (result.taken.length > 0 || result.reserved.length > 0) return true
+    // Candidates gone and none reserved in their place (a limiter reserves none): read the line again,
+    // which says whether anything is still ready. Paused, or all left (the limiter): wait as told.
+    const gone = look.ids.length - result.left.length
+    return gone > 0 && result.waitMs === 0 && this.phase === 'running'
   }
 
-  /** A take whose reply came after close() began (a slow or stalled link) hands its jobs back. */
+  /**
+   * A job a take or finish took starts in the slot that call was sent for; one whose reply came after
+   * close() began (a slow or stalled link), or that finds no slot, goes back to `wait` unstarted.
+   */
   private startOrGiveBack(started: Started): void {
-    if (this.phase !== 'running') void this.calls.track(this.giveBack(started))
-    else if (this.processing < this.settings.concurrency) this.start(started)
-    else if (this.runs.get(started.job.id)?.token !== started.token) {
-      // Every slot is busy: held in hand, leased, until a processor returns.
-      this.locks.add({ id: started.job.id, token: started.token }, started.sentAt)
-      this.hand.hold(started)
-    }
+    if (this.runs.get(started.job.id)?.token === started.token) return // a replayed take handed back a run going here
+    if (this.phase === 'running' && this.processing < this.settings.concurrency) this.start(started)
+    else void this.calls.track(this.giveBack(started))
   }
 
   /** How many jobs a worker holds in hand beyond its concurrency: one while jobs are short, none with a limiter (it counts starts). */
@@ -436,29 +451,45 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     return this.takeAhead.hot && !this.settings.limiter ? 1 : 0
   }
 
-  /** A processor returned: the jobs in hand start now, before its run's finish call. */
+  /** A slot is free, and no call in flight fills it: the jobs in hand start now. */
   private startReady(): void {
-    while (this.phase === 'running' && this.processing < this.settings.concurrency) {
-      const next = this.hand.next()
+    while (this.phase === 'running' && !this.pausedLocally && this.processing + this.incoming < this.settings.concurrency) {
+      const next = this.hand.start()
       if (!next) return
       this.start(next, true)
     }
   }
 
-  private start({ job, token, sentAt }: Started, held = false): void {
+  /** Jobs a finish read into the hand (a reply after close() or pause() began hands them back). */
+  private holdAll(handed: Started[]): void {
+    if (handed.length === 0) return
+    if (this.phase !== 'running' || this.pausedLocally) void this.unreserve(handed.map((s) => s.job.id))
+    else for (const s of handed) this.hand.hold(s, s.reservedAt ?? s.sentAt)
+  }
+
+  /**
+   * Starts a run. A job from the hand is not taken yet: the call that takes it (the batcher's, which
+   * leaves in this tick) goes out before its processor runs, and its lease is renewed once taken.
+   */
+  private start({ job, token, sentAt }: Started, fromHand = false): void {
     const current = this.runs.get(job.id)
     if (current?.token === token) return // a replayed take handed back a run already going here
     // A sweep recovered the job from a run still going here and this worker took it again: that run is fenced out.
     if (current) this.lockLost(job.id, 'the job was recovered and taken again')
     const controller = this.wantsSignal ? new AbortController() : undefined
-    if (!held) this.locks.add({ id: job.id, token }, sentAt)
+    if (!fromHand) this.locks.add({ id: job.id, token }, sentAt)
     this.processing++
     this.hadWork = true
     const run: Run = { job: new Job(job, this.scope, token), token, controller, phase: 'running', done: Promise.resolve() }
     this.runs.set(job.id, run)
     // A scheduler's run: its next run is made now, as BullMQ's worker makes it (worker/promoter.ts).
     this.promoter.started(job.id)
-    run.done = this.execute(run).finally(() => {
+    let running: Promise<void>
+    if (fromHand) {
+      this.finishes.poke()
+      running = new Promise<void>((resolve) => process.nextTick(resolve)).then(() => this.execute(run))
+    } else running = this.execute(run)
+    run.done = running.finally(() => {
       if (this.runs.get(job.id) !== run) return this.wake?.()
       this.locks.remove(job.id)
       this.runs.delete(job.id)
@@ -517,28 +548,66 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   /**
-   * One finish call for the runs that ended in the same tick (worker/batcher.ts): the slots they free are
-   * filled in the same call (from the reserved or peeked ids), and the calls after it are prepared,
-   * unless the worker is closing or held back by its limiter.
+   * One finish call for the runs that ended in the same tick (worker/batcher.ts), or for none (a job
+   * started from the hand with no run ending): it takes the jobs started from the hand since the last
+   * call, fills the free slots (from the reserved or peeked ids), reads the next job into the hand, and
+   * prepares the calls after it, unless the worker is closing, paused or held back by its limiter.
    */
   private async finishRuns(runs: FinishRun[]): Promise<FinishOutcome[]> {
-    // A job in hand is taken by a finish, from the ids set aside already: never a read of its own.
-    const hand = Math.max(0, this.inHand() - this.hand.size)
-    const take = this.heldUntil <= this.settings.clock.now() && !this.pausedLocally
-    const look: Lookahead = this.takeAhead.forFinish(take, runs.length, hand)
+    const starts = this.hand.starts()
+    const take = this.phase === 'running' && this.heldUntil <= this.settings.clock.now() && !this.pausedLocally
+    const free = Math.max(0, Math.min(runs.length, this.settings.concurrency - this.processing - this.incoming))
+    const look: Lookahead = this.takeAhead.forFinish(take, runs.length, free, this.inHand())
     const sentAt = this.settings.clock.now()
+    const next = {
+      ...this.takeAhead.takeNext(look),
+      starts: starts.map((s) => ({ id: s.job.id, token: s.token, scored: s.scored === true })),
+    }
     let reply: FinishManyResult
+    this.incoming += look.ids.length
     try {
-      reply = await this.calls.track(finishRuns(this.conn.client, this.keys, runs, this.takeAhead.takeNext(look)))
+      reply = await this.calls.track(finishRuns(this.conn.client, this.keys, runs, next))
     } catch (err) {
       this.takeAhead.settle(look, undefined)
+      for (const s of starts) this.lockLost(s.job.id, 'the call that takes it from the hand failed')
       throw err
+    } finally {
+      this.incoming -= look.ids.length
     }
     this.promoter.learn(reply)
     this.hold(reply.waitMs)
+    this.confirmed(starts, reply, sentAt)
     for (const t of reply.taken) this.startOrGiveBack({ ...t, sentAt })
-    this.takeAhead.settle(look, { left: reply.left, taken: reply.taken.length, reservedNext: reply.reserved, peeked: reply.peeked })
+    const handed = reply.handed.map((t) => t.job.id)
+    const hold = this.takeAhead.settle(look, {
+      left: reply.left,
+      taken: reply.taken.length,
+      reservedNext: reply.reserved,
+      peeked: reply.peeked,
+      handed,
+    })
+    this.holdAll(
+      reply.handed.flatMap((t) => {
+        const reservedAt = hold.get(t.job.id)
+        return reservedAt === undefined ? [] : [{ ...t, sentAt, reservedAt }]
+      }),
+    )
+    this.startReady()
     return reply.runs.map((r) => ({ ...r, finishedOn: reply.finishedOn }))
+  }
+
+  /** What a call said of the jobs started from the hand: taken (their leases renewed from now on), or lost. */
+  private confirmed(starts: Started[], reply: FinishManyResult, sentAt: number): void {
+    for (const [i, s] of starts.entries()) {
+      const run = this.runs.get(s.job.id)
+      if (run?.token !== s.token) continue
+      if (reply.confirmed[i] !== 'taken') {
+        this.lockLost(s.job.id, 'its reservation was gone when it started (it expired, or the job was removed)', run)
+        continue
+      }
+      run.job.startedOn = reply.finishedOn
+      if (run.phase === 'running' || run.phase === 'finishing') this.locks.add({ id: s.job.id, token: s.token }, sentAt)
+    }
   }
 
   /** The scope of the jobs this worker runs: writes fenced by the run's token; a lost run learns it. */
@@ -608,6 +677,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         this.phase = 'draining'
         this.stopped()
         this.wake?.()
+        // A connected socket ends with the server's close; ioredis's disconnectTimeout timer runs until then.
+        if (this.blocking.status === 'ready') this.blockingEnded = new Promise((resolve) => this.blocking.once('end', resolve))
         this.blocking.disconnect()
         void this.takeAhead.close()
       },
@@ -618,7 +689,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         for (const run of this.runs.values()) if (run.phase === 'running') void this.calls.track(this.release(run))
       },
       stopHelpers: () => [this.locks.close(), this.promoter.close().catch(() => undefined), this.jobQueue?.close() ?? Promise.resolve()],
-      closeConnection: () => closeConnection(this.conn),
+      closeConnection: () => Promise.all([closeConnection(this.conn), this.blockingEnded]).then(() => undefined),
       disconnect: () => this.conn.client.disconnect(),
       unreturned: () => this.unreturned,
       report: (err) => this.report(err),
@@ -626,6 +697,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         this.phase = phase
       },
     })
+  }
+
+  /** Reserved ids (jobs in hand) the worker will not start: back to where they were, no attempt used. */
+  private async unreserve(ids: string[]): Promise<void> {
+    try {
+      await this.calls.track(unreserve(this.conn.client, this.keys, ids))
+    } catch (err) {
+      this.report(this.failure('return reserved jobs to wait in queue', err))
+    }
   }
 
   /** A job taken after close() began (by a late take, or a finish while releasing): back to wait, no attempt used. */

@@ -1,8 +1,12 @@
 --[[
   Ends one or more runs of a worker (those that ended in the same tick), each fenced by its token: a run
   that no longer owns its job (recovered, or held by another worker) changes nothing. In the same call
-  the worker takes its next jobs (candidates it reserved or read earlier, re-checked as in take-11.lua)
-  and reserves or peeks at the ids after them: a busy worker makes about one round trip per batch.
+  the worker takes its next jobs (candidates it reserved or read earlier, re-checked as in take-11.lua),
+  takes the jobs it started from its hand since its last call (takeJobs.lua confirmStarts; first, so a
+  run started and ended between two calls could end in the same one), reads the
+  next one into its hand (readHand: reserved, not taken) and reserves or peeks at the ids after them: a
+  busy worker makes about one round trip per batch. A call with no run (m = 0) only confirms starts and
+  reads the hand.
   What every run does (leaving `active`, filing completed jobs, counting them) is one command per call.
 
   KEYS[1]  active          ZSET   <prefix>:{q}:active
@@ -15,13 +19,16 @@
   KEYS[8]  meta            HASH   <prefix>:{q}:meta (failedNew count, retention limits)
   KEYS[9]  reserved        ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
   KEYS[10] events          STREAM <prefix>:{q}:events
-  KEYS[11] listened        STRING <prefix>:{q}:listened
+  KEYS[11] listened        ZSET   <prefix>:{q}:listened
   KEYS[12] metrics         HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
   KEYS[13] prioritized     ZSET   <prefix>:{q}:prioritized
   KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
   KEYS[15] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
   KEYS[16 + 3i], KEYS[17 + 3i], KEYS[18 + 3i]   HASH, STRING, LIST: job, lease and log of run i (i = 0 .. m-1)
-  KEYS[16 + 3m + 2j], KEYS[17 + 3m + 2j]        HASH, STRING: job and lease of candidate j to take next
+  KEYS[16 + 3m + 2j], KEYS[17 + 3m + 2j]        HASH, STRING: job and lease of candidate j (j = 0 .. c-1):
+                                                the k to take next, then the h to read into the hand
+  KEYS[16 + 3m + 2c + 2s], KEYS[17 + 3m + 2c + 2s] HASH, STRING: job and lease of start s to confirm
+                                                (s = 0 .. v-1)
 
   ARGV[1]  m, the number of runs
   ARGV[2]  a random number in [0, 1), for the backoffs' jitter
@@ -35,19 +42,27 @@
   ARGV[10] how many ids to peek at from the head of the line, without reserving them (0 for none)
   ARGV[11] the worker's limiter: most starts per window (0 for none)
   ARGV[12] the limiter's window (ms)
-  ARGV[13 + 5i .. 17 + 5i], for run i: job id; token of the run; action: "complete" | "fail" (uses an
+  ARGV[13] h, how many of the candidates (the last h) to read into the hand rather than take
+  ARGV[14] v, how many starts to confirm
+  ARGV[15 + 5i .. 19 + 5i], for run i: job id; token of the run; action: "complete" | "fail" (uses an
            attempt; a retry waits the job's backoff) | "fail-final" (an UnrecoverableError: to `failed`
            whatever attempts remain) | "release" (back to wait, served next, no attempt used); the return
            value (JSON text) for complete, the error message for fail; the error's stack for a failure
            (kept in the job's `stacktrace`, see useAttempt.lua), else ""
-  ARGV[13 + 5m ..] candidate job ids to take next, in the order of their KEYS pairs
+  ARGV[15 + 5m .. 14 + 5m + c] candidate job ids, in the order of their KEYS pairs
+  ARGV[15 + 5m + c + 3s .. 17 + 5m + c + 3s] for start s to confirm: the job id, the run token, "1" when
+           the hand read it with a priority (else "0")
 
   Returns { runs, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed job is
-  due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1: paused) },
+  due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1: paused),
+  handed, confirmed },
   where runs holds { "ok" | "lost", new (or current) state, set to trim } per run, in order: the set to
   trim is "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the
   worker then runs trim-2.lua, see retention.lua), else ""; taken is { { id, token, { job fields } }, ... }
-  as in take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua).
+  as in take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
+  handed is { { id, token, { job fields }, 1 | 0 (it has a priority) }, ... } for the jobs read into the
+  hand; confirmed holds one
+  code per start (1 taken, 0 lost: its reservation was gone).
 ]]
 local rcall = redis.call
 local q = {
@@ -61,7 +76,11 @@ local taker = {
   token = ARGV[3], leaseMs = ARGV[4], name = ARGV[5], maxBytes = tonumber(ARGV[6]), max = tonumber(ARGV[11]), duration = tonumber(ARGV[12]),
 }
 local reserve, reserveMs, peek = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local candidates = { firstKey = 16 + 3 * m, firstArg = 13 + 5 * m, count = #ARGV - 12 - 5 * m, reserved = ARGV[7] == 'r' }
+local h, v = tonumber(ARGV[13]), tonumber(ARGV[14])
+local c = #ARGV - 14 - 5 * m - 3 * v
+local candidates = { firstKey = 16 + 3 * m, firstArg = 15 + 5 * m, count = c - h, reserved = ARGV[7] == 'r' }
+local hand = { firstKey = 16 + 3 * m + 2 * (c - h), firstArg = 15 + 5 * m + c - h, count = h }
+local starts = { firstKey = 16 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count = v }
 -- @include now
 -- @include starts
 -- @include events
@@ -77,6 +96,8 @@ local candidates = { firstKey = 16 + 3 * m, firstArg = 13 + 5 * m, count = #ARGV
 
 local now = nowMs()
 local nowText = tostring(now)
+-- Jobs started from the hand are taken first: a run started and ended in the same tick ends in this call too.
+local confirmed = confirmStarts(q, taker, now, starts)
 local runs = {}
 -- What the runs that ended here leave behind, done once for all: `active`, `stalled` and their leases;
 -- the completed jobs filed (in order), with the limits of the last; the counts for the chart.
@@ -87,7 +108,7 @@ local released = false
 local replays, replayAt = 0, 0
 for i = 0, m - 1 do
   local jobKey, lockKey, logsKey = KEYS[16 + 3 * i], KEYS[17 + 3 * i], KEYS[18 + 3 * i]
-  local a = 13 + 5 * i
+  local a = 15 + 5 * i
   local id, token, action, value, stack = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   -- Ownership is the run's token on the job: a job holds a token only while it is in flight. A lapsed
   -- lease that no sweep has recovered yet still belongs to the run; a lease held by another token never
@@ -170,6 +191,7 @@ if failedCount > 0 then
   countFinished(metricsKey, 'failed', now, failedCount)
 end
 local taken, left, wait = takeJobs(q, taker, now, candidates)
+local handed = readHand(q, taker, hand)
 local reserved, finishedAt = nil, now
 if m > 0 and replays == m and replayAt > 0 then
   -- The ids the first call reserved are those still reserved until exactly its time plus the same
@@ -191,9 +213,9 @@ local peeked = peekNext(q, peek)
 local dueIn, dueAt = nextDue(q.delayed, now)
 -- As BullMQ: the queue ran dry with this call (nothing taken next, nothing waiting, in flight or due
 -- later, and not paused).
-if #taken == 0 and not released and #gone > 0 and dueIn < 0 and listening(q) and rcall('LLEN', q.wait) == 0
+if #taken == 0 and #handed == 0 and not released and #gone > 0 and dueIn < 0 and listening(q) and rcall('LLEN', q.wait) == 0
   and rcall('ZCARD', q.reserved) == 0 and rcall('ZCARD', q.active) == 0 and rcall('ZCARD', q.prioritized) == 0
   and rcall('HEXISTS', q.meta, 'paused') == 0 then
   emit(q, 'drained')
 end
-return { runs, taken, reserved, peeked, left, dueIn, dueAt, finishedAt, wait }
+return { runs, taken, reserved, peeked, left, dueIn, dueAt, finishedAt, wait, handed, confirmed }

@@ -3,7 +3,10 @@
   `wait` without a lease. The candidates are ids the worker reserved earlier (see reserveNext in
   takeJobs.lua), or ids it read from the tail of `wait` or the head of `prioritized`; a candidate another
   worker took meanwhile is skipped. Nothing is taken while the queue is paused, and no more than the
-  worker's limiter lets start (takeJobs.lua admission).
+  worker's limiter lets start (takeJobs.lua admission). Candidates read from the line race with other
+  workers: for each one found gone, the same call reserves another id for this worker (at most ARGV[8];
+  takeJobs.lua reserveNext), which its next take gets for certain, so a worker with free slots never
+  waits on the marker while jobs are ready.
 
   KEYS[1]  wait            LIST   <prefix>:{q}:wait
   KEYS[2]  active          ZSET   <prefix>:{q}:active (id -> lease deadline, ms)
@@ -12,7 +15,7 @@
   KEYS[5]  delayed         ZSET   <prefix>:{q}:delayed (id -> due time, ms)
   KEYS[6]  meta            HASH   <prefix>:{q}:meta (paused, limitedUntil)
   KEYS[7]  events          STREAM <prefix>:{q}:events
-  KEYS[8]  listened        STRING <prefix>:{q}:listened
+  KEYS[8]  listened        ZSET   <prefix>:{q}:listened
   KEYS[9]  prioritized     ZSET   <prefix>:{q}:prioritized
   KEYS[10] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
   KEYS[11] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
@@ -26,11 +29,13 @@
   ARGV[5] "r" when the candidates are reserved by this worker, "w" when read from `wait` or `prioritized`
   ARGV[6] the worker's limiter: most starts per window (0 for none)
   ARGV[7] the limiter's window (ms)
-  ARGV[8..] candidate job ids, in the order of KEYS pairs
+  ARGV[8] most ids to reserve in place of candidates found gone (0 for none)
+  ARGV[9] how long a reservation lasts (ms)
+  ARGV[10..] candidate job ids, in the order of KEYS pairs
 
   Returns { { { id, token, { job fields } }, ... }, candidates left, ms until the earliest delayed job is
-  due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1: paused) }
-  (see takeJobs.lua and nextDue.lua).
+  due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1: paused), ids
+  reserved in place of candidates found gone } (see takeJobs.lua and nextDue.lua).
 ]]
 local rcall = redis.call
 local q = {
@@ -41,7 +46,8 @@ local taker = {
   token = ARGV[1], leaseMs = ARGV[2], name = ARGV[3], maxBytes = tonumber(ARGV[4]), max = tonumber(ARGV[6]),
   duration = tonumber(ARGV[7]),
 }
-local candidates = { firstKey = 12, firstArg = 8, count = #ARGV - 7, reserved = ARGV[5] == 'r' }
+local candidates = { firstKey = 12, firstArg = 10, count = #ARGV - 9, reserved = ARGV[5] == 'r' }
+local missMax, reserveMs = tonumber(ARGV[8]), tonumber(ARGV[9])
 -- @include now
 -- @include starts
 -- @include events
@@ -52,9 +58,11 @@ local candidates = { firstKey = 12, firstArg = 8, count = #ARGV - 7, reserved = 
 local now = nowMs()
 local taken, left, wait = takeJobs(q, taker, now, candidates)
 keepSkiplist(q.active)
+local gone = candidates.count - #taken - #left
+local reserved = reserveNext(q, taker, math.min(gone, missMax), now + reserveMs)
 -- Chain wake-ups: another idle worker wakes while work remains.
-if #taken > 0 and (rcall('LLEN', q.wait) > 0 or rcall('ZCARD', q.prioritized) > 0) then
+if (#taken > 0 or #reserved > 0) and (rcall('LLEN', q.wait) > 0 or rcall('ZCARD', q.prioritized) > 0) then
   rcall('ZADD', q.marker, 0, '0')
 end
 local dueIn, dueAt = nextDue(q.delayed, now)
-return { taken, left, dueIn, dueAt, wait }
+return { taken, left, dueIn, dueAt, wait, reserved }

@@ -89,6 +89,20 @@ describe('the whole flow under the guard', () => {
     await expectGuardedScriptsRan([SCRIPT_FILES.add, SCRIPT_FILES.take, SCRIPT_FILES.extend, SCRIPT_FILES.finish])
   })
 
+  it('short jobs on a backlog for two workers: reservations, the job in hand read then taken as it starts, takes that reserve in place of candidates the other got', async () => {
+    await fx.queue.addBulk(
+      Array.from({ length: 200 }, (_, i) => ({ name: 'x', data: { i }, opts: i % 2 ? { priority: 1 + (i % 3) } : {} })),
+    )
+    let done = 0
+    const quick = () => new Promise<void>((resolve) => setTimeout(resolve, 1)).then(() => void done++)
+    const [a, b] = [worker(quick, { concurrency: 2 }), worker(quick, { concurrency: 2 })]
+    await waitFor(() => done === 200, { what: 'the backlog run' })
+    await Promise.all([a.close(), b.close()])
+    expect(await fx.queue.counts()).toMatchObject({ wait: 0, prioritized: 0, active: 0, completed: 200 })
+    expect(await redis.client.exists(keys.reserved, keys.reservedScores)).toBe(0)
+    await expectGuardedScriptsRan([SCRIPT_FILES.take, SCRIPT_FILES.finish])
+  })
+
   it('fail and retry, then fail at the last attempt', async () => {
     const runs = new Map<string, number>()
     const failed: [string, string][] = []

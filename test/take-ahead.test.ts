@@ -1,9 +1,9 @@
-/** TakeAhead with an injected clock and no Redis: reservations, peeks, claims, the idle return and close. */
+/** TakeAhead with an injected clock and no Redis: reservations, the hand's reads, the bound, peeks, claims, the idle return and close. */
 import { describe, expect, it } from 'vitest'
-import { HOT_RUN_MS, RESERVATION_IDLE_MS, type Settled, TakeAhead } from '../lib/worker/take-ahead.js'
+import { AHEAD_ROOM, HOT_RUN_MS, RESERVATION_IDLE_MS, type Settled, TakeAhead } from '../lib/worker/take-ahead.js'
 import { ManualClock } from './helpers/manual-clock.js'
 
-function setup({ concurrency = 2, wait = ['w1', 'w2', 'w3'], running = new Set<string>() } = {}) {
+function setup({ concurrency = 2, wait = ['w1', 'w2', 'w3'], running = new Set<string>(), hand = { held: 0 } } = {}) {
   const clock = new ManualClock()
   const reads: number[] = []
   const givenBack: string[][] = []
@@ -18,10 +18,11 @@ function setup({ concurrency = 2, wait = ['w1', 'w2', 'w3'], running = new Set<s
       return wait.slice(0, n)
     },
     giveBack: async (ids) => void givenBack.push(ids),
+    held: () => hand.held,
     clock,
     onError: (err) => errors.push(err),
   })
-  return { clock, ahead, reads, givenBack, errors, running }
+  return { clock, ahead, reads, givenBack, errors, running, hand }
 }
 
 /** What a finish reply says: nothing taken of its candidates but `left`, and the ids it reserved or peeked at. */
@@ -35,24 +36,87 @@ describe('TakeAhead', () => {
     expect(reads).toEqual([2])
   })
 
-  it('with short jobs a finish reserves up to two ids a run, at most concurrency + 3 ahead (the job in hand, the next call), and the next call takes them first', async () => {
+  it('with short jobs a finish reserves up to two ids a run, never past concurrency + AHEAD_ROOM set aside, and the next call takes them first', async () => {
     const { ahead } = setup({ concurrency: 2 })
     ahead.ran(HOT_RUN_MS / 2)
     const first = ahead.forFinish()
     expect(first).toMatchObject({ ids: [], reserve: 2, peek: 0 })
+    // Two asked for and not back yet: what is left of the bound.
     const second = ahead.forFinish()
-    expect(second.reserve).toBe(2)
-    // Four asked for and not back yet: one more fits under concurrency + 3.
-    const third = ahead.forFinish()
-    expect(third.reserve).toBe(1)
+    expect(second.reserve).toBe(2 + AHEAD_ROOM - 2)
+    expect(ahead.forFinish().reserve).toBe(0)
     ahead.settle(first, reply({ reservedNext: ['r1', 'r2'] }))
-    ahead.settle(second, reply({ reservedNext: ['r3', 'r4'] }))
-    ahead.settle(third, reply({ reservedNext: ['r5'] }))
+    ahead.settle(second, reply({ reservedNext: ['r3'] }))
 
-    expect(ahead.reservedCount).toBe(5)
+    expect(ahead.reservedCount).toBe(3)
+    expect(ahead.setAside()).toBe(3)
     expect(await ahead.forTake(2)).toMatchObject({ ids: ['r1', 'r2'], reserved: true })
-    // A finish of two runs, with one more for the hand: three candidates.
-    expect(ahead.forFinish(true, 2, 1)).toMatchObject({ ids: ['r3', 'r4', 'r5'], reserved: true })
+    // A finish of one run with one slot free takes r3 and, the pool empty, reads nothing into the hand.
+    expect(ahead.forFinish(true, 1, 1, 1)).toMatchObject({ ids: ['r3'], reserved: true, hand: [] })
+  })
+
+  it('a finish reads the next reserved id into the hand; the hand counts in the bound, and an id not read is next again', async () => {
+    const { ahead, hand } = setup({ concurrency: 1 })
+    ahead.ran(1)
+    ahead.settle(ahead.forFinish(), reply({ reservedNext: ['r1', 'r2'] }))
+    // No slot free (a job from the hand took it): nothing to take, r1 read into the hand.
+    const look = ahead.forFinish(true, 1, 0, 1)
+    expect(look).toMatchObject({ ids: [], hand: ['r1'] })
+    // While the read is in flight, a second call reads nothing more.
+    expect(ahead.forFinish(true, 1, 0, 1).hand).toEqual([])
+    expect([...ahead.settle(look, reply({ taken: 0, handed: ['r1'] })).keys()]).toEqual(['r1'])
+    hand.held = 1
+    expect(ahead.setAside()).toBeLessThanOrEqual(1 + AHEAD_ROOM)
+    expect(ahead.forFinish(true, 1, 0, 1)).toMatchObject({ hand: [], reserve: 0 })
+
+    // The hand's job started; a read the queue's pause refused leaves the id reserved, next again.
+    hand.held = 0
+    const paused = ahead.forFinish(true, 1, 0, 1)
+    expect(paused.hand).toEqual(['r2'])
+    expect(ahead.settle(paused, reply({ taken: 0, handed: [] })).size).toBe(0)
+    expect(await ahead.forTake(2)).toMatchObject({ ids: ['r2'], reserved: true })
+  })
+
+  it('only a fresh reservation is read into the hand: one reserved a quarter of its length ago is left to be taken', async () => {
+    const { ahead, clock } = setup({ concurrency: 1 })
+    ahead.ran(1)
+    ahead.settle(ahead.forFinish(), reply({ reservedNext: ['r1', 'r2'] }))
+    // reserveMs is 1,000; finishes that take nothing keep the pool from the idle return meanwhile.
+    for (let ms = 0; ms < 250; ms += 50) {
+      await clock.advance(50)
+      ahead.settle(ahead.forFinish(true, 0, 0, 0), reply({ taken: 0 }))
+    }
+    expect(ahead.forFinish(true, 1, 0, 1).hand).toEqual([])
+    expect(ahead.forFinish(true, 1, 1, 1).ids).toEqual(['r1'])
+  })
+
+  it('a call with a free slot takes over the id being read into the hand (it is next in line): the read goes unheld', async () => {
+    const { ahead } = setup({ concurrency: 1 })
+    ahead.ran(1)
+    ahead.settle(ahead.forFinish(), reply({ reservedNext: ['r1', 'r2'] }))
+    const reading = ahead.forFinish(true, 1, 0, 1)
+    expect(reading.hand).toEqual(['r1'])
+
+    const taking = ahead.forFinish(true, 1, 1, 1)
+    expect(taking).toMatchObject({ ids: ['r1'], reserved: true, hand: ['r2'] })
+    expect(ahead.settle(reading, reply({ taken: 0, handed: ['r1'] })).size).toBe(0)
+    expect([...ahead.settle(taking, reply({ taken: 1, handed: ['r2'] })).keys()]).toEqual(['r2'])
+    expect(ahead.reservedCount).toBe(0)
+    expect(ahead.setAside()).toBe(0)
+  })
+
+  it('a take whose candidates others got first forgets the hint, and what it reserved in their place is next', async () => {
+    const { ahead } = setup({ concurrency: 2 })
+    ahead.ran(HOT_RUN_MS * 10)
+    const peek = ahead.forFinish()
+    ahead.settle(peek, reply({ peeked: ['p1', 'p2', 'p3', 'p4', 'p5', 'p6'] }))
+    const look = await ahead.forTake(1)
+    expect(look.ids).toEqual(['p1'])
+
+    ahead.settle(look, reply({ taken: 0, reservedNext: ['r9'] }))
+    expect(await ahead.forTake(2)).toMatchObject({ ids: ['r9'], reserved: true })
+    // The hint (p2...) went with the miss: the next take reads the line.
+    expect(await ahead.forTake(2)).toMatchObject({ ids: ['w1', 'w2'], reserved: false })
   })
 
   it('reserved candidates a call left (its reply was full, or it failed) are next again, in order', async () => {
@@ -64,7 +128,7 @@ describe('TakeAhead', () => {
 
     ahead.settle(look, reply({ left: ['r2', 'r3'], taken: 1 }))
     expect(await ahead.forTake(1)).toMatchObject({ ids: ['r2'], reserved: true })
-    ahead.settle({ ids: ['r2'], reserved: true, reserve: 0, peek: 0, finish: false }, undefined)
+    ahead.settle({ at: 0, ids: ['r2'], reserved: true, reserve: 0, peek: 0, hand: [], finish: false }, undefined)
     expect(await ahead.forTake(3)).toMatchObject({ ids: ['r2', 'r3'], reserved: true })
   })
 
@@ -136,6 +200,7 @@ describe('TakeAhead', () => {
       giveBack: async () => {
         throw new Error('down')
       },
+      held: () => 0,
       clock: new ManualClock(),
       onError: (err) => errors.push(err),
     })

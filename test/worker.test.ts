@@ -268,6 +268,18 @@ describe('worker: the registry', () => {
 })
 
 describe('worker: close', () => {
+  it('close() leaves no timer behind once it resolves (a handler that returns after it is done)', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+    for (let round = 0; round < 3; round++) {
+      const before = timers()
+      const w = worker(() => 'done', { concurrency: 2 })
+      const [[job]] = await Promise.all([nextEvent<[Job]>(w, 'completed'), fx.queue.add('x', round)])
+      await w.close()
+      expect(job.data).toBe(round)
+      expect(timers()).toBeLessThanOrEqual(before)
+    }
+  })
+
   it('waits for running jobs to finish', async () => {
     const hold = held()
     const w = worker(hold.processor, { closeTimeout: 10_000 })

@@ -252,6 +252,16 @@ type TakenReply = [string, string, (string | null)[], string][]
 const toTaken = (reply: TakenReply, workerName: string): Taken[] =>
   reply.map(([id, token, fields, startedOn]) => ({ job: jobFromFields(id, fields, startedOn, workerName), token }))
 
+/** A job read into a worker's hand (reserved, not taken until it starts). */
+export interface Handed extends Taken {
+  /** It waited in `prioritized`: its take drops the score its reservation kept. */
+  scored: boolean
+}
+
+/** `startedOn` is when they were read, until they start. */
+const toHanded = (reply: [string, string, (string | null)[], number][], readAt: number, workerName: string): Handed[] =>
+  reply.map(([id, token, fields, scored]) => ({ job: jobFromFields(id, fields, String(readAt), workerName), token, scored: scored === 1 }))
+
 /** The worker taking jobs. */
 export interface Taker {
   /** The lease value is `<workerToken>:<start number>`. */
@@ -288,14 +298,30 @@ export interface TakeResult extends NextDue {
   left: string[]
   /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while the queue is paused. */
   waitMs: number
+  /** Ids reserved for this worker in place of candidates another worker took first (see `onMiss`). */
+  reserved: string[]
+}
+
+/** What a take reserves in place of candidates it finds gone: at most `max` ids, for `reserveMs`. */
+export interface OnMiss {
+  max: number
+  reserveMs: number
 }
 
 /**
  * Takes candidates, each with a lease of `leaseMs`: ids read from `wait` (readCandidates), or, with
- * `reserved`, ids this worker reserved (a finish's `reserve`).
+ * `reserved`, ids this worker reserved (a finish's `reserve`). With `onMiss`, a candidate found gone (an
+ * other worker took it first) is replaced by a reservation, which the next take gets for certain.
  */
-export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, ids: string[], reserved = false): Promise<TakeResult> {
-  const [taken, left, dueIn, dueAt, waitMs] = (await evalScript(
+export async function take(
+  client: RedisClient,
+  keys: QueueKeys,
+  taker: Taker,
+  ids: string[],
+  reserved = false,
+  onMiss: OnMiss = { max: 0, reserveMs: 1 },
+): Promise<TakeResult> {
+  const [taken, left, dueIn, dueAt, waitMs, reservedNext] = (await evalScript(
     client,
     SCRIPT_FILES.take,
     [
@@ -309,9 +335,19 @@ export async function take(client: RedisClient, keys: QueueKeys, taker: Taker, i
       keys.limiter,
       ...jobKeyPairs(keys, ids),
     ],
-    [taker.workerToken, taker.leaseMs, taker.workerName, TAKE_MAX_BYTES, reserved ? 'r' : 'w', ...limitArgs(taker), ...ids],
-  )) as [TakenReply, string[], number, number, number]
-  return { taken: toTaken(taken, taker.workerName), left, ...nextDue(dueIn, dueAt), waitMs }
+    [
+      taker.workerToken,
+      taker.leaseMs,
+      taker.workerName,
+      TAKE_MAX_BYTES,
+      reserved ? 'r' : 'w',
+      ...limitArgs(taker),
+      onMiss.max,
+      onMiss.reserveMs,
+      ...ids,
+    ],
+  )) as [TakenReply, string[], number, number, number, string[]]
+  return { taken: toTaken(taken, taker.workerName), left, ...nextDue(dueIn, dueAt), waitMs, reserved: reservedNext }
 }
 
 /** Returns up to `n` reservations past their expiry (a dead worker's) to the front of `wait`; resolves to how many. */
@@ -432,6 +468,10 @@ export interface FinishManyResult extends NextDue {
   finishedOn: number
   /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while paused. */
   waitMs: number
+  /** Jobs read into the hand (still reserved: taken only by the call that follows their start). */
+  handed: Handed[]
+  /** Per start confirmed, in the order given: taken, or lost (its reservation was gone). */
+  confirmed: ('taken' | 'lost')[]
 }
 
 /** A single run's finish: its outcome with what the call took and set aside. */
@@ -447,6 +487,10 @@ export interface TakeNext extends Taker {
   reserveMs: number
   /** Ids to peek at from the tail of `wait`, without reserving them. */
   peek: number
+  /** Reserved ids to read into the hand (neither taken nor leased until they start). */
+  hand?: string[]
+  /** Jobs started from the hand since the last call: taken now, each under the token it was read with. */
+  starts?: (Lease & { scored: boolean })[]
 }
 
 const NOTHING_NEXT: TakeNext = {
@@ -499,13 +543,20 @@ export async function finishRuns(
     next.reserveMs,
     next.peek,
     ...limitArgs(next),
+    next.hand?.length ?? 0,
+    next.starts?.length ?? 0,
   ]
   for (const r of runs) {
     keyList.push(k.job(r.run.id), k.lock(r.run.id), k.logs(r.run.id))
     args.push(r.run.id, r.run.token, r.action, r.value, r.stack ?? '')
   }
+  const hand = next.hand ?? []
+  const starts = next.starts ?? []
   for (const id of next.candidates) keyList.push(k.job(id), k.lock(id))
-  const reply = (await evalScript(client, SCRIPT_FILES.finish, keyList, [...args, ...next.candidates])) as [
+  for (const id of hand) keyList.push(k.job(id), k.lock(id))
+  for (const s of starts) keyList.push(k.job(s.id), k.lock(s.id))
+  const tail = [...next.candidates, ...hand, ...starts.flatMap((s) => [s.id, s.token, s.scored ? '1' : '0'])]
+  const reply = (await evalScript(client, SCRIPT_FILES.finish, keyList, [...args, ...tail])) as [
     ['ok' | 'lost', JobState | 'missing', FinishedSet | ''][],
     TakenReply,
     string[],
@@ -515,8 +566,10 @@ export async function finishRuns(
     number,
     number,
     number,
+    [string, string, (string | null)[], number][],
+    number[],
   ]
-  const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs] = reply
+  const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed] = reply
   return {
     runs: outcomes.map(([status, state, trim]) => ({ status, state, trim: trim === '' ? undefined : trim })),
     taken: toTaken(taken, next.workerName),
@@ -526,6 +579,8 @@ export async function finishRuns(
     ...nextDue(dueIn, dueAt),
     finishedOn,
     waitMs,
+    handed: toHanded(handed, finishedOn, next.workerName),
+    confirmed: confirmed.map((code) => (code === 1 ? 'taken' : 'lost')),
   }
 }
 

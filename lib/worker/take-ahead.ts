@@ -1,21 +1,28 @@
 /**
  * TakeAhead: how a busy worker takes its next jobs without a read of its own. Each finish call takes the
- * next job in the same round trip; its candidates come from one of two places:
+ * next jobs in the same round trip (as many as the runs it ends freed slots); their candidates come from
+ * one of two places:
  *
  * - Reservations, while jobs are short (their run time averages under HOT_RUN_MS): each finish also pops
- *   the next ids from `wait` into `reserved` for this worker (lua/includes/takeJobs.lua reserveNext),
- *   keeping about `concurrency` of them ahead. No two workers ever get the same id, however many peek at
- *   the same queue, and a reserved job waits about one job's run time before it is taken. Reserved ids
- *   the worker will not take go back to the front of `wait`: when it closes, and when no finish has used
- *   them for RESERVATION_IDLE_MS (its jobs slowed down; a timer of this module's watches that). A dead
- *   worker's come back with the next sweep once they expire.
+ *   the next ids from `wait` into `reserved` for this worker (lua/includes/takeJobs.lua reserveNext), and
+ *   reads the first of them into the worker's hand (worker/hand.ts). No two workers ever get the same id,
+ *   however many peek at the same queue, and a reserved job waits about one job's run time before it
+ *   starts. The bound: the jobs a worker has set aside for later calls (its reserved ids, the job in its
+ *   hand, and those its calls in flight are reserving or reading) are never more than `concurrency +
+ *   AHEAD_ROOM`; the jobs its calls in flight are taking fill slots already free. Reserved ids the worker
+ *   will not take go back to the front of `wait`: when it closes, and when no finish has used them for
+ *   RESERVATION_IDLE_MS (its jobs slowed down; a timer of this module's watches that). A dead worker's
+ *   come back with the next sweep once they expire, with no attempt used: none of them started.
  * - A peek, otherwise: a finish reads the ids at the tail of `wait` (without taking them) about once every
  *   `concurrency` calls; later calls take them if they are still there. An id handed to a call in flight
- *   is claimed until the jobs it took are running, so no two calls of one worker try the same id.
+ *   is claimed until the jobs it took are running, so no two calls of one worker try the same id. A take
+ *   whose candidates other workers got first reserves as many in their place (take-11.lua), so a worker
+ *   with free slots takes for certain on its next call rather than racing for the same tail again.
  *
  * The worker makes two calls per take or finish: `forTake(n)` / `forFinish()` before the call, `settle`
  * with what the reply said (or nothing, when the call failed) once the jobs it took are running; plus
- * `ran(ms)` per job and `close()`. It needs only a way to read `wait`, a way to hand ids back, and a clock.
+ * `ran(ms)` per job and `close()`. It needs only a way to read `wait`, a way to hand ids back, how many
+ * jobs the worker holds in hand, and a clock.
  */
 import type { Clock } from '../clock.js'
 import type { TakeNext, Taker } from '../redis/commands.js'
@@ -26,8 +33,12 @@ export const HOT_RUN_MS = 10
 export const RESERVATION_IDLE_MS = 100
 /** Most ids a finish peeks at from the tail of `wait`. */
 export const MAX_PEEK = 100
-/** Reservations beyond `concurrency`: the job held in hand, and the next call's. */
-const HELD_ROOM = 3
+/**
+ * Jobs a worker sets aside beyond `concurrency` (reserved, in hand, or being reserved or read): the job in
+ * hand, and the next call's candidate while the hand's is read (with one, a worker at concurrency 1 whose
+ * jobs end within a round trip makes a call more per job). The one bound the README states.
+ */
+export const AHEAD_ROOM = 2
 
 export interface TakeAheadOptions {
   concurrency: number
@@ -41,18 +52,24 @@ export interface TakeAheadOptions {
   read(n: number): Promise<string[]>
   /** Returns reserved ids to the front of `wait` (lib/redis/commands.ts unreserve). */
   giveBack(ids: string[]): Promise<unknown>
+  /** How many jobs the worker holds in hand (reserved ids read, not started). */
+  held(): number
   clock: Clock
   onError(err: unknown): void
 }
 
 /** The candidates of one call, and for a finish what it sets aside for the calls after it. */
 export interface Lookahead {
+  /** When the call was planned (the clock's ms): what it reserves was reserved a little later. */
+  at: number
   ids: string[]
   /** Reserved by this worker (else peeked or read from `wait`). */
   reserved: boolean
   /** Ids to reserve, and to peek at, in the same call. */
   reserve: number
   peek: number
+  /** Reserved ids to read into the hand in the same call. */
+  hand: string[]
   /** For a finish (whose settling says the reserved ids are still used). */
   finish: boolean
 }
@@ -62,17 +79,28 @@ export interface Settled {
   /** Candidates left where they were (the call took nothing of them: all of them when its run was lost). */
   left: string[]
   taken: number
+  /** Ids reserved for this worker by the call (for the calls after it, or in place of candidates found gone). */
   reservedNext?: string[]
   peeked?: string[]
+  /** Of the ids to read into the hand, those read (the others stay reserved, next again). */
+  handed?: string[]
 }
 
-const NOTHING: Lookahead = { ids: [], reserved: false, reserve: 0, peek: 0, finish: false }
+const nothing = (at = 0): Lookahead => ({ at, ids: [], reserved: false, reserve: 0, peek: 0, hand: [], finish: false })
 
 export class TakeAhead {
   /** Ids reserved for this worker, the next to be served first. */
   private readonly pool: string[] = []
+  /** When each reserved id was asked for (the clock's ms, a little before Redis reserved it). */
+  private readonly reservedAt = new Map<string, number>()
   /** Reservations asked for whose reply is not back yet. */
   private reserving = 0
+  /**
+   * Reserved ids being read into the hand by calls in flight, next first. A later call that needs
+   * candidates for free slots takes them over (they are next in line): their read then goes unused.
+   */
+  private reading: string[] = []
+  private readonly takenOver = new Set<string>()
   /** Ids the last peek saw at the tail of `wait`, the next to be served first. */
   private hint: string[] = []
   private readonly claimed = new Set<string>()
@@ -99,18 +127,26 @@ export class TakeAhead {
     if (next.ids.length > 0 || this.closed) return next
     const ids = await this.o.read(n)
     for (const id of ids) this.claimed.add(id)
-    return { ...NOTHING, ids }
+    return { ...nothing(this.o.clock.now()), ids }
   }
 
   /**
-   * The candidates a finish call of `runs` runs takes in the same call (one per run, and `extra` for the
-   * job the worker holds in hand), and what it reserves or peeks at for the calls after it; nothing when
-   * `take` is false (the worker is held back by its limiter).
+   * The candidates a finish call of `runs` runs takes in the same call (`free` of them: the slots free
+   * and not promised to another call), the reserved ids it reads into the hand (so that the worker holds
+   * `inHand` jobs), and what it reserves or peeks at for the calls after it; nothing when `take` is false
+   * (the worker is paused or held back by its limiter). A call that ends no run (it confirms starts from
+   * the hand) reserves and peeks at nothing.
    */
-  forFinish(take = true, runs = 1, extra = 0): Lookahead {
-    if (this.closed || !take) return { ids: [], reserved: false, reserve: 0, peek: 0, finish: true }
-    const look = this.next(runs + extra)
-    const { reserve, peek } = this.plan(runs)
+  forFinish(take = true, runs = 1, free = runs, inHand = 0): Lookahead {
+    if (this.closed || !take) return { ...nothing(this.o.clock.now()), finish: true }
+    const look = this.next(free)
+    const toRead = Math.max(0, inHand - this.o.held() - this.readingCount())
+    // Only a fresh reservation goes to the hand: its token holds while no one else can take the job.
+    const head = this.pool[0]
+    const fresh = head !== undefined && look.at - (this.reservedAt.get(head) ?? look.at) < this.o.reserveMs / 4
+    look.hand = fresh ? this.pool.splice(0, toRead) : []
+    this.reading.push(...look.hand)
+    const { reserve, peek } = runs > 0 ? this.plan(runs) : { reserve: 0, peek: 0 }
     look.reserve = reserve
     look.peek = peek
     look.finish = true
@@ -129,6 +165,7 @@ export class TakeAhead {
       reserve: look.reserve,
       reserveMs: this.o.reserveMs,
       peek: look.peek,
+      hand: look.hand,
     }
     if (t.limit) next.limit = t.limit
     return next
@@ -141,18 +178,46 @@ export class TakeAhead {
 
   /**
    * The call that had `look` returned, and the jobs it took are running (or it failed: `reply`
-   * undefined). Reserved candidates it left are still reserved: they are next again.
+   * undefined). Reserved candidates it left are still reserved: they are next again. Returns the jobs it
+   * read into the hand that the worker is to hold (not those a later call took over), with when each was
+   * reserved.
    */
-  settle(look: Lookahead, reply: Settled | undefined): void {
+  settle(look: Lookahead, reply: Settled | undefined): Map<string, number> {
     const left = reply?.left ?? look.ids
-    if (look.reserved) this.pool.unshift(...left)
-    else {
+    const hold = new Map<string, number>()
+    if (look.hand.length > 0) {
+      const handed = new Set(reply?.handed)
+      const unread: string[] = []
+      for (const id of look.hand) {
+        this.reading.splice(this.reading.indexOf(id), 1)
+        if (this.takenOver.delete(id)) continue
+        if (handed.has(id)) {
+          hold.set(id, this.reservedAt.get(id) ?? look.at)
+          this.reservedAt.delete(id)
+        }
+        // Not read (the queue was paused, the call failed): still reserved, next again.
+        else unread.push(id)
+      }
+      this.pool.unshift(...unread)
+    }
+    if (look.reserved) {
+      this.pool.unshift(...left)
+      const kept = new Set(left)
+      for (const id of look.ids) if (!kept.has(id)) this.reservedAt.delete(id)
+    } else {
       for (const id of look.ids) this.claimed.delete(id)
-      if (reply && reply.taken + left.length < look.ids.length) this.contended = true
+      // Others took candidates first: what the hint holds is stale too.
+      if (reply && reply.taken + left.length < look.ids.length) {
+        this.contended = true
+        this.hint = []
+      }
+    }
+    this.reserving -= look.reserve
+    for (const id of reply?.reservedNext ?? []) {
+      this.pool.push(id)
+      this.reservedAt.set(id, look.at)
     }
     if (look.reserve > 0 || look.peek > 0) {
-      this.reserving -= look.reserve
-      this.pool.push(...(reply?.reservedNext ?? []))
       if (look.peek > 0) {
         this.peekPending = false
         this.contended = false
@@ -162,6 +227,7 @@ export class TakeAhead {
     if (look.finish && reply) this.lastFinishAt = this.o.clock.now()
     if (this.closed) this.returnReserved()
     else this.watch()
+    return hold
   }
 
   /** Stops reserving and hands every reserved id back to `wait`; resolves once Redis answered. */
@@ -176,8 +242,28 @@ export class TakeAhead {
     return this.pool.length
   }
 
+  /** The jobs set aside for later calls: reserved ids, the hand, and what calls in flight reserve or read. */
+  setAside(): number {
+    return this.pool.length + this.reserving + this.readingCount() + this.o.held()
+  }
+
+  private readingCount(): number {
+    return this.reading.length - this.takenOver.size
+  }
+
+  /** Candidates in line order: ids being read into the hand (taken over), then the pool, else the hint. */
   private next(n: number): Lookahead {
-    if (this.pool.length > 0) return { ids: this.pool.splice(0, n), reserved: true, reserve: 0, peek: 0, finish: false }
+    const at = this.o.clock.now()
+    if (n <= 0) return nothing(at)
+    const reserved: string[] = []
+    for (const id of this.reading) {
+      if (reserved.length === n) break
+      if (this.takenOver.has(id)) continue
+      this.takenOver.add(id)
+      reserved.push(id)
+    }
+    reserved.push(...this.pool.splice(0, n - reserved.length))
+    if (reserved.length > 0) return { ...nothing(at), ids: reserved, reserved: true }
     const ids: string[] = []
     while (ids.length < n && this.hint.length > 0) {
       const id = this.hint.shift() as string
@@ -185,17 +271,19 @@ export class TakeAhead {
       ids.push(id)
     }
     for (const id of ids) this.claimed.add(id)
-    return { ids, reserved: false, reserve: 0, peek: 0, finish: false }
+    return { ...nothing(at), ids }
   }
 
   /**
-   * What a finish of `runs` runs sets aside for the calls after it: ids to reserve, or ids to peek at. The
-   * reserved pool keeps up with `concurrency` plus the job a worker holds in hand and one call in flight.
+   * What a finish of `runs` runs sets aside for the calls after it: ids to reserve, or ids to peek at. What
+   * is set aside (reserved, in hand, or being reserved or read) stays within `concurrency + AHEAD_ROOM`.
    */
   private plan(runs: number): { reserve: number; peek: number } {
     if (this.runMs < HOT_RUN_MS) {
-      const room = this.o.concurrency + HELD_ROOM - this.pool.length - this.reserving
-      const reserve = Math.max(0, Math.min(2 * runs, room))
+      const room = this.o.concurrency + AHEAD_ROOM - this.setAside()
+      // Two at a time while the pool still holds one: a reservation costs two commands whatever its size.
+      const want = Math.max(0, Math.min(2 * runs, room))
+      const reserve = want >= 2 || this.pool.length === 0 ? want : 0
       this.reserving += reserve
       return { reserve, peek: 0 }
     }
@@ -222,6 +310,7 @@ export class TakeAhead {
   private async returnReserved(): Promise<void> {
     const ids = this.pool.splice(0)
     if (ids.length === 0) return
+    for (const id of ids) this.reservedAt.delete(id)
     try {
       await this.o.giveBack(ids)
     } catch (err) {

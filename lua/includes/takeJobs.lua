@@ -4,7 +4,21 @@ local JOB_FIELDS = {
   'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace', 'token',
 }
 local F_NAME, F_DATA, F_STARTS, F_TOKEN = 1, 2, 5, 11
+-- What the hand reads: the same, and whether the job waited in `prioritized` (so its reservation has a
+-- score kept in `reservedScores`, which its take then drops: confirmStarts).
+local HAND_FIELDS = { unpack(JOB_FIELDS) }
+HAND_FIELDS[#HAND_FIELDS + 1] = 'priority'
+local F_PRIORITY = #HAND_FIELDS
 
+
+-- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).
+local function holdOf(q)
+  if q.hold == nil then
+    local meta = redis.call('HMGET', q.meta, 'paused', 'limitedUntil')
+    q.hold = { paused = meta[1] ~= false, limitedUntil = tonumber(meta[2]) }
+  end
+  return q.hold
+end
 
 -- How many jobs may start now, and otherwise how long to wait (ms): nothing while the queue is paused
 -- (meta's `paused`; wait -1: the marker says when there is work again) or held back by queue.rateLimit
@@ -12,11 +26,11 @@ local F_NAME, F_DATA, F_STARTS, F_TOKEN = 1, 2, 5, 11
 -- `duration` (a sliding window over `limiter`, one member per start scored by its time, so every window
 -- of `duration` holds at most `max`, across every worker). Returns room, wait ms (0 when room > 0).
 local function admission(q, taker, now)
-  local meta = redis.call('HMGET', q.meta, 'paused', 'limitedUntil')
-  if meta[1] then
+  local hold = holdOf(q)
+  if hold.paused then
     return 0, -1
   end
-  local limitedUntil = tonumber(meta[2])
+  local limitedUntil = hold.limitedUntil
   if limitedUntil and limitedUntil > now then
     return 0, limitedUntil - now
   end
@@ -145,10 +159,10 @@ end
 -- when the reservation expires (a sweep returns expired ones; a closing worker returns its own at once).
 -- Reserving touches no job hash, so a busy worker knows its next candidates without reading `wait`
 -- itself, and no two workers get the same. Nothing is reserved while the queue is paused, or for a
--- worker with a limiter (its starts are paced anyway). A job added with a higher priority after a
--- reservation runs after it: reservations in flight (about concurrency + 1 per worker) are the bound.
+-- worker with a limiter (its starts are paced anyway). The worker asks for no more than its bound
+-- (lib/worker/take-ahead.ts AHEAD_ROOM): what a job added with a higher priority may wait behind.
 local function reserveNext(q, taker, n, until_)
-  if n <= 0 or taker.max > 0 or redis.call('HEXISTS', q.meta, 'paused') == 1 then
+  if n <= 0 or taker.max > 0 or holdOf(q).paused then
     return {}
   end
   local ids = redis.call('RPOP', q.wait, n) or {}
@@ -169,6 +183,68 @@ local function reserveNext(q, taker, n, until_)
     redis.call('ZADD', q.reserved, unpack(scored))
   end
   return ids
+end
+
+-- Reads ids this worker reserved into its hand: each job's fields and the token it will run under,
+-- without taking it. The job stays reserved (waiting, as every count says) and unleased until it starts;
+-- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
+-- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
+-- charged one. Nothing is read while the queue is paused. `at` = { firstKey, firstArg, count }: id i is
+-- ARGV[at.firstArg + i], its hash KEYS[at.firstKey + 2i]. Returns { { id, token, fields, scored }, ... },
+-- scored 1 for a job with a priority (a job removed meanwhile is left out).
+local function readHand(q, taker, at)
+  local handed = {}
+  if at.count == 0 or holdOf(q).paused then
+    return handed
+  end
+  for i = 0, at.count - 1 do
+    local f = redis.call('HMGET', KEYS[at.firstKey + 2 * i], unpack(HAND_FIELDS))
+    if f[F_NAME] then
+      local started = tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
+      local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or 0
+      f[F_STARTS] = started
+      f[F_PRIORITY] = nil
+      f[F_TOKEN] = nil
+      handed[#handed + 1] = { ARGV[at.firstArg + i], taker.token .. ':' .. started, f, scored }
+    end
+  end
+  return handed
+end
+
+-- Takes the jobs a worker started from its hand (readHand), each under the token it was read with: a
+-- job still reserved gets its lease, its deadline in `active`, its start stamped and `active` emitted,
+-- as takeJobs would have done (so the hand costs no command more than a take). One whose reservation is
+-- gone (it expired and a sweep returned it, or the job was removed) is lost to the run: code 0. A replay
+-- of this call (its reply was lost) finds the job already under its token: code 1. `at` = { firstKey,
+-- firstArg, count }: start i is ARGV[at.firstArg + 3i] (id), ARGV[at.firstArg + 3i + 1] (token),
+-- ARGV[at.firstArg + 3i + 2] ("1" when readHand said scored), with its hash and lease at
+-- KEYS[at.firstKey + 2i], KEYS[at.firstKey + 2i + 1]. Returns one code per job.
+local function confirmStarts(q, taker, now, at)
+  local codes = {}
+  if at.count == 0 then
+    return codes
+  end
+  local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
+  for i = 0, at.count - 1 do
+    local a = at.firstArg + 3 * i
+    local id, token = ARGV[a], ARGV[a + 1]
+    local jobKey, lockKey = KEYS[at.firstKey + 2 * i], KEYS[at.firstKey + 2 * i + 1]
+    if redis.call('ZREM', q.reserved, id) == 1 then
+      if ARGV[a + 2] == '1' then
+        redis.call('HDEL', q.reservedScores, id)
+      end
+      redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
+      redis.call('ZADD', q.active, deadline, id)
+      redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
+      emit(q, 'active', 'jobId', id, 'prev', 'waiting')
+      codes[i + 1] = 1
+    elseif redis.call('HGET', jobKey, 'token') == token then
+      codes[i + 1] = 1
+    else
+      codes[i + 1] = 0
+    end
+  end
+  return codes
 end
 
 -- The ids at the head of the line, next first, without taking them: the tail of `wait`, then the head

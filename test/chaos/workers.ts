@@ -6,9 +6,11 @@ import { waitFor } from '../helpers/wait.js'
 const FIXTURE = fileURLToPath(new URL('./fixtures/chaos-worker.ts', import.meta.url))
 
 export interface ChaosMessage {
-  t: 'ready' | 's' | 'c' | 'f' | 'l' | 'e' | 'bye'
+  t: 'ready' | 's' | 'c' | 'f' | 'l' | 'e' | 'd' | 'bye'
   id?: string
   n?: number
+  /** A start's time (ms since the epoch, sub-ms: performance.timeOrigin + now() in the worker). */
+  at?: number
   r?: { pid: number; n: number; wid: string }
   state?: string
   code?: string
