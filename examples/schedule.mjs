@@ -12,7 +12,8 @@ const worker = new Worker('reports', async (job) => {
   runs.push(job.id) // repeat:digest:<the run's due time, ms>
 })
 await new Promise((resolve) => worker.on('completed', () => runs.length >= 2 && resolve()))
-console.log(runs.length, runs.every((id) => id.startsWith('repeat:digest:'))) // 2 true
+const fromSchedule = runs.every((id) => id.startsWith('repeat:digest:'))
+console.log(runs.length, fromSchedule) // 2 true
 
 console.log(await queue.removeJobScheduler('digest')) // true: the schedule and its pending run are gone
 await worker.close()
