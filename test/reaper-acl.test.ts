@@ -113,7 +113,7 @@ describe('standalone Redis', () => {
   })
   const url = (user: string) => `redis://${user}:${PASSWORD}@127.0.0.1:${redis.port}`
 
-  it("the users of docs/reaper.md run everything end to end; ACL LOG stays empty; only JSON in the log", async () => {
+  it('the users of docs/reaper.md run everything end to end; ACL LOG stays empty; only JSON in the log', async () => {
     expectEndToEnd(await endToEnd(redis.client, [redis.client], url))
   }, 30_000)
 
@@ -170,7 +170,7 @@ describe('Redis Cluster', () => {
   })
   const url = (user: string) => cluster.url.replace('redis+cluster://', `redis+cluster://${user}:${PASSWORD}@`)
 
-  it("the users of docs/reaper.md run everything end to end on every master; ACL LOG stays empty", async () => {
+  it('the users of docs/reaper.md run everything end to end on every master; ACL LOG stays empty', async () => {
     expectEndToEnd(
       await endToEnd(
         admin,
