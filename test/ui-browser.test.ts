@@ -2,7 +2,7 @@
  * The dashboard in a real browser (headless Chromium): the overview shows a queue's counts and keeps them
  * current; a failed job is retried from its page and its state changes; a `<script>` in job data does not
  * run; a POST without the page's token is refused, from the page's own origin and from another site's
- * form; `echomq ui --read-only` shows no action; keyboard and dark mode. Also makes the README's two
+ * form; `echomq ui --read-only` shows no action; keyboard and dark mode. Also makes docs/dashboard.md's two
  * screenshots (written to docs/ when UPDATE_SCREENSHOTS=1).
  */
 import { type ChildProcess, spawn } from 'node:child_process'

@@ -487,7 +487,7 @@ describe('mounting', () => {
 })
 
 describe('cost', () => {
-  it('the assets stay within the budget the README states: 24 KiB in all, uncompressed, and nothing else is served', () => {
+  it('the assets stay within the budget docs/dashboard.md states: 24 KiB in all, uncompressed, and nothing else is served', () => {
     const dir = new URL('../lib/ui/assets/', import.meta.url)
     const files = readdirSync(dir).sort()
     expect(files).toEqual(['app.css', 'app.js'])
