@@ -4,7 +4,7 @@
  * (`echomq/dashboard`, lib/ui/index.ts) and no reaper (`echomq/reaper`, lib/reaper/index.ts).
  */
 
-export { EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
+export { DelayedError, EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
 export { Job, type JobFields, type JobState } from './job.js'
 export * from './options.js'
 export { type BulkJob, type JobScheduler, type JobTemplate, type JobType, Queue, type QueueCounts, type RepeatOptions } from './queue.js'

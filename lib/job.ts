@@ -8,6 +8,7 @@
  * compares, copies and serialises as its data.
  */
 import { EchoMQError } from './errors.js'
+import type { JobChanges } from './job-changes.js'
 import { decodeBackoff, decodeKeep, JOB_DEFAULTS, type StoredJobOptions } from './job-options.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
@@ -65,6 +66,8 @@ export interface JobScope {
   log(job: Job, row: string, token: string | undefined): Promise<number>
   waitUntilFinished(job: Job, queueEvents: unknown, ttl: number | undefined): Promise<unknown>
   queue(): JobQueue
+  /** updateData, changePriority, moveToDelayed, extendLock (lib/job-changes.ts). */
+  changes(): JobChanges
 }
 
 /** The fields a Job is made from (what a hash holds, decoded). */
@@ -174,6 +177,50 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
    */
   waitUntilFinished(queueEvents: unknown, ttl?: number): Promise<Result> {
     return this.scope().waitUntilFinished(this, queueEvents, ttl) as Promise<Result>
+  }
+
+  /**
+   * Replaces the job's data (BullMQ's updateData), validated as add's: JSON, at most the queue's
+   * maxDataBytes. Not fenced by a run: any holder of the job may write it. ERR_JOB_MISSING once it is gone.
+   */
+  async updateData(data: Data): Promise<void> {
+    await this.scope().changes().updateData(this, data)
+    this.data = data
+  }
+
+  /**
+   * Gives the job a new priority (0: none; BullMQ's changePriority). A waiting job is filed again at once,
+   * behind its equals (with `lifo`, in front of them); in any other state it keeps its place.
+   */
+  async changePriority(options: { priority?: number; lifo?: boolean }): Promise<void> {
+    this.priority = await this.scope().changes().changePriority(this, options)
+  }
+
+  /**
+   * Moves the job, in flight, to `delayed` until `timestamp` (ms since the epoch) without using an attempt;
+   * the processor then throws `new DelayedError()`. Fenced by `token` (the run's, `job.token` in a
+   * processor, the default there): ERR_LOCK_LOST for a run that lost its lease, ERR_JOB_STATE when the job
+   * is not in flight, nothing changed then.
+   */
+  async moveToDelayed(timestamp: number, token?: string): Promise<void> {
+    const due = await this.scope()
+      .changes()
+      .moveToDelayed(this, timestamp, token ?? this.#token ?? '')
+    this.state = 'delayed'
+    this.dueAt = due
+  }
+
+  /**
+   * Extends the run's lease to `duration` ms from now (BullMQ's extendLock); resolves to 1, or 0 when
+   * `token` does not hold the lease (nothing changed).
+   */
+  extendLock(token: string, duration: number): Promise<number> {
+    return this.scope().changes().extendLock(this, token, duration)
+  }
+
+  /** The run's token, for the job a processor is given (BullMQ's job.token); undefined elsewhere. */
+  get token(): string | undefined {
+    return this.#token
   }
 
   /** Removes the job (ERR_JOB_ACTIVE while it runs: a running job is ended by its worker). */

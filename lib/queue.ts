@@ -11,6 +11,7 @@
  */
 import { EchoMQError, redisError } from './errors.js'
 import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
+import { type JobChanges, jobChanges } from './job-changes.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { toJson } from './json.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
@@ -158,7 +159,9 @@ export class Queue<Data = unknown> {
     if (settings.eventsMaxLen !== undefined) {
       void setEventsMaxLen(this.conn.client, this.keys, settings.eventsMaxLen).catch(() => undefined)
     }
-    this.scope = jobScope(this.conn.client, this.keys, this.name, (what, fn) => this.call(what, fn), this)
+    const call = <T>(what: string, fn: () => Promise<T>) => this.call(what, fn)
+    const changes = jobChanges({ client: this.conn.client, keys: this.keys, queue: this.name, maxDataBytes: settings.maxDataBytes, call })
+    this.scope = jobScope(this.conn.client, this.keys, this.name, call, this, changes)
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
   }
 
@@ -642,6 +645,7 @@ function jobScope(
   queue: string,
   call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
   owner: JobQueue,
+  changes: JobChanges,
 ): JobScope {
   const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
   return {
@@ -660,5 +664,6 @@ function jobScope(
       return waitUntilFinished(events, { id: job.id, name: job.name, queue }, ttl, () => readOutcome(client, keys, job.id))
     },
     queue: () => owner,
+    changes: () => changes,
   }
 }
