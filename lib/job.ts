@@ -106,6 +106,8 @@ export interface JobFields<Data = unknown, Result = unknown> {
   stacktrace?: string[]
   /** The options it was added with (read by getJob and getJobs; BullMQ's `opts`). */
   opts?: StoredJobOptions
+  /** The id of its `deduplication` option, when it was added with one (BullMQ's name). */
+  deduplicationId?: string
 }
 
 export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
@@ -127,6 +129,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare retried?: number
   declare repeatJobKey?: string
   declare opts?: StoredJobOptions
+  declare deduplicationId?: string
   progress: unknown = 0
   /** 0 for none (BullMQ's default too). */
   priority = 0
@@ -322,6 +325,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
   if (h.priority !== undefined) job.priority = Number(h.priority)
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
+  if (h.deid !== undefined) job.deduplicationId = h.deid
   job.opts = storedOptions(job.attempts, h)
   return job
 }

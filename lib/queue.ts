@@ -9,6 +9,8 @@
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
+
+import { deduplicationOption } from './deduplication.js'
 import { EchoMQError, redisError } from './errors.js'
 import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { type JobChanges, jobChanges } from './job-changes.js'
@@ -30,6 +32,7 @@ import {
   resilient,
   resolveUrl,
 } from './redis/connection.js'
+import { holderOf, readHolders, removeHold } from './redis/deduplication.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import {
   failedUpTo,
@@ -176,17 +179,29 @@ export class Queue<Data = unknown> {
     const job = this.newJob(name, data, options)
     const generated = job.id === ''
     void this.register()
-    for (let round = 0; ; round++) {
-      if (job.id === '' || round > 0)
-        job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
+    let existingId = job.id
+    for (let round = 0, needId = generated; ; round++) {
+      if (needId) job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
+      needId = false
+      if (job.deduplication) await this.readHolders([job])
       const reply = await this.call('add to queue', () => commands.add(this.client, this.keys, [job]))
       if (reply.added[0]) return this.added(job, data, reply.createdOn)
+      const holder = reply.heldBy[0]
+      if (holder !== undefined) {
+        existingId = holder
+        break
+      }
+      if (round + 1 === ID_ROUNDS) {
+        const what = reply.stale[0] ? 'the holder of its deduplication id changed' : 'generated job ids were taken'
+        throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} times in a row, ${what}`)
+      }
+      // The holder of its deduplication id changed since it was read: read it again.
+      if (reply.stale[0]) continue
       // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
       if (!generated) break
-      if (round + 1 === ID_ROUNDS)
-        throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+      needId = true
     }
-    const existing = await this.getJob(job.id)
+    const existing = await this.getJob(existingId)
     if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
     return existing
   }
@@ -209,15 +224,19 @@ export class Queue<Data = unknown> {
     })
     const unnamed = news.filter((j) => j.id === '')
     const out: (Job<Data> | undefined)[] = []
+    /** Jobs deduplicated: the index of each, and the job that holds its deduplication id. */
+    const heldBy = new Map<number, string>()
     await this.call('add to queue', async () => {
       const fresh = await this.ids.take(unnamed.length)
       for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
       void this.register()
       let pending = news.map((job, index) => ({ job, index, generated: unnamed.includes(job) }))
-      // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
+      // A generated id that is taken (the counter was reset while jobs remained) gets the next one; a job
+      // whose deduplication id changed holder since it was read is sent again.
       for (let round = 0; pending.length > 0; round++) {
         if (round === ID_ROUNDS)
           throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+        await this.readHolders(pending.map((p) => p.job))
         const calls = bulkCalls(pending)
         const replies = await commands.addAll(
           this.client,
@@ -225,21 +244,25 @@ export class Queue<Data = unknown> {
           calls.map((c) => c.map((p) => p.job)),
         )
         const retry: typeof pending = []
+        const taken: typeof pending = []
         for (const [c, reply] of replies.entries()) {
           for (const [i, p] of (calls[c] as typeof pending).entries()) {
+            const holder = reply.heldBy[i]
             if (reply.added[i]) out[p.index] = this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn)
-            else if (p.generated) retry.push(p)
+            else if (holder !== undefined) heldBy.set(p.index, holder)
+            else if (reply.stale[i]) retry.push(p)
+            else if (p.generated) taken.push(p)
           }
         }
-        const again = await this.ids.take(retry.length)
-        for (const [i, p] of retry.entries()) p.job.id = again[i] as string
-        pending = retry
+        const again = await this.ids.take(taken.length)
+        for (const [i, p] of taken.entries()) p.job.id = again[i] as string
+        pending = [...retry, ...taken]
       }
     })
-    // An existing custom jobId: the job already stored.
+    // An existing custom jobId, or a deduplication id held: the job already stored.
     for (const [i, j] of news.entries()) {
       if (out[i]) continue
-      const existing = await this.getJob(j.id)
+      const existing = await this.getJob(heldBy.get(i) ?? j.id)
       if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
       out[i] = existing
     }
@@ -503,6 +526,28 @@ export class Queue<Data = unknown> {
       throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${this.name} is ${outcome}, not delayed: nothing promoted`)
   }
 
+  /**
+   * The id of the job that holds deduplication id `id` now, or null (BullMQ's getDeduplicationJobId): a
+   * job that completed or failed holds an id added without a ttl no longer; one with a ttl until it passes.
+   */
+  async getDeduplicationJobId(id: string): Promise<string | null> {
+    this.assertOpen()
+    deduplicationOption({ id }, undefined)
+    return this.call('read a deduplication id of queue', () => holderOf(this.client, this.keys, id))
+  }
+
+  /** Releases deduplication id `id` whoever holds it (BullMQ's removeDeduplicationKey): 1 when it was held, else 0. */
+  async removeDeduplicationKey(id: string): Promise<number> {
+    this.assertOpen()
+    deduplicationOption({ id }, undefined)
+    return this.call('remove a deduplication id of queue', () => removeHold(this.client, this.keys, id))
+  }
+
+  /** @deprecated BullMQ's old name for getDeduplicationJobId. */
+  getDebounceJobId = (id: string): Promise<string | null> => this.getDeduplicationJobId(id)
+  /** @deprecated BullMQ's old name for removeDeduplicationKey. */
+  removeDebounceKey = (id: string): Promise<number> => this.removeDeduplicationKey(id)
+
   /** A job's state now, under BullMQ's names: `waiting` for `wait`, `unknown` when there is no such job. */
   async getJobState(id: string): Promise<BullJobState> {
     this.assertOpen()
@@ -544,11 +589,10 @@ export class Queue<Data = unknown> {
   /** A job of add or addBulk, validated and encoded; id '' for EchoMQ to give. */
   private newJob(jobName: unknown, data: unknown, options: unknown): commands.NewJob {
     const name = validateJobName(jobName)
-    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit } = addSettings(
-      options,
-      this.settings.defaultJobOptions,
-    )
+    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit, deduplication } =
+      addSettings(options, this.settings.defaultJobOptions)
     return {
+      ...(deduplication ? { deduplication: { spec: deduplication, holder: null } } : {}),
       id: jobId === undefined ? '' : customJobId(jobId),
       name,
       data: toJson(data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
@@ -571,7 +615,22 @@ export class Queue<Data = unknown> {
       j.delayMs > 0
         ? { state: 'delayed' as const, dueAt: createdOn + j.delayMs }
         : { state: j.priority > 0 ? ('prioritized' as const) : ('wait' as const) }
-    return new Job<Data>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}) }, this.scope)
+    const dedup = j.deduplication ? { deduplicationId: j.deduplication.spec.id } : {}
+    return new Job<Data>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}), ...dedup }, this.scope)
+  }
+
+  /** Reads who holds the deduplication ids of `jobs` (those with one) into them, for add-7.lua to check. */
+  private async readHolders(jobs: commands.NewJob[]): Promise<void> {
+    const deduplicated = jobs.filter((j) => j.deduplication)
+    if (deduplicated.length === 0) return
+    const holders = await this.call('add to queue', () =>
+      readHolders(
+        this.client,
+        this.keys,
+        deduplicated.map((j) => j.deduplication?.spec.id as string),
+      ),
+    )
+    for (const [i, j] of deduplicated.entries()) if (j.deduplication) j.deduplication.holder = holders[i] ?? null
   }
 
   /** getJobs' options form: a page of one state (see getJobs). */

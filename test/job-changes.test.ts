@@ -21,7 +21,7 @@ async function snapshot(): Promise<Record<string, unknown>> {
     const type = await redis.client.type(key)
     if (type === 'hash') out[key] = await redis.client.hgetall(key)
     else if (type === 'list') out[key] = await redis.client.lrange(key, 0, -1)
-    else if (type === 'zset') out[key] = await redis.client.zrange(key, 0, -1, 'WITHSCORES')
+    else if (type === 'zset') out[key] = await redis.client.zrange(key, '0', '-1', 'WITHSCORES')
     else if (type === 'string') out[key] = await redis.client.get(key)
     else out[key] = type
   }
@@ -69,7 +69,7 @@ describe('changePriority', () => {
     const p3 = await fx.queue.add('j', {}, { jobId: 'p3', priority: 5 })
     await p3.changePriority({ priority: 1 })
     expect(p3.priority).toBe(1)
-    const order = async () => redis.client.zrange(fx.keys.prioritized, 0, -1)
+    const order = async () => redis.client.zrange(fx.keys.prioritized, '0', '-1')
     expect(await order()).toEqual(['p3', 'p1', 'p2'])
     const p2 = (await fx.queue.getJob('p2')) as Job
     await p2.changePriority({ priority: 5, lifo: true })
@@ -127,7 +127,7 @@ describe('moveToDelayed with DelayedError', () => {
       runs++
       if (runs === 1) {
         expect(job.token).toMatch(/:1$/)
-        await job.moveToDelayed(Date.now() + 300, job.token)
+        await job.moveToDelayed(Date.now() + 800, job.token)
         throw new DelayedError()
       }
       return job.attemptsMade
@@ -202,7 +202,7 @@ describe('moveToDelayed with DelayedError', () => {
 describe('extendLock', () => {
   it('the holder extends its lease and its deadline in the lease index; another token gets 0', async () => {
     const release: (() => void)[] = []
-    const w = fx.worker((job: Job) => new Promise<void>((resolve) => release.push(resolve)), { lockDuration: 400 })
+    const w = fx.worker(() => new Promise<void>((resolve) => release.push(resolve)), { lockDuration: 400 })
     const active = nextEvent<[Job]>(w, 'active')
     await fx.queue.add('j', {}, { jobId: 'e' })
     const [job] = await active

@@ -6,6 +6,7 @@
  * call passes at least one key, so Redis Cluster routes it to the queue's slot.
  */
 
+import { type DeduplicationOptions, encodeDeduplication } from '../deduplication.js'
 import { EchoMQError } from '../errors.js'
 import { type JobFields, type JobState, jobFromFields, type SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
@@ -158,6 +159,8 @@ export interface NewJob {
   lifo: boolean
   /** Stack traces kept (job.stacktrace). */
   stackTraceLimit: number
+  /** Its deduplication (lib/deduplication.ts), with the id's holder as read before the call. */
+  deduplication?: { spec: DeduplicationOptions; holder: string | null }
 }
 
 /** The ARGV of one job in add-7.lua, in its order. */
@@ -197,35 +200,70 @@ const ADD_FIELDS_SHORT = 3
 
 /** add-7.lua's arguments: the short form when every job has the default options (most producers' adds). */
 function addArgs(jobs: NewJob[]): (string | number)[] {
+  if (jobs.some((j) => j.deduplication)) return [ADD_FIELDS + 1, ...jobs.flatMap(deduplicatedArgs)]
   return jobs.every(hasDefaultOptions) ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)] : [ADD_FIELDS, ...jobs.flatMap(jobArgs)]
 }
+
+/** A call with a deduplicated job: 13 fields a job, the 13th its deduplication ("" for none). */
+const deduplicatedArgs = (j: NewJob) => [
+  ...jobArgs(j),
+  j.deduplication ? encodeDeduplication(j.deduplication.spec, j.deduplication.holder) : '',
+]
+
+/** add-7.lua's KEYS: the queue's, then each job's hash (with a deduplication: its key and the holder's hash and logs). */
+function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
+  const queue = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized]
+  if (!jobs.some((j) => j.deduplication)) return [...queue, ...jobs.map((j) => keys.job(j.id))]
+  return [
+    ...queue,
+    ...jobs.flatMap((j) => {
+      const d = j.deduplication
+      // Without a holder (or a deduplication) the job's own keys stand in: the script does not touch them as a holder's.
+      const holder = d?.holder ?? j.id
+      return [keys.job(j.id), keys.deduplication(d?.spec.id ?? ''), keys.job(holder), keys.logs(holder)]
+    }),
+  ]
+}
+
+/** What add-7.lua says of one job: added (1), its id taken (0), the holder of its deduplication id, '?' (read again). */
+type AddCode = number | string
+
+/** The result of an add call, per job: added; held by (the holder's id, when deduplicated); stale (read the holder again). */
+export interface AddResult {
+  createdOn: number
+  added: boolean[]
+  heldBy: (string | undefined)[]
+  stale: boolean[]
+}
+
+const addResult = (createdOn: number, codes: AddCode[]): AddResult => ({
+  createdOn,
+  added: codes.map((a) => a === 1),
+  heldBy: codes.map((a) => (typeof a === 'string' && a !== '?' ? a : undefined)),
+  stale: codes.map((a) => a === '?'),
+})
 
 /**
  * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
  * clock) and, per job, whether it was added (false: its id was taken; nothing changed for it).
  */
-export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]): Promise<{ createdOn: number; added: boolean[] }> {
-  const [createdOn, added] = (await evalScript(
-    client,
-    SCRIPT_FILES.add,
-    [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))],
-    addArgs(jobs),
-  )) as [number, number[]]
-  return { createdOn, added: added.map((a) => a === 1) }
+export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]): Promise<AddResult> {
+  const [createdOn, codes] = (await evalScript(client, SCRIPT_FILES.add, addKeys(keys, jobs), addArgs(jobs))) as [number, AddCode[]]
+  return addResult(createdOn, codes)
 }
 
 /**
  * Adds jobs in calls of at most `perCall` jobs, sent in one MULTI: all or none (a Redis that refuses one,
  * out of memory, refuses the transaction). Resolves to each call's result, in order.
  */
-export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob[][]): Promise<{ createdOn: number; added: boolean[] }[]> {
+export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob[][]): Promise<AddResult[]> {
   if (calls.length === 1 && calls[0]) return [await add(client, keys, calls[0])]
   const script = loadScript(SCRIPT_FILES.add)
   // The transaction runs EVAL (it cannot fall back from EVALSHA on NOSCRIPT midway); SCRIPT LOAD first
   // would need a second round trip for nothing.
   const tx = client.multi()
   for (const jobs of calls) {
-    const k = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))]
+    const k = addKeys(keys, jobs)
     tx.eval(script.lua, k.length, ...k, ...addArgs(jobs))
   }
   let replies: [Error | null, unknown][] | null
@@ -238,8 +276,8 @@ export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob
   if (!replies) throw new EchoMQError('ERR_SCRIPT', 'the bulk add transaction was aborted')
   return replies.map(([err, reply]) => {
     if (err) throw err
-    const [createdOn, added] = reply as [number, number[]]
-    return { createdOn, added: added.map((a) => a === 1) }
+    const [createdOn, codes] = reply as [number, AddCode[]]
+    return addResult(createdOn, codes)
   })
 }
 
