@@ -4,7 +4,7 @@
  * the lease, bad input) throws a typed error and leaves Redis as it was.
  */
 import { describe, expect, it } from 'vitest'
-import { DelayedError, type EchoMQError, type Job } from '../lib/index.js'
+import { DelayedError, type EchoMQError, type Job, sweep } from '../lib/index.js'
 import { useQueue } from './helpers/fixture.js'
 import { useRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
@@ -143,6 +143,8 @@ describe('moveToDelayed with DelayedError', () => {
     expect(await redis.client.zcard(fx.keys.stalled)).toBe(0)
     const delayed = await fx.queue.getJob('m')
     expect(delayed?.attemptsMade).toBe(0)
+    // Two sweeps (both phases) find nothing to mark or recover: the job is no longer in flight.
+    for (let i = 0; i < 2; i++) expect(await sweep(redis.client, 'q', { graceMs: 0 })).toEqual({ marked: [], recovered: [], failed: [] })
 
     const completed = await nextEvent<[Job, unknown]>(w, 'completed')
     expect(completed[0].id).toBe('m')
