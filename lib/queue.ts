@@ -180,6 +180,7 @@ export class Queue<Data = unknown> {
     const generated = job.id === ''
     void this.register()
     let existingId = job.id
+    let heldAt = 0
     for (let round = 0, needId = generated; ; round++) {
       if (needId) job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
       needId = false
@@ -189,6 +190,7 @@ export class Queue<Data = unknown> {
       const holder = reply.heldBy[0]
       if (holder !== undefined) {
         existingId = holder
+        heldAt = reply.createdOn
         break
       }
       if (round + 1 === ID_ROUNDS) {
@@ -202,8 +204,10 @@ export class Queue<Data = unknown> {
       needId = true
     }
     const existing = await this.getJob(existingId)
-    if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
-    return existing
+    if (existing) return existing
+    // A hold with a ttl outlives its job (removed by its retention): BullMQ's answer, the job as asked under the holder's id.
+    if (existingId !== job.id) return this.added({ ...job, id: existingId }, data, heldAt)
+    throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
   }
 
   /**
@@ -225,7 +229,7 @@ export class Queue<Data = unknown> {
     const unnamed = news.filter((j) => j.id === '')
     const out: (Job<Data> | undefined)[] = []
     /** Jobs deduplicated: the index of each, and the job that holds its deduplication id. */
-    const heldBy = new Map<number, string>()
+    const heldBy = new Map<number, { holder: string; at: number }>()
     await this.call('add to queue', async () => {
       const fresh = await this.ids.take(unnamed.length)
       for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
@@ -249,7 +253,7 @@ export class Queue<Data = unknown> {
           for (const [i, p] of (calls[c] as typeof pending).entries()) {
             const holder = reply.heldBy[i]
             if (reply.added[i]) out[p.index] = this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn)
-            else if (holder !== undefined) heldBy.set(p.index, holder)
+            else if (holder !== undefined) heldBy.set(p.index, { holder, at: reply.createdOn })
             else if (reply.stale[i]) retry.push(p)
             else if (p.generated) taken.push(p)
           }
@@ -262,9 +266,12 @@ export class Queue<Data = unknown> {
     // An existing custom jobId, or a deduplication id held: the job already stored.
     for (const [i, j] of news.entries()) {
       if (out[i]) continue
-      const existing = await this.getJob(heldBy.get(i) ?? j.id)
-      if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
-      out[i] = existing
+      const held = heldBy.get(i)
+      const existing = await this.getJob(held?.holder ?? j.id)
+      if (existing) out[i] = existing
+      // As in add: a hold with a ttl that outlived its job.
+      else if (held !== undefined) out[i] = this.added({ ...j, id: held.holder }, jobs[i]?.data as Data, held.at)
+      else throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
     }
     return out as Job<Data>[]
   }

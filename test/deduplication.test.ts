@@ -108,6 +108,20 @@ describe('an id held with a ttl', () => {
     expect((await fx.queue.add('j', {}, { deduplication: { id: 't', ttl: 60_000 } })).id).not.toBe(a.id)
   })
 
+  it('outlives its job removed at once by its retention (removeOnComplete: true)', async () => {
+    const w = fx.worker(() => 'ok')
+    const completed = nextEvent<[Job]>(w, 'completed')
+    const a = await fx.queue.add('j', { n: 1 }, { removeOnComplete: true, deduplication: { id: 'gone', ttl: 60_000 } })
+    await completed
+    expect(await fx.queue.getJob(a.id)).toBeNull()
+    expect(await fx.queue.getDeduplicationJobId('gone')).toBe(a.id)
+    const again = await fx.queue.add('j', { n: 2 }, { deduplication: { id: 'gone', ttl: 60_000 } })
+    expect(again.id).toBe(a.id)
+    expect(again.data).toEqual({ n: 2 })
+    expect(await fx.queue.getJob(a.id)).toBeNull()
+    expect(await fx.queue.count()).toBe(0)
+  })
+
   it('extend restarts the ttl on each deduplicated add', async () => {
     const a = await fx.queue.add('j', {}, { deduplication: { id: 'x', ttl: 60_000 }, delay: 60_000 })
     await redis.client.pexpire(fx.keys.deduplication('x'), 1_000)

@@ -19,16 +19,14 @@ export async function readHolders(client: RedisClient, keys: QueueKeys, ids: str
 }
 
 /**
- * The id of the job that holds `id` now, or null: a holder whose job is gone, or finished for an id held
- * without a ttl, holds nothing (its entry is taken over by the next add).
+ * The id of the job that holds `id` now, or null: a hold with a ttl lasts its ttl; one without, while its
+ * job exists and has not finished (a stale entry is taken over by the next add).
  */
 export async function holderOf(client: RedisClient, keys: QueueKeys, id: string): Promise<string | null> {
   const [inMeta, withTtl] = await Promise.all([client.hget(keys.meta, `de:${id}`), client.get(keys.deduplication(id))])
-  const holder = inMeta ?? withTtl
-  if (holder === null) return null
-  const state = await client.hget(keys.job(holder), 'state')
-  if (state === null || (inMeta !== null && (state === 'completed' || state === 'failed'))) return null
-  return holder
+  if (inMeta === null) return withTtl
+  const state = await client.hget(keys.job(inMeta), 'state')
+  return state === null || state === 'completed' || state === 'failed' ? null : inMeta
 }
 
 /** Deletes the hold on `id` (BullMQ's removeDeduplicationKey): resolves to 1 when there was one, else 0. */

@@ -2,8 +2,8 @@
 -- An id held with a ttl is the key <prefix>:{q}:de:<id> (the holder's job id, PX ttl): it is held until the
 -- ttl passes, even after its job finished, as in BullMQ. An id held without a ttl is meta's field `de:<id>`:
 -- released when its job completes or fails for good (releaseDeduplication.lua, called by the scripts
--- that end a job) or is removed. A holder whose job is gone (drained, obliterated, trimmed), or finished for an
--- id held without a ttl, holds nothing: the next add takes the id over (BullMQ's stale-key recovery).
+-- that end a job) or is removed; a holder whose job is gone (drained, obliterated) or finished holds
+-- nothing: the next add takes the id over (BullMQ's stale-key recovery).
 -- The caller read the holder before the call (the holder's keys must be passed in KEYS): a holder that
 -- changed since is answered '?', and the caller reads again and retries.
 
@@ -34,7 +34,8 @@ local function deduplicate(q, dedupKey, holderKey, holderLogsKey, id, spec)
   end
   if holder then
     local state = redis.call('HGET', holderKey, 'state')
-    local live = state and not (inMeta and (state == 'completed' or state == 'failed'))
+    -- A hold with a ttl lasts the ttl whatever its job does (removed by its retention too), as in BullMQ.
+    local live = not inMeta or (state and state ~= 'completed' and state ~= 'failed')
     if not live then
       if inMeta then
         redis.call('HDEL', q.meta, field)
