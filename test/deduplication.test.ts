@@ -6,7 +6,8 @@
  * a job without the option stores no byte for it.
  */
 import { describe, expect, it } from 'vitest'
-import { type EchoMQError, type Job, QueueEvents } from '../lib/index.js'
+import { type EchoMQError, type Job, Queue, QueueEvents } from '../lib/index.js'
+import { countingClient } from './helpers/counting.js'
 import { useQueue } from './helpers/fixture.js'
 import { useRedis } from './helpers/redis-server.js'
 import { nextEvent, waitFor } from './helpers/wait.js'
@@ -181,6 +182,23 @@ describe('addBulk and the cost of the option', () => {
     const d = await fx.queue.add('j', { n: 1 }, { deduplication: { id: 'z' } })
     expect(await redis.client.hget(fx.keys.job(d.id), 'deid')).toBe('z')
     expect((await fx.queue.getJob(d.id))?.deduplicationId).toBe('z')
+  })
+
+  it('an add without the option sends one command; with it, the holder read and the script', async () => {
+    const counting = await countingClient(redis.port)
+    const queue = new Queue('q', { connection: counting.client })
+    try {
+      await queue.add('warm', {}, { jobId: 'warm' })
+      counting.reset()
+      await queue.add('j', { n: 1 }, { jobId: 'plain' })
+      expect(counting.sent).toEqual(['evalsha'])
+      counting.reset()
+      await queue.add('j', { n: 1 }, { jobId: 'dedup', deduplication: { id: 'c' } })
+      expect([...counting.sent].sort()).toEqual(['evalsha', 'hmget', 'mget'])
+    } finally {
+      await queue.close()
+      counting.close()
+    }
   })
 
   it('hostile options: a typed error and nothing written', async () => {
