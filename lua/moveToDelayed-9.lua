@@ -3,9 +3,9 @@
   processor backing off on its own terms, then throwing DelayedError. No attempt is used (BullMQ's
   skipAttempt). Fenced by the run's token: a run that lost its lease (the job was recovered, finished or
   taken by another run) changes nothing. The job leaves the lease index, its lease and any stalled mark
-  (leaveActive.lua), so neither a sweep nor a heartbeat sees it again; the run's token becomes a receipt
-  ("=<token> delayed <ms>"), which keeps the start number and tells a late finish of that run that it
-  already ended.
+  (leaveActive.lua), so neither a sweep nor a heartbeat sees it again; the run's token is taken away as a
+  sweep takes it ("~<token>": it keeps the start number and matches no run, so a late finish of that run,
+  or of any run when the call came unfenced from a Queue's job, is refused as lost).
 
   KEYS[1] job       HASH   <prefix>:{q}:<id>
   KEYS[2] lease     STRING <prefix>:{q}:<id>:lock
@@ -43,13 +43,13 @@ if not rcall('ZSCORE', activeKey, id) then
   return { 'not-active', rcall('HGET', jobKey, 'state') or 'missing' }
 end
 local held = rcall('HGET', jobKey, 'token')
-if not held or string.sub(held, 1, 1) == '=' then
+if not held or string.find('=~', string.sub(held, 1, 1), 1, true) then
   return { 'not-active', rcall('HGET', jobKey, 'state') or 'missing' }
 end
 local now = nowMs()
 local due = math.max(tonumber(ARGV[3]) or now, now)
 leaveActive(lockKey, activeKey, stalledKey, id)
-rcall('HSET', jobKey, 'token', '=' .. held .. ' delayed ' .. string.format('%d', now))
+rcall('HSET', jobKey, 'token', '~' .. held)
 enterDelayed(jobKey, q, id, due)
 emit(q, 'delayed', 'jobId', id, 'delay', due)
 return { 'ok', due }

@@ -185,6 +185,28 @@ describe('moveToDelayed with DelayedError', () => {
     expect((await fx.queue.getJob('r'))?.state).toBe('completed')
   })
 
+  it("an operator's unfenced move (a Queue's job, no token) takes the job from its run: the run's finish is refused", async () => {
+    const release: (() => void)[] = []
+    const w = fx.worker(() => new Promise<void>((resolve) => release.push(resolve)))
+    const completed: string[] = []
+    w.on('completed', (job: Job) => completed.push(job.id))
+    const lost = nextEvent<[Job]>(w, 'lockLost')
+    const active = nextEvent(w, 'active')
+    await fx.queue.add('j', {}, { jobId: 'o' })
+    await active
+    const job = (await fx.queue.getJob('o')) as Job
+    await job.moveToDelayed(Date.now() + 3_600_000)
+    expect(job.state).toBe('delayed')
+    expect((await lost)[0].id).toBe('o')
+    release[0]?.()
+    await w.close()
+    expect(completed).toEqual([])
+    const stored = await fx.queue.getJob('o')
+    expect(stored?.state).toBe('delayed')
+    expect(stored?.attemptsStarted).toBe(1)
+    expect(stored?.attemptsMade).toBe(0)
+  })
+
   it('a DelayedError without moveToDelayed: back to wait, no attempt used, the worker says why', async () => {
     let runs = 0
     const w = fx.worker(async () => {
