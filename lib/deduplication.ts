@@ -55,3 +55,27 @@ export function deduplicationOption(value: unknown, debounce: unknown): Deduplic
 export function encodeDeduplication(d: DeduplicationOptions, holder: string | null): string {
   return `${d.ttl ?? 0},${d.extend ? 1 : 0},${d.replace ? 1 : 0},${holder ?? ''},${d.id}`
 }
+
+/**
+ * The holder each deduplication id had when this Queue last saw it. The add script must be given the
+ * holder's keys (to check it is alive, to replace it), so an add names the holder it expects; a wrong
+ * guess is answered with the holder, and the add is sent again. A producer that adds the same ids again
+ * guesses right, so a deduplicated add is one round trip, as BullMQ's. At most MAX_KNOWN ids, the oldest
+ * forgotten first.
+ */
+export class KnownHolders {
+  static readonly MAX_KNOWN = 10_000
+  private readonly holders = new Map<string, string | null>()
+
+  /** Sets the holder each job's call expects. */
+  guess(jobs: { deduplication?: { spec: DeduplicationOptions; holder: string | null } }[]): void {
+    for (const j of jobs) if (j.deduplication) j.deduplication.holder = this.holders.get(j.deduplication.spec.id) ?? null
+  }
+
+  /** What a call said of `id`'s holder (null: none). */
+  learn(id: string, holder: string | null): void {
+    this.holders.delete(id)
+    this.holders.set(id, holder)
+    if (this.holders.size > KnownHolders.MAX_KNOWN) this.holders.delete(this.holders.keys().next().value as string)
+  }
+}

@@ -10,7 +10,7 @@
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
 
-import { deduplicationOption } from './deduplication.js'
+import { deduplicationOption, KnownHolders } from './deduplication.js'
 import { EchoMQError, redisError } from './errors.js'
 import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { type JobChanges, jobChanges } from './job-changes.js'
@@ -32,7 +32,7 @@ import {
   resilient,
   resolveUrl,
 } from './redis/connection.js'
-import { holderOf, readHolders, removeHold } from './redis/deduplication.js'
+import { holderOf, removeHold } from './redis/deduplication.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import {
   failedUpTo,
@@ -149,6 +149,8 @@ export class Queue<Data = unknown> {
   private readonly scope: JobScope
   /** The ids of jobs added without one. */
   private readonly ids: JobIds
+  /** The holders of the deduplication ids this queue added with (lib/deduplication.ts). */
+  private readonly known = new KnownHolders()
 
   constructor(name: string, options?: QueueOptions) {
     this.name = validateQueueName(name)
@@ -179,35 +181,29 @@ export class Queue<Data = unknown> {
     const job = this.newJob(name, data, options)
     const generated = job.id === ''
     void this.register()
-    let existingId = job.id
-    let heldAt = 0
     for (let round = 0, needId = generated; ; round++) {
       if (needId) job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
       needId = false
-      if (job.deduplication) await this.readHolders([job])
+      this.known.guess([job])
       const reply = await this.call('add to queue', () => commands.add(this.client, this.keys, [job]))
+      this.learn(job, reply, 0)
       if (reply.added[0]) return this.added(job, data, reply.createdOn)
+      // Deduplicated: as BullMQ's add, the job asked for under the holder's id (no read: one round trip).
       const holder = reply.heldBy[0]
-      if (holder !== undefined) {
-        existingId = holder
-        heldAt = reply.createdOn
-        break
-      }
+      if (holder !== undefined) return this.added({ ...job, id: holder }, data, reply.createdOn)
       if (round + 1 === ID_ROUNDS) {
-        const what = reply.stale[0] ? 'the holder of its deduplication id changed' : 'generated job ids were taken'
+        const what = reply.stale[0] !== undefined ? 'the holder of its deduplication id changed' : 'generated job ids were taken'
         throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} times in a row, ${what}`)
       }
-      // The holder of its deduplication id changed since it was read: read it again.
-      if (reply.stale[0]) continue
+      // Its deduplication id has another holder than the one expected: sent again, expecting that one.
+      if (reply.stale[0] !== undefined) continue
       // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
       if (!generated) break
       needId = true
     }
-    const existing = await this.getJob(existingId)
-    if (existing) return existing
-    // A hold with a ttl outlives its job (removed by its retention): BullMQ's answer, the job as asked under the holder's id.
-    if (existingId !== job.id) return this.added({ ...job, id: existingId }, data, heldAt)
-    throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
+    const existing = await this.getJob(job.id)
+    if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
+    return existing
   }
 
   /**
@@ -228,8 +224,6 @@ export class Queue<Data = unknown> {
     })
     const unnamed = news.filter((j) => j.id === '')
     const out: (Job<Data> | undefined)[] = []
-    /** Jobs deduplicated: the index of each, and the job that holds its deduplication id. */
-    const heldBy = new Map<number, { holder: string; at: number }>()
     await this.call('add to queue', async () => {
       const fresh = await this.ids.take(unnamed.length)
       for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
@@ -240,7 +234,7 @@ export class Queue<Data = unknown> {
       for (let round = 0; pending.length > 0; round++) {
         if (round === ID_ROUNDS)
           throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
-        await this.readHolders(pending.map((p) => p.job))
+        this.known.guess(pending.map((p) => p.job))
         const calls = bulkCalls(pending)
         const replies = await commands.addAll(
           this.client,
@@ -252,9 +246,10 @@ export class Queue<Data = unknown> {
         for (const [c, reply] of replies.entries()) {
           for (const [i, p] of (calls[c] as typeof pending).entries()) {
             const holder = reply.heldBy[i]
+            this.learn(p.job, reply, i)
             if (reply.added[i]) out[p.index] = this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn)
-            else if (holder !== undefined) heldBy.set(p.index, { holder, at: reply.createdOn })
-            else if (reply.stale[i]) retry.push(p)
+            else if (holder !== undefined) out[p.index] = this.added({ ...p.job, id: holder }, jobs[p.index]?.data as Data, reply.createdOn)
+            else if (reply.stale[i] !== undefined) retry.push(p)
             else if (p.generated) taken.push(p)
           }
         }
@@ -263,15 +258,12 @@ export class Queue<Data = unknown> {
         pending = [...retry, ...taken]
       }
     })
-    // An existing custom jobId, or a deduplication id held: the job already stored.
+    // An existing custom jobId: the job already stored.
     for (const [i, j] of news.entries()) {
       if (out[i]) continue
-      const held = heldBy.get(i)
-      const existing = await this.getJob(held?.holder ?? j.id)
-      if (existing) out[i] = existing
-      // As in add: a hold with a ttl that outlived its job.
-      else if (held !== undefined) out[i] = this.added({ ...j, id: held.holder }, jobs[i]?.data as Data, held.at)
-      else throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
+      const existing = await this.getJob(j.id)
+      if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
+      out[i] = existing
     }
     return out as Job<Data>[]
   }
@@ -626,18 +618,14 @@ export class Queue<Data = unknown> {
     return new Job<Data>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}), ...dedup }, this.scope)
   }
 
-  /** Reads who holds the deduplication ids of `jobs` (those with one) into them, for add-7.lua to check. */
-  private async readHolders(jobs: commands.NewJob[]): Promise<void> {
-    const deduplicated = jobs.filter((j) => j.deduplication)
-    if (deduplicated.length === 0) return
-    const holders = await this.call('add to queue', () =>
-      readHolders(
-        this.client,
-        this.keys,
-        deduplicated.map((j) => j.deduplication?.spec.id as string),
-      ),
-    )
-    for (const [i, j] of deduplicated.entries()) if (j.deduplication) j.deduplication.holder = holders[i] ?? null
+  /** What an add call said of the holder of job i's deduplication id, kept for the next add of that id. */
+  private learn(job: commands.NewJob, reply: commands.AddResult, i: number): void {
+    const id = job.deduplication?.spec.id
+    if (id === undefined) return
+    const stale = reply.stale[i]
+    if (stale !== undefined) this.known.learn(id, stale)
+    else if (reply.added[i]) this.known.learn(id, job.id)
+    else if (reply.heldBy[i] !== undefined) this.known.learn(id, reply.heldBy[i] as string)
   }
 
   /** getJobs' options form: a page of one state (see getJobs). */

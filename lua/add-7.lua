@@ -14,10 +14,10 @@
   KEYS[7 + i]          HASH   job i (i = 1 .. n)
   With F = 13 (jobs with a deduplication, see deduplicate.lua), four keys per job instead, from KEYS[4 + 4i]:
   the job's HASH, its deduplication key STRING <prefix>:{q}:de:<id>, and the HASH and LIST (logs) of the
-  id's holder as the caller read it (the job's own keys when there was none)
+  id's holder the caller expects (the job's own keys when it expects none)
 
   ARGV[1] fields per job (F): 12, or 3 when every job of the call has the default options, or 13: the 12
-    and the job's deduplication ("<ttl>,<extend>,<replace>,<holder read>,<id>", see deduplicate.lua)
+    and the job's deduplication ("<ttl>,<extend>,<replace>,<holder expected>,<id>", see deduplicate.lua)
   ARGV[2 + F(i-1) .. 1 + F i], for job i:
     id; name; data (JSON text); then, when F is 12: attempts (total starts allowed); delay (ms; 0 for none); backoff
     ("<type>,<delay>,<maxDelay>,<jitter>" or "", see backoff.lua); retention in `completed` ("<count>,<ageMs>",
@@ -28,7 +28,7 @@
   scripts read an absent field as its default, so a job with the defaults costs no byte for them.
 
   Returns { now (ms, Redis's clock), { 1 | 0 per job: added, or its id was taken; with F = 13 also the
-  holder's id (deduplicated) or '?' (the holder changed since it was read: nothing done, read again) } }.
+  holder's id (deduplicated) or '?<holder>' (not the holder the caller expected: nothing done) } }.
   Emits `added` then `waiting` or `delayed` per job added, `duplicated` per id taken, `deduplicated`.
 ]]
 local rcall = redis.call

@@ -159,7 +159,7 @@ export interface NewJob {
   lifo: boolean
   /** Stack traces kept (job.stacktrace). */
   stackTraceLimit: number
-  /** Its deduplication (lib/deduplication.ts), with the id's holder as read before the call. */
+  /** Its deduplication (lib/deduplication.ts), with the holder the call expects (KnownHolders). */
   deduplication?: { spec: DeduplicationOptions; holder: string | null }
 }
 
@@ -225,22 +225,27 @@ function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
   ]
 }
 
-/** What add-7.lua says of one job: added (1), its id taken (0), the holder of its deduplication id, '?' (read again). */
+/** What add-7.lua says of one job: added (1), its id taken (0), the holder of its deduplication id, '?<holder>' (not the one expected). */
 type AddCode = number | string
 
-/** The result of an add call, per job: added; held by (the holder's id, when deduplicated); stale (read the holder again). */
+/**
+ * The result of an add call, per job: added; held by (the holder's id, when deduplicated); stale, the
+ * holder the call found when it expected another (null: none), the job not added: send it again.
+ */
 export interface AddResult {
   createdOn: number
   added: boolean[]
   heldBy: (string | undefined)[]
-  stale: boolean[]
+  stale: (string | null | undefined)[]
 }
+
+const isStale = (a: AddCode): a is string => typeof a === 'string' && a.startsWith('?')
 
 const addResult = (createdOn: number, codes: AddCode[]): AddResult => ({
   createdOn,
   added: codes.map((a) => a === 1),
-  heldBy: codes.map((a) => (typeof a === 'string' && a !== '?' ? a : undefined)),
-  stale: codes.map((a) => a === '?'),
+  heldBy: codes.map((a) => (typeof a === 'string' && !isStale(a) ? a : undefined)),
+  stale: codes.map((a) => (isStale(a) ? a.slice(1) || null : undefined)),
 })
 
 /**

@@ -6,19 +6,6 @@ import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
 
 /**
- * Who holds each deduplication id, as stored (meta's field without a ttl, the key with one): the script
- * checks the holder is still alive, and the reply of a call that found it changed is read again.
- */
-export async function readHolders(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<(string | null)[]> {
-  if (ids.length === 0) return []
-  const [inMeta, withTtl] = await Promise.all([
-    client.hmget(keys.meta, ...ids.map((id) => `de:${id}`)),
-    client.mget(...ids.map((id) => keys.deduplication(id))),
-  ])
-  return ids.map((_, i) => inMeta[i] ?? withTtl[i] ?? null)
-}
-
-/**
  * The id of the job that holds `id` now, or null: a hold with a ttl lasts its ttl; one without, while its
  * job exists and has not finished (a stale entry is taken over by the next add).
  */

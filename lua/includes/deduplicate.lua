@@ -4,8 +4,8 @@
 -- released when its job completes or fails for good (releaseDeduplication.lua, called by the scripts
 -- that end a job) or is removed; a holder whose job is gone (drained, obliterated) or finished holds
 -- nothing: the next add takes the id over (BullMQ's stale-key recovery).
--- The caller read the holder before the call (the holder's keys must be passed in KEYS): a holder that
--- changed since is answered '?', and the caller reads again and retries.
+-- The caller names the holder it expects (the one it last saw: the holder's keys must be passed in KEYS);
+-- another holder is answered '?<holder>' ('?' for none) with nothing done, and the caller sends it again.
 
 -- Holds `deid` for `id`: with a ttl the key (PX ttl; `keepTtl` keeps the key's remaining ttl), else meta's field.
 local function holdDeduplication(q, dedupKey, deid, id, ttl, keepTtl)
@@ -20,9 +20,9 @@ local function holdDeduplication(q, dedupKey, deid, id, ttl, keepTtl)
   end
 end
 
--- `spec` is "<ttl ms>,<extend 1|0>,<replace 1|0>,<holder id read by the caller, or empty>,<deduplication id>".
+-- `spec` is "<ttl ms>,<extend 1|0>,<replace 1|0>,<holder id the caller expects, or empty>,<deduplication id>".
 -- Returns nil and the deduplication id when the new job `id` now holds it (the caller adds the job and
--- records `deid`), or the holder's id when the add is deduplicated, or '?' (read again).
+-- records `deid`), or the holder's id when the add is deduplicated, or '?<holder>' (expected another).
 local function deduplicate(q, dedupKey, holderKey, holderLogsKey, id, spec)
   local ttl, extend, replace, expected, deid = string.match(spec, '^(%d+),(%d),(%d),([^,]*),(.*)$')
   ttl = tonumber(ttl)
@@ -30,7 +30,7 @@ local function deduplicate(q, dedupKey, holderKey, holderLogsKey, id, spec)
   local inMeta = redis.call('HGET', q.meta, field)
   local holder = inMeta or redis.call('GET', dedupKey)
   if (holder or '') ~= expected then
-    return '?'
+    return '?' .. (holder or '')
   end
   if holder then
     local state = redis.call('HGET', holderKey, 'state')
