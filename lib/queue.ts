@@ -73,7 +73,7 @@ export interface QueueOptions {
   connection?: unknown
   prefix?: string
   maxDataBytes?: number
-  defaultJobOptions?: Omit<JobOptions, 'jobId'>
+  defaultJobOptions?: Omit<JobOptions, 'jobId' | 'deduplication'>
   /** The events stream's cap (QueueEvents): `{ events: { maxLen } }`, 10,000 by default. */
   streams?: { events?: { maxLen?: number } }
 }

@@ -238,14 +238,16 @@ describe('addBulk and the cost of the option', () => {
 })
 
 describe('the worker side', () => {
-  it('a processor sees job.deduplicationId', async () => {
-    const seen: (string | undefined)[] = []
+  it("a job's deduplication id is read with it from a Queue; a processor's run releases it as it completes", async () => {
+    const ran: string[] = []
     const w = fx.worker((job: Job) => {
-      seen.push(job.deduplicationId)
+      ran.push(job.id)
     })
-    await fx.queue.add('j', {}, { deduplication: { id: 'p' } })
+    const job = await fx.queue.add('j', {}, { deduplication: { id: 'p' } })
+    expect(job.deduplicationId).toBe('p')
     await nextEvent(w, 'completed')
+    expect(ran).toEqual([job.id])
+    expect((await fx.queue.getJob(job.id))?.deduplicationId).toBe('p')
     expect(await fx.queue.getDeduplicationJobId('p')).toBeNull()
-    expect(seen.length).toBe(1)
   })
 })
