@@ -51,11 +51,6 @@ export function deduplicationOption(value: unknown, debounce: unknown): Deduplic
   return { id: o.id, ...(ttl > 0 ? { ttl } : {}), ...(extend ? { extend } : {}), ...(replace ? { replace } : {}) }
 }
 
-/** The script's form of the option with the holder the caller read: "<ttl>,<extend>,<replace>,<holder>,<id>". */
-export function encodeDeduplication(d: DeduplicationOptions, holder: string | null): string {
-  return `${d.ttl ?? 0},${d.extend ? 1 : 0},${d.replace ? 1 : 0},${holder ?? ''},${d.id}`
-}
-
 /**
  * The holder each deduplication id had when this Queue last saw it. The add script must be given the
  * holder's keys (to check it is alive, to replace it), so an add names the holder it expects; a wrong

@@ -6,10 +6,11 @@
  * call passes at least one key, so Redis Cluster routes it to the queue's slot.
  */
 
-import { type DeduplicationOptions, encodeDeduplication } from '../deduplication.js'
+import type { DeduplicationOptions } from '../deduplication.js'
 import { EchoMQError } from '../errors.js'
 import { type JobFields, type JobState, jobFromFields, type SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
+import { encodeDeduplication } from './deduplication.js'
 import { JOB_DEFAULTS } from './encoding.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'

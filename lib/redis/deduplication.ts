@@ -1,9 +1,15 @@
 /**
- * The reads and deletes of deduplication holds (see lib/deduplication.ts and lua/includes/deduplicate.lua):
+ * The encoding, reads and deletes of deduplication holds (see lib/deduplication.ts and lua/includes/deduplicate.lua):
  * an id held without a ttl is meta's field `de:<id>`, one held with a ttl the key <prefix>:{q}:de:<id>.
  */
+import type { DeduplicationOptions } from '../deduplication.js'
 import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
+
+/** The script's form of the option with the holder the call expects: "<ttl>,<extend>,<replace>,<holder>,<id>". */
+export function encodeDeduplication(d: DeduplicationOptions, holder: string | null): string {
+  return `${d.ttl ?? 0},${d.extend ? 1 : 0},${d.replace ? 1 : 0},${holder ?? ''},${d.id}`
+}
 
 /**
  * The id of the job that holds `id` now, or null: a hold with a ttl lasts its ttl; one without, while its
