@@ -22,6 +22,8 @@ export interface JobChanges {
   /** Resolves to when the job is due (ms, Redis's clock when the time asked for had passed). */
   moveToDelayed(job: Job, timestamp: number, token: string): Promise<number>
   extendLock(job: Job, token: string, duration: number): Promise<number>
+  /** Releases the job's deduplication id if the job holds it (lib/deduplication.ts). */
+  removeDeduplicationKey(job: Job, deduplicationId: string): Promise<boolean>
 }
 
 export interface JobChangesContext {
@@ -83,6 +85,11 @@ export function jobChanges(ctx: JobChangesContext): JobChanges {
       if (typeof token !== 'string' || token === '') fail('ERR_OPTIONS', `expected token to be a run's token, got: ${describe(token)}`)
       checkInteger('duration', duration, { min: 1, max: MAX_LOCK_MS, unit: 'ms' })
       return call('extend the lease of a job of queue', () => commands.extendLock(client, keys, job.id, token, duration))
+    },
+    async removeDeduplicationKey(job, deduplicationId) {
+      return (
+        (await call('release the deduplication id of a job of queue', () => commands.unhold(client, keys, deduplicationId, job.id))) === 1
+      )
     },
   }
 }

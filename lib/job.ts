@@ -221,6 +221,15 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
     return this.scope().changes().extendLock(this, token, duration)
   }
 
+  /**
+   * Releases the job's deduplication id if this job still holds it (BullMQ's removeDeduplicationKey):
+   * true when it did; false when another job holds it, none does, or the job has no deduplication id.
+   */
+  async removeDeduplicationKey(): Promise<boolean> {
+    if (this.deduplicationId === undefined) return false
+    return this.scope().changes().removeDeduplicationKey(this, this.deduplicationId)
+  }
+
   /** The run's token, for the job a processor is given (BullMQ's job.token); undefined elsewhere. */
   get token(): string | undefined {
     return this.#token
@@ -367,7 +376,7 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[],
 
 /**
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace; null for a field the
+ * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, deid; null for a field the
  * hash lacks), and what the take set (active, since `startedOn`, by `workerName`). Decoded without a
  * detour through an object, as a busy worker does this for every job.
  */
@@ -388,5 +397,6 @@ export function jobFromFields(id: string, f: (string | null)[], startedOn: strin
   if (f[6] != null) job.lastError = f[6]
   if (f[7] != null) job.retried = Number(f[7])
   if (f[8] != null) job.progress = parseJson(f[8])
+  if (f[10] != null) job.deduplicationId = f[10]
   return job
 }

@@ -238,16 +238,34 @@ describe('addBulk and the cost of the option', () => {
 })
 
 describe('the worker side', () => {
-  it("a job's deduplication id is read with it from a Queue; a processor's run releases it as it completes", async () => {
-    const ran: string[] = []
+  it("a processor's job carries its deduplication id (BullMQ's job.deduplicationId); the run releases it as it completes", async () => {
+    const seen: (string | undefined)[] = []
     const w = fx.worker((job: Job) => {
-      ran.push(job.id)
+      seen.push(job.deduplicationId)
     })
     const job = await fx.queue.add('j', {}, { deduplication: { id: 'p' } })
     expect(job.deduplicationId).toBe('p')
     await nextEvent(w, 'completed')
-    expect(ran).toEqual([job.id])
+    expect(seen).toEqual(['p'])
     expect((await fx.queue.getJob(job.id))?.deduplicationId).toBe('p')
     expect(await fx.queue.getDeduplicationJobId('p')).toBeNull()
+  })
+
+  it('job.removeDeduplicationKey() releases the id only while this job holds it (BullMQ port)', async () => {
+    const released: boolean[] = []
+    const w = fx.worker(async (job: Job) => {
+      released.push(await job.removeDeduplicationKey())
+    })
+    const completed = nextEvent(w, 'completed')
+    const a1 = await fx.queue.add('j', {}, { jobId: 'a1', deduplication: { id: 'dd' } })
+    await completed
+    expect(released).toEqual([true])
+    // Held by another job: left alone.
+    const a2 = await fx.queue.add('j', {}, { jobId: 'a2', deduplication: { id: 'dd', ttl: 60_000 }, delay: 60_000 })
+    expect(await a1.removeDeduplicationKey()).toBe(false)
+    expect(await fx.queue.getDeduplicationJobId('dd')).toBe(a2.id)
+    expect(await a2.removeDeduplicationKey()).toBe(true)
+    expect(await fx.queue.getDeduplicationJobId('dd')).toBeNull()
+    expect(await (await fx.queue.add('j', {}, { jobId: 'plain' })).removeDeduplicationKey()).toBe(false)
   })
 })

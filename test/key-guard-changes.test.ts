@@ -85,6 +85,7 @@ describe('deduplication under the guard', () => {
     ])
     expect(bulk[0]?.id).toBe(a.id)
     const removed = await fx.queue.add('j', {}, { deduplication: { id: 'rm' }, delay: 60_000 })
+    expect(await removed.removeDeduplicationKey()).toBe(true)
     await removed.remove()
     expect(await fx.queue.getDeduplicationJobId('rm')).toBeNull()
 
@@ -98,6 +99,6 @@ describe('deduplication under the guard', () => {
     expect(await fx.queue.getDeduplicationJobId('f')).toBeNull()
     expect(await redis.client.hkeys(fx.keys.meta)).not.toContain('de:plain')
     await w.close()
-    await expectRan([SCRIPT_FILES.add, SCRIPT_FILES.finish, SCRIPT_FILES.remove])
+    await expectRan([SCRIPT_FILES.add, SCRIPT_FILES.finish, SCRIPT_FILES.remove, SCRIPT_FILES.unhold])
   })
 })

@@ -51,6 +51,7 @@ export const SCRIPT_FILES = {
   changePriority: 'changePriority-5.lua',
   moveToDelayed: 'moveToDelayed-9.lua',
   extendLock: 'extendLock-3.lua',
+  unhold: 'unhold-2.lua',
 } as const
 
 /**
@@ -1227,4 +1228,9 @@ export async function moveToDelayed(
 /** Extends a run's lease to `ms` from now; resolves to 1 when `token` held it, else 0 (BullMQ's reply). */
 export async function extendLock(client: RedisClient, keys: QueueKeys, id: string, token: string, ms: number): Promise<number> {
   return (await evalScript(client, SCRIPT_FILES.extendLock, [keys.lock(id), keys.active, keys.stalled], [id, token, ms])) as number
+}
+
+/** Releases deduplication id `deduplicationId` if job `id` holds it; resolves to 1 when it did, else 0. */
+export async function unhold(client: RedisClient, keys: QueueKeys, deduplicationId: string, id: string): Promise<number> {
+  return (await evalScript(client, SCRIPT_FILES.unhold, [keys.meta, keys.deduplication(deduplicationId)], [deduplicationId, id])) as number
 }

@@ -1,9 +1,10 @@
 -- The job fields a worker needs, in the order lib/job.ts's jobFromFields reads them (one HMGET, not a
 -- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back).
 local JOB_FIELDS = {
-  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace', 'token',
+  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace', 'deid',
+  'token',
 }
-local F_NAME, F_DATA, F_STARTS, F_TOKEN = 1, 2, 5, 11
+local F_NAME, F_DATA, F_STARTS, F_TOKEN = 1, 2, 5, 12
 -- What the hand reads: the same, and whether the job waited in `prioritized` (so its reservation has a
 -- score kept in `reservedScores`, which its take then drops: confirmStarts).
 local HAND_FIELDS = { unpack(JOB_FIELDS) }
