@@ -208,7 +208,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   async moveToDelayed(timestamp: number, token?: string): Promise<void> {
     const due = await this.scope()
       .changes()
-      .moveToDelayed(this, timestamp, token ?? this.#token ?? '')
+      .moveToDelayed(this, timestamp, this.runToken(token) ?? '')
     this.state = 'delayed'
     this.dueAt = due
   }
@@ -218,7 +218,19 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
    * `token` does not hold the lease (nothing changed).
    */
   extendLock(token: string, duration: number): Promise<number> {
-    return this.scope().changes().extendLock(this, token, duration)
+    return this.scope()
+      .changes()
+      .extendLock(this, this.runToken(token) as string, duration)
+  }
+
+  /**
+   * The token a change is fenced by: the one given, or the run's. A BullMQ processor `(job, token)` run by
+   * EchoMQ gets the AbortSignal as its second argument, and passes it on as the token: the run's stands in.
+   */
+  private runToken(token: unknown): string | undefined {
+    if (token === undefined || (typeof AbortSignal !== 'undefined' && token instanceof AbortSignal))
+      return this.#token ?? (token as undefined)
+    return token as string
   }
 
   /**

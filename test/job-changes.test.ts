@@ -185,6 +185,21 @@ describe('moveToDelayed with DelayedError', () => {
     expect((await fx.queue.getJob('r'))?.state).toBe('completed')
   })
 
+  it("a BullMQ processor (job, token) passes EchoMQ's signal as the token: the run's token stands in", async () => {
+    let runs = 0
+    const w = fx.worker(async (job: Job, token: unknown) => {
+      runs++
+      if (runs > 1) return 'second'
+      expect(await job.extendLock(token as string, 5_000)).toBe(1)
+      await job.moveToDelayed(Date.now() + 100, token as string)
+      throw new DelayedError()
+    })
+    const completed = nextEvent<[Job, unknown]>(w, 'completed')
+    await fx.queue.add('j', {}, { jobId: 'b' })
+    expect((await completed)[1]).toBe('second')
+    expect(runs).toBe(2)
+  })
+
   it("an operator's unfenced move (a Queue's job, no token) takes the job from its run: the run's finish is refused", async () => {
     const release: (() => void)[] = []
     const w = fx.worker(() => new Promise<void>((resolve) => release.push(resolve)))
