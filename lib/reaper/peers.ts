@@ -13,6 +13,12 @@ export const REAPER_PEER_DEPENDENCIES = [
   '@aws-sdk/client-ssm',
 ] as const
 
+/** What the reaper loads besides, only when it starts worker functions (WORKER_FUNCTIONS, scaling.ts). */
+export const SCALING_PEER_DEPENDENCIES = ['@aws-sdk/client-lambda'] as const
+
+/** Every optional peer dependency of echomq (package.json). */
+export const OPTIONAL_PEER_DEPENDENCIES = [...REAPER_PEER_DEPENDENCIES, ...SCALING_PEER_DEPENDENCIES] as const
+
 /** The packages of `peers` (default REAPER_PEER_DEPENDENCIES) that do not resolve from here (none inside a bundle, which holds them). */
 export function missingPeers(peers: readonly string[] = REAPER_PEER_DEPENDENCIES): string[] {
   const resolve = (import.meta as { resolve?: (specifier: string) => string }).resolve
