@@ -58,11 +58,18 @@ it('a backlog starts one invocation per jobsPerInvocation jobs ready, asynchrono
   const summary = await startReaper({ maxConcurrency: 5, jobsPerInvocation: 10 }).run()
   expect(endpoint.calls).toHaveLength(3)
   for (const call of endpoint.calls) {
-    expect(call).toEqual({ function: 'email-worker', invocationType: 'Event', payload: { queue: 'emails', maxJobs: 10 } })
+    expect(call).toEqual({
+      function: 'email-worker',
+      invocationType: 'Event',
+      payload: { queue: 'emails', maxJobs: 10, invocation: expect.stringMatching(/^[\w-]{36}$/) },
+    })
   }
   expect(summary.workersStarted).toEqual({ emails: 3 })
+  // Entered by the reaper under the ids it passed, so they count before the functions start.
+  const ids = endpoint.calls.map((c) => (c.payload as { invocation: string }).invocation).sort()
+  expect((await redis.client.zrange(queueKeys('emq', 'emails').invocations, '0', '-1')).sort()).toEqual(ids)
 
-  // The next run, before those have entered: they count as alive, so nothing more is started.
+  // The next run, before those have started: they count as alive, so nothing more is started.
   await reaper?.run()
   expect(endpoint.calls).toHaveLength(3)
 })

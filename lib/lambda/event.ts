@@ -1,6 +1,6 @@
 /**
- * A worker function's event: `{ queue?, maxJobs? }` (what the reaper sends when it starts one, or a manual
- * invocation), nothing at all, or a scheduled (EventBridge) event, known by its `source` or `detail-type`,
+ * A worker function's event: `{ queue?, maxJobs?, invocation? }` (what the reaper sends when it starts one:
+ * `invocation` is the id it entered the invocation under; or a manual invocation), nothing at all, or a scheduled (EventBridge) event, known by its `source` or `detail-type`,
  * which drains the handler's own queue. Anything else is refused with ERR_EVENT, before any Redis call: a
  * typo (`{ "queues": ... }`) must not silently drain another queue or none.
  */
@@ -12,9 +12,12 @@ import { MAX_JOBS_MAX } from './options.js'
 export interface WorkerEvent {
   queue?: string
   maxJobs?: number
+  /** The id the reaper entered this invocation under (lib/reaper/scaling.ts): the function renews that entry. */
+  invocation?: string
 }
 
-const FIELDS = ['queue', 'maxJobs'] as const
+const FIELDS = ['queue', 'maxJobs', 'invocation'] as const
+const INVOCATION_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 export function parseWorkerEvent(event: unknown): WorkerEvent {
   if (event === undefined || event === null || event === '') return {}
@@ -45,6 +48,16 @@ export function parseWorkerEvent(event: unknown): WorkerEvent {
       throw new EchoMQError('ERR_EVENT', `expected event.maxJobs to be an integer from 1 to ${MAX_JOBS_MAX}, got: ${describe(maxJobs)}`)
     }
     parsed.maxJobs = maxJobs
+  }
+  const id = fields.invocation
+  if (id !== undefined) {
+    if (typeof id !== 'string' || !INVOCATION_ID.test(id)) {
+      throw new EchoMQError(
+        'ERR_EVENT',
+        `expected event.invocation to be an id of 1-128 characters from [A-Za-z0-9._:-], got: ${describe(id)}`,
+      )
+    }
+    parsed.invocation = id
   }
   return parsed
 }

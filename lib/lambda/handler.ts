@@ -78,7 +78,7 @@ export function createWorkerHandler<Data = unknown, Result = unknown>(
     const queue = parsed.queue ?? queueName
     const maxJobs = Math.min(parsed.maxJobs ?? Number.POSITIVE_INFINITY, settings.maxJobs ?? Number.POSITIVE_INFINITY)
     try {
-      return await invoke(queue, processor as Processor, settings, connection, context, maxJobs)
+      return await invoke(queue, processor as Processor, settings, connection, context, maxJobs, parsed.invocation)
     } catch (err) {
       if (err instanceof EchoMQError && err.code === 'ERR_CONNECTION') connection.discard()
       throw err
@@ -94,17 +94,21 @@ async function invoke(
   connection: WorkerConnection,
   context: WorkerContext,
   maxJobs: number,
+  invocationId: string | undefined,
 ): Promise<WorkerInvocationResult> {
   const { clock, prefix, lockDuration } = settings.worker
   const begun = clock.now()
   const { jobTimeoutMs, reserveMs } = settings
   const left = () => context.getRemainingTimeInMillis() - reserveMs
   const result = { queue, processed: 0, completed: 0, failed: 0, handedBack: 0 }
-  if (left() < jobTimeoutMs) return { ...result, reason: 'deadline', ms: clock.now() - begun }
+  if (left() < jobTimeoutMs) {
+    // Too little time to take a job: the reaper's entry for this invocation (if any) is left to lapse.
+    return { ...result, reason: 'deadline', ms: clock.now() - begun }
+  }
 
   const client = await connection.client()
   const keys = queueKeys(prefix, queue)
-  const id = context.awsRequestId ?? randomBytes(9).toString('base64url')
+  const id = invocationId ?? context.awsRequestId ?? randomBytes(9).toString('base64url')
   const errors: unknown[] = []
   const mark = new InvocationMark(client, keys, id, lockDuration, clock, (err) => errors.push(err))
   await bounded(mark.enter(), settings.redisTimeoutMs, clock).catch((err) => {

@@ -6,11 +6,14 @@
  * the function asynchronously (InvocationType Event) just enough times: one invocation per jobsPerInvocation
  * jobs ready, at most maxConcurrency, less those alive. An empty queue costs that one call and no invocation.
  *
- * An invocation started by this container counts as alive for STARTING_MS even before it entered (a cold
- * start takes a second or two), so the next pass does not start another for the same jobs.
+ * The reaper enters each invocation it starts in `invocations` itself, under the id it passes in the event
+ * (`invocation`), with a lease of STARTING_MS: a cold start takes a second or two, and the next pass must not
+ * start another for the same jobs. The function renews that same entry from its start and removes it when
+ * it returns, so the count is exact; an invocation that never starts stops counting after STARTING_MS.
  * @aws-sdk/client-lambda (an optional peer) is loaded the first time a function is to be started.
  */
-import { backlog } from '../redis/commands.js'
+import { randomUUID } from 'node:crypto'
+import { backlog, invocation } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import { queueKeys } from '../redis/keys.js'
 import { boundedClientOptions, deadline, describeAwsError } from './aws.js'
@@ -18,7 +21,7 @@ import type { Log } from './log.js'
 import { SCALING_PEER_DEPENDENCIES, withPeers } from './peers.js'
 import type { WorkerFunctions } from './worker-functions.js'
 
-/** How long an invocation this reaper started counts as alive before it has entered. */
+/** How long an invocation this reaper started counts as alive before the function renews its entry. */
 export const STARTING_MS = 10_000
 /** One Invoke call, retries included (an asynchronous invoke answers in milliseconds). */
 const INVOKE_TIMEOUT_MS = 3_000
@@ -50,14 +53,12 @@ export interface QueueScaling {
 
 export class WorkerScaler {
   private invoker: Promise<Invoke> | undefined
-  private readonly starts = new Map<string, number[]>()
 
   constructor(
     private readonly functions: WorkerFunctions,
     private readonly prefix: string,
     private readonly log: Log,
     private readonly makeInvoker: () => Promise<Invoke> = lambdaInvoker,
-    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** One pass over the configured queues; a queue's failure is logged and does not stop the others. */
@@ -76,22 +77,28 @@ export class WorkerScaler {
   }
 
   private async scaleQueue(client: RedisClient, queue: string, fn: WorkerFunctions[string]): Promise<QueueScaling> {
-    const { ready, live } = await backlog(client, queueKeys(this.prefix, queue))
-    const recent = (this.starts.get(queue) ?? []).filter((t) => this.now() - t < STARTING_MS)
-    this.starts.set(queue, recent)
-    // The invocations a backlog needs, of which those alive (or just started) are already there.
-    const alive = Math.max(live, recent.length)
-    const wanted = Math.min(fn.maxConcurrency, Math.ceil(ready / fn.jobsPerInvocation)) - alive
+    const keys = queueKeys(this.prefix, queue)
+    const { ready, live } = await backlog(client, keys)
+    // The invocations a backlog needs, of which those alive (or started and not yet running) are already there.
+    const wanted = Math.min(fn.maxConcurrency, Math.ceil(ready / fn.jobsPerInvocation)) - live
     if (wanted <= 0) return { ready, live, started: 0 }
     this.invoker ??= this.makeInvoker()
     const invoke = await this.invoker.catch((err) => {
       this.invoker = undefined
       throw err
     })
-    const payload = JSON.stringify({ queue, maxJobs: fn.jobsPerInvocation })
-    const results = await Promise.allSettled(Array.from({ length: wanted }, () => invoke(fn.function, payload)))
+    const start = async () => {
+      const id = randomUUID()
+      await invocation(client, keys, 'enter', id, STARTING_MS)
+      try {
+        await invoke(fn.function, JSON.stringify({ queue, maxJobs: fn.jobsPerInvocation, invocation: id }))
+      } catch (err) {
+        await invocation(client, keys, 'leave', id, 0).catch(() => undefined)
+        throw err
+      }
+    }
+    const results = await Promise.allSettled(Array.from({ length: wanted }, start))
     const started = results.filter((r) => r.status === 'fulfilled').length
-    for (let i = 0; i < started; i++) recent.push(this.now())
     const failure = results.find((r) => r.status === 'rejected')
     if (failure) {
       this.log('error', 'could not start a worker function', {
