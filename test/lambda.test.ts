@@ -11,7 +11,7 @@ import { Queue, sweep } from '../lib/index.js'
 import { createWorkerHandler } from '../lib/lambda/index.js'
 import { backlog } from '../lib/redis/commands.js'
 import { queueKeys } from '../lib/redis/keys.js'
-import { useRedis } from './helpers/redis-server.js'
+import { freePort, useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 
 const redis = useRedis()
@@ -234,4 +234,18 @@ it('bad events and options are refused with a typed error, and change nothing in
   expect(() => createWorkerHandler('q', async () => 1, { reserveMs: -1 })).toThrow(expect.objectContaining({ code: 'ERR_OPTIONS' }))
   expect(() => createWorkerHandler('q', async () => 1, { concurency: 2 } as never)).toThrow(/did you mean "concurrency"/)
   expect(() => createWorkerHandler('bad name', async () => 1)).toThrow(expect.objectContaining({ code: 'ERR_QUEUE_NAME' }))
+})
+
+it('a Redis that does not answer fails the invocation with ERR_CONNECTION within redisTimeoutMs, naming the URL without its password', async () => {
+  const url = `redis://user:secret-pw@127.0.0.1:${await freePort()}`
+  const handler = createWorkerHandler('q', async () => 1, { connection: url, redisTimeoutMs: 300 })
+  const started = performance.now()
+  try {
+    const err = await handler({}, { getRemainingTimeInMillis: () => 60_000 }).catch((e: unknown) => e)
+    expect(err).toMatchObject({ name: 'EchoMQError', code: 'ERR_CONNECTION' })
+    expect(String((err as Error).message)).not.toContain('secret-pw')
+    expect(performance.now() - started).toBeLessThan(3_000)
+  } finally {
+    await handler.close()
+  }
 })

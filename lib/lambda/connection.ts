@@ -29,6 +29,7 @@ export class WorkerConnection {
 
   async client(): Promise<RedisClient> {
     if (this.conn && this.conn.client.status !== 'end') return this.conn.client
+    if (typeof this.connection === 'string') this.where = `Redis at ${redactUrl(this.connection)}`
     const given = this.connection ?? (await this.urlFromEnv())
     this.conn = openConnection(given, { redisOptions: { ...resilient(RECONNECTS_PER_CALL), lazyConnect: true } })
     // Reported per call, as each invocation's failure; ioredis would also print every reconnect failure.
