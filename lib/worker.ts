@@ -69,6 +69,15 @@ import { LockManager } from './worker/lock-manager.js'
 import { Promoter } from './worker/promoter.js'
 import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 
+/**
+ * Internal events (symbols, so no BullMQ program meets them) for the worker-function handler (lib/lambda/):
+ * IDLE when a take found nothing ready and the worker is about to block on the marker; a listener that
+ * closes the worker then keeps it from blocking at all. HANDED_BACK (n) when n jobs set aside and not
+ * started (reserved, in hand, or taken by a reply that came after close() began) went back, no attempt used.
+ */
+export const IDLE: unique symbol = Symbol('echomq.worker.idle')
+export const HANDED_BACK: unique symbol = Symbol('echomq.worker.handedBack')
+
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
 
 export interface WorkerOptions {
@@ -230,7 +239,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       reserveMs: lockDuration,
       running: (id) => this.runs.has(id) || this.hand.has(id),
       read: (n) => readCandidates(client, this.keys, n),
-      giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids)),
+      giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids).then((n) => this.handedBack(n))),
       held: () => this.hand.size,
       clock,
       onError: (err) => this.report(this.failure('return reserved jobs to wait in queue', err)),
@@ -361,6 +370,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
             this.hadWork = false
             this.notify('drained')
           }
+          this.emit(IDLE)
+          if ((this.phase as WorkerPhase) !== 'running') break
           const woken = await this.block()
           idle = woken === 'timeout'
           // Woken for work while paused: the wake-up goes back for the other workers.
@@ -689,7 +700,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         for (const run of this.runs.values()) if (run.phase === 'running') void this.calls.track(this.release(run))
       },
       stopHelpers: () => [this.locks.close(), this.promoter.close().catch(() => undefined), this.jobQueue?.close() ?? Promise.resolve()],
-      closeConnection: () => Promise.all([closeConnection(this.conn), this.blockingEnded]).then(() => undefined),
+      closeConnection: () => {
+        this.unwatch()
+        return Promise.all([closeConnection(this.conn), this.blockingEnded]).then(() => undefined)
+      },
       disconnect: () => this.conn.client.disconnect(),
       unreturned: () => this.unreturned,
       report: (err) => this.report(err),
@@ -702,7 +716,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** Reserved ids (jobs in hand) the worker will not start: back to where they were, no attempt used. */
   private async unreserve(ids: string[]): Promise<void> {
     try {
-      await this.calls.track(unreserve(this.conn.client, this.keys, ids))
+      this.handedBack(await this.calls.track(unreserve(this.conn.client, this.keys, ids)))
     } catch (err) {
       this.report(this.failure('return reserved jobs to wait in queue', err))
     }
@@ -712,9 +726,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private async giveBack({ job, token }: Taken): Promise<void> {
     try {
       await finish(this.conn.client, this.keys, { id: job.id, token }, 'release', '')
+      this.handedBack(1)
     } catch (err) {
       this.report(this.failure(`return job ${job.id} to wait in queue`, err))
     }
+  }
+
+  private handedBack(n: number): number {
+    if (n > 0) this.emit(HANDED_BACK, n)
+    return n
   }
 
   /** Returns a job still running at close to `wait`, served next, without using an attempt. */
@@ -784,19 +804,28 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** Reports an outage once, when it starts (calls wait through reconnects before they fail). */
   private watchConnection(): void {
     let reported = false
-    this.conn.client.on('error', (err: Error) => {
+    const onError = (err: Error) => {
       if (reported || this.phase !== 'running') return
       reported = true
       this.report(redisError(this.name, 'connect to Redis (retrying) for queue', err))
-    })
-    this.conn.client.on('ready', () => {
+    }
+    const onReady = () => {
       reported = false
       if (!this.ready) {
         this.ready = true
         this.notify('ready')
       }
-    })
+    }
+    this.conn.client.on('error', onError)
+    this.conn.client.on('ready', onReady)
+    // A connection given to the worker outlives it (a worker function's, reused by each invocation's worker).
+    this.unwatch = () => {
+      this.conn.client.off('error', onError)
+      this.conn.client.off('ready', onReady)
+    }
   }
+
+  private unwatch: () => void = () => undefined
 
   private report(err: unknown): void {
     if (this.phase === 'closed') return
