@@ -12,7 +12,7 @@
  * - Redis's health is INFO server and memory of every primary: version, used memory, maxmemory and the
  *   policy; any policy but `noeviction` lets Redis delete keys under memory pressure (a lease, a job).
  */
-import { clientListRefused, type WorkerConnection, workerNameOf, workersIn } from '../queue/workers.js'
+import { CLIENT_LIST_HINT, type WorkerConnection, workerNameOf, workersIn } from '../queue/workers.js'
 import { clientLists, serverInfos } from '../redis/clients.js'
 import { queueKeys } from '../redis/keys.js'
 import { leaseHolders } from '../redis/operator-reads.js'
@@ -52,7 +52,7 @@ async function readClientLists(set: QueueSet): Promise<{ lists: string[] } | { r
     return { lists: await clientLists(set.client) }
   } catch (err) {
     if (!(err instanceof Error) || err.name !== 'ReplyError') throw err
-    return { refused: clientListRefused('shown', err).message }
+    return { refused: `CLIENT LIST was refused (${err.message}): ${CLIENT_LIST_HINT}` }
   }
 }
 
