@@ -30,7 +30,8 @@ export class Live {
   time(key: string, at: number, kind: 'ago' | 'lease' = 'ago'): Html {
     this.times[key] = at
     const text = kind === 'lease' ? leaseText(at, this.now) : relative(at, this.now)
-    return html`<time data-live-time="${key}" data-kind="${kind}" data-at="${at}" datetime="${exact(at)}" title="${exact(at)}">${timeText(text, at)}</time>`
+    const attrs = html`data-live-time="${key}" data-kind="${kind}" data-at="${at}" datetime="${exact(at)}" title="${exact(at)}"`
+    return html`<time ${attrs}>${timeText(text, at)}</time>`
   }
 
   /** A time that is not refreshed (a job's creation). */

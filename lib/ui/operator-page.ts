@@ -33,7 +33,9 @@ export function healthBanner(h: RedisHealth | undefined): Html | undefined {
   return html`<div class="banner danger" role="alert" data-banner="maxmemory-policy"><strong>Redis may delete EchoMQ's keys:</strong>
 maxmemory-policy is <code>${policies}</code>${h.nodes.length > 1 ? html` on ${count(bad.length)} of ${count(h.nodes.length)} primaries` : ''}, not
 <code>noeviction</code>. Under memory pressure Redis evicts keys: a lease (its job then runs twice), a job, a queue's sets.
-Set <code>maxmemory-policy noeviction</code> (ElastiCache: in the parameter group).</div>`
+Set <code>maxmemory-policy noeviction</code> (ElastiCache: in the parameter group).${
+    bad.every((n) => n.maxmemory === 0) ? ' (maxmemory is not set now, so nothing is evicted yet; a limit set later would.)' : ''
+  }</div>`
 }
 
 /** Ready jobs: waiting with or without a priority. */
@@ -53,8 +55,8 @@ export function queueOperations(live: Live, connected: number | undefined, count
   const ready = readyOf(counts)
   const flag =
     connected === 0 && ready > 0
-      ? html`<p class="banner danger" role="alert" data-flag="no-worker"><strong>No worker:</strong> ${count(ready)} job${ready === 1 ? ' is' : 's are'}
-ready and no worker of this queue is connected.</p>`
+      ? html`<p class="banner danger" role="alert" data-flag="no-worker"><strong>No worker:</strong> ${count(ready)}
+job${ready === 1 ? ' is' : 's are'} ready and no worker of this queue is connected.</p>`
       : ''
   const workers = connected === undefined ? 'unknown (CLIENT LIST is refused by this Redis)' : live.value('workers', count(connected))
   return html`${flag}<p class="hint">Workers connected: ${workers} · <a href="${timingPath}">Wait and processing time per minute</a></p>`
@@ -86,6 +88,11 @@ still hold jobs</caption><thead><tr><th scope="col">Queue</th><th scope="col">Wo
 <tbody>${p.rows.map((r, i) => workerRow(r, live, i))}</tbody></table></div>`
 }
 
+const policyCell = (policy: string | undefined): Html | string => {
+  if (policy === undefined) return 'not reported'
+  return policy === 'noeviction' ? html`<code>${policy}</code>` : html`<code class="bad">${policy}</code>`
+}
+
 function healthTable(h: RedisHealth): Html {
   if (h.refused) return html`<p class="note" role="status">${h.refused}.</p>`
   return html`<div class="scroll"><table class="health"><caption>Every primary</caption><thead><tr><th scope="col">Node</th>
@@ -93,7 +100,7 @@ function healthTable(h: RedisHealth): Html {
 <th scope="col">maxmemory-policy</th></tr></thead><tbody>${h.nodes.map(
     (n) => html`<tr><th scope="row"><code>${n.node}</code></th><td>${n.version}</td><td class="num">${bytes(n.usedMemory)}</td>
 <td class="num">${n.maxmemory === 0 ? 'no limit' : bytes(n.maxmemory)}</td>
-<td>${n.policy === undefined ? 'not reported' : n.policy === 'noeviction' ? html`<code>${n.policy}</code>` : html`<code class="bad">${n.policy}</code>`}</td></tr>`,
+<td>${policyCell(n.policy)}</td></tr>`,
   )}</tbody></table></div>`
 }
 
