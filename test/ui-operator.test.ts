@@ -5,6 +5,7 @@
  * maxmemory-policy is not noeviction, the degraded view when CLIENT LIST is refused, wait and processing
  * time per minute, absolute UTC times beside relative ones, and a three-master cluster.
  */
+import { readFileSync } from 'node:fs'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../lib/index.js'
 import { perMinute, quantile } from '../lib/ui/timing.js'
@@ -127,6 +128,29 @@ describe('a queue with ready jobs and no worker', () => {
     const page = (await d.get('/workers')).text
     expect(page).toContain('data-note="client-list"')
     expect(page).toMatch(/Idle workers cannot be seen: .*NOPERM.*\+client\|list/)
+  })
+})
+
+describe("docs/dashboard-operators.md's dashboard user", () => {
+  it('sees idle workers and Redis health, and leaves nothing in the ACL log', async () => {
+    const doc = readFileSync(new URL('../docs/dashboard-operators.md', import.meta.url), 'utf8')
+    const line = /^ACL SETUSER dashboard (.+)$/m.exec(doc)?.[1] ?? ''
+    expect(line).toContain('+client|list')
+    await redis.client.call('ACL', 'SETUSER', 'dashboard', 'reset', ...line.replace('>PASSWORD', '>pw').split(' '))
+    await redis.client.call('ACL', 'LOG', 'RESET')
+    const q = queue('seen')
+    await q.add('x', {})
+    await q.pause()
+    const w = worker('seen', idle, { name: 'quiet' })
+    await w.waitUntilReady()
+    await waitFor(async () => (await q.getWorkersCount()) === 1)
+    const d = await dashboard({ connection: `redis://dashboard:pw@127.0.0.1:${redis.port}` })
+    expect((await d.get('/')).text).toMatch(/<span data-live="seen\|workers">1<\/span>/)
+    const page = (await d.get('/workers')).text
+    expect(page).toContain('<code>quiet</code>')
+    expect(page).toContain('<code>noeviction</code>')
+    expect(await d.get('/queues/seen/timing')).toMatchObject({ status: 200 })
+    expect(await redis.client.call('ACL', 'LOG')).toEqual([])
   })
 })
 
