@@ -290,6 +290,13 @@ describe('the dashboard in Chromium', () => {
     expect(await none.textContent()).toBe('none')
     expect(await style('[data-live="reports|workers"]', 'backgroundColor')).toBe('rgb(179, 38, 30)')
     expect(await page.locator('[data-live="thumbs|workers"]').textContent()).toBe('1')
+    // A worker connects: the cell refreshes to its count and is no longer red.
+    const late = new Worker('reports', () => undefined, { connection: redis.url, name: 'reporter-1' })
+    cleanup.push(() => late.close())
+    await waitFor(async () => (await none.textContent()) === '1' && !(await none.getAttribute('class'))?.includes('danger'), {
+      what: 'the Workers cell to refresh',
+      intervalMs: 100,
+    })
 
     await page.getByRole('link', { name: 'Workers and Redis' }).click()
     await page.waitForURL(/\/workers$/)

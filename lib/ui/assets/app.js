@@ -104,6 +104,11 @@
       for (const el of texts.get(key) || []) {
         el.textContent = value
         if (key === 'paused' || key.endsWith('|paused')) el.classList.toggle('warn', value === 'paused')
+        // A queue with ready jobs and no worker (lib/ui/operator-page.ts workersCell): red while it lasts.
+        if (key.endsWith('|workers')) {
+          el.classList.toggle('badge', value === 'none')
+          el.classList.toggle('danger', value === 'none')
+        }
       }
     }
     for (const [key, at] of Object.entries(snap.times || {})) {
