@@ -61,8 +61,13 @@ describe('getWorkers on one Redis', () => {
 
   it('an idle worker is seen without sending anything: its blocking connection is named once, at connect', async () => {
     const queue = track(new Queue('quiet', { connection: redis.client }))
+    await queue.waitUntilReady()
+    await redis.client.config('RESETSTAT')
     track(new Worker('quiet', idle, { connection: redis.url, name: 'quiet-one' }))
     await waitFor(async () => (await queue.getWorkersCount()) === 1, { timeoutMs: 5_000 })
+    // One CLIENT SETNAME, in the blocking connection's connect handshake; nothing else names or shows it.
+    const stats = await redis.client.info('commandstats')
+    expect(/cmdstat_client\|setname:calls=(\d+)/.exec(stats)?.[1]).toBe('1')
     const [entry] = await queue.getWorkers()
     // The blocking connection is in BZPOPMIN: the last command it sent is the wait for work.
     expect(entry?.cmd).toBe('bzpopmin')

@@ -2,8 +2,8 @@
  * queue.getWorkers() as BullMQ 6.7 answers it: the connections of this queue's workers, one per worker
  * (its blocking connection, named `<prefix>:<base64(queue)>:w:<worker name>`, lib/redis/clients.ts), each
  * as CLIENT LIST shows it (`id`, `addr`, `age`, `idle`... as strings) with `name` set to the queue's name
- * and `rawname` to the connection's name. On a cluster every primary is asked and the answers joined
- * (BullMQ keeps the node with the most; a queue's workers block on its slot's node, so both agree).
+ * and `rawname` to the connection's name. On a cluster every primary is asked and, as BullMQ does, the
+ * node with the most answers (see workersIn).
  *
  * Where BullMQ differs on purpose: a Redis that refuses CLIENT LIST (ElastiCache Serverless restricts the
  * CLIENT commands; an ACL without +client|list) makes BullMQ answer one made-up worker
@@ -29,17 +29,29 @@ export function clientListRefused(queue: string, err: unknown): EchoMQError {
   })
 }
 
-/** The worker connections of `queue` in CLIENT LIST texts (one per node). */
+/**
+ * The worker connections of `queue` in CLIENT LIST texts (one per node). On a cluster, the node with the
+ * most of them (BullMQ's rule): every worker waits (BZPOPMIN) on the node of the queue's slot, while its
+ * cluster client also opens a connection, named alike, to a random node for its ready check. In a tie
+ * the node where more of them wait for work wins.
+ */
 export function workersIn(lists: string[], prefix: string, queue: string): WorkerConnection[] {
   const base = queueClientName(prefix, queue)
-  const out: WorkerConnection[] = []
+  let best: WorkerConnection[] = []
+  let bestWaiting = -1
   for (const list of lists) {
+    const found: WorkerConnection[] = []
     for (const entry of parseClientList(list)) {
       const raw = entry.name ?? ''
-      if (raw === base || raw.startsWith(`${base}:w:`)) out.push({ ...entry, name: queue, rawname: raw })
+      if (raw === base || raw.startsWith(`${base}:w:`)) found.push({ ...entry, name: queue, rawname: raw })
+    }
+    const waiting = found.filter((c) => c.cmd === 'bzpopmin').length
+    if (found.length > best.length || (found.length === best.length && waiting > bestWaiting)) {
+      best = found
+      bestWaiting = waiting
     }
   }
-  return out
+  return best
 }
 
 /** The worker's own name, from its connection's (`rawname`); undefined for an unnamed BullMQ worker. */
