@@ -62,6 +62,8 @@ describe('the workers page', () => {
     expect(idleRow).toMatch(/<time data-live-time="seen\|\d+"[^>]*><span class="rel">(now|\d+ s ago)<\/span>/)
     expect(idleRow).toMatch(ISO)
     expect(busyRow).toMatch(/<td class="num">3<\/td>/)
+    // Busy, it does not wait for work: its live leases say it is alive.
+    expect(busyRow).toContain(' · renewing 3 leases')
     expect(deadRow).toMatch(/<tr class="gone">/)
     expect(deadRow).toMatch(/2 <span class="badge warn">2 lapsed<\/span>/)
     expect(deadRow).toContain('<span class="badge warn">gone</span>')

@@ -70,7 +70,7 @@ function workerRow(r: WorkerRow, live: Live, i: number): Html {
 <td class="num">${count(r.inFlight)}${r.lapsed > 0 ? html` <span class="badge warn">${count(r.lapsed)} lapsed</span>` : ''}</td>
 <td>${
     r.lastSeen !== undefined
-      ? live.time(`seen|${i}`, r.lastSeen)
+      ? html`${live.time(`seen|${i}`, r.lastSeen)}${live_ > 0 ? html` · renewing ${count(live_)} lease${live_ === 1 ? '' : 's'}` : ''}`
       : live_ > 0
         ? 'renewing its leases (connection not seen)'
         : html`<span class="badge warn">gone</span>`
