@@ -217,5 +217,10 @@ describe('on a Redis Cluster', () => {
     expect((await rowsOf()).sort()).toEqual(names.map((n) => `w-${n}`))
     const page = (await d.get('/workers')).text
     expect([...page.matchAll(/<tr><th scope="row"><code>[^<]+:\d+<\/code><\/th><td>(redis|valkey) /g)]).toHaveLength(3)
+    // A dashboard's first page, before its cluster client knew the nodes, counts every queue's worker.
+    const fresh = await startDashboard({ connection: cluster.url })
+    cleanup.push(() => fresh.served.close())
+    const overview = (await fresh.get('/')).text
+    for (const name of names) expect(overview).toContain(`<span data-live="${name}|workers">1</span>`)
   })
 })

@@ -134,5 +134,8 @@ describe('getWorkers on a Redis Cluster', () => {
     expect(names).toEqual(['on-a-1', 'on-a-2'])
     const [onB] = await qb.getWorkers()
     expect(Number(onB?.addr?.split(':').pop())).toBeGreaterThan(0)
+    // A Queue's first call, before its cluster client learnt the nodes, still asks every primary.
+    const fresh = track(new Queue(a, { connection: cluster.url }))
+    expect(await fresh.getWorkersCount()).toBe(2)
   })
 })

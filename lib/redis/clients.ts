@@ -43,14 +43,20 @@ export function namedDuplicate(client: RedisClient, name: string): RedisClient {
   return client.duplicate({ connectionName: name })
 }
 
-/** The primaries of a cluster (every node answering for slots), or the one server. */
-function servers(client: RedisClient): Redis[] {
-  return client instanceof Cluster ? client.nodes('master') : [client]
+/**
+ * The primaries of a cluster (every node answering for slots), or the one server. A cluster client that
+ * has not learnt its nodes yet is asked a PING first (it waits for them, bounded by the command timeout):
+ * an empty list would read as "no worker anywhere".
+ */
+async function servers(client: RedisClient): Promise<Redis[]> {
+  if (!(client instanceof Cluster)) return [client]
+  if (client.nodes('master').length === 0) await client.ping()
+  return client.nodes('master')
 }
 
 /** CLIENT LIST of every primary (one text per node). Rejects with the server's refusal, if any. */
-export function clientLists(client: RedisClient): Promise<string[]> {
-  return Promise.all(servers(client).map((node) => node.client('LIST') as Promise<string>))
+export async function clientLists(client: RedisClient): Promise<string[]> {
+  return Promise.all((await servers(client)).map((node) => node.client('LIST') as Promise<string>))
 }
 
 /** CLIENT LIST's lines as field maps (`id`, `addr`, `name`, `age`, `idle`, ...). */
@@ -81,7 +87,7 @@ export function parseInfo(text: string): Record<string, string> {
 /** INFO server and memory of every primary, with each node's address. */
 export async function serverInfos(client: RedisClient): Promise<{ node: string; info: Record<string, string> }[]> {
   return Promise.all(
-    servers(client).map(async (node) => {
+    (await servers(client)).map(async (node) => {
       const [server, memory] = await Promise.all([node.info('server'), node.info('memory')])
       const { host, port } = node.options
       return { node: `${host ?? ''}:${port ?? ''}`, info: { ...parseInfo(server), ...parseInfo(memory) } }
