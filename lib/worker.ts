@@ -33,6 +33,7 @@ import { toJson } from './json.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import { Queue } from './queue.js'
 import { waitUntilFinished } from './queue-events.js'
+import { namedDuplicate, workerConnectionName } from './redis/clients.js'
 import {
   addLog,
   extend,
@@ -48,15 +49,7 @@ import {
   unreserve,
   updateProgress,
 } from './redis/commands.js'
-import {
-  type Connection,
-  closeConnection,
-  duplicateClient,
-  lastConnectionError,
-  openConnection,
-  type RedisClient,
-  resilient,
-} from './redis/connection.js'
+import { type Connection, closeConnection, lastConnectionError, openConnection, type RedisClient, resilient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { ping, readCandidates, readOutcome, rearmMarker, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -224,7 +217,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.keys = queueKeys(this.settings.prefix, this.name)
     this.conn = openConnection(this.settings.connection, { redisOptions: resilient(RECONNECTS_PER_CALL) })
     const client = this.conn.client
-    this.blocking = duplicateClient(client)
+    // Named as BullMQ names it: queue.getWorkers() and the dashboard see the worker by this connection.
+    this.blocking = namedDuplicate(client, workerConnectionName(this.settings.prefix, this.name, this.settings.name))
     this.blocking.on('error', () => undefined) // the main connection reports the outage
     this.watchConnection()
     this.wantsSignal = processor.length >= 2
