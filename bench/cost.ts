@@ -15,8 +15,8 @@ import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { startLocalRedis } from '../cli/support/local-redis.js'
 import { Queue, Worker } from '../lib/index.js'
-import { COST_SCENARIOS, type Scenario } from './cost-scenarios.js'
 import { prices } from './cost-prices.js'
+import { COST_SCENARIOS, type Scenario } from './cost-scenarios.js'
 import { fmt, table, xs } from './format.js'
 import { median, ratio, type Spread, spread } from './util.js'
 
@@ -99,7 +99,6 @@ async function runEmq(connection: Connection, scenario: Scenario, n: number): Pr
   let done = 0
   const worker = new Worker(QUEUE, scenario.processor(), { connection, concurrency: 50 })
   worker.on('completed', () => void done++)
-  worker.on('failed', (_job: unknown, _err: unknown) => scenario.finalFailures && done++)
   await finished(n, () => done)
   await worker.close()
   await queue.close()
@@ -138,7 +137,9 @@ export async function runCost(opts: { jobs: number; rounds: number; only?: strin
     for (let round = 0; round < opts.rounds; round++) {
       emq.push(await runOnce('emq', scenario, opts.jobs))
       bull.push(await runOnce('bull', scenario, opts.jobs))
-      log(`  ${scenario.name} round ${round + 1}: emq ${fmt(emq.at(-1)?.redisCpuUs ?? 0, 1)} µs, bull ${fmt(bull.at(-1)?.redisCpuUs ?? 0, 1)} µs`)
+      log(
+        `  ${scenario.name} round ${round + 1}: emq ${fmt(emq.at(-1)?.redisCpuUs ?? 0, 1)} µs, bull ${fmt(bull.at(-1)?.redisCpuUs ?? 0, 1)} µs`,
+      )
     }
     const ratios = Object.fromEntries(
       FIGURES.map((f) => [f, spread(emq.map((run, i) => ratio(run[f], (bull[i] as CostRun)[f])))]),
@@ -152,7 +153,15 @@ const med = (runs: CostRun[], f: keyof CostRun) => median(runs.map((r) => r[f]))
 
 export function costReport(rows: CostRow[]): string {
   const figures = table(
-    ['scenario', 'Redis CPU µs/job emq / bull', 'ratio', 'bytes in+out/job emq / bull', 'ratio in / out', 'commands/job emq / bull', 'ratio'],
+    [
+      'scenario',
+      'Redis CPU µs/job emq / bull',
+      'ratio',
+      'bytes in+out/job emq / bull',
+      'ratio in / out',
+      'commands/job emq / bull',
+      'ratio',
+    ],
     rows.map((r) => [
       r.scenario,
       `${fmt(med(r.emq, 'redisCpuUs'), 1)} / ${fmt(med(r.bull, 'redisCpuUs'), 1)}`,
@@ -166,8 +175,16 @@ export function costReport(rows: CostRow[]): string {
   const dollars = table(
     ['scenario', 'ElastiCache Serverless $/M jobs emq / bull', 'Upstash $/M jobs emq / bull'],
     rows.map((r) => {
-      const e = prices({ redisCpuUs: med(r.emq, 'redisCpuUs'), bytes: med(r.emq, 'bytesIn') + med(r.emq, 'bytesOut'), commands: med(r.emq, 'commands') })
-      const b = prices({ redisCpuUs: med(r.bull, 'redisCpuUs'), bytes: med(r.bull, 'bytesIn') + med(r.bull, 'bytesOut'), commands: med(r.bull, 'commands') })
+      const e = prices({
+        redisCpuUs: med(r.emq, 'redisCpuUs'),
+        bytes: med(r.emq, 'bytesIn') + med(r.emq, 'bytesOut'),
+        commands: med(r.emq, 'commands'),
+      })
+      const b = prices({
+        redisCpuUs: med(r.bull, 'redisCpuUs'),
+        bytes: med(r.bull, 'bytesIn') + med(r.bull, 'bytesOut'),
+        commands: med(r.bull, 'commands'),
+      })
       return [r.scenario, `${e.elasticache.toFixed(3)} / ${b.elasticache.toFixed(3)}`, `${e.upstash.toFixed(2)} / ${b.upstash.toFixed(2)}`]
     }),
   )

@@ -46,6 +46,8 @@ export const SCRIPT_FILES = {
   iterate: 'iterate-11.lua',
   unschedule: 'unschedule-12.lua',
   listen: 'listen-1.lua',
+  invocation: 'invocation-1.lua',
+  backlog: 'backlog-5.lua',
   // Changing a job, and deduplication (the functions at the end of this module).
   updateData: 'updateData-1.lua',
   changePriority: 'changePriority-5.lua',
@@ -1233,4 +1235,28 @@ export async function extendLock(client: RedisClient, keys: QueueKeys, id: strin
 /** Releases deduplication id `deduplicationId` if job `id` holds it; resolves to 1 when it did, else 0. */
 export async function unhold(client: RedisClient, keys: QueueKeys, deduplicationId: string, id: string): Promise<number> {
   return (await evalScript(client, SCRIPT_FILES.unhold, [keys.meta, keys.deduplication(deduplicationId)], [deduplicationId, id])) as number
+}
+
+// ---- worker functions (echomq/lambda) -------------------------------------------------------------------
+
+/** A worker-function invocation enters (or renews) its lease, or leaves; resolves to the live count. */
+export async function invocation(
+  client: RedisClient,
+  keys: QueueKeys,
+  op: 'enter' | 'leave',
+  id: string,
+  leaseMs: number,
+): Promise<number> {
+  return (await evalScript(client, SCRIPT_FILES.invocation, [keys.invocations], [op, id, leaseMs])) as number
+}
+
+/** Jobs ready to run (waiting, prioritized, delayed and due; none while paused) and live worker-function invocations. */
+export async function backlog(client: RedisClient, keys: QueueKeys): Promise<{ ready: number; live: number }> {
+  const [ready, live] = (await evalScript(
+    client,
+    SCRIPT_FILES.backlog,
+    [keys.wait, keys.prioritized, keys.delayed, keys.meta, keys.invocations],
+    [],
+  )) as [number, number]
+  return { ready, live }
 }

@@ -27,6 +27,8 @@
  *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing, the template of its jobs, `ic` (runs
  *                                  made) and `last` (its newest run's due time); a run is a job with id
  *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
+ *   <prefix>:{q}:invocations ZSET  worker-function invocations (echomq/lambda): id -> lease end (ms, Redis
+ *                                  clock); the reaper counts the live ones (lua/invocation-1.lua)
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
@@ -54,6 +56,7 @@ export const QUEUE_KEY_NAMES = [
   'reservedScores',
   'limiter',
   'schedulers',
+  'invocations',
 ] as const
 
 export interface QueueKeys {
@@ -73,6 +76,7 @@ export interface QueueKeys {
   readonly reservedScores: string
   readonly limiter: string
   readonly schedulers: string
+  readonly invocations: string
   scheduler(id: string): string
   job(id: string): string
   lock(id: string): string
@@ -100,6 +104,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     reservedScores: `${base}reservedScores`,
     limiter: `${base}limiter`,
     schedulers: `${base}schedulers`,
+    invocations: `${base}invocations`,
     scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
