@@ -231,7 +231,7 @@ describe('bounded retention', () => {
   })
 
   it('age: a sweep removes completed jobs older than the age; a removed id can be added again', async () => {
-    await runJobs(5, { removeOnComplete: { age: 150 } })
+    await runJobs(5, { removeOnComplete: { age: 0.15 } })
     expect((await fx.queue.counts()).completed).toBe(5)
     await waitFor(async () => (await sweep(redis.client, 'q')) && (await fx.queue.counts()).completed === 0, { what: 'the age to pass' })
 

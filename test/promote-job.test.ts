@@ -117,7 +117,7 @@ describe("a job's stored options", () => {
     })
     expect((await fx.queue.getJob('c'))?.opts).toEqual({
       attempts: 3,
-      removeOnComplete: { count: 1000, age: 86_400_000 },
+      removeOnComplete: { count: 1000, age: 86_400 },
       removeOnFail: { age: 1_000 },
       stackTraceLimit: 10,
     })
@@ -126,8 +126,8 @@ describe("a job's stored options", () => {
     expect(Object.keys(await redis.client.hgetall(fx.queue.keys.job('d'))).sort()).toEqual(['createdOn', 'data', 'name', 'state'])
     expect((await fx.queue.getJob('d'))?.opts).toEqual({
       attempts: 3,
-      removeOnComplete: { count: 1000, age: 86_400_000 },
-      removeOnFail: { count: 10_000, age: 604_800_000 },
+      removeOnComplete: { count: 1000, age: 86_400 },
+      removeOnFail: { count: 10_000, age: 604_800 },
       stackTraceLimit: 10,
     })
   })
