@@ -9,14 +9,18 @@
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
+import { EventEmitter } from 'node:events'
 import { EchoMQError, redisError } from './errors.js'
 import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
+import { jobOpts, type OptionField } from './job-opts.js'
 import { toJson } from './json.js'
+import type { JobProgress, ListenerArgs, QueueListener } from './listeners.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
 import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
 import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
-import { isIntegerId, JobIds } from './queue/job-ids.js'
+import { JobIds } from './queue/job-ids.js'
+import { checkMetricsArgs, type Metrics, readMetrics } from './queue/metrics.js'
 import { waitUntilFinished } from './queue-events.js'
 import * as commands from './redis/commands.js'
 import {
@@ -29,6 +33,7 @@ import {
   resilient,
   resolveUrl,
 } from './redis/connection.js'
+import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import {
   failedUpTo,
@@ -61,12 +66,17 @@ import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
 export type { JobOptions } from './job-options.js'
 export type { JobType } from './queue/getters.js'
+export type { Metrics } from './queue/metrics.js'
 export type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/schedulers.js'
-
 export type { QueueCounts }
 
+/** BullMQ's Queue<Job<D, R, N>> form: the data, result and name types a Job type carries. */
+type DataOf<T> = T extends Job<infer D, any, any> ? D : T
+type ResultOf<T, R> = T extends Job<any, infer X, any> ? X : R
+type NameOf<T, N extends string> = T extends Job<any, any, infer X> ? X : N
+
 export interface QueueOptions {
-  connection?: unknown
+  connection?: ConnectionOptions | undefined
   prefix?: string
   maxDataBytes?: number
   defaultJobOptions?: Omit<JobOptions, 'jobId'>
@@ -75,8 +85,8 @@ export interface QueueOptions {
 }
 
 /** A job for addBulk, as BullMQ takes it. */
-export interface BulkJob<Data = unknown> {
-  name: string
+export interface BulkJob<Data = any, Name extends string = string> {
+  name: Name
   data: Data
   opts?: JobOptions
 }
@@ -101,17 +111,6 @@ export const MAX_BULK_JOBS = 100_000
 /** Rounds of fresh ids addBulk tries for generated ids that were taken before it gives up. */
 const ID_ROUNDS = 5
 
-/** A custom jobId: well formed, and not an integer (EchoMQ numbers the jobs it names, as BullMQ does). */
-function customJobId(id: unknown): string {
-  const valid = validateNewJobId(id)
-  if (isIntegerId(valid)) {
-    throw new EchoMQError('ERR_JOB_ID', `a custom jobId cannot be an integer, got: ${describe(id)}`, {
-      hint: 'EchoMQ numbers the jobs added without a jobId "1", "2", ... (as BullMQ does); use a prefix, such as "order-42"',
-    })
-  }
-  return valid
-}
-
 /** Jobs in calls of at most BULK_JOBS_PER_CALL jobs and BULK_BYTES_PER_CALL bytes of data. */
 function bulkCalls<T extends { job: commands.NewJob }>(jobs: T[]): T[][] {
   const calls: T[][] = [[]]
@@ -130,7 +129,18 @@ function bulkCalls<T extends { job: commands.NewJob }>(jobs: T[]): T[][] {
   return calls
 }
 
-export class Queue<Data = unknown> {
+/**
+ * BullMQ's type parameters: `Queue<Data, Result, Name>` (or `Queue<Job<Data, Result, Name>>`); without
+ * them `any`, `any`, `string`, as in BullMQ.
+ */
+export class Queue<
+  DataTypeOrJob = any,
+  DefaultResultType = any,
+  DefaultNameType extends string = string,
+  Data = DataOf<DataTypeOrJob>,
+  Result = ResultOf<DataTypeOrJob, DefaultResultType>,
+  Name extends string = NameOf<DataTypeOrJob, DefaultNameType>,
+> extends EventEmitter {
   readonly name: string
   readonly keys: QueueKeys
   private readonly settings: QueueSettings
@@ -146,7 +156,13 @@ export class Queue<Data = unknown> {
   /** The ids of jobs added without one. */
   private readonly ids: JobIds
 
+  /** The connection's errors, passed on to this Queue's `error` listeners (none: not emitted). */
+  private readonly onClientError = (err: Error) => {
+    if (this.listenerCount('error') > 0) this.emit('error', err)
+  }
+
   constructor(name: string, options?: QueueOptions) {
+    super()
     this.name = validateQueueName(name)
     const { connection, ...settings } = queueSettings(options)
     this.settings = settings
@@ -158,8 +174,42 @@ export class Queue<Data = unknown> {
     if (settings.eventsMaxLen !== undefined) {
       void setEventsMaxLen(this.conn.client, this.keys, settings.eventsMaxLen).catch(() => undefined)
     }
-    this.scope = jobScope(this.conn.client, this.keys, this.name, (what, fn) => this.call(what, fn), this)
+    this.scope = jobScope(
+      this.conn.client,
+      this.keys,
+      this.name,
+      (what, fn) => this.call(what, fn),
+      this,
+      (id, progress) => this.emit('progress', id, progress as JobProgress),
+    )
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
+    this.conn.client.on('error', this.onClientError)
+  }
+
+  /** BullMQ's typed events (QueueListener): what this Queue's own calls did. */
+  override on<U extends keyof QueueListener<Job<Data, Result, Name>>>(event: U, listener: QueueListener<Job<Data, Result, Name>>[U]): this {
+    return super.on(event, listener)
+  }
+
+  override once<U extends keyof QueueListener<Job<Data, Result, Name>>>(
+    event: U,
+    listener: QueueListener<Job<Data, Result, Name>>[U],
+  ): this {
+    return super.once(event, listener)
+  }
+
+  override off<U extends keyof QueueListener<Job<Data, Result, Name>>>(
+    event: U,
+    listener: QueueListener<Job<Data, Result, Name>>[U],
+  ): this {
+    return super.off(event, listener)
+  }
+
+  override emit<U extends keyof QueueListener<Job<Data, Result, Name>>>(
+    event: U,
+    ...args: ListenerArgs<QueueListener<Job<Data, Result, Name>>[U]>
+  ): boolean {
+    return super.emit(event, ...args)
   }
 
   get client(): RedisClient {
@@ -167,7 +217,7 @@ export class Queue<Data = unknown> {
   }
 
   /** Adds a job; an existing `jobId` resolves to the job already stored, unchanged. */
-  async add(name: string, data: Data, options?: JobOptions): Promise<Job<Data>> {
+  async add(name: Name, data: Data, options?: JobOptions): Promise<Job<Data, Result, Name>> {
     this.assertOpen()
     // addBulk of one, without its arrays: the path every producer takes for every job.
     const job = this.newJob(name, data, options)
@@ -177,7 +227,7 @@ export class Queue<Data = unknown> {
       if (job.id === '' || round > 0)
         job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
       const reply = await this.call('add to queue', () => commands.add(this.client, this.keys, [job]))
-      if (reply.added[0]) return this.added(job, data, reply.createdOn)
+      if (reply.added[0]) return this.announce(this.added(job, data, reply.createdOn))
       // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
       if (!generated) break
       if (round + 1 === ID_ROUNDS)
@@ -193,7 +243,7 @@ export class Queue<Data = unknown> {
    * then they go in calls of at most BULK_JOBS_PER_CALL jobs and 1 MiB of data, sent in one MULTI.
    * Resolves to the jobs in the order given (an existing `jobId`: the job already stored).
    */
-  async addBulk(jobs: BulkJob<Data>[]): Promise<Job<Data>[]> {
+  async addBulk(jobs: BulkJob<Data, Name>[]): Promise<Job<Data, Result, Name>[]> {
     this.assertOpen()
     if (!Array.isArray(jobs) || jobs.length > MAX_BULK_JOBS) {
       const got = Array.isArray(jobs) ? `an array of ${jobs.length} jobs` : describe(jobs)
@@ -205,7 +255,7 @@ export class Queue<Data = unknown> {
       return this.newJob(o.name, o.data, o.opts)
     })
     const unnamed = news.filter((j) => j.id === '')
-    const out: (Job<Data> | undefined)[] = []
+    const out: (Job<Data, Result, Name> | undefined)[] = []
     await this.call('add to queue', async () => {
       const fresh = await this.ids.take(unnamed.length)
       for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
@@ -224,7 +274,7 @@ export class Queue<Data = unknown> {
         const retry: typeof pending = []
         for (const [c, reply] of replies.entries()) {
           for (const [i, p] of (calls[c] as typeof pending).entries()) {
-            if (reply.added[i]) out[p.index] = this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn)
+            if (reply.added[i]) out[p.index] = this.announce(this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn))
             else if (p.generated) retry.push(p)
           }
         }
@@ -240,15 +290,15 @@ export class Queue<Data = unknown> {
       if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
       out[i] = existing
     }
-    return out as Job<Data>[]
+    return out as Job<Data, Result, Name>[]
   }
 
-  /** The job, or null when there is none (BullMQ resolves undefined). */
-  async getJob(id: string): Promise<Job<Data> | null> {
+  /** The job, or undefined when there is none (as BullMQ). */
+  async getJob(id: string): Promise<Job<Data, Result, Name> | undefined> {
     this.assertOpen()
     validateJobId(id)
     const hash = await this.call('read job of queue', () => readJob(this.client, this.keys, id))
-    return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash, this.scope) as Job<Data>)
+    return Object.keys(hash).length === 0 ? undefined : (jobFromHash(id, hash, this.scope) as Job<Data, Result, Name>)
   }
 
   /**
@@ -303,6 +353,36 @@ export class Queue<Data = unknown> {
   getDelayed = (start = 0, end = -1) => this.getJobs('delayed', start, end, true)
   getCompleted = (start = 0, end = -1) => this.getJobs('completed', start, end, false)
   getFailed = (start = 0, end = -1) => this.getJobs('failed', start, end, false)
+  getPrioritized = (start = 0, end = -1) => this.getJobs('prioritized', start, end, true)
+  /** Always [] (EchoMQ has no flows, so no job waits for children). */
+  getWaitingChildren = async (_start = 0, _end = -1): Promise<Job<Data, Result, Name>[]> => {
+    this.assertOpen()
+    return []
+  }
+
+  /**
+   * Finished jobs per minute, BullMQ's shape ({ meta: { count, prevTS, prevCount }, data, count }), over
+   * the last hour EchoMQ keeps for every queue (see queue/metrics.ts for how it differs from BullMQ's).
+   */
+  async getMetrics(type: 'completed' | 'failed', start = 0, end = -1): Promise<Metrics> {
+    this.assertOpen()
+    checkMetricsArgs(type, start, end)
+    return this.call('read the metrics of queue', () => readMetrics(this.client, this.keys, type, start, end))
+  }
+
+  /** Records a job's progress (a `progress` event here and in QueueEvents), as BullMQ's updateJobProgress. */
+  async updateJobProgress(jobId: string, progress: JobProgress): Promise<void> {
+    this.assertOpen()
+    validateJobId(jobId)
+    await this.scope.updateProgress({ id: jobId } as Job, progress, undefined)
+  }
+
+  /** Appends a line to a job's log (BullMQ's addJobLog); the job's own keepLogs bounds it. */
+  async addJobLog(jobId: string, logRow: string): Promise<number> {
+    this.assertOpen()
+    validateJobId(jobId)
+    return this.scope.log({ id: jobId } as Job, logRow, undefined)
+  }
 
   /** A job's log lines, `start`..`end` (inclusive; negative from the end), oldest first unless `asc` is false. */
   async getJobLogs(id: string, start = 0, end = -1, asc = true): Promise<{ logs: string[]; count: number }> {
@@ -320,12 +400,14 @@ export class Queue<Data = unknown> {
   async pause(): Promise<void> {
     this.assertOpen()
     await this.call('pause queue', () => commands.setPaused(this.client, this.keys, true))
+    this.emit('paused')
   }
 
   /** Workers take jobs again. */
   async resume(): Promise<void> {
     this.assertOpen()
     await this.call('resume queue', () => commands.setPaused(this.client, this.keys, false))
+    this.emit('resumed')
   }
 
   async isPaused(): Promise<boolean> {
@@ -340,7 +422,11 @@ export class Queue<Data = unknown> {
    * when there is none (past its endDate). Upserting the same timing again keeps the schedule and its
    * newest run (new template), so no run is duplicated.
    */
-  async upsertJobScheduler(id: string, repeat: RepeatOptions, template?: JobTemplate<Data>): Promise<Job<Data> | undefined> {
+  async upsertJobScheduler(
+    id: string,
+    repeat: RepeatOptions,
+    template?: JobTemplate<Data, Name>,
+  ): Promise<Job<Data, Result, Name> | undefined> {
     this.assertOpen()
     const { defaultJobOptions, maxDataBytes } = this.settings
     void this.register()
@@ -404,7 +490,9 @@ export class Queue<Data = unknown> {
     checkInteger('limit', limit, { min: 0, max: Number.MAX_SAFE_INTEGER })
     if (type !== 'completed' && type !== 'failed')
       fail('ERR_OPTIONS', `expected clean's type to be completed or failed, got: ${describe(type)}`)
-    return this.call(`clean ${type} jobs of queue`, () => cleanSet(this.client, this.keys, type, grace, limit))
+    const ids = await this.call(`clean ${type} jobs of queue`, () => cleanSet(this.client, this.keys, type, grace, limit))
+    this.emit('cleaned', ids, type)
+    return ids
   }
 
   /**
@@ -515,13 +603,32 @@ export class Queue<Data = unknown> {
     return this.client
   }
 
-  /** Removes a job that is not in flight (ERR_JOB_ACTIVE if it is); resolves to whether there was one. */
-  async remove(id: string): Promise<boolean> {
+  /**
+   * Removes a job that is not in flight, with its log, as BullMQ's remove: resolves to 1, or to 0 when the
+   * job is in flight (BullMQ: locked) and was left alone. An id with no job resolves to 1, as in BullMQ
+   * (nothing was locked); `removed` is emitted on this Queue for a 1. `opts.removeChildren` is accepted
+   * (EchoMQ has no flows, so a job has no children). removeJob says more.
+   */
+  async remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {
+    checkKnown('remove', opts, ['removeChildren'])
+    const outcome = await this.removeOutcome(id)
+    if (outcome === 'active') return 0
+    this.emit('removed', id)
+    return 1
+  }
+
+  /** EchoMQ's remove: resolves to whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight. */
+  async removeJob(id: string): Promise<boolean> {
+    const outcome = await this.removeOutcome(id)
+    if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${this.name} is in flight; it was not removed`)
+    if (outcome === 'removed') this.emit('removed', id)
+    return outcome === 'removed'
+  }
+
+  private async removeOutcome(id: string): Promise<'removed' | 'missing' | 'active'> {
     this.assertOpen()
     validateJobId(id)
-    const outcome = await this.call('remove a job of queue', () => commands.remove(this.client, this.keys, id))
-    if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${this.name} is in flight; it was not removed`)
-    return outcome === 'removed'
+    return this.call('remove a job of queue', () => commands.remove(this.client, this.keys, id))
   }
 
   async counts(): Promise<QueueCounts> {
@@ -533,6 +640,7 @@ export class Queue<Data = unknown> {
    * cannot answer (it is unreachable) fail with ERR_CLOSED. Safe to call more than once. */
   close(): Promise<void> {
     this.closing ??= closeConnection(this.conn).finally(() => {
+      this.conn.client.off('error', this.onClientError)
       for (const fail of this.waiting) fail()
     })
     return this.closing
@@ -546,7 +654,7 @@ export class Queue<Data = unknown> {
       this.settings.defaultJobOptions,
     )
     return {
-      id: jobId === undefined ? '' : customJobId(jobId),
+      id: jobId === undefined ? '' : validateNewJobId(jobId),
       name,
       data: toJson(data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
       attempts,
@@ -562,17 +670,24 @@ export class Queue<Data = unknown> {
   }
 
   /** The Job add returns for a job it added: what was stored, without a read. */
-  private added(j: commands.NewJob, data: Data, createdOn: number): Job<Data> {
-    const fields = { id: j.id, name: j.name, data, attempts: j.attempts, attemptsMade: 0, attemptsStarted: 0, createdOn }
+  private added(j: commands.NewJob, data: Data, createdOn: number): Job<Data, Result, Name> {
+    const opts = jobOpts(j.id, createdOn, j.attempts, (f) => addedOption(j, f))
+    const fields = { id: j.id, name: j.name as Name, data, attempts: j.attempts, attemptsMade: 0, attemptsStarted: 0, createdOn, opts }
     const state =
       j.delayMs > 0
         ? { state: 'delayed' as const, dueAt: createdOn + j.delayMs }
         : { state: j.priority > 0 ? ('prioritized' as const) : ('wait' as const) }
-    return new Job<Data>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}) }, this.scope)
+    return new Job<Data, Result, Name>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}) }, this.scope)
+  }
+
+  /** Emits `waiting` for a job this Queue added (BullMQ's QueueListener). */
+  private announce(job: Job<Data, Result, Name>): Job<Data, Result, Name> {
+    this.emit('waiting', job)
+    return job
   }
 
   /** getJobs' options form: a page of one state (see getJobs). */
-  private async page(state: unknown, range: { start?: number; end?: number }): Promise<Job<Data>[]> {
+  private async page(state: unknown, range: { start?: number; end?: number }): Promise<Job<Data, Result, Name>[]> {
     const s = state === 'waiting' ? 'wait' : state
     if (!JOB_STATES.includes(s as JobState))
       fail('ERR_OPTIONS', `expected a state, one of ${JOB_STATES.join(', ')}, got: ${describe(state)}`)
@@ -584,11 +699,11 @@ export class Queue<Data = unknown> {
   }
 
   /** The jobs of `ids` that still exist, in order. */
-  private async jobsOf(ids: string[]): Promise<Job<Data>[]> {
+  private async jobsOf(ids: string[]): Promise<Job<Data, Result, Name>[]> {
     const hashes = await this.call('read jobs of queue', () => readJobs(this.client, this.keys, ids))
     return ids.flatMap((id, i) => {
       const hash = hashes[i] ?? {}
-      return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash, this.scope) as Job<Data>]
+      return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash, this.scope) as Job<Data, Result, Name>]
     })
   }
 
@@ -623,6 +738,28 @@ export class Queue<Data = unknown> {
   }
 }
 
+/** A new job's option field as its hash would hold it (null: absent), for the opts of the Job add() returns. */
+function addedOption(j: commands.NewJob, field: OptionField): string | null {
+  switch (field) {
+    case 'backoff':
+      return j.backoff === '' ? null : j.backoff
+    case 'keep':
+      return j.keep
+    case 'keepFailed':
+      return j.keepFailed
+    case 'keepLogs':
+      return j.keepLogs === undefined ? null : String(j.keepLogs)
+    case 'priority':
+      return j.priority > 0 ? String(j.priority) : null
+    case 'stackTraceLimit':
+      return String(j.stackTraceLimit)
+    case 'delay':
+      return j.delayMs > 0 ? String(j.delayMs) : null
+    case 'lifo':
+      return j.lifo ? '1' : null
+  }
+}
+
 /** A queue's counts, on a client the caller holds (the command's): see readCounts. */
 export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
@@ -642,6 +779,7 @@ function jobScope(
   queue: string,
   call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
   owner: JobQueue,
+  progressed: (id: string, progress: unknown) => void,
 ): JobScope {
   const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
   return {
@@ -649,6 +787,7 @@ function jobScope(
       const json = toJson(progress, 'the progress', commands.TAKE_MAX_BYTES)
       const status = await call('update the progress of a job of queue', () => commands.updateProgress(client, keys, job.id, '', json))
       if (status === 'missing') throw missing(job.id, 'its progress was not recorded')
+      progressed(job.id, progress)
     },
     async log(job, row) {
       if (typeof row !== 'string') fail('ERR_OPTIONS', `expected a log line to be a string, got: ${describe(row)}`)

@@ -25,11 +25,13 @@
  * the job at once), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the processor's signal, when it takes one,
  * is aborted), 'error'.
  */
+
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { EchoMQError, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
 import { toJson } from './json.js'
+import type { WorkerListener } from './listeners.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import { Queue } from './queue.js'
 import { waitUntilFinished } from './queue-events.js'
@@ -69,7 +71,18 @@ import { LockManager } from './worker/lock-manager.js'
 import { Promoter } from './worker/promoter.js'
 import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 
-export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
+/** BullMQ's type parameters: data, result and job names (`any`, `any`, `string` when not given, as in BullMQ). */
+export type Processor<Data = any, Result = any, Name extends string = string> = (
+  job: Job<Data, Result, Name>,
+  signal: AbortSignal,
+) => Promise<Result> | Result
+
+/** BullMQ's typed events (WorkerListener): `on('completed', (job, result) => ...)` gets typed arguments. */
+export interface Worker<Data = any, Result = any, Name extends string = string> {
+  on<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  once<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  off<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+}
 
 export interface WorkerOptions {
   connection?: unknown
@@ -149,7 +162,8 @@ type Started = Taken & { sentAt: number; scored?: boolean; reservedAt?: number }
 /** Most bytes of JSON one progress report is stored with. */
 const PROGRESS_MAX_BYTES = 64 * 1024
 
-export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's WorkerListener)
+export class Worker<Data = any, Result = any, Name extends string = string> extends EventEmitter {
   /** BullMQ's way to make one: `throw Worker.RateLimitError()` (see RateLimitError). */
   static RateLimitError(): RateLimitError {
     return new RateLimitError()
@@ -204,7 +218,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   constructor(
     name: string,
-    private readonly processor: Processor<Data, Result>,
+    private readonly processor: Processor<Data, Result, Name>,
     options?: WorkerOptions,
   ) {
     super()
@@ -506,7 +520,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     let error: Error | undefined
     const started = this.settings.clock.now()
     try {
-      result = await this.processor(run.job as Job<Data>, run.controller?.signal as AbortSignal)
+      result = await this.processor(run.job as Job<Data, Result, Name>, run.controller?.signal as AbortSignal)
       action = 'complete'
       value = this.resultJson(run.job.id, result)
     } catch (err) {

@@ -167,6 +167,6 @@ describe('stack traces', () => {
     for (const bad of [-1, 1.5, 101, '3']) {
       expect(await codeOf(fx.queue.add('x', {}, { jobId: 'bad', stackTraceLimit: bad as number }))).toBe('ERR_OPTIONS')
     }
-    expect(await fx.queue.getJob('bad')).toBeNull()
+    expect(await fx.queue.getJob('bad')).toBeUndefined()
   })
 })
