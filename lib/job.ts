@@ -7,9 +7,11 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
+
 import { EchoMQError } from './errors.js'
 import { JOB_DEFAULTS } from './job-options.js'
 import { type JobOpts, jobOpts, OPTION_FIELDS } from './job-opts.js'
+import type { Untyped } from './listeners.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
 export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
@@ -69,7 +71,7 @@ export interface JobScope {
 }
 
 /** The fields a Job is made from (what a hash holds, decoded). */
-export interface JobFields<Data = any, Result = any, Name extends string = string> {
+export interface JobFields<Data = Untyped, Result = Untyped, Name extends string = string> {
   id: string
   name: Name
   data: Data
@@ -110,7 +112,7 @@ export interface JobFields<Data = any, Result = any, Name extends string = strin
  * A job, with BullMQ's type parameters: the data, the processor's result and the job names (`any`,
  * `any`, `string` when not given, as in BullMQ).
  */
-export class Job<Data = any, Result = any, Name extends string = string> implements JobFields<Data, Result, Name> {
+export class Job<Data = Untyped, Result = Untyped, Name extends string = string> implements JobFields<Data, Result, Name> {
   declare id: string
   declare name: Name
   declare data: Data
@@ -188,8 +190,8 @@ export class Job<Data = any, Result = any, Name extends string = string> impleme
   }
 
   /** The job `id` of `queue`, undefined when there is none (BullMQ's Job.fromId: queue.getJob). */
-  static fromId<D = any, R = any, N extends string = string>(
-    queue: { getJob(id: string): Promise<Job<any, any, any> | undefined> },
+  static fromId<D = Untyped, R = Untyped, N extends string = string>(
+    queue: { getJob(id: string): Promise<Job<Untyped, Untyped, Untyped> | undefined> },
     id: string,
   ): Promise<Job<D, R, N> | undefined> {
     return queue.getJob(id) as Promise<Job<D, R, N> | undefined>

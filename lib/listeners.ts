@@ -5,6 +5,13 @@
  */
 import type { Job } from './job.js'
 
+/**
+ * What a type parameter left out means: `any`, as in BullMQ (an untyped Worker's job.data is any there,
+ * and a BullMQ program relies on it).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: BullMQ's defaults are any; EchoMQ's must be for its programs to compile unchanged
+export type Untyped = any
+
 /** What job.updateProgress takes (BullMQ's JobProgress). */
 export type JobProgress = string | boolean | number | object
 
@@ -24,7 +31,7 @@ export interface QueueListener<JobBase = Job> {
   waiting: (job: JobBase) => void
 }
 
-export interface WorkerListener<DataType = any, ResultType = any, NameType extends string = string> {
+export interface WorkerListener<DataType = Untyped, ResultType = Untyped, NameType extends string = string> {
   active: (job: Job<DataType, ResultType, NameType>, prev: string) => void
   closed: () => void
   closing: (msg: string) => void
@@ -47,7 +54,7 @@ export interface WorkerListener<DataType = any, ResultType = any, NameType exten
   locksRenewed: (data: { count: number; jobIds: string[] }) => void
 }
 
-export interface QueueEventsListener<ReturnType = any> {
+export interface QueueEventsListener<ReturnType = Untyped> {
   active: (args: { jobId: string; prev?: string }, id: string) => void
   added: (args: { jobId: string; name: string }, id: string) => void
   cleaned: (args: { count: string }, id: string) => void

@@ -26,7 +26,7 @@
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { EchoMQError, redisError } from './errors.js'
-import type { QueueEventsListener } from './listeners.js'
+import type { QueueEventsListener, Untyped } from './listeners.js'
 import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from './options.js'
 import { listen } from './redis/commands.js'
 import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient, resilient } from './redis/connection.js'
@@ -92,7 +92,7 @@ interface JobWatch {
  * BullMQ's typed events (QueueEventsListener): `on('completed', ({ jobId, returnvalue }) => ...)`; a
  * listener type of one's own (`on<MyListener>(...)`) names more, such as `completed:<jobId>`.
  */
-export interface QueueEvents<ReturnType = any> {
+export interface QueueEvents<ReturnType = Untyped> {
   on<
     L extends QueueEventsListener<ReturnType> = QueueEventsListener<ReturnType>,
     U extends Extract<keyof L, string> = Extract<keyof L, string>,
@@ -108,7 +108,8 @@ export interface QueueEvents<ReturnType = any> {
 }
 
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's QueueEventsListener)
-export class QueueEvents<ReturnType = any> extends EventEmitter {
+// biome-ignore lint/correctness/noUnusedVariables: ReturnType types the merged interface's listeners (it must be named alike)
+export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
   readonly name: string
   readonly keys: QueueKeys
   private readonly conn: Connection

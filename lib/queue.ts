@@ -15,7 +15,7 @@ import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type 
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { jobOpts, type OptionField } from './job-opts.js'
 import { toJson } from './json.js'
-import type { JobProgress, ListenerArgs, QueueListener } from './listeners.js'
+import type { JobProgress, ListenerArgs, QueueListener, Untyped } from './listeners.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
 import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
 import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
@@ -71,9 +71,9 @@ export type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/sche
 export type { QueueCounts }
 
 /** BullMQ's Queue<Job<D, R, N>> form: the data, result and name types a Job type carries. */
-type DataOf<T> = T extends Job<infer D, any, any> ? D : T
-type ResultOf<T, R> = T extends Job<any, infer X, any> ? X : R
-type NameOf<T, N extends string> = T extends Job<any, any, infer X> ? X : N
+type DataOf<T> = T extends Job<infer D, Untyped, Untyped> ? D : T
+type ResultOf<T, R> = T extends Job<Untyped, infer X, Untyped> ? X : R
+type NameOf<T, N extends string> = T extends Job<Untyped, Untyped, infer X> ? X : N
 
 export interface QueueOptions {
   connection?: ConnectionOptions | undefined
@@ -85,7 +85,7 @@ export interface QueueOptions {
 }
 
 /** A job for addBulk, as BullMQ takes it. */
-export interface BulkJob<Data = any, Name extends string = string> {
+export interface BulkJob<Data = Untyped, Name extends string = string> {
   name: Name
   data: Data
   opts?: JobOptions
@@ -134,8 +134,8 @@ function bulkCalls<T extends { job: commands.NewJob }>(jobs: T[]): T[][] {
  * them `any`, `any`, `string`, as in BullMQ.
  */
 export class Queue<
-  DataTypeOrJob = any,
-  DefaultResultType = any,
+  DataTypeOrJob = Untyped,
+  DefaultResultType = Untyped,
   DefaultNameType extends string = string,
   Data = DataOf<DataTypeOrJob>,
   Result = ResultOf<DataTypeOrJob, DefaultResultType>,

@@ -31,7 +31,7 @@ import { EventEmitter } from 'node:events'
 import { EchoMQError, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
 import { toJson } from './json.js'
-import type { WorkerListener } from './listeners.js'
+import type { Untyped, WorkerListener } from './listeners.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import { Queue } from './queue.js'
 import { waitUntilFinished } from './queue-events.js'
@@ -72,13 +72,13 @@ import { Promoter } from './worker/promoter.js'
 import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 
 /** BullMQ's type parameters: data, result and job names (`any`, `any`, `string` when not given, as in BullMQ). */
-export type Processor<Data = any, Result = any, Name extends string = string> = (
+export type Processor<Data = Untyped, Result = Untyped, Name extends string = string> = (
   job: Job<Data, Result, Name>,
   signal: AbortSignal,
 ) => Promise<Result> | Result
 
 /** BullMQ's typed events (WorkerListener): `on('completed', (job, result) => ...)` gets typed arguments. */
-export interface Worker<Data = any, Result = any, Name extends string = string> {
+export interface Worker<Data = Untyped, Result = Untyped, Name extends string = string> {
   on<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
   once<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
   off<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
@@ -163,7 +163,7 @@ type Started = Taken & { sentAt: number; scored?: boolean; reservedAt?: number }
 const PROGRESS_MAX_BYTES = 64 * 1024
 
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's WorkerListener)
-export class Worker<Data = any, Result = any, Name extends string = string> extends EventEmitter {
+export class Worker<Data = Untyped, Result = Untyped, Name extends string = string> extends EventEmitter {
   /** BullMQ's way to make one: `throw Worker.RateLimitError()` (see RateLimitError). */
   static RateLimitError(): RateLimitError {
     return new RateLimitError()

@@ -6,9 +6,11 @@
  * upsert with the same id) replaces its newest run if no worker has started it, unless the timing is
  * unchanged, so re-upserting at every start of an application never duplicates a run.
  */
+
 import { EchoMQError } from '../errors.js'
 import { encodeBackoff, encodeKeep, JOB_DEFAULTS, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
 import { toJson } from '../json.js'
+import type { Untyped } from '../listeners.js'
 import { validateJobName, validateSchedulerId } from '../options.js'
 import { schedule, unschedule } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
@@ -20,7 +22,7 @@ import { firstDue, type RepeatOptions, sameTiming, successorDue, timing, timingF
 export type { RepeatOptions } from './timing.js'
 
 /** The jobs a scheduler makes: BullMQ's jobTemplate (the options of `add`, but an id or a delay). */
-export interface JobTemplate<Data = any, Name extends string = string> {
+export interface JobTemplate<Data = Untyped, Name extends string = string> {
   name?: Name
   data?: Data
   opts?: Omit<JobOptions, 'jobId' | 'delay'>
