@@ -321,8 +321,9 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[],
 /**
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
  * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
- * option fields of job-opts.ts OPTION_FIELDS; null for a field the hash lacks), and what the take set (active, since `startedOn`, by `workerName`). Decoded without a
- * detour through an object, as a busy worker does this for every job.
+ * option fields of job-opts.ts OPTION_FIELDS; null for a field the hash lacks), and what the take set
+ * (active, since `startedOn`, by `workerName`). Decoded without a detour through an object, as a busy
+ * worker does this for every job.
  */
 /** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
 const OPTION_AT = 10

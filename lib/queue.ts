@@ -160,6 +160,8 @@ export class Queue<
   private readonly onClientError = (err: Error) => {
     if (this.listenerCount('error') > 0) this.emit('error', err)
   }
+  /** Whether onClientError listens to the client: from the first `error` listener on (a client may serve many queues). */
+  private watchingErrors = false
 
   constructor(name: string, options?: QueueOptions) {
     super()
@@ -183,11 +185,17 @@ export class Queue<
       (id, progress) => this.emit('progress', id, progress as JobProgress),
     )
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
+  }
+
+  private watchErrors(event: string): void {
+    if (event !== 'error' || this.watchingErrors || this.closing) return
+    this.watchingErrors = true
     this.conn.client.on('error', this.onClientError)
   }
 
   /** BullMQ's typed events (QueueListener): what this Queue's own calls did. */
   override on<U extends keyof QueueListener<Job<Data, Result, Name>>>(event: U, listener: QueueListener<Job<Data, Result, Name>>[U]): this {
+    this.watchErrors(event)
     return super.on(event, listener)
   }
 
