@@ -3,7 +3,9 @@
  * `wait` (or on `delayed`, with a `delay`) in one script; an existing `jobId` returns the job already
  * stored and changes nothing. The getters (`getJob`, `getJobs`, `getJobCounts`, `getJobLogs`) read, and
  * `retryJobs`, `remove`, `pause`/`resume`, `drain`, `clean` and `obliterate` act, with BullMQ's names and
- * signatures. Inputs are validated before any Redis call, so a rejected call changes nothing.
+ * signatures. Inputs are validated before any Redis call, so a rejected call changes nothing. A Queue
+ * emits BullMQ's QueueListener events for what its own calls did (waiting, paused, resumed, removed,
+ * cleaned, progress; error while someone listens).
  *
  * Options: connection (ioredis client or URL; default REDIS_URL, then redis://127.0.0.1:6379),
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
@@ -11,17 +13,17 @@
  */
 import { EventEmitter } from 'node:events'
 import { EchoMQError, redisError } from './errors.js'
-import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
+import { type BullJobState, JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
-import { jobOpts, type OptionField } from './job-opts.js'
+import { jobOpts } from './job-opts.js'
 import { toJson } from './json.js'
 import type { JobProgress, ListenerArgs, QueueListener, Untyped } from './listeners.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
 import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
 import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
 import { JobIds } from './queue/job-ids.js'
+import { addedOption, jobScope } from './queue/job-scope.js'
 import { checkMetricsArgs, type Metrics, readMetrics } from './queue/metrics.js'
-import { waitUntilFinished } from './queue-events.js'
 import * as commands from './redis/commands.js'
 import {
   type Connection,
@@ -47,7 +49,6 @@ import {
   readJob,
   readJobs,
   readLogs,
-  readOutcome,
   reserveJobIds,
   setEventsMaxLen,
 } from './redis/queries.js'
@@ -746,66 +747,11 @@ export class Queue<
   }
 }
 
-/** A new job's option field as its hash would hold it (null: absent), for the opts of the Job add() returns. */
-function addedOption(j: commands.NewJob, field: OptionField): string | null {
-  switch (field) {
-    case 'backoff':
-      return j.backoff === '' ? null : j.backoff
-    case 'keep':
-      return j.keep
-    case 'keepFailed':
-      return j.keepFailed
-    case 'keepLogs':
-      return j.keepLogs === undefined ? null : String(j.keepLogs)
-    case 'priority':
-      return j.priority > 0 ? String(j.priority) : null
-    case 'stackTraceLimit':
-      return String(j.stackTraceLimit)
-    case 'delay':
-      return j.delayMs > 0 ? String(j.delayMs) : null
-    case 'lifo':
-      return j.lifo ? '1' : null
-  }
-}
-
 /** A queue's counts, on a client the caller holds (the command's): see readCounts. */
 export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
   try {
     return await readCounts(client, keys)
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
-  }
-}
-
-/**
- * What the jobs a Queue gives out act through: progress and log lines written for any job that exists (no
- * run owns it here, so nothing is fenced), and waitUntilFinished.
- */
-function jobScope(
-  client: RedisClient,
-  keys: QueueKeys,
-  queue: string,
-  call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
-  owner: JobQueue,
-  progressed: (id: string, progress: unknown) => void,
-): JobScope {
-  const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
-  return {
-    async updateProgress(job, progress) {
-      const json = toJson(progress, 'the progress', commands.TAKE_MAX_BYTES)
-      const status = await call('update the progress of a job of queue', () => commands.updateProgress(client, keys, job.id, '', json))
-      if (status === 'missing') throw missing(job.id, 'its progress was not recorded')
-      progressed(job.id, progress)
-    },
-    async log(job, row) {
-      if (typeof row !== 'string') fail('ERR_OPTIONS', `expected a log line to be a string, got: ${describe(row)}`)
-      const { status, count } = await call('log a line of a job of queue', () => commands.addLog(client, keys, job.id, '', row))
-      if (status === 'missing') throw missing(job.id, 'the line was not logged')
-      return count
-    },
-    waitUntilFinished(job, events, ttl) {
-      return waitUntilFinished(events, { id: job.id, name: job.name, queue }, ttl, () => readOutcome(client, keys, job.id))
-    },
-    queue: () => owner,
   }
 }

@@ -27,7 +27,8 @@
  *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing, the template of its jobs, `ic` (runs
  *                                  made) and `last` (its newest run's due time); a run is a job with id
  *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
- *   <prefix>:{q}:<id>       HASH   the job
+ *   <prefix>:{q}:<id>       HASH   the job (an id holds ':' only as three parts, lib/options.ts: so <id> never
+ *                                  meets another job's <id>:lock or <id>:logs, and the tag stays the queue's)
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
