@@ -50,6 +50,7 @@ import {
   readJobs,
   readLogs,
   reserveJobIds,
+  schedulerCount,
   setEventsMaxLen,
 } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -335,6 +336,16 @@ export class Queue<
     return this.jobsOf(ids)
   }
 
+  /** The ids getJobs would read (BullMQ's getRanges): the same types, ranks and order, without the jobs. */
+  async getRanges(types?: JobType | JobType[], start = 0, end = -1, asc = false): Promise<string[]> {
+    this.assertOpen()
+    const list = jobTypes(types, 'getRanges types')
+    checkInteger('start', start, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    checkInteger('end', end, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    const all: JobType[] = list.length > 0 ? list : ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting']
+    return this.call('list job ids of queue', () => idsOfTypes(this.client, this.keys, all, start, end, asc === true))
+  }
+
   /** Counts per type, keyed as asked (BullMQ's getJobCounts; none: BullMQ 6's default types). */
   async getJobCounts(...types: JobType[]): Promise<Record<string, number>> {
     this.assertOpen()
@@ -458,6 +469,12 @@ export class Queue<
     checkInteger('start', start, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
     checkInteger('end', end, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
     return this.call('list the job schedulers of queue', () => listSchedulers(this.client, this.keys, start, end, asc === true))
+  }
+
+  /** How many job schedulers the queue has (BullMQ's getJobSchedulersCount). */
+  async getJobSchedulersCount(): Promise<number> {
+    this.assertOpen()
+    return this.call('count the job schedulers of queue', () => schedulerCount(this.client, this.keys))
   }
 
   /** Removes job scheduler `id` and its newest run if no worker started it (a `removed` event); resolves to whether there was one. */

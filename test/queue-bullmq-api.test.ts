@@ -127,6 +127,14 @@ describe('getters and helpers BullMQ has', () => {
     expect((await fx.queue.getWaiting()).map((j) => j.id)).toEqual(['plain'])
     expect(await fx.queue.getPrioritizedCount()).toBe(2)
     expect(await fx.queue.getWaitingChildren()).toEqual([])
+    expect(await fx.queue.getRanges(['prioritized', 'waiting'], 0, -1, true)).toEqual(['high', 'low', 'plain'])
+  })
+
+  it('getJobSchedulersCount counts the schedulers', async () => {
+    expect(await fx.queue.getJobSchedulersCount()).toBe(0)
+    await fx.queue.upsertJobScheduler('a', { every: 60_000 })
+    await fx.queue.upsertJobScheduler('b', { pattern: '0 9 * * *' })
+    expect(await fx.queue.getJobSchedulersCount()).toBe(2)
   })
 
   it("getMetrics('completed' | 'failed') in BullMQ's shape, from the per-minute counts", async () => {
