@@ -59,6 +59,7 @@ import {
   type RedisClient,
   resilient,
 } from './redis/connection.js'
+import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { ping, readCandidates, readOutcome, rearmMarker, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -85,7 +86,7 @@ export interface Worker<Data = Untyped, Result = Untyped, Name extends string = 
 }
 
 export interface WorkerOptions {
-  connection?: unknown
+  connection?: ConnectionOptions | undefined
   prefix?: string
   /** Recorded on every job this worker takes (default `<hostname>:<pid>`). */
   name?: string

@@ -101,7 +101,9 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
     // A string port is EchoMQ's leniency (the type says number, as ioredis's and BullMQ's).
     const queue = track(new Queue('q', { connection: connection as never }))
     await queue.add('job', { n: 1 }, { jobId: 'a' })
-    const done = new Promise((resolve) => track(new Worker('q', async () => 'ok', { connection })).on('completed', resolve))
+    const done = new Promise((resolve) =>
+      track(new Worker('q', async () => 'ok', { connection: connection as never })).on('completed', resolve),
+    )
     await done
     expect(await queue.getJob('a')).toMatchObject({ state: 'completed', returnValue: 'ok' })
     expect(await sweep({ host: '127.0.0.1', port: redis.port }, 'q')).toEqual({ marked: [], recovered: [], failed: [] })
@@ -148,7 +150,7 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
     const before = await redis.client.dbsize()
     for (const make of [
       () => new Queue('q', { connection: connection as never }),
-      () => new Worker('q', async () => 'ok', { connection }),
+      () => new Worker('q', async () => 'ok', { connection: connection as never }),
     ]) {
       let caught: unknown
       try {
