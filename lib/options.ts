@@ -57,9 +57,12 @@ export function validateQueueName(name: unknown): string {
   return name
 }
 
-/** A job id to read or act on: one given to add, or a job scheduler's iteration (repeat:<id>:<ms>). */
+/**
+ * A job id to read or act on: one given to add, one EchoMQ gave, or a job scheduler's run (repeat:<id>:<ms>,
+ * longer than MAX_JOB_ID_LENGTH when its scheduler's id is near it).
+ */
 export function validateJobId(id: unknown): string {
-  if (typeof id === 'string' && wellFormedId(id) && (ITERATION_ID.test(id) || GIVEN_ID.test(id))) return id
+  if (typeof id === 'string' && (GIVEN_ID.test(id) || (ITERATION_ID.test(id) && !CONTROL.test(id) && !LONE_SURROGATE.test(id)))) return id
   return validateNewJobId(id)
 }
 

@@ -56,6 +56,14 @@ describe('ids BullMQ 6.7 accepts', () => {
     expect(await codeOf(fx.queue.add('x', {}, { jobId: `${long}y` }))).toBe('ERR_JOB_ID')
   })
 
+  it("a job scheduler's id may be as long and hold what a job id holds but ':'; its runs are read back", async () => {
+    const sid = `digest/team@example.com ${'x'.repeat(MAX_JOB_ID_LENGTH - 30)}`
+    const first = await fx.queue.upsertJobScheduler(sid, { every: 60_000 })
+    expect(first?.id).toMatch(/^repeat:/)
+    expect((await fx.queue.getJob(first?.id as string))?.repeatJobKey).toBeDefined()
+    expect(await codeOf(fx.queue.upsertJobScheduler('a:b', { every: 60_000 }))).toBe('ERR_JOB_ID')
+  })
+
   it('spaces, letters of any script and braces are text like any other; the key keeps the queue slot', async () => {
     for (const id of ['order 42', 'café-ü', '{other}/1', 'a}{b']) {
       expect((await fx.queue.add('x', {}, { jobId: id })).id).toBe(id)
