@@ -42,6 +42,27 @@ describe('job.opts', () => {
     expect((await given).opts).toEqual(expected)
   })
 
+  it('is whole on every job a busy worker runs, taken or read ahead into its hand', async () => {
+    const seen: Job[] = []
+    const w = fx.worker((job) => void seen.push(job), { concurrency: 2 })
+    const jobs = Array.from({ length: 40 }, (_, i) => ({ name: 'x', data: { i }, opts: { priority: 2, keepLogs: 3, attempts: 2 } }))
+    await fx.queue.addBulk(jobs)
+    await waitFor(() => seen.length === 40, { what: 'the 40 jobs to run' })
+    await w.close()
+    for (const job of seen) {
+      expect(job.opts).toEqual({
+        attempts: 2,
+        priority: 2,
+        keepLogs: 3,
+        removeOnComplete: { count: 1000, age: 86_400 },
+        removeOnFail: { count: 10_000, age: 604_800 },
+        stackTraceLimit: 10,
+        timestamp: job.timestamp,
+      })
+      expect(job.priority).toBe(2)
+    }
+  })
+
   it('says delay and lifo when given, nothing for what was not, and no jobId for an id EchoMQ gave', async () => {
     const delayed = await fx.queue.add('x', {}, { delay: 60_000 })
     const lifo = await fx.queue.add('x', {}, { lifo: true })
