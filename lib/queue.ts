@@ -24,6 +24,7 @@ import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } f
 import { JobIds } from './queue/job-ids.js'
 import { addedOption, jobScope } from './queue/job-scope.js'
 import { checkMetricsArgs, type Metrics, readMetrics } from './queue/metrics.js'
+import { getWorkers } from './queue/workers.js'
 import * as commands from './redis/commands.js'
 import {
   type Connection,
@@ -655,6 +656,21 @@ export class Queue<
     this.assertOpen()
     validateJobId(id)
     return this.call('remove a job of queue', () => commands.remove(this.client, this.keys, id))
+  }
+
+  /**
+   * BullMQ's getWorkers(): this queue's workers as CLIENT LIST shows their connections (`name` is the
+   * queue's, `rawname` the connection's: `<prefix>:<base64(queue)>:w:<worker name>`). A Redis that refuses
+   * CLIENT LIST gets an EchoMQError (see queue/workers.ts).
+   */
+  async getWorkers(): Promise<Record<string, string>[]> {
+    this.assertOpen()
+    return this.call('list the workers of queue', () => getWorkers(this.client, this.settings.prefix, this.name))
+  }
+
+  /** BullMQ's getWorkersCount(): how many workers getWorkers() lists. */
+  async getWorkersCount(): Promise<number> {
+    return (await this.getWorkers()).length
   }
 
   async counts(): Promise<QueueCounts> {

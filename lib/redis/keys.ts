@@ -27,6 +27,8 @@
  *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing, the template of its jobs, `ic` (runs
  *                                  made) and `last` (its newest run's due time); a run is a job with id
  *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
+ *   <prefix>:{q}:invocations ZSET  worker-function invocations (echomq/lambda): id -> lease end (ms, Redis
+ *                                  clock); the reaper counts the live ones (lua/invocation-1.lua)
  *   <prefix>:{q}:<id>       HASH   the job (an id holds ':' only as three parts, lib/options.ts: so <id> never
  *                                  meets another job's <id>:lock or <id>:logs, and the tag stays the queue's)
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
@@ -53,6 +55,7 @@ export const QUEUE_KEY_NAMES = [
   'reservedScores',
   'limiter',
   'schedulers',
+  'invocations',
 ] as const
 
 export interface QueueKeys {
@@ -72,6 +75,7 @@ export interface QueueKeys {
   readonly reservedScores: string
   readonly limiter: string
   readonly schedulers: string
+  readonly invocations: string
   scheduler(id: string): string
   job(id: string): string
   lock(id: string): string
@@ -97,6 +101,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     reservedScores: `${base}reservedScores`,
     limiter: `${base}limiter`,
     schedulers: `${base}schedulers`,
+    invocations: `${base}invocations`,
     scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
