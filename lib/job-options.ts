@@ -10,8 +10,10 @@
  *   backoff           the wait before each retry after an error: a number (fixed, ms) or
  *                     { type: 'fixed' | 'exponential', delay, maxDelay?, jitter? } (none: retry at once)
  *   removeOnComplete  retention in `completed`: true (remove at once), false (keep all), a count, or
- *                     { count?, age? } (age in ms) ({ count: 1000, age: 1 day })
- *   removeOnFail      retention in `failed`, the same way ({ count: 10000, age: 7 days })
+ *                     { count?, age?, limit? } (age in SECONDS, as BullMQ's) ({ count: 1000, age: 86400 }: a
+ *                     day; BullMQ keeps every job by default, EchoMQ bounds the set: see
+ *                     docs/migrating-from-bullmq-queue.md)
+ *   removeOnFail      retention in `failed`, the same way ({ count: 10000, age: 604800 }: 7 days)
  *   keepLogs          log lines kept per job (job.log), the newest (all)
  *   priority          1 (highest) .. 2,097,151; 0 or none: no priority, and such jobs run first (0)
  *   lifo              to the front of the line rather than the back (false; ignored with a priority)
@@ -112,14 +114,26 @@ function backoff(value: unknown): Backoff {
   }
 }
 
+/** The longest retention age accepted: a year, in seconds (BullMQ counts `age` in seconds). */
+const MAX_AGE_S = 365 * 24 * 3_600
+
+/** A retention age in seconds, 0 to a year; a fraction is kept to the millisecond (the scripts' unit). */
+function ageSeconds(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_AGE_S) {
+    fail('ERR_OPTIONS', `expected ${name} to be a number of seconds from 0 to ${MAX_AGE_S} (BullMQ's unit), got: ${describe(value)}`)
+  }
+  return Math.round(value * 1000) / 1000
+}
+
 function retention(name: string) {
   return (value: unknown): Retention => {
     if (typeof value === 'boolean') return value
     if (typeof value === 'number') return checkInteger(name, value, COUNT)
-    const o = checkKnown(name, value, ['count', 'age'])
+    const o = checkKnown(name, value, ['count', 'age', 'limit'])
+    if (o.limit !== undefined) checkInteger(`${name}.limit`, o.limit, COUNT)
     return {
       ...(o.count === undefined ? {} : { count: checkInteger(`${name}.count`, o.count, COUNT) }),
-      ...(o.age === undefined ? {} : { age: checkInteger(`${name}.age`, o.age, DELAY) }),
+      ...(o.age === undefined ? {} : { age: ageSeconds(`${name}.age`, o.age) }),
     }
   }
 }

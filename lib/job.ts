@@ -7,9 +7,12 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
+
 import { EchoMQError } from './errors.js'
 import type { JobChanges } from './job-changes.js'
-import { decodeBackoff, decodeKeep, JOB_DEFAULTS, type StoredJobOptions } from './job-options.js'
+import { JOB_DEFAULTS } from './job-options.js'
+import { type JobOpts, jobOpts, OPTION_FIELDS } from './job-opts.js'
+import type { Untyped } from './listeners.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
 export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
@@ -54,7 +57,7 @@ export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'c
 
 /** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
 export interface JobQueue {
-  remove(id: string): Promise<boolean>
+  remove(id: string): Promise<0 | 1>
   retryJobs(options: { ids: string[] }): Promise<string[]>
   promoteJob(id: string): Promise<void>
   getJobState(id: string): Promise<BullJobState>
@@ -71,9 +74,9 @@ export interface JobScope {
 }
 
 /** The fields a Job is made from (what a hash holds, decoded). */
-export interface JobFields<Data = unknown, Result = unknown> {
+export interface JobFields<Data = Untyped, Result = Untyped, Name extends string = string> {
   id: string
-  name: string
+  name: Name
   data: Data
   /** Total starts allowed. */
   attempts: number
@@ -104,15 +107,19 @@ export interface JobFields<Data = unknown, Result = unknown> {
   repeatJobKey?: string
   /** The stacks of its failed runs, oldest first, at most `opts.stackTraceLimit` (BullMQ's name; [] for none). */
   stacktrace?: string[]
-  /** The options it was added with (read by getJob and getJobs; BullMQ's `opts`). */
-  opts?: StoredJobOptions
+  /** The options it runs under (BullMQ's `opts`; see job-opts.ts), on every job. */
+  opts: JobOpts
   /** The id of its `deduplication` option, when it was added with one (BullMQ's name). */
   deduplicationId?: string
 }
 
-export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
+/**
+ * A job, with BullMQ's type parameters: the data, the processor's result and the job names (`any`,
+ * `any`, `string` when not given, as in BullMQ).
+ */
+export class Job<Data = Untyped, Result = Untyped, Name extends string = string> implements JobFields<Data, Result, Name> {
   declare id: string
-  declare name: string
+  declare name: Name
   declare data: Data
   declare attempts: number
   declare attemptsMade: number
@@ -128,7 +135,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare workerName?: string
   declare retried?: number
   declare repeatJobKey?: string
-  declare opts?: StoredJobOptions
+  declare opts: JobOpts
   declare deduplicationId?: string
   progress: unknown = 0
   /** 0 for none (BullMQ's default too). */
@@ -138,7 +145,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
   readonly #token: string | undefined
 
-  constructor(fields: JobFields<Data, Result>, scope?: JobScope, token?: string) {
+  constructor(fields: JobFields<Data, Result, Name>, scope?: JobScope, token?: string) {
     Object.assign(this, fields)
     this.#scope = scope
     this.#token = token
@@ -247,9 +254,18 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
     return this.#token
   }
 
-  /** Removes the job (ERR_JOB_ACTIVE while it runs: a running job is ended by its worker). */
-  async remove(): Promise<void> {
-    await this.scope().queue().remove(this.id)
+  /** Removes the job; ERR_JOB_ACTIVE while it runs (BullMQ throws too: a running job is ended by its worker). */
+  async remove(_opts?: { removeChildren?: boolean }): Promise<void> {
+    if ((await this.scope().queue().remove(this.id)) === 0)
+      throw new EchoMQError('ERR_JOB_ACTIVE', `job ${this.id} could not be removed: it is in flight (BullMQ: locked by a worker)`)
+  }
+
+  /** The job `id` of `queue`, undefined when there is none (BullMQ's Job.fromId: queue.getJob). */
+  static fromId<D = Untyped, R = Untyped, N extends string = string>(
+    queue: { getJob(id: string): Promise<Job<Untyped, Untyped, Untyped> | undefined> },
+    id: string,
+  ): Promise<Job<D, R, N> | undefined> {
+    return queue.getJob(id) as Promise<Job<D, R, N> | undefined>
   }
 
   /**
@@ -320,16 +336,19 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (Array.isArray(hash)) {
     for (let i = 0; i + 1 < hash.length; i += 2) h[hash[i] as string] = hash[i + 1] as string
   } else Object.assign(h, hash)
+  const attempts = Number(h.attempts ?? JOB_DEFAULTS.attempts)
+  const createdOn = Number(h.createdOn ?? 0)
   const job: JobFields = {
     id,
     name: h.name ?? '',
     data: parseJson(h.data),
-    attempts: Number(h.attempts ?? JOB_DEFAULTS.attempts),
+    attempts,
     attemptsMade: Number(h.attemptsMade ?? 0),
     attemptsStarted: startsOf(h.token, h.attemptsStarted),
     state: (h.state ?? 'wait') as JobState,
-    createdOn: Number(h.createdOn ?? 0),
+    createdOn,
     stacktrace: stacksOf(h.stacktrace),
+    opts: jobOpts(id, createdOn, attempts, (f) => h[f]),
   }
   if (h.failedReason !== undefined) job.failedReason = h.failedReason
   if (h.lastError !== undefined) job.lastError = h.lastError
@@ -347,22 +366,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.priority !== undefined) job.priority = Number(h.priority)
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
   if (h.deid !== undefined) job.deduplicationId = h.deid
-  job.opts = storedOptions(job.attempts, h)
   return job
-}
-
-/** The options a job was added with; a field the hash omits held the default (see lib/redis/encoding.ts). */
-function storedOptions(attempts: number, h: Record<string, string>): StoredJobOptions {
-  const backoff = decodeBackoff(h.backoff)
-  const keepLogs = optionalNumber(h.keepLogs)
-  return {
-    attempts,
-    ...(backoff === undefined ? {} : { backoff }),
-    removeOnComplete: h.keep === undefined ? JOB_DEFAULTS.removeOnComplete : decodeKeep(h.keep),
-    removeOnFail: h.keepFailed === undefined ? JOB_DEFAULTS.removeOnFail : decodeKeep(h.keepFailed),
-    ...(keepLogs === undefined ? {} : { keepLogs }),
-    stackTraceLimit: Number(h.stackTraceLimit ?? JOB_DEFAULTS.stackTraceLimit),
-  }
 }
 
 /**
@@ -386,29 +390,40 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[],
   return new Job(fieldsFromHash(id, hash), scope)
 }
 
+/** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
+const OPTION_AT = 10
+/** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
+const DEID_AT = OPTION_AT + OPTION_FIELDS.length
+
 /**
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, deid; null for a field the
- * hash lacks), and what the take set (active, since `startedOn`, by `workerName`). Decoded without a
- * detour through an object, as a busy worker does this for every job.
+ * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
+ * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
+ * set (active, since `startedOn`, by `workerName`). Decoded without a detour through an object, as a busy
+ * worker does this for every job.
  */
 export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
+  const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])
+  const createdOn = f[5] == null ? 0 : Number(f[5])
   const job: JobFields = {
     id,
     name: f[0] ?? '',
     data: parseJson(f[1] ?? undefined),
-    attempts: f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2]),
+    attempts,
     attemptsMade: f[3] == null ? 0 : Number(f[3]),
     attemptsStarted: f[4] == null ? 0 : Number(f[4]),
     state: 'active',
-    createdOn: f[5] == null ? 0 : Number(f[5]),
+    createdOn,
     startedOn: Number(startedOn),
     workerName,
     stacktrace: stacksOf(f[9]),
+    opts: jobOpts(id, createdOn, attempts, (name) => f[OPTION_AT + OPTION_FIELDS.indexOf(name)]),
   }
+  const priority = f[OPTION_AT + OPTION_FIELDS.indexOf('priority')]
+  if (priority != null) job.priority = Number(priority)
   if (f[6] != null) job.lastError = f[6]
   if (f[7] != null) job.retried = Number(f[7])
   if (f[8] != null) job.progress = parseJson(f[8])
-  if (f[10] != null) job.deduplicationId = f[10]
+  if (f[DEID_AT] != null) job.deduplicationId = f[DEID_AT] as string
   return job
 }

@@ -25,12 +25,14 @@
  * the job at once), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the processor's signal, when it takes one,
  * is aborted), 'error'.
  */
+
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { EchoMQError, isDelayed, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
 import { jobChanges } from './job-changes.js'
 import { toJson } from './json.js'
+import type { Untyped, WorkerListener } from './listeners.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import { Queue } from './queue.js'
 import { waitUntilFinished } from './queue-events.js'
@@ -51,6 +53,7 @@ import {
   updateProgress,
 } from './redis/commands.js'
 import { type Connection, closeConnection, lastConnectionError, openConnection, type RedisClient, resilient } from './redis/connection.js'
+import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { ping, readCandidates, readOutcome, rearmMarker, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -72,10 +75,27 @@ import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 export const IDLE: unique symbol = Symbol('echomq.worker.idle')
 export const HANDED_BACK: unique symbol = Symbol('echomq.worker.handedBack')
 
-export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, signal: AbortSignal) => Promise<Result> | Result
+/** BullMQ's type parameters: data, result and job names (`any`, `any`, `string` when not given, as in BullMQ). */
+export type Processor<Data = Untyped, Result = Untyped, Name extends string = string> = (
+  job: Job<Data, Result, Name>,
+  signal: AbortSignal,
+) => Promise<Result> | Result
+
+/**
+ * BullMQ's typed events (WorkerListener): `on('completed', (job, result) => ...)` gets typed arguments;
+ * and EchoMQ's internal events (IDLE, HANDED_BACK: symbols, which no BullMQ program names).
+ */
+export interface Worker<Data = Untyped, Result = Untyped, Name extends string = string> {
+  on<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  on(event: typeof IDLE | typeof HANDED_BACK, listener: (...args: never[]) => void): this
+  once<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  once(event: typeof IDLE | typeof HANDED_BACK, listener: (...args: never[]) => void): this
+  off<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  off(event: typeof IDLE | typeof HANDED_BACK, listener: (...args: never[]) => void): this
+}
 
 export interface WorkerOptions {
-  connection?: unknown
+  connection?: ConnectionOptions | undefined
   prefix?: string
   /** Recorded on every job this worker takes (default `<hostname>:<pid>`). */
   name?: string
@@ -152,7 +172,8 @@ type Started = Taken & { sentAt: number; scored?: boolean; reservedAt?: number }
 /** Most bytes of JSON one progress report is stored with. */
 const PROGRESS_MAX_BYTES = 64 * 1024
 
-export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's WorkerListener)
+export class Worker<Data = Untyped, Result = Untyped, Name extends string = string> extends EventEmitter {
   /** BullMQ's way to make one: `throw Worker.RateLimitError()` (see RateLimitError). */
   static RateLimitError(): RateLimitError {
     return new RateLimitError()
@@ -207,7 +228,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   constructor(
     name: string,
-    private readonly processor: Processor<Data, Result>,
+    private readonly processor: Processor<Data, Result, Name>,
     options?: WorkerOptions,
   ) {
     super()
@@ -512,7 +533,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     let error: Error | undefined
     const started = this.settings.clock.now()
     try {
-      result = await this.processor(run.job as Job<Data>, run.controller?.signal as AbortSignal)
+      result = await this.processor(run.job as Job<Data, Result, Name>, run.controller?.signal as AbortSignal)
       action = 'complete'
       value = this.resultJson(run.job.id, result)
     } catch (err) {

@@ -24,6 +24,7 @@
     "0" to remove at once, "" to keep all); retention in `failed`, the same way; keepLogs (lines; "" for all);
     priority (0: none, else 1 = highest .. 2^21 - 1); lifo ("1": to the front of `wait`, else "");
     stackTraceLimit (stack traces kept; "" for the default)
+  `delay` and `lifo` are stored when given (for job.opts), not read by any script.
   A field whose value is the default (see the constants above, from lib/defaults.json) is not stored: the
   scripts read an absent field as its default, so a job with the defaults costs no byte for them.
 
@@ -82,6 +83,9 @@ for i = 1, (#KEYS - 7) / per do
       put('keepFailed', ARGV[a + 8], DEFAULT_KEEP.failed)
       put('keepLogs', ARGV[a + 9], '')
       put('priority', priority, 0)
+      -- Kept only when given, for job.opts (BullMQ's): a job without them stores neither.
+      put('delay', delayMs, 0)
+      put('lifo', lifo and '1' or '', '')
       put('stackTraceLimit', tonumber(ARGV[a + 12]) or DEFAULT_STACK_TRACE_LIMIT, DEFAULT_STACK_TRACE_LIMIT)
       put('deid', deid, nil)
     end

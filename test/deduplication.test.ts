@@ -116,12 +116,12 @@ describe('an id held with a ttl', () => {
     const completed = nextEvent<[Job]>(w, 'completed')
     const a = await fx.queue.add('j', { n: 1 }, { removeOnComplete: true, deduplication: { id: 'gone', ttl: 60_000 } })
     await completed
-    expect(await fx.queue.getJob(a.id)).toBeNull()
+    expect(await fx.queue.getJob(a.id)).toBeUndefined()
     expect(await fx.queue.getDeduplicationJobId('gone')).toBe(a.id)
     const again = await fx.queue.add('j', { n: 2 }, { deduplication: { id: 'gone', ttl: 60_000 } })
     expect(again.id).toBe(a.id)
     expect(again.data).toEqual({ n: 2 })
-    expect(await fx.queue.getJob(a.id)).toBeNull()
+    expect(await fx.queue.getJob(a.id)).toBeUndefined()
     expect(await fx.queue.count()).toBe(0)
   })
 
@@ -144,7 +144,7 @@ describe('an id held with a ttl', () => {
       const deduplicated = nextEvent<[{ jobId: string; deduplicatedJobId: string }]>(events, 'deduplicated')
       const b = await fx.queue.add('j', { v: 2 }, { delay: 60_000, deduplication: { id: 'deb', ttl: 60_000, replace: true } })
       expect(b.id).not.toBe(a.id)
-      expect(await fx.queue.getJob(a.id)).toBeNull()
+      expect(await fx.queue.getJob(a.id)).toBeUndefined()
       expect((await removed)[0]).toMatchObject({ jobId: a.id, prev: 'delayed' })
       expect((await deduplicated)[0]).toMatchObject({ jobId: b.id, deduplicatedJobId: a.id })
       expect(await fx.queue.getDeduplicationJobId('deb')).toBe(b.id)
@@ -240,13 +240,17 @@ describe('addBulk and the cost of the option', () => {
 describe('the worker side', () => {
   it("a processor's job carries its deduplication id (BullMQ's job.deduplicationId); the run releases it as it completes", async () => {
     const seen: (string | undefined)[] = []
+    const opts: Job['opts'][] = []
     const w = fx.worker((job: Job) => {
       seen.push(job.deduplicationId)
+      opts.push(job.opts)
     })
-    const job = await fx.queue.add('j', {}, { deduplication: { id: 'p' } })
+    // Options on both sides of `deid` in takeJobs.lua's fields: each read from its own place.
+    const job = await fx.queue.add('j', {}, { deduplication: { id: 'p' }, priority: 4, lifo: true, keepLogs: 7 })
     expect(job.deduplicationId).toBe('p')
     await nextEvent(w, 'completed')
     expect(seen).toEqual(['p'])
+    expect(opts[0]).toMatchObject({ priority: 4, lifo: true, keepLogs: 7, attempts: job.opts.attempts })
     expect((await fx.queue.getJob(job.id))?.deduplicationId).toBe('p')
     expect(await fx.queue.getDeduplicationJobId('p')).toBeNull()
   })

@@ -230,7 +230,7 @@ describe('moveToDelayed with DelayedError', () => {
       return 'ok'
     })
     const errors: EchoMQError[] = []
-    w.on('error', (err: EchoMQError) => errors.push(err))
+    w.on('error', (err) => errors.push(err as EchoMQError))
     const completed = nextEvent<[Job]>(w, 'completed')
     await fx.queue.add('j', {}, { jobId: 'x', attempts: 1 })
     expect((await completed)[0].attemptsMade).toBe(1)

@@ -8,8 +8,12 @@ import defaults from '../defaults.json' with { type: 'json' }
 
 /** A retry's wait: a number (fixed, ms) or { type, delay, maxDelay?, jitter? } (job-options.ts validates it). */
 export type Backoff = number | { type: 'fixed' | 'exponential'; delay: number; maxDelay?: number; jitter?: number }
-/** A finished set's retention: true (remove at once), false (keep all), a count, or { count?, age? } (ms). */
-export type Retention = boolean | number | { count?: number; age?: number }
+/**
+ * A finished set's retention, BullMQ's KeepJobs: true (remove at once), false (keep all), a count, or
+ * { count?, age?, limit? } with `age` in seconds (BullMQ's unit; a fraction is kept to the ms). `limit` (BullMQ:
+ * most jobs removed per finish) is accepted and not stored: EchoMQ trims in batches of its own (retention.ts).
+ */
+export type Retention = boolean | number | { count?: number; age?: number; limit?: number }
 
 /** "<type>,<delay>,<maxDelay>,<jitter>" (maxDelay 0 for none), or "" for no backoff. */
 export function encodeBackoff(b: Backoff | undefined): string {
@@ -18,7 +22,7 @@ export function encodeBackoff(b: Backoff | undefined): string {
   return `${b.type},${b.delay},${b.maxDelay ?? 0},${b.jitter ?? 0}`
 }
 
-/** "<count>,<age>" with a part empty for no limit, "0" to remove at once, "" to keep all. */
+/** "<count>,<age in s>" with a part empty for no limit, "0" to remove at once, "" to keep all. */
 export function encodeKeep(r: Retention): string {
   if (r === true) return '0'
   if (r === false) return ''

@@ -29,7 +29,8 @@
  *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
  *   <prefix>:{q}:invocations ZSET  worker-function invocations (echomq/lambda): id -> lease end (ms, Redis
  *                                  clock); the reaper counts the live ones (lua/invocation-1.lua)
- *   <prefix>:{q}:<id>       HASH   the job
+ *   <prefix>:{q}:<id>       HASH   the job (an id holds ':' only as three parts, lib/options.ts: so <id> never
+ *                                  meets another job's <id>:lock or <id>:logs, and the tag stays the queue's)
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
  *   <prefix>:{q}:de:<did>   STRING a deduplication id held with a ttl: the holder's job id, PX ttl
