@@ -4,7 +4,7 @@
  * (`echomq/dashboard`, lib/ui/index.ts) and no reaper (`echomq/reaper`, lib/reaper/index.ts).
  */
 
-export { EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
+export { DelayedError, EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
 export { Job, type JobFields, type JobState } from './job.js'
 export type { JobOptions, JobOptions as JobsOptions } from './job-options.js'
 export type { JobOpts } from './job-opts.js'

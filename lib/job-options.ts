@@ -18,10 +18,13 @@
  *   priority          1 (highest) .. 2,097,151; 0 or none: no priority, and such jobs run first (0)
  *   lifo              to the front of the line rather than the back (false; ignored with a priority)
  *   stackTraceLimit   stack traces of failed runs kept in job.stacktrace, the newest (10; 0 for none)
+ *   deduplication     { id, ttl?, extend?, replace? }: an add whose id is held returns the holder
+ *                     (lib/deduplication.ts; add only)
  *
  * Validated here, before any Redis call; what reaches the scripts is encoded once (encodeBackoff,
  * encodeKeep) in the shapes lua/includes/backoff.lua and retention.lua read.
  */
+import { type DeduplicationOptions, deduplicationOption } from './deduplication.js'
 import defaults from './defaults.json' with { type: 'json' }
 import type { Backoff, Retention } from './redis/encoding.js'
 import { checkInteger, checkKnown, describe, fail, opt, RANGES } from './validate.js'
@@ -40,6 +43,8 @@ export interface JobOptions {
   priority?: number
   lifo?: boolean
   stackTraceLimit?: number
+  /** BullMQ's deduplication (lib/deduplication.ts); add and addBulk only, not defaultJobOptions. */
+  deduplication?: DeduplicationOptions
 }
 
 /** Every job option but the id, with defaults applied. */
@@ -78,7 +83,7 @@ const JOB_OPTION_NAMES = [
   'lifo',
   'stackTraceLimit',
 ]
-const ADD_OPTION_NAMES = ['jobId', ...JOB_OPTION_NAMES]
+const ADD_OPTION_NAMES = ['jobId', ...JOB_OPTION_NAMES, 'deduplication', 'debounce']
 /** Most stack traces a job keeps: each is up to a few KiB, and a failed job keeps them all. */
 const MAX_STACK_TRACE_LIMIT = 100
 /** The lowest priority (BullMQ's limit): a score of priority * 2^32 + a counter stays an exact double. */
@@ -155,10 +160,15 @@ export function jobSettings(what: string, options: unknown, base: JobSettings): 
 }
 
 /** `add`'s options over the queue's defaults; the job id, if any, as given (options.ts validates ids). */
-export function addSettings(options: unknown, base: JobSettings, what = 'add'): JobSettings & { jobId: unknown } {
+export function addSettings(
+  options: unknown,
+  base: JobSettings,
+  what = 'add',
+): JobSettings & { jobId: unknown; deduplication?: DeduplicationOptions } {
   if (options === undefined) return { ...base, jobId: undefined }
-  const { jobId, ...rest } = checkKnown(what, options, ADD_OPTION_NAMES)
-  return { ...jobSettings(what, rest, base), jobId }
+  const { jobId, deduplication, debounce, ...rest } = checkKnown(what, options, ADD_OPTION_NAMES)
+  const dedup = deduplicationOption(deduplication, debounce)
+  return { ...jobSettings(what, rest, base), jobId, ...(dedup ? { deduplication: dedup } : {}) }
 }
 
 /** The options a stored job was added with (its hash's fields), BullMQ's `job.opts`; `delay` and `jobId` are not kept. */

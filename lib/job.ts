@@ -9,6 +9,7 @@
  */
 
 import { EchoMQError } from './errors.js'
+import type { JobChanges } from './job-changes.js'
 import { JOB_DEFAULTS } from './job-options.js'
 import { type JobOpts, jobOpts, OPTION_FIELDS } from './job-opts.js'
 import type { Untyped } from './listeners.js'
@@ -68,6 +69,8 @@ export interface JobScope {
   log(job: Job, row: string, token: string | undefined): Promise<number>
   waitUntilFinished(job: Job, queueEvents: unknown, ttl: number | undefined): Promise<unknown>
   queue(): JobQueue
+  /** updateData, changePriority, moveToDelayed, extendLock (lib/job-changes.ts). */
+  changes(): JobChanges
 }
 
 /** The fields a Job is made from (what a hash holds, decoded). */
@@ -106,6 +109,8 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   stacktrace?: string[]
   /** The options it runs under (BullMQ's `opts`; see job-opts.ts), on every job. */
   opts: JobOpts
+  /** The id of its `deduplication` option, when it was added with one (BullMQ's name). */
+  deduplicationId?: string
 }
 
 /**
@@ -131,6 +136,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   declare retried?: number
   declare repeatJobKey?: string
   declare opts: JobOpts
+  declare deduplicationId?: string
   progress: unknown = 0
   /** 0 for none (BullMQ's default too). */
   priority = 0
@@ -181,6 +187,71 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
    */
   waitUntilFinished(queueEvents: unknown, ttl?: number): Promise<Result> {
     return this.scope().waitUntilFinished(this, queueEvents, ttl) as Promise<Result>
+  }
+
+  /**
+   * Replaces the job's data (BullMQ's updateData), validated as add's: JSON, at most the queue's
+   * maxDataBytes. Not fenced by a run: any holder of the job may write it. ERR_JOB_MISSING once it is gone.
+   */
+  async updateData(data: Data): Promise<void> {
+    await this.scope().changes().updateData(this, data)
+    this.data = data
+  }
+
+  /**
+   * Gives the job a new priority (0: none; BullMQ's changePriority). A waiting job is filed again at once,
+   * behind its equals (with `lifo`, in front of them); in any other state it keeps its place.
+   */
+  async changePriority(options: { priority?: number; lifo?: boolean }): Promise<void> {
+    this.priority = await this.scope().changes().changePriority(this, options)
+  }
+
+  /**
+   * Moves the job, in flight, to `delayed` until `timestamp` (ms since the epoch) without using an attempt;
+   * the processor then throws `new DelayedError()`. Fenced by `token` (the run's, `job.token` in a
+   * processor, the default there): ERR_LOCK_LOST for a run that lost its lease, ERR_JOB_STATE when the job
+   * is not in flight, nothing changed then.
+   */
+  async moveToDelayed(timestamp: number, token?: string): Promise<void> {
+    const due = await this.scope()
+      .changes()
+      .moveToDelayed(this, timestamp, this.runToken(token) ?? '')
+    this.state = 'delayed'
+    this.dueAt = due
+  }
+
+  /**
+   * Extends the run's lease to `duration` ms from now (BullMQ's extendLock); resolves to 1, or 0 when
+   * `token` does not hold the lease (nothing changed).
+   */
+  extendLock(token: string, duration: number): Promise<number> {
+    return this.scope()
+      .changes()
+      .extendLock(this, this.runToken(token) as string, duration)
+  }
+
+  /**
+   * The token a change is fenced by: the one given, or the run's. A BullMQ processor `(job, token)` run by
+   * EchoMQ gets the AbortSignal as its second argument, and passes it on as the token: the run's stands in.
+   */
+  private runToken(token: unknown): string | undefined {
+    if (token === undefined || (typeof AbortSignal !== 'undefined' && token instanceof AbortSignal))
+      return this.#token ?? (token as undefined)
+    return token as string
+  }
+
+  /**
+   * Releases the job's deduplication id if this job still holds it (BullMQ's removeDeduplicationKey):
+   * true when it did; false when another job holds it, none does, or the job has no deduplication id.
+   */
+  async removeDeduplicationKey(): Promise<boolean> {
+    if (this.deduplicationId === undefined) return false
+    return this.scope().changes().removeDeduplicationKey(this, this.deduplicationId)
+  }
+
+  /** The run's token, for the job a processor is given (BullMQ's job.token); undefined elsewhere. */
+  get token(): string | undefined {
+    return this.#token
   }
 
   /** Removes the job; ERR_JOB_ACTIVE while it runs (BullMQ throws too: a running job is ended by its worker). */
@@ -294,6 +365,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
   if (h.priority !== undefined) job.priority = Number(h.priority)
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
+  if (h.deid !== undefined) job.deduplicationId = h.deid
   return job
 }
 
@@ -318,16 +390,18 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[],
   return new Job(fieldsFromHash(id, hash), scope)
 }
 
+/** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
+const OPTION_AT = 10
+/** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
+const DEID_AT = OPTION_AT + OPTION_FIELDS.length
+
 /**
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
  * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
- * option fields of job-opts.ts OPTION_FIELDS; null for a field the hash lacks), and what the take set
- * (active, since `startedOn`, by `workerName`). Decoded without a detour through an object, as a busy
+ * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
+ * set (active, since `startedOn`, by `workerName`). Decoded without a detour through an object, as a busy
  * worker does this for every job.
  */
-/** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
-const OPTION_AT = 10
-
 export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
   const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])
   const createdOn = f[5] == null ? 0 : Number(f[5])
@@ -350,5 +424,6 @@ export function jobFromFields(id: string, f: (string | null)[], startedOn: strin
   if (f[6] != null) job.lastError = f[6]
   if (f[7] != null) job.retried = Number(f[7])
   if (f[8] != null) job.progress = parseJson(f[8])
+  if (f[DEID_AT] != null) job.deduplicationId = f[DEID_AT] as string
   return job
 }

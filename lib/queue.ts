@@ -12,8 +12,10 @@
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
 import { EventEmitter } from 'node:events'
+import { deduplicationOption, KnownHolders } from './deduplication.js'
 import { EchoMQError, redisError } from './errors.js'
 import { type BullJobState, JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
+import { jobChanges } from './job-changes.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
 import { jobOpts } from './job-opts.js'
 import { toJson } from './json.js'
@@ -37,6 +39,7 @@ import {
   resolveUrl,
 } from './redis/connection.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
+import { holderOf, removeHold } from './redis/deduplication.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import {
   failedUpTo,
@@ -82,7 +85,7 @@ export interface QueueOptions {
   connection?: ConnectionOptions | undefined
   prefix?: string
   maxDataBytes?: number
-  defaultJobOptions?: Omit<JobOptions, 'jobId'>
+  defaultJobOptions?: Omit<JobOptions, 'jobId' | 'deduplication'>
   /** The events stream's cap (QueueEvents): `{ events: { maxLen } }`, 10,000 by default. */
   streams?: { events?: { maxLen?: number } }
 }
@@ -158,6 +161,8 @@ export class Queue<
   private readonly scope: JobScope
   /** The ids of jobs added without one. */
   private readonly ids: JobIds
+  /** The holders of the deduplication ids this queue added with (lib/deduplication.ts). */
+  private readonly known = new KnownHolders()
 
   /** The connection's errors, passed on to this Queue's `error` listeners (none: not emitted). */
   private readonly onClientError = (err: Error) => {
@@ -179,13 +184,16 @@ export class Queue<
     if (settings.eventsMaxLen !== undefined) {
       void setEventsMaxLen(this.conn.client, this.keys, settings.eventsMaxLen).catch(() => undefined)
     }
+    const call = <T>(what: string, fn: () => Promise<T>) => this.call(what, fn)
+    const changes = jobChanges({ client: this.conn.client, keys: this.keys, queue: this.name, maxDataBytes: settings.maxDataBytes, call })
     this.scope = jobScope(
       this.conn.client,
       this.keys,
       this.name,
-      (what, fn) => this.call(what, fn),
+      call,
       this,
       (id, progress) => this.emit('progress', id, progress as JobProgress),
+      changes,
     )
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
   }
@@ -234,15 +242,25 @@ export class Queue<
     const job = this.newJob(name, data, options)
     const generated = job.id === ''
     void this.register()
-    for (let round = 0; ; round++) {
-      if (job.id === '' || round > 0)
-        job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
+    for (let round = 0, needId = generated; ; round++) {
+      if (needId) job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
+      needId = false
+      this.known.guess([job])
       const reply = await this.call('add to queue', () => commands.add(this.client, this.keys, [job]))
+      this.learn(job, reply, 0)
       if (reply.added[0]) return this.announce(this.added(job, data, reply.createdOn))
+      // Deduplicated: as BullMQ's add, the job asked for under the holder's id (no read: one round trip).
+      const holder = reply.heldBy[0]
+      if (holder !== undefined) return this.added({ ...job, id: holder }, data, reply.createdOn)
+      if (round + 1 === ID_ROUNDS) {
+        const what = reply.stale[0] !== undefined ? 'the holder of its deduplication id changed' : 'generated job ids were taken'
+        throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} times in a row, ${what}`)
+      }
+      // Its deduplication id has another holder than the one expected: sent again, expecting that one.
+      if (reply.stale[0] !== undefined) continue
       // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
       if (!generated) break
-      if (round + 1 === ID_ROUNDS)
-        throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+      needId = true
     }
     const existing = await this.getJob(job.id)
     if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
@@ -272,10 +290,12 @@ export class Queue<
       for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
       void this.register()
       let pending = news.map((job, index) => ({ job, index, generated: unnamed.includes(job) }))
-      // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
+      // A generated id that is taken (the counter was reset while jobs remained) gets the next one; a job
+      // whose deduplication id changed holder since it was read is sent again.
       for (let round = 0; pending.length > 0; round++) {
         if (round === ID_ROUNDS)
           throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+        this.known.guess(pending.map((p) => p.job))
         const calls = bulkCalls(pending)
         const replies = await commands.addAll(
           this.client,
@@ -283,15 +303,20 @@ export class Queue<
           calls.map((c) => c.map((p) => p.job)),
         )
         const retry: typeof pending = []
+        const taken: typeof pending = []
         for (const [c, reply] of replies.entries()) {
           for (const [i, p] of (calls[c] as typeof pending).entries()) {
+            const holder = reply.heldBy[i]
+            this.learn(p.job, reply, i)
             if (reply.added[i]) out[p.index] = this.announce(this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn))
-            else if (p.generated) retry.push(p)
+            else if (holder !== undefined) out[p.index] = this.added({ ...p.job, id: holder }, jobs[p.index]?.data as Data, reply.createdOn)
+            else if (reply.stale[i] !== undefined) retry.push(p)
+            else if (p.generated) taken.push(p)
           }
         }
-        const again = await this.ids.take(retry.length)
-        for (const [i, p] of retry.entries()) p.job.id = again[i] as string
-        pending = retry
+        const again = await this.ids.take(taken.length)
+        for (const [i, p] of taken.entries()) p.job.id = again[i] as string
+        pending = [...retry, ...taken]
       }
     })
     // An existing custom jobId: the job already stored.
@@ -615,6 +640,28 @@ export class Queue<
       throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${this.name} is ${outcome}, not delayed: nothing promoted`)
   }
 
+  /**
+   * The id of the job that holds deduplication id `id` now, or null (BullMQ's getDeduplicationJobId): a
+   * job that completed or failed holds an id added without a ttl no longer; one with a ttl until it passes.
+   */
+  async getDeduplicationJobId(id: string): Promise<string | null> {
+    this.assertOpen()
+    deduplicationOption({ id }, undefined)
+    return this.call('read a deduplication id of queue', () => holderOf(this.client, this.keys, id))
+  }
+
+  /** Releases deduplication id `id` whoever holds it (BullMQ's removeDeduplicationKey): 1 when it was held, else 0. */
+  async removeDeduplicationKey(id: string): Promise<number> {
+    this.assertOpen()
+    deduplicationOption({ id }, undefined)
+    return this.call('remove a deduplication id of queue', () => removeHold(this.client, this.keys, id))
+  }
+
+  /** @deprecated BullMQ's old name for getDeduplicationJobId. */
+  getDebounceJobId = (id: string): Promise<string | null> => this.getDeduplicationJobId(id)
+  /** @deprecated BullMQ's old name for removeDeduplicationKey. */
+  removeDebounceKey = (id: string): Promise<number> => this.removeDeduplicationKey(id)
+
   /** A job's state now, under BullMQ's names: `waiting` for `wait`, `unknown` when there is no such job. */
   async getJobState(id: string): Promise<BullJobState> {
     this.assertOpen()
@@ -691,11 +738,10 @@ export class Queue<
   /** A job of add or addBulk, validated and encoded; id '' for EchoMQ to give. */
   private newJob(jobName: unknown, data: unknown, options: unknown): commands.NewJob {
     const name = validateJobName(jobName)
-    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit } = addSettings(
-      options,
-      this.settings.defaultJobOptions,
-    )
+    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit, deduplication } =
+      addSettings(options, this.settings.defaultJobOptions)
     return {
+      ...(deduplication ? { deduplication: { spec: deduplication, holder: null } } : {}),
       id: jobId === undefined ? '' : validateNewJobId(jobId),
       name,
       data: toJson(data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
@@ -719,7 +765,18 @@ export class Queue<
       j.delayMs > 0
         ? { state: 'delayed' as const, dueAt: createdOn + j.delayMs }
         : { state: j.priority > 0 ? ('prioritized' as const) : ('wait' as const) }
-    return new Job<Data, Result, Name>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}) }, this.scope)
+    const dedup = j.deduplication ? { deduplicationId: j.deduplication.spec.id } : {}
+    return new Job<Data, Result, Name>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}), ...dedup }, this.scope)
+  }
+
+  /** What an add call said of the holder of job i's deduplication id, kept for the next add of that id. */
+  private learn(job: commands.NewJob, reply: commands.AddResult, i: number): void {
+    const id = job.deduplication?.spec.id
+    if (id === undefined) return
+    const stale = reply.stale[i]
+    if (stale !== undefined) this.known.learn(id, stale)
+    else if (reply.added[i]) this.known.learn(id, job.id)
+    else if (reply.heldBy[i] !== undefined) this.known.learn(id, reply.heldBy[i] as string)
   }
 
   /** Emits `waiting` for a job this Queue added (BullMQ's QueueListener). */

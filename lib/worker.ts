@@ -28,8 +28,9 @@
 
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { EchoMQError, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
+import { EchoMQError, isDelayed, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
+import { jobChanges } from './job-changes.js'
 import { toJson } from './json.js'
 import type { Untyped, WorkerListener } from './listeners.js'
 import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
@@ -537,7 +538,15 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       value = this.resultJson(run.job.id, result)
     } catch (err) {
       error = err instanceof Error ? err : new Error(String(err))
-      action = isRateLimit(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
+      action = isRateLimit(err) || isDelayed(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
+      // A DelayedError after a moveToDelayed ended the run there (its phase is `released`, see below).
+      if (isDelayed(err) && run.phase !== 'released')
+        this.report(
+          new EchoMQError(
+            'ERR_JOB_STATE',
+            `job ${run.job.id} of queue ${this.name}: DelayedError thrown without job.moveToDelayed; the job went back to wait`,
+          ),
+        )
       value = truncate(error.message || error.name, ERROR_MAX_CHARS)
     }
     this.processing--
@@ -639,6 +648,26 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   /** The scope of the jobs this worker runs: writes fenced by the run's token; a lost run learns it. */
   private jobScope(): JobScope {
     const client = this.conn.client
+    const changes = jobChanges({
+      client,
+      keys: this.keys,
+      queue: this.name,
+      maxDataBytes: RESULT_MAX_BYTES,
+      call: async (what, fn) => {
+        try {
+          return await fn()
+        } catch (err) {
+          throw this.failure(what, err)
+        }
+      },
+      // The run is over once its job is in `delayed`: no finish, no heartbeat (see DelayedError).
+      moved: (id, token) => {
+        const run = this.runs.get(id)
+        if (run?.token !== token || run.phase !== 'running') return
+        run.phase = 'released'
+        this.locks.remove(id)
+      },
+    })
     const refused = (job: Job, status: 'missing' | 'lost', what: string) =>
       status === 'lost'
         ? new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${this.name} lost its lease: ${what}`)
@@ -672,6 +701,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
         this.jobQueue ??= new Queue(this.name, { connection: client, prefix: this.settings.prefix })
         return this.jobQueue
       },
+      changes: () => changes,
     }
   }
 

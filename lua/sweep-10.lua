@@ -59,6 +59,7 @@ local n = #ARGV - 4
 -- @include score
 -- @include retention
 -- @include enter
+-- @include releaseDeduplication
 -- @include useAttempt
 -- @include minutes
 

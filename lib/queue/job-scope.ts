@@ -4,6 +4,7 @@
  */
 import { EchoMQError } from '../errors.js'
 import type { JobQueue, JobScope } from '../job.js'
+import type { JobChanges } from '../job-changes.js'
 import type { OptionField } from '../job-opts.js'
 import { toJson } from '../json.js'
 import { waitUntilFinished } from '../queue-events.js'
@@ -37,7 +38,7 @@ export function addedOption(j: commands.NewJob, field: OptionField): string | nu
 
 /**
  * What the jobs a Queue gives out act through: progress and log lines written for any job that exists (no
- * run owns it here, so nothing is fenced), and waitUntilFinished.
+ * run owns it here, so nothing is fenced), waitUntilFinished, and the changes of lib/job-changes.ts.
  */
 export function jobScope(
   client: RedisClient,
@@ -46,6 +47,7 @@ export function jobScope(
   call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
   owner: JobQueue,
   progressed: (id: string, progress: unknown) => void,
+  changes: JobChanges,
 ): JobScope {
   const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
   return {
@@ -65,5 +67,6 @@ export function jobScope(
       return waitUntilFinished(events, { id: job.id, name: job.name, queue }, ttl, () => readOutcome(client, keys, job.id))
     },
     queue: () => owner,
+    changes: () => changes,
   }
 }

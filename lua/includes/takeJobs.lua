@@ -4,9 +4,9 @@
 -- dropped from the reply (set to nil), which ends the list there.
 local JOB_FIELDS = {
   'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
-  'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'token',
+  'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'token',
 }
-local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 19
+local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 20
 -- The hand reads the same fields: `priority` says whether the job waited in `prioritized` (so its
 -- reservation has a score kept in `reservedScores`, which its take then drops: confirmStarts).
 local HAND_FIELDS = JOB_FIELDS
