@@ -74,7 +74,7 @@ export interface JobFields<Data = unknown, Result = unknown> {
   data: Data
   /** Total starts allowed. */
   attempts: number
-  /** Attempts used: runs that completed, failed or stalled. A run returned by a closing worker uses none. */
+  /** Attempts used: runs that completed or failed (a stall uses none: stalledCounter). A run returned by a closing worker uses none. */
   attemptsMade: number
   /** Times a worker took the job (all runs, including those before a retry from `failed`). */
   attemptsStarted: number
@@ -103,6 +103,8 @@ export interface JobFields<Data = unknown, Result = unknown> {
   stacktrace?: string[]
   /** The options it was added with (read by getJob and getJobs; BullMQ's `opts`). */
   opts?: StoredJobOptions
+  /** Times the stalled sweep recovered it (BullMQ's name; its worker's maxStalledCount bounds it). */
+  stalledCounter?: number
 }
 
 export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
@@ -125,6 +127,7 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare repeatJobKey?: string
   declare opts?: StoredJobOptions
   progress: unknown = 0
+  stalledCounter = 0
   /** 0 for none (BullMQ's default too). */
   priority = 0
   stacktrace: string[] = []
@@ -136,6 +139,11 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
     Object.assign(this, fields)
     this.#scope = scope
     this.#token = token
+  }
+
+  /** The run's token (BullMQ's job.token), for the job a processor is given. */
+  get token(): string | undefined {
+    return this.#token
   }
 
   /** BullMQ's name for createdOn. */
@@ -275,6 +283,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
   if (h.priority !== undefined) job.priority = Number(h.priority)
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
+  if (h.stalledCounter !== undefined) job.stalledCounter = Number(h.stalledCounter)
   job.opts = storedOptions(job.attempts, h)
   return job
 }

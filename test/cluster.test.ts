@@ -141,7 +141,7 @@ describe('Queue and Worker on a cluster', () => {
     // A job still running when close() times out goes back to wait (the finish script's release path).
     const queue3 = track(new Queue(q3, { connection: cluster.url, prefix }))
     const hung = track(
-      new Worker(q3, (_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+      new Worker(q3, (_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
         connection: cluster.singleSeedUrl,
         prefix,
         closeTimeout: 50,

@@ -132,9 +132,12 @@ describe('the whole flow under the guard', () => {
   })
 
   it('close() past closeTimeout returns the running job to wait without using an attempt; another worker completes it', async () => {
-    const first = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
-      closeTimeout: 50,
-    })
+    const first = worker(
+      (_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      {
+        closeTimeout: 50,
+      },
+    )
     const active = nextEvent(first, 'active')
     await fx.queue.add('job', {}, { jobId: 'c' })
     await active
@@ -149,7 +152,7 @@ describe('the whole flow under the guard', () => {
   it('a lapsed lease is taken back by the next heartbeat; after a sweep recovers the job the heartbeat reports it lost and the finish is fenced', async () => {
     const clock = new ManualClock()
     const lost: string[] = []
-    const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+    const w = worker((_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
       clock,
       lockDuration: 200,
       heartbeatInterval: 100,

@@ -49,9 +49,12 @@ describe('priorities', () => {
     await sweep(redis.client, 'q', { graceMs: 0 })
     expect(await fx.queue.getJob('st')).toMatchObject({ state: 'prioritized', attemptsMade: 1 })
 
-    const closing = fx.worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
-      closeTimeout: 50,
-    })
+    const closing = fx.worker(
+      (_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      {
+        closeTimeout: 50,
+      },
+    )
     await waitFor(async () => (await fx.queue.getJob('st'))?.state === 'active', { what: 'taken again' })
     await closing.close()
     expect(await fx.queue.getJob('st')).toMatchObject({ state: 'prioritized', attemptsMade: 1 })

@@ -12,7 +12,7 @@ const pending = new Map<string, () => void>()
 
 const worker = new Worker(
   env('QUEUE', 'q'),
-  (job, signal) =>
+  (job, _token, signal) =>
     new Promise((resolve, reject) => {
       pending.set(job.id, () => resolve({ doneBy: process.pid }))
       signal.addEventListener('abort', () => reject(signal.reason))

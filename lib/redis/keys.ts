@@ -23,6 +23,8 @@
  *   <prefix>:{q}:prioritized ZSET  waiting jobs with a priority: id -> priority * 2^32 + counter (enter.lua)
  *   <prefix>:{q}:reservedScores HASH reserved id -> its score in `prioritized`, to hand it back to its place
  *   <prefix>:{q}:limiter    ZSET   job id:start number -> start time (ms): the worker limiters' window
+ *   <prefix>:{q}:stalled-check STRING set with PX stalledInterval by the worker that runs the stalled sweep
+ *                                  (BullMQ's name): one worker of the queue sweeps per interval
  *   <prefix>:{q}:schedulers ZSET   job scheduler id -> when its next period is due (ms)
  *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing, the template of its jobs, `ic` (runs
  *                                  made) and `last` (its newest run's due time); a run is a job with id
@@ -52,6 +54,7 @@ export const QUEUE_KEY_NAMES = [
   'reservedScores',
   'limiter',
   'schedulers',
+  'stalled-check',
 ] as const
 
 export interface QueueKeys {
@@ -71,6 +74,7 @@ export interface QueueKeys {
   readonly reservedScores: string
   readonly limiter: string
   readonly schedulers: string
+  readonly stalledCheck: string
   scheduler(id: string): string
   job(id: string): string
   lock(id: string): string
@@ -96,6 +100,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     reservedScores: `${base}reservedScores`,
     limiter: `${base}limiter`,
     schedulers: `${base}schedulers`,
+    stalledCheck: `${base}stalled-check`,
     scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,

@@ -35,7 +35,7 @@ it('a job recovered from a stalled worker and taken again by that same worker: t
   const runs: Run[] = []
   const w = new Worker(
     'q',
-    (job: Job, signal: AbortSignal) =>
+    (job: Job, _token: string, signal: AbortSignal) =>
       new Promise((resolve, reject) => {
         signal.addEventListener('abort', () => reject(signal.reason), { once: true })
         runs.push({ n: job.attemptsStarted, signal, release: () => resolve(`run${job.attemptsStarted}`) })
