@@ -8,7 +8,7 @@ const redis = useRedis()
 const fx = useQueue(redis, { workers: { lockDuration: 1_000, skipStalledCheck: true } })
 
 it('passes the run\u2019s token (the lease\u2019s value) as the second argument and job.token, and the signal third', async () => {
-  const seen: { token?: string; jobToken?: string; lease?: string | null; signal?: boolean } = {}
+  const seen: { token?: string; jobToken?: string | undefined; lease?: string | null; signal?: boolean } = {}
   const w = fx.worker(async (job, token, signal) => {
     seen.token = token
     seen.jobToken = job.token
