@@ -93,8 +93,9 @@ describe('QueueEvents', () => {
     expect(await fx.queue.getJob('u')).toMatchObject({ state: 'failed', attemptsMade: 1 })
   })
 
-  it('the sweep recovering a stalled job emits waiting then stalled; one failed on its last attempt emits failed', async () => {
-    await crashedJobs(redis.client, 'q', 2, { attempts: 1 })
+  it('the sweep recovering a stalled job emits waiting then stalled; one stalled past maxStalledCount emits failed', async () => {
+    const twice = await crashedJobs(redis.client, 'q', 2, { attempts: 1 })
+    for (const id of twice) await redis.client.hset(fx.keys.job(id), 'stalledCounter', '1') // stalled once before
     await crashedJobs(redis.client, 'q', 1, { attempts: 2, idPrefix: 'r' })
     const events = await listen()
     const heard = record(events, ALL)
