@@ -109,14 +109,14 @@ describe("a job's stored options", () => {
       stackTraceLimit: 10,
     })
     expect((await fx.queue.getJob('b'))?.opts).toEqual({
-      attempts: 3,
+      attempts: 1,
       backoff: { type: 'fixed', delay: 250 },
       removeOnComplete: false,
       removeOnFail: 7,
       stackTraceLimit: 10,
     })
     expect((await fx.queue.getJob('c'))?.opts).toEqual({
-      attempts: 3,
+      attempts: 1,
       removeOnComplete: { count: 1000, age: 86_400_000 },
       removeOnFail: { age: 1_000 },
       stackTraceLimit: 10,
@@ -125,7 +125,7 @@ describe("a job's stored options", () => {
     await fx.queue.add('x', { n: 1 }, { jobId: 'd' })
     expect(Object.keys(await redis.client.hgetall(fx.queue.keys.job('d'))).sort()).toEqual(['createdOn', 'data', 'name', 'state'])
     expect((await fx.queue.getJob('d'))?.opts).toEqual({
-      attempts: 3,
+      attempts: 1,
       removeOnComplete: { count: 1000, age: 86_400_000 },
       removeOnFail: { count: 10_000, age: 604_800_000 },
       stackTraceLimit: 10,

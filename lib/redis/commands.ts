@@ -967,6 +967,8 @@ export async function obliterate(
     [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)])],
     [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
   )) as ['active' | 'ok' | 'done' | 'more', number]
+  // The workers' sweep throttle (stalled-check, a plain key with a PX) goes with the queue's keys.
+  if (status === 'done') await client.del(keys.stalledCheck)
   return { status, count }
 }
 
