@@ -438,3 +438,8 @@ export async function readBackoffType(client: RedisClient, keys: QueueKeys, id: 
   const spec = await client.hget(keys.job(id), 'backoff')
   return spec ? spec.split(',')[0] : undefined
 }
+
+/** Records that a job stalled `n` times before (its stalledCounter): the demo's job that stalls once too often. */
+export async function recordPastStalls(client: RedisClient, keys: QueueKeys, id: string, n: number): Promise<void> {
+  await client.hset(keys.job(id), 'stalledCounter', String(n))
+}
