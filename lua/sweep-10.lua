@@ -13,7 +13,7 @@
                                        backoff; a job with a priority to the front of its priority), or,
                                        past the queue's maxStalledCount (meta's `maxStalledCount`, written
                                        only when not the default, 1), to `failed` ("job stalled more than
-                                       allowable limit", an attempt used as a failed run uses one)
+                                       allowable limit"; a stall never uses an attempt)
     marked more recently            -> leave it for a later sweep
   (A marked job's lease is not looked at: whatever writes a lease again clears the mark in that step.)
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
@@ -48,8 +48,7 @@
   deadline of the first job recovered (false when none) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
-  `waiting` (prev `active`) then `stalled`; a stall on the last attempt `failed` then `retries-exhausted`
-  (useAttempt.lua).
+  `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey = KEYS[1], KEYS[2]
@@ -63,7 +62,6 @@ local n = #ARGV - 4
 -- @include score
 -- @include retention
 -- @include enter
--- @include useAttempt
 -- @include minutes
 
 local now = nowMs()
@@ -174,9 +172,12 @@ for i = 0, n - 1 do
         maxStalled = tonumber(rcall('HGET', q.meta, 'maxStalledCount')) or DEFAULT_MAX_STALLED_COUNT
       end
       if stalls > maxStalled then
-        -- Stalled once too often (a job that crashes its worker): failed as a final run would fail it.
-        rcall('HSET', jobKey, 'token', takenAway, 'stalledCounter', stalls)
-        useAttempt(jobKey, q, id, now, STALLED_TOO_OFTEN, { front = true, delayMs = 0, final = true })
+        -- Stalled once too often (a job that crashes its worker): failed as a final run would fail it
+        -- (useAttempt.lua's failed branch), with no attempt used: a stall is counted apart.
+        rcall('HSET', jobKey, 'token', takenAway, 'stalledCounter', stalls, 'state', 'failed', 'failedReason', STALLED_TOO_OFTEN,
+          'finishedOn', nowText)
+        rcall('HINCRBY', q.meta, 'failedNew', 1)
+        emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
         failed[#failed + 1] = id
         countFinished(KEYS[9], 'failed', now)
         if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then

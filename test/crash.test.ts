@@ -80,7 +80,7 @@ it("a killed worker's job past its stall allowance (a worker's maxStalledCount 0
 
   expect(second.failed).toEqual(['last'])
   const job = await queue.getJob('last')
-  expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 })
+  expect(job).toMatchObject({ state: 'failed', attemptsMade: 0, stalledCounter: 1 })
   expect(job?.failedReason).toBe('job stalled more than allowable limit')
   expect(await queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
 })

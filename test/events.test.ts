@@ -101,7 +101,7 @@ describe('QueueEvents', () => {
     const heard = record(events, ALL)
     await sweep(redis.client, 'q', { graceMs: 0 })
     await sweep(redis.client, 'q', { graceMs: 0 })
-    await waitFor(() => heard.length >= 6, { what: 'the sweep events' })
+    await waitFor(() => heard.length >= 4, { what: 'the sweep events' })
 
     expect(heard.filter(([, p]) => (p as { jobId: string }).jobId === 'r0').map(([name, p]) => [name, p])).toEqual([
       ['waiting', { jobId: 'r0', prev: 'active' }],

@@ -94,7 +94,7 @@ it('a worker\u2019s maxStalledCount reaches every sweep through the queue\u2019s
   }
   await crashWhileHolding('m2')
   expect((await sweepTwice()).failed).toEqual(['m2'])
-  expect(await queue.getJob('m2')).toMatchObject({ state: 'failed', stalledCounter: 3, attemptsMade: 1 })
+  expect(await queue.getJob('m2')).toMatchObject({ state: 'failed', stalledCounter: 3, attemptsMade: 0 })
 })
 
 it('maxStalledCount 0 fails a stalled job at its first stall; a bad value is refused before any Redis call', async () => {

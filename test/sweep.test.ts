@@ -48,7 +48,7 @@ describe('sweep: the two-phase decision, one case per branch', () => {
 
     const job = await new Queue('q', { connection: redis.client }).getJob(id as string)
     expect(second).toEqual({ marked: [], recovered: [], failed: [id] })
-    expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 })
+    expect(job).toMatchObject({ state: 'failed', attemptsMade: 0 })
     expect(job?.failedReason).toBe('job stalled more than allowable limit')
     expect(job?.stalledCounter).toBe(2)
     expect(await redis.client.llen(keys.wait)).toBe(0)

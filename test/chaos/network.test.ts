@@ -159,7 +159,7 @@ describe('a worker that cannot reach Redis', () => {
       }))
       console.log(`[chaos] network ${fault}: ${JSON.stringify(report)}`)
       for (const id of ['a', 'b'])
-        expect(await fx.queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 2 })
+        expect(await fx.queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 1, stalledCounter: 1 })
       // Aborted before the recovery, within about one lease (plus a heartbeat and scheduling slack).
       for (const r of report) {
         expect(r.lostAfterMs, `lockLost of ${r.id}`).not.toBeNull()
