@@ -283,7 +283,7 @@ export interface SweepResults {
 }
 
 export async function runSweep(ctx: Ctx): Promise<SweepResults> {
-  // BENCH_SWEEP_LARGEST=1: only the largest scenario, on a server nothing else ran on (see the README).
+  // BENCH_SWEEP_LARGEST=1: only the largest scenario, on a server nothing else ran on (see docs/benchmarks.md).
   const largestOnly = process.env.BENCH_SWEEP_LARGEST === '1' && !ctx.quick
   const sizes = largestOnly ? [100_000] : ctx.quick ? [500, 5_000] : [1_000, 10_000, 100_000]
   const stalls = largestOnly ? [1_000] : ctx.quick ? [0, 10, 100] : [0, 10, 1_000]

@@ -17,6 +17,7 @@ import { type QueueSettings, queueSettings, validateJobId, validateJobName, vali
 import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
 import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
 import { isIntegerId, JobIds } from './queue/job-ids.js'
+import { getWorkers } from './queue/workers.js'
 import { waitUntilFinished } from './queue-events.js'
 import * as commands from './redis/commands.js'
 import {
@@ -528,6 +529,21 @@ export class Queue<Data = unknown> {
     const outcome = await this.call('remove a job of queue', () => commands.remove(this.client, this.keys, id))
     if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${this.name} is in flight; it was not removed`)
     return outcome === 'removed'
+  }
+
+  /**
+   * BullMQ's getWorkers(): this queue's workers as CLIENT LIST shows their connections (`name` is the
+   * queue's, `rawname` the connection's: `<prefix>:<base64(queue)>:w:<worker name>`). A Redis that refuses
+   * CLIENT LIST gets an EchoMQError (see queue/workers.ts).
+   */
+  async getWorkers(): Promise<Record<string, string>[]> {
+    this.assertOpen()
+    return this.call('list the workers of queue', () => getWorkers(this.client, this.settings.prefix, this.name))
+  }
+
+  /** BullMQ's getWorkersCount(): how many workers getWorkers() lists. */
+  async getWorkersCount(): Promise<number> {
+    return (await this.getWorkers()).length
   }
 
   async counts(): Promise<QueueCounts> {

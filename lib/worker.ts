@@ -47,6 +47,7 @@ import {
 } from './options.js'
 import { Queue } from './queue.js'
 import { waitUntilFinished } from './queue-events.js'
+import { namedDuplicate, workerConnectionName } from './redis/clients.js'
 import {
   addLog,
   extend,
@@ -63,15 +64,7 @@ import {
   unreserve,
   updateProgress,
 } from './redis/commands.js'
-import {
-  type Connection,
-  closeConnection,
-  duplicateClient,
-  lastConnectionError,
-  openConnection,
-  type RedisClient,
-  resilient,
-} from './redis/connection.js'
+import { type Connection, closeConnection, lastConnectionError, openConnection, type RedisClient, resilient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { ping, readBackoffType, readCandidates, readOutcome, rearmMarker, setMaxStalledCount, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -85,6 +78,15 @@ import { LockManager } from './worker/lock-manager.js'
 import { Promoter } from './worker/promoter.js'
 import { StalledChecker } from './worker/stalled-checker.js'
 import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
+
+/**
+ * Internal events (symbols, so no BullMQ program meets them) for the worker-function handler (lib/lambda/):
+ * IDLE when a take found nothing ready and the worker is about to block on the marker; a listener that
+ * closes the worker then keeps it from blocking at all. HANDED_BACK (n) when n jobs set aside and not
+ * started (reserved, in hand, or taken by a reply that came after close() began) went back, no attempt used.
+ */
+export const IDLE: unique symbol = Symbol('echomq.worker.idle')
+export const HANDED_BACK: unique symbol = Symbol('echomq.worker.handedBack')
 
 /** BullMQ's processor: (job, token, signal); the token is the run's (job.token too), the signal aborts on a lost lease or a forced close. */
 export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, token: string, signal: AbortSignal) => Promise<Result> | Result
@@ -245,7 +247,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.keys = queueKeys(this.settings.prefix, this.name)
     this.conn = openConnection(this.settings.connection, { redisOptions: resilient(RECONNECTS_PER_CALL) })
     const client = this.conn.client
-    this.blocking = duplicateClient(client)
+    // Named as BullMQ names it: queue.getWorkers() and the dashboard see the worker by this connection.
+    this.blocking = namedDuplicate(client, workerConnectionName(this.settings.prefix, this.name, this.settings.name))
     this.blocking.on('error', () => undefined) // the main connection reports the outage
     this.watchConnection()
     this.wantsSignal = processor.length >= 3
@@ -260,7 +263,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
       reserveMs: lockDuration,
       running: (id) => this.runs.has(id) || this.hand.has(id),
       read: (n) => readCandidates(client, this.keys, n),
-      giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids)),
+      giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids).then((n) => this.handedBack(n))),
       held: () => this.hand.size,
       clock,
       onError: (err) => this.report(this.failure('return reserved jobs to wait in queue', err)),
@@ -441,6 +444,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
             this.hadWork = false
             this.notify('drained')
           }
+          this.emit(IDLE)
+          if ((this.phase as WorkerPhase) !== 'running') break
           const woken = await this.block()
           idle = woken === 'timeout'
           // Woken for work while paused: the wake-up goes back for the other workers.
@@ -825,7 +830,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         this.promoter.close().catch(() => undefined),
         this.jobQueue?.close() ?? Promise.resolve(),
       ],
-      closeConnection: () => Promise.all([closeConnection(this.conn), this.blockingEnded]).then(() => undefined),
+      closeConnection: () => {
+        this.unwatch()
+        return Promise.all([closeConnection(this.conn), this.blockingEnded]).then(() => undefined)
+      },
       disconnect: () => this.conn.client.disconnect(),
       report: (err) => this.report(err),
       enter: (phase) => {
@@ -837,7 +845,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** Reserved ids (jobs in hand) the worker will not start: back to where they were, no attempt used. */
   private async unreserve(ids: string[]): Promise<void> {
     try {
-      await this.calls.track(unreserve(this.conn.client, this.keys, ids))
+      this.handedBack(await this.calls.track(unreserve(this.conn.client, this.keys, ids)))
     } catch (err) {
       this.report(this.failure('return reserved jobs to wait in queue', err))
     }
@@ -847,9 +855,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   private async giveBack({ job, token }: Taken): Promise<void> {
     try {
       await finish(this.conn.client, this.keys, { id: job.id, token }, 'release', '')
+      this.handedBack(1)
     } catch (err) {
       this.report(this.failure(`return job ${job.id} to wait in queue`, err))
     }
+  }
+
+  private handedBack(n: number): number {
+    if (n > 0) this.emit(HANDED_BACK, n)
+    return n
   }
 
   /** Sleeps until a run ends, close() is called, or `ms` passes. */
@@ -903,19 +917,28 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** Reports an outage once, when it starts (calls wait through reconnects before they fail). */
   private watchConnection(): void {
     let reported = false
-    this.conn.client.on('error', (err: Error) => {
+    const onError = (err: Error) => {
       if (reported || this.phase !== 'running') return
       reported = true
       this.report(redisError(this.name, 'connect to Redis (retrying) for queue', err))
-    })
-    this.conn.client.on('ready', () => {
+    }
+    const onReady = () => {
       reported = false
       if (!this.ready) {
         this.ready = true
         this.notify('ready')
       }
-    })
+    }
+    this.conn.client.on('error', onError)
+    this.conn.client.on('ready', onReady)
+    // A connection given to the worker outlives it (a worker function's, reused by each invocation's worker).
+    this.unwatch = () => {
+      this.conn.client.off('error', onError)
+      this.conn.client.off('ready', onReady)
+    }
   }
+
+  private unwatch: () => void = () => undefined
 
   private report(err: unknown): void {
     if (this.phase === 'closed') return

@@ -22,6 +22,14 @@ function sources(dir: string): string[] {
 
 const files = ['lib', 'cli', 'functions', 'bench', 'test', 'bin'].flatMap(sources)
 const read = (rel: string) => readFileSync(path.join(root, rel), 'utf8')
+/** What a reader is pointed at: the README, ARCHITECTURE.md and every page of docs/. */
+const documents = [
+  'README.md',
+  'ARCHITECTURE.md',
+  ...readdirSync(path.join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+]
 /** A script call through an ioredis method or a raw command. */
 const SCRIPT_CALL = /\.(evalsha|eval|fcall)\(|\.(call|send_command|sendCommand)\(\s*['"](evalsha|eval|fcall)['"]/i
 
@@ -106,11 +114,13 @@ describe('habits', () => {
     expect(long).toEqual([])
   })
 
-  it('every file the README and ARCHITECTURE.md name exists', () => {
-    const named = ['README.md', 'ARCHITECTURE.md'].flatMap((doc) =>
-      [...read(doc).matchAll(/\b((?:lib|cli|functions|test|bench|lua|serverless)\/[\w./-]*\.(?:ts|lua|json|cjs))\b/g)].map(
-        (m) => m[1] as string,
-      ),
+  it('every file the README, ARCHITECTURE.md and the pages of docs/ name exists', () => {
+    const named = documents.flatMap((doc) =>
+      [
+        ...read(doc).matchAll(
+          /\b((?:lib|cli|functions|test|bench|lua|serverless|scripts|examples|docs)\/[\w./-]*\.(?:ts|lua|json|cjs|mjs|md|png))\b/g,
+        ),
+      ].map((m) => m[1] as string),
     )
     expect(named.length).toBeGreaterThan(20)
     expect([...new Set(named)].filter((f) => !existsSync(path.join(root, f)))).toEqual([])
@@ -118,7 +128,7 @@ describe('habits', () => {
 
   it('every script a comment names exists, and its name counts the KEYS its header lists', () => {
     const scripts = new Set(readdirSync(path.join(root, 'lua')).filter((f) => f.endsWith('.lua')))
-    const texts = [...files, ...sources('lua'), 'README.md']
+    const texts = [...files, ...sources('lua'), ...documents]
     const named = texts.flatMap((f) => [...read(f).matchAll(/\b([a-z][a-zA-Z]*-\d+\.lua)\b/g)].map((m) => `${f}: ${m[1]}`))
     expect(named.filter((n) => !scripts.has(n.split(': ')[1] as string))).toEqual([])
     for (const script of scripts) {

@@ -638,5 +638,6 @@ describe('echomq ui refuses before serving', () => {
     const missing = await echomq(['ui', '--queue', 'typo', '--port', '0', '--redis-url', url])
     expect(missing.code).toBe(1)
     expect(missing.stderr).toMatch(/no queue "typo"/)
-  })
+    // Nine processes of the command, each a cold start through tsx: seconds each on a loaded 2-core machine.
+  }, 120_000)
 })

@@ -289,9 +289,10 @@ describe('the whole flow under the guard', () => {
 
   it('priorities, a limiter, rateLimit and a job scheduler made and advanced by worker and sweep', async () => {
     const runs: string[] = []
-    const w = worker((job) => void runs.push(job.id), { limiter: { max: 50, duration: 1_000 } })
+    // Both are waiting before the worker starts: an idle worker would take 'low' the moment it is added.
     await fx.queue.add('x', {}, { jobId: 'low', priority: 5 })
     await fx.queue.add('x', {}, { jobId: 'high', priority: 1 })
+    const w = worker((job) => void runs.push(job.id), { limiter: { max: 50, duration: 1_000 } })
     await fx.queue.rateLimit(1)
     await fx.queue.upsertJobScheduler('every', { every: 100 })
     await waitFor(() => runs.filter((id) => id.startsWith('repeat:')).length >= 3, { what: 'three iterations run' })

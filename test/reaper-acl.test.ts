@@ -1,5 +1,5 @@
 /**
- * The README's least-privilege Redis users (Deploying the reaper, step 1), exactly as written there, end to
+ * The least-privilege Redis users of docs/reaper.md (Deploying the reaper, step 1), exactly as written there, end to
  * end on a standalone Redis and on a Redis Cluster: producers and workers add, take, fail and complete jobs;
  * the reaper sweeps (marks, recovers, fails), claims and publishes failed jobs, finds queues missing from the registry and
  * registers them again; the CLI's read-only commands answer. Redis's ACL LOG stays empty and nothing but
@@ -24,16 +24,16 @@ const run = promisify(execFile)
 const BIN = new URL('../bin/echomq.js', import.meta.url).pathname
 const PASSWORD = 'acl-test-pw'
 
-/** The ACL lines of the README's ```redis-acl block, by user name. */
-function readmeAcl(): Record<'reaper' | 'app', string[]> {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  const block = /```redis-acl\n([\s\S]*?)```/.exec(readme)?.[1] ?? ''
+/** The ACL lines of docs/reaper.md's ```redis-acl block, by user name. */
+function docAcl(): Record<'reaper' | 'app', string[]> {
+  const doc = readFileSync(new URL('../docs/reaper.md', import.meta.url), 'utf8')
+  const block = /```redis-acl\n([\s\S]*?)```/.exec(doc)?.[1] ?? ''
   const lines = block
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l.startsWith('ACL SETUSER '))
   const byUser = Object.fromEntries(lines.map((l) => [l.split(' ')[2], l.replace('>PASSWORD', `>${PASSWORD}`).split(' ').slice(1)]))
-  if (!byUser.reaper || !byUser.app) throw new Error('README: the redis-acl block needs an ACL SETUSER line for reaper and for app')
+  if (!byUser.reaper || !byUser.app) throw new Error('docs/reaper.md: the redis-acl block needs an ACL SETUSER line for reaper and for app')
   return byUser as Record<'reaper' | 'app', string[]>
 }
 
@@ -108,12 +108,12 @@ describe('standalone Redis', () => {
   })
   beforeEach(async () => {
     await redis.client.flushall()
-    const acl = readmeAcl()
+    const acl = docAcl()
     await setUsers([redis.client], [acl.reaper, acl.app])
   })
   const url = (user: string) => `redis://${user}:${PASSWORD}@127.0.0.1:${redis.port}`
 
-  it("the README's users run everything end to end; ACL LOG stays empty; only JSON in the log", async () => {
+  it('the users of docs/reaper.md run everything end to end; ACL LOG stays empty; only JSON in the log', async () => {
     expectEndToEnd(await endToEnd(redis.client, [redis.client], url))
   }, 30_000)
 
@@ -162,7 +162,7 @@ describe('Redis Cluster', () => {
   })
   beforeEach(async () => {
     await Promise.all(cluster.nodes.map((n) => n.client.flushall()))
-    const acl = readmeAcl()
+    const acl = docAcl()
     await setUsers(
       cluster.nodes.map((n) => n.client),
       [acl.reaper, acl.app],
@@ -170,7 +170,7 @@ describe('Redis Cluster', () => {
   })
   const url = (user: string) => cluster.url.replace('redis+cluster://', `redis+cluster://${user}:${PASSWORD}@`)
 
-  it("the README's users run everything end to end on every master; ACL LOG stays empty", async () => {
+  it('the users of docs/reaper.md run everything end to end on every master; ACL LOG stays empty', async () => {
     expectEndToEnd(
       await endToEnd(
         admin,

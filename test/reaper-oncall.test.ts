@@ -3,7 +3,7 @@
  * local CloudWatch endpoint by the real SDK client: failed jobs counted once across a failed publish (with
  * overlapping and killed invocations: reaper-jobs-failed.test.ts), the sweep's own failures counted in the
  * same invocation, the oldest wait after a recovery, one structured error line per failed invocation, the
- * log lines' shape, and the README's Logs Insights queries and the template's metric filter run against
+ * log lines' shape, and the Logs Insights queries of docs/reaper.md and the template's metric filter run against
  * those lines.
  */
 import { readFileSync } from 'node:fs'
@@ -160,7 +160,7 @@ describe('log lines as Powertools writes them (finding 7)', () => {
     expect(logs.text.filter((t) => !t.startsWith('{'))).toEqual([])
   })
 
-  it("the README's Logs Insights queries and the metric filter, run on the lines themselves", async () => {
+  it("docs/reaper.md's Logs Insights queries and the metric filter, run on the lines themselves", async () => {
     await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     await crashedJobs(redis.client, 'sms', 1)
     new Queue('broken', { connection: redis.client })
@@ -171,7 +171,7 @@ describe('log lines as Powertools writes them (finding 7)', () => {
     await invoke()
     await invoke({ REDIS_URL: 'redis://127.0.0.1:99999' }).catch(() => undefined)
 
-    const queries = readmeQueries()
+    const queries = docQueries()
     const run = (name: string) => logsInsights(queries[name] ?? '', logs.lines as LogLine[])
     expect(run('per queue')).toEqual(
       expect.arrayContaining([
@@ -189,10 +189,10 @@ describe('log lines as Powertools writes them (finding 7)', () => {
 
 const METRICS_UNPUBLISHED_PATTERN = '{ ($.message = "summary") && ($.metricsPublished IS FALSE) }'
 
-/** The README's Logs Insights queries, each under the comment line that names it (`# per queue`). */
-function readmeQueries(): Record<string, string> {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  const block = /```logs-insights\n([\s\S]*?)```/.exec(readme)?.[1] ?? ''
+/** docs/reaper.md's Logs Insights queries, each under the comment line that names it (`# per queue`). */
+function docQueries(): Record<string, string> {
+  const doc = readFileSync(new URL('../docs/reaper.md', import.meta.url), 'utf8')
+  const block = /```logs-insights\n([\s\S]*?)```/.exec(doc)?.[1] ?? ''
   const out: Record<string, string> = {}
   let name = ''
   for (const line of block.split('\n')) {

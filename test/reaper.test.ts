@@ -63,7 +63,7 @@ describe('handler', () => {
     expect(logs.some((l) => l.includes('stopping early'))).toBe(true)
   })
 
-  it('fits five sweeps spaced 10 s apart in a 55 s invocation (the README\u2019s sub-minute setting), not six', async () => {
+  it('fits five sweeps spaced 10 s apart in a 55 s invocation (docs/reaper.md\u2019s sub-minute setting), not six', async () => {
     let elapsed = 0
     const config = reaperConfig({}, { SWEEPS_PER_INVOCATION: '6', SWEEP_INTERVAL_MS: '10000', QUEUES: 'a' })
     const { summary } = await runReaper(redis.client, config, {

@@ -52,7 +52,13 @@ const stages: Record<string, Packaged> = {}
 
 const METRIC_ALARMS = ['JobsFailedAlarm', 'MetricsNotPublishedAlarm', 'NoQueuesSweptAlarm', 'OldestWaitAlarm', 'SweepErrorsAlarm']
 /** On the function's own metrics and log lines: there whatever metricsMode is. */
-const FUNCTION_ALARMS = ['FunctionErrorsAlarm', 'FunctionTimeoutsAlarm', 'SweeperNotInvokedAlarm']
+const FUNCTION_ALARMS = [
+  'FunctionErrorsAlarm',
+  'FunctionTimeoutsAlarm',
+  'SweeperNotInvokedAlarm',
+  'WorkerErrorsAlarm',
+  'WorkerThrottlesAlarm',
+]
 
 describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS credentials, no ~/.aws', (stage) => {
   let p: Packaged
@@ -102,16 +108,13 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
     expect(p.conditions).toEqual({})
   })
 
-  it(`writes its logs to its own log group only, by exact name (a stage "${stage}vpc" would not match)`, () => {
+  it(`writes its logs to its own log groups only (the reaper's, the worker function's), by exact name (a stage "${stage}vpc" would not match)`, () => {
     const logs = statements(p).filter((s) => [s.Action].flat().some((a) => a.startsWith('logs:')))
+    const group = (fn: string) => ({
+      'Fn::Sub': `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/echomq-reaper-${stage}-${fn}:*`,
+    })
     expect(logs).toEqual([
-      {
-        Effect: 'Allow',
-        Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
-        Resource: {
-          'Fn::Sub': `arn:\${AWS::Partition}:logs:\${AWS::Region}:\${AWS::AccountId}:log-group:/aws/lambda/echomq-reaper-${stage}-sweep:*`,
-        },
-      },
+      { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: [group('sweep'), group('work')] },
     ])
     expect(p.resources.SweepLogGroup?.Properties).toEqual({ LogGroupName: `/aws/lambda/echomq-reaper-${stage}-sweep`, RetentionInDays: 14 })
   })
@@ -311,6 +314,14 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
     expect({ line, inBundle: line !== undefined && bundle.includes(line.trim()) }).toMatchObject({ inBundle: true })
     expect(statSync(p.zip).size).toBeLessThan(300_000)
   })
+
+  it('the worker function: its own zip, started by no one unless workerQueue names a queue (no WORKER_FUNCTIONS, no invoke grant)', async () => {
+    const { stdout } = await run('unzip', ['-l', path.join(path.dirname(p.zip), 'work.zip')])
+    expect(stdout).toContain('functions/work.cjs')
+    expect(p.resources.WorkLambdaFunction?.Properties).toMatchObject({ FunctionName: `echomq-reaper-${stage}-work`, Timeout: 300 })
+    expect(fnEnv(p).WORKER_FUNCTIONS).toBeUndefined()
+    expect(statementFor(p, 'lambda:InvokeFunction')).toBeUndefined()
+  })
 })
 
 describe('parameters that change the template', () => {
@@ -337,8 +348,25 @@ describe('parameters that change the template', () => {
       'redisUrl=redis://dev-user:dev-pw@dev-redis:6379',
       '--param',
       'alarmEmail=ops@example.com',
+      '--param',
+      'workerQueue=emails',
+      '--param',
+      'workerMaxConcurrency=4',
     ])
   }, 600_000)
+
+  it('workerQueue: WORKER_FUNCTIONS names the worker function, and the role may invoke that function only', () => {
+    expect(JSON.parse(fnEnv(p).WORKER_FUNCTIONS ?? '{}')).toEqual({
+      emails: { function: 'echomq-reaper-qa-work', maxConcurrency: 4, jobsPerInvocation: 100 },
+    })
+    expect(statementFor(p, 'lambda:InvokeFunction')).toEqual({
+      Effect: 'Allow',
+      Action: 'lambda:InvokeFunction',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a CloudFormation Fn::Sub string, not a template literal
+      Resource: [{ 'Fn::Sub': 'arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:echomq-reaper-qa-work' }],
+    })
+    expect(p.resources.WorkLambdaFunction?.Properties.Environment).toMatchObject({ Variables: { WORKER_QUEUE: 'emails' } })
+  })
 
   it('cfn-lint finds no error and no warning in the template of a stage in a VPC', async () => {
     expect(await cfnLint(p.template)).toEqual({ code: 0, output: '' })
@@ -396,6 +424,9 @@ describe('parameters that change the template', () => {
       [['--param', 'oldestWaitAlarmMs=abc'], /oldestWaitAlarmMs: expected a whole number of ms \(1 or more\), or off/],
       [['--param', 'deploymentBucketLogBucket=arn:aws:s3:::logs'], /deploymentBucketLogBucket: expected an S3 bucket name/],
       [['--param', 'alarmEmail=nope'], /alarmEmail: expected an e-mail address/],
+      // Checked by lib/reaper/worker-functions.ts, which reads WORKER_FUNCTIONS at run time.
+      [['--param', 'workerQueue=bad name'], /workerQueue: .*expected a queue name/],
+      [['--param', 'workerQueue=emails', '--param', 'workerMaxConcurrency=0'], /emails\.maxConcurrency: expected an integer from 1/],
       // The AWS-managed key's policy cannot let CloudWatch use it: every alarm's notification would fail.
       [['--param', 'alarmTopicKmsKeyArn=alias/aws/sns'], /alarmTopicKmsKeyArn: expected the ARN of a customer-managed KMS key/],
       [['--param', 'alarmTopicArn=ops'], /alarmTopicArn: expected an SNS topic ARN/],

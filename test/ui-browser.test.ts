@@ -2,7 +2,7 @@
  * The dashboard in a real browser (headless Chromium): the overview shows a queue's counts and keeps them
  * current; a failed job is retried from its page and its state changes; a `<script>` in job data does not
  * run; a POST without the page's token is refused, from the page's own origin and from another site's
- * form; `echomq ui --read-only` shows no action; keyboard and dark mode. Also makes the README's two
+ * form; `echomq ui --read-only` shows no action; keyboard and dark mode. Also makes docs/dashboard.md's two
  * screenshots (written to docs/ when UPDATE_SCREENSHOTS=1).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -146,10 +146,10 @@ describe('the dashboard in Chromium', () => {
     cleanup.push(() => w.close())
     const failed = page.locator('[data-live="emails|failed"]')
     await waitFor(async () => (await failed.textContent()) === '3', { what: 'the failed count to refresh', intervalMs: 100 })
-    // Times are relative, the exact time on hover.
+    // Times are relative with the absolute time in UTC beside them, the exact local time on hover.
     await page.goto(`${d.url}queues/emails?state=failed`)
     const time = page.locator('main time').first()
-    expect(await time.textContent()).toMatch(/^(now|\d+ (ms|s|min) ago)$/)
+    expect(await time.textContent()).toMatch(/^(now|\d+ (ms|s|min) ago) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
     expect(await time.getAttribute('title')).toMatch(/\d{4}-\d\d-\d\dT[\d:.]+Z\)$/)
   })
 
@@ -264,5 +264,50 @@ describe('the dashboard in Chromium', () => {
     const dark = await background()
     expect(dark).not.toBe(light)
     expect(dark).toBe('rgb(22, 24, 27)')
+  })
+
+  it('the operator view: a red banner while Redis may evict keys, a queue with no worker flagged, the workers table', async () => {
+    const orphan = queue('reports')
+    await orphan.add('build', {})
+    const jobs = queue('thumbs')
+    const w = new Worker('thumbs', () => undefined, { connection: redis.url, name: 'thumbnailer-1' })
+    cleanup.push(() => w.close())
+    await waitFor(async () => (await jobs.getWorkersCount()) === 1, { what: 'the worker connected' })
+    await redis.client.config('SET', 'maxmemory-policy', 'allkeys-lru')
+    cleanup.push(() => redis.client.config('SET', 'maxmemory-policy', 'noeviction'))
+    const d = await dashboard()
+    const page = await newPage()
+    await page.goto(d.url)
+
+    const banner = page.locator('[data-banner="maxmemory-policy"]')
+    expect(await banner.isVisible()).toBe(true)
+    expect(await banner.getAttribute('role')).toBe('alert')
+    expect(await banner.textContent()).toContain('allkeys-lru')
+    const style = (selector: string, property: string) =>
+      page.evaluate(`getComputedStyle(document.querySelector('${selector}')).${property}`)
+    expect(await style('[data-banner]', 'borderTopColor')).toBe('rgb(179, 38, 30)')
+    const none = page.locator('[data-live="reports|workers"]')
+    expect(await none.textContent()).toBe('none')
+    expect(await style('[data-live="reports|workers"]', 'backgroundColor')).toBe('rgb(179, 38, 30)')
+    expect(await page.locator('[data-live="thumbs|workers"]').textContent()).toBe('1')
+    // A worker connects: the cell refreshes to its count and is no longer red.
+    const late = new Worker('reports', () => undefined, { connection: redis.url, name: 'reporter-1' })
+    cleanup.push(() => late.close())
+    await waitFor(async () => (await none.textContent()) === '1' && !(await none.getAttribute('class'))?.includes('danger'), {
+      what: 'the Workers cell to refresh',
+      intervalMs: 100,
+    })
+
+    await page.getByRole('link', { name: 'Workers and Redis' }).click()
+    await page.waitForURL(/\/workers$/)
+    const row = page.locator('table.workers tbody tr', { hasText: 'thumbnailer-1' })
+    expect(await row.locator('td').first().textContent()).toBe('thumbs')
+    expect(await row.locator('td').nth(1).textContent()).toBe('127.0.0.1')
+    // Last seen: relative, kept current by the script, with the absolute time in UTC beside it.
+    expect(await row.locator('time .rel').textContent()).toMatch(/^(now|\d+ s ago)$/)
+    expect(await row.locator('time .abs').textContent()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)
+    expect(await page.locator('table.health code.bad').textContent()).toBe('allkeys-lru')
+    expect(await page.locator('[data-banner="maxmemory-policy"]').isVisible()).toBe(true)
+    await screenshot(page, 'ui-workers.png')
   })
 })

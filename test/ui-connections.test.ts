@@ -1,6 +1,6 @@
 /**
  * The dashboard takes the connections the command takes: `echomq ui` over TLS as an ACL user (its CA
- * trusted through NODE_EXTRA_CA_CERTS, as the README says), and a Redis Cluster (`redis+cluster://`), where
+ * trusted through NODE_EXTRA_CA_CERTS, as docs/connections.md says), and a Redis Cluster (`redis+cluster://`), where
  * the queues live on different nodes: pages, the live values and an action.
  */
 import { type ChildProcess, spawn } from 'node:child_process'

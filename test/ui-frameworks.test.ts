@@ -1,5 +1,5 @@
 /**
- * The dashboard mounted under a base path in real servers, as the README's recipes mount it: node:http
+ * The dashboard mounted under a base path in real servers, as docs/dashboard.md's recipes mount it: node:http
  * (the app as `next`), Express 5 (app.use, with and without a body parser), Fastify 5 (@fastify/middie's use) and Hono 4 on Node
  * (@hono/node-server, answering from the Node response). Each app listens on a free port and is driven
  * over HTTP with fetch, on a real Redis: the overview, that every link and asset is under the base path,
@@ -43,7 +43,7 @@ async function listen(server: Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
-/** Each server, as the README mounts the dashboard in it, with one route of its own (/admin/stats). */
+/** Each server, as docs/dashboard.md mounts the dashboard in it, with one route of its own (/admin/stats). */
 const frameworks: { name: string; start(dashboard: DashboardHandler): Promise<string> }[] = [
   {
     name: 'node:http (the app as next)',

@@ -123,7 +123,9 @@ describe('pages', () => {
     expect(page).toContain('<dd>mailer-7</dd>')
     expect(page).toContain('<progress max="100" value="40">')
     expect(page).toMatch(/&quot;backoff&quot;: \{\s+&quot;type&quot;: &quot;fixed&quot;/)
-    expect(page).toMatch(/<time data-kind="ago" data-at="\d+" datetime="[\d-]+T[\d:.]+Z" title="[^"]+">(now|\d+ (ms|s) ago)<\/time>/)
+    expect(page).toMatch(
+      /<time data-kind="ago" data-at="\d+" datetime="[\d-]+T[\d:.]+Z" title="[^"]+"><span class="rel">(now|\d+ (ms|s) ago)<\/span> <span class="abs">[\d-]+T[\d:]+Z<\/span><\/time>/,
+    )
   })
 
   it('in-flight jobs grouped by worker with their leases; a dead worker leads, its jobs marked, then recovered', async () => {
@@ -150,13 +152,13 @@ describe('pages', () => {
     expect(page).toMatch(/2 leases lapsed/)
     expect(page).toMatch(/<span class="badge warn">marked<\/span> <time data-live-time="mark\|/)
     expect(page).toMatch(
-      /recovered by the first sweep after <time data-live-time="recover\|[^"]+" data-kind="ago" data-at="\d+"[^>]*>in (59|60) s/,
+      /recovered by the first sweep after <time data-live-time="recover\|[^"]+" data-kind="ago" data-at="\d+"[^>]*><span class="rel">in (59|60) s/,
     )
-    expect(page).toMatch(/data-live-time="lease\|live" data-kind="lease" data-at="\d+"[^>]*>(29|30) s left</)
+    expect(page).toMatch(/data-live-time="lease\|live" data-kind="lease" data-at="\d+"[^>]*><span class="rel">(29|30) s left</)
 
     const job = (await d.get('/queues/emails/jobs/live')).text
     expect(job).toContain('<dt>Held by worker</dt><dd>healthy-1</dd>')
-    expect(job).toMatch(/s left<\/time>/)
+    expect(job).toMatch(/s left<\/span> <span class="abs">[\d-]+T[\d:]+Z<\/span><\/time>/)
   })
 
   it('the delayed page shows when each job is due, and says when the queue has no job schedulers', async () => {
@@ -164,7 +166,7 @@ describe('pages', () => {
     await q.add('later', {}, { jobId: 'd', delay: 120_000 })
     const d = await dashboard()
     const page = (await d.get('/queues/emails?state=delayed')).text
-    expect(page).toMatch(/data-live-time="due\|d" data-kind="ago" data-at="\d+"[^>]*>in (1|2) min</)
+    expect(page).toMatch(/data-live-time="due\|d" data-kind="ago" data-at="\d+"[^>]*><span class="rel">in (1|2) min</)
     expect(page).toContain('No job schedulers.')
   })
 })
@@ -487,7 +489,7 @@ describe('mounting', () => {
 })
 
 describe('cost', () => {
-  it('the assets stay within the budget the README states: 24 KiB in all, uncompressed, and nothing else is served', () => {
+  it('the assets stay within the budget docs/dashboard.md states: 24 KiB in all, uncompressed, and nothing else is served', () => {
     const dir = new URL('../lib/ui/assets/', import.meta.url)
     const files = readdirSync(dir).sort()
     expect(files).toEqual(['app.css', 'app.js'])
@@ -557,8 +559,11 @@ describe('cost', () => {
     await d.get('/')
     sent.length = 0
     await d.get('/')
-    // Per queue: its counts (one MULTI of 9 reads), paused or not, the chart's hash and Redis's clock.
-    const perQueue = (sent.length - 2) / 30
+    // Per queue: its counts (one MULTI of 9 reads), paused or not, the chart's hash and Redis's clock; for the
+    // page: the registry, the clock, CLIENT LIST (the workers of every queue at once) and INFO server and memory.
+    const perQueue = (sent.length - 5) / 30
+    expect(sent.filter(([n]) => n === 'client')).toHaveLength(1)
+    expect(sent.filter(([n]) => n === 'info')).toHaveLength(2)
     expect(perQueue).toBeLessThanOrEqual(14)
     expect(sent.filter(([n]) => n === 'smembers')).toHaveLength(1)
   })

@@ -26,6 +26,7 @@
  *   POWERTOOLS_METRICS_DISABLED  true turns metrics off, whatever METRICS_MODE says (as in Powertools)
  *   POWERTOOLS_SERVICE_NAME      `service` of every log line and EMF document (not a dimension); echomq-reaper when unset
  *   POWERTOOLS_PARAMETERS_MAX_AGE  seconds a Redis URL read from SSM is reused (300) before it is read again
+ *   WORKER_FUNCTIONS       JSON keyed by queue             (none) worker functions to start when jobs wait (worker-functions.ts)
  *
  * REDIS URL: an explicit option, else REDIS_URL, else the SSM parameter REDIS_URL_PARAMETER names (what a
  * deployed function uses: the password stays out of the template), else, outside Lambda only,
@@ -43,6 +44,7 @@ import { DEFAULTS, RANGES, type Range, validatePrefix, validateQueueName } from 
 import { parseRedisUrl } from '../redis/connection.js'
 import { redisUrlSource, type UrlSource } from '../redis/url.js'
 import metricNames from './metric-names.json' with { type: 'json' }
+import { parseWorkerFunctions, type WorkerFunctions } from './worker-functions.js'
 
 export const METRICS_MODES = ['api', 'emf', 'off'] as const
 export type MetricsMode = (typeof METRICS_MODES)[number]
@@ -76,6 +78,8 @@ export interface ReaperConfig {
   service: string | undefined
   /** How long a Redis URL read from SSM is reused before it is read again (s). */
   secretMaxAgeS: number
+  /** Worker functions started when jobs wait, by queue (scaling.ts); undefined for none. */
+  workerFunctions: WorkerFunctions | undefined
 }
 
 /** Explicit settings, which win over the environment. */
@@ -239,6 +243,11 @@ function serviceName(env: Env): string | undefined {
   return value === '' ? undefined : value
 }
 
+function workerFunctions(source: Source): WorkerFunctions | undefined {
+  const { name, value } = source.pick('workerFunctions', 'WORKER_FUNCTIONS')
+  return parseWorkerFunctions(value, name)
+}
+
 /** Every setting but the Redis URL, which may still have to be read from SSM. */
 function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
   const prefix = source.text('prefix', ['PREFIX'], DEFAULTS.prefix)
@@ -267,6 +276,7 @@ function settings(source: Source): Omit<ReaperConfig, 'redisUrl' | 'cluster'> {
     perQueueMetrics: source.flag('perQueueMetrics', 'PER_QUEUE_METRICS', metricNames.perQueueDefault),
     service,
     secretMaxAgeS: source.int('secretMaxAgeS', 'POWERTOOLS_PARAMETERS_MAX_AGE', SECRET_MAX_AGE_S_DEFAULT, REAPER_RANGES.secretMaxAgeS),
+    workerFunctions: workerFunctions(source),
   }
 }
 

@@ -13,11 +13,17 @@ export const REAPER_PEER_DEPENDENCIES = [
   '@aws-sdk/client-ssm',
 ] as const
 
-/** The packages of REAPER_PEER_DEPENDENCIES that do not resolve from here (none inside a bundle, which holds them). */
-export function missingPeers(): string[] {
+/** What the reaper loads besides, only when it starts worker functions (WORKER_FUNCTIONS, scaling.ts). */
+export const SCALING_PEER_DEPENDENCIES = ['@aws-sdk/client-lambda'] as const
+
+/** Every optional peer dependency of echomq (package.json). */
+export const OPTIONAL_PEER_DEPENDENCIES = [...REAPER_PEER_DEPENDENCIES, ...SCALING_PEER_DEPENDENCIES] as const
+
+/** The packages of `peers` (default REAPER_PEER_DEPENDENCIES) that do not resolve from here (none inside a bundle, which holds them). */
+export function missingPeers(peers: readonly string[] = REAPER_PEER_DEPENDENCIES): string[] {
   const resolve = (import.meta as { resolve?: (specifier: string) => string }).resolve
   if (typeof resolve !== 'function') return []
-  return REAPER_PEER_DEPENDENCIES.filter((name) => {
+  return peers.filter((name) => {
     try {
       resolve(name)
       return false
@@ -28,11 +34,11 @@ export function missingPeers(): string[] {
 }
 
 /** `load()` (a dynamic import of a module that imports the peers); `what` needs them, for the message. */
-export async function withPeers<T>(what: string, load: () => Promise<T>): Promise<T> {
+export async function withPeers<T>(what: string, load: () => Promise<T>, peers: readonly string[] = REAPER_PEER_DEPENDENCIES): Promise<T> {
   try {
     return await load()
   } catch (err) {
-    const missing = missingPeers()
+    const missing = missingPeers(peers)
     if (missing.length === 0) throw err
     throw new EchoMQError('ERR_CONFIG', `${what} needs ${missing.join(', ')}, not installed`, {
       cause: err,

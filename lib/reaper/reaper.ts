@@ -20,12 +20,15 @@ import { Discovery } from './discovery.js'
 import type { Log } from './log.js'
 import { RunReporter } from './report.js'
 import { emptyRun, type QueueRun } from './run.js'
+import { WorkerScaler } from './scaling.js'
 
 export type { Log }
 
 export interface ReaperSummary {
   sweeps: number
   queues: Record<string, { marked: number; recovered: number; failed: number; error?: string }>
+  /** Worker functions started, by queue (only with WORKER_FUNCTIONS). */
+  workersStarted?: Record<string, number>
 }
 
 export interface RunOptions {
@@ -39,6 +42,8 @@ export interface RunOptions {
   queues?: string[]
   /** Finds queues that need the reaper and are missing from the registry (kept by the caller across runs). */
   discovery?: Discovery
+  /** After each pass (the reaper starts worker functions there: scaling.ts). */
+  afterPass?: (client: RedisClient) => Promise<void>
 }
 
 /** Time kept free at the end of a run for the counts and the metrics. */
@@ -149,6 +154,7 @@ export async function runReaper(
       }
     })
     lastPassMs = now() - passStarted
+    await options.afterPass?.(client)
   }
   const summary: ReaperSummary = { sweeps, queues: {} }
   for (const [queue, run] of Object.entries(runs)) {
@@ -168,13 +174,25 @@ export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptio
   const connection = new ReaperConnection(config, log)
   const discovery = new Discovery(config.prefix)
   const reporter = new RunReporter(config, log)
+  const scaler = config.workerFunctions ? new WorkerScaler(config.workerFunctions, config.prefix, log) : undefined
   return {
     async run(options = {}) {
       let client: RedisClient
       let result: Awaited<ReturnType<typeof runReaper>>
+      const started: Record<string, number> = {}
+      const afterPass = async (c: RedisClient) => {
+        for (const [queue, s] of Object.entries((await scaler?.scale(c)) ?? {})) started[queue] = (started[queue] ?? 0) + s.started
+      }
       try {
         client = await connection.client()
-        result = await runReaper(client, config, { log, discovery, ...(sleep ? { sleep } : {}), ...options })
+        result = await runReaper(client, config, {
+          log,
+          discovery,
+          ...(sleep ? { sleep } : {}),
+          ...(scaler ? { afterPass } : {}),
+          ...options,
+        })
+        if (scaler) result.summary.workersStarted = started
       } catch (err) {
         connection.discard()
         throw connection.unreachable(err)

@@ -44,6 +44,8 @@ export const SCRIPT_FILES = {
   iterate: 'iterate-11.lua',
   unschedule: 'unschedule-12.lua',
   listen: 'listen-1.lua',
+  invocation: 'invocation-1.lua',
+  backlog: 'backlog-5.lua',
 } as const
 
 /**
@@ -1130,4 +1132,28 @@ export async function unschedule(
     [schedulerId, String(read.next), String(read.last), newestId],
   )) as number | 'retry'
   return reply === 'retry' ? 'retry' : reply === 1
+}
+
+// ---- worker functions (echomq/lambda) -------------------------------------------------------------------
+
+/** A worker-function invocation enters (or renews) its lease, or leaves; resolves to the live count. */
+export async function invocation(
+  client: RedisClient,
+  keys: QueueKeys,
+  op: 'enter' | 'leave',
+  id: string,
+  leaseMs: number,
+): Promise<number> {
+  return (await evalScript(client, SCRIPT_FILES.invocation, [keys.invocations], [op, id, leaseMs])) as number
+}
+
+/** Jobs ready to run (waiting, prioritized, delayed and due; none while paused) and live worker-function invocations. */
+export async function backlog(client: RedisClient, keys: QueueKeys): Promise<{ ready: number; live: number }> {
+  const [ready, live] = (await evalScript(
+    client,
+    SCRIPT_FILES.backlog,
+    [keys.wait, keys.prioritized, keys.delayed, keys.meta, keys.invocations],
+    [],
+  )) as [number, number]
+  return { ready, live }
 }

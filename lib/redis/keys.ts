@@ -29,6 +29,8 @@
  *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing, the template of its jobs, `ic` (runs
  *                                  made) and `last` (its newest run's due time); a run is a job with id
  *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
+ *   <prefix>:{q}:invocations ZSET  worker-function invocations (echomq/lambda): id -> lease end (ms, Redis
+ *                                  clock); the reaper counts the live ones (lua/invocation-1.lua)
  *   <prefix>:{q}:<id>       HASH   the job
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
@@ -55,6 +57,7 @@ export const QUEUE_KEY_NAMES = [
   'limiter',
   'schedulers',
   'stalled-check',
+  'invocations',
 ] as const
 
 export interface QueueKeys {
@@ -75,6 +78,7 @@ export interface QueueKeys {
   readonly limiter: string
   readonly schedulers: string
   readonly stalledCheck: string
+  readonly invocations: string
   scheduler(id: string): string
   job(id: string): string
   lock(id: string): string
@@ -101,6 +105,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     limiter: `${base}limiter`,
     schedulers: `${base}schedulers`,
     stalledCheck: `${base}stalled-check`,
+    invocations: `${base}invocations`,
     scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,

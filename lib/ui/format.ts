@@ -1,7 +1,8 @@
 /**
  * Numbers and times as the pages show them. Times are relative ("2 min ago", "in 40 s"), measured against
- * Redis's clock (every stamp EchoMQ writes is Redis's), with the exact time in the element's title; the
- * page's script (assets/app.js, `relative`, the same rules) keeps them current between refreshes.
+ * Redis's clock (every stamp EchoMQ writes is Redis's), with the absolute time in UTC beside them
+ * (2026-12-02T04:55:01Z) and to the millisecond in the element's title; the page's script (assets/app.js,
+ * `relative`, the same rules) keeps them current between refreshes.
  */
 
 export const count = (n: number): string => n.toLocaleString('en-US')
@@ -25,6 +26,9 @@ export function relative(at: number, now: number): string {
 
 /** The exact time, for a title: ISO 8601 in UTC. */
 export const exact = (at: number): string => new Date(at).toISOString()
+
+/** The exact time shown beside a relative one: ISO 8601 in UTC to the second (2026-12-02T04:55:01Z). */
+export const absolute = (at: number): string => new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
 /** JSON for display: indented, long texts as they are (escaping is the template's job). */
 export function pretty(value: unknown): string {

@@ -6,13 +6,16 @@
  * there is one, else gets a 404.
  *
  * Routes, under basePath:
- *   GET  /                              every queue: counts, paused or not, the chart
+ *   GET  /                              every queue: counts, paused or not, workers connected, the chart
+ *   GET  /workers                       every worker of the queues shown, Redis's health (operator-page.ts)
  *   GET  /queues/:queue[?state&page&id] a queue's jobs in one state, a page at a time; `id` finds a job
+ *   GET  /queues/:queue/timing          a queue's wait and processing time per minute (timing.ts)
  *   GET  /queues/:queue/jobs/:id[?logs] a job
  *   POST /queues/:queue                 action = pause | resume | retry-all | clean-completed | clean-failed
  *   POST /queues/:queue/jobs/:id        action = retry | remove | promote
  *   GET  /assets/app.css, /assets/app.js
- * A GET that accepts JSON gets the page's live values instead (layout.ts). Every POST needs the page's
+ * A GET that accepts JSON gets the page's live values instead (layout.ts). Every page carries a red banner
+ * while a primary's maxmemory-policy is not noeviction (one INFO per page). Every POST needs the page's
  * token (a random value made per handler and written into its forms): without it the request is refused
  * whatever its Origin, and in read-only mode every POST is refused.
  *
@@ -31,6 +34,7 @@ import { closeConnection, lastConnectionError, openConnection, redactUrl, resili
 import { serverTimeMs } from '../redis/queries.js'
 import { DONE_CODES, JOB_ACTIONS, jobAction, notice, type Outcome, QUEUE_ACTIONS, queueAction } from './actions.js'
 import { DashboardError, describeFailure } from './errors.js'
+import type { Html } from './html.js'
 import {
   acceptsJson,
   checkAuth,
@@ -46,9 +50,11 @@ import {
   sendHtml,
   sendJson,
 } from './http.js'
+import { readHealth } from './operator.js'
+import { healthBanner, timingPage, workersPage } from './operator-page.js'
 import { type DashboardOptions, type DashboardSettings, dashboardSettings } from './options.js'
 import { confirmPage, errorPage, jobPage, jobPath, overviewPage, queuePage, queuePath, type View } from './pages.js'
-import { LISTED_STATES, QueueSet, readJobPage, readOverview, readQueuePage } from './read.js'
+import { LISTED_STATES, QueueSet, readJobPage, readOverview, readQueuePage, readTimingPage, readWorkersPage } from './read.js'
 
 export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void) & {
   /** Closes the connection the dashboard opened (not a client it was given). */
@@ -137,6 +143,14 @@ export function createDashboard(options?: DashboardOptions): DashboardHandler {
       allow(method, ['GET'])
       return overview(req, res, params(target.searchParams, ['page', 'done', 'n']))
     }
+    if (first === 'workers' && name === undefined) {
+      allow(method, ['GET'])
+      return workers(req, res, params(target.searchParams, []))
+    }
+    if (first === 'queues' && name !== undefined && third === 'timing' && id === undefined) {
+      allow(method, ['GET'])
+      return timing(res, validateQueueName(name), params(target.searchParams, []))
+    }
     if (first !== 'queues' || name === undefined || rest.length > 0 || (third !== undefined && (third !== 'jobs' || id === undefined))) {
       throw new DashboardError('ERR_UI_NOT_FOUND', 'no such page')
     }
@@ -183,9 +197,9 @@ export function createDashboard(options?: DashboardOptions): DashboardHandler {
   async function overview(req: IncomingMessage, res: ServerResponse, q: Record<string, string>): Promise<void> {
     const pageNo = pageNumber('page', q.page)
     const start = (pageNo - 1) * OVERVIEW_PAGE
-    const data = await readOverview(set, start, OVERVIEW_PAGE)
+    const [data, banner] = await Promise.all([readOverview(set, start, OVERVIEW_PAGE), bannerNow()])
     const shape = shapeOf(data.rows.map((r) => `${r.name}:${r.paused}`))
-    const out = overviewPage(view(noticeOf(q)), data, start, OVERVIEW_PAGE, shape)
+    const out = overviewPage({ ...view(noticeOf(q)), banner }, data, start, OVERVIEW_PAGE, shape)
     if (acceptsJson(req)) return sendJson(res, 200, out.live.json())
     sendHtml(res, 200, out.html)
   }
@@ -198,17 +212,39 @@ export function createDashboard(options?: DashboardOptions): DashboardHandler {
     const state: JobState = q.state === undefined ? 'active' : oneOf('state', q.state, LISTED_STATES)
     const pageNo = pageNumber('page', q.page)
     const start = (pageNo - 1) * settings.pageSize
-    const data = await readQueuePage(set, name, state, start, settings.pageSize)
-    const shape = shapeOf([String(data.paused), ...data.jobs.map((j) => j.id)])
-    const out = queuePage(view(noticeOf(q)), data, shape)
+    const [data, banner] = await Promise.all([readQueuePage(set, name, state, start, settings.pageSize), bannerNow()])
+    const shape = shapeOf([String(data.paused), String(data.workers === 0), ...data.jobs.map((j) => j.id)])
+    const out = queuePage({ ...view(noticeOf(q)), banner }, data, shape)
     if (acceptsJson(req)) return sendJson(res, 200, out.live.json())
     sendHtml(res, 200, out.html)
   }
 
   async function jobPageOf(req: IncomingMessage, res: ServerResponse, name: string, id: string, q: Record<string, string>): Promise<void> {
     const logStart = (pageNumber('logs', q.logs) - 1) * LOG_PAGE
-    const data = await readJobPage(set, name, id, logStart, LOG_PAGE)
-    const out = jobPage(view(noticeOf(q)), data, LOG_PAGE)
+    const [data, banner] = await Promise.all([readJobPage(set, name, id, logStart, LOG_PAGE), bannerNow()])
+    const out = jobPage({ ...view(noticeOf(q)), banner }, data, LOG_PAGE)
+    if (acceptsJson(req)) return sendJson(res, 200, out.live.json())
+    sendHtml(res, 200, out.html)
+  }
+
+  /** The red banner while Redis may evict keys; none when INFO cannot be read (the workers page says why). */
+  async function bannerNow(): Promise<Html | undefined> {
+    try {
+      return healthBanner(await readHealth(set))
+    } catch {
+      return undefined
+    }
+  }
+
+  async function timing(res: ServerResponse, name: string, q: Record<string, string>): Promise<void> {
+    const [data, banner] = await Promise.all([readTimingPage(set, name), bannerNow()])
+    sendHtml(res, 200, timingPage({ ...view(noticeOf(q)), banner }, data, queuePath(settings.basePath, name)))
+  }
+
+  async function workers(req: IncomingMessage, res: ServerResponse, q: Record<string, string>): Promise<void> {
+    const data = await readWorkersPage(set)
+    const shape = shapeOf(data.presence.rows.map((r) => `${r.queue}:${r.name}:${r.connections > 0}`))
+    const out = workersPage({ ...view(noticeOf(q)), banner: healthBanner(data.health) }, data, shape)
     if (acceptsJson(req)) return sendJson(res, 200, out.live.json())
     sendHtml(res, 200, out.html)
   }

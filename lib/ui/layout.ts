@@ -9,7 +9,7 @@
  * instead of rebuilding the page under the reader's keyboard focus.
  */
 import type { Minute } from './chart.js'
-import { exact, relative } from './format.js'
+import { absolute, exact, relative } from './format.js'
 import { type Html, html, type Part, raw } from './html.js'
 
 export class Live {
@@ -30,18 +30,22 @@ export class Live {
   time(key: string, at: number, kind: 'ago' | 'lease' = 'ago'): Html {
     this.times[key] = at
     const text = kind === 'lease' ? leaseText(at, this.now) : relative(at, this.now)
-    return html`<time data-live-time="${key}" data-kind="${kind}" data-at="${at}" datetime="${exact(at)}" title="${exact(at)}">${text}</time>`
+    const attrs = html`data-live-time="${key}" data-kind="${kind}" data-at="${at}" datetime="${exact(at)}" title="${exact(at)}"`
+    return html`<time ${attrs}>${timeText(text, at)}</time>`
   }
 
   /** A time that is not refreshed (a job's creation). */
   fixedTime(at: number): Html {
-    return html`<time data-kind="ago" data-at="${at}" datetime="${exact(at)}" title="${exact(at)}">${relative(at, this.now)}</time>`
+    return html`<time data-kind="ago" data-at="${at}" datetime="${exact(at)}" title="${exact(at)}">${timeText(relative(at, this.now), at)}</time>`
   }
 
   json(): object {
     return { now: this.now, shape: this.shape, text: this.text, times: this.times, ...(this.chart ? { chart: this.chart } : {}) }
   }
 }
+
+/** A time's text: relative (kept current by the page's script), then absolute in UTC. */
+const timeText = (text: string, at: number): Html => html`<span class="rel">${text}</span> <span class="abs">${absolute(at)}</span>`
 
 export function leaseText(deadline: number, now: number): string {
   const left = deadline - now
@@ -57,6 +61,8 @@ export interface Shell {
   refreshMs: number
   live: Live
   notice?: string | undefined
+  /** Shown above every page's content while it holds (a Redis that may evict keys: operator-page.ts). */
+  banner?: Html | undefined
 }
 
 const crumb = (c: { label: string; href?: string }) =>
@@ -81,11 +87,13 @@ export function page(shell: Shell, main: Part): string {
     <li><a class="home" href="${base}/">EchoMQ</a></li>
     ${shell.crumbs.map(crumb)}
   </ol></nav>
+  <a class="ops" href="${base}/workers">Workers and Redis</a>
   <p class="where">${shell.where ?? ''}${shell.readOnly ? html` <span class="badge">read-only</span>` : ''}</p>
 </header>
 <p id="stale" class="note" role="status" hidden>This page changed since it was loaded. <a href="">Reload</a></p>
 <p id="offline" class="note error" role="status" hidden>Cannot refresh: <span id="offline-reason"></span></p>
 ${shell.notice ? html`<p class="note done" role="status">${shell.notice}</p>` : ''}
+${shell.banner ?? ''}
 <main id="main" tabindex="-1">
 ${main}
 </main>

@@ -10,6 +10,7 @@ import { chart } from './chart.js'
 import { count, pretty, span } from './format.js'
 import { type Html, html, query } from './html.js'
 import { actionForm, Live, page } from './layout.js'
+import { queueOperations, workersCell } from './operator-page.js'
 import type { JobPage, Lease, Overview, QueuePage, QueueRow } from './read.js'
 import { LISTED_STATES, listedCount } from './read.js'
 import { renderSchedules } from './schedules.js'
@@ -25,6 +26,8 @@ export interface View {
   pageSize: number
   /** A message after an action (from the redirect's query), shown once. */
   notice: string | undefined
+  /** The red banner of a Redis that may evict keys (operator-page.ts), on every page. */
+  banner?: Html | undefined
 }
 
 export const queuePath = (base: string, name: string) => `${base}/queues/${encodeURIComponent(name)}`
@@ -63,6 +66,7 @@ function shell(view: View, live: Live, title: string, crumbs: { label: string; h
     refreshMs: view.refreshMs,
     live,
     notice: view.notice,
+    banner: view.banner,
   }
 }
 
@@ -116,6 +120,7 @@ export function overviewPage(view: View, o: Overview, start: number, pageSize: n
 <th scope="row"><a href="${path}">${r.name}</a></th>
 <td>${live.value(`${r.name}|paused`, r.paused ? 'paused' : 'running', r.paused ? 'badge warn' : 'badge')}</td>
 ${COUNT_COLUMNS.map(([key]) => cell(key, key === 'stalled' ? 'active' : key, key === 'stalled' ? r.counts.stalled : listedCount(r.counts, key)))}
+${workersCell(live, r.name, r.workers, r.counts)}
 ${view.readOnly ? '' : html`<td>${pauseForm(view, path, r.paused, r.paused ? 'Resume' : 'Pause', { back: 'overview' })}</td>`}
 </tr>`
   }
@@ -127,7 +132,7 @@ ${
     : html`<div class="scroll"><table class="queues">
 <caption>Jobs per queue; a count links to those jobs</caption>
 <thead><tr><th scope="col">Queue</th><th scope="col">State</th>
-${COUNT_COLUMNS.map(([, label]) => html`<th scope="col" class="num">${label}</th>`)}
+${COUNT_COLUMNS.map(([, label]) => html`<th scope="col" class="num">${label}</th>`)}<th scope="col" class="num">Workers</th>
 ${view.readOnly ? '' : html`<th scope="col">Action</th>`}</tr></thead>
 <tbody>${o.rows.map(row)}</tbody></table></div>`
 }
@@ -268,6 +273,7 @@ ${
 <form class="search" role="search" method="get" action="${path}"><label for="find">Find a job by id</label>
 <input id="find" name="id" required maxlength="128" pattern="[A-Za-z0-9._\\-]+" autocomplete="off"><button type="submit">Find</button></form>
 ${chart(p.chart, `Queue ${p.name}`)}
+${queueOperations(live, p.workers, p.counts, `${path}/timing`)}
 <nav class="tabs" aria-label="Job states"><ul>${tabs}</ul></nav>
 <p class="hint">${extra}</p>
 <section aria-labelledby="list-title"><h2 id="list-title">${STATE_LABEL[p.state]} jobs</h2>

@@ -17,7 +17,10 @@ import { finishedPerMinute, inRegistry, leaseStates, serverTimeMs } from '../red
 import { registeredQueues } from '../registry.js'
 import { type Minute, sumSeries } from './chart.js'
 import { DashboardError } from './errors.js'
+import { readConnected, readHealth, readPresence } from './operator.js'
+import type { WorkersPageData } from './operator-page.js'
 import { type JobSchedulerView, schedulerViews } from './schedules.js'
+import { readTiming, type Timing } from './timing.js'
 
 /** The queues a dashboard shows: every registered one, or those it was given; each opened once. */
 export class QueueSet {
@@ -67,6 +70,8 @@ export interface QueueRow {
   name: string
   counts: QueueCounts
   paused: boolean
+  /** Workers connected (undefined: unknown, CLIENT LIST refused). */
+  workers: number | undefined
 }
 
 export interface Overview {
@@ -80,18 +85,39 @@ export interface Overview {
 export async function readOverview(set: QueueSet, start: number, size: number): Promise<Overview> {
   const all = await set.names()
   const names = all.slice(start, start + size)
-  const [now, rows, series] = await Promise.all([
+  const [now, rows, series, presence] = await Promise.all([
     serverTimeMs(set.client),
     Promise.all(
-      names.map(async (name): Promise<QueueRow> => {
+      names.map(async (name): Promise<Omit<QueueRow, 'workers'>> => {
         const queue = set.known(name)
         const [counts, paused] = await Promise.all([queue.counts(), queue.isPaused()])
         return { name, counts, paused }
       }),
     ),
     Promise.all(names.map((name) => finishedPerMinute(set.client, queueKeys(set.prefix, name)))),
+    readConnected(set, names),
   ])
-  return { now, rows, total: all.length, chart: sumSeries(series) }
+  return {
+    now,
+    rows: rows.map((r) => ({ ...r, workers: presence.connected.get(r.name) })),
+    total: all.length,
+    chart: sumSeries(series),
+  }
+}
+
+/** A queue's wait and processing time per minute (timing.ts). */
+export async function readTimingPage(set: QueueSet, name: string): Promise<{ now: number; name: string; timing: Timing }> {
+  const queue = await set.get(name)
+  const now = await serverTimeMs(set.client)
+  return { now, name, timing: await readTiming(set.client, queue.keys, now) }
+}
+
+/** The workers page: every worker of the queues shown, and Redis's health. */
+export async function readWorkersPage(set: QueueSet): Promise<WorkersPageData> {
+  const names = await set.names()
+  const now = await serverTimeMs(set.client)
+  const [presence, health] = await Promise.all([readPresence(set, names, now), readHealth(set)])
+  return { now, presence, health }
 }
 
 /** The states a queue page lists, in tab order. */
@@ -122,18 +148,21 @@ export interface QueuePage {
   chart: Minute[]
   /** For `delayed`: the queue's job schedulers (the first 100, next due first); undefined on other pages. */
   schedulers: JobSchedulerView[] | undefined
+  /** Workers connected (undefined: unknown, CLIENT LIST refused). */
+  workers: number | undefined
 }
 
 export async function readQueuePage(set: QueueSet, name: string, state: JobState, start: number, size: number): Promise<QueuePage> {
   const queue = await set.get(name)
   const end = start + size - 1
-  const [now, counts, paused, jobs, chart, schedulers] = await Promise.all([
+  const [now, counts, paused, jobs, chart, schedulers, presence] = await Promise.all([
     serverTimeMs(set.client),
     queue.counts(),
     queue.isPaused(),
     listJobs(queue, state, start, end),
     finishedPerMinute(set.client, queue.keys),
     state === 'delayed' ? queue.getJobSchedulers(0, 99, true).then(schedulerViews) : Promise.resolve(undefined),
+    readConnected(set, [name]),
   ])
   const leases =
     state === 'active'
@@ -142,7 +171,7 @@ export async function readQueuePage(set: QueueSet, name: string, state: JobState
           jobs.map((j) => j.id),
         )
       : []
-  return { now, name, counts, paused, state, start, jobs, leases, chart, schedulers }
+  return { now, name, counts, paused, state, start, jobs, leases, chart, schedulers, workers: presence.connected.get(name) }
 }
 
 /**

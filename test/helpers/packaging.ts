@@ -88,8 +88,10 @@ export function packageWith(args: string[]): Promise<Packaged> {
     const read = (file: string) => readFileSync(`${root}.serverless/${file}`, 'utf8')
     const template = JSON.parse(read('cloudformation-template-update-stack.json'))
     const dir = mkdtempSync(path.join(tmpdir(), 'echomq-zip-'))
-    const zip = path.join(dir, 'echomq-reaper.zip')
-    copyFileSync(`${root}.serverless/echomq-reaper.zip`, zip)
+    // One zip per function (package.individually): the reaper's, and the worker function's beside it.
+    const zip = path.join(dir, 'sweep.zip')
+    copyFileSync(`${root}.serverless/sweep.zip`, zip)
+    copyFileSync(`${root}.serverless/work.zip`, path.join(dir, 'work.zip'))
     copyFileSync(`${root}.serverless/cloudformation-template-update-stack.json`, path.join(dir, 'template.json'))
     return {
       output: `${stdout}\n${stderr}`,

@@ -168,7 +168,8 @@ describe('the packed tarball, installed into fresh projects', () => {
     expect(esm.bytes).toBeLessThan(15e6)
   })
 
-  it("import 'echomq' loads no dashboard, no reaper, and no package but ioredis and cron-parser", () => {
+  /** The modules `entry` (under dist/lib) loads statically, and the packages they import. */
+  const staticImports = (entry: string) => {
     const dist = path.join(esm.dir, 'node_modules/echomq/dist/lib')
     const seen = new Set<string>()
     const bare = new Set<string>()
@@ -184,10 +185,20 @@ describe('the packed tarball, installed into fresh projects', () => {
         } else bare.add(spec.startsWith('node:') ? 'node:' : (spec.split('/')[0] as string))
       }
     }
-    visit(path.join(dist, 'index.js'))
-    const modules = [...seen].map((f) => path.relative(dist, f))
+    visit(path.join(dist, entry))
+    return { modules: [...seen].map((f) => path.relative(dist, f)), bare }
+  }
+
+  it("import 'echomq' loads no dashboard, no reaper, and no package but ioredis and cron-parser", () => {
+    const { modules, bare } = staticImports('index.js')
     expect(modules.length).toBeGreaterThan(20)
     expect(modules.filter((m) => m.startsWith('ui') || m.startsWith('reaper'))).toEqual([])
+    expect([...bare].sort()).toEqual(['cron-parser', 'ioredis', 'node:'])
+  })
+
+  it("import 'echomq/lambda' loads no AWS package (SSM's are loaded only for REDIS_URL_PARAMETER) and no dashboard", () => {
+    const { modules, bare } = staticImports('lambda/index.js')
+    expect(modules.filter((m) => m.startsWith('ui') || (m.startsWith('reaper') && m !== 'reaper/peers.js'))).toEqual([])
     expect([...bare].sort()).toEqual(['cron-parser', 'ioredis', 'node:'])
   })
 
@@ -197,6 +208,7 @@ describe('the packed tarball, installed into fresh projects', () => {
     const seen = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}')
     expect(seen).toMatchObject({ result: 42, swept: { marked: [], recovered: [], failed: [] }, refused: 'ERR_JOB_NAME' })
     expect(seen).toMatchObject({ dashboardStatus: 200, dashboardNamesQueue: true })
+    expect(seen.workerFunction).toEqual({ processed: 2, completed: 2, reason: 'drained' })
     expect(seen.reaperError.code).toBe('ERR_CONFIG')
     for (const peer of seen.peers as string[]) {
       expect(seen.reaperError.message).toContain(peer)
@@ -212,6 +224,7 @@ describe('the packed tarball, installed into fresh projects', () => {
       errorClass: 'function',
       createDashboard: 'function',
       createHandler: 'function',
+      createWorkerHandler: 'function',
     })
     // Every entry of the exports map, imported and required.
     const list = JSON.stringify(ENTRIES)

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { REAPER_PEER_DEPENDENCIES } from '../../lib/reaper/peers.js'
+import { OPTIONAL_PEER_DEPENDENCIES } from '../../lib/reaper/peers.js'
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   dependencies: Record<string, string>
@@ -18,9 +18,9 @@ describe('package.json', () => {
     expect(Object.keys(pkg.dependencies).sort()).toEqual(['cron-parser', 'ioredis'])
   })
 
-  it("the reaper's packages are optional peers, the same list the entry names when they are missing", () => {
-    expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...REAPER_PEER_DEPENDENCIES].sort())
-    for (const name of REAPER_PEER_DEPENDENCIES) expect({ name, ...pkg.peerDependenciesMeta[name] }).toEqual({ name, optional: true })
+  it("the reaper's packages (and the Lambda client its scaling loads) are optional peers, the same list the entries name when they are missing", () => {
+    expect(Object.keys(pkg.peerDependencies).sort()).toEqual([...OPTIONAL_PEER_DEPENDENCIES].sort())
+    for (const name of OPTIONAL_PEER_DEPENDENCIES) expect({ name, ...pkg.peerDependenciesMeta[name] }).toEqual({ name, optional: true })
   })
 
   it('the versions pinned here for the deploy project and the tests satisfy the peer ranges', () => {

@@ -29,10 +29,15 @@
     return left > 0 ? `${Math.ceil(left / 1000)} s left` : 'lapsed'
   }
 
+  // A time shows its relative text (.rel) and, beside it, the absolute one in UTC (.abs, to the second).
+  const absolute = (at) => new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z')
   const times = () => {
     for (const el of document.querySelectorAll('time[data-at]')) {
       const at = Number(el.dataset.at)
-      el.textContent = el.dataset.kind === 'lease' ? lease(at) : relative(at)
+      const rel = el.querySelector('.rel') || el
+      rel.textContent = el.dataset.kind === 'lease' ? lease(at) : relative(at)
+      const abs = el.querySelector('.abs')
+      if (abs) abs.textContent = absolute(at)
     }
   }
   const localTitles = () => {
@@ -53,7 +58,8 @@
   const texts = byKey('data-live')
   const liveTimes = byKey('data-live-time')
 
-  const hhmm = (minute) => new Date(minute * 60000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+  // UTC, as the server draws them (the axis and bar titles say "UTC").
+  const hhmm = (minute) => `${new Date(minute * 60000).toISOString().slice(11, 16)} UTC`
   const n = (x) => x.toLocaleString('en-US')
   const chart = (series) => {
     const fig = document.querySelector('[data-chart]')
@@ -98,6 +104,11 @@
       for (const el of texts.get(key) || []) {
         el.textContent = value
         if (key === 'paused' || key.endsWith('|paused')) el.classList.toggle('warn', value === 'paused')
+        // A queue with ready jobs and no worker (lib/ui/operator-page.ts workersCell): red while it lasts.
+        if (key.endsWith('|workers')) {
+          el.classList.toggle('badge', value === 'none')
+          el.classList.toggle('danger', value === 'none')
+        }
       }
     }
     for (const [key, at] of Object.entries(snap.times || {})) {

@@ -1,0 +1,208 @@
+/**
+ * `npm run bench:cost [-- --jobs N] [-- --rounds R] [-- --only plain,payload,...]`
+ *
+ * What a managed Redis bills per job, EchoMQ against BullMQ 6.7: each side on its own fresh redis-server
+ * per run (so neither warms the other's server), N jobs added with addBulk and run by one Worker at
+ * concurrency 50, each library with its defaults. Read from the server (INFO cpu and stats, before and
+ * after): Redis CPU (used_cpu_user + used_cpu_sys), bytes in and out; and from the client: commands sent
+ * (every ioredis sendCommand, pipelines included; a script call is one command, as Upstash counts it).
+ * Server-side command counts would not do: Redis counts the commands a script runs as processed too.
+ *
+ * Ratios are the median of ROUNDS alternating runs (EchoMQ, BullMQ, EchoMQ, ...) with their range.
+ * bench/cost-prices.ts turns the figures into US dollars per million jobs.
+ */
+import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
+import { Redis } from 'ioredis'
+import { startLocalRedis } from '../cli/support/local-redis.js'
+import { Queue, Worker } from '../lib/index.js'
+import { prices } from './cost-prices.js'
+import { COST_SCENARIOS, type Scenario } from './cost-scenarios.js'
+import { fmt, table, xs } from './format.js'
+import { median, ratio, type Spread, spread } from './util.js'
+
+export interface CostRun {
+  redisCpuUs: number
+  bytesIn: number
+  bytesOut: number
+  commands: number
+}
+
+interface ServerReading {
+  cpuUs: number
+  bytesIn: number
+  bytesOut: number
+}
+
+/** Every command any ioredis client of this process sends (EchoMQ and BullMQ share the one ioredis). */
+let commandsSent = 0
+const proto = Redis.prototype as unknown as { sendCommand: (...args: unknown[]) => unknown }
+const original = proto.sendCommand
+proto.sendCommand = function (this: unknown, ...args: unknown[]) {
+  commandsSent++
+  return original.apply(this, args)
+}
+
+async function reading(meter: Redis): Promise<ServerReading> {
+  const info = `${await meter.info('cpu')}\n${await meter.info('stats')}`
+  const num = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? Number.NaN)
+  return {
+    cpuUs: (num('used_cpu_user') + num('used_cpu_sys')) * 1e6,
+    bytesIn: num('total_net_input_bytes'),
+    bytesOut: num('total_net_output_bytes'),
+  }
+}
+
+const QUEUE = 'cost'
+
+/** Runs `n` jobs of the scenario through one library on a fresh server; returns per-job figures. */
+async function runOnce(lib: 'emq' | 'bull', scenario: Scenario, n: number): Promise<CostRun> {
+  const server = await startLocalRedis(['--maxmemory-policy', 'noeviction'])
+  const meter = new Redis({ host: '127.0.0.1', port: server.port, lazyConnect: true })
+  await meter.connect()
+  const connection = { host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null }
+  try {
+    const before = await reading(meter)
+    const sentBefore = commandsSent
+    await (lib === 'emq' ? runEmq(connection, scenario, n) : runBull(connection, scenario, n))
+    const sent = commandsSent - sentBefore
+    const after = await reading(meter)
+    // The meter's own two INFO calls: their replies are a few kB, under 1 byte per job at 10,000 jobs.
+    return {
+      redisCpuUs: (after.cpuUs - before.cpuUs) / n,
+      bytesIn: (after.bytesIn - before.bytesIn) / n,
+      bytesOut: (after.bytesOut - before.bytesOut) / n,
+      commands: (sent - 2) / n,
+    }
+  } finally {
+    meter.disconnect()
+    await server.stop()
+  }
+}
+
+type Connection = { host: string; port: number; maxRetriesPerRequest: null }
+
+function finished(n: number, count: () => number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const deadline = performance.now() + 180_000
+    const tick = () => {
+      if (count() >= n) return resolve()
+      if (performance.now() > deadline) return reject(new Error(`cost bench: ${count()} of ${n} jobs finished in 180 s`))
+      setTimeout(tick, 5)
+    }
+    tick()
+  })
+}
+
+async function runEmq(connection: Connection, scenario: Scenario, n: number): Promise<void> {
+  const queue = new Queue(QUEUE, { connection })
+  for (const chunk of scenario.chunks(n)) await queue.addBulk(chunk)
+  let done = 0
+  const worker = new Worker(QUEUE, scenario.processor(), { connection, concurrency: 50 })
+  worker.on('completed', () => void done++)
+  await finished(n, () => done)
+  await worker.close()
+  await queue.close()
+}
+
+async function runBull(connection: Connection, scenario: Scenario, n: number): Promise<void> {
+  const queue = new BullQueue(QUEUE, { connection })
+  for (const chunk of scenario.chunks(n)) await queue.addBulk(chunk)
+  let done = 0
+  const worker = new BullWorker(QUEUE, scenario.processor(), { connection, concurrency: 50 })
+  worker.on('completed', () => void done++)
+  worker.on('error', () => undefined)
+  await finished(n, () => done)
+  await worker.close()
+  await queue.close()
+}
+
+export interface CostRow {
+  scenario: string
+  emq: CostRun[]
+  bull: CostRun[]
+  ratios: Record<keyof CostRun, Spread>
+}
+
+const FIGURES: (keyof CostRun)[] = ['redisCpuUs', 'bytesIn', 'bytesOut', 'commands']
+
+export async function runCost(opts: { jobs: number; rounds: number; only?: string[] }, log = console.log): Promise<CostRow[]> {
+  const rows: CostRow[] = []
+  for (const scenario of COST_SCENARIOS) {
+    if (opts.only && !opts.only.includes(scenario.name)) continue
+    const emq: CostRun[] = []
+    const bull: CostRun[] = []
+    // One unmeasured run each, so module loading and JIT fall outside the figures.
+    await runOnce('emq', scenario, 500)
+    await runOnce('bull', scenario, 500)
+    for (let round = 0; round < opts.rounds; round++) {
+      emq.push(await runOnce('emq', scenario, opts.jobs))
+      bull.push(await runOnce('bull', scenario, opts.jobs))
+      log(
+        `  ${scenario.name} round ${round + 1}: emq ${fmt(emq.at(-1)?.redisCpuUs ?? 0, 1)} µs, bull ${fmt(bull.at(-1)?.redisCpuUs ?? 0, 1)} µs`,
+      )
+    }
+    const ratios = Object.fromEntries(
+      FIGURES.map((f) => [f, spread(emq.map((run, i) => ratio(run[f], (bull[i] as CostRun)[f])))]),
+    ) as Record<keyof CostRun, Spread>
+    rows.push({ scenario: scenario.name, emq, bull, ratios })
+  }
+  return rows
+}
+
+const med = (runs: CostRun[], f: keyof CostRun) => median(runs.map((r) => r[f]))
+
+export function costReport(rows: CostRow[]): string {
+  const figures = table(
+    [
+      'scenario',
+      'Redis CPU µs/job emq / bull',
+      'ratio',
+      'bytes in+out/job emq / bull',
+      'ratio in / out',
+      'commands/job emq / bull',
+      'ratio',
+    ],
+    rows.map((r) => [
+      r.scenario,
+      `${fmt(med(r.emq, 'redisCpuUs'), 1)} / ${fmt(med(r.bull, 'redisCpuUs'), 1)}`,
+      xs(r.ratios.redisCpuUs),
+      `${fmt(med(r.emq, 'bytesIn') + med(r.emq, 'bytesOut'))} / ${fmt(med(r.bull, 'bytesIn') + med(r.bull, 'bytesOut'))}`,
+      `${xs(r.ratios.bytesIn)} / ${xs(r.ratios.bytesOut)}`,
+      `${fmt(med(r.emq, 'commands'), 2)} / ${fmt(med(r.bull, 'commands'), 2)}`,
+      xs(r.ratios.commands),
+    ]),
+  )
+  const dollars = table(
+    ['scenario', 'ElastiCache Serverless $/M jobs emq / bull', 'Upstash $/M jobs emq / bull'],
+    rows.map((r) => {
+      const e = prices({
+        redisCpuUs: med(r.emq, 'redisCpuUs'),
+        bytes: med(r.emq, 'bytesIn') + med(r.emq, 'bytesOut'),
+        commands: med(r.emq, 'commands'),
+      })
+      const b = prices({
+        redisCpuUs: med(r.bull, 'redisCpuUs'),
+        bytes: med(r.bull, 'bytesIn') + med(r.bull, 'bytesOut'),
+        commands: med(r.bull, 'commands'),
+      })
+      return [r.scenario, `${e.elasticache.toFixed(3)} / ${b.elasticache.toFixed(3)}`, `${e.upstash.toFixed(2)} / ${b.upstash.toFixed(2)}`]
+    }),
+  )
+  return `${figures}\n\n${dollars}`
+}
+
+function parse(argv: string[]): { jobs: number; rounds: number; only?: string[] } {
+  const value = (flag: string) => {
+    const i = argv.indexOf(flag)
+    return i >= 0 ? argv[i + 1] : undefined
+  }
+  const only = value('--only')?.split(',')
+  return { jobs: Number(value('--jobs') ?? 10_000), rounds: Number(value('--rounds') ?? 3), ...(only ? { only } : {}) }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const opts = parse(process.argv.slice(2))
+  console.log(`cost per job: ${opts.jobs} jobs per run, ${opts.rounds} alternating rounds, concurrency 50`)
+  const rows = await runCost(opts)
+  console.log(costReport(rows))
+}
