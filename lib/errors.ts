@@ -170,3 +170,19 @@ export const isRateLimit = (err: unknown): boolean =>
 /** An UnrecoverableError, or an error that says it is one by name (thrown by another copy of the library). */
 export const isUnrecoverable = (err: unknown): boolean =>
   err instanceof UnrecoverableError || (err instanceof Error && err.name === 'UnrecoverableError')
+
+/**
+ * Thrown by a processor right after `await job.moveToDelayed(timestamp, token)` (BullMQ's name and
+ * meaning): the job is already in `delayed`, so the worker neither fails nor completes it, and no attempt
+ * is used. Thrown without a successful moveToDelayed, the job goes back to `wait` with no attempt used and
+ * the worker reports an `error` (BullMQ would leave it in flight until the stalled check).
+ */
+export class DelayedError extends Error {
+  constructor(message = 'bullmq:movedToDelayed') {
+    super(message)
+    this.name = 'DelayedError'
+  }
+}
+
+/** A DelayedError, or an error that says it is one by name (thrown by another copy of the library, or BullMQ's). */
+export const isDelayed = (err: unknown): boolean => err instanceof DelayedError || (err instanceof Error && err.name === 'DelayedError')

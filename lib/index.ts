@@ -4,12 +4,26 @@
  * (`echomq/dashboard`, lib/ui/index.ts) and no reaper (`echomq/reaper`, lib/reaper/index.ts).
  */
 
-export { EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
+export { DelayedError, EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
 export { Job, type JobFields, type JobState } from './job.js'
+export type { JobOptions, JobOptions as JobsOptions } from './job-options.js'
+export type { JobOpts } from './job-opts.js'
+export type { JobProgress, QueueEventsListener, QueueListener, WorkerListener } from './listeners.js'
 export * from './options.js'
-export { type BulkJob, type JobScheduler, type JobTemplate, type JobType, Queue, type QueueCounts, type RepeatOptions } from './queue.js'
+export {
+  type BulkJob,
+  type JobScheduler,
+  type JobTemplate,
+  type JobType,
+  type Metrics,
+  Queue,
+  type QueueCounts,
+  type QueueOptions,
+  type RepeatOptions,
+} from './queue.js'
 export { QueueEvents, type QueueEventsOptions } from './queue-events.js'
 export { type Connection, openConnection, redactUrl } from './redis/connection.js'
+export type { ConnectionOptions } from './redis/connection-options.js'
 export { type QueueKeys, queueKeys, registryKey } from './redis/keys.js'
 export { registeredQueues } from './registry.js'
 export { type SweepOptions, type SweepResult, sweep } from './sweep.js'

@@ -11,16 +11,21 @@
  *                     { type: 'fixed' | 'exponential', delay, maxDelay?, jitter? } (none: retry at once), or
  *                     { type: 'custom' (any name), delay? }: the worker's settings.backoffStrategy decides
  *   removeOnComplete  retention in `completed`: true (remove at once), false (keep all), a count, or
- *                     { count?, age? } (age in ms) ({ count: 1000, age: 1 day })
- *   removeOnFail      retention in `failed`, the same way ({ count: 10000, age: 7 days })
+ *                     { count?, age?, limit? } (age in SECONDS, as BullMQ's) ({ count: 1000, age: 86400 }: a
+ *                     day; BullMQ keeps every job by default, EchoMQ bounds the set: see
+ *                     docs/migrating-from-bullmq-queue.md)
+ *   removeOnFail      retention in `failed`, the same way ({ count: 10000, age: 604800 }: 7 days)
  *   keepLogs          log lines kept per job (job.log), the newest (all)
  *   priority          1 (highest) .. 2,097,151; 0 or none: no priority, and such jobs run first (0)
  *   lifo              to the front of the line rather than the back (false; ignored with a priority)
  *   stackTraceLimit   stack traces of failed runs kept in job.stacktrace, the newest (10; 0 for none)
+ *   deduplication     { id, ttl?, extend?, replace? }: an add whose id is held returns the holder
+ *                     (lib/deduplication.ts; add only)
  *
  * Validated here, before any Redis call; what reaches the scripts is encoded once (encodeBackoff,
  * encodeKeep) in the shapes lua/includes/backoff.lua and retention.lua read.
  */
+import { type DeduplicationOptions, deduplicationOption } from './deduplication.js'
 import defaults from './defaults.json' with { type: 'json' }
 import type { Backoff, Retention } from './redis/encoding.js'
 import { checkInteger, checkKnown, describe, fail, opt, RANGES } from './validate.js'
@@ -39,6 +44,8 @@ export interface JobOptions {
   priority?: number
   lifo?: boolean
   stackTraceLimit?: number
+  /** BullMQ's deduplication (lib/deduplication.ts); add and addBulk only, not defaultJobOptions. */
+  deduplication?: DeduplicationOptions
 }
 
 /** Every job option but the id, with defaults applied. */
@@ -77,7 +84,7 @@ const JOB_OPTION_NAMES = [
   'lifo',
   'stackTraceLimit',
 ]
-const ADD_OPTION_NAMES = ['jobId', ...JOB_OPTION_NAMES]
+const ADD_OPTION_NAMES = ['jobId', ...JOB_OPTION_NAMES, 'deduplication', 'debounce']
 /** Most stack traces a job keeps: each is up to a few KiB, and a failed job keeps them all. */
 const MAX_STACK_TRACE_LIMIT = 100
 /** The lowest priority (BullMQ's limit): a score of priority * 2^32 + a counter stays an exact double. */
@@ -111,14 +118,30 @@ function backoff(value: unknown): Backoff {
   }
 }
 
-function retention(name: string) {
+/** The longest retention age accepted: a year, in seconds (BullMQ counts `age` in seconds). */
+const MAX_AGE_S = 365 * 24 * 3_600
+
+/** A retention age in seconds, 0 to a year; a fraction is kept to the millisecond (the scripts' unit). */
+function ageSeconds(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_AGE_S) {
+    fail('ERR_OPTIONS', `expected ${name} to be a number of seconds from 0 to ${MAX_AGE_S} (BullMQ's unit), got: ${describe(value)}`)
+  }
+  return Math.round(value * 1000) / 1000
+}
+
+/**
+ * BullMQ's KeepJobs, validated: a job's removeOnComplete/removeOnFail and a worker's. The age stays in
+ * seconds, as given: lua/includes/retention.lua's parseKeep makes it ms, the one conversion.
+ */
+export function retention(name: string) {
   return (value: unknown): Retention => {
     if (typeof value === 'boolean') return value
     if (typeof value === 'number') return checkInteger(name, value, COUNT)
-    const o = checkKnown(name, value, ['count', 'age'])
+    const o = checkKnown(name, value, ['count', 'age', 'limit'])
+    if (o.limit !== undefined) checkInteger(`${name}.limit`, o.limit, COUNT)
     return {
       ...(o.count === undefined ? {} : { count: checkInteger(`${name}.count`, o.count, COUNT) }),
-      ...(o.age === undefined ? {} : { age: checkInteger(`${name}.age`, o.age, DELAY) }),
+      ...(o.age === undefined ? {} : { age: ageSeconds(`${name}.age`, o.age) }),
     }
   }
 }
@@ -145,10 +168,15 @@ export function jobSettings(what: string, options: unknown, base: JobSettings): 
 }
 
 /** `add`'s options over the queue's defaults; the job id, if any, as given (options.ts validates ids). */
-export function addSettings(options: unknown, base: JobSettings, what = 'add'): JobSettings & { jobId: unknown } {
+export function addSettings(
+  options: unknown,
+  base: JobSettings,
+  what = 'add',
+): JobSettings & { jobId: unknown; deduplication?: DeduplicationOptions } {
   if (options === undefined) return { ...base, jobId: undefined }
-  const { jobId, ...rest } = checkKnown(what, options, ADD_OPTION_NAMES)
-  return { ...jobSettings(what, rest, base), jobId }
+  const { jobId, deduplication, debounce, ...rest } = checkKnown(what, options, ADD_OPTION_NAMES)
+  const dedup = deduplicationOption(deduplication, debounce)
+  return { ...jobSettings(what, rest, base), jobId, ...(dedup ? { deduplication: dedup } : {}) }
 }
 
 /** The options a stored job was added with (its hash's fields), BullMQ's `job.opts`; `delay` and `jobId` are not kept. */

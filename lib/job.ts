@@ -7,8 +7,12 @@
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
  * compares, copies and serialises as its data.
  */
+
 import { EchoMQError } from './errors.js'
-import { decodeBackoff, decodeKeep, JOB_DEFAULTS, type StoredJobOptions } from './job-options.js'
+import type { JobChanges } from './job-changes.js'
+import { JOB_DEFAULTS } from './job-options.js'
+import { type JobOpts, jobOpts, OPTION_FIELDS } from './job-opts.js'
+import type { Untyped } from './listeners.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
 export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
@@ -53,7 +57,7 @@ export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'c
 
 /** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
 export interface JobQueue {
-  remove(id: string): Promise<boolean>
+  remove(id: string): Promise<0 | 1>
   retryJobs(options: { ids: string[] }): Promise<string[]>
   promoteJob(id: string): Promise<void>
   getJobState(id: string): Promise<BullJobState>
@@ -65,12 +69,14 @@ export interface JobScope {
   log(job: Job, row: string, token: string | undefined): Promise<number>
   waitUntilFinished(job: Job, queueEvents: unknown, ttl: number | undefined): Promise<unknown>
   queue(): JobQueue
+  /** updateData, changePriority, moveToDelayed, extendLock (lib/job-changes.ts). */
+  changes(): JobChanges
 }
 
 /** The fields a Job is made from (what a hash holds, decoded). */
-export interface JobFields<Data = unknown, Result = unknown> {
+export interface JobFields<Data = Untyped, Result = Untyped, Name extends string = string> {
   id: string
-  name: string
+  name: Name
   data: Data
   /** Total starts allowed. */
   attempts: number
@@ -101,15 +107,21 @@ export interface JobFields<Data = unknown, Result = unknown> {
   repeatJobKey?: string
   /** The stacks of its failed runs, oldest first, at most `opts.stackTraceLimit` (BullMQ's name; [] for none). */
   stacktrace?: string[]
-  /** The options it was added with (read by getJob and getJobs; BullMQ's `opts`). */
-  opts?: StoredJobOptions
-  /** Times the stalled sweep recovered it (BullMQ's name; its worker's maxStalledCount bounds it). */
+  /** The options it runs under (BullMQ's `opts`; see job-opts.ts), on every job. */
+  opts: JobOpts
+  /** The id of its `deduplication` option, when it was added with one (BullMQ's name). */
+  deduplicationId?: string
+  /** Times the stalled sweep recovered it (BullMQ's name; the queue's maxStalledCount bounds it). */
   stalledCounter?: number
 }
 
-export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Result> {
+/**
+ * A job, with BullMQ's type parameters: the data, the processor's result and the job names (`any`,
+ * `any`, `string` when not given, as in BullMQ).
+ */
+export class Job<Data = Untyped, Result = Untyped, Name extends string = string> implements JobFields<Data, Result, Name> {
   declare id: string
-  declare name: string
+  declare name: Name
   declare data: Data
   declare attempts: number
   declare attemptsMade: number
@@ -125,7 +137,8 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   declare workerName?: string
   declare retried?: number
   declare repeatJobKey?: string
-  declare opts?: StoredJobOptions
+  declare opts: JobOpts
+  declare deduplicationId?: string
   progress: unknown = 0
   stalledCounter = 0
   /** 0 for none (BullMQ's default too). */
@@ -135,13 +148,13 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
   readonly #token: string | undefined
 
-  constructor(fields: JobFields<Data, Result>, scope?: JobScope, token?: string) {
+  constructor(fields: JobFields<Data, Result, Name>, scope?: JobScope, token?: string) {
     Object.assign(this, fields)
     this.#scope = scope
     this.#token = token
   }
 
-  /** The run's token (BullMQ's job.token), for the job a processor is given. */
+  /** The run's token (BullMQ's job.token), for the job a processor is given; undefined elsewhere. */
   get token(): string | undefined {
     return this.#token
   }
@@ -184,9 +197,78 @@ export class Job<Data = unknown, Result = unknown> implements JobFields<Data, Re
     return this.scope().waitUntilFinished(this, queueEvents, ttl) as Promise<Result>
   }
 
-  /** Removes the job (ERR_JOB_ACTIVE while it runs: a running job is ended by its worker). */
-  async remove(): Promise<void> {
-    await this.scope().queue().remove(this.id)
+  /**
+   * Replaces the job's data (BullMQ's updateData), validated as add's: JSON, at most the queue's
+   * maxDataBytes. Not fenced by a run: any holder of the job may write it. ERR_JOB_MISSING once it is gone.
+   */
+  async updateData(data: Data): Promise<void> {
+    await this.scope().changes().updateData(this, data)
+    this.data = data
+  }
+
+  /**
+   * Gives the job a new priority (0: none; BullMQ's changePriority). A waiting job is filed again at once,
+   * behind its equals (with `lifo`, in front of them); in any other state it keeps its place.
+   */
+  async changePriority(options: { priority?: number; lifo?: boolean }): Promise<void> {
+    this.priority = await this.scope().changes().changePriority(this, options)
+  }
+
+  /**
+   * Moves the job, in flight, to `delayed` until `timestamp` (ms since the epoch) without using an attempt;
+   * the processor then throws `new DelayedError()`. Fenced by `token` (the run's, `job.token` in a
+   * processor, the default there): ERR_LOCK_LOST for a run that lost its lease, ERR_JOB_STATE when the job
+   * is not in flight, nothing changed then.
+   */
+  async moveToDelayed(timestamp: number, token?: string): Promise<void> {
+    const due = await this.scope()
+      .changes()
+      .moveToDelayed(this, timestamp, this.runToken(token) ?? '')
+    this.state = 'delayed'
+    this.dueAt = due
+  }
+
+  /**
+   * Extends the run's lease to `duration` ms from now (BullMQ's extendLock); resolves to 1, or 0 when
+   * `token` does not hold the lease (nothing changed).
+   */
+  extendLock(token: string, duration: number): Promise<number> {
+    return this.scope()
+      .changes()
+      .extendLock(this, this.runToken(token) as string, duration)
+  }
+
+  /**
+   * The token a change is fenced by: the one given (a processor's second argument), else the run's. An
+   * AbortSignal in the token's place (a processor written for EchoMQ's former `(job, signal)`) stands for
+   * the run's token too, rather than failing as a token that is not one.
+   */
+  private runToken(token: unknown): string | undefined {
+    if (token === undefined || token instanceof AbortSignal) return this.#token ?? (token as undefined)
+    return token as string
+  }
+
+  /**
+   * Releases the job's deduplication id if this job still holds it (BullMQ's removeDeduplicationKey):
+   * true when it did; false when another job holds it, none does, or the job has no deduplication id.
+   */
+  async removeDeduplicationKey(): Promise<boolean> {
+    if (this.deduplicationId === undefined) return false
+    return this.scope().changes().removeDeduplicationKey(this, this.deduplicationId)
+  }
+
+  /** Removes the job; ERR_JOB_ACTIVE while it runs (BullMQ throws too: a running job is ended by its worker). */
+  async remove(_opts?: { removeChildren?: boolean }): Promise<void> {
+    if ((await this.scope().queue().remove(this.id)) === 0)
+      throw new EchoMQError('ERR_JOB_ACTIVE', `job ${this.id} could not be removed: it is in flight (BullMQ: locked by a worker)`)
+  }
+
+  /** The job `id` of `queue`, undefined when there is none (BullMQ's Job.fromId: queue.getJob). */
+  static fromId<D = Untyped, R = Untyped, N extends string = string>(
+    queue: { getJob(id: string): Promise<Job<Untyped, Untyped, Untyped> | undefined> },
+    id: string,
+  ): Promise<Job<D, R, N> | undefined> {
+    return queue.getJob(id) as Promise<Job<D, R, N> | undefined>
   }
 
   /**
@@ -257,16 +339,19 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (Array.isArray(hash)) {
     for (let i = 0; i + 1 < hash.length; i += 2) h[hash[i] as string] = hash[i + 1] as string
   } else Object.assign(h, hash)
+  const attempts = Number(h.attempts ?? JOB_DEFAULTS.attempts)
+  const createdOn = Number(h.createdOn ?? 0)
   const job: JobFields = {
     id,
     name: h.name ?? '',
     data: parseJson(h.data),
-    attempts: Number(h.attempts ?? JOB_DEFAULTS.attempts),
+    attempts,
     attemptsMade: Number(h.attemptsMade ?? 0),
     attemptsStarted: startsOf(h.token, h.attemptsStarted),
     state: (h.state ?? 'wait') as JobState,
-    createdOn: Number(h.createdOn ?? 0),
+    createdOn,
     stacktrace: stacksOf(h.stacktrace),
+    opts: jobOpts(id, createdOn, attempts, (f) => h[f]),
   }
   if (h.failedReason !== undefined) job.failedReason = h.failedReason
   if (h.lastError !== undefined) job.lastError = h.lastError
@@ -284,22 +369,8 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.priority !== undefined) job.priority = Number(h.priority)
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
   if (h.stalledCounter !== undefined) job.stalledCounter = Number(h.stalledCounter)
-  job.opts = storedOptions(job.attempts, h)
+  if (h.deid !== undefined) job.deduplicationId = h.deid
   return job
-}
-
-/** The options a job was added with; a field the hash omits held the default (see lib/redis/encoding.ts). */
-function storedOptions(attempts: number, h: Record<string, string>): StoredJobOptions {
-  const backoff = decodeBackoff(h.backoff)
-  const keepLogs = optionalNumber(h.keepLogs)
-  return {
-    attempts,
-    ...(backoff === undefined ? {} : { backoff }),
-    removeOnComplete: h.keep === undefined ? JOB_DEFAULTS.removeOnComplete : decodeKeep(h.keep),
-    removeOnFail: h.keepFailed === undefined ? JOB_DEFAULTS.removeOnFail : decodeKeep(h.keepFailed),
-    ...(keepLogs === undefined ? {} : { keepLogs }),
-    stackTraceLimit: Number(h.stackTraceLimit ?? JOB_DEFAULTS.stackTraceLimit),
-  }
 }
 
 /**
@@ -323,28 +394,40 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[],
   return new Job(fieldsFromHash(id, hash), scope)
 }
 
+/** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
+const OPTION_AT = 10
+/** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
+const DEID_AT = OPTION_AT + OPTION_FIELDS.length
+
 /**
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace; null for a field the
- * hash lacks), and what the take set (active, since `startedOn`, by `workerName`). Decoded without a
- * detour through an object, as a busy worker does this for every job.
+ * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
+ * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
+ * set (active, since `startedOn`, by `workerName`). Decoded without a detour through an object, as a busy
+ * worker does this for every job.
  */
 export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
+  const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])
+  const createdOn = f[5] == null ? 0 : Number(f[5])
   const job: JobFields = {
     id,
     name: f[0] ?? '',
     data: parseJson(f[1] ?? undefined),
-    attempts: f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2]),
+    attempts,
     attemptsMade: f[3] == null ? 0 : Number(f[3]),
     attemptsStarted: f[4] == null ? 0 : Number(f[4]),
     state: 'active',
-    createdOn: f[5] == null ? 0 : Number(f[5]),
+    createdOn,
     startedOn: Number(startedOn),
     workerName,
     stacktrace: stacksOf(f[9]),
+    opts: jobOpts(id, createdOn, attempts, (name) => f[OPTION_AT + OPTION_FIELDS.indexOf(name)]),
   }
+  const priority = f[OPTION_AT + OPTION_FIELDS.indexOf('priority')]
+  if (priority != null) job.priority = Number(priority)
   if (f[6] != null) job.lastError = f[6]
   if (f[7] != null) job.retried = Number(f[7])
   if (f[8] != null) job.progress = parseJson(f[8])
+  if (f[DEID_AT] != null) job.deduplicationId = f[DEID_AT] as string
   return job
 }

@@ -8,7 +8,8 @@
 import { hostname } from 'node:os'
 import { type Clock, systemClock } from './clock.js'
 import defaults from './defaults.json' with { type: 'json' }
-import { JOB_DEFAULTS, type JobSettings, jobSettings, type Retention } from './job-options.js'
+import { EchoMQError } from './errors.js'
+import { JOB_DEFAULTS, type JobSettings, jobSettings, type Retention, retention } from './job-options.js'
 import { QUEUE_KEY_NAMES } from './redis/keys.js'
 import { checkInteger, checkKnown, describe, fail, LONE_SURROGATE, MAX_DURATION_MS, opt, RANGES } from './validate.js'
 
@@ -37,9 +38,15 @@ export const SWEEP_LIMIT_DEFAULT = defaults.sweepLimit
 export const SWEEP_AUDIT_DEFAULT = defaults.sweepAudit
 
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/
-const JOB_ID = /^[A-Za-z0-9._-]{1,128}$/
-/** A job scheduler's iteration: repeat:<scheduler id>:<due ms> (made by EchoMQ, never given to add). */
-const ITERATION_ID = /^repeat:[A-Za-z0-9._-]{1,128}:\d{1,16}$/
+/** The longest job id (UTF-16 code units): an e-mail address (254) with a short prefix fits. */
+export const MAX_JOB_ID_LENGTH = 256
+/** Control characters (C0, DEL, C1): a job id is one line of text, printed in logs and pages as it is. */
+const CONTROL = /\p{Cc}/u
+/**
+ * A job scheduler's iteration: repeat:<scheduler id>:<due ms> (made by EchoMQ, never given to add). A
+ * scheduler id holds no ':', so an iteration id has exactly three parts, the one form BullMQ 6.7 allows ':' in.
+ */
+const ITERATION_ID = /^repeat:[^:]{1,256}:\d{1,16}$/
 const PREFIX = /^[A-Za-z0-9._:-]{1,64}$/
 /** Ids that would make the job's key collide with one of the queue's own keys. */
 const RESERVED_JOB_IDS: ReadonlySet<string> = new Set(QUEUE_KEY_NAMES)
@@ -53,21 +60,72 @@ export function validateQueueName(name: unknown): string {
   return name
 }
 
-/** A job id to read or act on: one given to add, or a job scheduler's iteration (repeat:<id>:<ms>). */
+/**
+ * A job id to read or act on: one given to add, one EchoMQ gave, or a job scheduler's run (repeat:<id>:<ms>,
+ * longer than MAX_JOB_ID_LENGTH when its scheduler's id is near it).
+ */
 export function validateJobId(id: unknown): string {
-  if (typeof id === 'string' && ITERATION_ID.test(id)) return id
+  if (typeof id === 'string' && (GIVEN_ID.test(id) || (ITERATION_ID.test(id) && !CONTROL.test(id) && !LONE_SURROGATE.test(id)))) return id
   return validateNewJobId(id)
 }
 
-/** A job id for add: [A-Za-z0-9._-]{1,128}, and not one of the queue's own key names. */
+/** The ids EchoMQ gives jobs added without one (queue/job-ids.ts). */
+const GIVEN_ID = /^[1-9]\d{0,15}$/
+
+/** Text of 1-MAX_JOB_ID_LENGTH characters, well formed (no lone surrogate), without control characters. */
+function wellFormedId(id: string): boolean {
+  return id.length > 0 && id.length <= MAX_JOB_ID_LENGTH && !CONTROL.test(id) && !LONE_SURROGATE.test(id)
+}
+
+function badId(message: string, hint?: string): never {
+  throw new EchoMQError('ERR_JOB_ID', message, hint === undefined ? {} : { hint })
+}
+
+/**
+ * A job id for add, by BullMQ 6.7's rules (Job.validateOptions, Queue.addJob): any text but an integer
+ * (`${parseInt(id, 10)}` === id: those are the ids EchoMQ gives) and with ':' only in an id of exactly
+ * three parts (`acme:invoice:42`); '/', '@', spaces and any letter are fine. EchoMQ adds a length
+ * (MAX_JOB_ID_LENGTH), no control characters, and three refusals that keep keys apart (lib/redis/keys.ts):
+ * not one of the queue's own key names, no first part that is one ('schedulers:a:b' is a scheduler's
+ * hash), and not `repeat:<id>:<digits>` (a job scheduler's run). With ':' only in threes, a job's hash
+ * (`<id>`: 0 or 2 colons) never meets another job's lease or log (`<id>:lock`, `<id>:logs`: 1 or 3).
+ * The key's hash tag stays the queue's: it is the first `{...}` of the key, before the id.
+ */
 export function validateNewJobId(id: unknown): string {
-  if (typeof id !== 'string' || !JOB_ID.test(id)) {
-    fail('ERR_JOB_ID', `expected a job id of 1-128 characters from [A-Za-z0-9._-], got: ${describe(id)}`)
+  if (typeof id !== 'string' || !wellFormedId(id)) {
+    badId(
+      `expected a job id of 1-${MAX_JOB_ID_LENGTH} characters of text without control characters, got: ${describe(id)}`,
+      "BullMQ's rules apply (no integer; ':' only in ids of three parts); EchoMQ adds the length",
+    )
   }
-  if (RESERVED_JOB_IDS.has(id)) {
-    fail('ERR_JOB_ID', `job id ${describe(id)} is reserved: it would collide with the queue's own "${id}" key`)
+  const named = describe(id)
+  if (`${Number.parseInt(id, 10)}` === id) {
+    badId(
+      `a custom jobId cannot be an integer, got: ${named}`,
+      'EchoMQ numbers the jobs added without a jobId "1", "2", ... (as BullMQ does); use a prefix, such as "order-42"',
+    )
+  }
+  const parts = id.split(':')
+  if (parts.length !== 1 && parts.length !== 3) {
+    badId(
+      `job id ${named} has ${parts.length - 1} ':': a custom jobId holds ':' only as three parts, such as "acme:invoice:42" (BullMQ 6.7's rule)`,
+    )
+  }
+  if (parts[0] === '0') badId(`job id ${named} starts with '0:' (BullMQ 6.7's Queue.add refuses it too)`)
+  if (RESERVED_JOB_IDS.has(parts[0] as string)) {
+    badId(`job id ${named} is reserved: it would collide with the queue's own "${parts[0]}" key`)
+  }
+  if (parts.length === 3 && ITERATION_ID.test(id)) {
+    badId(`job id ${named} has the form of a job scheduler's run (repeat:<scheduler id>:<due ms>)`, 'use another first part than "repeat"')
   }
   return id
+}
+
+/** A job scheduler's id: a job id without ':' (its runs are repeat:<id>:<due ms>, three parts). */
+export function validateSchedulerId(id: unknown): string {
+  const valid = validateNewJobId(id)
+  if (valid.includes(':')) badId(`job scheduler id ${describe(id)} holds ':': its runs' ids (repeat:<id>:<due ms>) must stay three parts`)
+  return valid
 }
 
 const MAX_JOB_NAME_LENGTH = 256
@@ -172,21 +230,6 @@ const flag = (name: string) => (v: unknown) => {
   return v
 }
 
-/**
- * A worker's removeOnComplete/removeOnFail as BullMQ's KeepJobs: true (remove at once), false (keep all), a
- * count, or { count?, age? } with age in SECONDS, as BullMQ counts it; held in ms, as a job's retention is stored.
- */
-function keepJobs(name: string) {
-  return (value: unknown): Retention => {
-    if (typeof value === 'boolean') return value
-    if (typeof value === 'number') return checkInteger(name, value, { min: 0, max: 1_000_000_000 })
-    const o = checkKnown(name, value, ['count', 'age'])
-    const count = opt(o.count, undefined, (v) => checkInteger(`${name}.count`, v, { min: 0, max: 1_000_000_000 }))
-    const age = opt(o.age, undefined, (v) => checkInteger(`${name}.age`, v, { min: 0, max: 365 * 24 * 3600, unit: 's' }))
-    return { ...(count === undefined ? {} : { count }), ...(age === undefined ? {} : { age: age * 1000 }) }
-  }
-}
-
 export function workerSettings(options: unknown): WorkerSettings {
   const o = checkKnown('Worker', options, [
     'connection',
@@ -234,8 +277,8 @@ export function workerSettings(options: unknown): WorkerSettings {
       ? 0
       : opt(o.stalledInterval, STALLED_INTERVAL_MS_DEFAULT, setting('stalledInterval')),
     maxStalledCount: opt(o.maxStalledCount, MAX_STALLED_COUNT_DEFAULT, setting('maxStalledCount')),
-    removeOnComplete: opt(o.removeOnComplete, undefined, keepJobs('removeOnComplete')),
-    removeOnFail: opt(o.removeOnFail, undefined, keepJobs('removeOnFail')),
+    removeOnComplete: opt(o.removeOnComplete, undefined, retention('removeOnComplete')),
+    removeOnFail: opt(o.removeOnFail, undefined, retention('removeOnFail')),
     backoffStrategy: checkKnown('settings', o.settings, ['backoffStrategy']).backoffStrategy as BackoffStrategy | undefined,
     clock: opt(o.clock, systemClock, clock),
     limiter: opt(o.limiter, undefined, limiter),

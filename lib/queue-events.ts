@@ -26,15 +26,17 @@
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { EchoMQError, redisError } from './errors.js'
+import type { QueueEventsListener, Untyped } from './listeners.js'
 import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from './options.js'
 import { listen } from './redis/commands.js'
 import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient, resilient } from './redis/connection.js'
+import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { lastEventId, readEvents } from './redis/queries.js'
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
 export interface QueueEventsOptions {
-  connection?: unknown
+  connection?: ConnectionOptions | undefined
   prefix?: string
   /** Read from this stream id (exclusive); default: every event after waitUntilReady(). */
   lastEventId?: string
@@ -86,7 +88,28 @@ interface JobWatch {
   closing(): void
 }
 
-export class QueueEvents extends EventEmitter {
+/**
+ * BullMQ's typed events (QueueEventsListener): `on('completed', ({ jobId, returnvalue }) => ...)`; a
+ * listener type of one's own (`on<MyListener>(...)`) names more, such as `completed:<jobId>`.
+ */
+export interface QueueEvents<ReturnType = Untyped> {
+  on<
+    L extends QueueEventsListener<ReturnType> = QueueEventsListener<ReturnType>,
+    U extends Extract<keyof L, string> = Extract<keyof L, string>,
+  >(event: U, listener: L[U]): this
+  once<
+    L extends QueueEventsListener<ReturnType> = QueueEventsListener<ReturnType>,
+    U extends Extract<keyof L, string> = Extract<keyof L, string>,
+  >(event: U, listener: L[U]): this
+  off<
+    L extends QueueEventsListener<ReturnType> = QueueEventsListener<ReturnType>,
+    U extends Extract<keyof L, string> = Extract<keyof L, string>,
+  >(event: U, listener: L[U]): this
+}
+
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's QueueEventsListener)
+// biome-ignore lint/correctness/noUnusedVariables: ReturnType types the merged interface's listeners (it must be named alike)
+export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
   readonly name: string
   readonly keys: QueueKeys
   private readonly conn: Connection

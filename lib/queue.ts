@@ -3,22 +3,30 @@
  * `wait` (or on `delayed`, with a `delay`) in one script; an existing `jobId` returns the job already
  * stored and changes nothing. The getters (`getJob`, `getJobs`, `getJobCounts`, `getJobLogs`) read, and
  * `retryJobs`, `remove`, `pause`/`resume`, `drain`, `clean` and `obliterate` act, with BullMQ's names and
- * signatures. Inputs are validated before any Redis call, so a rejected call changes nothing.
+ * signatures. Inputs are validated before any Redis call, so a rejected call changes nothing. A Queue
+ * emits BullMQ's QueueListener events for what its own calls did (waiting, paused, resumed, removed,
+ * cleaned, progress; error while someone listens).
  *
  * Options: connection (ioredis client or URL; default REDIS_URL, then redis://127.0.0.1:6379),
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  */
+import { EventEmitter } from 'node:events'
+import { deduplicationOption, KnownHolders } from './deduplication.js'
 import { EchoMQError, redisError } from './errors.js'
-import { type BullJobState, JOB_STATES, Job, type JobQueue, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
+import { type BullJobState, JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
+import { jobChanges } from './job-changes.js'
 import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
+import { jobOpts } from './job-opts.js'
 import { toJson } from './json.js'
+import type { JobProgress, ListenerArgs, QueueListener, Untyped } from './listeners.js'
 import { type QueueSettings, queueSettings, validateJobId, validateJobName, validateNewJobId, validateQueueName } from './options.js'
 import { cleanSet, drainQueue, obliterateQueue } from './queue/cleanup.js'
 import { countTypes, DEFAULT_COUNT_TYPES, idsOfTypes, type JobType, jobTypes } from './queue/getters.js'
-import { isIntegerId, JobIds } from './queue/job-ids.js'
+import { JobIds } from './queue/job-ids.js'
+import { addedOption, jobScope } from './queue/job-scope.js'
+import { checkMetricsArgs, type Metrics, readMetrics } from './queue/metrics.js'
 import { getWorkers } from './queue/workers.js'
-import { waitUntilFinished } from './queue-events.js'
 import * as commands from './redis/commands.js'
 import {
   type Connection,
@@ -30,6 +38,8 @@ import {
   resilient,
   resolveUrl,
 } from './redis/connection.js'
+import type { ConnectionOptions } from './redis/connection-options.js'
+import { holderOf, removeHold } from './redis/deduplication.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import {
   failedUpTo,
@@ -43,8 +53,8 @@ import {
   readJob,
   readJobs,
   readLogs,
-  readOutcome,
   reserveJobIds,
+  schedulerCount,
   setEventsMaxLen,
 } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -62,22 +72,27 @@ import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
 export type { JobOptions } from './job-options.js'
 export type { JobType } from './queue/getters.js'
+export type { Metrics } from './queue/metrics.js'
 export type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/schedulers.js'
-
 export type { QueueCounts }
 
+/** BullMQ's Queue<Job<D, R, N>> form: the data, result and name types a Job type carries. */
+type DataOf<T> = T extends Job<infer D, Untyped, Untyped> ? D : T
+type ResultOf<T, R> = T extends Job<Untyped, infer X, Untyped> ? X : R
+type NameOf<T, N extends string> = T extends Job<Untyped, Untyped, infer X> ? X : N
+
 export interface QueueOptions {
-  connection?: unknown
+  connection?: ConnectionOptions | undefined
   prefix?: string
   maxDataBytes?: number
-  defaultJobOptions?: Omit<JobOptions, 'jobId'>
+  defaultJobOptions?: Omit<JobOptions, 'jobId' | 'deduplication'>
   /** The events stream's cap (QueueEvents): `{ events: { maxLen } }`, 10,000 by default. */
   streams?: { events?: { maxLen?: number } }
 }
 
 /** A job for addBulk, as BullMQ takes it. */
-export interface BulkJob<Data = unknown> {
-  name: string
+export interface BulkJob<Data = Untyped, Name extends string = string> {
+  name: Name
   data: Data
   opts?: JobOptions
 }
@@ -102,17 +117,6 @@ export const MAX_BULK_JOBS = 100_000
 /** Rounds of fresh ids addBulk tries for generated ids that were taken before it gives up. */
 const ID_ROUNDS = 5
 
-/** A custom jobId: well formed, and not an integer (EchoMQ numbers the jobs it names, as BullMQ does). */
-function customJobId(id: unknown): string {
-  const valid = validateNewJobId(id)
-  if (isIntegerId(valid)) {
-    throw new EchoMQError('ERR_JOB_ID', `a custom jobId cannot be an integer, got: ${describe(id)}`, {
-      hint: 'EchoMQ numbers the jobs added without a jobId "1", "2", ... (as BullMQ does); use a prefix, such as "order-42"',
-    })
-  }
-  return valid
-}
-
 /** Jobs in calls of at most BULK_JOBS_PER_CALL jobs and BULK_BYTES_PER_CALL bytes of data. */
 function bulkCalls<T extends { job: commands.NewJob }>(jobs: T[]): T[][] {
   const calls: T[][] = [[]]
@@ -131,7 +135,18 @@ function bulkCalls<T extends { job: commands.NewJob }>(jobs: T[]): T[][] {
   return calls
 }
 
-export class Queue<Data = unknown> {
+/**
+ * BullMQ's type parameters: `Queue<Data, Result, Name>` (or `Queue<Job<Data, Result, Name>>`); without
+ * them `any`, `any`, `string`, as in BullMQ.
+ */
+export class Queue<
+  DataTypeOrJob = Untyped,
+  DefaultResultType = Untyped,
+  DefaultNameType extends string = string,
+  Data = DataOf<DataTypeOrJob>,
+  Result = ResultOf<DataTypeOrJob, DefaultResultType>,
+  Name extends string = NameOf<DataTypeOrJob, DefaultNameType>,
+> extends EventEmitter {
   readonly name: string
   readonly keys: QueueKeys
   private readonly settings: QueueSettings
@@ -146,8 +161,18 @@ export class Queue<Data = unknown> {
   private readonly scope: JobScope
   /** The ids of jobs added without one. */
   private readonly ids: JobIds
+  /** The holders of the deduplication ids this queue added with (lib/deduplication.ts). */
+  private readonly known = new KnownHolders()
+
+  /** The connection's errors, passed on to this Queue's `error` listeners (none: not emitted). */
+  private readonly onClientError = (err: Error) => {
+    if (this.listenerCount('error') > 0) this.emit('error', err)
+  }
+  /** Whether onClientError listens to the client: from the first `error` listener on (a client may serve many queues). */
+  private watchingErrors = false
 
   constructor(name: string, options?: QueueOptions) {
+    super()
     this.name = validateQueueName(name)
     const { connection, ...settings } = queueSettings(options)
     this.settings = settings
@@ -159,8 +184,51 @@ export class Queue<Data = unknown> {
     if (settings.eventsMaxLen !== undefined) {
       void setEventsMaxLen(this.conn.client, this.keys, settings.eventsMaxLen).catch(() => undefined)
     }
-    this.scope = jobScope(this.conn.client, this.keys, this.name, (what, fn) => this.call(what, fn), this)
+    const call = <T>(what: string, fn: () => Promise<T>) => this.call(what, fn)
+    const changes = jobChanges({ client: this.conn.client, keys: this.keys, queue: this.name, maxDataBytes: settings.maxDataBytes, call })
+    this.scope = jobScope(
+      this.conn.client,
+      this.keys,
+      this.name,
+      call,
+      this,
+      (id, progress) => this.emit('progress', id, progress as JobProgress),
+      changes,
+    )
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
+  }
+
+  private watchErrors(event: string): void {
+    if (event !== 'error' || this.watchingErrors || this.closing) return
+    this.watchingErrors = true
+    this.conn.client.on('error', this.onClientError)
+  }
+
+  /** BullMQ's typed events (QueueListener): what this Queue's own calls did. */
+  override on<U extends keyof QueueListener<Job<Data, Result, Name>>>(event: U, listener: QueueListener<Job<Data, Result, Name>>[U]): this {
+    this.watchErrors(event)
+    return super.on(event, listener)
+  }
+
+  override once<U extends keyof QueueListener<Job<Data, Result, Name>>>(
+    event: U,
+    listener: QueueListener<Job<Data, Result, Name>>[U],
+  ): this {
+    return super.once(event, listener)
+  }
+
+  override off<U extends keyof QueueListener<Job<Data, Result, Name>>>(
+    event: U,
+    listener: QueueListener<Job<Data, Result, Name>>[U],
+  ): this {
+    return super.off(event, listener)
+  }
+
+  override emit<U extends keyof QueueListener<Job<Data, Result, Name>>>(
+    event: U,
+    ...args: ListenerArgs<QueueListener<Job<Data, Result, Name>>[U]>
+  ): boolean {
+    return super.emit(event, ...args)
   }
 
   get client(): RedisClient {
@@ -168,21 +236,31 @@ export class Queue<Data = unknown> {
   }
 
   /** Adds a job; an existing `jobId` resolves to the job already stored, unchanged. */
-  async add(name: string, data: Data, options?: JobOptions): Promise<Job<Data>> {
+  async add(name: Name, data: Data, options?: JobOptions): Promise<Job<Data, Result, Name>> {
     this.assertOpen()
     // addBulk of one, without its arrays: the path every producer takes for every job.
     const job = this.newJob(name, data, options)
     const generated = job.id === ''
     void this.register()
-    for (let round = 0; ; round++) {
-      if (job.id === '' || round > 0)
-        job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
+    for (let round = 0, needId = generated; ; round++) {
+      if (needId) job.id = (this.ids.takeNow(1) ?? (await this.call('add to queue', () => this.ids.take(1))))[0] as string
+      needId = false
+      this.known.guess([job])
       const reply = await this.call('add to queue', () => commands.add(this.client, this.keys, [job]))
-      if (reply.added[0]) return this.added(job, data, reply.createdOn)
+      this.learn(job, reply, 0)
+      if (reply.added[0]) return this.announce(this.added(job, data, reply.createdOn))
+      // Deduplicated: as BullMQ's add, the job asked for under the holder's id (no read: one round trip).
+      const holder = reply.heldBy[0]
+      if (holder !== undefined) return this.added({ ...job, id: holder }, data, reply.createdOn)
+      if (round + 1 === ID_ROUNDS) {
+        const what = reply.stale[0] !== undefined ? 'the holder of its deduplication id changed' : 'generated job ids were taken'
+        throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} times in a row, ${what}`)
+      }
+      // Its deduplication id has another holder than the one expected: sent again, expecting that one.
+      if (reply.stale[0] !== undefined) continue
       // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
       if (!generated) break
-      if (round + 1 === ID_ROUNDS)
-        throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+      needId = true
     }
     const existing = await this.getJob(job.id)
     if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${job.id} in queue ${this.name} vanished while being added`)
@@ -194,7 +272,7 @@ export class Queue<Data = unknown> {
    * then they go in calls of at most BULK_JOBS_PER_CALL jobs and 1 MiB of data, sent in one MULTI.
    * Resolves to the jobs in the order given (an existing `jobId`: the job already stored).
    */
-  async addBulk(jobs: BulkJob<Data>[]): Promise<Job<Data>[]> {
+  async addBulk(jobs: BulkJob<Data, Name>[]): Promise<Job<Data, Result, Name>[]> {
     this.assertOpen()
     if (!Array.isArray(jobs) || jobs.length > MAX_BULK_JOBS) {
       const got = Array.isArray(jobs) ? `an array of ${jobs.length} jobs` : describe(jobs)
@@ -206,16 +284,18 @@ export class Queue<Data = unknown> {
       return this.newJob(o.name, o.data, o.opts)
     })
     const unnamed = news.filter((j) => j.id === '')
-    const out: (Job<Data> | undefined)[] = []
+    const out: (Job<Data, Result, Name> | undefined)[] = []
     await this.call('add to queue', async () => {
       const fresh = await this.ids.take(unnamed.length)
       for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
       void this.register()
       let pending = news.map((job, index) => ({ job, index, generated: unnamed.includes(job) }))
-      // A generated id that is taken (the counter was reset while jobs remained) gets the next one.
+      // A generated id that is taken (the counter was reset while jobs remained) gets the next one; a job
+      // whose deduplication id changed holder since it was read is sent again.
       for (let round = 0; pending.length > 0; round++) {
         if (round === ID_ROUNDS)
           throw new EchoMQError('ERR_SCRIPT', `queue ${this.name}: ${ID_ROUNDS} generated job ids in a row were taken`)
+        this.known.guess(pending.map((p) => p.job))
         const calls = bulkCalls(pending)
         const replies = await commands.addAll(
           this.client,
@@ -223,15 +303,20 @@ export class Queue<Data = unknown> {
           calls.map((c) => c.map((p) => p.job)),
         )
         const retry: typeof pending = []
+        const taken: typeof pending = []
         for (const [c, reply] of replies.entries()) {
           for (const [i, p] of (calls[c] as typeof pending).entries()) {
-            if (reply.added[i]) out[p.index] = this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn)
-            else if (p.generated) retry.push(p)
+            const holder = reply.heldBy[i]
+            this.learn(p.job, reply, i)
+            if (reply.added[i]) out[p.index] = this.announce(this.added(p.job, jobs[p.index]?.data as Data, reply.createdOn))
+            else if (holder !== undefined) out[p.index] = this.added({ ...p.job, id: holder }, jobs[p.index]?.data as Data, reply.createdOn)
+            else if (reply.stale[i] !== undefined) retry.push(p)
+            else if (p.generated) taken.push(p)
           }
         }
-        const again = await this.ids.take(retry.length)
-        for (const [i, p] of retry.entries()) p.job.id = again[i] as string
-        pending = retry
+        const again = await this.ids.take(taken.length)
+        for (const [i, p] of taken.entries()) p.job.id = again[i] as string
+        pending = [...retry, ...taken]
       }
     })
     // An existing custom jobId: the job already stored.
@@ -241,15 +326,15 @@ export class Queue<Data = unknown> {
       if (!existing) throw new EchoMQError('ERR_SCRIPT', `job ${j.id} in queue ${this.name} vanished while being added`)
       out[i] = existing
     }
-    return out as Job<Data>[]
+    return out as Job<Data, Result, Name>[]
   }
 
-  /** The job, or null when there is none (BullMQ resolves undefined). */
-  async getJob(id: string): Promise<Job<Data> | null> {
+  /** The job, or undefined when there is none (as BullMQ). */
+  async getJob(id: string): Promise<Job<Data, Result, Name> | undefined> {
     this.assertOpen()
     validateJobId(id)
     const hash = await this.call('read job of queue', () => readJob(this.client, this.keys, id))
-    return Object.keys(hash).length === 0 ? null : (jobFromHash(id, hash, this.scope) as Job<Data>)
+    return Object.keys(hash).length === 0 ? undefined : (jobFromHash(id, hash, this.scope) as Job<Data, Result, Name>)
   }
 
   /**
@@ -275,6 +360,16 @@ export class Queue<Data = unknown> {
     const all: JobType[] = list.length > 0 ? list : ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting']
     const ids = await this.call('list jobs of queue', () => idsOfTypes(this.client, this.keys, all, from, to, ascending))
     return this.jobsOf(ids)
+  }
+
+  /** The ids getJobs would read (BullMQ's getRanges): the same types, ranks and order, without the jobs. */
+  async getRanges(types?: JobType | JobType[], start = 0, end = -1, asc = false): Promise<string[]> {
+    this.assertOpen()
+    const list = jobTypes(types, 'getRanges types')
+    checkInteger('start', start, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    checkInteger('end', end, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+    const all: JobType[] = list.length > 0 ? list : ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting']
+    return this.call('list job ids of queue', () => idsOfTypes(this.client, this.keys, all, start, end, asc === true))
   }
 
   /** Counts per type, keyed as asked (BullMQ's getJobCounts; none: BullMQ 6's default types). */
@@ -304,6 +399,36 @@ export class Queue<Data = unknown> {
   getDelayed = (start = 0, end = -1) => this.getJobs('delayed', start, end, true)
   getCompleted = (start = 0, end = -1) => this.getJobs('completed', start, end, false)
   getFailed = (start = 0, end = -1) => this.getJobs('failed', start, end, false)
+  getPrioritized = (start = 0, end = -1) => this.getJobs('prioritized', start, end, true)
+  /** Always [] (EchoMQ has no flows, so no job waits for children). */
+  getWaitingChildren = async (_start = 0, _end = -1): Promise<Job<Data, Result, Name>[]> => {
+    this.assertOpen()
+    return []
+  }
+
+  /**
+   * Finished jobs per minute, BullMQ's shape ({ meta: { count, prevTS, prevCount }, data, count }), over
+   * the last hour EchoMQ keeps for every queue (see queue/metrics.ts for how it differs from BullMQ's).
+   */
+  async getMetrics(type: 'completed' | 'failed', start = 0, end = -1): Promise<Metrics> {
+    this.assertOpen()
+    checkMetricsArgs(type, start, end)
+    return this.call('read the metrics of queue', () => readMetrics(this.client, this.keys, type, start, end))
+  }
+
+  /** Records a job's progress (a `progress` event here and in QueueEvents), as BullMQ's updateJobProgress. */
+  async updateJobProgress(jobId: string, progress: JobProgress): Promise<void> {
+    this.assertOpen()
+    validateJobId(jobId)
+    await this.scope.updateProgress({ id: jobId } as Job, progress, undefined)
+  }
+
+  /** Appends a line to a job's log (BullMQ's addJobLog); the job's own keepLogs bounds it. */
+  async addJobLog(jobId: string, logRow: string): Promise<number> {
+    this.assertOpen()
+    validateJobId(jobId)
+    return this.scope.log({ id: jobId } as Job, logRow, undefined)
+  }
 
   /** A job's log lines, `start`..`end` (inclusive; negative from the end), oldest first unless `asc` is false. */
   async getJobLogs(id: string, start = 0, end = -1, asc = true): Promise<{ logs: string[]; count: number }> {
@@ -321,12 +446,14 @@ export class Queue<Data = unknown> {
   async pause(): Promise<void> {
     this.assertOpen()
     await this.call('pause queue', () => commands.setPaused(this.client, this.keys, true))
+    this.emit('paused')
   }
 
   /** Workers take jobs again. */
   async resume(): Promise<void> {
     this.assertOpen()
     await this.call('resume queue', () => commands.setPaused(this.client, this.keys, false))
+    this.emit('resumed')
   }
 
   async isPaused(): Promise<boolean> {
@@ -341,7 +468,11 @@ export class Queue<Data = unknown> {
    * when there is none (past its endDate). Upserting the same timing again keeps the schedule and its
    * newest run (new template), so no run is duplicated.
    */
-  async upsertJobScheduler(id: string, repeat: RepeatOptions, template?: JobTemplate<Data>): Promise<Job<Data> | undefined> {
+  async upsertJobScheduler(
+    id: string,
+    repeat: RepeatOptions,
+    template?: JobTemplate<Data, Name>,
+  ): Promise<Job<Data, Result, Name> | undefined> {
     this.assertOpen()
     const { defaultJobOptions, maxDataBytes } = this.settings
     void this.register()
@@ -364,6 +495,12 @@ export class Queue<Data = unknown> {
     checkInteger('start', start, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
     checkInteger('end', end, { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
     return this.call('list the job schedulers of queue', () => listSchedulers(this.client, this.keys, start, end, asc === true))
+  }
+
+  /** How many job schedulers the queue has (BullMQ's getJobSchedulersCount). */
+  async getJobSchedulersCount(): Promise<number> {
+    this.assertOpen()
+    return this.call('count the job schedulers of queue', () => schedulerCount(this.client, this.keys))
   }
 
   /** Removes job scheduler `id` and its newest run if no worker started it (a `removed` event); resolves to whether there was one. */
@@ -411,7 +548,9 @@ export class Queue<Data = unknown> {
     checkInteger('limit', limit, { min: 0, max: Number.MAX_SAFE_INTEGER })
     if (type !== 'completed' && type !== 'failed')
       fail('ERR_OPTIONS', `expected clean's type to be completed or failed, got: ${describe(type)}`)
-    return this.call(`clean ${type} jobs of queue`, () => cleanSet(this.client, this.keys, type, grace, limit))
+    const ids = await this.call(`clean ${type} jobs of queue`, () => cleanSet(this.client, this.keys, type, grace, limit))
+    this.emit('cleaned', ids, type)
+    return ids
   }
 
   /**
@@ -507,6 +646,28 @@ export class Queue<Data = unknown> {
       throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${this.name} is ${outcome}, not delayed: nothing promoted`)
   }
 
+  /**
+   * The id of the job that holds deduplication id `id` now, or null (BullMQ's getDeduplicationJobId): a
+   * job that completed or failed holds an id added without a ttl no longer; one with a ttl until it passes.
+   */
+  async getDeduplicationJobId(id: string): Promise<string | null> {
+    this.assertOpen()
+    deduplicationOption({ id }, undefined)
+    return this.call('read a deduplication id of queue', () => holderOf(this.client, this.keys, id))
+  }
+
+  /** Releases deduplication id `id` whoever holds it (BullMQ's removeDeduplicationKey): 1 when it was held, else 0. */
+  async removeDeduplicationKey(id: string): Promise<number> {
+    this.assertOpen()
+    deduplicationOption({ id }, undefined)
+    return this.call('remove a deduplication id of queue', () => removeHold(this.client, this.keys, id))
+  }
+
+  /** @deprecated BullMQ's old name for getDeduplicationJobId. */
+  getDebounceJobId = (id: string): Promise<string | null> => this.getDeduplicationJobId(id)
+  /** @deprecated BullMQ's old name for removeDeduplicationKey. */
+  removeDebounceKey = (id: string): Promise<number> => this.removeDeduplicationKey(id)
+
   /** A job's state now, under BullMQ's names: `waiting` for `wait`, `unknown` when there is no such job. */
   async getJobState(id: string): Promise<BullJobState> {
     this.assertOpen()
@@ -522,13 +683,32 @@ export class Queue<Data = unknown> {
     return this.client
   }
 
-  /** Removes a job that is not in flight (ERR_JOB_ACTIVE if it is); resolves to whether there was one. */
-  async remove(id: string): Promise<boolean> {
+  /**
+   * Removes a job that is not in flight, with its log, as BullMQ's remove: resolves to 1, or to 0 when the
+   * job is in flight (BullMQ: locked) and was left alone. An id with no job resolves to 1, as in BullMQ
+   * (nothing was locked); `removed` is emitted on this Queue for a 1. `opts.removeChildren` is accepted
+   * (EchoMQ has no flows, so a job has no children). removeJob says more.
+   */
+  async remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {
+    checkKnown('remove', opts, ['removeChildren'])
+    const outcome = await this.removeOutcome(id)
+    if (outcome === 'active') return 0
+    this.emit('removed', id)
+    return 1
+  }
+
+  /** EchoMQ's remove: resolves to whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight. */
+  async removeJob(id: string): Promise<boolean> {
+    const outcome = await this.removeOutcome(id)
+    if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${this.name} is in flight; it was not removed`)
+    if (outcome === 'removed') this.emit('removed', id)
+    return outcome === 'removed'
+  }
+
+  private async removeOutcome(id: string): Promise<'removed' | 'missing' | 'active'> {
     this.assertOpen()
     validateJobId(id)
-    const outcome = await this.call('remove a job of queue', () => commands.remove(this.client, this.keys, id))
-    if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${this.name} is in flight; it was not removed`)
-    return outcome === 'removed'
+    return this.call('remove a job of queue', () => commands.remove(this.client, this.keys, id))
   }
 
   /**
@@ -555,6 +735,7 @@ export class Queue<Data = unknown> {
    * cannot answer (it is unreachable) fail with ERR_CLOSED. Safe to call more than once. */
   close(): Promise<void> {
     this.closing ??= closeConnection(this.conn).finally(() => {
+      this.conn.client.off('error', this.onClientError)
       for (const fail of this.waiting) fail()
     })
     return this.closing
@@ -563,12 +744,11 @@ export class Queue<Data = unknown> {
   /** A job of add or addBulk, validated and encoded; id '' for EchoMQ to give. */
   private newJob(jobName: unknown, data: unknown, options: unknown): commands.NewJob {
     const name = validateJobName(jobName)
-    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit } = addSettings(
-      options,
-      this.settings.defaultJobOptions,
-    )
+    const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit, deduplication } =
+      addSettings(options, this.settings.defaultJobOptions)
     return {
-      id: jobId === undefined ? '' : customJobId(jobId),
+      ...(deduplication ? { deduplication: { spec: deduplication, holder: null } } : {}),
+      id: jobId === undefined ? '' : validateNewJobId(jobId),
       name,
       data: toJson(data, 'job data', this.settings.maxDataBytes, 'maxDataBytes'),
       attempts,
@@ -584,17 +764,35 @@ export class Queue<Data = unknown> {
   }
 
   /** The Job add returns for a job it added: what was stored, without a read. */
-  private added(j: commands.NewJob, data: Data, createdOn: number): Job<Data> {
-    const fields = { id: j.id, name: j.name, data, attempts: j.attempts, attemptsMade: 0, attemptsStarted: 0, createdOn }
+  private added(j: commands.NewJob, data: Data, createdOn: number): Job<Data, Result, Name> {
+    const opts = jobOpts(j.id, createdOn, j.attempts, (f) => addedOption(j, f))
+    const fields = { id: j.id, name: j.name as Name, data, attempts: j.attempts, attemptsMade: 0, attemptsStarted: 0, createdOn, opts }
     const state =
       j.delayMs > 0
         ? { state: 'delayed' as const, dueAt: createdOn + j.delayMs }
         : { state: j.priority > 0 ? ('prioritized' as const) : ('wait' as const) }
-    return new Job<Data>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}) }, this.scope)
+    const dedup = j.deduplication ? { deduplicationId: j.deduplication.spec.id } : {}
+    return new Job<Data, Result, Name>({ ...fields, ...state, ...(j.priority > 0 ? { priority: j.priority } : {}), ...dedup }, this.scope)
+  }
+
+  /** What an add call said of the holder of job i's deduplication id, kept for the next add of that id. */
+  private learn(job: commands.NewJob, reply: commands.AddResult, i: number): void {
+    const id = job.deduplication?.spec.id
+    if (id === undefined) return
+    const stale = reply.stale[i]
+    if (stale !== undefined) this.known.learn(id, stale)
+    else if (reply.added[i]) this.known.learn(id, job.id)
+    else if (reply.heldBy[i] !== undefined) this.known.learn(id, reply.heldBy[i] as string)
+  }
+
+  /** Emits `waiting` for a job this Queue added (BullMQ's QueueListener). */
+  private announce(job: Job<Data, Result, Name>): Job<Data, Result, Name> {
+    this.emit('waiting', job)
+    return job
   }
 
   /** getJobs' options form: a page of one state (see getJobs). */
-  private async page(state: unknown, range: { start?: number; end?: number }): Promise<Job<Data>[]> {
+  private async page(state: unknown, range: { start?: number; end?: number }): Promise<Job<Data, Result, Name>[]> {
     const s = state === 'waiting' ? 'wait' : state
     if (!JOB_STATES.includes(s as JobState))
       fail('ERR_OPTIONS', `expected a state, one of ${JOB_STATES.join(', ')}, got: ${describe(state)}`)
@@ -606,11 +804,11 @@ export class Queue<Data = unknown> {
   }
 
   /** The jobs of `ids` that still exist, in order. */
-  private async jobsOf(ids: string[]): Promise<Job<Data>[]> {
+  private async jobsOf(ids: string[]): Promise<Job<Data, Result, Name>[]> {
     const hashes = await this.call('read jobs of queue', () => readJobs(this.client, this.keys, ids))
     return ids.flatMap((id, i) => {
       const hash = hashes[i] ?? {}
-      return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash, this.scope) as Job<Data>]
+      return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash, this.scope) as Job<Data, Result, Name>]
     })
   }
 
@@ -651,36 +849,5 @@ export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: s
     return await readCounts(client, keys)
   } catch (err) {
     throw redisError(queue, 'count jobs of queue', err)
-  }
-}
-
-/**
- * What the jobs a Queue gives out act through: progress and log lines written for any job that exists (no
- * run owns it here, so nothing is fenced), and waitUntilFinished.
- */
-function jobScope(
-  client: RedisClient,
-  keys: QueueKeys,
-  queue: string,
-  call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
-  owner: JobQueue,
-): JobScope {
-  const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
-  return {
-    async updateProgress(job, progress) {
-      const json = toJson(progress, 'the progress', commands.TAKE_MAX_BYTES)
-      const status = await call('update the progress of a job of queue', () => commands.updateProgress(client, keys, job.id, '', json))
-      if (status === 'missing') throw missing(job.id, 'its progress was not recorded')
-    },
-    async log(job, row) {
-      if (typeof row !== 'string') fail('ERR_OPTIONS', `expected a log line to be a string, got: ${describe(row)}`)
-      const { status, count } = await call('log a line of a job of queue', () => commands.addLog(client, keys, job.id, '', row))
-      if (status === 'missing') throw missing(job.id, 'the line was not logged')
-      return count
-    },
-    waitUntilFinished(job, events, ttl) {
-      return waitUntilFinished(events, { id: job.id, name: job.name, queue }, ttl, () => readOutcome(client, keys, job.id))
-    },
-    queue: () => owner,
   }
 }

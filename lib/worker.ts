@@ -28,12 +28,15 @@
  * the job at once), 'lockLost' (job, EchoMQError ERR_LOCK_LOST; the processor's signal, when it takes one,
  * is aborted), 'error'.
  */
+
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { EchoMQError, RateLimitError, redisError } from './errors.js'
+import { EchoMQError, isDelayed, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
-import { encodeKeep } from './job-options.js'
+import { jobChanges } from './job-changes.js'
+import { encodeKeep, type Retention } from './job-options.js'
 import { toJson } from './json.js'
+import type { Untyped, WorkerListener } from './listeners.js'
 import {
   type BackoffStrategy,
   DEFAULTS,
@@ -65,6 +68,7 @@ import {
   updateProgress,
 } from './redis/commands.js'
 import { type Connection, closeConnection, lastConnectionError, openConnection, type RedisClient, resilient } from './redis/connection.js'
+import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { ping, readBackoffType, readCandidates, readOutcome, rearmMarker, setMaxStalledCount, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
@@ -88,11 +92,32 @@ import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 export const IDLE: unique symbol = Symbol('echomq.worker.idle')
 export const HANDED_BACK: unique symbol = Symbol('echomq.worker.handedBack')
 
-/** BullMQ's processor: (job, token, signal); the token is the run's (job.token too), the signal aborts on a lost lease or a forced close. */
-export type Processor<Data = unknown, Result = unknown> = (job: Job<Data>, token: string, signal: AbortSignal) => Promise<Result> | Result
+/**
+ * BullMQ's processor: (job, token, signal). The token is the run's (job.token too); the signal aborts on a
+ * lost lease or a forced close. BullMQ's type parameters: data, result and job names (`any`, `any`,
+ * `string` when not given, as in BullMQ).
+ */
+export type Processor<Data = Untyped, Result = Untyped, Name extends string = string> = (
+  job: Job<Data, Result, Name>,
+  token: string,
+  signal: AbortSignal,
+) => Promise<Result> | Result
+
+/**
+ * BullMQ's typed events (WorkerListener): `on('completed', (job, result) => ...)` gets typed arguments;
+ * and EchoMQ's internal events (IDLE, HANDED_BACK: symbols, which no BullMQ program names).
+ */
+export interface Worker<Data = Untyped, Result = Untyped, Name extends string = string> {
+  on<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  on(event: typeof IDLE | typeof HANDED_BACK, listener: (...args: never[]) => void): this
+  once<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  once(event: typeof IDLE | typeof HANDED_BACK, listener: (...args: never[]) => void): this
+  off<U extends keyof WorkerListener<Data, Result, Name>>(event: U, listener: WorkerListener<Data, Result, Name>[U]): this
+  off(event: typeof IDLE | typeof HANDED_BACK, listener: (...args: never[]) => void): this
+}
 
 export interface WorkerOptions {
-  connection?: unknown
+  connection?: ConnectionOptions | undefined
   prefix?: string
   /** Recorded on every job this worker takes (default `<hostname>:<pid>`). */
   name?: string
@@ -110,8 +135,8 @@ export interface WorkerOptions {
   /** No stalled sweep in this worker (the reaper sweeps). */
   skipStalledCheck?: boolean
   /** For jobs with no retention of their own: BullMQ's KeepJobs (age in seconds). */
-  removeOnComplete?: boolean | number | { count?: number; age?: number }
-  removeOnFail?: boolean | number | { count?: number; age?: number }
+  removeOnComplete?: Retention
+  removeOnFail?: Retention
   settings?: { backoffStrategy?: BackoffStrategy }
 }
 
@@ -137,7 +162,8 @@ const RESULT_MAX_BYTES = DEFAULTS.maxDataBytes
 /**
  * A run: `running` (the processor has the job), `finishing` (its finish call is in flight: that call's
  * reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost; the signal
- * is aborted and the worker told once), `released` (close() returned the job to `wait`).
+ * is aborted and the worker told once), `abandoned` (close() gave up on it), `moved` (job.moveToDelayed
+ * ended it: its job is in `delayed`, no finish follows); see worker/closing.ts.
  */
 /** What a Worker emits besides `error` (BullMQ's names and arguments). */
 type WorkerEvent =
@@ -179,7 +205,8 @@ type Started = Taken & { sentAt: number; scored?: boolean; reservedAt?: number }
 /** Most bytes of JSON one progress report is stored with. */
 const PROGRESS_MAX_BYTES = 64 * 1024
 
-export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's WorkerListener)
+export class Worker<Data = Untyped, Result = Untyped, Name extends string = string> extends EventEmitter {
   /** BullMQ's way to make one: `throw Worker.RateLimitError()` (see RateLimitError). */
   static RateLimitError(): RateLimitError {
     return new RateLimitError()
@@ -236,7 +263,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
 
   constructor(
     name: string,
-    private readonly processor: Processor<Data, Result>,
+    private readonly processor: Processor<Data, Result, Name>,
     options?: WorkerOptions,
   ) {
     super()
@@ -594,13 +621,21 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     let delayMs: number | undefined
     const started = this.settings.clock.now()
     try {
-      result = await this.processor(run.job as Job<Data>, run.token, run.controller?.signal as AbortSignal)
+      result = await this.processor(run.job as Job<Data, Result, Name>, run.token, run.controller?.signal as AbortSignal)
       action = 'complete'
       value = this.resultJson(run.job.id, result)
     } catch (err) {
       failed = true
       error = err
       ;({ action, reason: value, stack } = failureOf(err))
+      // A DelayedError after a moveToDelayed ended the run there (its phase is `moved`, see below).
+      if (isDelayed(err) && run.phase !== 'moved')
+        this.report(
+          new EchoMQError(
+            'ERR_JOB_STATE',
+            `job ${run.job.id} of queue ${this.name}: DelayedError thrown without job.moveToDelayed; the job went back to wait`,
+          ),
+        )
       if (action === 'fail') {
         const retry = await this.customRetry(run, err)
         if (retry === 'final') action = 'fail-final'
@@ -610,7 +645,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
     this.processing--
     this.startReady()
     this.takeAhead.ran(this.settings.clock.now() - started)
-    if (run.phase === 'abandoned') return
+    // Given up on by close(), or ended by job.moveToDelayed (its job is in `delayed`: no finish).
+    if (run.phase === 'abandoned' || run.phase === 'moved') return
     // A run aborted for a lost lease, or by close(), failed because of the abort: if the job is still its
     // own, return it to wait without charging an attempt (its processor has stopped).
     if ((run.phase === 'lost' || run.aborted) && action.startsWith('fail')) action = 'release'
@@ -735,6 +771,26 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   /** The scope of the jobs this worker runs: writes fenced by the run's token; a lost run learns it. */
   private jobScope(): JobScope {
     const client = this.conn.client
+    const changes = jobChanges({
+      client,
+      keys: this.keys,
+      queue: this.name,
+      maxDataBytes: RESULT_MAX_BYTES,
+      call: async (what, fn) => {
+        try {
+          return await fn()
+        } catch (err) {
+          throw this.failure(what, err)
+        }
+      },
+      // The run is over once its job is in `delayed`: no finish, no heartbeat (see DelayedError).
+      moved: (id, token) => {
+        const run = this.runs.get(id)
+        if (run?.token !== token || run.phase !== 'running') return
+        run.phase = 'moved'
+        this.locks.remove(id)
+      },
+    })
     const refused = (job: Job, status: 'missing' | 'lost', what: string) =>
       status === 'lost'
         ? new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${this.name} lost its lease: ${what}`)
@@ -768,6 +824,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
         this.jobQueue ??= new Queue(this.name, { connection: client, prefix: this.settings.prefix })
         return this.jobQueue
       },
+      changes: () => changes,
     }
   }
 
@@ -777,7 +834,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter {
   }
 
   private lockLost(id: string, reason: string, run = this.runs.get(id)): void {
-    if (!run || run.phase === 'lost' || run.phase === 'abandoned') return
+    if (!run || run.phase === 'lost' || run.phase === 'abandoned' || run.phase === 'moved') return
     run.phase = 'lost'
     if (this.runs.get(id) === run) this.locks.remove(id)
     const err = new EchoMQError('ERR_LOCK_LOST', `job ${id} of queue ${this.name} lost its lease: ${reason}`)

@@ -12,19 +12,25 @@
   KEYS[6] listened     ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized  ZSET   <prefix>:{q}:prioritized (id -> priority * 2^32 + counter)
   KEYS[7 + i]          HASH   job i (i = 1 .. n)
+  With F = 13 (jobs with a deduplication, see deduplicate.lua), four keys per job instead, from KEYS[4 + 4i]:
+  the job's HASH, its deduplication key STRING <prefix>:{q}:de:<id>, and the HASH and LIST (logs) of the
+  id's holder the caller expects (the job's own keys when it expects none)
 
-  ARGV[1] fields per job (F): 12, or 3 when every job of the call has the default options
+  ARGV[1] fields per job (F): 12, or 3 when every job of the call has the default options, or 13: the 12
+    and the job's deduplication ("<ttl>,<extend>,<replace>,<holder expected>,<id>", see deduplicate.lua)
   ARGV[2 + F(i-1) .. 1 + F i], for job i:
     id; name; data (JSON text); then, when F is 12: attempts (total starts allowed); delay (ms; 0 for none); backoff
     ("<type>,<delay>,<maxDelay>,<jitter>" or "", see backoff.lua); retention in `completed` ("<count>,<ageMs>",
     "0" to remove at once, "" to keep all); retention in `failed`, the same way; keepLogs (lines; "" for all);
     priority (0: none, else 1 = highest .. 2^21 - 1); lifo ("1": to the front of `wait`, else "");
     stackTraceLimit (stack traces kept; "" for the default)
+  `delay` and `lifo` are stored when given (for job.opts), not read by any script.
   A field whose value is the default (see the constants above, from lib/defaults.json) is not stored: the
   scripts read an absent field as its default, so a job with the defaults costs no byte for them.
 
-  Returns { now (ms, Redis's clock), { 1 | 0 per job: added, or its id was taken } }. Emits `added` then
-  `waiting` or `delayed` per job added, `duplicated` per id taken.
+  Returns { now (ms, Redis's clock), { 1 | 0 per job: added, or its id was taken; with F = 13 also the
+  holder's id (deduplicated) or '?<holder>' (not the holder the caller expected: nothing done) } }.
+  Emits `added` then `waiting` or `delayed` per job added, `duplicated` per id taken, `deduplicated`.
 ]]
 local rcall = redis.call
 local q = {
@@ -35,24 +41,33 @@ local F = tonumber(ARGV[1])
 -- @include events
 -- @include score
 -- @include enter
+-- @include deduplicate
 
 local now = nowMs()
 -- Formatted once: Lua formats a number each time it passes one to Redis.
 local nowText = string.format('%d', now)
 local added = {}
 local short = F == 3
-for i = 1, #KEYS - 7 do
+local D = F == 13
+local per = D and 4 or 1
+for i = 1, (#KEYS - 7) / per do
   local a = 1 + F * (i - 1)
-  local jobKey = KEYS[7 + i]
+  local k = 8 + per * (i - 1)
+  local jobKey = KEYS[k]
   local id, name, data = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local delayMs, priority, lifo = 0, 0, false
   if not short then
     delayMs, priority, lifo = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 10]), ARGV[a + 11] == '1'
   end
+  local held, deid
   if rcall('EXISTS', jobKey) == 1 then
     added[i] = 0
     emit(q, 'duplicated', 'jobId', id)
-  else
+  elseif D and ARGV[a + 13] ~= '' then
+    held, deid = deduplicate(q, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], id, ARGV[a + 13])
+    added[i] = held
+  end
+  if added[i] == nil then
     added[i] = 1
     local fields = { 'name', name, 'data', data, 'createdOn', nowText }
     if not short then
@@ -68,7 +83,11 @@ for i = 1, #KEYS - 7 do
       put('keepFailed', ARGV[a + 8], DEFAULT_KEEP.failed)
       put('keepLogs', ARGV[a + 9], '')
       put('priority', priority, 0)
+      -- Kept only when given, for job.opts (BullMQ's): a job without them stores neither.
+      put('delay', delayMs, 0)
+      put('lifo', lifo and '1' or '', '')
       put('stackTraceLimit', tonumber(ARGV[a + 12]) or DEFAULT_STACK_TRACE_LIMIT, DEFAULT_STACK_TRACE_LIMIT)
+      put('deid', deid, nil)
     end
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)

@@ -8,6 +8,7 @@
   KEYS[3] delayed     ZSET <prefix>:{q}:delayed (id -> due time, ms)
   KEYS[4] meta        HASH <prefix>:{q}:meta (`paused`)
   KEYS[5] invocations ZSET <prefix>:{q}:invocations (invocation id -> lease end, ms)
+  ARGV    none (the time is the server's, so every reaper agrees on which delayed jobs are due)
 
   Returns { ready, live }.
 ]]

@@ -90,6 +90,7 @@ local starts = { firstKey = 16 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count
 -- @include retention
 -- @include enter
 -- @include backoff
+-- @include releaseDeduplication
 -- @include useAttempt
 -- @include skiplist
 -- @include takeJobs
@@ -126,7 +127,7 @@ for i = 0, m - 1 do
   -- finishedOn say how and when), "=<token> <state> <ms>" when it went back in line; every other move out
   -- of `active` (a sweep's recovery, an operator's retry) clears the field. The receipt costs no field.
   local holder = rcall('GET', lockKey)
-  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn')
+  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn', 'deid')
   if not (job[1] == token and (holder == false or holder == token)) then
     local receipt = job[1] or ''
     local rest = string.sub(receipt, #token + 2)
@@ -149,6 +150,7 @@ for i = 0, m - 1 do
       rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
+      releaseDeduplication(q.meta, job[8], id)
       local keep = job[5] or keepOverride or DEFAULT_KEEP.completed
       if parseKeep(keep) == 0 then
         rcall('UNLINK', jobKey, logsKey)

@@ -1,6 +1,7 @@
 --[[
   Removes a job that is not in flight: its hash, its log, and its entry in whichever set or list holds it.
-  A job in `active` is left alone (its worker owns it). A job id whose job was removed can be added again.
+  A job in `active` is left alone (its worker owns it). A job id whose job was removed can be added again;
+  a deduplication id it held without a ttl is released (releaseDeduplication.lua).
 
   KEYS[1]  job        HASH   <prefix>:{q}:<id>
   KEYS[2]  active     ZSET   <prefix>:{q}:active
@@ -29,11 +30,13 @@ local q = { meta = KEYS[8], events = KEYS[9], listened = KEYS[10] }
 local prioritizedKey, reservedScoresKey = KEYS[12], KEYS[13]
 local id = ARGV[1]
 -- @include events
+-- @include releaseDeduplication
 
 if rcall('ZSCORE', activeKey, id) then
   return 'active'
 end
-local state = rcall('HGET', jobKey, 'state')
+local f = rcall('HMGET', jobKey, 'state', 'deid')
+local state = f[1]
 if not state then
   return 'missing'
 end
@@ -54,6 +57,7 @@ else
   rcall('ZREM', completedKey, id)
   rcall('ZREM', failedKey, id)
 end
+releaseDeduplication(q.meta, f[2], id)
 rcall('UNLINK', jobKey, logsKey)
 emit(q, 'removed', 'jobId', id, 'prev', state)
 return 'removed'

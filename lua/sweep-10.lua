@@ -13,7 +13,8 @@
                                        backoff; a job with a priority to the front of its priority), or,
                                        past the queue's maxStalledCount (meta's `maxStalledCount`, written
                                        only when not the default, 1), to `failed` ("job stalled more than
-                                       allowable limit"; a stall never uses an attempt)
+                                       allowable limit"; a stall never uses an attempt), releasing its
+                                       deduplication id (releaseDeduplication.lua)
     marked more recently            -> leave it for a later sweep
   (A marked job's lease is not looked at: whatever writes a lease again clears the mark in that step.)
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
@@ -62,6 +63,7 @@ local n = #ARGV - 4
 -- @include score
 -- @include retention
 -- @include enter
+-- @include releaseDeduplication
 -- @include minutes
 
 local now = nowMs()
@@ -158,7 +160,7 @@ for i = 0, n - 1 do
         firstDeadline = rcall('ZSCORE', activeKey, id)
       end
       gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token')
+      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid')
       local stalls = (tonumber(f[2]) or 0) + 1
       local worker = f[1] or 'unknown'
       local reason = reasons[worker]
@@ -177,6 +179,7 @@ for i = 0, n - 1 do
         rcall('HSET', jobKey, 'token', takenAway, 'stalledCounter', stalls, 'state', 'failed', 'failedReason', STALLED_TOO_OFTEN,
           'finishedOn', nowText)
         rcall('HINCRBY', q.meta, 'failedNew', 1)
+        releaseDeduplication(q.meta, f[5], id)
         emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
         failed[#failed + 1] = id
         countFinished(KEYS[9], 'failed', now)

@@ -83,7 +83,7 @@ describe('drain, clean, obliterate', () => {
     expect(await redis.client.exists(fx.keys.job('logged'), fx.keys.logs('logged'))).toBe(0)
     await fx.queue.drain(true)
     expect(await fx.queue.counts()).toMatchObject({ wait: 0, delayed: 0 })
-    expect(await fx.queue.getJob('later')).toBeNull()
+    expect(await fx.queue.getJob('later')).toBeUndefined()
   })
 
   it('clean removes finished jobs past the grace period, oldest first, up to limit (0: all), and returns their ids', async () => {

@@ -445,7 +445,7 @@ describe('echomq remove', () => {
     const json = await echomq(['remove', 'emails', 'a', '--json', '--redis-url', redis.url])
     expect(first.code).toBe(0)
     expect(first.stdout).toMatch(/removed job a from queue emails/)
-    expect(await getJob('emails', 'a')).toBeNull()
+    expect(await getJob('emails', 'a')).toBeUndefined()
     expect((await new Queue('emails', { connection: redis.client }).counts()).failed).toBe(0)
     expect(again.code).toBe(1)
     expect(again.stderr).toMatch(/echomq remove: no job a in queue emails/)
@@ -482,11 +482,11 @@ describe('bad usage of jobs, retry, remove', () => {
     [['retry', 'emails', '--all', '--id', 'a']],
     [['retry', 'emails', '--id', 'a', '--limit', '2']],
     [['retry', 'emails', '--all', '--limit', '0']],
-    [['retry', 'emails', '--id', 'a b']],
+    [['retry', 'emails', '--id', 'a:b']],
     [['retry', 'emails', '--id', ',']],
     [['retry', '--all']],
     [['remove', 'emails']],
-    [['remove', 'emails', 'a b']],
+    [['remove', 'emails', 'a:b']],
     [['remove', 'emails', 'a', 'b']],
   ])('rejects %j with exit code 2, touching nothing', async (args) => {
     await failedJobs('emails', ['a'])

@@ -56,7 +56,7 @@ it('past an explicit closeTimeout, a processor that ignores the abort keeps its 
   const first = new Worker('q', slow(1_200, runs), { connection: redis.url, lockDuration: 2_000, closeTimeout: 200 })
   workers.push(first)
   const errors: EchoMQError[] = []
-  first.on('error', (err: EchoMQError) => errors.push(err))
+  first.on('error', (err) => errors.push(err as EchoMQError))
   await Promise.all([nextEvent(first, 'active'), queue.add('deploy', {}, { jobId: 'over' })])
   const second = new Worker('q', slow(10, runs), { connection: redis.url, lockDuration: 2_000, stalledInterval: 100 })
   workers.push(second)

@@ -303,7 +303,7 @@ describe('a job\u2019s whole life on the cluster, every script under the key gua
       expect(await queue.counts()).toMatchObject({ completed: 2, failed: 1, delayed: 0, wait: 0, active: 0 })
       expect(await queue.retryJobs({ ids: ['b'] })).toEqual(['b'])
       await waitFor(async () => (await queue.getJob('b'))?.retried === 1 && (await queue.counts()).failed === 1, { what: `${q}: b again` })
-      expect(await queue.remove('b')).toBe(true)
+      expect(await queue.remove('b')).toBe(1)
       await worker.close()
     }
     expect(errors).toEqual([])

@@ -98,9 +98,12 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
 
   it('Queue, Worker and sweep run on them; a port given as a string (from the environment) is taken', async () => {
     const connection = { host: '127.0.0.1', port: String(redis.port), db: 0, maxRetriesPerRequest: null }
-    const queue = track(new Queue('q', { connection }))
+    // A string port is EchoMQ's leniency (the type says number, as ioredis's and BullMQ's).
+    const queue = track(new Queue('q', { connection: connection as never }))
     await queue.add('job', { n: 1 }, { jobId: 'a' })
-    const done = new Promise((resolve) => track(new Worker('q', async () => 'ok', { connection })).on('completed', resolve))
+    const done = new Promise((resolve) =>
+      track(new Worker('q', async () => 'ok', { connection: connection as never })).on('completed', resolve),
+    )
     await done
     expect(await queue.getJob('a')).toMatchObject({ state: 'completed', returnValue: 'ok' })
     expect(await sweep({ host: '127.0.0.1', port: redis.port }, 'q')).toEqual({ marked: [], recovered: [], failed: [] })
@@ -145,7 +148,10 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
     ['another class', new Map(), /got: an instance of Map/],
   ])('%s is refused with ERR_OPTIONS saying what is accepted, before anything reaches Redis', async (_, connection, message) => {
     const before = await redis.client.dbsize()
-    for (const make of [() => new Queue('q', { connection }), () => new Worker('q', async () => 'ok', { connection })]) {
+    for (const make of [
+      () => new Queue('q', { connection: connection as never }),
+      () => new Worker('q', async () => 'ok', { connection: connection as never }),
+    ]) {
       let caught: unknown
       try {
         track(make())

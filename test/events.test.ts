@@ -5,6 +5,7 @@
  * a listener closing leaves the others heard; waitUntilFinished, many at once. A Redis that lost its data:
  * events-restart.test.ts.
  */
+import type { EventEmitter } from 'node:events'
 import { afterEach, describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, Queue, QueueEvents, sweep, UnrecoverableError } from '../lib/index.js'
 import { LISTEN_TTL_MS } from '../lib/queue-events.js'
@@ -31,7 +32,8 @@ async function listen(options: Record<string, unknown> = {}): Promise<QueueEvent
 /** Every event (name, payload, id) a listener hears, in order. */
 function record(events: QueueEvents, names: string[]): [string, unknown, unknown][] {
   const heard: [string, unknown, unknown][] = []
-  for (const name of names) events.on(name, (payload: unknown, id: unknown) => heard.push([name, payload, id]))
+  // Any name, as a string: the typed on() takes BullMQ's names one at a time.
+  for (const name of names) (events as EventEmitter).on(name, (payload: unknown, id: unknown) => heard.push([name, payload, id]))
   return heard
 }
 

@@ -21,8 +21,22 @@ beforeEach(async () => {
 })
 
 const QUEUE_NAME = /^[A-Za-z0-9._:-]{1,128}$/
-const JOB_ID = /^[A-Za-z0-9._-]{1,128}$/
 const RESERVED = ['wait', 'active', 'stalled', 'completed', 'failed', 'marker']
+/** BullMQ 6.7's custom id rules (no integer, ':' only in three parts) and EchoMQ's length, text and key-name limits. */
+function validJobId(id: string): boolean {
+  const parts = id.split(':')
+  return (
+    id.length >= 1 &&
+    id.length <= 256 &&
+    !/\p{Cc}/u.test(id) &&
+    !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(id) &&
+    `${Number.parseInt(id, 10)}` !== id &&
+    (parts.length === 1 || parts.length === 3) &&
+    parts[0] !== '0' &&
+    !RESERVED.includes(parts[0] as string) &&
+    !/^repeat:[^:]+:\d{1,16}$/.test(id)
+  )
+}
 const runs = { numRuns: 150 }
 
 /** Runs `call`; on rejection, asserts an EchoMQError with one of `codes` and an unchanged Redis. */
@@ -42,7 +56,19 @@ async function acceptedOrRejected(call: () => unknown, codes: string[]): Promise
 const nameLike = fc.oneof(
   fc.string({ maxLength: 140 }),
   fc.string({ unit: fc.constantFrom(...'abcXYZ019._:-{} /\\\n\u00e9*?[]'.split('')), maxLength: 140 }),
-  fc.constantFrom(...RESERVED, '', 'x'.repeat(128), 'x'.repeat(129), 'a:b', '{q}'),
+  fc.constantFrom(
+    ...RESERVED,
+    '',
+    'x'.repeat(128),
+    'x'.repeat(129),
+    'x'.repeat(257),
+    'a:b',
+    'a:b:c',
+    'wait:b:c',
+    '{q}',
+    'a/b@c',
+    'repeat:s:12',
+  ),
 )
 
 describe('queue names', () => {
@@ -66,10 +92,10 @@ describe('queue names', () => {
 })
 
 describe('job ids', () => {
-  it('add accepts exactly [A-Za-z0-9._-]{1,128} minus the queue\u2019s own key names and integers', async () => {
+  it('add accepts exactly BullMQ 6.7\u2019s ids (no integer, \u2018:\u2019 in three parts) of 1-256 characters, minus the queue\u2019s own key names', async () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(nameLike, fc.integer().map(String)), async (id) => {
-        const valid = JOB_ID.test(id) && !RESERVED.includes(id) && !/^-?(0|[1-9]\d*)$/.test(id)
+        const valid = validJobId(id)
         const outcome = await acceptedOrRejected(() => queue.add('x', { id }, { jobId: id }), ['ERR_JOB_ID'])
         expect(outcome === 'accepted').toBe(valid)
         if (valid) expect((await queue.getJob(id))?.id).toBe(id)

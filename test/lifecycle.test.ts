@@ -224,14 +224,14 @@ describe('bounded retention', () => {
 
     const counts = await fx.queue.counts()
     expect(counts).toMatchObject({ completed: 0, failed: 3 })
-    expect(await fx.queue.getJob('r0')).toBeNull()
+    expect(await fx.queue.getJob('r0')).toBeUndefined()
     const kept = (await fx.queue.getJobs('failed')).map((j) => (j.data as { i: number }).i)
     expect(kept).toHaveLength(3)
     expect(kept.every((i) => i % 2 === 1)).toBe(true)
   })
 
   it('age: a sweep removes completed jobs older than the age; a removed id can be added again', async () => {
-    await runJobs(5, { removeOnComplete: { age: 150 } })
+    await runJobs(5, { removeOnComplete: { age: 0.15 } })
     expect((await fx.queue.counts()).completed).toBe(5)
     await waitFor(async () => (await sweep(redis.client, 'q')) && (await fx.queue.counts()).completed === 0, { what: 'the age to pass' })
 
@@ -315,7 +315,7 @@ describe('failed-job operations', () => {
     expect((missing as Error).message).toMatch(/job ghost of queue q does not exist; nothing was retried/)
   })
 
-  it('remove() removes a job in any state but active (ERR_JOB_ACTIVE), and says whether there was one', async () => {
+  it('remove() removes a job in any state but active: 1, or 0 for a job in flight (job.remove() throws ERR_JOB_ACTIVE)', async () => {
     let release: () => void = () => undefined
     const w = worker(() => new Promise<string>((resolve) => (release = () => resolve('done'))))
     await fx.queue.add('job', {}, { jobId: 'running' })
@@ -324,21 +324,22 @@ describe('failed-job operations', () => {
     await fx.queue.add('job', {}, { jobId: 'later', delay: 60_000 })
     const before = await snapshot(redis.client)
 
-    const active = await fx.queue.remove('running').catch((e: unknown) => e)
-
-    expect((active as EchoMQError).code).toBe('ERR_JOB_ACTIVE')
+    // BullMQ's answers: 0 for a job in flight (locked), left alone; 1 otherwise, a missing job included.
+    expect(await fx.queue.remove('running')).toBe(0)
     expect(await snapshot(redis.client)).toEqual(before)
-    expect(await fx.queue.remove('later')).toBe(true)
-    expect(await fx.queue.remove('waiting')).toBe(true)
-    expect(await fx.queue.remove('nothing')).toBe(false)
+    const viaJob = await ((await fx.queue.getJob('running')) as Job).remove().catch((e: unknown) => e)
+    expect((viaJob as EchoMQError).code).toBe('ERR_JOB_ACTIVE')
+    expect(await fx.queue.remove('later')).toBe(1)
+    expect(await fx.queue.remove('waiting')).toBe(1)
+    expect(await fx.queue.remove('nothing')).toBe(1)
     release()
     await nextEvent(w, 'completed')
     await w.close()
     await failJobs(['gone-bad'])
-    expect(await fx.queue.remove('gone-bad')).toBe(true)
-    expect(await fx.queue.remove('running')).toBe(true)
+    expect(await fx.queue.remove('gone-bad')).toBe(1)
+    expect(await fx.queue.remove('running')).toBe(1)
     expect(await fx.queue.counts()).toMatchObject({ failed: 0, delayed: 0, wait: 0, completed: 0 })
-    expect(await fx.queue.getJob('gone-bad')).toBeNull()
+    expect(await fx.queue.getJob('gone-bad')).toBeUndefined()
   })
 })
 
@@ -406,7 +407,7 @@ describe('bad input changes nothing', () => {
     ['getJobs of an unknown state', () => fx.queue.getJobs('lost' as never), 'ERR_OPTIONS'],
     ['getJobs past the page limit', () => fx.queue.getJobs('wait', { start: 0, end: 5_000 }), 'ERR_OPTIONS'],
     ['retryJobs with ids and limit', () => fx.queue.retryJobs({ ids: ['a'], limit: 1 }), 'ERR_OPTIONS'],
-    ['retryJobs with a bad id', () => fx.queue.retryJobs({ ids: ['a b'] }), 'ERR_JOB_ID'],
+    ['retryJobs with a bad id', () => fx.queue.retryJobs({ ids: ['a:b'] }), 'ERR_JOB_ID'],
     ['retryJobs with an empty list', () => fx.queue.retryJobs({ ids: [] }), 'ERR_OPTIONS'],
     ['remove with a bad id', () => fx.queue.remove('wait'), 'ERR_JOB_ID'],
     ['a queue default with a job id', () => new Queue('q', { defaultJobOptions: { jobId: 'x' } as never }), 'ERR_OPTIONS'],

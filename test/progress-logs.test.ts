@@ -79,7 +79,7 @@ describe('logs', () => {
     await fx.queue.add('x', {}, { jobId: 'removed' })
     await fx.queue.add('x', {}, { jobId: 'retained', removeOnComplete: true })
     await waitFor(async () => (await fx.queue.getJob('removed'))?.state === 'completed', { what: 'done' })
-    await waitFor(async () => (await fx.queue.getJob('retained')) === null, { what: 'removed at once' })
+    await waitFor(async () => (await fx.queue.getJob('retained')) === undefined, { what: 'removed at once' })
     await fx.queue.remove('removed')
 
     expect(await redis.client.exists(fx.keys.logs('removed'), fx.keys.logs('retained'))).toBe(0)

@@ -203,7 +203,7 @@ describe('removeJobScheduler', () => {
     await until(expiry + 1)
     await sweep(redis.client, 'q')
 
-    expect(await fx.queue.getJob(id)).toBeNull()
+    expect(await fx.queue.getJob(id)).toBeUndefined()
     expect(await fx.queue.counts()).toMatchObject({ wait: 0, prioritized: 0, delayed: 0 })
     expect(await redis.client.hlen(fx.keys.reservedScores)).toBe(0)
   })

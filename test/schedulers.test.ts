@@ -51,7 +51,7 @@ describe('upsertJobScheduler', () => {
       template: { data: { n: 1 }, opts: { attempts: 2 } },
     })
     // One run pending, as BullMQ's: the next is made when a worker starts this one.
-    expect(await fx.queue.getJob(iterationId('tick', first + 60_000))).toBeNull()
+    expect(await fx.queue.getJob(iterationId('tick', first + 60_000))).toBeUndefined()
     await startedRun(redis.client, fx.keys, job?.id as string)
     expect(await fx.queue.getJob(iterationId('tick', first + 60_000))).toMatchObject({ state: 'delayed', dueAt: first + 60_000 })
     expect(await fx.queue.getJobScheduler('tick')).toMatchObject({ next: first + 60_000, iterationCount: 2 })

@@ -13,7 +13,7 @@ import { spawnWorker, type WorkerProcess } from './helpers/worker-process.js'
 const redis = useRedis()
 let queue: Queue
 const children: WorkerProcess[] = []
-const workers: Worker[] = []
+const workers: Pick<Worker, 'close'>[] = []
 const keys = queueKeys('emq', 'q')
 
 beforeEach(() => {
@@ -108,7 +108,11 @@ it('maxStalledCount 0 fails a stalled job at its first stall; a bad value is ref
   await waitFor(async () => (await redis.client.hget(keys.meta, 'maxStalledCount')) === '0', { what: 'maxStalledCount 0 in meta' })
   await zero.close()
 
-  await queue.add('mail', {}, { jobId: 'z0' })
+  await queue.add('mail', {}, { jobId: 'z0', deduplication: { id: 'mail-z0' } })
   await crashWhileHolding('z0')
+  expect(await queue.getDeduplicationJobId('mail-z0')).toBe('z0')
   expect((await sweepTwice()).failed).toEqual(['z0'])
+  // Failed for good by the sweep, as by a final error: its deduplication id (no ttl) is released, its hold gone.
+  expect(await queue.getDeduplicationJobId('mail-z0')).toBeNull()
+  expect(await redis.client.hget(keys.meta, 'de:mail-z0')).toBeNull()
 })

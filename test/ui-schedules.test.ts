@@ -86,7 +86,7 @@ describe('on a real queue', () => {
       const next = (await q.getJobScheduler('hourly'))?.next as number
       expect(next - Number(id.split(':')[2])).toBe(3_600_000)
       // Made when a worker starts the promoted run, or when it falls due (BullMQ's one pending run).
-      expect(await q.getJob(`repeat:hourly:${next}`)).toBeNull()
+      expect(await q.getJob(`repeat:hourly:${next}`)).toBeUndefined()
     } finally {
       await d.served.close()
       await q.close()

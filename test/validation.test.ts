@@ -29,10 +29,11 @@ const badQueueNames: unknown[] = ['', 'a b', 'q{x}', 'é', 'a/b', 'x'.repeat(129
 const badJobIds: unknown[] = [
   '',
   'a:b',
-  'a{b',
-  'a}b',
-  'a b',
-  'x'.repeat(129),
+  'a:b:c:d',
+  'line\nbreak',
+  'x'.repeat(257),
+  '0:a:b',
+  'schedulers:a:b',
   7,
   'wait',
   'active',
@@ -59,6 +60,11 @@ describe('job ids', () => {
   it.each(badJobIds.map((id) => [JSON.stringify(id), id]))('rejects %s in add and getJob', async (_label, id) => {
     await rejects('ERR_JOB_ID', () => queue.add('x', {}, { jobId: id as string }))
     await rejects('ERR_JOB_ID', () => queue.getJob(id as string))
+  })
+
+  it('an integer is refused as a custom jobId (EchoMQ gives those) and read by getJob', async () => {
+    await rejects('ERR_JOB_ID', () => queue.add('x', {}, { jobId: '42' }))
+    expect(await queue.getJob('42')).toBeUndefined()
   })
 
   it('adding an existing jobId returns the stored job and changes nothing', async () => {

@@ -214,7 +214,7 @@ describe('worker: close while Redis is paused', () => {
     const hold = held()
     const w = worker(hold.processor, { concurrency: 2, lockDuration: 2000, heartbeatInterval: 1000, closeTimeout: 200 })
     const errors: EchoMQError[] = []
-    w.on('error', (err: EchoMQError) => errors.push(err))
+    w.on('error', (err) => errors.push(err as EchoMQError))
     await fx.queue.add('x', {}, { jobId: 'done' })
     await fx.queue.add('x', {}, { jobId: 'running' })
     await waitFor(() => hold.has('done') && hold.has('running'), { what: 'both jobs to start' })

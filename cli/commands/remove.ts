@@ -26,7 +26,7 @@ flight: its worker owns it until it finishes or its lease lapses.`,
     const id = validateJobId(raw)
     const prefix = prefixOf(values)
     const { url } = await redisUrlOf(values)
-    const removed = await withClient(url, (c) => withQueue(c, prefix, queue, (q) => q.remove(id)))
+    const removed = await withClient(url, (c) => withQueue(c, prefix, queue, (q) => q.removeJob(id)))
     if (values.json) out(JSON.stringify({ queue, id, removed }))
     else if (removed) out(`removed job ${id} from queue ${queue}`)
     else throw new CliError(`no job ${id} in queue ${queue}`)

@@ -4,7 +4,7 @@
  * Queue reserves ids from the queue's counter (meta's `ids`, one HINCRBY) in blocks that double from 1
  * up to MAX_BLOCK, so a short-lived producer wastes few numbers and a busy one reserves once per
  * thousand adds. Producers share the counter, so ids are unique; each producer's are increasing. A
- * custom id may not be an integer (as in BullMQ), so the two never meet.
+ * custom id may not be an integer (as in BullMQ; lib/options.ts), so the two never meet.
  */
 export const MAX_BLOCK = 1_000
 
@@ -52,9 +52,4 @@ export class JobIds {
     )
     return taken
   }
-}
-
-/** Whether a custom job id is an integer ("42", "-1"): those are EchoMQ's own (and refused, as BullMQ does). */
-export function isIntegerId(id: string): boolean {
-  return /^-?(0|[1-9]\d*)$/.test(id)
 }

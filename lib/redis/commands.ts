@@ -6,9 +6,11 @@
  * call passes at least one key, so Redis Cluster routes it to the queue's slot.
  */
 
+import type { DeduplicationOptions } from '../deduplication.js'
 import { EchoMQError } from '../errors.js'
 import { type JobFields, type JobState, jobFromFields, type SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
+import { encodeDeduplication } from './deduplication.js'
 import { JOB_DEFAULTS } from './encoding.js'
 import type { QueueKeys } from './keys.js'
 import { loadScript, type Script } from './scripts.js'
@@ -46,6 +48,12 @@ export const SCRIPT_FILES = {
   listen: 'listen-1.lua',
   invocation: 'invocation-1.lua',
   backlog: 'backlog-5.lua',
+  // Changing a job, and deduplication (the functions at the end of this module).
+  updateData: 'updateData-1.lua',
+  changePriority: 'changePriority-5.lua',
+  moveToDelayed: 'moveToDelayed-9.lua',
+  extendLock: 'extendLock-3.lua',
+  unhold: 'unhold-2.lua',
 } as const
 
 /**
@@ -155,6 +163,8 @@ export interface NewJob {
   lifo: boolean
   /** Stack traces kept (job.stacktrace). */
   stackTraceLimit: number
+  /** Its deduplication (lib/deduplication.ts), with the holder the call expects (KnownHolders). */
+  deduplication?: { spec: DeduplicationOptions; holder: string | null }
 }
 
 /** The ARGV of one job in add-7.lua, in its order. */
@@ -194,35 +204,75 @@ const ADD_FIELDS_SHORT = 3
 
 /** add-7.lua's arguments: the short form when every job has the default options (most producers' adds). */
 function addArgs(jobs: NewJob[]): (string | number)[] {
+  if (jobs.some((j) => j.deduplication)) return [ADD_FIELDS + 1, ...jobs.flatMap(deduplicatedArgs)]
   return jobs.every(hasDefaultOptions) ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)] : [ADD_FIELDS, ...jobs.flatMap(jobArgs)]
 }
+
+/** A call with a deduplicated job: 13 fields a job, the 13th its deduplication ("" for none). */
+const deduplicatedArgs = (j: NewJob) => [
+  ...jobArgs(j),
+  j.deduplication ? encodeDeduplication(j.deduplication.spec, j.deduplication.holder) : '',
+]
+
+/** add-7.lua's KEYS: the queue's, then each job's hash (with a deduplication: its key and the holder's hash and logs). */
+function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
+  const queue = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized]
+  if (!jobs.some((j) => j.deduplication)) return [...queue, ...jobs.map((j) => keys.job(j.id))]
+  return [
+    ...queue,
+    ...jobs.flatMap((j) => {
+      const d = j.deduplication
+      // Without a holder (or a deduplication) the job's own keys stand in: the script does not touch them as a holder's.
+      const holder = d?.holder ?? j.id
+      return [keys.job(j.id), keys.deduplication(d?.spec.id ?? ''), keys.job(holder), keys.logs(holder)]
+    }),
+  ]
+}
+
+/** What add-7.lua says of one job: added (1), its id taken (0), the holder of its deduplication id, '?<holder>' (not the one expected). */
+type AddCode = number | string
+
+/**
+ * The result of an add call, per job: added; held by (the holder's id, when deduplicated); stale, the
+ * holder the call found when it expected another (null: none), the job not added: send it again.
+ */
+export interface AddResult {
+  createdOn: number
+  added: boolean[]
+  heldBy: (string | undefined)[]
+  stale: (string | null | undefined)[]
+}
+
+const isStale = (a: AddCode): a is string => typeof a === 'string' && a.startsWith('?')
+
+const addResult = (createdOn: number, codes: AddCode[]): AddResult => ({
+  createdOn,
+  added: codes.map((a) => a === 1),
+  heldBy: codes.map((a) => (typeof a === 'string' && !isStale(a) ? a : undefined)),
+  stale: codes.map((a) => (isStale(a) ? a.slice(1) || null : undefined)),
+})
 
 /**
  * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
  * clock) and, per job, whether it was added (false: its id was taken; nothing changed for it).
  */
-export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]): Promise<{ createdOn: number; added: boolean[] }> {
-  const [createdOn, added] = (await evalScript(
-    client,
-    SCRIPT_FILES.add,
-    [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))],
-    addArgs(jobs),
-  )) as [number, number[]]
-  return { createdOn, added: added.map((a) => a === 1) }
+export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]): Promise<AddResult> {
+  const [createdOn, codes] = (await evalScript(client, SCRIPT_FILES.add, addKeys(keys, jobs), addArgs(jobs))) as [number, AddCode[]]
+  return addResult(createdOn, codes)
 }
 
 /**
  * Adds jobs in calls of at most `perCall` jobs, sent in one MULTI: all or none (a Redis that refuses one,
  * out of memory, refuses the transaction). Resolves to each call's result, in order.
  */
-export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob[][]): Promise<{ createdOn: number; added: boolean[] }[]> {
+export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob[][]): Promise<AddResult[]> {
   if (calls.length === 1 && calls[0]) return [await add(client, keys, calls[0])]
   const script = loadScript(SCRIPT_FILES.add)
   // The transaction runs EVAL (it cannot fall back from EVALSHA on NOSCRIPT midway); SCRIPT LOAD first
   // would need a second round trip for nothing.
   const tx = client.multi()
   for (const jobs of calls) {
-    const k = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, ...jobs.map((j) => keys.job(j.id))]
+    const k = addKeys(keys, jobs)
     tx.eval(script.lua, k.length, ...k, ...addArgs(jobs))
   }
   let replies: [Error | null, unknown][] | null
@@ -235,8 +285,8 @@ export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob
   if (!replies) throw new EchoMQError('ERR_SCRIPT', 'the bulk add transaction was aborted')
   return replies.map(([err, reply]) => {
     if (err) throw err
-    const [createdOn, added] = reply as [number, number[]]
-    return { createdOn, added: added.map((a) => a === 1) }
+    const [createdOn, codes] = reply as [number, AddCode[]]
+    return addResult(createdOn, codes)
   })
 }
 
@@ -1132,6 +1182,66 @@ export async function unschedule(
     [schedulerId, String(read.next), String(read.last), newestId],
   )) as number | 'retry'
   return reply === 'retry' ? 'retry' : reply === 1
+}
+
+// ---- changing a job (lib/job-changes.ts) ---------------------------------------------------------------
+
+/** Replaces a job's data (JSON text); "missing" when there is no such job. */
+export async function updateData(client: RedisClient, keys: QueueKeys, id: string, data: string): Promise<'ok' | 'missing'> {
+  return (await evalScript(client, SCRIPT_FILES.updateData, [keys.job(id)], [data])) as 'ok' | 'missing'
+}
+
+/** Gives a job a new priority, filing it again when it waits; resolves to its state, or "missing". */
+export async function changePriority(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  priority: number,
+  lifo: boolean,
+): Promise<{ status: 'ok' | 'missing'; state?: JobState }> {
+  const [status, state] = (await evalScript(
+    client,
+    SCRIPT_FILES.changePriority,
+    [keys.job(id), keys.wait, keys.prioritized, keys.marker, keys.meta],
+    [id, priority, lifo ? '1' : ''],
+  )) as ['ok' | 'missing', JobState | undefined]
+  return state === undefined ? { status } : { status, state }
+}
+
+/** What moveToDelayed found: moved (due at `due`, ms), or why it changed nothing. */
+export type MoveToDelayedOutcome =
+  | { status: 'ok'; due: number }
+  | { status: 'missing' }
+  | { status: 'lost' }
+  | { status: 'not-active'; state: JobState | 'missing' }
+
+/** Moves a job in flight to `delayed` until `timestamp` (ms), fenced by `token` ("" for any run). */
+export async function moveToDelayed(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  token: string,
+  timestamp: number,
+): Promise<MoveToDelayedOutcome> {
+  const reply = (await evalScript(
+    client,
+    SCRIPT_FILES.moveToDelayed,
+    [keys.job(id), keys.lock(id), keys.active, keys.stalled, keys.delayed, keys.marker, ...eventKeys(keys)],
+    [id, token, timestamp],
+  )) as [string, (string | number)?]
+  if (reply[0] === 'ok') return { status: 'ok', due: Number(reply[1]) }
+  if (reply[0] === 'not-active') return { status: 'not-active', state: reply[1] as JobState | 'missing' }
+  return reply[0] === 'lost' ? { status: 'lost' } : { status: 'missing' }
+}
+
+/** Extends a run's lease to `ms` from now; resolves to 1 when `token` held it, else 0 (BullMQ's reply). */
+export async function extendLock(client: RedisClient, keys: QueueKeys, id: string, token: string, ms: number): Promise<number> {
+  return (await evalScript(client, SCRIPT_FILES.extendLock, [keys.lock(id), keys.active, keys.stalled], [id, token, ms])) as number
+}
+
+/** Releases deduplication id `deduplicationId` if job `id` holds it; resolves to 1 when it did, else 0. */
+export async function unhold(client: RedisClient, keys: QueueKeys, deduplicationId: string, id: string): Promise<number> {
+  return (await evalScript(client, SCRIPT_FILES.unhold, [keys.meta, keys.deduplication(deduplicationId)], [deduplicationId, id])) as number
 }
 
 // ---- worker functions (echomq/lambda) -------------------------------------------------------------------

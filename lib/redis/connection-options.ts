@@ -6,6 +6,7 @@
  * (ioredis would ignore it and connect to 127.0.0.1:6379), with the closest known name. `keyPrefix` is
  * refused, as BullMQ does: the queue's `prefix` is the one prefix of its keys.
  */
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis'
 import { EchoMQError } from '../errors.js'
 
 /** What `connection` may be, for every message that refuses one. */
@@ -117,3 +118,10 @@ export function describeConnectionObject(options: ConnectionObject): string {
   const db = typeof options.db === 'number' && options.db !== 0 ? `/${options.db}` : ''
   return `${scheme}://${user}${String(options.host ?? '127.0.0.1')}:${String(options.port ?? 6379)}${db}`
 }
+
+/**
+ * What `connection` takes, typed (BullMQ's ConnectionOptions, with EchoMQ's URL string): ioredis options, an
+ * ioredis Redis or Cluster, or a URL. An options object for a cluster (ClusterOptions) type-checks, as in
+ * BullMQ, and is refused when given (ERR_OPTIONS: pass an ioredis Cluster or a redis+cluster:// URL).
+ */
+export type ConnectionOptions = RedisOptions | ClusterOptions | Redis | Cluster | string

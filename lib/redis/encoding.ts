@@ -10,8 +10,12 @@ import defaults from '../defaults.json' with { type: 'json' }
 export type Backoff = number | { type: BackoffType; delay?: number; maxDelay?: number; jitter?: number }
 /** fixed, exponential, or a custom name the worker's settings.backoffStrategy handles (BullMQ's `type: 'custom'`). */
 export type BackoffType = 'fixed' | 'exponential' | (string & {})
-/** A finished set's retention: true (remove at once), false (keep all), a count, or { count?, age? } (ms). */
-export type Retention = boolean | number | { count?: number; age?: number }
+/**
+ * A finished set's retention, BullMQ's KeepJobs: true (remove at once), false (keep all), a count, or
+ * { count?, age?, limit? } with `age` in seconds (BullMQ's unit; a fraction is kept to the ms). `limit` (BullMQ:
+ * most jobs removed per finish) is accepted and not stored: EchoMQ trims in batches of its own (retention.ts).
+ */
+export type Retention = boolean | number | { count?: number; age?: number; limit?: number }
 
 /** "<type>,<delay>,<maxDelay>,<jitter>" (maxDelay 0 for none), or "" for no backoff. */
 export function encodeBackoff(b: Backoff | undefined): string {
@@ -20,7 +24,7 @@ export function encodeBackoff(b: Backoff | undefined): string {
   return `${b.type},${b.delay ?? 0},${b.maxDelay ?? 0},${b.jitter ?? 0}`
 }
 
-/** "<count>,<age>" with a part empty for no limit, "0" to remove at once, "" to keep all. */
+/** "<count>,<age in s>" with a part empty for no limit, "0" to remove at once, "" to keep all. */
 export function encodeKeep(r: Retention): string {
   if (r === true) return '0'
   if (r === false) return ''

@@ -31,9 +31,12 @@
  *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
  *   <prefix>:{q}:invocations ZSET  worker-function invocations (echomq/lambda): id -> lease end (ms, Redis
  *                                  clock); the reaper counts the live ones (lua/invocation-1.lua)
- *   <prefix>:{q}:<id>       HASH   the job
+ *   <prefix>:{q}:<id>       HASH   the job (an id holds ':' only as three parts, lib/options.ts: so <id> never
+ *                                  meets another job's <id>:lock or <id>:logs, and the tag stays the queue's)
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
+ *   <prefix>:{q}:de:<did>   STRING a deduplication id held with a ttl: the holder's job id, PX ttl
+ *                                  (held without a ttl: meta's field `de:<did>`; lua/includes/deduplicate.lua)
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
  *   <prefix>:discovered     STRING set for DISCOVERY_INTERVAL_MS when a reaper's discovery finished a pass:
  *                                  while it lives, no reaper (cold or warm) scans again
@@ -83,6 +86,8 @@ export interface QueueKeys {
   job(id: string): string
   lock(id: string): string
   logs(id: string): string
+  /** A deduplication id held with a ttl (no job id starts with "de:": custom ids have no ':', a scheduler's start "repeat:"). */
+  deduplication(id: string): string
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -110,6 +115,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
     logs: (id) => `${base}${id}:logs`,
+    deduplication: (id) => `${base}de:${id}`,
   }
 }
 

@@ -289,6 +289,11 @@ export function schedulerIds(client: RedisClient, keys: QueueKeys, start: number
     : client.zrange(keys.schedulers, String(start), String(end), 'REV')
 }
 
+/** How many job schedulers the queue has. */
+export function schedulerCount(client: RedisClient, keys: QueueKeys): Promise<number> {
+  return client.zcard(keys.schedulers)
+}
+
 // ---- events ------------------------------------------------------------------------------------------
 
 /** The id of the stream's newest entry, '0-0' when it has none: where a new listener starts reading. */

@@ -6,10 +6,12 @@
  * upsert with the same id) replaces its newest run if no worker has started it, unless the timing is
  * unchanged, so re-upserting at every start of an application never duplicates a run.
  */
+
 import { EchoMQError } from '../errors.js'
 import { encodeBackoff, encodeKeep, JOB_DEFAULTS, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
 import { toJson } from '../json.js'
-import { validateJobName, validateNewJobId } from '../options.js'
+import type { Untyped } from '../listeners.js'
+import { validateJobName, validateSchedulerId } from '../options.js'
 import { schedule, unschedule } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
@@ -20,8 +22,8 @@ import { firstDue, type RepeatOptions, sameTiming, successorDue, timing, timingF
 export type { RepeatOptions } from './timing.js'
 
 /** The jobs a scheduler makes: BullMQ's jobTemplate (the options of `add`, but an id or a delay). */
-export interface JobTemplate<Data = unknown> {
-  name?: string
+export interface JobTemplate<Data = Untyped, Name extends string = string> {
+  name?: Name
   data?: Data
   opts?: Omit<JobOptions, 'jobId' | 'delay'>
 }
@@ -85,7 +87,7 @@ export async function upsertScheduler(
   defaults: JobSettings,
   maxDataBytes: number,
 ): Promise<string | undefined> {
-  validateNewJobId(id)
+  validateSchedulerId(id)
   const t = timing(repeat)
   const fields = [...timingFields(t), ...templateFields(id, template, defaults, maxDataBytes)]
   for (let tries = 0; tries < RACE_TRIES; tries++) {
@@ -135,7 +137,7 @@ export async function listSchedulers(
 
 /** Removes scheduler `id` and its newest run if no worker has started it; resolves to whether there was one. */
 export async function removeScheduler(client: RedisClient, keys: QueueKeys, id: string): Promise<boolean> {
-  validateNewJobId(id)
+  validateSchedulerId(id)
   for (let tries = 0; tries < RACE_TRIES; tries++) {
     const found = await readScheduler(client, keys, id)
     if (found === undefined) return false

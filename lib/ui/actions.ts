@@ -63,7 +63,7 @@ export async function jobAction(queue: Queue, id: string, action: JobAction): Pr
     case 'retry':
       return { done: 'retried', n: (await queue.retryJobs({ ids: [id] })).length }
     case 'remove':
-      if (!(await queue.remove(id))) throw new DashboardError('ERR_UI_NOT_FOUND', `no job "${id}" in queue "${queue.name}"`)
+      if (!(await queue.removeJob(id))) throw new DashboardError('ERR_UI_NOT_FOUND', `no job "${id}" in queue "${queue.name}"`)
       return { done: 'removed', n: 1 }
     case 'promote':
       await queue.promoteJob(id)

@@ -23,9 +23,10 @@ import type { InFlight } from './in-flight.js'
 
 /**
  * A run's phase, as close() sees it: `running` and `finishing` ones are waited for; `lost` ones are no
- * longer this worker's; `abandoned` ones close() gave up on (their outcome is not recorded).
+ * longer this worker's; `abandoned` ones close() gave up on (their outcome is not recorded); `moved` ones
+ * ended with job.moveToDelayed (their job is in `delayed`, no finish follows).
  */
-export type RunPhase = 'running' | 'finishing' | 'lost' | 'abandoned'
+export type RunPhase = 'running' | 'finishing' | 'lost' | 'abandoned' | 'moved'
 
 /** The worker, as closing sees it. */
 export interface Closable {

@@ -1,6 +1,8 @@
 -- Retention: a job's `keep` field (set at add, for `completed`) and `keepFailed` (for `failed`) hold
--- "<count>,<ageMs>" with either part empty for no limit, or "0" to remove the job as soon as it ends; a
--- job without the field has the default (DEFAULT_KEEP, from lib/defaults.json).
+-- "<count>,<age>" with either part empty for no limit, or "0" to remove the job as soon as it ends; a
+-- job without the field has the default (DEFAULT_KEEP, from lib/defaults.json). The age is in seconds,
+-- as the user gave it (BullMQ's unit; it may have a fraction): parseKeep turns it into ms, the scripts'
+-- unit, in this one place.
 -- A finished job is kept in its set, and the set's limits become the finishing job's (`meta` holds them,
 -- so the sweep enforces the limits exactly). A set past count + slack asks for a trim (its caller reads
 -- the oldest ids and runs trim-2.lua), so trimming costs no round trip per job.
@@ -12,7 +14,8 @@ local function parseKeep(text)
   if not sep then
     return tonumber(text), nil
   end
-  return tonumber(string.sub(text, 1, sep - 1)), tonumber(string.sub(text, sep + 1))
+  local age = tonumber(string.sub(text, sep + 1))
+  return tonumber(string.sub(text, 1, sep - 1)), age and age * 1000
 end
 
 -- Jobs a set may exceed its count by between trims.

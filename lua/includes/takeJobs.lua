@@ -1,14 +1,15 @@
 -- The job fields a worker needs, in the order lib/job.ts's jobFromFields reads them (one HMGET, not a
--- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back).
+-- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back). The options
+-- (backoff .. lifo) make job.opts; absent ones (the defaults) come back as nil. `token` stays last: it is
+-- dropped from the reply (set to nil), which ends the list there.
 local JOB_FIELDS = {
-  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace', 'token',
+  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
+  'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'token',
 }
-local F_NAME, F_DATA, F_STARTS, F_TOKEN = 1, 2, 5, 11
--- What the hand reads: the same, and whether the job waited in `prioritized` (so its reservation has a
--- score kept in `reservedScores`, which its take then drops: confirmStarts).
-local HAND_FIELDS = { unpack(JOB_FIELDS) }
-HAND_FIELDS[#HAND_FIELDS + 1] = 'priority'
-local F_PRIORITY = #HAND_FIELDS
+local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 20
+-- The hand reads the same fields: `priority` says whether the job waited in `prioritized` (so its
+-- reservation has a score kept in `reservedScores`, which its take then drops: confirmStarts).
+local HAND_FIELDS = JOB_FIELDS
 
 
 -- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).
@@ -203,7 +204,6 @@ local function readHand(q, taker, at)
       local started = tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
       local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or 0
       f[F_STARTS] = started
-      f[F_PRIORITY] = nil
       f[F_TOKEN] = nil
       handed[#handed + 1] = { ARGV[at.firstArg + i], taker.token .. ':' .. started, f, scored }
     end

@@ -6,7 +6,7 @@
 -- it used the last attempt. `q` holds the queue's keys { wait, delayed, marker, meta, events, listened }.
 -- `retry.stack` is the error's stack (the processor's; none for a stall): kept in the job's `stacktrace`.
 -- Returns the new state; a failed job is filed under `failed` by the caller, with its retention
--- (fileFinished, retention.lua).
+-- (fileFinished, retention.lua). Needs the releaseDeduplication include.
 -- The stacks of a job's failed runs, BullMQ's `stacktrace`: a JSON array, oldest first, of at most the
 -- job's stackTraceLimit newest (0: none kept). Written only when a run fails with a stack.
 local function keepStack(jobKey, stack, stored, limit)
@@ -23,12 +23,13 @@ end
 
 local function useAttempt(jobKey, q, id, now, reason, retry)
   local made = redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
-  local f = redis.call('HMGET', jobKey, 'attempts', 'stacktrace', 'stackTraceLimit')
+  local f = redis.call('HMGET', jobKey, 'attempts', 'stacktrace', 'stackTraceLimit', 'deid')
   local attempts = tonumber(f[1]) or DEFAULT_ATTEMPTS
   keepStack(jobKey, retry.stack, f[2], tonumber(f[3]) or DEFAULT_STACK_TRACE_LIMIT)
   if made >= attempts or retry.final then
     redis.call('HSET', jobKey, 'state', 'failed', 'failedReason', reason, 'finishedOn', now)
     redis.call('HINCRBY', q.meta, 'failedNew', 1)
+    releaseDeduplication(q.meta, f[4], id)
     emit(q, 'failed', 'jobId', id, 'failedReason', reason, 'prev', 'active')
     if made >= attempts then
       emit(q, 'retries-exhausted', 'jobId', id, 'attemptsMade', made)

@@ -8,6 +8,7 @@
  * retention exactly once, the attempt counters agree with what the workers and sweepers saw, and no
  * fenced-out run had its result accepted.
  */
+import type { EventEmitter } from 'node:events'
 import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { Queue, QueueEvents, sweep } from '../../lib/index.js'
@@ -185,7 +186,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     'retries-exhausted',
     'removed',
   ])
-    listener.on(name, (_payload: unknown, id: string) => (lastEvent = id))
+    (listener as EventEmitter).on(name, (_payload: unknown, id: string) => (lastEvent = id))
   listener.on('drained', (id: string) => (lastEvent = id))
   await listener.waitUntilReady()
   const ids = Array.from({ length: N }, (_, i) => `j${i}`)

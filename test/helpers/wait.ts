@@ -20,9 +20,8 @@ export async function waitFor<T>(
 }
 
 /** Resolves with the arguments of the next `event` emitted by `emitter`. */
-export function nextEvent<T extends unknown[]>(
-  emitter: { once(event: string, fn: (...args: T) => void): unknown },
-  event: string,
-): Promise<T> {
-  return new Promise((resolve) => emitter.once(event, (...args: T) => resolve(args)))
+export function nextEvent<T extends unknown[]>(emitter: { once(event: never, fn: never): unknown }, event: string): Promise<T> {
+  // Typed emitters (Worker, Queue, QueueEvents) take only their own event names: the caller names one.
+  const once = emitter.once.bind(emitter) as unknown as (event: string, fn: (...args: T) => void) => unknown
+  return new Promise((resolve) => once(event, (...args: T) => resolve(args)))
 }
