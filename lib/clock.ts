@@ -54,6 +54,12 @@ export const sleep = (ms: number): Promise<void> => new Promise((resolve) => lon
 
 /** Waits for `work` at most `ms` by `clock`; true when it settled (either way) in time. */
 export async function settlesWithin(clock: Clock, work: Promise<unknown>, ms: number): Promise<boolean> {
+  // No bound (close() with no closeTimeout): no timer either.
+  if (ms === Number.POSITIVE_INFINITY)
+    return work.then(
+      () => true,
+      () => true,
+    )
   let timer: unknown
   const late = new Promise<false>((resolve) => (timer = clock.setTimeout(() => resolve(false), Math.max(0, ms))))
   const settled = work.then(

@@ -3,12 +3,13 @@
  * named as in BullMQ, every duration in ms. An option given to `add` wins over the queue's default, which
  * wins over EchoMQ's (defaults.json).
  *
- *   attempts          total starts allowed (3)
+ *   attempts          total runs allowed (1, BullMQ's default; a crashed run is a stall, counted apart)
  *   jobId             the job's id, not an integer ("1", "2", ... per queue, as BullMQ's); an existing id
  *                     returns the stored job, changing nothing
  *   delay             ms before the job may run (0)
  *   backoff           the wait before each retry after an error: a number (fixed, ms) or
- *                     { type: 'fixed' | 'exponential', delay, maxDelay?, jitter? } (none: retry at once)
+ *                     { type: 'fixed' | 'exponential', delay, maxDelay?, jitter? } (none: retry at once), or
+ *                     { type: 'custom' (any name), delay? }: the worker's settings.backoffStrategy decides
  *   removeOnComplete  retention in `completed`: true (remove at once), false (keep all), a count, or
  *                     { count?, age?, limit? } (age in SECONDS, as BullMQ's) ({ count: 1000, age: 86400 }: a
  *                     day; BullMQ keeps every job by default, EchoMQ bounds the set: see
@@ -93,22 +94,25 @@ export const MAX_PRIORITY = 2 ** 21 - 1
 const MAX_DELAY_MS = 365 * 24 * 3_600_000
 const DELAY = { min: 0, max: MAX_DELAY_MS, unit: 'ms' }
 const COUNT = { min: 0, max: 1_000_000_000 }
-const BACKOFF_TYPES = ['fixed', 'exponential'] as const
+/** A custom backoff's type name (BullMQ's `type: 'custom'`, or any name the worker's backoffStrategy reads). */
+const BACKOFF_TYPE = /^[A-Za-z][\w-]{0,63}$/
 
 function backoff(value: unknown): Backoff {
   if (typeof value === 'number') return checkInteger('backoff', value, DELAY)
   const o = checkKnown('backoff', value, ['type', 'delay', 'maxDelay', 'jitter'])
-  if (!BACKOFF_TYPES.includes(o.type as never)) {
-    fail('ERR_OPTIONS', `expected backoff.type to be one of ${BACKOFF_TYPES.join(', ')}, got: ${describe(o.type)}`)
+  if (typeof o.type !== 'string' || !BACKOFF_TYPE.test(o.type)) {
+    fail('ERR_OPTIONS', `expected backoff.type to be fixed, exponential or a custom name ([A-Za-z][\\w-]{0,63}), got: ${describe(o.type)}`)
   }
+  const builtIn = o.type === 'fixed' || o.type === 'exponential'
   const jitter = opt(o.jitter, 0, (v) => {
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 1)
       fail('ERR_OPTIONS', `expected backoff.jitter to be from 0 to 1, got: ${describe(v)}`)
     return v
   })
   return {
-    type: o.type as 'fixed' | 'exponential',
-    delay: checkInteger('backoff.delay', o.delay, DELAY),
+    type: o.type,
+    // A custom type's wait comes from the worker's backoffStrategy: its delay is optional.
+    delay: builtIn || o.delay !== undefined ? checkInteger('backoff.delay', o.delay, DELAY) : 0,
     ...(o.maxDelay === undefined ? {} : { maxDelay: checkInteger('backoff.maxDelay', o.maxDelay, DELAY) }),
     ...(jitter > 0 ? { jitter } : {}),
   }
@@ -125,7 +129,11 @@ function ageSeconds(name: string, value: unknown): number {
   return Math.round(value * 1000) / 1000
 }
 
-function retention(name: string) {
+/**
+ * BullMQ's KeepJobs, validated: a job's removeOnComplete/removeOnFail and a worker's. The age stays in
+ * seconds, as given: lua/includes/retention.lua's parseKeep makes it ms, the one conversion.
+ */
+export function retention(name: string) {
   return (value: unknown): Retention => {
     if (typeof value === 'boolean') return value
     if (typeof value === 'number') return checkInteger(name, value, COUNT)

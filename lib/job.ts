@@ -80,7 +80,7 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   data: Data
   /** Total starts allowed. */
   attempts: number
-  /** Attempts used: runs that completed, failed or stalled. A run returned by a closing worker uses none. */
+  /** Attempts used: runs that completed or failed (a stall uses none: stalledCounter). A run returned by a closing worker uses none. */
   attemptsMade: number
   /** Times a worker took the job (all runs, including those before a retry from `failed`). */
   attemptsStarted: number
@@ -111,6 +111,8 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   opts: JobOpts
   /** The id of its `deduplication` option, when it was added with one (BullMQ's name). */
   deduplicationId?: string
+  /** Times the stalled sweep recovered it (BullMQ's name; the queue's maxStalledCount bounds it). */
+  stalledCounter?: number
 }
 
 /**
@@ -138,6 +140,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   declare opts: JobOpts
   declare deduplicationId?: string
   progress: unknown = 0
+  stalledCounter = 0
   /** 0 for none (BullMQ's default too). */
   priority = 0
   stacktrace: string[] = []
@@ -149,6 +152,11 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     Object.assign(this, fields)
     this.#scope = scope
     this.#token = token
+  }
+
+  /** The run's token (BullMQ's job.token), for the job a processor is given; undefined elsewhere. */
+  get token(): string | undefined {
+    return this.#token
   }
 
   /** BullMQ's name for createdOn. */
@@ -231,12 +239,12 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /**
-   * The token a change is fenced by: the one given, or the run's. A BullMQ processor `(job, token)` run by
-   * EchoMQ gets the AbortSignal as its second argument, and passes it on as the token: the run's stands in.
+   * The token a change is fenced by: the one given (a processor's second argument), else the run's. An
+   * AbortSignal in the token's place (a processor written for EchoMQ's former `(job, signal)`) stands for
+   * the run's token too, rather than failing as a token that is not one.
    */
   private runToken(token: unknown): string | undefined {
-    if (token === undefined || (typeof AbortSignal !== 'undefined' && token instanceof AbortSignal))
-      return this.#token ?? (token as undefined)
+    if (token === undefined || token instanceof AbortSignal) return this.#token ?? (token as undefined)
     return token as string
   }
 
@@ -247,11 +255,6 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   async removeDeduplicationKey(): Promise<boolean> {
     if (this.deduplicationId === undefined) return false
     return this.scope().changes().removeDeduplicationKey(this, this.deduplicationId)
-  }
-
-  /** The run's token, for the job a processor is given (BullMQ's job.token); undefined elsewhere. */
-  get token(): string | undefined {
-    return this.#token
   }
 
   /** Removes the job; ERR_JOB_ACTIVE while it runs (BullMQ throws too: a running job is ended by its worker). */
@@ -365,6 +368,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.progress !== undefined) job.progress = parseJson(h.progress)
   if (h.priority !== undefined) job.priority = Number(h.priority)
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
+  if (h.stalledCounter !== undefined) job.stalledCounter = Number(h.stalledCounter)
   if (h.deid !== undefined) job.deduplicationId = h.deid
   return job
 }

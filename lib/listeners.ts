@@ -44,7 +44,7 @@ export interface WorkerListener<DataType = Untyped, ResultType = Untyped, NameTy
   progress: (job: Job<DataType, ResultType, NameType>, progress: JobProgress) => void
   ready: () => void
   resumed: () => void
-  /** Never emitted by a Worker: EchoMQ's sweep recovers stalled jobs (QueueEvents' `stalled` reports them). */
+  /** A job this worker's stalled sweep recovered (stalledInterval; none with skipStalledCheck), prev `active`. */
   stalled: (jobId: string, prev: string) => void
   /** EchoMQ's: the run lost its lease (its signal is aborted; it cannot complete the job). */
   lockLost: (job: Job<DataType, ResultType, NameType>, err: Error) => void
@@ -59,7 +59,7 @@ export interface QueueEventsListener<ReturnType = Untyped> {
   added: (args: { jobId: string; name: string }, id: string) => void
   cleaned: (args: { count: string }, id: string) => void
   completed: (args: { jobId: string; returnvalue: ReturnType; prev?: string }, id: string) => void
-  /** Never emitted (EchoMQ has no deduplication option). */
+  /** An add with a deduplication id another job holds (see docs/changing-jobs.md). */
   deduplicated: (args: { jobId: string; deduplicationId: string; deduplicatedJobId: string }, id: string) => void
   delayed: (args: { jobId: string; delay: number }, id: string) => void
   drained: (id: string) => void

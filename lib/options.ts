@@ -9,7 +9,7 @@ import { hostname } from 'node:os'
 import { type Clock, systemClock } from './clock.js'
 import defaults from './defaults.json' with { type: 'json' }
 import { EchoMQError } from './errors.js'
-import { JOB_DEFAULTS, type JobSettings, jobSettings } from './job-options.js'
+import { JOB_DEFAULTS, type JobSettings, jobSettings, type Retention, retention } from './job-options.js'
 import { QUEUE_KEY_NAMES } from './redis/keys.js'
 import { checkInteger, checkKnown, describe, fail, LONE_SURROGATE, MAX_DURATION_MS, opt, RANGES } from './validate.js'
 
@@ -24,7 +24,10 @@ export const CONCURRENCY_DEFAULT = defaults.concurrency
 export const LOCK_DURATION_MS_DEFAULT = defaults.lockDurationMs
 /** Heartbeat default is half the lease, so one missed tick never loses it. */
 export const HEARTBEAT_FRACTION_DEFAULT = 0.5
-export const CLOSE_TIMEOUT_MS_DEFAULT = defaults.closeTimeoutMs
+/** close() waits for running jobs with no bound unless closeTimeout is given (BullMQ's close()). */
+export const CLOSE_TIMEOUT_MS_DEFAULT = undefined
+export const MAX_STALLED_COUNT_DEFAULT = defaults.maxStalledCount
+export const STALLED_INTERVAL_MS_DEFAULT = defaults.stalledIntervalMs
 /**
  * close() returns within closeTimeout plus this: the time it gives the calls that return running jobs to
  * `wait`. Calls still unanswered then (a stalled link) finish in the background.
@@ -195,7 +198,17 @@ export interface WorkerSettings {
   concurrency: number
   lockDuration: number
   heartbeatInterval: number
-  closeTimeout: number
+  /** How long close() waits for running jobs (ms); undefined: until they end. */
+  closeTimeout: number | undefined
+  /** The worker's stalled sweep, every stalledInterval ms; 0 when skipStalledCheck (a reaper sweeps). */
+  stalledInterval: number
+  /** Stalls a job may have and still be recovered (BullMQ's maxStalledCount). */
+  maxStalledCount: number
+  /** Retention for jobs that have none of their own (BullMQ's worker removeOnComplete/removeOnFail; age in s). */
+  removeOnComplete: Retention | undefined
+  removeOnFail: Retention | undefined
+  /** settings.backoffStrategy: a retry's wait for a job whose backoff type is not fixed or exponential. */
+  backoffStrategy: BackoffStrategy | undefined
   clock: Clock
   /** At most `max` jobs started in any `duration` ms, across every worker of the queue; undefined for no limit. */
   limiter: { max: number; duration: number } | undefined
@@ -209,6 +222,14 @@ function limiter(value: unknown): { max: number; duration: number } {
   }
 }
 
+/** BullMQ's settings.backoffStrategy: the wait before retry `attemptsMade` (ms); -1 fails the job instead. */
+export type BackoffStrategy = (attemptsMade: number, type: string, err: unknown, job: unknown) => number | Promise<number>
+
+const flag = (name: string) => (v: unknown) => {
+  if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected ${name} to be true or false, got: ${describe(v)}`)
+  return v
+}
+
 export function workerSettings(options: unknown): WorkerSettings {
   const o = checkKnown('Worker', options, [
     'connection',
@@ -220,8 +241,17 @@ export function workerSettings(options: unknown): WorkerSettings {
     'closeTimeout',
     'clock',
     'limiter',
+    'stalledInterval',
+    'maxStalledCount',
+    'skipStalledCheck',
+    'removeOnComplete',
+    'removeOnFail',
+    'settings',
   ])
   const lockDuration = opt(o.lockDuration, LOCK_DURATION_MS_DEFAULT, setting('lockDuration'))
+  const strategy = checkKnown('settings', o.settings, ['backoffStrategy']).backoffStrategy
+  if (strategy !== undefined && typeof strategy !== 'function')
+    fail('ERR_OPTIONS', `expected settings.backoffStrategy to be a function, got: ${describe(strategy)}`)
   const heartbeatInterval = opt(
     o.heartbeatInterval,
     Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)),
@@ -243,6 +273,13 @@ export function workerSettings(options: unknown): WorkerSettings {
     lockDuration,
     heartbeatInterval,
     closeTimeout: opt(o.closeTimeout, CLOSE_TIMEOUT_MS_DEFAULT, setting('closeTimeout')),
+    stalledInterval: opt(o.skipStalledCheck, false, flag('skipStalledCheck'))
+      ? 0
+      : opt(o.stalledInterval, STALLED_INTERVAL_MS_DEFAULT, setting('stalledInterval')),
+    maxStalledCount: opt(o.maxStalledCount, MAX_STALLED_COUNT_DEFAULT, setting('maxStalledCount')),
+    removeOnComplete: opt(o.removeOnComplete, undefined, retention('removeOnComplete')),
+    removeOnFail: opt(o.removeOnFail, undefined, retention('removeOnFail')),
+    backoffStrategy: checkKnown('settings', o.settings, ['backoffStrategy']).backoffStrategy as BackoffStrategy | undefined,
     clock: opt(o.clock, systemClock, clock),
     limiter: opt(o.limiter, undefined, limiter),
   }

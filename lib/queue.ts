@@ -519,10 +519,16 @@ export class Queue<
     await this.call('rate-limit queue', () => commands.rateLimit(this.client, this.keys, ms))
   }
 
-  /** ms left of a rateLimit hold; -2 when none holds. */
-  async getRateLimitTtl(): Promise<number> {
+  /**
+   * BullMQ's getRateLimitTtl(maxJobs?): ms left before the queue may start jobs again (a rateLimit hold, or
+   * the worker limiters' window, counted with maxJobs only when it holds that many starts); -2 (0 with
+   * maxJobs) when nothing limits it. redis/queries.ts rateLimitTtl says how.
+   */
+  async getRateLimitTtl(maxJobs?: number): Promise<number> {
+    if (maxJobs !== undefined && (!Number.isInteger(maxJobs) || maxJobs < 0))
+      throw new EchoMQError('ERR_OPTIONS', `expected maxJobs to be an integer >= 0, got: ${String(maxJobs)}`)
     this.assertOpen()
-    return this.call('read the rate limit of queue', () => rateLimitTtl(this.client, this.keys))
+    return this.call('read the rate limit of queue', () => rateLimitTtl(this.client, this.keys, maxJobs || undefined))
   }
 
   /** Removes every waiting job, and with `delayed` every delayed one, with their logs (BullMQ's drain). */

@@ -16,6 +16,8 @@ export const RANGES = {
   lockDuration: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
   heartbeatInterval: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
   closeTimeout: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
+  stalledInterval: { min: 1, max: MAX_DURATION_MS, unit: 'ms' },
+  maxStalledCount: { min: 0, max: 1_000_000 },
   graceMs: { min: 0, max: 3_600_000, unit: 'ms' },
   limit: { min: 1, max: 1_000 },
   audit: { min: 0, max: 1_000 },

@@ -10,15 +10,18 @@
  * takes again); a due time in the marker, or in a take or finish reply, hands it delayed jobs to promote
  * when due (worker/promoter.ts). A busy worker takes its next job in the same call that finishes the last
  * one (worker/take-ahead.ts), and holds at most one more, in hand and unleased (worker/hand.ts).
- * close() returns within closeTimeout + CLOSE_MARGIN_MS in every state (worker/closing.ts); a job a late
- * reply returns after close() began goes back to `wait` unstarted.
+ * close() waits for running jobs (BullMQ's close(); close(true) does not wait), for at most closeTimeout
+ * when given (worker/closing.ts); a job still running then is never put back in line while its processor
+ * runs. A job a late reply returns after close() began goes back to `wait` unstarted.
  *
  * Options (validated in options.ts): connection, prefix ('emq'), name (<hostname>:<pid>), concurrency (1),
- * lockDuration (30000 ms), heartbeatInterval (half the lease; at most half), closeTimeout (5000 ms),
+ * lockDuration (30000 ms), heartbeatInterval (half the lease; at most half), closeTimeout (none: wait),
  * limiter ({ max, duration }: at most max starts in any duration ms, across every worker of the queue; a
- * limited worker sleeps until the window has room, without asking Redis), clock (monotonic timers; tests
- * inject one). A processor that throws Worker.RateLimitError() returns its job to the front of the line
- * without using an attempt.
+ * limited worker sleeps until the window has room, without asking Redis), stalledInterval (30000 ms) and
+ * maxStalledCount (1) or skipStalledCheck (worker/stalled-checker.ts), removeOnComplete / removeOnFail (for
+ * jobs with none of their own; age in s), settings.backoffStrategy (worker/failure.ts), clock (monotonic
+ * timers; tests inject one). A processor that calls `await worker.rateLimit(ms)` then throws
+ * Worker.RateLimitError() returns its job to the front of the line without using an attempt.
  *
  * Events: 'active' (job), 'progress' (job, progress), 'completed' (job, result), 'failed' (job, error;
  * job.state: 'delayed' or 'wait' when it will be retried, 'failed' when not; an UnrecoverableError fails
@@ -28,12 +31,23 @@
 
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { EchoMQError, isDelayed, isRateLimit, isUnrecoverable, RateLimitError, redisError } from './errors.js'
+import { EchoMQError, isDelayed, RateLimitError, redisError } from './errors.js'
 import { Job, type JobScope, type JobState } from './job.js'
 import { jobChanges } from './job-changes.js'
+import { encodeKeep, type Retention } from './job-options.js'
 import { toJson } from './json.js'
 import type { Untyped, WorkerListener } from './listeners.js'
-import { DEFAULTS, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
+import {
+  type BackoffStrategy,
+  DEFAULTS,
+  MAX_STALLED_COUNT_DEFAULT,
+  SWEEP_AUDIT_DEFAULT,
+  SWEEP_GRACE_MS_DEFAULT,
+  SWEEP_LIMIT_DEFAULT,
+  validateQueueName,
+  type WorkerSettings,
+  workerSettings,
+} from './options.js'
 import { Queue } from './queue.js'
 import { waitUntilFinished } from './queue-events.js'
 import { namedDuplicate, workerConnectionName } from './redis/clients.js'
@@ -46,6 +60,7 @@ import {
   finish,
   finishRuns,
   type RunOutcome,
+  rateLimit,
   type Taken,
   type TakeResult,
   take,
@@ -55,15 +70,17 @@ import {
 import { type Connection, closeConnection, lastConnectionError, openConnection, type RedisClient, resilient } from './redis/connection.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
-import { ping, readCandidates, readOutcome, rearmMarker, waitForWork } from './redis/queries.js'
+import { ping, readBackoffType, readCandidates, readOutcome, rearmMarker, setMaxStalledCount, waitForWork } from './redis/queries.js'
 import { registration } from './registry.js'
 import { Trimmer } from './retention.js'
 import { Batcher } from './worker/batcher.js'
 import { closeWorker, type RunPhase } from './worker/closing.js'
+import { customRetry, failureOf } from './worker/failure.js'
 import { Hand } from './worker/hand.js'
 import { InFlight } from './worker/in-flight.js'
 import { LockManager } from './worker/lock-manager.js'
 import { Promoter } from './worker/promoter.js'
+import { StalledChecker } from './worker/stalled-checker.js'
 import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 
 /**
@@ -75,9 +92,14 @@ import { type Lookahead, TakeAhead } from './worker/take-ahead.js'
 export const IDLE: unique symbol = Symbol('echomq.worker.idle')
 export const HANDED_BACK: unique symbol = Symbol('echomq.worker.handedBack')
 
-/** BullMQ's type parameters: data, result and job names (`any`, `any`, `string` when not given, as in BullMQ). */
+/**
+ * BullMQ's processor: (job, token, signal). The token is the run's (job.token too); the signal aborts on a
+ * lost lease or a forced close. BullMQ's type parameters: data, result and job names (`any`, `any`,
+ * `string` when not given, as in BullMQ).
+ */
 export type Processor<Data = Untyped, Result = Untyped, Name extends string = string> = (
   job: Job<Data, Result, Name>,
+  token: string,
   signal: AbortSignal,
 ) => Promise<Result> | Result
 
@@ -102,9 +124,20 @@ export interface WorkerOptions {
   concurrency?: number
   lockDuration?: number
   heartbeatInterval?: number
+  /** How long close() waits for running jobs (ms); none by default: until they end, as BullMQ's close(). */
   closeTimeout?: number
   clock?: WorkerSettings['clock']
   limiter?: { max: number; duration: number }
+  /** The worker's stalled sweep, every stalledInterval ms (30000), one worker of the queue per interval. */
+  stalledInterval?: number
+  /** Stalls a job may have and still be recovered (1); past it, the job fails. */
+  maxStalledCount?: number
+  /** No stalled sweep in this worker (the reaper sweeps). */
+  skipStalledCheck?: boolean
+  /** For jobs with no retention of their own: BullMQ's KeepJobs (age in seconds). */
+  removeOnComplete?: Retention
+  removeOnFail?: Retention
+  settings?: { backoffStrategy?: BackoffStrategy }
 }
 
 /**
@@ -125,15 +158,12 @@ const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 const RECONNECTS_PER_CALL = 20
 /** Most bytes of JSON a processor's result is stored with (as job data: DEFAULTS.maxDataBytes). */
 const RESULT_MAX_BYTES = DEFAULTS.maxDataBytes
-/** Most characters of a processor's error message kept as the job's failedReason / lastError, and of its stack. */
-const ERROR_MAX_CHARS = 8_192
-
-const truncate = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}… (truncated)`)
 
 /**
  * A run: `running` (the processor has the job), `finishing` (its finish call is in flight: that call's
  * reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost; the signal
- * is aborted and the worker told once), `released` (close() returned the job to `wait`).
+ * is aborted and the worker told once), `abandoned` (close() gave up on it), `moved` (job.moveToDelayed
+ * ended it: its job is in `delayed`, no finish follows); see worker/closing.ts.
  */
 /** What a Worker emits besides `error` (BullMQ's names and arguments). */
 type WorkerEvent =
@@ -148,6 +178,7 @@ type WorkerEvent =
   | 'ready'
   | 'closing'
   | 'closed'
+  | 'stalled'
 
 /** How a run's finish call ended, and when. */
 type FinishOutcome = RunOutcome & { finishedOn: number }
@@ -157,14 +188,16 @@ interface Run {
   token: string
   /** Made only for a processor that declares its `signal` parameter (creating one costs a few µs a job). */
   controller: AbortController | undefined
+  /** close() aborted its processor: a failure it then reports goes back in line, no attempt used. */
+  aborted?: boolean
   done: Promise<void>
   phase: RunPhase
 }
 
-/** `running`; `draining` (close() was called: no new jobs, running ones may finish); `releasing`
- * (closeTimeout passed: running jobs, and any a finish takes, go back to `wait`); `closed` (close()
- * returned: failures of calls still unanswered are summed up by close(), not reported one by one). */
-type WorkerPhase = 'running' | 'draining' | 'releasing' | 'closed'
+/** `running`; `draining` (close() was called: no new jobs, running ones may finish); `abandoning`
+ * (close(true), or closeTimeout passed: running processors are aborted, and those still running given up
+ * on); `closed` (close() returned: failures of calls still unanswered are summed up, not reported one by one). */
+type WorkerPhase = 'running' | 'draining' | 'abandoning' | 'closed'
 
 /** A job taken (or read into the hand: `scored` and `reservedAt` then say what its reservation was). */
 type Started = Taken & { sentAt: number; scored?: boolean; reservedAt?: number }
@@ -203,8 +236,10 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   private readonly calls = new InFlight()
   private readonly promoter: Promoter
   private readonly trimmer: Trimmer
-  /** Runs close() released whose return to `wait` Redis has not yet confirmed. */
-  private unreturned = 0
+  /** The worker's stalled sweep (none with skipStalledCheck). */
+  private readonly stalledChecker: StalledChecker
+  /** close(true): do not wait for running jobs. */
+  private force = false
   /** Until when (this worker's clock) the limiter, or queue.rateLimit, holds new starts back. */
   private heldUntil = Number.NEGATIVE_INFINITY
   /** What the jobs a processor is given act through: progress and log lines fenced by the run's token. */
@@ -243,7 +278,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     this.blocking = namedDuplicate(client, workerConnectionName(this.settings.prefix, this.name, this.settings.name))
     this.blocking.on('error', () => undefined) // the main connection reports the outage
     this.watchConnection()
-    this.wantsSignal = processor.length >= 2
+    this.wantsSignal = processor.length >= 3
     this.takeAhead = new TakeAhead({
       concurrency: this.settings.concurrency,
       taker: {
@@ -286,13 +321,63 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       giveBack: (held) => void this.unreserve(held.map((s) => s.job.id)),
     })
     this.finishes = new Batcher(Math.max(1, Math.ceil(this.settings.concurrency / 2)), (runs) => this.finishRuns(runs))
+    this.stalledChecker = new StalledChecker({
+      client,
+      keys: this.keys,
+      intervalMs: this.settings.stalledInterval,
+      sweep: {
+        prefix: this.settings.prefix,
+        graceMs: Math.min(SWEEP_GRACE_MS_DEFAULT, this.settings.stalledInterval),
+        limit: SWEEP_LIMIT_DEFAULT,
+        audit: SWEEP_AUDIT_DEFAULT,
+      },
+      clock,
+      onError: (err) => this.report(this.failure('check for stalled jobs of queue', err)),
+      onStalled: (ids) => {
+        for (const id of ids) this.notify('stalled', id, 'active')
+      },
+    })
     this.locks.start()
     this.loopDone = this.loop()
+    this.startStalledCheck()
   }
 
-  /** Stops taking jobs, waits up to closeTimeout for running ones, then aborts the rest and returns them
-   * to `wait` without using an attempt. Safe to call more than once. */
-  close(): Promise<void> {
+  /** Records a non-default maxStalledCount for every sweep of the queue, then starts the worker's own sweep. */
+  private startStalledCheck(): void {
+    const { maxStalledCount, stalledInterval } = this.settings
+    const recorded =
+      maxStalledCount === MAX_STALLED_COUNT_DEFAULT && stalledInterval === 0
+        ? Promise.resolve()
+        : this.calls.track(setMaxStalledCount(this.conn.client, this.keys, maxStalledCount, MAX_STALLED_COUNT_DEFAULT))
+    void recorded.then(
+      () => this.phase === 'running' && this.stalledChecker.start(),
+      (err) => this.report(this.failure('record maxStalledCount (in meta) of queue', err)),
+    )
+  }
+
+  /**
+   * BullMQ's worker.rateLimit(ms): holds every worker of the queue back from starting jobs for `ms`; pair it
+   * with `throw Worker.RateLimitError()`, which returns the job to the line without using an attempt.
+   */
+  async rateLimit(ms: number): Promise<void> {
+    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0)
+      throw new EchoMQError('ERR_OPTIONS', `expected rateLimit's ms to be an integer >= 0, got: ${String(ms)}`)
+    try {
+      await rateLimit(this.conn.client, this.keys, ms)
+    } catch (err) {
+      throw this.failure('rate-limit queue', err)
+    }
+    this.hold(ms)
+  }
+
+  /**
+   * Stops taking jobs and waits for the running ones to end (BullMQ's close()), for at most closeTimeout
+   * when given; close(true) does not wait. A processor still running then is aborted and, if it does not
+   * return within a short margin, given up on: its job is not put back in line while it runs (its lease
+   * lapses and the stalled sweep recovers it). Safe to call more than once.
+   */
+  close(force = false): Promise<void> {
+    if (force) this.force = true
     if (!this.closing) {
       this.notify('closing', 'closing')
       this.resumed()
@@ -530,36 +615,52 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     let action: FinishAction
     let value: string
     let result: unknown
-    let error: Error | undefined
+    let error: unknown
+    let failed = false
+    let stack = ''
+    let delayMs: number | undefined
     const started = this.settings.clock.now()
     try {
-      result = await this.processor(run.job as Job<Data, Result, Name>, run.controller?.signal as AbortSignal)
+      result = await this.processor(run.job as Job<Data, Result, Name>, run.token, run.controller?.signal as AbortSignal)
       action = 'complete'
       value = this.resultJson(run.job.id, result)
     } catch (err) {
-      error = err instanceof Error ? err : new Error(String(err))
-      action = isRateLimit(err) || isDelayed(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
-      // A DelayedError after a moveToDelayed ended the run there (its phase is `released`, see below).
-      if (isDelayed(err) && run.phase !== 'released')
+      failed = true
+      error = err
+      ;({ action, reason: value, stack } = failureOf(err))
+      // A DelayedError after a moveToDelayed ended the run there (its phase is `moved`, see below).
+      if (isDelayed(err) && run.phase !== 'moved')
         this.report(
           new EchoMQError(
             'ERR_JOB_STATE',
             `job ${run.job.id} of queue ${this.name}: DelayedError thrown without job.moveToDelayed; the job went back to wait`,
           ),
         )
-      value = truncate(error.message || error.name, ERROR_MAX_CHARS)
+      if (action === 'fail') {
+        const retry = await this.customRetry(run, err)
+        if (retry === 'final') action = 'fail-final'
+        else delayMs = retry
+      }
     }
     this.processing--
     this.startReady()
     this.takeAhead.ran(this.settings.clock.now() - started)
-    if (run.phase === 'released') return
-    // A run aborted for a lost lease failed because of the abort: if the job is somehow still its own
-    // (the link came back before any sweep), return it to wait without charging an attempt.
-    if (run.phase === 'lost' && action === 'fail') action = 'release'
+    // Given up on by close(), or ended by job.moveToDelayed (its job is in `delayed`: no finish).
+    if (run.phase === 'abandoned' || run.phase === 'moved') return
+    // A run aborted for a lost lease, or by close(), failed because of the abort: if the job is still its
+    // own, return it to wait without charging an attempt (its processor has stopped).
+    if ((run.phase === 'lost' || run.aborted) && action.startsWith('fail')) action = 'release'
     if (run.phase === 'running') run.phase = 'finishing'
     try {
-      const stack = error && action !== 'release' ? truncate(error.stack ?? '', ERROR_MAX_CHARS) : ''
-      const reply = await this.finishes.add({ run: { id: run.job.id, token: run.token }, action, value, stack })
+      const keep = this.workerKeep(action)
+      const reply = await this.finishes.add({
+        run: { id: run.job.id, token: run.token },
+        action,
+        value,
+        stack,
+        ...(delayMs === undefined || action !== 'fail' ? {} : { delayMs }),
+        ...(keep === undefined ? {} : { keep }),
+      })
       if (reply.status === 'lost') {
         this.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
         return
@@ -574,12 +675,34 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
         this.notify('completed', run.job, result)
       } else {
         if (reply.state === 'failed') run.job.failedReason = value
-        this.notify('failed', run.job, error)
+        // BullMQ's `failed` event: the value as the processor threw it.
+        this.notify('failed', run.job, failed ? error : undefined)
       }
     } catch (err) {
-      // close() may have released the run meanwhile (past its timeout): its error is expected then.
-      if ((run.phase as RunPhase) !== 'released') this.report(this.failure(`finish job ${run.job.id} of queue`, err))
+      // close() may have given up on the run meanwhile (past its timeout): its error is expected then.
+      if ((run.phase as RunPhase) !== 'abandoned') this.report(this.failure(`finish job ${run.job.id} of queue`, err))
     }
+  }
+
+  /** A failure's retry under settings.backoffStrategy (worker/failure.ts): read the job's backoff type only then. */
+  private async customRetry(run: Run, err: unknown): Promise<number | 'final' | undefined> {
+    const strategy = this.settings.backoffStrategy
+    if (!strategy || run.job.attemptsMade + 1 >= run.job.attempts) return undefined
+    try {
+      const type = await readBackoffType(this.conn.client, this.keys, run.job.id)
+      return await customRetry(strategy, type, run.job.attemptsMade + 1, err, run.job)
+    } catch (e) {
+      this.report(
+        new EchoMQError('ERR_OPTIONS', `settings.backoffStrategy failed for job ${run.job.id}: ${String((e as Error)?.message ?? e)}`),
+      )
+      return undefined
+    }
+  }
+
+  /** The worker's removeOnComplete/removeOnFail, for a job with no retention of its own (lua/finish-15.lua). */
+  private workerKeep(action: FinishAction): string | undefined {
+    const keep = action === 'complete' ? this.settings.removeOnComplete : this.settings.removeOnFail
+    return keep === undefined || action === 'release' ? undefined : encodeKeep(keep)
   }
 
   /**
@@ -664,7 +787,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       moved: (id, token) => {
         const run = this.runs.get(id)
         if (run?.token !== token || run.phase !== 'running') return
-        run.phase = 'released'
+        run.phase = 'moved'
         this.locks.remove(id)
       },
     })
@@ -711,7 +834,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   }
 
   private lockLost(id: string, reason: string, run = this.runs.get(id)): void {
-    if (!run || run.phase === 'lost' || run.phase === 'released') return
+    if (!run || run.phase === 'lost' || run.phase === 'abandoned' || run.phase === 'moved') return
     run.phase = 'lost'
     if (this.runs.get(id) === run) this.locks.remove(id)
     const err = new EchoMQError('ERR_LOCK_LOST', `job ${id} of queue ${this.name} lost its lease: ${reason}`)
@@ -724,7 +847,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     return closeWorker({
       queue: this.name,
       clock,
-      closeTimeout,
+      waitMs: this.force ? 0 : (closeTimeout ?? Number.POSITIVE_INFINITY),
       lockDuration,
       loopDone: this.loopDone,
       calls: this.calls,
@@ -740,17 +863,35 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       },
       linkUp: () => this.conn.client.status === 'ready',
       runs: () => [...this.runs.values()],
-      releaseRunning: () => {
-        // A run whose finish is in flight is ended by that call; a lost one is no longer this worker's.
-        for (const run of this.runs.values()) if (run.phase === 'running') void this.calls.track(this.release(run))
+      abortRunning: () => {
+        for (const run of this.runs.values()) {
+          if (run.phase !== 'running') continue
+          run.aborted = true
+          run.controller?.abort(new EchoMQError('ERR_CLOSED', `worker for queue ${this.name} is closing: job ${run.job.id} aborted`))
+        }
       },
-      stopHelpers: () => [this.locks.close(), this.promoter.close().catch(() => undefined), this.jobQueue?.close() ?? Promise.resolve()],
+      abandonRunning: () => {
+        // Not put back in line while the processor runs (another worker would run it too): the lease lapses.
+        let n = 0
+        for (const run of this.runs.values()) {
+          if (run.phase !== 'running') continue
+          run.phase = 'abandoned'
+          this.locks.remove(run.job.id)
+          n++
+        }
+        return n
+      },
+      stopHelpers: () => [
+        this.locks.close(),
+        this.stalledChecker.close(),
+        this.promoter.close().catch(() => undefined),
+        this.jobQueue?.close() ?? Promise.resolve(),
+      ],
       closeConnection: () => {
         this.unwatch()
         return Promise.all([closeConnection(this.conn), this.blockingEnded]).then(() => undefined)
       },
       disconnect: () => this.conn.client.disconnect(),
-      unreturned: () => this.unreturned,
       report: (err) => this.report(err),
       enter: (phase) => {
         this.phase = phase
@@ -780,22 +921,6 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   private handedBack(n: number): number {
     if (n > 0) this.emit(HANDED_BACK, n)
     return n
-  }
-
-  /** Returns a job still running at close to `wait`, served next, without using an attempt. */
-  private async release(run: Run): Promise<void> {
-    run.phase = 'released'
-    this.locks.remove(run.job.id)
-    run.controller?.abort(
-      new EchoMQError('ERR_CLOSED', `worker closed after ${this.settings.closeTimeout} ms; job ${run.job.id} returned to wait`),
-    )
-    this.unreturned += 1
-    try {
-      await finish(this.conn.client, this.keys, { id: run.job.id, token: run.token }, 'release', '')
-      this.unreturned -= 1
-    } catch (err) {
-      this.report(this.failure(`return job ${run.job.id} to wait in queue`, err))
-    }
   }
 
   /** Sleeps until a run ends, close() is called, or `ms` passes. */

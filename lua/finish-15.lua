@@ -46,7 +46,9 @@
   ARGV[14] v, how many starts to confirm
   ARGV[15 + 5i .. 19 + 5i], for run i: job id; token of the run; action: "complete" | "fail" (uses an
            attempt; a retry waits the job's backoff) | "fail-final" (an UnrecoverableError: to `failed`
-           whatever attempts remain) | "release" (back to wait, served next, no attempt used); the return
+           whatever attempts remain) | "release" (back to wait, served next, no attempt used), then
+           optionally "@<ms>" (a fail's retry waits this, from the worker's settings.backoffStrategy) and
+           "#<keep>" (the worker's retention for a job with none of its own, as retention.lua reads it); the return
            value (JSON text) for complete, the error message for fail; the error's stack for a failure
            (kept in the job's `stacktrace`, see useAttempt.lua), else ""
   ARGV[15 + 5m .. 14 + 5m + c] candidate job ids, in the order of their KEYS pairs
@@ -111,6 +113,14 @@ for i = 0, m - 1 do
   local jobKey, lockKey, logsKey = KEYS[16 + 3 * i], KEYS[17 + 3 * i], KEYS[18 + 3 * i]
   local a = 15 + 5 * i
   local id, token, action, value, stack = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
+  local delayOverride, keepOverride = nil, nil
+  local verb, rest = string.match(action, '^([%a-]+)(.*)$')
+  if rest ~= '' then
+    action = verb
+    delayOverride = tonumber(string.match(rest, '^@(%d+)'))
+    keepOverride = string.match(rest, '#(.*)$')
+  end
   -- Ownership is the run's token on the job: a job holds a token only while it is in flight. A lapsed
   -- lease that no sweep has recovered yet still belongs to the run; a lease held by another token never
   -- does. A finish leaves its receipt in the same field: "=<token>" when the job ended (its state and
@@ -141,7 +151,7 @@ for i = 0, m - 1 do
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
       releaseDeduplication(q.meta, job[8], id)
-      local keep = job[5] or DEFAULT_KEEP.completed
+      local keep = job[5] or keepOverride or DEFAULT_KEEP.completed
       if parseKeep(keep) == 0 then
         rcall('UNLINK', jobKey, logsKey)
       else
@@ -157,7 +167,9 @@ for i = 0, m - 1 do
         emit(q, 'waiting', 'jobId', id, 'prev', 'active')
         state = 'wait'
       else
-        local retry = { front = false, final = action == 'fail-final', delayMs = backoffDelay(job[3], made, roll), stack = stack }
+        local retry = {
+          front = false, final = action == 'fail-final', delayMs = delayOverride or backoffDelay(job[3], made, roll), stack = stack,
+        }
         state = useAttempt(jobKey, q, id, now, value, retry)
       end
       local trimSet = ''
@@ -165,7 +177,7 @@ for i = 0, m - 1 do
         rcall('HSET', jobKey, 'token', '=' .. token)
         failedCount = failedCount + 1
         -- Last for this run, as it may remove the job at once (retention "0").
-        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[6])
+        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[6] or keepOverride or false)
       else
         rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
       end

@@ -7,9 +7,14 @@
     not marked, lease key there     -> a live lease whose recorded deadline is stale (heartbeats refresh
                                        the index only every other tick): re-score it to now + its TTL
     not marked, lease key gone      -> mark it in `stalled` (phase 1)
-    marked at least graceMs ago     -> recover it (phase 2): attemptsMade + 1, then back to the right
-                                       of `wait` (served next, no backoff; a job with a priority to the
-                                       front of its priority), or to `failed` when no attempts are left
+    marked at least graceMs ago     -> recover it (phase 2), as BullMQ counts stalls: the job's
+                                       `stalledCounter` + 1 (a field written only by a stall), no
+                                       attempt used; back to the right of `wait` (served next, no
+                                       backoff; a job with a priority to the front of its priority), or,
+                                       past the queue's maxStalledCount (meta's `maxStalledCount`, written
+                                       only when not the default, 1), to `failed` ("job stalled more than
+                                       allowable limit"; a stall never uses an attempt), releasing its
+                                       deduplication id (releaseDeduplication.lua)
     marked more recently            -> leave it for a later sweep
   (A marked job's lease is not looked at: whatever writes a lease again clears the mark in that step.)
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
@@ -22,7 +27,7 @@
   KEYS[3] wait      LIST   <prefix>:{q}:wait
   KEYS[4] failed    ZSET   <prefix>:{q}:failed
   KEYS[5] marker    ZSET   <prefix>:{q}:marker
-  KEYS[6] meta      HASH   <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[6] meta      HASH   <prefix>:{q}:meta (failedNew count, retention limits, maxStalledCount)
   KEYS[7] events    STREAM <prefix>:{q}:events
   KEYS[8] listened  ZSET   <prefix>:{q}:listened
   KEYS[9] metrics   HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
@@ -44,8 +49,7 @@
   deadline of the first job recovered (false when none) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
-  `waiting` (prev `active`) then `stalled`; a stall on the last attempt `failed` then `retries-exhausted`
-  (useAttempt.lua).
+  `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey = KEYS[1], KEYS[2]
@@ -60,11 +64,13 @@ local n = #ARGV - 4
 -- @include retention
 -- @include enter
 -- @include releaseDeduplication
--- @include useAttempt
 -- @include minutes
 
 local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
+-- BullMQ's reason for a job that stalled more than maxStalledCount times; the allowance is read once, when needed.
+local STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
+local maxStalled = nil
 local left, done, trim, firstDeadline = 0, 0, 0, false
 if n == 0 then
   return { marked, recovered, failed, left, done, trim, {}, firstDeadline }
@@ -154,8 +160,8 @@ for i = 0, n - 1 do
         firstDeadline = rcall('ZSCORE', activeKey, id)
       end
       gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'attemptsMade', 'attempts', 'priority', 'token')
-      local made = (tonumber(f[2]) or 0) + 1
+      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid')
+      local stalls = (tonumber(f[2]) or 0) + 1
       local worker = f[1] or 'unknown'
       local reason = reasons[worker]
       if not reason then
@@ -163,11 +169,18 @@ for i = 0, n - 1 do
         reasons[worker] = reason
       end
       -- The run's token, taken away: "~<token>" matches no run and no receipt, and keeps the start number.
-      local takenAway = '~' .. (f[5] or ':0')
-      if made >= (tonumber(f[3]) or DEFAULT_ATTEMPTS) then
-        -- The last attempt: as a failed run would end it (useAttempt.lua), one job at a time (rare).
-        rcall('HSET', jobKey, 'token', takenAway)
-        useAttempt(jobKey, q, id, now, reason, { front = true, delayMs = 0 })
+      local takenAway = '~' .. (f[4] or ':0')
+      if maxStalled == nil then
+        maxStalled = tonumber(rcall('HGET', q.meta, 'maxStalledCount')) or DEFAULT_MAX_STALLED_COUNT
+      end
+      if stalls > maxStalled then
+        -- Stalled once too often (a job that crashes its worker): failed as a final run would fail it
+        -- (useAttempt.lua's failed branch), with no attempt used: a stall is counted apart.
+        rcall('HSET', jobKey, 'token', takenAway, 'stalledCounter', stalls, 'state', 'failed', 'failedReason', STALLED_TOO_OFTEN,
+          'finishedOn', nowText)
+        rcall('HINCRBY', q.meta, 'failedNew', 1)
+        releaseDeduplication(q.meta, f[5], id)
+        emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
         failed[#failed + 1] = id
         countFinished(KEYS[9], 'failed', now)
         if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then
@@ -175,9 +188,9 @@ for i = 0, n - 1 do
         end
       else
         -- Back in line, served next (useAttempt's retry without a backoff, done here in one write).
-        local priority = tonumber(f[4]) or 0
+        local priority = tonumber(f[3]) or 0
         rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', nowText, 'lastError', reason,
-          'attemptsMade', made, 'token', takenAway)
+          'stalledCounter', stalls, 'token', takenAway)
         if priority > 0 then
           rcall('ZADD', q.prioritized, prioritizedScore(q, priority, true), id)
         else

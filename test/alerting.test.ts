@@ -12,7 +12,7 @@ import { METRIC_NAMES } from '../lib/reaper/metrics.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
 import { type CapturedLogs, captureLogs, type LogLine } from './helpers/log-lines.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 
@@ -179,7 +179,7 @@ describe('failed jobs', () => {
     } finally {
       await worker.close()
     }
-    await crashedJobs(redis.client, 'emails', 2, { attempts: 1, idPrefix: 's' })
+    await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1, idPrefix: 's' }))
 
     const totals = await Promise.all([invoke({ SWEEPS_PER_INVOCATION: '3', SWEEP_INTERVAL_MS: '20' }), invoke()])
     // Failures counted while the other invocation held its claim wait for the next invocation.

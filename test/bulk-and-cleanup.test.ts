@@ -196,7 +196,8 @@ describe('finished jobs per minute', () => {
     ])
     await waitFor(async () => (await fx.queue.counts()).completed === 3 && (await fx.queue.counts()).failed === 2, { what: 'done' })
     await w.close()
-    await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 's' })
+    for (const id of await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 's' }))
+      await redis.client.hset(fx.keys.job(id), 'stalledCounter', '1') // its second stall: failed
     await sweep(redis.client, 'q', { graceMs: 0 })
     await sweep(redis.client, 'q', { graceMs: 0 })
     const series = await finishedPerMinute(redis.client, fx.keys)
@@ -211,7 +212,8 @@ describe('finished jobs per minute', () => {
     const last = series[59]?.minute as number
     await redis.client.hdel(fx.keys.metrics, `c${last}`, `f${last}`)
     await redis.client.hset(fx.keys.metrics, 'last', String(last - 61), `c${last - 61}`, '7', `f${last - 70}`, '1')
-    await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 't' })
+    for (const id of await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 't' }))
+      await redis.client.hset(fx.keys.job(id), 'stalledCounter', '1')
     await sweep(redis.client, 'q', { graceMs: 0 })
     await sweep(redis.client, 'q', { graceMs: 0 })
     const fields = Object.keys(await redis.client.hgetall(fx.keys.metrics)).filter((f) => f !== 'last')

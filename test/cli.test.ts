@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { type Job, Queue, Worker } from '../lib/index.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { SSM_REQUEST_ID, type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
 import { waitFor } from './helpers/wait.js'
@@ -63,17 +63,17 @@ async function heldJob(queue: string, workerName: string): Promise<{ release(): 
 const getJob = (queue: string, id: string) => new Queue(queue, { connection: redis.client }).getJob(id)
 
 describe('echomq demo', () => {
-  it('plays the scene: killed worker\u2019s jobs recovered, paused worker\u2019s left alone, last attempt failed', async () => {
+  it('plays the scene: killed worker\u2019s jobs recovered, paused worker\u2019s left alone, a second stall failed', async () => {
     const { code, stdout } = await echomq(['demo', '--json', '--jobs', '2', '--lease', '600', '--redis-url', redis.url])
     expect(code).toBe(0)
-    const { jobs } = JSON.parse(stdout) as { jobs: { id: string; worker: string; sweep1: string; sweep2: string; attemptsMade: number }[] }
+    const { jobs } = JSON.parse(stdout) as { jobs: { id: string; worker: string; sweep1: string; sweep2: string; stalls: number }[] }
     const killed = jobs.filter((j) => j.worker === 'killed')
     const paused = jobs.filter((j) => j.worker === 'paused')
     const healthy = jobs.filter((j) => j.worker === 'healthy')
     expect([killed.length, paused.length, healthy.length]).toEqual([3, 2, 2])
-    expect(killed.every((j) => j.sweep1 === 'marked' && j.attemptsMade === 1)).toBe(true)
+    expect(killed.map((j) => j.sweep1 === 'marked' && j.stalls).sort()).toEqual([1, 1, 2])
     expect(killed.map((j) => j.sweep2).sort()).toEqual(['failed', 'recovered', 'recovered'])
-    expect(paused.every((j) => j.sweep1 === 'marked' && j.sweep2 === 'left alone' && j.attemptsMade === 0)).toBe(true)
+    expect(paused.every((j) => j.sweep1 === 'marked' && j.sweep2 === 'left alone' && j.stalls === 0)).toBe(true)
     expect(healthy.every((j) => j.sweep1 === 'left alone' && j.sweep2 === 'left alone')).toBe(true)
     expect(await redis.client.keys('emq-demo-*')).toEqual([]) // cleans up a Redis it did not start
   })
@@ -82,7 +82,7 @@ describe('echomq demo', () => {
     const { code, stdout } = await echomq(['demo', '--kill', 'w3', '--pause', 'none', '--jobs', '1', '--lease', '500'])
     expect(code).toBe(0)
     expect(stdout).toMatch(/Started a private redis-server at redis:\/\/127\.0\.0\.1:\d+/)
-    expect(stdout).toMatch(/sweep 1\njob +worker +lease +verdict +attempts/)
+    expect(stdout).toMatch(/sweep 1\njob +worker +lease +verdict +attempts +stalls/)
     expect(stdout).toMatch(/job-3 +w3 \(killed\) +lapsed +marked/)
     expect(stdout).toMatch(/job-1 +w1 \(healthy\) +alive, \d+ ms left +left alone/)
     expect(stdout).toMatch(/counts: wait \d+, active \d+, stalled 0, completed \d+, failed 1/)
@@ -235,7 +235,7 @@ describe('echomq sweep, stats, inspect', () => {
   })
 
   it('inspect shows in-flight leases, marks and attempts, and failed jobs with their reasons', async () => {
-    await crashedJobs(redis.client, 'emails', 2, { attempts: 1 })
+    await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     await echomq(['sweep', '--grace', '0', '--queue', 'emails', '--redis-url', redis.url]) // marks j0, j1
     const marked = await echomq(['inspect', 'emails', '--redis-url', redis.url])
     await echomq(['sweep', '--grace', '0', '--queue', 'emails', '--redis-url', redis.url]) // fails them
@@ -246,7 +246,7 @@ describe('echomq sweep, stats, inspect', () => {
     const report = JSON.parse(failed.stdout) as { inFlight: unknown[]; failed: { id: string; failedReason: string; workerName: string }[] }
     expect(report.inFlight).toEqual([])
     expect(report.failed.map((j) => j.id).sort()).toEqual(['j0', 'j1'])
-    expect(report.failed[0]?.failedReason).toMatch(/job stalled: .*\(worker dead-worker\)/)
+    expect(report.failed[0]?.failedReason).toBe('job stalled more than allowable limit')
     expect(report.failed[0]?.workerName).toBe('dead-worker')
   })
 
@@ -306,9 +306,9 @@ describe('echomq stats and inspect: delayed jobs and worker names', () => {
       const json = await echomq(['inspect', 'emails', '--json', '--redis-url', redis.url])
       expect(human.code).toBe(0)
       expect(human.stdout).toMatch(/emails: wait 0, prioritized 0, delayed 2, active 1, stalled 0, completed 0, failed 1/)
-      expect(human.stdout).toMatch(/job +name +worker +lease +marked +attempts\n.*\na1 +slow +mailer-3 +\d+ ms left +no +0\/3/)
+      expect(human.stdout).toMatch(/job +name +worker +lease +marked +attempts\n.*\na1 +slow +mailer-3 +\d+ ms left +no +0\/1/)
       expect(human.stdout).toMatch(/delayed \(earliest due first\)\njob +name +due in +attempts +last error/)
-      expect(human.stdout).toMatch(/d1 +later +\d+ ms +0\/3\n/)
+      expect(human.stdout).toMatch(/d1 +later +\d+ ms +0\/1\n/)
       expect(human.stdout).toMatch(/r1 +flaky +\d+ ms +1\/3 +timeout talking to smtp/)
       expect(human.stdout).toMatch(/f1 +send +mailer-1 +1\/1 +smtp refused f1/)
       const report = JSON.parse(json.stdout) as {
@@ -360,7 +360,7 @@ describe('echomq jobs', () => {
     const wait = await echomq(['jobs', 'emails', '--state', 'wait', '--json', '--redis-url', redis.url])
     const completed = await echomq(['jobs', 'emails', '--state', 'completed', '--redis-url', redis.url])
     expect(delayed.code).toBe(0)
-    expect(delayed.stdout).toMatch(/job +name +attempts +worker +due in +last error\n.*\nd1 +later +0\/3 +\d+ ms/)
+    expect(delayed.stdout).toMatch(/job +name +attempts +worker +due in +last error\n.*\nd1 +later +0\/1 +\d+ ms/)
     expect((JSON.parse(wait.stdout) as { jobs: Job[] }).jobs.map((j) => j.id)).toEqual(['w1'])
     expect(completed.code).toBe(0)
     expect(completed.stdout).toMatch(/^no completed jobs in queue emails$/m)

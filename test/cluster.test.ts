@@ -141,7 +141,7 @@ describe('Queue and Worker on a cluster', () => {
     // A job still running when close() times out goes back to wait (the finish script's release path).
     const queue3 = track(new Queue(q3, { connection: cluster.url, prefix }))
     const hung = track(
-      new Worker(q3, (_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+      new Worker(q3, (_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
         connection: cluster.singleSeedUrl,
         prefix,
         closeTimeout: 50,
@@ -202,7 +202,8 @@ describe('crash recovery on a cluster', () => {
       expect(first.recovered).toEqual([])
       expect(second).toEqual({ marked: [], recovered: expect.arrayContaining(['k1', 'k2']), failed: [] })
       const queue = new Queue(q, { connection: client, prefix })
-      for (const id of ['k1', 'k2']) expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 1 })
+      for (const id of ['k1', 'k2'])
+        expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1, attemptsStarted: 1 })
       expect(await queue.counts()).toEqual({ wait: 2, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
     }
     for (const w of workers) expect(w.messages.filter((m) => m.type === 'error' || m.type === 'lockLost')).toEqual([])
@@ -225,7 +226,11 @@ describe('the Lambda handler on a cluster', () => {
       () => ({ REDIS_URL: `redis://127.0.0.1:${cluster.nodes[2]?.port}`, REDIS_CLUSTER: 'true' }),
     ],
   ])('%s: marks every queue on one invocation and recovers on the next, no queue error', async (_label, prefix, redisEnv) => {
-    for (const q of queues) await buildCrashedState(client, q, 3, { idPrefix: 'h', prefix, attempts: q === queues[2] ? 1 : 3 })
+    for (const q of queues) {
+      const ids = await buildCrashedState(client, q, 3, { idPrefix: 'h', prefix, attempts: q === queues[2] ? 1 : 3 })
+      // The third queue's jobs stalled once before: this stall is one too many (maxStalledCount 1).
+      if (q === queues[2]) for (const id of ids) await client.hset(queueKeys(prefix, q).job(id), 'stalledCounter', '1')
+    }
     // No QUEUES: the queues come from the registry key, which lives on a slot of its own.
     const handler = createHandler({ ...redisEnv(), PREFIX: prefix, METRICS_MODE: 'off', IS_LOCAL: 'true', SWEEP_GRACE_MS: '0' })
 
@@ -258,7 +263,11 @@ describe('the Lambda handler on a cluster', () => {
       completed: 0,
       failed: 3,
     })
-    expect(await new Queue(q1, { connection: client, prefix }).getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    expect(await new Queue(q1, { connection: client, prefix }).getJob('h1')).toMatchObject({
+      state: 'wait',
+      attemptsMade: 0,
+      stalledCounter: 1,
+    })
     expect(logs.join('\n')).not.toMatch(/CROSSSLOT|"level":"ERROR"/)
     expect(logs.filter((l) => l.includes('"message":"sweep"'))).toHaveLength(6)
   })

@@ -18,8 +18,15 @@ afterEach(async () => {
   await Promise.all(children.splice(0).map((c) => c.stop()))
 })
 
-async function workerHolding(ids: string[], attempts = 3): Promise<WorkerProcess> {
-  const w = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '400', HEARTBEAT_MS: '100', CONCURRENCY: String(ids.length) })
+async function workerHolding(ids: string[], attempts = 3, env: Record<string, string> = {}): Promise<WorkerProcess> {
+  const w = await spawnWorker({
+    REDIS_URL: redis.url,
+    QUEUE: 'q',
+    LOCK_MS: '400',
+    HEARTBEAT_MS: '100',
+    CONCURRENCY: String(ids.length),
+    ...env,
+  })
   children.push(w)
   for (const id of ids) await queue.add('job', { id }, { jobId: id, attempts })
   await waitFor(() => ids.every((id) => w.active().includes(id)), { what: `worker to take ${ids.join(',')}` })
@@ -28,7 +35,7 @@ async function workerHolding(ids: string[], attempts = 3): Promise<WorkerProcess
 
 const leaseGone = (id: string) => waitFor(async () => (await redis.client.exists(keys.lock(id))) === 0, { what: `lease of ${id} to lapse` })
 
-it('a worker killed with SIGKILL has its jobs marked by the first sweep and recovered by the second, attempts + 1', async () => {
+it('a worker killed with SIGKILL has its jobs marked by the first sweep and recovered by the second, a stall counted (no attempt)', async () => {
   const w = await workerHolding(['k1', 'k2'])
 
   w.kill('SIGKILL')
@@ -39,7 +46,8 @@ it('a worker killed with SIGKILL has its jobs marked by the first sweep and reco
   expect(first.marked.sort()).toEqual(['k1', 'k2'])
   expect(first.recovered).toEqual([])
   expect(second.recovered.sort()).toEqual(['k1', 'k2'])
-  for (const id of ['k1', 'k2']) expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 1 })
+  for (const id of ['k1', 'k2'])
+    expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1, attemptsStarted: 1 })
   expect((await redis.client.lrange(keys.wait, 0, -1)).sort()).toEqual(['k1', 'k2'])
 })
 
@@ -61,8 +69,9 @@ it('a worker paused with SIGSTOP past its lease and resumed before the second sw
   expect(await queue.getJob('p1')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 1 })
 })
 
-it("a killed worker's job on its last attempt lands in failed", async () => {
-  const w = await workerHolding(['last'], 1)
+it("a killed worker's job past its stall allowance (a worker's maxStalledCount 0) lands in failed", async () => {
+  const w = await workerHolding(['last'], 1, { MAX_STALLED_COUNT: '0' })
+  await waitFor(async () => (await redis.client.hget(keys.meta, 'maxStalledCount')) === '0', { what: 'the allowance in meta' })
 
   w.kill('SIGKILL')
   await leaseGone('last')
@@ -71,8 +80,8 @@ it("a killed worker's job on its last attempt lands in failed", async () => {
 
   expect(second.failed).toEqual(['last'])
   const job = await queue.getJob('last')
-  expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 })
-  expect(job?.failedReason).toMatch(/stalled/)
+  expect(job).toMatchObject({ state: 'failed', attemptsMade: 0, stalledCounter: 1 })
+  expect(job?.failedReason).toBe('job stalled more than allowable limit')
   expect(await queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
 })
 
@@ -89,5 +98,5 @@ it('a recovered job is taken again by a healthy worker and completed', async () 
   healthy.finish('again')
   await healthy.waitForMessage('completed', 'again')
 
-  expect(await queue.getJob('again')).toMatchObject({ state: 'completed', attemptsMade: 2, attemptsStarted: 2 })
+  expect(await queue.getJob('again')).toMatchObject({ state: 'completed', attemptsMade: 1, stalledCounter: 1, attemptsStarted: 2 })
 })

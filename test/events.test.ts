@@ -95,14 +95,15 @@ describe('QueueEvents', () => {
     expect(await fx.queue.getJob('u')).toMatchObject({ state: 'failed', attemptsMade: 1 })
   })
 
-  it('the sweep recovering a stalled job emits waiting then stalled; one failed on its last attempt emits failed', async () => {
-    await crashedJobs(redis.client, 'q', 2, { attempts: 1 })
+  it('the sweep recovering a stalled job emits waiting then stalled; one stalled past maxStalledCount emits failed', async () => {
+    const twice = await crashedJobs(redis.client, 'q', 2, { attempts: 1 })
+    for (const id of twice) await redis.client.hset(fx.keys.job(id), 'stalledCounter', '1') // stalled once before
     await crashedJobs(redis.client, 'q', 1, { attempts: 2, idPrefix: 'r' })
     const events = await listen()
     const heard = record(events, ALL)
     await sweep(redis.client, 'q', { graceMs: 0 })
     await sweep(redis.client, 'q', { graceMs: 0 })
-    await waitFor(() => heard.length >= 6, { what: 'the sweep events' })
+    await waitFor(() => heard.length >= 4, { what: 'the sweep events' })
 
     expect(heard.filter(([, p]) => (p as { jobId: string }).jobId === 'r0').map(([name, p]) => [name, p])).toEqual([
       ['waiting', { jobId: 'r0', prev: 'active' }],

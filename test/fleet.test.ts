@@ -98,7 +98,7 @@ describe('workers joining a busy one', () => {
 })
 
 describe("a busy worker's hand", () => {
-  it('leases only the jobs it runs: a priority-1 job waits behind few, and a SIGKILL charges only the started jobs', async () => {
+  it('leases only the jobs it runs: a priority-1 job waits behind few, and a SIGKILL counts a stall for the started jobs only', async () => {
     const concurrency = 2
     await addBacklog(3_000, { priority: 10, removeOnComplete: false })
     const w = await spawn({ CONCURRENCY: String(concurrency), WORK_MIN_MS: '1', WORK_MAX_MS: '3', LOCK_MS: '500', HEARTBEAT_MS: '100' })
@@ -117,7 +117,7 @@ describe("a busy worker's hand", () => {
     const ahead = w.messages.filter((m) => m.t === 's' && (m.at ?? 0) > addedAfter && (m.at ?? 0) < (urgentStart.at ?? 0))
     expect(ahead.length).toBeLessThanOrEqual(2 * concurrency + AHEAD_ROOM)
 
-    // Killed mid-run: the sweeps charge an attempt to the running jobs only; the rest go back unstarted.
+    // Killed mid-run: the sweeps count a stall for the running jobs only; the rest go back unstarted.
     w.proc.kill('SIGKILL')
     await w.closed
     w.killed = true
@@ -136,7 +136,7 @@ describe("a busy worker's hand", () => {
     expect(counts.wait + counts.prioritized + counts.completed).toBe(3_001)
     const ended = new Set(w.messages.filter((m) => m.t === 'c').map((m) => m.id))
     const waiting = await queue.getJobs('prioritized', 0, -1)
-    const charged = waiting.filter((j: Job) => j.attemptsMade > 0).map((j: Job) => j.id)
+    const charged = waiting.filter((j: Job) => j.stalledCounter > 0).map((j: Job) => j.id)
     expect(charged.sort()).toEqual([...recovered].sort())
     expect(charged.every((id) => !ended.has(id))).toBe(true)
     await queue.close()

@@ -91,12 +91,12 @@ describe('what a job stores', () => {
       'workerName',
     ])
     const job = (await fx.queue.getJob('w')) as Job
-    expect(job).toMatchObject({ attempts: 3, attemptsMade: 1, attemptsStarted: 1, returnValue: 'done', stacktrace: [], priority: 0 })
+    expect(job).toMatchObject({ attempts: 1, attemptsMade: 1, attemptsStarted: 1, returnValue: 'done', stacktrace: [], priority: 0 })
     expect(job.createdOn).toBeGreaterThan(0)
   })
 
   it('an option given with its default value is not stored either; any other value is', async () => {
-    await fx.queue.add('x', {}, { jobId: 'same', attempts: 3, removeOnComplete: { count: 1000, age: 86_400 }, stackTraceLimit: 10 })
+    await fx.queue.add('x', {}, { jobId: 'same', attempts: 1, removeOnComplete: { count: 1000, age: 86_400 }, stackTraceLimit: 10 })
     await fx.queue.add('x', {}, { jobId: 'other', attempts: 4, removeOnComplete: 5, stackTraceLimit: 2 })
     expect(await fields('same')).toEqual(['createdOn', 'data', 'name', 'state'])
     expect(await fields('other')).toEqual(['attempts', 'createdOn', 'data', 'keep', 'name', 'stackTraceLimit', 'state'])
@@ -113,11 +113,11 @@ describe('what a job stores', () => {
     expect(await fields('plain2')).toEqual(['createdOn', 'data', 'name', 'state'])
     expect(await fields('tuned')).toEqual(['attempts', 'createdOn', 'data', 'name', 'priority', 'state'])
     expect(await fx.queue.getJob('tuned')).toMatchObject({ attempts: 7, priority: 2, state: 'prioritized', data: { n: 2 } })
-    expect(await fx.queue.getJob('plain2')).toMatchObject({ attempts: 3, state: 'wait', data: { n: 3 } })
+    expect(await fx.queue.getJob('plain2')).toMatchObject({ attempts: 1, state: 'wait', data: { n: 3 } })
   })
 
   it("a waiting job's wait starts at createdOn until it re-enters the line (the reaper's oldest-wait age)", async () => {
-    const job = await fx.queue.add('x', {}, { jobId: 'old', backoff: 60_000 })
+    const job = await fx.queue.add('x', {}, { jobId: 'old', attempts: 3, backoff: 60_000 })
     expect(await fields('old')).not.toContain('waitingSince')
     expect(await waitingSince(redis.client, fx.queue.keys, 'old')).toBe(job.createdOn)
     const w = fx.worker(async () => {

@@ -132,9 +132,12 @@ describe('the whole flow under the guard', () => {
   })
 
   it('close() past closeTimeout returns the running job to wait without using an attempt; another worker completes it', async () => {
-    const first = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
-      closeTimeout: 50,
-    })
+    const first = worker(
+      (_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      {
+        closeTimeout: 50,
+      },
+    )
     const active = nextEvent(first, 'active')
     await fx.queue.add('job', {}, { jobId: 'c' })
     await active
@@ -149,7 +152,7 @@ describe('the whole flow under the guard', () => {
   it('a lapsed lease is taken back by the next heartbeat; after a sweep recovers the job the heartbeat reports it lost and the finish is fenced', async () => {
     const clock = new ManualClock()
     const lost: string[] = []
-    const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
+    const w = worker((_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
       clock,
       lockDuration: 200,
       heartbeatInterval: 100,
@@ -179,7 +182,7 @@ describe('the whole flow under the guard', () => {
     const again = await waitFor(async () => ((await fx.queue.getJob('p'))?.attemptsStarted === 2 ? fx.queue.getJob('p') : undefined), {
       what: 'the recovered job to be taken again',
     })
-    expect(again).toMatchObject({ state: 'active', attemptsMade: 1 })
+    expect(again).toMatchObject({ state: 'active', attemptsMade: 0, stalledCounter: 1 })
     expect(lost).toEqual(['p'])
     // close() waits closeTimeout by the worker's clock: move it until close returns the second run to wait.
     let closed = false
@@ -191,14 +194,14 @@ describe('the whole flow under the guard', () => {
       },
       { what: 'close() with a manual clock' },
     )
-    expect(await fx.queue.getJob('p')).toMatchObject({ state: 'wait', attemptsMade: 1, attemptsStarted: 2 })
+    expect(await fx.queue.getJob('p')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 2 })
     const { add, take, extend, reclaim, finish, probe, sweepStep } = SCRIPT_FILES
     await expectGuardedScriptsRan([add, take, extend, reclaim, finish, probe, sweepStep])
   })
 
-  it("sweep(): a crashed worker's jobs are marked, recovered, and failed at their last attempt (several script steps)", async () => {
+  it("sweep(): a crashed worker's jobs are marked, recovered, and failed past their stall allowance (several script steps)", async () => {
     const ids = await crashedJobs(redis.client, 'q', 5, { attempts: 3 })
-    const lastIds = await crashedJobs(redis.client, 'last', 2, { attempts: 1 })
+    const lastIds = await stalledBefore(await crashedJobs(redis.client, 'last', 2, { attempts: 1 }))
 
     const mark = await sweep(redis.url, 'q', { limit: 2, graceMs: 0 })
     const recover = await sweep(redis.url, 'q', { limit: 2, graceMs: 0 })
@@ -207,7 +210,7 @@ describe('the whole flow under the guard', () => {
 
     expect(mark.marked.sort()).toEqual([...ids].sort())
     expect(recover.recovered.sort()).toEqual([...ids].sort())
-    for (const id of ids) expect(await fx.queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    for (const id of ids) expect(await fx.queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
     expect(fail).toEqual({ marked: [], recovered: [], failed: [...lastIds].sort() })
     const last = new Queue('last', { connection: redis.client })
     expect(await last.getJob('j0')).toMatchObject({ state: 'failed', failedReason: expect.stringMatching(/stalled/) })
@@ -346,7 +349,7 @@ describe('the whole flow under the guard', () => {
 
   it('a Lambda handler that publishes claims the failed jobs, then settles its claim', async () => {
     const logs = captureLogs()
-    await crashedJobs(redis.client, 'last', 2, { attempts: 1 })
+    await stalledBefore(await crashedJobs(redis.client, 'last', 2, { attempts: 1 }))
     const env = { REDIS_URL: redis.url, METRICS_MODE: 'emf', IS_LOCAL: 'true', SWEEP_GRACE_MS: '0' }
     const handler = createHandler({ ...env, SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10' })
     try {
@@ -360,6 +363,12 @@ describe('the whole flow under the guard', () => {
     await expectGuardedScriptsRan([SCRIPT_FILES.claim, SCRIPT_FILES.settle])
   })
 })
+
+/** Jobs of queue 'last' that stalled once before: their next stall fails them (maxStalledCount 1). */
+async function stalledBefore(ids: string[]): Promise<string[]> {
+  for (const id of ids) await redis.client.hset(queueKeys('emq', 'last').job(id), 'stalledCounter', '1')
+  return ids
+}
 
 describe('the guard fires', () => {
   // Made-up scripts, run straight through the client: they are probes of the guard, not EchoMQ commands.

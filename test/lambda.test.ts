@@ -188,7 +188,7 @@ it('killed with SIGKILL while holding a job: the sweep recovers it, and the invo
   await sweep(redis.url, 'q', { graceMs: 0 })
   const second = await sweep(redis.url, 'q', { graceMs: 0 })
   expect(second.recovered).toEqual(['h1'])
-  expect(await queue.getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 1 })
+  expect(await queue.getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
   await waitFor(async () => (await backlog(redis.client, keys)).live === 0, { what: 'the killed invocation to stop counting' })
 })
 
@@ -210,7 +210,7 @@ it('frozen with SIGSTOP while holding a job: the sweep recovers it, and the thaw
 
   const { result } = await fn.next('result')
   expect(result).toMatchObject({ processed: 1, completed: 0 })
-  expect(await queue.getJob('f1')).toMatchObject({ state: 'wait', attemptsMade: 1 })
+  expect(await queue.getJob('f1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
   expect(await queue.getJobCounts('completed')).toEqual({ completed: 0 })
 })
 

@@ -116,7 +116,7 @@ describe('retries with backoff', () => {
       const recovered = await sweep(redis.client, 'q', { graceMs: 0 })
 
       expect(recovered.recovered).toEqual(['s'])
-      expect(await fx.queue.getJob('s')).toMatchObject({ state: 'wait', attemptsMade: 1 })
+      expect(await fx.queue.getJob('s')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
       expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual(['s'])
     } finally {
       await held.stop()
@@ -357,7 +357,7 @@ describe('worker names', () => {
     expect((await fx.queue.getJob('default'))?.workerName).toBe(`${hostname()}:${process.pid}`)
   })
 
-  it("a killed worker's name is in its stalled job's reason", async () => {
+  it("a killed worker's name is in its recovered job's lastError", async () => {
     const held = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '300', HEARTBEAT_MS: '100', WORKER_NAME: 'host-a:41' })
     try {
       await fx.queue.add('x', {}, { jobId: 'k', attempts: 1 })
@@ -367,9 +367,9 @@ describe('worker names', () => {
       await sweep(redis.client, 'q', { graceMs: 0 })
       await sweep(redis.client, 'q', { graceMs: 0 })
       expect(await fx.queue.getJob('k')).toMatchObject({
-        state: 'failed',
+        state: 'wait',
         workerName: 'host-a:41',
-        failedReason: expect.stringMatching(/\(worker host-a:41\)/),
+        lastError: expect.stringMatching(/\(worker host-a:41\)/),
       })
     } finally {
       await held.stop()
@@ -383,7 +383,11 @@ describe('bad input changes nothing', () => {
     ['a non-finite delay', { delay: Number.POSITIVE_INFINITY }, /delay .* got: Infinity/],
     ['a delay that is not a number', { delay: Number.NaN }, /delay .* got: NaN/],
     ['a fractional delay', { delay: 1.5 }, /delay/],
-    ['an unknown backoff type', { backoff: { type: 'linear', delay: 10 } }, /backoff.type to be one of fixed, exponential/],
+    [
+      'a backoff type that is not a name',
+      { backoff: { type: 'linear,2', delay: 10 } },
+      /backoff.type to be fixed, exponential or a custom name/,
+    ],
     ['a backoff without a delay', { backoff: { type: 'fixed' } }, /backoff.delay/],
     ['a jitter above 1', { backoff: { type: 'fixed', delay: 10, jitter: 2 } }, /jitter/],
     ['an unknown backoff option', { backoff: { type: 'fixed', delay: 10, factor: 2 } }, /unknown backoff option "factor"/],

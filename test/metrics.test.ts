@@ -18,7 +18,7 @@ import { type QueueRun, totals } from '../lib/reaper/run.js'
 import { CLOUDWATCH_REQUEST_ID, type CloudWatchEndpoint, startBlackhole, startCloudWatchEndpoint } from './helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from './helpers/local-aws.js'
 import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
 
 const when = new Date('2026-11-30T12:00:00Z')
@@ -347,7 +347,7 @@ describe('the handler publishes what its sweeps did', () => {
   const metric = (name: string) => endpoint.requests[0]?.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)
 
   it('one PutMetricData request per invocation, totals decoded from the wire', async () => {
-    await crashedJobs(redis.client, 'emails', 2, { attempts: 1 })
+    await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     await crashedJobs(redis.client, 'sms', 1)
 
     await invoke({ SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10', METRICS_NAMESPACE: 'EchoMQ/test' })

@@ -13,7 +13,7 @@ import { finish, take } from '../lib/redis/commands.js'
 import { discoveryKey, queueKeys } from '../lib/redis/keys.js'
 import { countingClient } from './helpers/counting.js'
 import { useQueue } from './helpers/fixture.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 
@@ -202,7 +202,7 @@ describe('the sweep', () => {
   })
 
   it('keeps failed within its retention when the sweep itself fails the jobs', async () => {
-    await crashedJobs(redis.client, 'q', 4, { attempts: 1, removeOnFail: 3 })
+    await stalledBefore(redis.client, 'q', await crashedJobs(redis.client, 'q', 4, { attempts: 1, removeOnFail: 3 }))
 
     await sweep(redis.client, 'q', { graceMs: 0 })
     const second = await sweep(redis.client, 'q', { graceMs: 0 })

@@ -42,19 +42,22 @@ describe('priorities', () => {
   })
 
   it('a stalled job recovered by the sweep, a job a closing worker returns and a retry keep their priority', async () => {
-    await fx.queue.add('x', {}, { jobId: 'st', priority: 5 })
+    await fx.queue.add('x', {}, { jobId: 'st', priority: 5, attempts: 3 })
     await holdJobs(redis.client, 'q', 1, { leaseMs: 1 })
     await waitFor(async () => (await redis.client.exists(fx.keys.lock('st'))) === 0, { what: 'the lease to lapse' })
     await sweep(redis.client, 'q', { graceMs: 0 })
     await sweep(redis.client, 'q', { graceMs: 0 })
-    expect(await fx.queue.getJob('st')).toMatchObject({ state: 'prioritized', attemptsMade: 1 })
+    expect(await fx.queue.getJob('st')).toMatchObject({ state: 'prioritized', attemptsMade: 0, stalledCounter: 1 })
 
-    const closing = fx.worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
-      closeTimeout: 50,
-    })
+    const closing = fx.worker(
+      (_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+      {
+        closeTimeout: 50,
+      },
+    )
     await waitFor(async () => (await fx.queue.getJob('st'))?.state === 'active', { what: 'taken again' })
     await closing.close()
-    expect(await fx.queue.getJob('st')).toMatchObject({ state: 'prioritized', attemptsMade: 1 })
+    expect(await fx.queue.getJob('st')).toMatchObject({ state: 'prioritized', attemptsMade: 0 })
 
     await fx.queue.add('x', {}, { jobId: 'later', priority: 9 })
     let runs = 0

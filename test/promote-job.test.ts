@@ -113,7 +113,7 @@ describe("a job's stored options", () => {
     expect((await fx.queue.getJob('b'))?.opts).toEqual({
       jobId: 'b',
       timestamp: expect.any(Number),
-      attempts: 3,
+      attempts: 1,
       backoff: { type: 'fixed', delay: 250 },
       removeOnComplete: false,
       removeOnFail: 7,
@@ -122,7 +122,7 @@ describe("a job's stored options", () => {
     expect((await fx.queue.getJob('c'))?.opts).toEqual({
       jobId: 'c',
       timestamp: expect.any(Number),
-      attempts: 3,
+      attempts: 1,
       removeOnComplete: { count: 1000, age: 86_400 },
       removeOnFail: { age: 1_000 },
       stackTraceLimit: 10,
@@ -133,7 +133,7 @@ describe("a job's stored options", () => {
     expect((await fx.queue.getJob('d'))?.opts).toEqual({
       jobId: 'd',
       timestamp: expect.any(Number),
-      attempts: 3,
+      attempts: 1,
       removeOnComplete: { count: 1000, age: 86_400 },
       removeOnFail: { count: 10_000, age: 604_800 },
       stackTraceLimit: 10,

@@ -16,7 +16,7 @@ import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './helpers/clou
 import { stubLocalAws } from './helpers/local-aws.js'
 import { type CapturedLogs, captureLogs, type LogLine } from './helpers/log-lines.js'
 import { logsInsights, metricFilterMatches } from './helpers/logs-insights.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 
@@ -87,7 +87,7 @@ describe('JobsFailed: a count leaves Redis only once published (finding 2)', () 
 
 describe('the sweep as it happens (finding 8)', () => {
   it('jobs the sweep itself fails are counted in the same invocation', async () => {
-    await crashedJobs(redis.client, 'emails', 2, { attempts: 1 })
+    await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     // Two sweeps: the first marks, the second fails them (no attempt left).
     await invoke({ SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10' })
     expect(published(METRIC_NAMES.JobsFailed)).toEqual([2])
@@ -161,7 +161,7 @@ describe('log lines as Powertools writes them (finding 7)', () => {
   })
 
   it("docs/reaper.md's Logs Insights queries and the metric filter, run on the lines themselves", async () => {
-    await crashedJobs(redis.client, 'emails', 2, { attempts: 1 })
+    await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     await crashedJobs(redis.client, 'sms', 1)
     new Queue('broken', { connection: redis.client })
     await redis.client.set(queueKeys('emq', 'broken').active, 'not a sorted set')

@@ -7,7 +7,7 @@ import { reaperConfig } from '../lib/reaper/config.js'
 import { createReaper, runReaper } from '../lib/reaper/reaper.js'
 import { queueKeys } from '../lib/redis/keys.js'
 import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { freePort, startRedis, useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 
@@ -42,13 +42,13 @@ describe('handler', () => {
     expect(first).toEqual({ sweeps: 1, queues: { emails: { marked: 3, recovered: 0, failed: 0 } } })
     expect(second).toEqual({ sweeps: 1, queues: { emails: { marked: 0, recovered: 3, failed: 0 } } })
     const q = new Queue('emails', { connection: redis.client })
-    for (const id of ids) expect(await q.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    for (const id of ids) expect(await q.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
     const lines = logs.map((l) => JSON.parse(l) as { message: string; queue?: string })
     expect(lines.filter((l) => l.message === 'sweep' && l.queue === 'emails')).toHaveLength(2)
   })
 
   it('runs SWEEPS_PER_INVOCATION sweeps spaced SWEEP_INTERVAL_MS apart and sums them', async () => {
-    await crashedJobs(redis.client, 'emails', 2, { attempts: 1 })
+    await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     const handler = createHandler(env({ SWEEPS_PER_INVOCATION: '3', SWEEP_INTERVAL_MS: '20' }))
 
     const summary = await handler(undefined, context)

@@ -23,7 +23,7 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     expect((await q.getJob('live'))?.state).toBe('active')
   })
 
-  it('marks a job whose lease is gone, then recovers it on the next sweep with attemptsMade + 1', async () => {
+  it('marks a job whose lease is gone, then recovers it on the next sweep with stalledCounter + 1 (no attempt used)', async () => {
     const [id] = await crashedJobs(redis.client, 'q', 1)
 
     const first = await sweep(redis.client, 'q', { graceMs: 0 })
@@ -34,21 +34,23 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     expect(first).toEqual({ marked: [id], recovered: [], failed: [] })
     expect(afterFirst).toMatchObject({ state: 'active', attemptsMade: 0 })
     expect(second).toEqual({ marked: [], recovered: [id], failed: [] })
-    expect(await q.getJob(id as string)).toMatchObject({ state: 'wait', attemptsMade: 1 })
+    expect(await q.getJob(id as string)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
     expect(await redis.client.lrange(keys.wait, -1, -1)).toEqual([id]) // served next
     expect(await q.counts()).toEqual({ wait: 1, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 0 })
   })
 
-  it('moves a stalled job on its last attempt to failed, with a reason that says it stalled', async () => {
-    const [id] = await crashedJobs(redis.client, 'q', 1, { attempts: 1 })
+  it("moves a job stalled past maxStalledCount to failed, with BullMQ's reason, whatever attempts are left", async () => {
+    const [id] = await crashedJobs(redis.client, 'q', 1, { attempts: 3 })
+    await redis.client.hset(keys.job(id as string), 'stalledCounter', '1') // stalled once before
 
     await sweep(redis.client, 'q', { graceMs: 0 })
     const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
     const job = await new Queue('q', { connection: redis.client }).getJob(id as string)
     expect(second).toEqual({ marked: [], recovered: [], failed: [id] })
-    expect(job).toMatchObject({ state: 'failed', attemptsMade: 1 })
-    expect(job?.failedReason).toMatch(/stalled/)
+    expect(job).toMatchObject({ state: 'failed', attemptsMade: 0 })
+    expect(job?.failedReason).toBe('job stalled more than allowable limit')
+    expect(job?.stalledCounter).toBe(2)
     expect(await redis.client.llen(keys.wait)).toBe(0)
     expect(await redis.client.zscore(keys.failed, id as string)).not.toBeNull()
   })
@@ -126,7 +128,7 @@ describe('sweep: overlapping sweeps', () => {
     const recovered = results.flatMap((r) => r.recovered)
     const wait = await redis.client.lrange(keys.wait, 0, -1)
     const q = new Queue('q', { connection: redis.client })
-    const attempts = await Promise.all(ids.map(async (id) => (await q.getJob(id))?.attemptsMade))
+    const attempts = await Promise.all(ids.map(async (id) => (await q.getJob(id))?.stalledCounter))
     expect(recovered).toHaveLength(500)
     expect(new Set(recovered).size).toBe(500)
     expect(wait).toHaveLength(500)

@@ -44,10 +44,10 @@ describe('the workers page', () => {
   it('lists an idle worker, a busy one with its jobs in flight, and a dead one still holding jobs as gone', async () => {
     const q = queue('mail')
     await crashedJobs(redis.client, 'mail', 2) // two jobs held by 'dead-worker', whose leases lapsed
-    const busy = worker('mail', idle, { name: 'busy-1', concurrency: 3, closeTimeout: 100 })
+    const busy = worker('mail', idle, { name: 'busy-1', concurrency: 3, closeTimeout: 100, skipStalledCheck: true })
     await q.addBulk([1, 2, 3].map((i) => ({ name: 'send', data: { i } })))
     await waitFor(async () => (await q.counts()).active === 5, { what: 'five jobs in flight' })
-    worker('mail', idle, { name: 'idle-1' })
+    worker('mail', idle, { name: 'idle-1', skipStalledCheck: true })
     await waitFor(async () => (await q.getWorkersCount()) === 2, { what: 'two workers connected' })
     expect(busy.isRunning()).toBe(true)
     const d = await dashboard()

@@ -70,7 +70,7 @@ describe('job ids', () => {
   it('adding an existing jobId returns the stored job and changes nothing', async () => {
     const before = await snapshot(redis.client)
     const again = await queue.add('other-name', { different: 1 }, { jobId: 'seed', attempts: 9 })
-    expect(again).toMatchObject({ id: 'seed', name: 'seed', data: { existing: true }, attempts: 3, state: 'wait' })
+    expect(again).toMatchObject({ id: 'seed', name: 'seed', data: { existing: true }, attempts: 1, state: 'wait' })
     expect(await snapshot(redis.client)).toEqual(before)
   })
 })

@@ -29,7 +29,7 @@ export const demo = command({
 
 Starts three worker processes (w1, w2, w3) holding a few jobs each. By default w1 is killed (SIGKILL),
 w2 is paused (SIGSTOP) past its lease and resumed (SIGCONT) before the second sweep, and w3 stays healthy;
-one of the killed worker's jobs is on its last attempt. Then sweep 1 and sweep 2, each with a readout.
+one of the killed worker's jobs has stalled once before (its second stall fails it). Then sweep 1 and sweep 2, each with a readout.
 Without --redis-url, REDIS_URL or REDIS_URL_PARAMETER it starts its own redis-server in a temporary directory.
 
   --kill <w,...>      workers to kill (default w1; "none" for none)
@@ -79,7 +79,7 @@ Without --redis-url, REDIS_URL or REDIS_URL_PARAMETER it starts its own redis-se
     if (json) {
       out(
         JSON.stringify({
-          jobs: jobs.map(({ id, worker, sweep1, sweep2, attemptsMade }) => ({ id, worker, sweep1, sweep2, attemptsMade })),
+          jobs: jobs.map(({ id, worker, sweep1, sweep2, stalls }) => ({ id, worker, sweep1, sweep2, stalls })),
         }),
       )
     }

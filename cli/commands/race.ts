@@ -46,7 +46,7 @@ Without --redis-url, REDIS_URL or REDIS_URL_PARAMETER it starts its own redis-se
           row('recoveries', (s) => s.recoveries),
           row('jobs recovered more than once (extra recoveries)', (s) => s.duplicates),
           row('duplicate entries in wait', (s) => s.waitDuplicates),
-          row('attempts mis-incremented', (s) => s.attemptsWrong),
+          row('stall counts mis-incremented', (s) => s.attemptsWrong),
         ],
       ),
     )

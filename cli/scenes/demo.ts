@@ -1,14 +1,15 @@
 /**
  * `echomq demo`: the design document's scene with real worker processes over a fixed in-flight set.
  * Workers w1, w2, w3 each hold a few jobs; by default w1 is killed (SIGKILL), w2 paused (SIGSTOP) past its
- * lease and resumed (SIGCONT) before the second sweep, w3 healthy; one of the killed worker's jobs is on
- * its last attempt. Sweep 1 and sweep 2 each end with a readout, one row per job.
+ * lease and resumed (SIGCONT) before the second sweep, w3 healthy; one of the killed worker's jobs has
+ * stalled once before, so this stall is one too many (maxStalledCount 1). Sweep 1 and sweep 2 each end
+ * with a readout, one row per job.
  */
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { Queue, type SweepResult, sweep } from '../../lib/index.js'
 import { queueKeys } from '../../lib/redis/keys.js'
-import { deleteUnderPrefix as deletePrefix, leaseStates, liveLeases } from '../../lib/redis/queries.js'
+import { deleteUnderPrefix as deletePrefix, leaseStates, liveLeases, recordPastStalls } from '../../lib/redis/queries.js'
 import { table } from '../format.js'
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.js'
 
@@ -31,8 +32,8 @@ export interface DemoJob {
   worker: Role
   sweep1: 'left alone' | 'marked'
   sweep2: 'left alone' | 'recovered' | 'failed'
-  /** After sweep 2, as in the readout. */
-  attemptsMade: number
+  /** Stalls counted after sweep 2 (stalledCounter), as in the readout. */
+  stalls: number
   finalAttemptsMade: number
   finalState: string
   /** The live worker that ran a recovered job again. */
@@ -43,7 +44,8 @@ interface Slot {
   id: string
   name: string
   role: Role
-  attempts: number
+  /** Stalls before this run (1 for the job that stalls once too often). */
+  stalledBefore: number
   process?: WorkerProcess
 }
 
@@ -69,7 +71,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
         id: `job-${++n}`,
         name,
         role,
-        attempts: name === firstKilled && i === count - 1 ? 1 : 3,
+        stalledBefore: name === firstKilled && i === count - 1 ? 1 : 0,
       }))
       const w = await spawnWorker({
         REDIS_URL: o.redisUrl,
@@ -80,13 +82,16 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
         CONCURRENCY: String(count),
       })
       workers.set(name, w)
-      for (const s of mine) await queue.add('send-email', { to: `${s.id}@example.com` }, { jobId: s.id, attempts: s.attempts })
+      for (const s of mine) {
+        await queue.add('send-email', { to: `${s.id}@example.com` }, { jobId: s.id, attempts: 3 })
+        if (s.stalledBefore > 0) await recordPastStalls(redis, keys, s.id, s.stalledBefore)
+      }
       await Promise.all(mine.map((s) => w.waitForMessage('active', s.id)))
       slots.push(...mine)
     }
     o.say(
       `${slots.length} jobs in flight on 3 workers (lease ${o.leaseMs} ms, heartbeat ${Math.floor(o.leaseMs / 4)} ms); ` +
-        (firstKilled ? `${firstKilled}'s last job is on its last attempt` : 'no worker is killed'),
+        (firstKilled ? `${firstKilled}'s last job has stalled once before (maxStalledCount 1)` : 'no worker is killed'),
     )
 
     for (const [name, w] of workers) {
@@ -125,7 +130,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
 
     const second = await sweep(redis, 'demo', { prefix, graceMs: 0 })
     const afterSweep2 = new Map<string, number>()
-    for (const s of slots) afterSweep2.set(s.id, (await queue.getJob(s.id))?.attemptsMade ?? 0)
+    for (const s of slots) afterSweep2.set(s.id, (await queue.getJob(s.id))?.stalledCounter ?? 0)
     o.say('\nsweep 2 (the paused worker renewed in time)')
     o.say(await readout(redis, queue, keys, slots, second))
 
@@ -160,7 +165,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoJob[]> {
         worker: s.role,
         sweep1: first.marked.includes(s.id) ? 'marked' : 'left alone',
         sweep2: second.recovered.includes(s.id) ? 'recovered' : second.failed.includes(s.id) ? 'failed' : 'left alone',
-        attemptsMade: afterSweep2.get(s.id) ?? 0,
+        stalls: afterSweep2.get(s.id) ?? 0,
         finalAttemptsMade: job?.attemptsMade ?? 0,
         finalState: job?.state ?? 'missing',
         ...(rerun.has(s.id) ? { rerunBy: rerun.get(s.id) } : {}),
@@ -197,9 +202,9 @@ function names(roles: Record<string, Role>, role: Role): string {
 function story(j: DemoJob): string {
   if (j.sweep2 === 'recovered') {
     const again = j.rerunBy ? `, run again by ${j.rerunBy}: ${j.finalState}` : ''
-    return `worker died; marked, then recovered to wait${again} (attempts used: ${j.finalAttemptsMade})`
+    return `worker died; marked, then recovered to wait${again} (stalls: ${j.stalls}, attempts used: ${j.finalAttemptsMade})`
   }
-  if (j.sweep2 === 'failed') return `worker died on its last attempt; marked, then failed (attempts used: ${j.finalAttemptsMade})`
+  if (j.sweep2 === 'failed') return `worker died; stalled once too often (stalls: ${j.stalls}): failed`
   if (j.sweep1 === 'marked') return `worker paused past its lease; marked, renewed before sweep 2, ${j.finalState}`
   return `lease kept alive; left alone, ${j.finalState}`
 }
@@ -221,9 +226,10 @@ async function readout(
       ttl > 0 ? `alive, ${ttl} ms left` : 'lapsed',
       verdict(s.id, result),
       `${job?.attemptsMade ?? 0}/${job?.attempts ?? 0}`,
+      String(job?.stalledCounter ?? 0),
     ])
   }
-  return table(['job', 'worker', 'lease', 'verdict', 'attempts'], rows)
+  return table(['job', 'worker', 'lease', 'verdict', 'attempts', 'stalls'], rows)
 }
 
 async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {

@@ -4,7 +4,7 @@
  * recoveries are counted per job.
  *
  * The app-side checker below is the labelled UNSAFE contrast (the Go port's StalledChecker algorithm:
- * list active, then per job EXISTS lock, remove, push, and increment attempts client-side, each a
+ * list active, then per job EXISTS lock, remove, push, and increment the stall count client-side, each a
  * separate round trip). It lives only here; the library never does this.
  */
 import { Redis } from 'ioredis'
@@ -19,7 +19,7 @@ export interface RaceSide {
   duplicates: number
   /** Entries in wait beyond one per job. */
   waitDuplicates: number
-  /** Jobs whose attemptsMade is not exactly one more than before. */
+  /** Jobs whose stall count (stalledCounter) is not exactly one more than before. */
   attemptsWrong: number
 }
 
@@ -34,15 +34,15 @@ async function unsafeAppSideChecker(client: Redis, keys: QueueKeys, recoveries: 
     if ((await client.exists(keys.lock(id))) === 1) continue
     await client.zrem(keys.active, id) // the count it returns is ignored, as in the Go port
     await client.lpush(keys.wait, id)
-    const made = Number(await client.hget(keys.job(id), 'attemptsMade'))
-    await client.hset(keys.job(id), 'attemptsMade', made + 1, 'state', 'wait')
+    const made = Number(await client.hget(keys.job(id), 'stalledCounter'))
+    await client.hset(keys.job(id), 'stalledCounter', made + 1, 'state', 'wait')
     recoveries.set(id, (recoveries.get(id) ?? 0) + 1)
   }
 }
 
 async function tally(client: Redis, keys: QueueKeys, ids: string[], recoveries: Map<string, number>): Promise<RaceSide> {
   const wait = await client.lrange(keys.wait, 0, -1)
-  const attempts = await Promise.all(ids.map((id) => client.hget(keys.job(id), 'attemptsMade')))
+  const attempts = await Promise.all(ids.map((id) => client.hget(keys.job(id), 'stalledCounter')))
   const total = [...recoveries.values()].reduce((a, b) => a + b, 0)
   return {
     stalled: ids.length,

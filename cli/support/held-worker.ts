@@ -1,6 +1,7 @@
 /**
  * A worker in its own process, so the demo (and the tests) can SIGKILL and SIGSTOP it. Configured by
- * environment: REDIS_URL, QUEUE, PREFIX, LOCK_MS, HEARTBEAT_MS, CONCURRENCY, WORKER_NAME. Each job is held until the
+ * environment: REDIS_URL, QUEUE, PREFIX, LOCK_MS, HEARTBEAT_MS, CONCURRENCY, WORKER_NAME, STALLED_INTERVAL_MS,
+ * MAX_STALLED_COUNT, SKIP_STALLED_CHECK. Each job is held until the
  * parent sends { type: 'finish', id } (or its signal aborts); the result names this process. Reports
  * 'ready', 'active', 'completed', 'failed', 'lockLost' and 'error' to the parent over IPC.
  */
@@ -12,7 +13,7 @@ const pending = new Map<string, () => void>()
 
 const worker = new Worker(
   env('QUEUE', 'q'),
-  (job, signal) =>
+  (job, _token, signal) =>
     new Promise((resolve, reject) => {
       pending.set(job.id, () => resolve({ doneBy: process.pid }))
       signal.addEventListener('abort', () => reject(signal.reason))
@@ -25,6 +26,10 @@ const worker = new Worker(
     lockDuration: Number(env('LOCK_MS', '500')),
     heartbeatInterval: Number(env('HEARTBEAT_MS', '100')),
     concurrency: Number(env('CONCURRENCY', '1')),
+    // The worker's own stalled sweep (BullMQ's options), when a test or the demo sets them.
+    ...(process.env.STALLED_INTERVAL_MS ? { stalledInterval: Number(process.env.STALLED_INTERVAL_MS) } : {}),
+    ...(process.env.MAX_STALLED_COUNT ? { maxStalledCount: Number(process.env.MAX_STALLED_COUNT) } : {}),
+    ...(process.env.SKIP_STALLED_CHECK ? { skipStalledCheck: true } : {}),
   },
 )
 worker.on('completed', (job) => send({ type: 'completed', id: job.id }))

@@ -133,7 +133,7 @@ async function invoke(
     else deadlineTimer = clock.setTimeout(watchDeadline, slack)
   }
 
-  const run = async (job: Job, signal: AbortSignal): Promise<unknown> => {
+  const run = async (job: Job, token: string, signal: AbortSignal): Promise<unknown> => {
     // A job that starts after the stop (from the hand, or a take in flight): back to the front, no attempt used.
     if (reason !== undefined || started >= maxJobs) {
       result.handedBack++
@@ -142,7 +142,7 @@ async function invoke(
     started++
     result.processed++
     if (started >= maxJobs) stop('maxJobs')
-    return runBounded(processor, job, signal, Math.min(jobTimeoutMs, left()), clock)
+    return runBounded(processor, job, token, signal, Math.min(jobTimeoutMs, left()), clock)
   }
 
   worker = new Worker(queue, run, {
@@ -153,6 +153,8 @@ async function invoke(
     lockDuration,
     heartbeatInterval: settings.worker.heartbeatInterval,
     closeTimeout: jobTimeoutMs + CLOSE_EXTRA_MS,
+    // The reaper that starts worker functions sweeps the queue: an invocation does not.
+    skipStalledCheck: true,
     clock,
     ...(settings.worker.limiter ? { limiter: settings.worker.limiter } : {}),
   })
@@ -179,6 +181,7 @@ async function invoke(
 async function runBounded(
   processor: Processor,
   job: Job,
+  token: string,
   signal: AbortSignal,
   limitMs: number,
   clock: WorkerHandlerSettings['worker']['clock'],
@@ -201,7 +204,7 @@ async function runBounded(
     )
   })
   try {
-    return await Promise.race([Promise.resolve().then(() => processor(job, controller.signal)), timedOut])
+    return await Promise.race([Promise.resolve().then(() => processor(job, token, controller.signal)), timedOut])
   } finally {
     clock.clearTimeout(timer)
     signal?.removeEventListener('abort', forward)

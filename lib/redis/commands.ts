@@ -503,6 +503,10 @@ export interface FinishRun {
   value: string
   /** The error's stack, for a failure. */
   stack?: string
+  /** A fail's retry waits this (ms), not the job's backoff: the worker's settings.backoffStrategy said so. */
+  delayMs?: number
+  /** The worker's retention (encodeKeep), for a job with none of its own. */
+  keep?: string
 }
 
 export interface FinishManyResult extends NextDue {
@@ -600,7 +604,8 @@ export async function finishRuns(
   ]
   for (const r of runs) {
     keyList.push(k.job(r.run.id), k.lock(r.run.id), k.logs(r.run.id))
-    args.push(r.run.id, r.run.token, r.action, r.value, r.stack ?? '')
+    const overrides = `${r.delayMs === undefined ? '' : `@${r.delayMs}`}${r.keep === undefined ? '' : `#${r.keep}`}`
+    args.push(r.run.id, r.run.token, r.action + overrides, r.value, r.stack ?? '')
   }
   const hand = next.hand ?? []
   const starts = next.starts ?? []
@@ -1014,6 +1019,8 @@ export async function obliterate(
     [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)])],
     [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
   )) as ['active' | 'ok' | 'done' | 'more', number]
+  // The workers' sweep throttle (stalled-check, a plain key with a PX) goes with the queue's keys.
+  if (status === 'done') await client.del(keys.stalledCheck)
   return { status, count }
 }
 

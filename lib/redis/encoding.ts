@@ -7,7 +7,9 @@
 import defaults from '../defaults.json' with { type: 'json' }
 
 /** A retry's wait: a number (fixed, ms) or { type, delay, maxDelay?, jitter? } (job-options.ts validates it). */
-export type Backoff = number | { type: 'fixed' | 'exponential'; delay: number; maxDelay?: number; jitter?: number }
+export type Backoff = number | { type: BackoffType; delay?: number; maxDelay?: number; jitter?: number }
+/** fixed, exponential, or a custom name the worker's settings.backoffStrategy handles (BullMQ's `type: 'custom'`). */
+export type BackoffType = 'fixed' | 'exponential' | (string & {})
 /**
  * A finished set's retention, BullMQ's KeepJobs: true (remove at once), false (keep all), a count, or
  * { count?, age?, limit? } with `age` in seconds (BullMQ's unit; a fraction is kept to the ms). `limit` (BullMQ:
@@ -19,7 +21,7 @@ export type Retention = boolean | number | { count?: number; age?: number; limit
 export function encodeBackoff(b: Backoff | undefined): string {
   if (b === undefined) return ''
   if (typeof b === 'number') return b > 0 ? `fixed,${b},0,0` : ''
-  return `${b.type},${b.delay},${b.maxDelay ?? 0},${b.jitter ?? 0}`
+  return `${b.type},${b.delay ?? 0},${b.maxDelay ?? 0},${b.jitter ?? 0}`
 }
 
 /** "<count>,<age in s>" with a part empty for no limit, "0" to remove at once, "" to keep all. */
@@ -34,7 +36,7 @@ export function encodeKeep(r: Retention): string {
 /** encodeBackoff read back; undefined for none (or a text it never wrote). */
 export function decodeBackoff(text: string | undefined): Backoff | undefined {
   const [type, delay, maxDelay, jitter] = (text ?? '').split(',')
-  if ((type !== 'fixed' && type !== 'exponential') || delay === undefined) return undefined
+  if (type === undefined || !/^[\w-]+$/.test(type) || delay === undefined) return undefined
   return {
     type,
     delay: Number(delay),
@@ -71,6 +73,7 @@ export function luaDefaults(): string {
     `local DEFAULT_ATTEMPTS = ${attempts}`,
     `local DEFAULT_KEEP = { completed = '${keep}', failed = '${keepFailed}' }`,
     `local DEFAULT_STACK_TRACE_LIMIT = ${stackTraceLimit}`,
+    `local DEFAULT_MAX_STALLED_COUNT = ${defaults.maxStalledCount}`,
     '',
   ].join('\n')
 }

@@ -23,6 +23,8 @@
  *   <prefix>:{q}:prioritized ZSET  waiting jobs with a priority: id -> priority * 2^32 + counter (enter.lua)
  *   <prefix>:{q}:reservedScores HASH reserved id -> its score in `prioritized`, to hand it back to its place
  *   <prefix>:{q}:limiter    ZSET   job id:start number -> start time (ms): the worker limiters' window
+ *   <prefix>:{q}:stalled-check STRING set with PX stalledInterval by the worker that runs the stalled sweep
+ *                                  (BullMQ's name): one worker of the queue sweeps per interval
  *   <prefix>:{q}:schedulers ZSET   job scheduler id -> when its next period is due (ms)
  *   <prefix>:{q}:schedulers:<sid> HASH a job scheduler: its timing, the template of its jobs, `ic` (runs
  *                                  made) and `last` (its newest run's due time); a run is a job with id
@@ -57,6 +59,7 @@ export const QUEUE_KEY_NAMES = [
   'reservedScores',
   'limiter',
   'schedulers',
+  'stalled-check',
   'invocations',
 ] as const
 
@@ -77,6 +80,7 @@ export interface QueueKeys {
   readonly reservedScores: string
   readonly limiter: string
   readonly schedulers: string
+  readonly stalledCheck: string
   readonly invocations: string
   scheduler(id: string): string
   job(id: string): string
@@ -105,6 +109,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     reservedScores: `${base}reservedScores`,
     limiter: `${base}limiter`,
     schedulers: `${base}schedulers`,
+    stalledCheck: `${base}stalled-check`,
     invocations: `${base}invocations`,
     scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,

@@ -208,11 +208,37 @@ export async function readLogs(client: RedisClient, keys: QueueKeys, id: string,
   return [logs, count]
 }
 
-/** ms left of a queue.rateLimit hold, by Redis's clock; -2 when none holds (BullMQ's answer for no limit). */
-export async function rateLimitTtl(client: RedisClient, keys: QueueKeys): Promise<number> {
-  const [until, now] = await Promise.all([client.hget(keys.meta, 'limitedUntil'), serverTimeMs(client)])
-  const left = Number(until) - now
-  return until !== null && left > 0 ? left : -2
+/**
+ * BullMQ's getRateLimitTtl(maxJobs?): ms left before the queue may start jobs again, by Redis's clock: the
+ * longer of a rateLimit hold (worker.rateLimit, queue.rateLimit) and the worker limiters' window (the
+ * window's key's PTTL, counted only when it holds at least maxJobs starts, when maxJobs is given). With no
+ * limit: -2 (the PTTL of no key, BullMQ's answer), or 0 when maxJobs is given.
+ */
+export async function rateLimitTtl(client: RedisClient, keys: QueueKeys, maxJobs?: number): Promise<number> {
+  const [until, window, starts, now] = await Promise.all([
+    client.hget(keys.meta, 'limitedUntil'),
+    client.pttl(keys.limiter),
+    maxJobs === undefined ? Promise.resolve(0) : client.zcard(keys.limiter),
+    serverTimeMs(client),
+  ])
+  const held = until === null ? 0 : Math.max(0, Number(until) - now)
+  const windowLeft = window > 0 && (maxJobs === undefined || starts >= maxJobs) ? window : 0
+  const left = Math.max(held, windowLeft)
+  return left > 0 ? left : maxJobs === undefined ? -2 : 0
+}
+
+/** Claims the queue's stalled sweep for `ms` (BullMQ's stalled-check key): true for the one worker that won it. */
+export async function claimStalledCheck(client: RedisClient, keys: QueueKeys, ms: number): Promise<boolean> {
+  return (await client.set(keys.stalledCheck, '1', 'PX', ms, 'NX')) === 'OK'
+}
+
+/**
+ * Records the queue's maxStalledCount in meta for the sweeps (a worker's, the reaper's), which read it there:
+ * written only when not the default, so a queue that keeps the default stores nothing.
+ */
+export async function setMaxStalledCount(client: RedisClient, keys: QueueKeys, n: number, byDefault: number): Promise<void> {
+  if (n === byDefault) await client.hdel(keys.meta, 'maxStalledCount')
+  else await client.hset(keys.meta, 'maxStalledCount', String(n))
 }
 
 /** Whether the queue is paused. */
@@ -410,4 +436,15 @@ export async function ping(client: RedisClient): Promise<void> {
 /** Puts a popped wake-up back for the other idle workers (a paused worker's). */
 export async function rearmMarker(client: RedisClient, keys: QueueKeys): Promise<void> {
   await client.zadd(keys.marker, 0, '0')
+}
+
+/** A job's backoff type (its `backoff` field's first part), for the worker's settings.backoffStrategy; undefined for none. */
+export async function readBackoffType(client: RedisClient, keys: QueueKeys, id: string): Promise<string | undefined> {
+  const spec = await client.hget(keys.job(id), 'backoff')
+  return spec ? spec.split(',')[0] : undefined
+}
+
+/** Records that a job stalled `n` times before (its stalledCounter): the demo's job that stalls once too often. */
+export async function recordPastStalls(client: RedisClient, keys: QueueKeys, id: string, n: number): Promise<void> {
+  await client.hset(keys.job(id), 'stalledCounter', String(n))
 }

@@ -1,34 +1,39 @@
 /**
- * How a worker closes, within closeTimeout + CLOSE_MARGIN_MS in every state (Redis up, down or stalled):
+ * How a worker closes. As BullMQ's close(force = false), it waits for the running jobs to end, with no
+ * bound unless `closeTimeout` was given; close(true) does not wait for them.
  *
- *   1. draining: no new job is taken; running jobs may finish until closeTimeout;
- *   2. releasing: jobs still running are aborted and returned to `wait` (served next, no attempt used);
- *      the calls in flight (finishes, returns) get the margin to be answered, and the helpers with timers
- *      (LockManager, promoter, take-ahead) stop;
- *   3. closed: the connection closes. When Redis has not answered in time, close() says how many jobs
- *      it could not return and how many finishes are unconfirmed (one ERR_CONNECTION error), and the
- *      connection stays open in the background for at most one lease, so a late reply (a take whose jobs
- *      must go back) is still handled.
+ *   1. draining: no new job is taken; running jobs finish as usual (until closeTimeout, when given);
+ *   2. abandoning (close(true), or closeTimeout passed): each running processor's signal is aborted and
+ *      it has CLOSE_MARGIN_MS to return. One that returns then ends as it says (a failure caused by the
+ *      abort goes back to `wait` without using an attempt: the processor has stopped). One still running
+ *      is NOT put back to `wait`, as another worker would then run the job while this processor still
+ *      does: its lease is no longer renewed, the job stays in `active`, and the stalled sweep recovers it
+ *      once the lease has expired (a stall counted, see docs/attempts-and-stalls.md);
+ *   3. closed: the helpers with timers stop and the connection closes. When Redis has not answered the
+ *      finishes in time, close() says so (one ERR_CONNECTION error), and the connection stays open in the
+ *      background for at most one lease, so a late reply (a take whose jobs must go back) is handled.
  *
- * With no job running and no connection up (Redis down, or never reached), nothing can end before the
- * deadline, so close() does not wait for one.
+ * With no job running and no connection up (Redis down, or never reached), nothing can end, so close()
+ * does not wait for one.
  */
 import { type Clock, settlesWithin } from '../clock.js'
 import { EchoMQError } from '../errors.js'
 import { CLOSE_MARGIN_MS } from '../options.js'
 import type { InFlight } from './in-flight.js'
 
-/** What close() keeps of its margin for the work after its last wait (timers fire a little late). */
-const CLOSE_SLACK_MS = 50
-
-/** A run's phase, as close() sees it: only `running` runs are released; `finishing` ones end as their call says. */
-export type RunPhase = 'running' | 'finishing' | 'lost' | 'released'
+/**
+ * A run's phase, as close() sees it: `running` and `finishing` ones are waited for; `lost` ones are no
+ * longer this worker's; `abandoned` ones close() gave up on (their outcome is not recorded); `moved` ones
+ * ended with job.moveToDelayed (their job is in `delayed`, no finish follows).
+ */
+export type RunPhase = 'running' | 'finishing' | 'lost' | 'abandoned' | 'moved'
 
 /** The worker, as closing sees it. */
 export interface Closable {
   readonly queue: string
   readonly clock: Clock
-  readonly closeTimeout: number
+  /** How long to wait for running jobs: Infinity (no closeTimeout), closeTimeout, or 0 (close(true)). */
+  readonly waitMs: number
   readonly lockDuration: number
   /** Stops taking jobs: the loop ends, an idle wait is cut short. */
   stopTaking(): void
@@ -37,36 +42,50 @@ export interface Closable {
   linkUp(): boolean
   /** The runs still here. */
   runs(): { phase: RunPhase; done: Promise<void> }[]
-  /** Aborts every running run and returns its job to `wait` (tracked in `calls`). */
-  releaseRunning(): void
+  /** Aborts the signal of every running run (its processor is asked to stop). */
+  abortRunning(): void
+  /** Gives up on the runs still running: their leases lapse, the sweep recovers their jobs. Returns how many. */
+  abandonRunning(): number
   readonly calls: InFlight
   /** Stops the helpers with timers; each promise settles when it has. */
   stopHelpers(): Promise<unknown>[]
   closeConnection(): Promise<void>
   disconnect(): void
-  /** Runs released whose return Redis has not confirmed. */
-  unreturned(): number
   report(err: EchoMQError): void
-  enter(phase: 'releasing' | 'closed'): void
+  enter(phase: 'abandoning' | 'closed'): void
 }
+
+const active = (w: Closable) => w.runs().filter((r) => r.phase === 'running' || r.phase === 'finishing')
 
 export async function closeWorker(w: Closable): Promise<void> {
   const { clock } = w
-  const deadline = clock.now() + w.closeTimeout
-  // Nothing waits past this: the documented bound, less a little for the steps that follow a wait.
-  const hardEnd = deadline + CLOSE_MARGIN_MS - CLOSE_SLACK_MS
+  const deadline = clock.now() + w.waitMs
   const left = () => Math.max(0, deadline - clock.now())
   const within = (work: Promise<unknown>, ms: number) => settlesWithin(clock, work, ms)
 
   w.stopTaking()
   const linkUp = w.linkUp()
   if (linkUp || w.runs().length > 0) await within(w.loopDone, left())
-  while (w.runs().length > 0 && left() > 0) await within(Promise.all(w.runs().map((r) => r.done)), left())
+  while (active(w).length > 0 && left() > 0) await within(Promise.all(active(w).map((r) => r.done)), left())
 
-  w.enter('releasing')
-  const end = Math.min(clock.now() + CLOSE_MARGIN_MS, hardEnd)
+  const end = clock.now() + CLOSE_MARGIN_MS
   const rest = () => Math.max(0, end - clock.now())
-  w.releaseRunning()
+  if (active(w).length > 0) {
+    w.enter('abandoning')
+    w.abortRunning()
+    while (active(w).length > 0 && rest() > 0) await within(Promise.all(active(w).map((r) => r.done)), rest())
+    const abandoned = w.abandonRunning()
+    if (abandoned > 0) {
+      const why = w.waitMs === 0 ? 'close(true) does not wait for them' : `closeTimeout (${w.waitMs} ms) passed`
+      w.report(
+        new EchoMQError(
+          'ERR_CLOSED',
+          `worker for queue ${w.queue} closed with ${abandoned} job(s) still running (${why}): they were not put back in ` +
+            'line while their processor runs; their leases lapse and the stalled sweep recovers them (a stall counted)',
+        ),
+      )
+    }
+  }
   // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
   while (w.calls.size > 0 && rest() > 0) if (!(await within(w.calls.settled(), rest()))) break
   for (const stopped of w.stopHelpers()) await within(stopped, rest())
@@ -77,16 +96,13 @@ export async function closeWorker(w: Closable): Promise<void> {
     w.enter('closed')
     return
   }
-  // Runs whose finish (complete or fail) is still unanswered end as it says if Redis answers in time.
   const finishing = w.runs().filter((run) => run.phase === 'finishing').length
-  const unreturned = w.unreturned()
-  if (unreturned + finishing > 0) {
+  if (finishing > 0) {
     w.report(
       new EchoMQError(
         'ERR_CONNECTION',
-        `worker for queue ${w.queue} closed before Redis answered: ${unreturned} running job(s) not yet returned to wait ` +
-          `and ${finishing} finished job(s) not yet recorded (done as sent, without using an attempt for a return, if Redis ` +
-          'answers within lockDuration; otherwise the sweep recovers them as stalled, and a finished one runs again)',
+        `worker for queue ${w.queue} closed before Redis answered: ${finishing} finished job(s) not yet recorded (done as ` +
+          'sent if Redis answers within lockDuration; otherwise the sweep recovers them as stalled, and they run again)',
       ),
     )
   }

@@ -1,5 +1,5 @@
 -- The wait before a retry, from a job's `backoff` field "<type>,<delay>,<maxDelay>,<jitter>" (ms, ms,
--- ms, 0..1; maxDelay 0 for none): fixed waits `delay`; exponential waits delay * 2^(n-1) before the
+-- ms, 0..1; maxDelay 0 for none): fixed (and a custom type the worker has no strategy for) waits `delay`; exponential waits delay * 2^(n-1) before the
 -- n-th retry, as BullMQ does. Jitter j draws the wait from [d * (1 - j), d] with `roll` (0..1, from the
 -- client: a script's own random numbers are not random). Never longer than MAX_BACKOFF_MS, a year: the
 -- longest delay `add` accepts (lib/job-options.ts), so an exponential backoff with no maxDelay stops
@@ -9,7 +9,7 @@ local function backoffDelay(spec, retry, roll)
   if spec == false or spec == nil or spec == '' then
     return 0
   end
-  local kind, delay, maxDelay, jitter = string.match(spec, '^(%a+),(%d+),(%d+),([%d.]+)$')
+  local kind, delay, maxDelay, jitter = string.match(spec, '^([%w_-]+),(%d+),(%d+),([%d.]+)$')
   delay, maxDelay, jitter = tonumber(delay), tonumber(maxDelay), tonumber(jitter)
   if not delay then
     return 0

@@ -314,6 +314,8 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     const inCompleted = completed.has(id)
     const inFailed = failed.has(id)
     const made = Number(h.attemptsMade)
+    // A stall uses no attempt: it is counted apart (stalledCounter), so a run ends in one of the two.
+    const stalls = Number(h.stalledCounter ?? 0)
     const started = fieldsFromHash(id, h).attemptsStarted
     const evs = events.get(id) ?? []
     const ev = (t: string) => evs.filter((e) => e.t === t)
@@ -326,22 +328,23 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     if (inCompleted && inFailed) problems.push(`${id}: in completed and failed`)
     if ((state === 'completed') !== inCompleted || (state === 'failed') !== inFailed)
       problems.push(`${id}: state ${state} but completed=${inCompleted} failed=${inFailed}`)
-    // Every take ended in exactly one attempt (completion, failure or stall), except a run that gave up a
+    // Every take ended in exactly one attempt (completion, failure) or one stall, except a run that gave up a
     // lease it could not renew (a paused worker) while still owning the job: it returned the job to wait
     // without charging an attempt. No graceful close released one.
     const gaveUp = ev('l').filter((e) => /could not be renewed/.test(e.msg ?? '')).length
-    if (made > started || started - made > gaveUp)
-      problems.push(`${id}: attemptsMade ${made}, attemptsStarted ${started}, leases given up ${gaveUp}`)
+    if (made + stalls > started || started - made - stalls > gaveUp)
+      problems.push(`${id}: attemptsMade ${made}, stalls ${stalls}, attemptsStarted ${started}, leases given up ${gaveUp}`)
     // Each start number is handed out once.
     const startNumbers = ev('s').map((e) => e.n ?? 0)
     if (new Set(startNumbers).size !== startNumbers.length) problems.push(`${id}: start number logged twice: ${startNumbers.join(',')}`)
     if (startNumbers.some((n) => n < 1 || n > started))
       problems.push(`${id}: start numbers ${startNumbers.join(',')} beyond attemptsStarted ${started}`)
-    // Attempts: each one used by a completion, an accepted failure, or a sweep's recovery (once, though three sweepers overlap).
+    // Runs ended: each by a completion, an accepted failure (attempts), or a sweep's recovery or failure
+    // (stalls; once, though three sweepers overlap).
     const explained = (sweeps.recovered.get(id) ?? 0) + (sweeps.failed.get(id) ?? 0) + ev('f').length + (state === 'completed' ? 1 : 0)
-    if (explained > made)
-      problems.push(`${id}: ${explained} attempt uses reported (sweeps + failures + completion) but attemptsMade is ${made}`)
-    else unexplainedAttempts += made - explained
+    if (explained > made + stalls)
+      problems.push(`${id}: ${explained} run ends reported (sweeps + failures + completion) but attemptsMade + stalls is ${made + stalls}`)
+    else unexplainedAttempts += made + stalls - explained
     // A run fenced out (recovered or held by another token) can never own the job again.
     for (const lostEv of ev('l').filter((e) => !/could not be renewed/.test(e.msg ?? ''))) {
       const after = evs
@@ -378,7 +381,8 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
       else problems.push(`${id}: completed by ${rv.pid}#${rv.n}, which never reported it`)
     } else {
       if (completions.length > 0) problems.push(`${id}: ended ${state} but ${completions.length} completion(s) were accepted`)
-      if (state === 'failed' && made !== ATTEMPTS) problems.push(`${id}: failed after ${made} of ${ATTEMPTS} attempts`)
+      if (state === 'failed' && made !== ATTEMPTS && h.failedReason !== 'job stalled more than allowable limit')
+        problems.push(`${id}: failed after ${made} of ${ATTEMPTS} attempts`)
     }
   }
 

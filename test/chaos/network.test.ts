@@ -51,7 +51,7 @@ afterEach(async () => {
 function holding() {
   const started = new Map<string, number>()
   const aborted = new Map<string, number>()
-  const processor = (job: Job, signal: AbortSignal) =>
+  const processor = (job: Job, _token: string, signal: AbortSignal) =>
     new Promise((_, reject) => {
       started.set(job.id, Date.now())
       signal.addEventListener(
@@ -159,7 +159,7 @@ describe('a worker that cannot reach Redis', () => {
       }))
       console.log(`[chaos] network ${fault}: ${JSON.stringify(report)}`)
       for (const id of ['a', 'b'])
-        expect(await fx.queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 2 })
+        expect(await fx.queue.getJob(id)).toMatchObject({ state: 'completed', returnValue: 'healthy', attemptsMade: 1, stalledCounter: 1 })
       // Aborted before the recovery, within about one lease (plus a heartbeat and scheduling slack).
       for (const r of report) {
         expect(r.lostAfterMs, `lockLost of ${r.id}`).not.toBeNull()
@@ -279,7 +279,7 @@ describe('a wall-clock step (what NTP does to a drifting host) changes nothing t
   it('Date.now stepped back 30 s as the link stalls: lockLost still comes at about one lease, before the job is recovered elsewhere', async () => {
     const started = new Set<string>()
     let lostAt: number | undefined
-    const w = worker((job, signal) => {
+    const w = worker((job, _token, signal) => {
       started.add(job.id)
       return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
     })
@@ -304,7 +304,7 @@ describe('a wall-clock step (what NTP does to a drifting host) changes nothing t
   })
 
   it('Date.now stepped back 10 s during close(): it still returns within closeTimeout plus the margin', async () => {
-    const w = worker((_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))))
+    const w = worker((_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))))
     await fx.queue.add('job', {}, { jobId: 'a' })
     await waitFor(async () => (await fx.queue.getJob('a'))?.state === 'active', { what: 'the job to start' })
     const realNow = Date.now.bind(Date)
@@ -326,7 +326,7 @@ describe('a worker behind a degraded link carries on', () => {
     proxy.slow(100)
     const lost: string[] = []
     const w = worker(
-      async (job, signal) => {
+      async (job, _token, signal) => {
         await new Promise((resolve, reject) => {
           const t = setTimeout(resolve, 300)
           signal.addEventListener(
@@ -365,7 +365,7 @@ describe('a worker behind a degraded link carries on', () => {
   it('cuts (every connection reset, reconnects allowed): it reconnects and every job completes exactly once', async () => {
     const completions = new Map<string, number>()
     const w = worker(
-      async (job, signal) => {
+      async (job, _token, signal) => {
         await new Promise((resolve, reject) => {
           const t = setTimeout(resolve, 20 + Math.random() * 30)
           signal.addEventListener(

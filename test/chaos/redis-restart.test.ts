@@ -37,7 +37,7 @@ it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.rest
   const executions = new Map<string, number>()
   const completedEvents = new Map<string, number>()
   const stats = { workerErrors: 0, lockLost: 0, failedEvents: 0 }
-  const processor = async (job: Job, signal: AbortSignal) => {
+  const processor = async (job: Job, _token: string, signal: AbortSignal) => {
     executions.set(job.id, (executions.get(job.id) ?? 0) + 1)
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, 2 + Math.random() * 18)

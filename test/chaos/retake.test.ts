@@ -35,7 +35,7 @@ it('a job recovered from a stalled worker and taken again by that same worker: t
   const runs: Run[] = []
   const w = new Worker(
     'q',
-    (job: Job, signal: AbortSignal) =>
+    (job: Job, _token: string, signal: AbortSignal) =>
       new Promise((resolve, reject) => {
         signal.addEventListener('abort', () => reject(signal.reason), { once: true })
         runs.push({ n: job.attemptsStarted, signal, release: () => resolve(`run${job.attemptsStarted}`) })
@@ -81,7 +81,7 @@ it('a job recovered from a stalled worker and taken again by that same worker: t
     `[chaos] retake: run1Told=${run1Told} lockLost=${JSON.stringify(lost)} run2Aborted=${run2AbortedBeforeRelease} ` +
       `final=${JSON.stringify({ state: job.state, attemptsMade: job.attemptsMade, attemptsStarted: job.attemptsStarted, returnValue: job.returnValue })}`,
   )
-  expect(job).toMatchObject({ state: 'completed', returnValue: 'run2', attemptsMade: 2, attemptsStarted: 2 })
+  expect(job).toMatchObject({ state: 'completed', returnValue: 'run2', attemptsMade: 1, stalledCounter: 1, attemptsStarted: 2 })
   expect(lost.map((l) => l.n)).toEqual([1])
   expect(run2AbortedBeforeRelease).toBe(false)
   expect(run1Told).toBe(true)

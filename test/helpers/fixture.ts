@@ -13,7 +13,7 @@ export interface QueueFixture {
   readonly queue: Queue
   readonly keys: QueueKeys
   /** A Worker of queue 'q' with the fixture's defaults, over `options`; closed after the test. */
-  worker(processor: (job: Job, signal: AbortSignal) => unknown, options?: WorkerOptions): Worker
+  worker(processor: (job: Job, token: string, signal: AbortSignal) => unknown, options?: WorkerOptions): Worker
 }
 
 export interface FixtureOptions {

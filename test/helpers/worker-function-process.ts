@@ -29,7 +29,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 const handler = createWorkerHandler<JobData>(
   process.env.QUEUE ?? 'q',
-  async (job, signal) => {
+  async (job, _token, signal) => {
     send({ type: 'active', id: job.id })
     const data = job.data ?? {}
     try {

@@ -1,0 +1,52 @@
+/**
+ * What a processor's throw becomes, as BullMQ's worker makes it:
+ *   - the reason stored (failedReason, lastError) is the thrown value's `message` (BullMQ's `err?.message`);
+ *     a value with none (`throw { code: 'E_GATEWAY' }`, a string, undefined) is stored as "null", as
+ *     BullMQ stores it, never "[object Object]"; the `failed` event gets the thrown value as it was thrown;
+ *   - Worker.RateLimitError: back in line with no attempt used (a DelayedError too: after job.moveToDelayed
+ *     the run has ended already, without it the job goes back in line); UnrecoverableError: failed at once;
+ *   - a retry's wait for a job whose backoff type is neither fixed nor exponential (`type: 'custom'`, or
+ *     any other name) comes from the worker's settings.backoffStrategy(attemptsMade, type, err, job): its
+ *     ms; -1 fails the job instead of retrying (BullMQ's rule); another negative, or not a number, retries at once.
+ */
+import { isDelayed, isRateLimit, isUnrecoverable } from '../errors.js'
+import type { BackoffStrategy } from '../options.js'
+import type { FinishAction } from '../redis/commands.js'
+
+/** Most characters of a processor's error message kept as the job's failedReason / lastError, and of its stack. */
+const ERROR_MAX_CHARS = 8_192
+
+export const truncate = (text: string, max = ERROR_MAX_CHARS): string => (text.length <= max ? text : `${text.slice(0, max)}… (truncated)`)
+
+export interface Failure {
+  action: FinishAction
+  reason: string
+  stack: string
+}
+
+export function failureOf(err: unknown): Failure {
+  const action: FinishAction = isRateLimit(err) || isDelayed(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
+  const e = err as { message?: unknown; stack?: unknown } | null | undefined
+  const message = e !== null && e !== undefined && e.message !== undefined ? String(e.message) : 'null'
+  const stack = e !== null && e !== undefined && typeof e.stack === 'string' ? e.stack : ''
+  return { action, reason: truncate(message), stack: action === 'release' ? '' : truncate(stack) }
+}
+
+const BUILT_IN = new Set(['fixed', 'exponential'])
+
+/**
+ * A failure's retry under the worker's backoffStrategy: the wait (ms), or 'final' for -1; undefined when the
+ * job's own backoff decides (no strategy, no backoff, a built-in type, or no attempt left).
+ */
+export async function customRetry(
+  strategy: BackoffStrategy | undefined,
+  backoffType: string | undefined,
+  attemptsMade: number,
+  err: unknown,
+  job: unknown,
+): Promise<number | 'final' | undefined> {
+  if (!strategy || backoffType === undefined || BUILT_IN.has(backoffType)) return undefined
+  const ms = await strategy(attemptsMade, backoffType, err, job)
+  if (ms === -1) return 'final'
+  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? Math.round(ms) : 0
+}
