@@ -29,7 +29,7 @@ export async function stats(
   return out
 }
 
-export interface InFlight {
+interface InFlight {
   id: string
   name: string
   leaseMsLeft: number | null
@@ -40,7 +40,7 @@ export interface InFlight {
   workerName: string | null
 }
 
-export interface DelayedJob {
+interface DelayedJob {
   id: string
   name: string
   /** ms until it is due, by Redis's clock (0: due, waiting to be promoted). */
@@ -51,7 +51,7 @@ export interface DelayedJob {
   lastError: string | null
 }
 
-export interface FailedJob {
+interface FailedJob {
   id: string
   name: string
   failedReason: string

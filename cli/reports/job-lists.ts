@@ -44,7 +44,7 @@ export async function jobsIn(queue: Queue, state: JobState, start: number, count
   return jobs
 }
 
-export const STATE_ORDER: Record<JobState, string> = {
+const STATE_ORDER: Record<JobState, string> = {
   wait: 'in the order they will run',
   prioritized: 'highest priority first',
   delayed: 'earliest due first',
@@ -53,7 +53,7 @@ export const STATE_ORDER: Record<JobState, string> = {
   failed: 'most recent first',
 }
 
-export type ListedJob = JobFields & { dueInMs?: number }
+type ListedJob = JobFields & { dueInMs?: number }
 
 export interface JobList {
   queue: string
@@ -97,7 +97,7 @@ export function renderJobList(list: JobList): string {
   return `${table(['job', 'name', 'attempts', 'worker', ...headers], rows)}\n\n${footer}`
 }
 
-export interface DryRunJob {
+interface DryRunJob {
   id: string
   /** Its state now; null when there is no such job. */
   state: JobState | null
