@@ -44,12 +44,20 @@ function functionName(node, source) {
   return '(anonymous)'
 }
 
+/** `;(() => { ... })()` as a whole statement of the file: a browser script's module scope (lib/ui/assets/app.js), not a function. */
+function scriptScope(node) {
+  let up = node.parent
+  while (up && ts.isParenthesizedExpression(up)) up = up.parent
+  if (!up || !ts.isCallExpression(up) || up.arguments.length > 0) return false
+  return ts.isExpressionStatement(up.parent) && ts.isSourceFile(up.parent.parent)
+}
+
 function longFunctions(file) {
   const text = readFileSync(file, 'utf8')
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true)
   const found = []
   const visit = (node) => {
-    if (ts.isFunctionLike(node) && node.body) {
+    if (ts.isFunctionLike(node) && node.body && !scriptScope(node)) {
       const first = source.getLineAndCharacterOfPosition(node.body.getStart(source)).line
       const last = source.getLineAndCharacterOfPosition(node.body.getEnd()).line
       const lines = last - first + 1

@@ -10,10 +10,11 @@ import { DONE_CODES, notice } from './actions.js'
 import { DashboardError } from './errors.js'
 import type { Html } from './html.js'
 import { acceptsJson, oneOf, pageNumber, redirect, sendHtml, sendJson } from './http.js'
+import { jobPage } from './job-page.js'
 import { readHealth } from './operator.js'
 import { healthBanner, timingPage, workersPage } from './operator-page.js'
 import type { DashboardSettings } from './options.js'
-import { jobPage, jobPath, overviewPage, queuePage, queuePath, type View } from './pages.js'
+import { jobPath, overviewPage, queuePage, queuePath, type View } from './pages.js'
 import { LISTED_STATES, type QueueSet, readJobPage, readOverview, readQueuePage, readTimingPage, readWorkersPage } from './read.js'
 
 /** One dashboard handler's state, shared by its pages and its actions. */
@@ -54,8 +55,8 @@ async function bannerNow(d: Dashboard): Promise<Html | undefined> {
 }
 
 function answer(req: IncomingMessage, res: ServerResponse, out: { html: string; live: { json(): unknown } }): void {
-  if (acceptsJson(req)) return sendJson(res, 200, out.live.json())
-  sendHtml(res, 200, out.html)
+  if (acceptsJson(req)) sendJson(res, 200, out.live.json())
+  else sendHtml(res, 200, out.html)
 }
 
 export async function overview(d: Dashboard, req: IncomingMessage, res: ServerResponse, q: Query): Promise<void> {
