@@ -15,7 +15,8 @@ const MAX_FUNCTION_LINES = 80
 
 // Files still being split by the i27-redis and i27-worker branches of issue 27. The lead empties this list
 // after merging them; an entry that no longer needs to be here is reported so the list only shrinks.
-// `functions` names the long functions allowed in that file (by the name printed below), `file` allows the file's size.
+// `file` allows the file's size; `functions` names long functions allowed in it (by the name printed below): none
+// today, their functions are already within 80 lines, so every function is still checked.
 const ALLOWED = {
   'lib/worker.ts': { file: true, functions: [] }, // i27-worker
   'lib/queue.ts': { file: true, functions: [] }, // i27-worker
@@ -79,7 +80,7 @@ for (const folder of FOLDERS) {
     if (lines > MAX_FILE_LINES && !allowed?.file) problems.push(`${file}: ${lines} lines (max ${MAX_FILE_LINES})`)
     if (allowed?.file && lines <= MAX_FILE_LINES) stale.push(`${file}: ${lines} lines, no longer needs its file allowance`)
     for (const fn of found) {
-      if (allowed?.file || allowed?.functions.includes(fn.name)) continue
+      if (allowed?.functions.includes(fn.name)) continue
       problems.push(`${file}:${fn.line}: function ${fn.name} is ${fn.lines} lines (max ${MAX_FUNCTION_LINES})`)
     }
   }
