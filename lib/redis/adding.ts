@@ -6,7 +6,7 @@
 import type { DeduplicationOptions } from '../deduplication.js'
 import type { RedisClient } from './connection.js'
 import { encodeDeduplication } from './deduplication.js'
-import { JOB_DEFAULTS } from './encoding.js'
+import { type EncodedOptions, hasDefaultOptions } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
 
@@ -15,27 +15,12 @@ export const ADD_SCRIPTS = {
   add: 'add-7.lua',
 } as const
 
-export interface NewJob {
+/** A job to add: its id ('' for EchoMQ to give), name, data (JSON text) and options, encoded (job-codec.ts). */
+export interface NewJob extends EncodedOptions {
   id: string
   name: string
   /** JSON text. */
   data: string
-  attempts: number
-  /** ms before the job may run; 0 for none. */
-  delayMs: number
-  /** Encoded backoff, "<type>,<delay>,<maxDelay>,<jitter>", or "" (see lua/includes/backoff.lua). */
-  backoff: string
-  /** Encoded retention in `completed` and in `failed` (see lua/includes/retention.lua). */
-  keep: string
-  keepFailed: string
-  /** Log lines kept, or undefined for all. */
-  keepLogs: number | undefined
-  /** 0 for none, else 1 (highest) .. 2^21 - 1. */
-  priority: number
-  /** To the front of `wait` (a job without a priority). */
-  lifo: boolean
-  /** Stack traces kept (job.stacktrace). */
-  stackTraceLimit: number
   /** Its deduplication (lib/deduplication.ts), with the holder the call expects (KnownHolders). */
   deduplication?: { spec: DeduplicationOptions; holder: string | null }
 }
@@ -56,21 +41,6 @@ const jobArgs = (j: NewJob) => [
   j.stackTraceLimit,
 ]
 const ADD_FIELDS = 12
-/** True when every option of a new job is the default: its hash then holds no field for any of them. */
-function hasDefaultOptions(j: NewJob): boolean {
-  return (
-    j.attempts === JOB_DEFAULTS.attempts &&
-    j.delayMs === 0 &&
-    j.backoff === '' &&
-    j.keep === JOB_DEFAULTS.keep &&
-    j.keepFailed === JOB_DEFAULTS.keepFailed &&
-    j.keepLogs === undefined &&
-    j.priority === 0 &&
-    !j.lifo &&
-    j.stackTraceLimit === JOB_DEFAULTS.stackTraceLimit
-  )
-}
-
 /** A call whose jobs all have the default options sends only their id, name and data (add-7.lua). */
 const shortArgs = (j: NewJob) => [j.id, j.name, j.data]
 const ADD_FIELDS_SHORT = 3

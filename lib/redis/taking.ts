@@ -4,8 +4,9 @@
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
 
-import { type JobFields, jobFromFields } from '../job.js'
+import type { JobFields } from '../job.js'
 import type { RedisClient } from './connection.js'
+import { jobFromFields } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalScript, eventKeys, jobKeyPairs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
