@@ -1,5 +1,6 @@
 /**
- * A job as stored in its hash, the conversion from the hash's fields, and a queue's job counts.
+ * A job as stored in its hash (read back by the job hash's codec, lib/redis/job-codec.ts), and a queue's
+ * job counts.
  *
  * A Job is data (what its hash holds, under EchoMQ's names and BullMQ's: `createdOn` is also `timestamp`,
  * `startedOn` also `processedOn`, `returnValue` also `returnvalue`) with a few methods that act through

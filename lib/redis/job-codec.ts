@@ -34,7 +34,7 @@ export function encodeKeep(r: Retention): string {
 }
 
 /** encodeBackoff read back; undefined for none (or a text it never wrote). */
-export function decodeBackoff(text: string | undefined): Backoff | undefined {
+function decodeBackoff(text: string | undefined): Backoff | undefined {
   const [type, delay, maxDelay, jitter] = (text ?? '').split(',')
   if (type === undefined || !/^[\w-]+$/.test(type) || delay === undefined) return undefined
   return {
@@ -46,7 +46,7 @@ export function decodeBackoff(text: string | undefined): Backoff | undefined {
 }
 
 /** encodeKeep read back: true (remove at once), false (keep all), a count, or { count?, age? }. */
-export function decodeKeep(text: string): Retention {
+function decodeKeep(text: string): Retention {
   if (text === '0') return true
   if (text === '') return false
   const [count = '', age = ''] = text.split(',')
@@ -137,11 +137,11 @@ export function luaDefaults(): string {
 }
 
 /** The option fields of a job hash, in the order takeJobs.lua's JOB_FIELDS lists them after `stacktrace`. */
-export const OPTION_FIELDS = ['backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo'] as const
+const OPTION_FIELDS = ['backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo'] as const
 export type OptionField = (typeof OPTION_FIELDS)[number]
 
 /** Whether `id` was given by the producer: not an id EchoMQ numbered, nor a scheduler's run. */
-export function isCustomId(id: string): boolean {
+function isCustomId(id: string): boolean {
   return `${Number.parseInt(id, 10)}` !== id && !isIterationId(id)
 }
 
