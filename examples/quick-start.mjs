@@ -1,11 +1,15 @@
 import { Queue, QueueEvents, Worker } from 'echomq'
 
-// Every connection comes from REDIS_URL, else redis://127.0.0.1:6379 (or pass { connection: 'rediss://...' }).
-const queue = new Queue('emails', { defaultJobOptions: { attempts: 3, backoff: { type: 'exponential', delay: 1_000 } } })
-const events = new QueueEvents('emails')
+// A URL, ioredis options or an ioredis client; without one, redis://127.0.0.1:6379 (BullMQ's default).
+const connection = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+const queue = new Queue('emails', {
+  connection,
+  defaultJobOptions: { attempts: 3, backoff: { type: 'exponential', delay: 1_000 } },
+})
+const events = new QueueEvents('emails', { connection })
 await events.waitUntilReady() // listening from here on: no later event is missed
 
-const worker = new Worker('emails', async (job) => `sent to ${job.data.to}`, { concurrency: 10 })
+const worker = new Worker('emails', async (job) => `sent to ${job.data.to}`, { connection, concurrency: 10 })
 worker.on('failed', (job, err) => console.error(job.id, err.message))
 
 const job = await queue.add('send', { to: 'ada@example.com' })

@@ -22,16 +22,23 @@
  *   deduplication     { id, ttl?, extend?, replace? }: an add whose id is held returns the holder
  *                     (lib/deduplication.ts; add only)
  *
- * Validated here, before any Redis call; what reaches the scripts is encoded once (encodeBackoff,
- * encodeKeep) in the shapes lua/includes/backoff.lua and retention.lua read.
+ * Validated here, before any Redis call; what reaches the scripts is encoded once, by the job hash's
+ * codec (lib/redis/job-codec.ts), in the shapes lua/includes/backoff.lua and retention.lua read.
  */
 import { type DeduplicationOptions, deduplicationOption } from './deduplication.js'
 import defaults from './defaults.json' with { type: 'json' }
-import type { Backoff, Retention } from './redis/encoding.js'
 import { checkInteger, checkKnown, describe, fail, opt, RANGES } from './validate.js'
 
-export { decodeBackoff, decodeKeep, encodeBackoff, encodeKeep } from './redis/encoding.js'
-export type { Backoff, Retention }
+/** A retry's wait: a number (fixed, ms) or { type, delay, maxDelay?, jitter? } (job-options.ts validates it). */
+export type Backoff = number | { type: BackoffType; delay?: number; maxDelay?: number; jitter?: number }
+/** fixed, exponential, or a custom name the worker's settings.backoffStrategy handles (BullMQ's `type: 'custom'`). */
+export type BackoffType = 'fixed' | 'exponential' | (string & {})
+/**
+ * A finished set's retention, BullMQ's KeepJobs: true (remove at once), false (keep all), a count, or
+ * { count?, age?, limit? } with `age` in seconds (BullMQ's unit; a fraction is kept to the ms). `limit` (BullMQ:
+ * most jobs removed per finish) is accepted and not stored: EchoMQ trims in batches of its own (retention.ts).
+ */
+export type Retention = boolean | number | { count?: number; age?: number; limit?: number }
 
 export interface JobOptions {
   attempts?: number
@@ -187,4 +194,18 @@ export interface StoredJobOptions {
   removeOnFail: Retention
   keepLogs?: number
   stackTraceLimit: number
+}
+
+/** `job.opts`, BullMQ's: the options a job runs under, read back from its hash (lib/redis/job-codec.ts jobOpts). */
+export interface JobOpts extends StoredJobOptions {
+  /** ms the job waited before its first run, when it was added with a delay. */
+  delay?: number
+  /** 1 (highest) .. 2^21 - 1, when it was added with a priority. */
+  priority?: number
+  /** When it was added to the front of `wait`. */
+  lifo?: boolean
+  /** The id the producer gave (absent for the ids EchoMQ gives and a scheduler's runs). */
+  jobId?: string
+  /** When it was added (ms, Redis's clock): BullMQ's opts.timestamp. */
+  timestamp: number
 }

@@ -1,5 +1,6 @@
 /**
- * A job as stored in its hash, the conversion from the hash's fields, and a queue's job counts.
+ * A job as stored in its hash (read back by the job hash's codec, lib/redis/job-codec.ts), and a queue's
+ * job counts.
  *
  * A Job is data (what its hash holds, under EchoMQ's names and BullMQ's: `createdOn` is also `timestamp`,
  * `startedOn` also `processedOn`, `returnValue` also `returnvalue`) with a few methods that act through
@@ -10,9 +11,9 @@
 
 import { EchoMQError } from './errors.js'
 import type { JobChanges } from './job-changes.js'
-import { JOB_DEFAULTS } from './job-options.js'
-import { type JobOpts, jobOpts, OPTION_FIELDS } from './job-opts.js'
+import type { JobOpts } from './job-options.js'
 import type { Untyped } from './listeners.js'
+import { fieldsFromHash } from './redis/job-codec.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
 export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
@@ -322,112 +323,9 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 }
 
-function parseJson(text: string | undefined): unknown {
-  if (text === undefined) return undefined
-  try {
-    return JSON.parse(text)
-  } catch {
-    return text
-  }
-}
-
-const optionalNumber = (v: string | undefined) => (v === undefined ? undefined : Number(v))
-
-/** The fields of a job from HGETALL output (an object, or the flat field/value list a script returns). */
-export function fieldsFromHash(id: string, hash: Record<string, string> | string[]): JobFields {
-  const h: Record<string, string> = {}
-  if (Array.isArray(hash)) {
-    for (let i = 0; i + 1 < hash.length; i += 2) h[hash[i] as string] = hash[i + 1] as string
-  } else Object.assign(h, hash)
-  const attempts = Number(h.attempts ?? JOB_DEFAULTS.attempts)
-  const createdOn = Number(h.createdOn ?? 0)
-  const job: JobFields = {
-    id,
-    name: h.name ?? '',
-    data: parseJson(h.data),
-    attempts,
-    attemptsMade: Number(h.attemptsMade ?? 0),
-    attemptsStarted: startsOf(h.token, h.attemptsStarted),
-    state: (h.state ?? 'wait') as JobState,
-    createdOn,
-    stacktrace: stacksOf(h.stacktrace),
-    opts: jobOpts(id, createdOn, attempts, (f) => h[f]),
-  }
-  if (h.failedReason !== undefined) job.failedReason = h.failedReason
-  if (h.lastError !== undefined) job.lastError = h.lastError
-  if (h.returnValue !== undefined) job.returnValue = parseJson(h.returnValue)
-  const startedOn = optionalNumber(h.startedOn)
-  if (startedOn !== undefined) job.startedOn = startedOn
-  const finishedOn = optionalNumber(h.finishedOn)
-  if (finishedOn !== undefined) job.finishedOn = finishedOn
-  const dueAt = optionalNumber(h.dueAt)
-  if (dueAt !== undefined && job.state === 'delayed') job.dueAt = dueAt
-  if (h.workerName !== undefined) job.workerName = h.workerName
-  const retried = optionalNumber(h.retried)
-  if (retried !== undefined) job.retried = retried
-  if (h.progress !== undefined) job.progress = parseJson(h.progress)
-  if (h.priority !== undefined) job.priority = Number(h.priority)
-  if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
-  if (h.stalledCounter !== undefined) job.stalledCounter = Number(h.stalledCounter)
-  if (h.deid !== undefined) job.deduplicationId = h.deid
-  return job
-}
-
-/**
- * Times the job was taken: the start number in its run's token, its finish's receipt or a sweep's mark ("<worker>:<n>",
- * "=<worker>:<n>..."), else the `attemptsStarted` field a move that cleared the token wrote (lua/includes/starts.lua).
- */
-function startsOf(token: string | undefined, field: string | undefined): number {
-  const n = token === undefined ? undefined : /:(\d+)/.exec(token)?.[1]
-  return Number(n ?? field ?? 0)
-}
-
-/** The `stacktrace` field (a JSON array a script wrote), or [] without one. */
-function stacksOf(text: string | null | undefined): string[] {
-  if (text == null) return []
-  const list = parseJson(text)
-  return Array.isArray(list) ? list.map(String) : []
-}
-
 /** A Job from HGETALL output, acting through `scope`. */
 export function jobFromHash(id: string, hash: Record<string, string> | string[], scope?: JobScope): Job {
   return new Job(fieldsFromHash(id, hash), scope)
 }
 
-/** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
-const OPTION_AT = 10
-/** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
-const DEID_AT = OPTION_AT + OPTION_FIELDS.length
-
-/**
- * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
- * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
- * set (active, since `startedOn`, by `workerName`). Decoded without a detour through an object, as a busy
- * worker does this for every job.
- */
-export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
-  const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])
-  const createdOn = f[5] == null ? 0 : Number(f[5])
-  const job: JobFields = {
-    id,
-    name: f[0] ?? '',
-    data: parseJson(f[1] ?? undefined),
-    attempts,
-    attemptsMade: f[3] == null ? 0 : Number(f[3]),
-    attemptsStarted: f[4] == null ? 0 : Number(f[4]),
-    state: 'active',
-    createdOn,
-    startedOn: Number(startedOn),
-    workerName,
-    stacktrace: stacksOf(f[9]),
-    opts: jobOpts(id, createdOn, attempts, (name) => f[OPTION_AT + OPTION_FIELDS.indexOf(name)]),
-  }
-  const priority = f[OPTION_AT + OPTION_FIELDS.indexOf('priority')]
-  if (priority != null) job.priority = Number(priority)
-  if (f[6] != null) job.lastError = f[6]
-  if (f[7] != null) job.retried = Number(f[7])
-  if (f[8] != null) job.progress = parseJson(f[8])
-  if (f[DEID_AT] != null) job.deduplicationId = f[DEID_AT] as string
-  return job
-}
+export { fieldsFromHash, jobFromFields } from './redis/job-codec.js'

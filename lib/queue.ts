@@ -16,7 +16,7 @@ import { deduplicationOption, KnownHolders } from './deduplication.js'
 import { EchoMQError, redisError } from './errors.js'
 import { type BullJobState, JOB_STATES, Job, type JobScope, type JobState, jobFromHash, type QueueCounts } from './job.js'
 import { jobChanges } from './job-changes.js'
-import { addSettings, encodeBackoff, encodeKeep, type JobOptions } from './job-options.js'
+import { addSettings, type JobOptions } from './job-options.js'
 import { jobOpts } from './job-opts.js'
 import { toJson } from './json.js'
 import type { JobProgress, ListenerArgs, QueueListener, Untyped } from './listeners.js'
@@ -40,6 +40,7 @@ import {
 } from './redis/connection.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
 import { holderOf, removeHold } from './redis/deduplication.js'
+import { encodeBackoff, encodeKeep } from './redis/job-codec.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import {
   failedUpTo,

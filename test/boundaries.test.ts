@@ -1,5 +1,5 @@
 /**
- * The module boundaries, checked on the source: lib/redis/ is the one Redis boundary (commands.ts runs and
+ * The module boundaries, checked on the source: lib/redis/ is the one Redis boundary (script-runner.ts runs and
  * loads the scripts, queries.ts sends the plain commands, keys.ts spells the keys), and everything else in
  * the library, the commands and the handler calls their functions; lib/reaper/ is the only part of lib/
  * that imports an AWS package, and the library's entry pulls in none.
@@ -39,15 +39,15 @@ describe('one module runs the scripts', () => {
     expect(files.length).toBeGreaterThan(40)
   })
 
-  it('no module but lib/redis/commands.ts imports the script loader', () => {
+  it('no module but lib/redis/script-runner.ts imports the script loader', () => {
     const importers = files.filter((f) => /from ['"][./]*(lib\/)?scripts\.js['"]/.test(read(f)))
-    expect(importers).toEqual([path.join('lib', 'redis', 'commands.ts')])
+    expect(importers).toEqual([path.join('lib', 'redis', 'script-runner.ts')])
   })
 
-  it('no module but lib/redis/commands.ts sends EVALSHA, EVAL or FCALL', () => {
+  it('no module but lib/redis/script-runner.ts sends EVALSHA, EVAL or FCALL', () => {
     // The key guard's own tests run made-up probe scripts straight through the client, on purpose.
     const allowed = [
-      path.join('lib', 'redis', 'commands.ts'),
+      path.join('lib', 'redis', 'script-runner.ts'),
       path.join('test', 'key-guard.test.ts'),
       path.join('test', 'boundaries.test.ts'),
     ]

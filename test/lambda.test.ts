@@ -220,7 +220,16 @@ it('bad events and options are refused with a typed error, and change nothing in
   const handler = createWorkerHandler('q', async () => 'ok', { connection: redis.url })
   const context = { getRemainingTimeInMillis: () => 60_000 }
   try {
-    for (const event of ['x', [1], { queues: ['q'] }, { maxJobs: 0 }, { maxJobs: 1.5 }, { queue: 'bad name' }, { invocation: 'a b' }]) {
+    for (const event of [
+      'x',
+      [1],
+      { queues: ['q'] },
+      { maxJobs: 0 },
+      { maxJobs: 1.5 },
+      { queue: 'bad name' },
+      { queue: 'payments' },
+      { invocation: 'a b' },
+    ]) {
       await expect(handler(event, context)).rejects.toMatchObject({ name: 'EchoMQError', code: 'ERR_EVENT' })
     }
     await expect(handler({}, {} as never)).rejects.toMatchObject({ code: 'ERR_EVENT' })

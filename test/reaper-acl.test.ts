@@ -16,7 +16,7 @@ import { Queue, Worker } from '../lib/index.js'
 import { registryKey } from '../lib/redis/keys.js'
 import { startCluster, type TestCluster } from './helpers/cluster.js'
 import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
-import { crashedJobs } from './helpers/queue-state.js'
+import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { startRedis, type TestRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
 
@@ -66,7 +66,8 @@ async function endToEnd(admin: Redis | Cluster, nodes: Redis[], url: (user: stri
   })
   await worker.close()
   // A crashed worker's jobs (the admin builds them), on their last attempt, in a queue lost from the registry.
-  await crashedJobs(admin, 'sms', 2, { attempts: 1 })
+  // Stalled once before: with the default allowance (maxStalledCount 1) this stall fails them.
+  await stalledBefore(admin, 'sms', await crashedJobs(admin, 'sms', 2, { attempts: 1 }))
   await admin.srem(registryKey('emq'), 'sms')
 
   // Metrics on (EMF lines on stdout): only a reaper that publishes claims and settles the failed jobs.

@@ -2,7 +2,7 @@
  * A worker function's event: `{ queue?, maxJobs?, invocation? }` (what the reaper sends when it starts one:
  * `invocation` is the id it entered the invocation under; or a manual invocation), nothing at all, or a
  * scheduled (EventBridge) event, known by its `source` or `detail-type`, which drains the handler's own
- * queue. Anything else is refused with ERR_EVENT, before any Redis call: a typo (`{ "queues": ... }`) must not silently drain another queue or none.
+ * queue. `queue`, when given, must be the handler's own. Anything else is refused with ERR_EVENT, before any Redis call: a typo (`{ "queues": ... }`) must not silently drain another queue or none.
  */
 import { EchoMQError } from '../errors.js'
 import { validateQueueName } from '../options.js'
@@ -19,7 +19,7 @@ export interface WorkerEvent {
 const FIELDS = ['queue', 'maxJobs', 'invocation'] as const
 const INVOCATION_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-export function parseWorkerEvent(event: unknown): WorkerEvent {
+export function parseWorkerEvent(event: unknown, ownQueue: string): WorkerEvent {
   if (event === undefined || event === null || event === '') return {}
   if (typeof event !== 'object' || Array.isArray(event)) {
     throw new EchoMQError(
@@ -40,6 +40,14 @@ export function parseWorkerEvent(event: unknown): WorkerEvent {
       parsed.queue = validateQueueName(fields.queue)
     } catch (err) {
       throw new EchoMQError('ERR_EVENT', `event.queue: ${(err as Error).message}`)
+    }
+    // The processor was written for one queue: run by another, it would complete that queue's jobs with the wrong code.
+    if (parsed.queue !== ownQueue) {
+      throw new EchoMQError(
+        'ERR_EVENT',
+        `event.queue is "${parsed.queue}", but this worker function runs queue "${ownQueue}" (the queue given to createWorkerHandler)`,
+        { hint: 'check the function named for that queue in WORKER_FUNCTIONS, or leave event.queue out' },
+      )
     }
   }
   const maxJobs = fields.maxJobs

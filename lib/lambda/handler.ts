@@ -72,11 +72,11 @@ export function createWorkerHandler<Data = unknown, Result = unknown>(
   const settings = workerHandlerSettings(options)
   const connection = new WorkerConnection(settings.worker.connection)
   const handler = async (event: unknown, context: WorkerContext): Promise<WorkerInvocationResult> => {
-    const parsed = parseWorkerEvent(event)
+    const parsed = parseWorkerEvent(event, queueName)
     if (typeof context?.getRemainingTimeInMillis !== 'function') {
       throw new EchoMQError('ERR_EVENT', 'expected a Lambda context with getRemainingTimeInMillis()')
     }
-    const queue = parsed.queue ?? queueName
+    const queue = queueName
     const maxJobs = Math.min(parsed.maxJobs ?? Number.POSITIVE_INFINITY, settings.maxJobs ?? Number.POSITIVE_INFINITY)
     try {
       return await invoke(queue, processor as Processor, settings, connection, context, maxJobs, parsed.invocation)

@@ -4,7 +4,7 @@
  * checked in connection-options.ts), or a URL: `redis://` or `rediss://` (TLS), with an optional
  * ACL user and password (`rediss://user:pass@host:6380/0`). With `cluster: true`, or a URL whose scheme is
  * `redis+cluster://` / `rediss+cluster://`, the URL names one seed node of a Redis Cluster
- * (several seeds may be given as `host1:port1,host2:port2`). Default: REDIS_URL, then redis://127.0.0.1:6379.
+ * (several seeds may be given as `host1:port1,host2:port2`). Default: redis://127.0.0.1:6379, as BullMQ's.
  * Anything else is refused with ERR_OPTIONS (a configuration mistake, not a connection failure).
  * Passwords never appear in EchoMQ's messages (see redactUrl).
  *
@@ -103,7 +103,8 @@ function badConnection(message: string, variable = 'connection'): never {
  * redactUrl before showing it). Refuses what is not a connection.
  */
 export function resolveUrl(connection: unknown): string {
-  if (connection === undefined) return process.env.REDIS_URL || REDIS_URL_DEFAULT
+  // The library reads no environment (the reaper, the worker handler and the command do): BullMQ's default.
+  if (connection === undefined) return REDIS_URL_DEFAULT
   if (typeof connection === 'string') return connection
   if (isPlainObject(connection)) return describeConnectionObject(connection)
   return badConnection(`expected connection to be ${CONNECTION_FORMS}, got: ${describeValue(connection)}`)

@@ -1,13 +1,13 @@
 /**
  * Loads the Lua scripts in `lua/` once per process: `-- @include name` lines are replaced by
- * `lua/includes/name.lua`, the job defaults are declared after the header (encoding.ts luaDefaults), and
+ * `lua/includes/name.lua`, the job defaults are declared after the header (job-codec.ts luaDefaults), and
  * the result is hashed for EVALSHA. The files' text comes from lua-files.ts (read beside the sources in
  * the repository, built into the JavaScript in the package). Loading only: scripts are run by
  * lib/redis/commands.ts, the one module that calls them.
  */
 import { createHash } from 'node:crypto'
 import { EchoMQError } from '../errors.js'
-import { luaDefaults } from './encoding.js'
+import { luaDefaults } from './job-codec.js'
 import { luaFile } from './lua-files.js'
 
 export interface Script {

@@ -14,20 +14,15 @@
  */
 import { ITERATE_MAX_RUNS, type IterateRequest, iterate, type Promoted, promote } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
+import { anyIteration, parseIteration } from '../redis/iteration-id.js'
 import type { QueueKeys } from '../redis/keys.js'
 import { readScheduler, type StoredScheduler, serverTimeMs } from '../redis/queries.js'
 import { duePeriods, successorDue, timingFromHash } from './timing.js'
 
+export { parseIteration } from '../redis/iteration-id.js'
+
 /** Tries of an advance that another one raced (each re-reads the scheduler). */
 const RACE_TRIES = 5
-
-/** A scheduler's iteration id, `repeat:<scheduler id>:<due ms>`: its parts, or undefined for a plain job. */
-export function parseIteration(id: string): { schedulerId: string; due: number } | undefined {
-  if (!id.startsWith('repeat:')) return undefined
-  const at = id.lastIndexOf(':')
-  const due = Number(id.slice(at + 1))
-  return at > 7 && Number.isSafeInteger(due) ? { schedulerId: id.slice(7, at), due } : undefined
-}
 
 /** What promoting due jobs did: the jobs moved from `delayed`, the runs made straight into line, the next due time. */
 export interface Promotion extends Promoted {
@@ -49,7 +44,7 @@ export async function promoteDue(
   const plain: string[] = []
   const iterations: string[] = []
   const sids = new Set(schedulerIds)
-  const now = ids.some((id) => id.startsWith('repeat:')) ? await serverTimeMs(client) : 0
+  const now = anyIteration(ids) ? await serverTimeMs(client) : 0
   for (const id of ids) {
     const it = parseIteration(id)
     // Only a due one moves its schedule: the others are read for nothing (the candidates are the earliest

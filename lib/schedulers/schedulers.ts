@@ -8,12 +8,13 @@
  */
 
 import { EchoMQError } from '../errors.js'
-import { encodeBackoff, encodeKeep, JOB_DEFAULTS, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
+import { type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
 import { toJson } from '../json.js'
 import type { Untyped } from '../listeners.js'
 import { validateJobName, validateSchedulerId } from '../options.js'
 import { schedule, unschedule } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
+import { encodeOptions, storedOptionFields } from '../redis/job-codec.js'
 import type { QueueKeys } from '../redis/keys.js'
 import { readScheduler, schedulerIds, serverTimeMs } from '../redis/queries.js'
 import { checkKnown, describe, fail, opt } from '../validate.js'
@@ -58,18 +59,9 @@ function templateFields(id: string, template: unknown, defaults: JobSettings, ma
   }
   const o = jobSettings('template opts', t.opts, defaults)
   if (o.delay !== 0) fail('ERR_OPTIONS', `a job template takes no delay: the schedule says when, got: ${describe(o.delay)}`)
-  // As add-7.lua stores a job: a field with the default value is left out (see lib/redis/encoding.ts).
-  const f = ['name', name, 'data', data]
-  const put = (field: string, value: string, fallback: string) => {
-    if (value !== fallback) f.push(field, value)
-  }
-  put('attempts', String(o.attempts), String(JOB_DEFAULTS.attempts))
-  put('backoff', encodeBackoff(o.backoff), '')
-  put('keep', encodeKeep(o.removeOnComplete), encodeKeep(JOB_DEFAULTS.removeOnComplete))
-  put('keepFailed', encodeKeep(o.removeOnFail), encodeKeep(JOB_DEFAULTS.removeOnFail))
-  put('stackTraceLimit', String(o.stackTraceLimit), String(JOB_DEFAULTS.stackTraceLimit))
-  if (o.keepLogs !== undefined) f.push('keepLogs', String(o.keepLogs))
-  if (o.priority > 0) f.push('priority', String(o.priority))
+  // As add-7.lua stores a job: a field with the default value is left out (lib/redis/job-codec.ts). A
+  // template keeps no lifo: its runs enter the line as iterate-11.lua puts them.
+  const f = ['name', name, 'data', data, ...storedOptionFields({ ...encodeOptions(o), lifo: false })]
   if (t.opts !== undefined && Object.keys(t.opts as object).length > 0) f.push('opts', JSON.stringify(t.opts))
   return f
 }

@@ -1,0 +1,122 @@
+/**
+ * Adding jobs: add-7.lua, one call per batch (addAll sends several in one MULTI).
+ * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
+ */
+
+import type { DeduplicationOptions } from '../deduplication.js'
+import type { RedisClient } from './connection.js'
+import { encodeDeduplication } from './deduplication.js'
+import { type EncodedOptions, hasDefaultOptions } from './job-codec.js'
+import type { QueueKeys } from './keys.js'
+import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
+
+/** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
+export const ADD_SCRIPTS = {
+  add: 'add-7.lua',
+} as const
+
+/** A job to add: its id ('' for EchoMQ to give), name, data (JSON text) and options, encoded (job-codec.ts). */
+export interface NewJob extends EncodedOptions {
+  id: string
+  name: string
+  /** JSON text. */
+  data: string
+  /** Its deduplication (lib/deduplication.ts), with the holder the call expects (KnownHolders). */
+  deduplication?: { spec: DeduplicationOptions; holder: string | null }
+}
+
+/** The ARGV of one job in add-7.lua, in its order. */
+const jobArgs = (j: NewJob) => [
+  j.id,
+  j.name,
+  j.data,
+  j.attempts,
+  j.delayMs,
+  j.backoff,
+  j.keep,
+  j.keepFailed,
+  j.keepLogs ?? '',
+  j.priority,
+  j.lifo ? '1' : '',
+  j.stackTraceLimit,
+]
+const ADD_FIELDS = 12
+/** A call whose jobs all have the default options sends only their id, name and data (add-7.lua). */
+const shortArgs = (j: NewJob) => [j.id, j.name, j.data]
+const ADD_FIELDS_SHORT = 3
+
+/** add-7.lua's arguments: the short form when every job has the default options (most producers' adds). */
+function addArgs(jobs: NewJob[]): (string | number)[] {
+  if (jobs.some((j) => j.deduplication)) return [ADD_FIELDS + 1, ...jobs.flatMap(deduplicatedArgs)]
+  return jobs.every(hasDefaultOptions) ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)] : [ADD_FIELDS, ...jobs.flatMap(jobArgs)]
+}
+
+/** A call with a deduplicated job: 13 fields a job, the 13th its deduplication ("" for none). */
+const deduplicatedArgs = (j: NewJob) => [
+  ...jobArgs(j),
+  j.deduplication ? encodeDeduplication(j.deduplication.spec, j.deduplication.holder) : '',
+]
+
+/** add-7.lua's KEYS: the queue's, then each job's hash (with a deduplication: its key and the holder's hash and logs). */
+function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
+  const queue = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized]
+  if (!jobs.some((j) => j.deduplication)) return [...queue, ...jobs.map((j) => keys.job(j.id))]
+  return [
+    ...queue,
+    ...jobs.flatMap((j) => {
+      const d = j.deduplication
+      // Without a holder (or a deduplication) the job's own keys stand in: the script does not touch them as a holder's.
+      const holder = d?.holder ?? j.id
+      return [keys.job(j.id), keys.deduplication(d?.spec.id ?? ''), keys.job(holder), keys.logs(holder)]
+    }),
+  ]
+}
+
+/** What add-7.lua says of one job: added (1), its id taken (0), the holder of its deduplication id, '?<holder>' (not the one expected). */
+type AddCode = number | string
+
+/**
+ * The result of an add call, per job: added; held by (the holder's id, when deduplicated); stale, the
+ * holder the call found when it expected another (null: none), the job not added: send it again.
+ */
+export interface AddResult {
+  createdOn: number
+  added: boolean[]
+  heldBy: (string | undefined)[]
+  stale: (string | null | undefined)[]
+}
+
+const isStale = (a: AddCode): a is string => typeof a === 'string' && a.startsWith('?')
+
+const addResult = (createdOn: number, codes: AddCode[]): AddResult => ({
+  createdOn,
+  added: codes.map((a) => a === 1),
+  heldBy: codes.map((a) => (typeof a === 'string' && !isStale(a) ? a : undefined)),
+  stale: codes.map((a) => (isStale(a) ? a.slice(1) || null : undefined)),
+})
+
+/**
+ * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
+ * clock) and, per job, whether it was added (false: its id was taken; nothing changed for it).
+ */
+export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]): Promise<AddResult> {
+  const [createdOn, codes] = (await evalScript(client, ADD_SCRIPTS.add, addKeys(keys, jobs), addArgs(jobs))) as [number, AddCode[]]
+  return addResult(createdOn, codes)
+}
+
+/**
+ * Adds jobs in calls of at most `perCall` jobs, sent in one MULTI: all or none (a Redis that refuses one,
+ * out of memory, refuses the transaction). Resolves to each call's result, in order.
+ */
+export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob[][]): Promise<AddResult[]> {
+  if (calls.length === 1 && calls[0]) return [await add(client, keys, calls[0])]
+  const replies = await evalInTransaction(
+    client,
+    ADD_SCRIPTS.add,
+    calls.map((jobs) => ({ keys: addKeys(keys, jobs), args: addArgs(jobs) })),
+  )
+  return replies.map((reply) => {
+    const [createdOn, codes] = reply as [number, AddCode[]]
+    return addResult(createdOn, codes)
+  })
+}

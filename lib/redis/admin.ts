@@ -1,0 +1,198 @@
+/**
+ * Admin and clean-up: retry, remove, the queue's rate limit, listening, pause, progress and logs, clean,
+ * drain and obliterate.
+ * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
+ */
+
+import type { JobState } from '../job.js'
+import type { RedisClient } from './connection.js'
+import type { FinishedSet } from './finishing.js'
+import type { QueueKeys } from './keys.js'
+import { evalScript, eventKeys, jobAndLogs, prioritizedKeys } from './script-runner.js'
+
+/** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
+export const ADMIN_SCRIPTS = {
+  retry: 'retry-7.lua',
+  remove: 'remove-13.lua',
+  pause: 'pause-6.lua',
+  progress: 'progress-5.lua',
+  log: 'log-3.lua',
+  clean: 'clean-4.lua',
+  drain: 'drain-6.lua',
+  obliterate: 'obliterate-15.lua',
+  limit: 'limit-1.lua',
+  listen: 'listen-1.lua',
+} as const
+
+/**
+ * Sends failed jobs back to `wait` with a fresh attempts budget. `strict`: every id must be failed, else
+ * nothing changes and the first other id is returned as `notFailed`, with its state. `maxScore`: only
+ * jobs that failed no later than this (their score in `failed`) move.
+ */
+export async function retry(
+  client: RedisClient,
+  keys: QueueKeys,
+  ids: string[],
+  strict: boolean,
+  maxScore = Number.POSITIVE_INFINITY,
+): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined }> {
+  const [status, result, state] = (await evalScript(
+    client,
+    ADMIN_SCRIPTS.retry,
+    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, ...ids.map((id) => keys.job(id))],
+    [strict ? 'strict' : 'any', Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
+  )) as ['ok', string[], undefined] | ['not-failed', string, JobState | 'missing']
+  return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
+}
+
+/** Removes a job that is not in flight. */
+export async function remove(client: RedisClient, keys: QueueKeys, id: string): Promise<'removed' | 'missing' | 'active'> {
+  return (await evalScript(
+    client,
+    ADMIN_SCRIPTS.remove,
+    [
+      keys.job(id),
+      keys.active,
+      keys.wait,
+      keys.delayed,
+      keys.completed,
+      keys.failed,
+      keys.reserved,
+      ...eventKeys(keys),
+      keys.logs(id),
+      ...prioritizedKeys(keys),
+    ],
+    [id],
+  )) as 'removed' | 'missing' | 'active'
+}
+
+/** Holds every worker of the queue back from starting jobs for `ms` (0 lifts it); resolves to when the hold ends. */
+export async function rateLimit(client: RedisClient, keys: QueueKeys, ms: number): Promise<number> {
+  return (await evalScript(client, ADMIN_SCRIPTS.limit, [keys.meta], [ms])) as number
+}
+
+// ---- listening to events -----------------------------------------------------------------------------
+
+/**
+ * Marks that QueueEvents `listenerId` listens for `ttlMs` more (0: it leaves). Resolves to whether its
+ * mark was missing, first or lost (a Redis restarted empty, the key evicted): events may have gone unwritten.
+ */
+export async function listen(client: RedisClient, keys: QueueKeys, listenerId: string, ttlMs: number): Promise<boolean> {
+  return (await evalScript(client, ADMIN_SCRIPTS.listen, [keys.listened], [listenerId, ttlMs])) === 1
+}
+
+// ---- pause, progress and logs ------------------------------------------------------------------------
+
+/** Pauses or resumes the queue; resolves to whether its state changed. */
+export async function setPaused(client: RedisClient, keys: QueueKeys, paused: boolean): Promise<boolean> {
+  const changed = (await evalScript(
+    client,
+    ADMIN_SCRIPTS.pause,
+    [keys.meta, keys.marker, keys.wait, keys.events, keys.listened, keys.prioritized],
+    [paused ? 'pause' : 'resume'],
+  )) as number
+  return changed === 1
+}
+
+/** Whether a write on a job went through: `missing` (no such job), `lost` (the run does not own it). */
+export type JobWrite = 'ok' | 'missing' | 'lost'
+
+/** Records a job's progress (JSON text); `token`: the run's, fencing a processor's write, or '' for none. */
+export async function updateProgress(client: RedisClient, keys: QueueKeys, id: string, token: string, json: string): Promise<JobWrite> {
+  return (await evalScript(
+    client,
+    ADMIN_SCRIPTS.progress,
+    [keys.job(id), keys.lock(id), ...eventKeys(keys)],
+    [id, token, json],
+  )) as JobWrite
+}
+
+/** Appends a log line; resolves to the lines kept, fenced like updateProgress. */
+export async function addLog(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  token: string,
+  row: string,
+): Promise<{ status: JobWrite; count: number }> {
+  const [status, count] = (await evalScript(client, ADMIN_SCRIPTS.log, [keys.job(id), keys.lock(id), keys.logs(id)], [token, row])) as [
+    JobWrite,
+    number,
+  ]
+  return { status, count }
+}
+
+// ---- clean, drain, obliterate ------------------------------------------------------------------------
+
+/** Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the first younger one. */
+export async function clean(
+  client: RedisClient,
+  keys: QueueKeys,
+  set: FinishedSet,
+  graceMs: number,
+  ids: string[],
+): Promise<{ removed: string[]; done: boolean }> {
+  const [removed, done] = (await evalScript(
+    client,
+    ADMIN_SCRIPTS.clean,
+    [keys[set], ...eventKeys(keys), ...jobAndLogs(keys, ids)],
+    [graceMs, ...ids],
+  )) as [string[], number]
+  return { removed, done: done === 1 }
+}
+
+/** Where drain read the ids it passes. */
+export type DrainSource = 'wait' | 'reserved' | 'prioritized' | 'delayed'
+
+/** Removes the given waiting (or delayed) jobs that are still where they were read; resolves to the ids removed. */
+export async function drain(client: RedisClient, keys: QueueKeys, source: DrainSource, ids: string[]): Promise<string[]> {
+  return (await evalScript(
+    client,
+    ADMIN_SCRIPTS.drain,
+    [keys.wait, keys.reserved, keys.delayed, keys.marker, ...prioritizedKeys(keys), ...jobAndLogs(keys, ids)],
+    [source, ...ids],
+  )) as string[]
+}
+
+/** Where obliterate read the ids it passes. */
+export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed'
+
+const queueOwnKeys = (k: QueueKeys) => [
+  k.wait,
+  k.active,
+  k.stalled,
+  k.delayed,
+  k.completed,
+  k.failed,
+  k.marker,
+  k.meta,
+  k.reserved,
+  k.events,
+  k.listened,
+  k.metrics,
+  k.prioritized,
+  k.reservedScores,
+  k.limiter,
+]
+
+/**
+ * One step of obliterating a queue: with `ids` (read from `source`), deletes those jobs; without, deletes
+ * the queue's own keys once every set is empty. `active` when jobs are in flight and `force` is off.
+ */
+export async function obliterate(
+  client: RedisClient,
+  keys: QueueKeys,
+  force: boolean,
+  step: { source: ObliterateSource; ids: string[] } | undefined,
+): Promise<{ status: 'active' | 'ok' | 'done' | 'more'; count: number }> {
+  const ids = step?.ids ?? []
+  const [status, count] = (await evalScript(
+    client,
+    ADMIN_SCRIPTS.obliterate,
+    [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)])],
+    [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
+  )) as ['active' | 'ok' | 'done' | 'more', number]
+  // The workers' sweep throttle (stalled-check, a plain key with a PX) goes with the queue's keys.
+  if (status === 'done') await client.del(keys.stalledCheck)
+  return { status, count }
+}

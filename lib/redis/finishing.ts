@@ -1,0 +1,192 @@
+/**
+ * A run's finish: finish-15.lua completes, fails or releases runs and takes the next jobs in the same call.
+ * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
+ */
+
+import type { JobState } from '../job.js'
+import type { RedisClient } from './connection.js'
+import type { QueueKeys } from './keys.js'
+import { evalScript, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
+import { type Handed, type Lease, limitArgs, TAKE_MAX_BYTES, type Taken, type TakenReply, type Taker, toHanded, toTaken } from './taking.js'
+
+/** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
+export const FINISH_SCRIPTS = {
+  finish: 'finish-15.lua',
+} as const
+
+/**
+ * complete; fail (uses an attempt; a retry waits the job's backoff); fail-final (an UnrecoverableError: to
+ * `failed` whatever attempts remain); release (back to wait, served next, no attempt used).
+ */
+export type FinishAction = 'complete' | 'fail' | 'fail-final' | 'release'
+
+/** A finished set past its retention plus slack: the caller runs `trim` on it. */
+export type FinishedSet = 'completed' | 'failed'
+
+/** How one run ended: `lost` when it no longer owned the job (nothing changed for it). */
+export interface RunOutcome {
+  status: 'ok' | 'lost'
+  state: JobState | 'missing'
+  /** A finished set that has just grown past its retention by another slack: trim it. */
+  trim: FinishedSet | undefined
+}
+
+/** One run a finish call ends. */
+export interface FinishRun {
+  run: Lease
+  action: FinishAction
+  /** The result (JSON text) to complete with, or the error message to fail with. */
+  value: string
+  /** The error's stack, for a failure. */
+  stack?: string
+  /** A fail's retry waits this (ms), not the job's backoff: the worker's settings.backoffStrategy said so. */
+  delayMs?: number
+  /** The worker's retention (encodeKeep), for a job with none of its own. */
+  keep?: string
+}
+
+export interface FinishManyResult extends NextDue {
+  /** Per run, in the order given. */
+  runs: RunOutcome[]
+  /** Jobs taken in the same call. */
+  taken: Taken[]
+  /** Candidates left where they were because the reply was full (TAKE_MAX_BYTES) or the limiter held them. */
+  left: string[]
+  /** Ids reserved for this worker's next calls, next to be served first. */
+  reserved: string[]
+  /** Ids at the head of the line after the call (not reserved), next first: candidates for the next one. */
+  peeked: string[]
+  /** When the runs ended (ms, Redis's clock). */
+  finishedOn: number
+  /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while paused. */
+  waitMs: number
+  /** Jobs read into the hand (still reserved: taken only by the call that follows their start). */
+  handed: Handed[]
+  /** Per start confirmed, in the order given: taken, or lost (its reservation was gone). */
+  confirmed: ('taken' | 'lost')[]
+}
+
+/** A single run's finish: its outcome with what the call took and set aside. */
+export type FinishResult = Omit<FinishManyResult, 'runs'> & RunOutcome
+
+/** What a finish takes in the same call, and what it sets aside for the calls after it. */
+export interface TakeNext extends Taker {
+  candidates: string[]
+  /** The candidates are ids this worker reserved (else ids read from `wait`). */
+  reservedCandidates: boolean
+  /** Ids to reserve from the tail of `wait` for the next calls, and for how long (ms). */
+  reserve: number
+  reserveMs: number
+  /** Ids to peek at from the tail of `wait`, without reserving them. */
+  peek: number
+  /** Reserved ids to read into the hand (neither taken nor leased until they start). */
+  hand?: string[]
+  /** Jobs started from the hand since the last call: taken now, each under the token it was read with. */
+  starts?: (Lease & { scored: boolean })[]
+}
+
+const NOTHING_NEXT: TakeNext = {
+  workerToken: '',
+  leaseMs: 1,
+  workerName: '',
+  candidates: [],
+  reservedCandidates: false,
+  reserve: 0,
+  reserveMs: 1,
+  peek: 0,
+}
+
+/**
+ * Completes, fails or releases runs of one worker, each fenced by its token, in one call (lua/finish-15.lua),
+ * and takes the next jobs in the same call.
+ */
+export async function finishRuns(
+  client: RedisClient,
+  keys: QueueKeys,
+  runs: FinishRun[],
+  next: TakeNext = NOTHING_NEXT,
+): Promise<FinishManyResult> {
+  const k = keys
+  const keyList = [
+    k.active,
+    k.stalled,
+    k.wait,
+    k.completed,
+    k.failed,
+    k.marker,
+    k.delayed,
+    k.meta,
+    k.reserved,
+    k.events,
+    k.listened,
+    k.metrics,
+    ...prioritizedKeys(keys),
+    k.limiter,
+  ]
+  const args: (string | number)[] = [
+    runs.length,
+    Math.random(),
+    next.workerToken,
+    next.leaseMs,
+    next.workerName,
+    TAKE_MAX_BYTES,
+    next.reservedCandidates ? 'r' : 'w',
+    next.reserve,
+    next.reserveMs,
+    next.peek,
+    ...limitArgs(next),
+    next.hand?.length ?? 0,
+    next.starts?.length ?? 0,
+  ]
+  for (const r of runs) {
+    keyList.push(k.job(r.run.id), k.lock(r.run.id), k.logs(r.run.id))
+    const overrides = `${r.delayMs === undefined ? '' : `@${r.delayMs}`}${r.keep === undefined ? '' : `#${r.keep}`}`
+    args.push(r.run.id, r.run.token, r.action + overrides, r.value, r.stack ?? '')
+  }
+  const hand = next.hand ?? []
+  const starts = next.starts ?? []
+  for (const id of next.candidates) keyList.push(k.job(id), k.lock(id))
+  for (const id of hand) keyList.push(k.job(id), k.lock(id))
+  for (const s of starts) keyList.push(k.job(s.id), k.lock(s.id))
+  const tail = [...next.candidates, ...hand, ...starts.flatMap((s) => [s.id, s.token, s.scored ? '1' : '0'])]
+  const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, [...args, ...tail])) as [
+    ['ok' | 'lost', JobState | 'missing', FinishedSet | ''][],
+    TakenReply,
+    string[],
+    string[],
+    string[],
+    number,
+    number,
+    number,
+    number,
+    [string, string, (string | null)[], number][],
+    number[],
+  ]
+  const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed] = reply
+  return {
+    runs: outcomes.map(([status, state, trim]) => ({ status, state, trim: trim === '' ? undefined : trim })),
+    taken: toTaken(taken, next.workerName),
+    left,
+    reserved,
+    peeked,
+    ...nextDue(dueIn, dueAt),
+    finishedOn,
+    waitMs,
+    handed: toHanded(handed, finishedOn, next.workerName),
+    confirmed: confirmed.map((code) => (code === 1 ? 'taken' : 'lost')),
+  }
+}
+
+/** Completes, fails or releases one run, fenced by its token; may take the next jobs in the same call. */
+export async function finish(
+  client: RedisClient,
+  keys: QueueKeys,
+  run: Lease,
+  action: FinishAction,
+  value: string,
+  next: TakeNext = NOTHING_NEXT,
+  stack = '',
+): Promise<FinishResult> {
+  const { runs, ...rest } = await finishRuns(client, keys, [{ run, action, value, stack }], next)
+  return { ...rest, ...(runs[0] as RunOutcome) }
+}

@@ -1,0 +1,278 @@
+/**
+ * A queue's jobs, read with plain commands (no script): candidates for a take, pages of ids, hashes,
+ * counts, logs; and the few single-field writes that need no script.
+ */
+import type { ChainableCommander } from 'ioredis'
+import type { JobState, QueueCounts } from '../job.js'
+import type { RedisClient } from './connection.js'
+import type { QueueKeys } from './keys.js'
+import { serverTimeMs } from './server.js'
+
+/**
+ * Up to `n` ids next in line, the next first: the tail of `wait`, then (jobs without a priority run first)
+ * the head of `prioritized`. The candidates for `take`; both read in one round trip.
+ */
+export async function readCandidates(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
+  const [waiting, prioritized] = await Promise.all([client.lrange(keys.wait, -n, -1), client.zrange(keys.prioritized, '0', String(n - 1))])
+  return [...waiting.reverse(), ...prioritized].slice(0, n)
+}
+
+/** A job's hash, {} when there is none. */
+export function readJob(client: RedisClient, keys: QueueKeys, id: string): Promise<Record<string, string>> {
+  return client.hgetall(keys.job(id))
+}
+
+/** Several jobs' hashes, in the order of `ids` ({} for a job removed meanwhile). */
+export function readJobs(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<Record<string, string>[]> {
+  return Promise.all(ids.map((id) => client.hgetall(keys.job(id))))
+}
+
+/**
+ * A page of ids in one state (`start`, `end`: inclusive ranks): `wait` in the order they will run (those
+ * busy workers reserved first), `delayed` by due time, `active` by lease deadline, `completed` and `failed`
+ * most recent first.
+ */
+export async function idsIn(client: RedisClient, keys: QueueKeys, state: JobState, start: number, end: number): Promise<string[]> {
+  switch (state) {
+    case 'wait': {
+      const reserved = await client.zrange(keys.reserved, String(start), String(end))
+      const skip = Math.max(0, start - (await client.zcard(keys.reserved)))
+      const more = end - start + 1 - reserved.length
+      if (more <= 0) return reserved
+      return [...reserved, ...(await client.lrange(keys.wait, -(skip + more), -(skip + 1))).reverse()]
+    }
+    case 'delayed':
+    case 'prioritized':
+      return client.zrange(keys[state], String(start), String(end))
+    case 'active':
+      return client.zrange(keys.active, String(start), String(end))
+    default:
+      return client.zrevrange(keys[state], String(start), String(end))
+  }
+}
+
+/** How many jobs one state holds (`wait`: with those busy workers reserved). */
+export async function stateSize(client: RedisClient, keys: QueueKeys, state: JobState): Promise<number> {
+  if (state === 'wait') {
+    const [waiting, reserved] = await Promise.all([client.llen(keys.wait), client.zcard(keys.reserved)])
+    return waiting + reserved
+  }
+  return client.zcard(keys[state])
+}
+
+/**
+ * Ids of one state by rank, BullMQ's way: `asc` oldest first (wait: next to run first; delayed: due first;
+ * active: earliest lease deadline first; completed, failed: finished first), else newest first. `start`
+ * and `end` are inclusive ranks from 0, already within the state's size.
+ */
+export async function pageIds(
+  client: RedisClient,
+  keys: QueueKeys,
+  state: JobState,
+  start: number,
+  end: number,
+  asc: boolean,
+): Promise<string[]> {
+  if (end < start) return []
+  if (state !== 'wait') {
+    return asc ? client.zrange(keys[state], String(start), String(end)) : client.zrange(keys[state], String(start), String(end), 'REV')
+  }
+  // `wait` in run order is the reserved ids (reserved first, first) and then the list from its tail.
+  const reserved = await client.zcard(keys.reserved)
+  const waiting = await client.llen(keys.wait)
+  const ids: string[] = []
+  if (asc) {
+    if (start < reserved) ids.push(...(await client.zrange(keys.reserved, String(start), String(Math.min(end, reserved - 1)))))
+    const from = Math.max(0, start - reserved)
+    const to = end - reserved
+    if (to >= from) ids.push(...(await client.lrange(keys.wait, -(to + 1), -(from + 1))).reverse())
+    return ids
+  }
+  if (start < waiting) ids.push(...(await client.lrange(keys.wait, start, Math.min(end, waiting - 1))))
+  const from = Math.max(0, start - waiting)
+  const to = end - waiting
+  if (to >= from) ids.push(...(await client.zrange(keys.reserved, String(from), String(to), 'REV')))
+  return ids
+}
+
+/** The oldest `n` ids of a sorted set (the earliest due delayed jobs; the oldest finished jobs). */
+export function oldestIds(client: RedisClient, key: string, n: number): Promise<string[]> {
+  return client.zrange(key, '0', String(n - 1))
+}
+
+/** The score of the newest failed job (its finish time), undefined when none failed. */
+export async function newestFailedScore(client: RedisClient, keys: QueueKeys): Promise<number | undefined> {
+  const [, score] = await client.zrange(keys.failed, '-1', '-1', 'WITHSCORES')
+  return score === undefined ? undefined : Number(score)
+}
+
+/** Failed ids with a score up to `maxScore`, oldest first, `skip` of them skipped. */
+export function failedUpTo(client: RedisClient, keys: QueueKeys, maxScore: number, skip: number, n: number): Promise<string[]> {
+  return client.zrangebyscore(keys.failed, '-inf', String(maxScore), 'LIMIT', skip, n)
+}
+
+/** Delayed ids due at or before `now`. */
+export function dueDelayed(client: RedisClient, keys: QueueKeys, now: number, limit: number): Promise<string[]> {
+  return client.zrangebyscore(keys.delayed, '-inf', now, 'LIMIT', 0, limit)
+}
+
+/** When a waiting job entered `wait` (ms, Redis's clock; a job that waits since it was added has no
+ * `waitingSince`: its createdOn), undefined when unknown. */
+export async function waitingSince(client: RedisClient, keys: QueueKeys, id: string): Promise<number | undefined> {
+  const [since, created] = await client.hmget(keys.job(id), 'waitingSince', 'createdOn')
+  const at = Number(since ?? created)
+  return Number.isFinite(at) && at > 0 ? at : undefined
+}
+
+/** How many of these jobs' leases are still there. */
+export function liveLeases(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<number> {
+  return ids.length === 0 ? Promise.resolve(0) : client.exists(...ids.map((id) => keys.lock(id)))
+}
+
+/** Each in-flight job's lease: ms left (-2 when gone), and when a sweep marked it (undefined if not). */
+export async function leaseStates(
+  client: RedisClient,
+  keys: QueueKeys,
+  ids: string[],
+): Promise<{ ttlMs: number; markedAt: number | undefined }[]> {
+  return Promise.all(
+    ids.map(async (id) => {
+      const [ttlMs, markedAt] = await Promise.all([client.pttl(keys.lock(id)), client.zscore(keys.stalled, id)])
+      return { ttlMs, markedAt: markedAt === null ? undefined : Number(markedAt) }
+    }),
+  )
+}
+
+/**
+ * Each job counted once (QueueCounts): a reservation from `prioritized` keeps its score in `reservedScores`,
+ * and every id of `stalled` is in `active` (leaveActive.lua removes both), so those are taken off the others.
+ * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
+ * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
+ * (the operator needs the counts most when Redis is full).
+ */
+export async function readCounts(client: RedisClient, keys: QueueKeys): Promise<QueueCounts> {
+  let replies: [Error | null, unknown][] | null
+  try {
+    replies = await countReads(client.multi(), keys).exec()
+  } catch (err) {
+    if (!/EXECABORT/.test((err as Error).message)) throw err
+    replies = await countReads(client.pipeline(), keys).exec()
+  }
+  if (!replies) throw new Error('the transaction was aborted')
+  const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0, scored = 0] =
+    replies.map(([err, n]) => {
+      if (err) throw err
+      return n as number
+    })
+  return {
+    wait: wait + Math.max(0, reserved - scored),
+    prioritized: prioritized + scored,
+    active: Math.max(0, active - stalled),
+    stalled,
+    delayed,
+    completed,
+    failed,
+  }
+}
+
+function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableCommander {
+  return batch
+    .llen(keys.wait)
+    .zcard(keys.reserved)
+    .zcard(keys.active)
+    .zcard(keys.stalled)
+    .zcard(keys.delayed)
+    .zcard(keys.completed)
+    .zcard(keys.failed)
+    .zcard(keys.prioritized)
+    .hlen(keys.reservedScores)
+}
+
+/** A job's state and outcome: what waitUntilFinished checks after it starts listening. */
+export async function readOutcome(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+): Promise<{ state: string | undefined; returnValue: string | undefined; failedReason: string | undefined }> {
+  const [state, returnValue, failedReason] = await client.hmget(keys.job(id), 'state', 'returnValue', 'failedReason')
+  return { state: state ?? undefined, returnValue: returnValue ?? undefined, failedReason: failedReason ?? undefined }
+}
+
+/** A page of a job's log lines (LRANGE indices, negative from the end) and how many it holds. */
+export async function readLogs(client: RedisClient, keys: QueueKeys, id: string, start: number, end: number): Promise<[string[], number]> {
+  const [logs, count] = await Promise.all([client.lrange(keys.logs(id), start, end), client.llen(keys.logs(id))])
+  return [logs, count]
+}
+
+/**
+ * BullMQ's getRateLimitTtl(maxJobs?): ms left before the queue may start jobs again, by Redis's clock: the
+ * longer of a rateLimit hold (worker.rateLimit, queue.rateLimit) and the worker limiters' window (the
+ * window's key's PTTL, counted only when it holds at least maxJobs starts, when maxJobs is given). With no
+ * limit: -2 (the PTTL of no key, BullMQ's answer), or 0 when maxJobs is given.
+ */
+export async function rateLimitTtl(client: RedisClient, keys: QueueKeys, maxJobs?: number): Promise<number> {
+  const [until, window, starts, now] = await Promise.all([
+    client.hget(keys.meta, 'limitedUntil'),
+    client.pttl(keys.limiter),
+    maxJobs === undefined ? Promise.resolve(0) : client.zcard(keys.limiter),
+    serverTimeMs(client),
+  ])
+  const held = until === null ? 0 : Math.max(0, Number(until) - now)
+  const windowLeft = window > 0 && (maxJobs === undefined || starts >= maxJobs) ? window : 0
+  const left = Math.max(held, windowLeft)
+  return left > 0 ? left : maxJobs === undefined ? -2 : 0
+}
+
+/** Claims the queue's stalled sweep for `ms` (BullMQ's stalled-check key): true for the one worker that won it. */
+export async function claimStalledCheck(client: RedisClient, keys: QueueKeys, ms: number): Promise<boolean> {
+  return (await client.set(keys.stalledCheck, '1', 'PX', ms, 'NX')) === 'OK'
+}
+
+/**
+ * Records the queue's maxStalledCount in meta for the sweeps (a worker's, the reaper's), which read it there:
+ * written only when not the default, so a queue that keeps the default stores nothing.
+ */
+export async function setMaxStalledCount(client: RedisClient, keys: QueueKeys, n: number, byDefault: number): Promise<void> {
+  if (n === byDefault) await client.hdel(keys.meta, 'maxStalledCount')
+  else await client.hset(keys.meta, 'maxStalledCount', String(n))
+}
+
+/** Whether the queue is paused. */
+export async function isPaused(client: RedisClient, keys: QueueKeys): Promise<boolean> {
+  return (await client.hexists(keys.meta, 'paused')) === 1
+}
+
+/** Records the queue's events stream cap (meta's maxLenEvents), which the scripts read. */
+export async function setEventsMaxLen(client: RedisClient, keys: QueueKeys, maxLen: number): Promise<void> {
+  await client.hset(keys.meta, 'maxLenEvents', String(maxLen))
+}
+
+/** A page of ids of the tail of `wait` (next first), of `reserved` or of a sorted set's head: what drain and obliterate read. */
+export async function headIds(client: RedisClient, keys: QueueKeys, source: 'wait' | 'reserved' | JobSet, n: number): Promise<string[]> {
+  if (source === 'wait') return (await client.lrange(keys.wait, -n, -1)).reverse()
+  return client.zrange(keys[source], '0', String(n - 1))
+}
+
+/** The queue's sorted sets of jobs. */
+export type JobSet = 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed'
+
+/** A job's state field, or undefined when there is no such job. */
+export async function jobState(client: RedisClient, keys: QueueKeys, id: string): Promise<JobState | undefined> {
+  return ((await client.hget(keys.job(id), 'state')) ?? undefined) as JobState | undefined
+}
+
+/** A job's backoff type (its `backoff` field's first part), for the worker's settings.backoffStrategy; undefined for none. */
+export async function readBackoffType(client: RedisClient, keys: QueueKeys, id: string): Promise<string | undefined> {
+  const spec = await client.hget(keys.job(id), 'backoff')
+  return spec ? spec.split(',')[0] : undefined
+}
+
+/** Records that a job stalled `n` times before (its stalledCounter): the demo's job that stalls once too often. */
+export async function recordPastStalls(client: RedisClient, keys: QueueKeys, id: string, n: number): Promise<void> {
+  await client.hset(keys.job(id), 'stalledCounter', String(n))
+}
+
+/** Adds `n` to the queue's job id counter (meta's `ids`); resolves to the last id reserved. */
+export async function reserveJobIds(client: RedisClient, keys: QueueKeys, n: number): Promise<number> {
+  return client.hincrby(keys.meta, 'ids', n)
+}

@@ -1,0 +1,221 @@
+/**
+ * The sweep: probe-12.lua reads a queue's counts and candidates, sweep-10.lua recovers stalled runs, promote
+ * and trim move due and old jobs, and the reaper's count of failed jobs is claimed then settled.
+ * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
+ */
+
+import type { JobState, SweepCounts } from '../job.js'
+import type { RedisClient } from './connection.js'
+import type { FinishedSet } from './finishing.js'
+import type { QueueKeys } from './keys.js'
+import { evalScript, eventKeys, jobAndLogs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
+
+/** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
+export const SWEEP_SCRIPTS = {
+  probe: 'probe-12.lua',
+  claim: 'claim-1.lua',
+  settle: 'settle-1.lua',
+  sweepStep: 'sweep-10.lua',
+  promote: 'promote-7.lua',
+  promoteJob: 'promoteJob-8.lua',
+  trim: 'trim-2.lua',
+} as const
+
+export interface ProbeRequest {
+  /** Most candidates per list. */
+  limit: number
+  /** Audit window size; 0 for none. */
+  audit: number
+  /** Where the audit window starts, as a fraction of the jobs in flight (0..1). */
+  auditAt: number
+  /** Return the count of failed jobs to claim (read only: the reaper's JobsFailed, see claimFailures). */
+  readFailures: boolean
+}
+
+export interface Probe {
+  /** Redis's clock (ms) when the probe ran. */
+  now: number
+  counts: SweepCounts
+  /**
+   * Jobs that entered `failed` and that no live reaper invocation has claimed, an expired claim's included
+   * (0 unless readFailures): above 0, claimFailures has something to claim.
+   */
+  failedNew: number
+  /** In-flight ids whose recorded lease deadline has passed, earliest first. */
+  expired: string[]
+  audit: string[]
+  /** Delayed ids that are due. */
+  due: string[]
+  /** The oldest ids of each finished set when it is past its retention. */
+  trim: Record<FinishedSet, string[]>
+  /** The id next in line in `wait`. */
+  head: string | undefined
+  /** Expired reservations (a dead worker's) sent back to `wait`; when PROBE_REQUEUE_MAX, more may be left. */
+  unreserved: number
+  /** Job schedulers whose next period is due (at most `limit`). */
+  dueSchedulers: string[]
+}
+
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-12.lua). */
+export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
+
+type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number, string[]]
+
+/** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
+export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
+  const k = keys
+  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers] = (await evalScript(
+    client,
+    SWEEP_SCRIPTS.probe,
+    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved, ...prioritizedKeys(k), k.schedulers],
+    [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0],
+  )) as ProbeReply
+  const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0] = c
+  return {
+    now,
+    counts: { wait, active, stalled, delayed, completed, failed, prioritized },
+    failedNew,
+    expired,
+    audit,
+    due,
+    trim: { completed: trimCompleted, failed: trimFailed },
+    head: head ?? undefined,
+    unreserved,
+    dueSchedulers,
+  }
+}
+
+export interface SweepStepRequest {
+  graceMs: number
+  /** `deadline`: candidates in lease-deadline order, a live deadline ends the step; `audit`: any window. */
+  mode: 'deadline' | 'audit'
+  ids: string[]
+  /** In the deadline walk: the next page's size (0: none), and the candidates before this step left in place. */
+  page?: { size: number; passed: number }
+}
+
+export interface SweepStepResult {
+  marked: string[]
+  recovered: string[]
+  failed: string[]
+  /** Candidates still in `active` where they were (marked, or within grace). */
+  left: number
+  /** A live deadline was reached: no later candidate in the index can be stalled. */
+  done: boolean
+  /** `failed` is past its retention plus slack. */
+  trimFailed: boolean
+  /** The walk's next candidates, when a page was asked for and this step neither was short nor reached a live deadline. */
+  next: string[]
+  /** The lease deadline (ms) of the first job this step recovered in the deadline walk. */
+  firstRecoveredDeadline: number | undefined
+}
+
+/** One bounded step of the two-phase sweep over the given candidates. */
+export async function sweepStep(
+  client: RedisClient,
+  keys: QueueKeys,
+  { graceMs, mode, ids, page = { size: 0, passed: 0 } }: SweepStepRequest,
+): Promise<SweepStepResult> {
+  const [marked, recovered, failed, left, done, trim, next, first] = (await evalScript(
+    client,
+    SWEEP_SCRIPTS.sweepStep,
+    [
+      keys.active,
+      keys.stalled,
+      keys.wait,
+      keys.failed,
+      keys.marker,
+      ...eventKeys(keys),
+      keys.metrics,
+      keys.prioritized,
+      ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
+    ],
+    [graceMs, mode, page.size, page.passed, ...ids],
+  )) as [string[], string[], string[], number, number, number, string[], string | null]
+  return {
+    marked,
+    recovered,
+    failed,
+    left,
+    done: done === 1,
+    trimFailed: trim === 1,
+    next,
+    firstRecoveredDeadline: first === null ? undefined : Number(first),
+  }
+}
+
+export interface Promoted extends NextDue {
+  promoted: string[]
+}
+
+/**
+ * Moves the due jobs among `ids` (the earliest in `delayed`) to `wait`. `rearm` leaves the next due
+ * time in the marker for an idle worker (for a caller that does not set a timer itself).
+ */
+export async function promote(client: RedisClient, keys: QueueKeys, ids: string[], rearm: boolean): Promise<Promoted> {
+  const [promoted, inMs, at] = (await evalScript(
+    client,
+    SWEEP_SCRIPTS.promote,
+    [keys.delayed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, ...ids.map((id) => keys.job(id))],
+    [rearm ? 1 : 0, ...ids],
+  )) as [string[], number, number]
+  return { promoted, ...nextDue(inMs, at) }
+}
+
+/**
+ * Moves one delayed job to `wait` now, due or not (an operator's "run it now"); resolves to `promoted`, or
+ * the state of a job that is not delayed (`missing`: no such job), which is left as it is.
+ */
+export async function promoteJob(client: RedisClient, keys: QueueKeys, id: string): Promise<'promoted' | JobState | 'missing'> {
+  const [status, state] = (await evalScript(
+    client,
+    SWEEP_SCRIPTS.promoteJob,
+    [keys.job(id), keys.delayed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized],
+    [id],
+  )) as ['ok'] | ['not-delayed', JobState | 'missing']
+  return status === 'ok' ? 'promoted' : (state ?? 'missing')
+}
+
+/** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
+export async function trim(
+  client: RedisClient,
+  keys: QueueKeys,
+  set: FinishedSet,
+  ids: string[],
+): Promise<{ removed: string[]; done: boolean }> {
+  const [removed, done] = (await evalScript(
+    client,
+    SWEEP_SCRIPTS.trim,
+    [keys[set], keys.meta, ...jobAndLogs(keys, ids)],
+    [set, ...ids],
+  )) as [string[], number]
+  return { removed, done: done === 1 }
+}
+
+// ---- the reaper's count of failed jobs: claim, then settle -------------------------------------------
+
+export interface FailureClaim {
+  /** Failed jobs this invocation now holds (0 while another invocation's claim is live). */
+  claimed: number
+  /** Of those, the jobs of an expired claim (its invocation died before settling it). */
+  takenOver: number
+}
+
+/**
+ * Moves the queue's count of failed jobs into a claim held by `token` for `leaseMs` (claim-1.lua), so no
+ * overlapping invocation publishes them too; an expired claim is taken over.
+ */
+export async function claimFailures(client: RedisClient, keys: QueueKeys, token: string, leaseMs: number): Promise<FailureClaim> {
+  const [claimed, takenOver] = (await evalScript(client, SWEEP_SCRIPTS.claim, [keys.meta], [token, leaseMs])) as [number, number]
+  return { claimed, takenOver }
+}
+
+/**
+ * Ends `token`'s claim (settle-1.lua): `published`, the claim goes; otherwise its jobs go back to the count
+ * for the next invocation. Resolves to the jobs it held, or undefined when the claim was not `token`'s
+ * (taken over after its lease ended).
+ */
+export async function settleFailures(client: RedisClient, keys: QueueKeys, token: string, published: boolean): Promise<number | undefined> {
+  const held = (await evalScript(client, SWEEP_SCRIPTS.settle, [keys.meta], [token, published ? 1 : 0])) as number
+  return held < 0 ? undefined : held
+}
