@@ -107,6 +107,10 @@ export async function closeWorker(w: Closable): Promise<void> {
     )
   }
   w.enter('closed')
+  // A link that is down answers nothing: waiting would hold the process for a lease while ioredis
+  // reconnects. Its unanswered calls fail now; whatever a take lost in the drop had reserved goes back
+  // to `wait` unstarted with the next sweep (a reservation, not a run: no attempt, no stall).
+  if (!w.linkUp()) return w.disconnect()
   // Calls still unanswered (a stalled link) keep the connection until they settle, so a job a late take
   // returns is handed back; at most one lease later, when the lease would have lapsed anyway.
   void within(pending(), w.lockDuration)
