@@ -194,8 +194,14 @@ export class WorkerCore {
         ),
     })
     this.finishes = new Batcher(Math.max(1, Math.ceil(settings.concurrency / 2)), (runs) => finishRuns(this, runs))
-    this.stalledChecker = new StalledChecker({
-      client,
+    this.stalledChecker = this.stalledCheck()
+  }
+
+  /** The worker's stalled sweep, one pass an interval, claimed by one worker of the queue (worker/stalled-checker.ts). */
+  private stalledCheck(): StalledChecker {
+    const { settings } = this
+    return new StalledChecker({
+      client: this.conn.client,
       keys: this.keys,
       intervalMs: settings.stalledInterval,
       sweep: {
@@ -204,7 +210,7 @@ export class WorkerCore {
         limit: SWEEP_LIMIT_DEFAULT,
         audit: SWEEP_AUDIT_DEFAULT,
       },
-      clock,
+      clock: settings.clock,
       onError: (err) => this.report(this.failure('check for stalled jobs of queue', err)),
       onStalled: (ids) => {
         for (const jobId of ids) this.notify('stalled', jobId, 'active')
