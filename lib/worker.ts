@@ -41,13 +41,13 @@ import type { RedisClient } from './redis/connection.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
 import { ping } from './redis/queries.js'
 import { closeWorker } from './worker/closing.js'
-import { type HANDED_BACK, type IDLE, type Processor, WorkerCore } from './worker/core.js'
+import type { HANDED_BACK, IDLE, Processor } from './worker/context.js'
+import { WorkerCore } from './worker/core.js'
 import { watchConnection } from './worker/events.js'
 import { rateLimit } from './worker/rate-limit.js'
-import { startStalledCheck } from './worker/stalled-checker.js'
 import { takeLoop } from './worker/taking.js'
 
-export { HANDED_BACK, IDLE, type Processor } from './worker/core.js'
+export { HANDED_BACK, IDLE, type Processor } from './worker/context.js'
 
 /**
  * BullMQ's typed events (WorkerListener): `on('completed', (job, result) => ...)` gets typed arguments;
@@ -109,7 +109,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     watchConnection(this.core)
     this.core.locks.start()
     this.core.loopDone = takeLoop(this.core)
-    startStalledCheck(this.core)
+    this.core.startStalledCheck()
   }
 
   /**

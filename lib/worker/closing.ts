@@ -20,19 +20,12 @@ import { settlesWithin } from '../clock.js'
 import { EchoMQError } from '../errors.js'
 import { CLOSE_MARGIN_MS } from '../options.js'
 import { closeConnection } from '../redis/connection.js'
-import type { WorkerCore } from './core.js'
+import type { RunContext } from './context.js'
 
-/**
- * A run's phase, as close() sees it: `running` and `finishing` ones are waited for; `lost` ones are no
- * longer this worker's; `abandoned` ones close() gave up on (their outcome is not recorded); `moved` ones
- * ended with job.moveToDelayed (their job is in `delayed`, no finish follows).
- */
-export type RunPhase = 'running' | 'finishing' | 'lost' | 'abandoned' | 'moved'
-
-const active = (core: WorkerCore) => [...core.runs.values()].filter((r) => r.phase === 'running' || r.phase === 'finishing')
+const active = (core: RunContext) => [...core.runs.values()].filter((r) => r.phase === 'running' || r.phase === 'finishing')
 
 /** Stops taking jobs: jobs in hand go back, the loop ends, an idle wait is cut short. */
-function stopTaking(core: WorkerCore): void {
+function stopTaking(core: RunContext): void {
   core.hand.giveBackAll()
   core.phase = 'draining'
   core.stopped()
@@ -44,7 +37,7 @@ function stopTaking(core: WorkerCore): void {
 }
 
 /** Aborts the signal of every running run (its processor is asked to stop). */
-function abortRunning(core: WorkerCore): void {
+function abortRunning(core: RunContext): void {
   for (const run of core.runs.values()) {
     if (run.phase !== 'running') continue
     run.aborted = true
@@ -53,7 +46,7 @@ function abortRunning(core: WorkerCore): void {
 }
 
 /** Gives up on the runs still running: their leases lapse, the sweep recovers their jobs. Returns how many. */
-function abandonRunning(core: WorkerCore): number {
+function abandonRunning(core: RunContext): number {
   // Not put back in line while the processor runs (another worker would run it too): the lease lapses.
   let n = 0
   for (const run of core.runs.values()) {
@@ -66,20 +59,20 @@ function abandonRunning(core: WorkerCore): number {
 }
 
 /** Stops the helpers with timers; each promise settles when it has. */
-const stopHelpers = (core: WorkerCore): Promise<unknown>[] => [
+const stopHelpers = (core: RunContext): Promise<unknown>[] => [
   core.locks.close(),
   core.stalledChecker.close(),
   core.promoter.close().catch(() => undefined),
   core.jobQueue?.close() ?? Promise.resolve(),
 ]
 
-function closeLink(core: WorkerCore): Promise<void> {
+function closeLink(core: RunContext): Promise<void> {
   core.unwatch()
   return Promise.all([closeConnection(core.conn), core.blockingEnded]).then(() => undefined)
 }
 
 /** close(): see above. Settles once the worker has closed (or given up on what Redis has not answered). */
-export async function closeWorker(core: WorkerCore): Promise<void> {
+export async function closeWorker(core: RunContext): Promise<void> {
   const { clock, closeTimeout, lockDuration } = core.settings
   // How long to wait for running jobs: Infinity (no closeTimeout), closeTimeout, or 0 (close(true)).
   const waitMs = core.force ? 0 : (closeTimeout ?? Number.POSITIVE_INFINITY)

@@ -1,24 +1,38 @@
 /**
- * WorkerCore: the one object the worker's parts share. It holds the worker's state (its phase, its runs,
- * the jobs in hand and in flight, the limiter's hold) and its helpers (leases, take-ahead, promoter,
- * trimmer, stalled check, finish batcher); each part of the job's path (worker/taking.ts, running.ts,
- * finishing.ts, closing.ts...) is a set of functions of a core, rather than hooks the Worker hands out.
- * The public Worker (lib/worker.ts) makes one core and delegates to those functions.
+ * WorkerCore: the one RunContext (worker/context.ts) the worker's parts share. It holds the worker's state
+ * and makes its helpers (leases, take-ahead, promoter, trimmer, stalled check, finish batcher); each part
+ * of the job's path (worker/taking.ts, running.ts, finishing.ts, closing.ts...) is a set of functions of
+ * a RunContext, rather than hooks the Worker hands out. The public Worker (lib/worker.ts) makes one core
+ * and delegates to those functions.
  */
 import type { EventEmitter } from 'node:events'
 import { EchoMQError, redisError } from '../errors.js'
-import type { Job, JobScope } from '../job.js'
-import type { Untyped } from '../listeners.js'
-import { SWEEP_AUDIT_DEFAULT, SWEEP_GRACE_MS_DEFAULT, SWEEP_LIMIT_DEFAULT, type WorkerSettings } from '../options.js'
+import type { JobScope } from '../job.js'
+import {
+  MAX_STALLED_COUNT_DEFAULT,
+  SWEEP_AUDIT_DEFAULT,
+  SWEEP_GRACE_MS_DEFAULT,
+  SWEEP_LIMIT_DEFAULT,
+  type WorkerSettings,
+} from '../options.js'
 import type { Queue } from '../queue.js'
 import { namedDuplicate, workerConnectionName } from '../redis/clients.js'
-import { extend, type FinishRun, type RunOutcome, type Taken, unreserve } from '../redis/commands.js'
+import { extend, type FinishRun, unreserve } from '../redis/commands.js'
 import { type Connection, lastConnectionError, openConnection, type RedisClient, resilient } from '../redis/connection.js'
 import { type QueueKeys, queueKeys } from '../redis/keys.js'
-import { readCandidates } from '../redis/queries.js'
+import { readCandidates, setMaxStalledCount } from '../redis/queries.js'
 import { Trimmer } from '../retention.js'
 import { Batcher } from './batcher.js'
-import type { RunPhase } from './closing.js'
+import {
+  type FinishOutcome,
+  HANDED_BACK,
+  type Processor,
+  type Run,
+  type RunContext,
+  type Started,
+  type WorkerEvent,
+  type WorkerPhase,
+} from './context.js'
 import { finishRuns } from './finish-batch.js'
 import { unreserveHeld } from './finishing.js'
 import { Hand } from './hand.js'
@@ -30,61 +44,13 @@ import { StalledChecker } from './stalled-checker.js'
 import { TakeAhead } from './take-ahead.js'
 
 /**
- * Internal events (symbols, so no BullMQ program meets them) for the worker-function handler (lib/lambda/):
- * IDLE when a take found nothing ready and the worker is about to block on the marker; a listener that
- * closes the worker then keeps it from blocking at all. HANDED_BACK (n) when n jobs set aside and not
- * started (reserved, in hand, or taken by a reply that came after close() began) went back, no attempt used.
- */
-export const IDLE: unique symbol = Symbol('echomq.worker.idle')
-export const HANDED_BACK: unique symbol = Symbol('echomq.worker.handedBack')
-
-/**
- * BullMQ's processor: (job, token, signal). The token is the run's (job.token too); the signal aborts on a
- * lost lease or a forced close. BullMQ's type parameters: data, result and job names (`any`, `any`,
- * `string` when not given, as in BullMQ).
- */
-export type Processor<Data = Untyped, Result = Untyped, Name extends string = string> = (
-  job: Job<Data, Result, Name>,
-  token: string,
-  signal: AbortSignal,
-) => Promise<Result> | Result
-
-/**
  * Reconnects a worker's call waits through before it fails (about 30 s of Redis refusing connections):
  * more than a queue's, so a job that ends while Redis restarts is still finished, not run again after a
  * sweep. The outage itself is reported at once (an `error` event), not when the calls give up.
  */
 const RECONNECTS_PER_CALL = 20
 
-/** How a run's finish call ended, and when. */
-export type FinishOutcome = RunOutcome & { finishedOn: number }
-
-/**
- * A run: `running` (the processor has the job), `finishing` (its finish call is in flight: that call's
- * reply, not a heartbeat racing it, says whether it was accepted), `lost` (its lease was lost; the signal
- * is aborted and the worker told once), `abandoned` (close() gave up on it), `moved` (job.moveToDelayed
- * ended it: its job is in `delayed`, no finish follows); see worker/closing.ts.
- */
-export interface Run {
-  job: Job
-  token: string
-  /** Made only for a processor that declares its `signal` parameter (creating one costs a few µs a job). */
-  controller: AbortController | undefined
-  /** close() aborted its processor: a failure it then reports goes back in line, no attempt used. */
-  aborted?: boolean
-  done: Promise<void>
-  phase: RunPhase
-}
-
-/** `running`; `draining` (close() was called: no new jobs, running ones may finish); `abandoning`
- * (close(true), or closeTimeout passed: running processors are aborted, and those still running given up
- * on); `closed` (close() returned: failures of calls still unanswered are summed up, not reported one by one). */
-export type WorkerPhase = 'running' | 'draining' | 'abandoning' | 'closed'
-
-/** A job taken (or read into the hand: `scored` and `reservedAt` then say what its reservation was). */
-export type Started = Taken & { sentAt: number; scored?: boolean; reservedAt?: number }
-
-export class WorkerCore {
+export class WorkerCore implements RunContext {
   readonly keys: QueueKeys
   readonly conn: Connection
   /** The connection the idle worker blocks on (the marker). */
@@ -218,6 +184,19 @@ export class WorkerCore {
     })
   }
 
+  /** Records a non-default maxStalledCount for every sweep of the queue, then starts the worker's own sweep. */
+  startStalledCheck(): void {
+    const { maxStalledCount, stalledInterval } = this.settings
+    const recorded =
+      maxStalledCount === MAX_STALLED_COUNT_DEFAULT && stalledInterval === 0
+        ? Promise.resolve()
+        : this.calls.track(setMaxStalledCount(this.conn.client, this.keys, maxStalledCount, MAX_STALLED_COUNT_DEFAULT))
+    void recorded.then(
+      () => this.phase === 'running' && this.stalledChecker.start(),
+      (err) => this.report(this.failure('record maxStalledCount (in meta) of queue', err)),
+    )
+  }
+
   /** A reply said the limiter (or queue.rateLimit) holds starts back for `ms`. */
   hold(ms: number): void {
     if (ms > 0) this.heldUntil = Math.max(this.heldUntil, this.settings.clock.now() + ms)
@@ -275,18 +254,3 @@ export class WorkerCore {
     else console.error(`[echomq] worker ${this.name}:`, err instanceof Error ? err.message : err)
   }
 }
-
-/** What a Worker emits besides `error` (BullMQ's names and arguments). */
-export type WorkerEvent =
-  | 'active'
-  | 'progress'
-  | 'completed'
-  | 'failed'
-  | 'lockLost'
-  | 'drained'
-  | 'paused'
-  | 'resumed'
-  | 'ready'
-  | 'closing'
-  | 'closed'
-  | 'stalled'

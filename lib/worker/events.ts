@@ -3,9 +3,9 @@
  * through reconnects before they fail), and `ready` the first time the connection answers.
  */
 import { redisError } from '../errors.js'
-import type { WorkerCore } from './core.js'
+import type { RunContext } from './context.js'
 
-export function watchConnection(core: WorkerCore): void {
+export function watchConnection(core: RunContext): void {
   const client = core.conn.client
   let reported = false
   let ready = false

@@ -5,12 +5,12 @@
  * prepares the calls after it, unless the worker is closing, paused or held back by its limiter.
  */
 import { type FinishManyResult, type FinishRun, finishRuns as finishRunsCall } from '../redis/commands.js'
-import type { FinishOutcome, Started, WorkerCore } from './core.js'
+import type { FinishOutcome, RunContext, Started } from './context.js'
 import { unreserveHeld } from './finishing.js'
 import { startOrGiveBack, startReady } from './running.js'
 import type { Lookahead } from './take-ahead.js'
 
-export async function finishRuns(core: WorkerCore, runs: FinishRun[]): Promise<FinishOutcome[]> {
+export async function finishRuns(core: RunContext, runs: FinishRun[]): Promise<FinishOutcome[]> {
   const { clock, concurrency } = core.settings
   const starts = core.hand.starts()
   const take = core.phase === 'running' && core.heldUntil <= clock.now() && !core.pausedLocally
@@ -56,7 +56,7 @@ export async function finishRuns(core: WorkerCore, runs: FinishRun[]): Promise<F
 }
 
 /** What a call said of the jobs started from the hand: taken (their leases renewed from now on), or lost. */
-function confirmed(core: WorkerCore, starts: Started[], reply: FinishManyResult, sentAt: number): void {
+function confirmed(core: RunContext, starts: Started[], reply: FinishManyResult, sentAt: number): void {
   for (const [i, s] of starts.entries()) {
     const run = core.runs.get(s.job.id)
     if (run?.token !== s.token) continue
@@ -70,12 +70,12 @@ function confirmed(core: WorkerCore, starts: Started[], reply: FinishManyResult,
 }
 
 /** How many jobs a worker holds in hand beyond its concurrency: one while jobs are short, none with a limiter (it counts starts). */
-function inHand(core: WorkerCore): number {
+function inHand(core: RunContext): number {
   return core.takeAhead.hot && !core.settings.limiter ? 1 : 0
 }
 
 /** Jobs a finish read into the hand (a reply after close() or pause() began hands them back). */
-function holdAll(core: WorkerCore, handed: Started[]): void {
+function holdAll(core: RunContext, handed: Started[]): void {
   if (handed.length === 0) return
   if (core.phase !== 'running' || core.pausedLocally)
     void unreserveHeld(

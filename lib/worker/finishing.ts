@@ -6,8 +6,7 @@
 import type { JobState } from '../job.js'
 import { encodeKeep } from '../job-options.js'
 import { type FinishAction, finish as finishCall, type Taken, unreserve } from '../redis/commands.js'
-import type { RunPhase } from './closing.js'
-import type { Run, WorkerCore } from './core.js'
+import type { Run, RunContext, RunPhase } from './context.js'
 
 /** How a processor's call ended, as its finish records it. */
 export interface Ended {
@@ -22,7 +21,7 @@ export interface Ended {
 }
 
 /** Records the run's outcome, unless close() gave up on it or job.moveToDelayed ended it. */
-export async function finish(core: WorkerCore, run: Run, ended: Ended): Promise<void> {
+export async function finish(core: RunContext, run: Run, ended: Ended): Promise<void> {
   const { value, result, error, failed, stack, delayMs } = ended
   let { action } = ended
   // Given up on by close(), or ended by job.moveToDelayed (its job is in `delayed`: no finish).
@@ -65,13 +64,13 @@ export async function finish(core: WorkerCore, run: Run, ended: Ended): Promise<
 }
 
 /** The worker's removeOnComplete/removeOnFail, for a job with no retention of its own (lua/finish-15.lua). */
-function workerKeep(core: WorkerCore, action: FinishAction): string | undefined {
+function workerKeep(core: RunContext, action: FinishAction): string | undefined {
   const keep = action === 'complete' ? core.settings.removeOnComplete : core.settings.removeOnFail
   return keep === undefined || action === 'release' ? undefined : encodeKeep(keep)
 }
 
 /** Reserved ids (jobs in hand) the worker will not start: back to where they were, no attempt used. */
-export async function unreserveHeld(core: WorkerCore, ids: string[]): Promise<void> {
+export async function unreserveHeld(core: RunContext, ids: string[]): Promise<void> {
   try {
     core.handedBack(await core.calls.track(unreserve(core.conn.client, core.keys, ids)))
   } catch (err) {
@@ -80,7 +79,7 @@ export async function unreserveHeld(core: WorkerCore, ids: string[]): Promise<vo
 }
 
 /** A job taken after close() began (by a late take, or a finish while releasing): back to wait, no attempt used. */
-export async function giveBack(core: WorkerCore, { job, token }: Taken): Promise<void> {
+export async function giveBack(core: RunContext, { job, token }: Taken): Promise<void> {
   try {
     await finishCall(core.conn.client, core.keys, { id: job.id, token }, 'release', '')
     core.handedBack(1)

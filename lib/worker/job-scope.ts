@@ -11,12 +11,12 @@ import { Queue } from '../queue.js'
 import { waitUntilFinished } from '../queue-events.js'
 import { addLog, updateProgress } from '../redis/commands.js'
 import { readOutcome } from '../redis/queries.js'
-import type { WorkerCore } from './core.js'
+import type { RunContext } from './context.js'
 import { RESULT_MAX_BYTES } from './running.js'
 
 type Status = 'ok' | 'missing' | 'lost'
 
-export function workerJobScope(core: WorkerCore): JobScope {
+export function workerJobScope(core: RunContext): JobScope {
   const client = core.conn.client
   const { keys, name } = core
   const changes = jobChanges({

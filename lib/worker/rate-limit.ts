@@ -5,9 +5,9 @@
  */
 import { EchoMQError } from '../errors.js'
 import { rateLimit as rateLimitCall } from '../redis/commands.js'
-import type { WorkerCore } from './core.js'
+import type { RunContext } from './context.js'
 
-export async function rateLimit(core: WorkerCore, ms: number): Promise<void> {
+export async function rateLimit(core: RunContext, ms: number): Promise<void> {
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0)
     throw new EchoMQError('ERR_OPTIONS', `expected rateLimit's ms to be an integer >= 0, got: ${String(ms)}`)
   try {

@@ -8,7 +8,7 @@ import { Job } from '../job.js'
 import { toJson } from '../json.js'
 import { DEFAULTS } from '../options.js'
 import { readBackoffType } from '../redis/queries.js'
-import type { Run, Started, WorkerCore } from './core.js'
+import type { Run, RunContext, Started } from './context.js'
 import { customRetry, failureOf } from './failure.js'
 import { type Ended, finish, giveBack } from './finishing.js'
 
@@ -19,14 +19,14 @@ export const RESULT_MAX_BYTES = DEFAULTS.maxDataBytes
  * A job a take or finish took starts in the slot that call was sent for; one whose reply came after
  * close() began (a slow or stalled link), or that finds no slot, goes back to `wait` unstarted.
  */
-export function startOrGiveBack(core: WorkerCore, started: Started): void {
+export function startOrGiveBack(core: RunContext, started: Started): void {
   if (core.runs.get(started.job.id)?.token === started.token) return // a replayed take handed back a run going here
   if (core.phase === 'running' && core.processing < core.settings.concurrency) start(core, started)
   else void core.calls.track(giveBack(core, started))
 }
 
 /** A slot is free, and no call in flight fills it: the jobs in hand start now. */
-export function startReady(core: WorkerCore): void {
+export function startReady(core: RunContext): void {
   while (core.phase === 'running' && !core.pausedLocally && core.processing + core.incoming < core.settings.concurrency) {
     const next = core.hand.start()
     if (!next) return
@@ -38,7 +38,7 @@ export function startReady(core: WorkerCore): void {
  * Starts a run. A job from the hand is not taken yet: the call that takes it (the batcher's, which
  * leaves in this tick) goes out before its processor runs, and its lease is renewed once taken.
  */
-function start(core: WorkerCore, { job, token, sentAt }: Started, fromHand = false): void {
+function start(core: RunContext, { job, token, sentAt }: Started, fromHand = false): void {
   const current = core.runs.get(job.id)
   if (current?.token === token) return // a replayed take handed back a run already going here
   // A sweep recovered the job from a run still going here and this worker took it again: that run is fenced out.
@@ -65,7 +65,7 @@ function start(core: WorkerCore, { job, token, sentAt }: Started, fromHand = fal
 }
 
 /** Runs the processor, then finishes the run: complete, fail (an attempt used) or release. */
-async function execute(core: WorkerCore, run: Run): Promise<void> {
+async function execute(core: RunContext, run: Run): Promise<void> {
   core.notify('active', run.job)
   const started = core.settings.clock.now()
   const ended = await processed(core, run)
@@ -75,7 +75,7 @@ async function execute(core: WorkerCore, run: Run): Promise<void> {
   await finish(core, run, ended)
 }
 
-async function processed(core: WorkerCore, run: Run): Promise<Ended> {
+async function processed(core: RunContext, run: Run): Promise<Ended> {
   try {
     const result = await core.processor(run.job, run.token, run.controller?.signal as AbortSignal)
     return { action: 'complete', value: resultJson(core, run.job.id, result), result, failed: false, stack: '' }
@@ -100,7 +100,7 @@ async function processed(core: WorkerCore, run: Run): Promise<Ended> {
 }
 
 /** A failure's retry under settings.backoffStrategy (worker/failure.ts): read the job's backoff type only then. */
-async function retryOf(core: WorkerCore, run: Run, err: unknown): Promise<number | 'final' | undefined> {
+async function retryOf(core: RunContext, run: Run, err: unknown): Promise<number | 'final' | undefined> {
   const strategy = core.settings.backoffStrategy
   if (!strategy || run.job.attemptsMade + 1 >= run.job.attempts) return undefined
   try {
@@ -119,7 +119,7 @@ async function retryOf(core: WorkerCore, run: Run, err: unknown): Promise<number
  * RESULT_MAX_BYTES) is reported and stored as null: the job still completes, as running a processor
  * that succeeded again would repeat its work.
  */
-function resultJson(core: WorkerCore, id: string, result: unknown): string {
+function resultJson(core: RunContext, id: string, result: unknown): string {
   if (result === undefined) return 'null'
   try {
     return toJson(result, 'its result', RESULT_MAX_BYTES)

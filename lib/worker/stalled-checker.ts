@@ -8,12 +8,11 @@
  * reaper sweeps). One timer, cleared by close(); a pass in flight is awaited by close().
  */
 import type { Clock } from '../clock.js'
-import { MAX_STALLED_COUNT_DEFAULT, type SweepSettings } from '../options.js'
+import type { SweepSettings } from '../options.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { claimStalledCheck, setMaxStalledCount } from '../redis/queries.js'
+import { claimStalledCheck } from '../redis/queries.js'
 import { sweepQueue } from '../sweep.js'
-import type { WorkerCore } from './core.js'
 
 export interface StalledCheckerOptions {
   client: RedisClient
@@ -63,17 +62,4 @@ export class StalledChecker {
       if (!this.closed) this.o.onError(err)
     }
   }
-}
-
-/** Records a non-default maxStalledCount for every sweep of the queue, then starts the worker's own sweep. */
-export function startStalledCheck(core: WorkerCore): void {
-  const { maxStalledCount, stalledInterval } = core.settings
-  const recorded =
-    maxStalledCount === MAX_STALLED_COUNT_DEFAULT && stalledInterval === 0
-      ? Promise.resolve()
-      : core.calls.track(setMaxStalledCount(core.conn.client, core.keys, maxStalledCount, MAX_STALLED_COUNT_DEFAULT))
-  void recorded.then(
-    () => core.phase === 'running' && core.stalledChecker.start(),
-    (err) => core.report(core.failure('record maxStalledCount (in meta) of queue', err)),
-  )
 }

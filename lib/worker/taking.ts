@@ -7,7 +7,7 @@
 import { type TakeResult, take as takeCall } from '../redis/commands.js'
 import { rearmMarker, waitForWork } from '../redis/queries.js'
 import { registration } from '../registry.js'
-import { IDLE, type WorkerCore, type WorkerPhase } from './core.js'
+import { IDLE, type RunContext, type WorkerPhase } from './context.js'
 import { startOrGiveBack, startReady } from './running.js'
 
 /**
@@ -22,7 +22,7 @@ const MAX_TAKE_BATCH = 100
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
 
 /** The take loop, until close(): settles once it has stopped. */
-export async function takeLoop(core: WorkerCore): Promise<void> {
+export async function takeLoop(core: RunContext): Promise<void> {
   const { clock, prefix } = core.settings
   const register = registration(core.conn.client, prefix, core.name, () => clock.now())
   const ensureRegistered = () =>
@@ -52,7 +52,7 @@ export async function takeLoop(core: WorkerCore): Promise<void> {
  * One round of the loop: 'again' when it waited (paused, no free slot, held back) and the next round
  * decides; 'idle' when a block on the marker timed out (nothing was added); 'stop' when closing.
  */
-async function takeRound(core: WorkerCore, idle: boolean): Promise<'again' | 'idle' | 'busy' | 'stop'> {
+async function takeRound(core: RunContext, idle: boolean): Promise<'again' | 'idle' | 'busy' | 'stop'> {
   const { clock, concurrency } = core.settings
   // Paused (worker.pause()): no job is taken until resume() or close().
   if (core.pausedLocally) {
@@ -92,7 +92,7 @@ async function takeRound(core: WorkerCore, idle: boolean): Promise<'again' | 'id
 }
 
 /** Waits on the marker until a job is added, close() is called, or BLOCK_TIMEOUT_S passes. */
-async function block(core: WorkerCore): Promise<'woken' | 'due' | 'timeout' | 'stopped'> {
+async function block(core: RunContext): Promise<'woken' | 'due' | 'timeout' | 'stopped'> {
   const { clock } = core.settings
   let guard: unknown
   const dead = new Promise<'dead'>((resolve) => {
@@ -119,7 +119,7 @@ async function block(core: WorkerCore): Promise<'woken' | 'due' | 'timeout' | 's
  * nothing was ready (the read found nothing, or the take found nothing and nothing to reserve). The
  * candidates stay claimed until the jobs taken are running.
  */
-async function take(core: WorkerCore, n: number): Promise<boolean> {
+async function take(core: RunContext, n: number): Promise<boolean> {
   const look = await core.takeAhead.forTake(n)
   if (look.ids.length === 0) return false
   if (core.phase !== 'running') {
