@@ -19,7 +19,7 @@
  * back, or (no reconnect) at its next renewal, which finds its mark gone. Events in between are lost to
  * `on(...)` listeners; waitUntilFinished re-reads its job then, so it misses no finish.
  *
- * Options: connection (a URL or an ioredis client; default REDIS_URL, then redis://127.0.0.1:6379), prefix
+ * Options: connection (a URL or an ioredis client; default redis://127.0.0.1:6379, as BullMQ's), prefix
  * ('emq'), lastEventId (read from this stream id; default: events after waitUntilReady), blockingTimeout
  * (ms per XREAD, 10000), autorun (true; else call run()).
  */

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { type Job, UnrecoverableError } from '../lib/index.js'
+import { PROGRESS_MAX_BYTES } from '../lib/queue/job-scope.js'
 import { useQueue } from './helpers/fixture.js'
 import { useRedis } from './helpers/redis-server.js'
 import { waitFor } from './helpers/wait.js'
@@ -51,6 +52,40 @@ describe('progress', () => {
     await expect(job.updateProgress({ f: () => 1 } as never)).rejects.toMatchObject({ code: 'ERR_JOB_DATA' })
     await expect(job.log(42 as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
     expect((await fx.queue.getJob(job.id))?.progress).toBe(0)
+  })
+
+  it("one progress limit: a Worker's job and a Queue's refuse the same size (PROGRESS_MAX_BYTES), accept one byte less", async () => {
+    // The JSON of { s: n characters } is n + 8 bytes.
+    const sized = (bytes: number) => ({ s: 'x'.repeat(bytes - 8) })
+    const viaWorker: unknown[] = []
+    fx.worker(async (job: Job) => {
+      for (const bytes of [PROGRESS_MAX_BYTES + 1, PROGRESS_MAX_BYTES]) {
+        viaWorker.push(
+          await job.updateProgress(sized(bytes)).then(
+            () => 'ok',
+            (err: { code?: string }) => err.code,
+          ),
+        )
+      }
+    })
+    await fx.queue.add('x', {}, { jobId: 'w' })
+    await waitFor(async () => (await fx.queue.getJob('w'))?.state === 'completed', { what: 'done' })
+    const job = await fx.queue.add('x', {}, { jobId: 'q', delay: 60_000 })
+    const viaQueue: unknown[] = []
+    for (const bytes of [PROGRESS_MAX_BYTES + 1, PROGRESS_MAX_BYTES]) {
+      viaQueue.push(
+        await job.updateProgress(sized(bytes)).then(
+          () => 'ok',
+          (err: { code?: string }) => err.code,
+        ),
+      )
+    }
+    await expect(fx.queue.updateJobProgress('q', sized(PROGRESS_MAX_BYTES + 1))).rejects.toMatchObject({ code: 'ERR_JOB_DATA' })
+
+    expect(viaWorker).toEqual(['ERR_JOB_DATA', 'ok'])
+    expect(viaQueue).toEqual(viaWorker)
+    const stored = (await fx.queue.getJob('q'))?.progress as { s: string } | undefined
+    expect(stored?.s.length).toBe(PROGRESS_MAX_BYTES - 8)
   })
 })
 

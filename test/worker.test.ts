@@ -132,7 +132,7 @@ describe('worker: finishing', () => {
     const a = worker(holdA.processor, { lockDuration: 200, heartbeatInterval: 100 })
     await Promise.all([nextEvent(a, 'active'), fx.queue.add('x', {}, { jobId: 'fenced' })])
     const tokenA = await redis.client.get(keys.lock('fenced'))
-    await (a as unknown as { locks: { close(): Promise<void> } }).locks.close() // A's heartbeat stops
+    await (a as unknown as { core: { locks: { close(): Promise<void> } } }).core.locks.close() // A's heartbeat stops
     await waitFor(async () => (await redis.client.exists(keys.lock('fenced'))) === 0, { what: "A's lease to lapse" })
     await sweep(redis.client, 'q', { graceMs: 0 })
     expect((await sweep(redis.client, 'q', { graceMs: 0 })).recovered).toEqual(['fenced'])

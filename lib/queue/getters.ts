@@ -5,13 +5,18 @@
  * with one; 'active' every job in flight, marked stalled or not; 'paused' is always 0 (BullMQ 5's list of
  * a paused queue's jobs: BullMQ 6 leaves them waiting, and keeps the list only for data from BullMQ 5) and
  * 'waiting-children' too (EchoMQ has no flows). The counts of one call are one snapshot, as BullMQ's
- * (one script there, one MULTI here). Types are validated here, before any Redis call.
+ * (one script there, one MULTI here). Types are validated here, before any Redis call. The Queue's
+ * getters and counts (getJob, getJobs, getRanges, getJobCounts, getMetrics, getJobLogs, getJobState) live here.
  */
-import type { JobState, QueueCounts } from '../job.js'
+import { redisError } from '../errors.js'
+import { type BullJobState, JOB_STATES, type Job, type JobState, jobFromHash, type QueueCounts } from '../job.js'
+import { validateJobId } from '../options.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { pageIds, readCounts, stateSize } from '../redis/queries.js'
-import { describe, fail } from '../validate.js'
+import { idsIn, jobState, pageIds, readCounts, readJob, readJobs, readLogs, stateSize } from '../redis/queries.js'
+import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
+import { checkRank, type QueueCore } from './core.js'
+import { checkMetricsArgs, type Metrics, readMetrics } from './metrics.js'
 
 /** The type names getJobs and getJobCounts take. */
 export const JOB_TYPES = [
@@ -107,4 +112,118 @@ export async function idsOfTypes(
     offset += size
   }
   return [...new Set(ids)]
+}
+
+/** Most jobs one getJobs call returns (the options form), and most ids one retryJobs call names. */
+export const MAX_JOBS_PER_CALL = 1_000
+/** getJobs' types when none is given: every type that lists jobs. */
+const ALL_TYPES: JobType[] = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting']
+
+/** The job, or undefined when there is none (as BullMQ). */
+export async function getJob(q: QueueCore, id: string): Promise<Job | undefined> {
+  q.assertOpen()
+  validateJobId(id)
+  const hash = await q.call('read job of queue', () => readJob(q.client, q.keys, id))
+  return Object.keys(hash).length === 0 ? undefined : jobFromHash(id, hash, q.scope)
+}
+
+/** getJobs, both forms (see Queue.getJobs). */
+export async function getJobs(q: QueueCore, types: unknown, start: unknown, end: unknown, asc: unknown): Promise<Job[]> {
+  q.assertOpen()
+  if (typeof start === 'object' && start !== null) return page(q, types, start)
+  const list = jobTypes(types, 'getJobs types')
+  const from = opt(start, 0, (v) => checkRank('start', v))
+  const to = opt(end, -1, (v) => checkRank('end', v))
+  const ascending = opt(asc, false, (v) => {
+    if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected asc to be true or false, got: ${describe(v)}`)
+    return v
+  })
+  const all = list.length > 0 ? list : ALL_TYPES
+  const ids = await q.call('list jobs of queue', () => idsOfTypes(q.client, q.keys, all, from, to, ascending))
+  return jobsOf(q, ids)
+}
+
+/** The ids getJobs would read (BullMQ's getRanges): the same types, ranks and order, without the jobs. */
+export async function getRanges(q: QueueCore, types: unknown, start: number, end: number, asc: boolean): Promise<string[]> {
+  q.assertOpen()
+  const list = jobTypes(types, 'getRanges types')
+  checkRank('start', start)
+  checkRank('end', end)
+  const all = list.length > 0 ? list : ALL_TYPES
+  return q.call('list job ids of queue', () => idsOfTypes(q.client, q.keys, all, start, end, asc === true))
+}
+
+/** Counts per type, keyed as asked (BullMQ's getJobCounts; none: BullMQ 6's default types). */
+export async function getJobCounts(q: QueueCore, types: unknown[]): Promise<Record<string, number>> {
+  q.assertOpen()
+  const list = jobTypes(types, 'getJobCounts types')
+  return q.call('count jobs of queue', () => countTypes(q.client, q.keys, list.length > 0 ? list : DEFAULT_COUNT_TYPES))
+}
+
+/** The sum of getJobCounts over `types` (none: BullMQ 6's default types). */
+export async function getJobCountByTypes(q: QueueCore, types: unknown[]): Promise<number> {
+  const counts = await getJobCounts(q, jobTypes(types, 'getJobCountByTypes types'))
+  return Object.values(counts).reduce((a, b) => a + b, 0)
+}
+
+/** Finished jobs per minute, BullMQ's shape (see queue/metrics.ts). */
+export async function getMetrics(q: QueueCore, type: 'completed' | 'failed', start: number, end: number): Promise<Metrics> {
+  q.assertOpen()
+  checkMetricsArgs(type, start, end)
+  return q.call('read the metrics of queue', () => readMetrics(q.client, q.keys, type, start, end))
+}
+
+/** A job's log lines, `start`..`end` (inclusive; negative from the end), oldest first unless `asc` is false. */
+export async function getJobLogs(q: QueueCore, id: string, start: number, end: number, asc: boolean) {
+  q.assertOpen()
+  validateJobId(id)
+  checkRank('start', start)
+  checkRank('end', end)
+  // Newest first: the same ranks counted from the end, then reversed.
+  const [from, to] = asc ? [start, end] : [-(end + 1), -(start + 1)]
+  const [logs, count] = await q.call('read the log of a job of queue', () => readLogs(q.client, q.keys, id, from, to))
+  return { logs: asc ? logs : logs.reverse(), count }
+}
+
+/** A job's state now, under BullMQ's names: `waiting` for `wait`, `unknown` when there is no such job. */
+export async function getJobState(q: QueueCore, id: string): Promise<BullJobState> {
+  q.assertOpen()
+  validateJobId(id)
+  const state = await q.call('read the state of a job of queue', () => jobState(q.client, q.keys, id))
+  return state === undefined ? 'unknown' : state === 'wait' ? 'waiting' : state
+}
+
+/** EchoMQ's counts per state, one snapshot. */
+export async function counts(q: QueueCore): Promise<QueueCounts> {
+  q.assertOpen()
+  return q.call('count jobs of queue', () => readCounts(q.client, q.keys))
+}
+
+/** A queue's counts, on a client the caller holds (the command's): see readCounts. */
+export async function queueCounts(client: RedisClient, keys: QueueKeys, queue: string): Promise<QueueCounts> {
+  try {
+    return await readCounts(client, keys)
+  } catch (err) {
+    throw redisError(queue, 'count jobs of queue', err)
+  }
+}
+
+/** getJobs' options form: a page of one state (see getJobs). */
+async function page(q: QueueCore, state: unknown, range: { start?: number; end?: number }): Promise<Job[]> {
+  const s = state === 'waiting' ? 'wait' : state
+  if (!JOB_STATES.includes(s as JobState)) fail('ERR_OPTIONS', `expected a state, one of ${JOB_STATES.join(', ')}, got: ${describe(state)}`)
+  const r = checkKnown('getJobs', range, ['start', 'end'])
+  const start = opt(r.start, 0, (v) => checkInteger('start', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
+  const end = opt(r.end, start + 99, (v) => checkInteger('end', v, { min: start, max: start + MAX_JOBS_PER_CALL - 1 }))
+  const ids = await q.call(`list ${String(s)} jobs of queue`, () => idsIn(q.client, q.keys, s as JobState, start, end))
+  return jobsOf(q, ids)
+}
+
+/** The jobs of `ids` that still exist, in order. */
+async function jobsOf(q: QueueCore, ids: string[]): Promise<Job[]> {
+  const hashes = await q.call('read jobs of queue', () => readJobs(q.client, q.keys, ids))
+  return ids.flatMap((id, i) => {
+    const hash = hashes[i] ?? {}
+    return Object.keys(hash).length === 0 ? [] : [jobFromHash(id, hash, q.scope)]
+  })
 }

@@ -14,6 +14,17 @@ import type { QueueKeys } from '../redis/keys.js'
 import { readOutcome } from '../redis/queries.js'
 import { describe, fail } from '../validate.js'
 
+/**
+ * Most bytes of JSON one progress report is stored with, through a Worker's job or a Queue's alike: each
+ * report is written to the job's hash and to the events stream, so a processor reporting often must not
+ * fill Redis with copies of a large value (BullMQ sets no bound).
+ */
+export const PROGRESS_MAX_BYTES = 64 * 1024
+
+/** A progress report as stored (ERR_JOB_DATA: not JSON, or over PROGRESS_MAX_BYTES). */
+export const progressJson = (progress: unknown): string =>
+  toJson(progress, 'the progress', PROGRESS_MAX_BYTES, `the progress limit of ${PROGRESS_MAX_BYTES / 1024} KiB`)
+
 /** A new job's option field as its hash would hold it (null: absent), for the opts of the Job add() returns. */
 export function addedOption(j: commands.NewJob, field: OptionField): string | null {
   switch (field) {
@@ -52,7 +63,7 @@ export function jobScope(
   const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
   return {
     async updateProgress(job, progress) {
-      const json = toJson(progress, 'the progress', commands.TAKE_MAX_BYTES)
+      const json = progressJson(progress)
       const status = await call('update the progress of a job of queue', () => commands.updateProgress(client, keys, job.id, '', json))
       if (status === 'missing') throw missing(job.id, 'its progress was not recorded')
       progressed(job.id, progress)

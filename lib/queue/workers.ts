@@ -13,6 +13,7 @@
 import { EchoMQError } from '../errors.js'
 import { clientLists, decodeName, parseClientList, queueClientName } from '../redis/clients.js'
 import type { RedisClient } from '../redis/connection.js'
+import type { QueueCore } from './core.js'
 
 export type WorkerConnection = Record<string, string>
 
@@ -69,4 +70,10 @@ export async function getWorkers(client: RedisClient, prefix: string, queue: str
     throw err
   }
   return workersIn(lists, prefix, queue)
+}
+
+/** Queue.getWorkers: this queue's workers, through the queue's call (ERR_CLOSED when it closes first). */
+export async function queueWorkers(q: QueueCore): Promise<WorkerConnection[]> {
+  q.assertOpen()
+  return q.call('list the workers of queue', () => getWorkers(q.client, q.settings.prefix, q.name))
 }

@@ -16,100 +16,121 @@
  * With no job running and no connection up (Redis down, or never reached), nothing can end, so close()
  * does not wait for one.
  */
-import { type Clock, settlesWithin } from '../clock.js'
+import { settlesWithin } from '../clock.js'
 import { EchoMQError } from '../errors.js'
 import { CLOSE_MARGIN_MS } from '../options.js'
-import type { InFlight } from './in-flight.js'
+import { closeConnection } from '../redis/connection.js'
+import type { RunContext } from './context.js'
 
-/**
- * A run's phase, as close() sees it: `running` and `finishing` ones are waited for; `lost` ones are no
- * longer this worker's; `abandoned` ones close() gave up on (their outcome is not recorded); `moved` ones
- * ended with job.moveToDelayed (their job is in `delayed`, no finish follows).
- */
-export type RunPhase = 'running' | 'finishing' | 'lost' | 'abandoned' | 'moved'
+const active = (core: RunContext) => [...core.runs.values()].filter((r) => r.phase === 'running' || r.phase === 'finishing')
 
-/** The worker, as closing sees it. */
-export interface Closable {
-  readonly queue: string
-  readonly clock: Clock
-  /** How long to wait for running jobs: Infinity (no closeTimeout), closeTimeout, or 0 (close(true)). */
-  readonly waitMs: number
-  readonly lockDuration: number
-  /** Stops taking jobs: the loop ends, an idle wait is cut short. */
-  stopTaking(): void
-  /** The take loop, which may be waiting on a take over a stalled link. */
-  readonly loopDone: Promise<void>
-  linkUp(): boolean
-  /** The runs still here. */
-  runs(): { phase: RunPhase; done: Promise<void> }[]
-  /** Aborts the signal of every running run (its processor is asked to stop). */
-  abortRunning(): void
-  /** Gives up on the runs still running: their leases lapse, the sweep recovers their jobs. Returns how many. */
-  abandonRunning(): number
-  readonly calls: InFlight
-  /** Stops the helpers with timers; each promise settles when it has. */
-  stopHelpers(): Promise<unknown>[]
-  closeConnection(): Promise<void>
-  disconnect(): void
-  report(err: EchoMQError): void
-  enter(phase: 'abandoning' | 'closed'): void
+/** Stops taking jobs: jobs in hand go back, the loop ends, an idle wait is cut short. */
+function stopTaking(core: RunContext): void {
+  core.hand.giveBackAll()
+  core.phase = 'draining'
+  core.stopped()
+  core.wake?.()
+  // A connected socket ends with the server's close; ioredis's disconnectTimeout timer runs until then.
+  if (core.blocking.status === 'ready') core.blockingEnded = new Promise((resolve) => core.blocking.once('end', resolve))
+  core.blocking.disconnect()
+  void core.takeAhead.close()
 }
 
-const active = (w: Closable) => w.runs().filter((r) => r.phase === 'running' || r.phase === 'finishing')
+/** Aborts the signal of every running run (its processor is asked to stop). */
+function abortRunning(core: RunContext): void {
+  for (const run of core.runs.values()) {
+    if (run.phase !== 'running') continue
+    run.aborted = true
+    run.controller?.abort(new EchoMQError('ERR_CLOSED', `worker for queue ${core.name} is closing: job ${run.job.id} aborted`))
+  }
+}
 
-export async function closeWorker(w: Closable): Promise<void> {
-  const { clock } = w
-  const deadline = clock.now() + w.waitMs
+/** Gives up on the runs still running: their leases lapse, the sweep recovers their jobs. Returns how many. */
+function abandonRunning(core: RunContext): number {
+  // Not put back in line while the processor runs (another worker would run it too): the lease lapses.
+  let n = 0
+  for (const run of core.runs.values()) {
+    if (run.phase !== 'running') continue
+    run.phase = 'abandoned'
+    core.locks.remove(run.job.id)
+    n++
+  }
+  return n
+}
+
+/** Stops the helpers with timers; each promise settles when it has. */
+const stopHelpers = (core: RunContext): Promise<unknown>[] => [
+  core.locks.close(),
+  core.stalledChecker.close(),
+  core.promoter.close().catch(() => undefined),
+  core.jobQueue?.close() ?? Promise.resolve(),
+]
+
+function closeLink(core: RunContext): Promise<void> {
+  core.unwatch()
+  return Promise.all([closeConnection(core.conn), core.blockingEnded]).then(() => undefined)
+}
+
+/** close(): see above. Settles once the worker has closed (or given up on what Redis has not answered). */
+export async function closeWorker(core: RunContext): Promise<void> {
+  const { clock, closeTimeout, lockDuration } = core.settings
+  // How long to wait for running jobs: Infinity (no closeTimeout), closeTimeout, or 0 (close(true)).
+  const waitMs = core.force ? 0 : (closeTimeout ?? Number.POSITIVE_INFINITY)
+  const deadline = clock.now() + waitMs
   const left = () => Math.max(0, deadline - clock.now())
   const within = (work: Promise<unknown>, ms: number) => settlesWithin(clock, work, ms)
 
-  w.stopTaking()
-  const linkUp = w.linkUp()
-  if (linkUp || w.runs().length > 0) await within(w.loopDone, left())
-  while (active(w).length > 0 && left() > 0) await within(Promise.all(active(w).map((r) => r.done)), left())
+  stopTaking(core)
+  const linkUp = core.conn.client.status === 'ready'
+  if (linkUp || core.runs.size > 0) await within(core.loopDone, left())
+  while (active(core).length > 0 && left() > 0) await within(Promise.all(active(core).map((r) => r.done)), left())
 
   const end = clock.now() + CLOSE_MARGIN_MS
   const rest = () => Math.max(0, end - clock.now())
-  if (active(w).length > 0) {
-    w.enter('abandoning')
-    w.abortRunning()
-    while (active(w).length > 0 && rest() > 0) await within(Promise.all(active(w).map((r) => r.done)), rest())
-    const abandoned = w.abandonRunning()
+  if (active(core).length > 0) {
+    core.phase = 'abandoning'
+    abortRunning(core)
+    while (active(core).length > 0 && rest() > 0) await within(Promise.all(active(core).map((r) => r.done)), rest())
+    const abandoned = abandonRunning(core)
     if (abandoned > 0) {
-      const why = w.waitMs === 0 ? 'close(true) does not wait for them' : `closeTimeout (${w.waitMs} ms) passed`
-      w.report(
+      const why = waitMs === 0 ? 'close(true) does not wait for them' : `closeTimeout (${waitMs} ms) passed`
+      core.report(
         new EchoMQError(
           'ERR_CLOSED',
-          `worker for queue ${w.queue} closed with ${abandoned} job(s) still running (${why}): they were not put back in ` +
+          `worker for queue ${core.name} closed with ${abandoned} job(s) still running (${why}): they were not put back in ` +
             'line while their processor runs; their leases lapse and the stalled sweep recovers them (a stall counted)',
         ),
       )
     }
   }
   // Each awaited round ends with the set changed (tracked calls remove themselves), or gives up.
-  while (w.calls.size > 0 && rest() > 0) if (!(await within(w.calls.settled(), rest()))) break
-  for (const stopped of w.stopHelpers()) await within(stopped, rest())
+  while (core.calls.size > 0 && rest() > 0) if (!(await within(core.calls.settled(), rest()))) break
+  for (const stopped of stopHelpers(core)) await within(stopped, rest())
 
-  const pending = () => Promise.allSettled([w.loopDone, w.calls.settled()])
+  const pending = () => Promise.allSettled([core.loopDone, core.calls.settled()])
   if (await within(pending(), linkUp ? rest() : 0)) {
-    if (!(await within(w.closeConnection(), rest()))) w.disconnect()
-    w.enter('closed')
+    if (!(await within(closeLink(core), rest()))) core.conn.client.disconnect()
+    core.phase = 'closed'
     return
   }
-  const finishing = w.runs().filter((run) => run.phase === 'finishing').length
+  const finishing = [...core.runs.values()].filter((run) => run.phase === 'finishing').length
   if (finishing > 0) {
-    w.report(
+    core.report(
       new EchoMQError(
         'ERR_CONNECTION',
-        `worker for queue ${w.queue} closed before Redis answered: ${finishing} finished job(s) not yet recorded (done as ` +
+        `worker for queue ${core.name} closed before Redis answered: ${finishing} finished job(s) not yet recorded (done as ` +
           'sent if Redis answers within lockDuration; otherwise the sweep recovers them as stalled, and they run again)',
       ),
     )
   }
-  w.enter('closed')
+  core.phase = 'closed'
+  // A link that is down answers nothing: waiting would hold the process for a lease while ioredis
+  // reconnects. Its unanswered calls fail now; whatever a take lost in the drop had reserved goes back
+  // to `wait` unstarted with the next sweep (a reservation, not a run: no attempt, no stall).
+  if (core.conn.client.status !== 'ready') return core.conn.client.disconnect()
   // Calls still unanswered (a stalled link) keep the connection until they settle, so a job a late take
   // returns is handed back; at most one lease later, when the lease would have lapsed anyway.
-  void within(pending(), w.lockDuration)
-    .then(() => within(w.closeConnection(), CLOSE_MARGIN_MS))
-    .finally(() => w.disconnect())
+  void within(pending(), lockDuration)
+    .then(() => within(closeLink(core), CLOSE_MARGIN_MS))
+    .finally(() => core.conn.client.disconnect())
 }

@@ -1,0 +1,82 @@
+/**
+ * What a Queue does to the whole queue: pause and resume (every worker, on every host), the rate limit
+ * (rateLimit, getRateLimitTtl), and clean-up (drain, clean, obliterate; queue/cleanup.ts does the steps).
+ */
+import { EchoMQError } from '../errors.js'
+import * as commands from '../redis/commands.js'
+import { rateLimitTtl, isPaused as readPaused } from '../redis/queries.js'
+import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
+import { cleanSet, drainQueue, obliterateQueue } from './cleanup.js'
+import type { QueueCore } from './core.js'
+
+/** Every worker of the queue, on every host, stops taking jobs (running ones finish); adds and recoveries go on. */
+export async function pause(q: QueueCore): Promise<void> {
+  q.assertOpen()
+  await q.call('pause queue', () => commands.setPaused(q.client, q.keys, true))
+  q.emitter.emit('paused')
+}
+
+/** Workers take jobs again. */
+export async function resume(q: QueueCore): Promise<void> {
+  q.assertOpen()
+  await q.call('resume queue', () => commands.setPaused(q.client, q.keys, false))
+  q.emitter.emit('resumed')
+}
+
+export async function isPaused(q: QueueCore): Promise<boolean> {
+  q.assertOpen()
+  return q.call('read the state of queue', () => readPaused(q.client, q.keys))
+}
+
+/** Holds every worker of the queue back from starting jobs for `ms` (BullMQ's rateLimit). */
+export async function rateLimit(q: QueueCore, ms: number): Promise<void> {
+  q.assertOpen()
+  checkInteger('ms', ms, { min: 0, max: 2 ** 31 - 1, unit: 'ms' })
+  await q.call('rate-limit queue', () => commands.rateLimit(q.client, q.keys, ms))
+}
+
+/** BullMQ's getRateLimitTtl(maxJobs?) (see Queue.getRateLimitTtl; redis/queries.ts rateLimitTtl says how). */
+export async function getRateLimitTtl(q: QueueCore, maxJobs?: number): Promise<number> {
+  if (maxJobs !== undefined && (!Number.isInteger(maxJobs) || maxJobs < 0))
+    throw new EchoMQError('ERR_OPTIONS', `expected maxJobs to be an integer >= 0, got: ${String(maxJobs)}`)
+  q.assertOpen()
+  return q.call('read the rate limit of queue', () => rateLimitTtl(q.client, q.keys, maxJobs || undefined))
+}
+
+/** Removes every waiting job, and with `delayed` every delayed one, with their logs (BullMQ's drain). */
+export async function drain(q: QueueCore, delayed: boolean): Promise<void> {
+  q.assertOpen()
+  if (typeof delayed !== 'boolean') fail('ERR_OPTIONS', `expected drain's delayed to be true or false, got: ${describe(delayed)}`)
+  await q.call('drain queue', () => drainQueue(q.client, q.keys, delayed))
+}
+
+/** BullMQ's clean (see Queue.clean): up to `limit` finished jobs of `type` older than `grace` ms. */
+export async function clean(q: QueueCore, grace: number, limit: number, type: 'completed' | 'failed'): Promise<string[]> {
+  q.assertOpen()
+  checkInteger('grace', grace, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'ms' })
+  checkInteger('limit', limit, { min: 0, max: Number.MAX_SAFE_INTEGER })
+  if (type !== 'completed' && type !== 'failed')
+    fail('ERR_OPTIONS', `expected clean's type to be completed or failed, got: ${describe(type)}`)
+  const ids = await q.call(`clean ${type} jobs of queue`, () => cleanSet(q.client, q.keys, type, grace, limit))
+  q.emitter.emit('cleaned', ids, type)
+  return ids
+}
+
+/** Deletes the queue (see Queue.obliterate); refused with ERR_QUEUE_ACTIVE while jobs are in flight, unless `force`. */
+export async function obliterate(q: QueueCore, options?: { force?: boolean }): Promise<void> {
+  q.assertOpen()
+  const o = checkKnown('obliterate', options, ['force'])
+  const force = opt(o.force, false, (v) => {
+    if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected force to be true or false, got: ${describe(v)}`)
+    return v
+  })
+  // Paused first, as BullMQ does, so no worker takes a job meanwhile; a refused call (jobs in flight,
+  // not forced) leaves the queue as it found it.
+  const pausedHere = await q.call('pause queue', () => commands.setPaused(q.client, q.keys, true))
+  try {
+    await q.call('obliterate queue', () => obliterateQueue(q.client, q.keys, q.settings.prefix, q.name, force))
+  } catch (err) {
+    if (pausedHere && err instanceof EchoMQError && err.code === 'ERR_QUEUE_ACTIVE') await resume(q)
+    throw err
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * What a Queue does to one job, or to chosen jobs, by id: progress and log lines (unfenced: no run owns
+ * the job here), retryJobs, promoteJob, remove and removeJob. Inputs are validated before any Redis call.
+ */
+import { EchoMQError } from '../errors.js'
+import type { Job, JobState } from '../job.js'
+import type { JobProgress } from '../listeners.js'
+import { validateJobId } from '../options.js'
+import * as commands from '../redis/commands.js'
+import { failedUpTo, newestFailedScore, readJob } from '../redis/queries.js'
+import { parseIteration, promoteIterationNow } from '../schedulers/iterations.js'
+import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
+import type { QueueCore } from './core.js'
+import { MAX_JOBS_PER_CALL } from './getters.js'
+
+/** Failed jobs sent back per script call when retryJobs walks `failed`. */
+const RETRY_BATCH = 100
+
+/** Records a job's progress (a `progress` event here and in QueueEvents), as BullMQ's updateJobProgress. */
+export async function updateJobProgress(q: QueueCore, jobId: string, progress: JobProgress): Promise<void> {
+  q.assertOpen()
+  validateJobId(jobId)
+  await q.scope.updateProgress({ id: jobId } as Job, progress, undefined)
+}
+
+/** Appends a line to a job's log (BullMQ's addJobLog); the job's own keepLogs bounds it. */
+export async function addJobLog(q: QueueCore, jobId: string, logRow: string): Promise<number> {
+  q.assertOpen()
+  validateJobId(jobId)
+  return q.scope.log({ id: jobId } as Job, logRow, undefined)
+}
+
+/**
+ * Sends failed jobs back to `wait` with a fresh attempts budget, keeping their history (the last error
+ * in `lastError`, all runs in `attemptsStarted`). `ids`: those jobs, every one of which must be failed
+ * (else ERR_JOB_STATE and nothing changes); otherwise the oldest failed jobs, at most `limit` (all).
+ * Resolves to the ids moved.
+ */
+export async function retryJobs(q: QueueCore, options?: { ids?: string[]; limit?: number }): Promise<string[]> {
+  q.assertOpen()
+  const o = checkKnown('retryJobs', options, ['ids', 'limit'])
+  if (o.ids !== undefined && o.limit !== undefined) fail('ERR_OPTIONS', 'retryJobs takes ids or limit, not both')
+  if (o.ids !== undefined) return retryNamed(q, o.ids)
+  const limit = opt(o.limit, Number.POSITIVE_INFINITY, (v) => checkInteger('limit', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
+  return retryOldest(q, limit)
+}
+
+/** The jobs of `ids`, every one of which must be failed (else ERR_JOB_STATE and nothing changes). */
+async function retryNamed(q: QueueCore, given: unknown): Promise<string[]> {
+  if (!Array.isArray(given) || given.length === 0 || given.length > MAX_JOBS_PER_CALL) {
+    fail('ERR_OPTIONS', `expected ids to be an array of 1-${MAX_JOBS_PER_CALL} job ids, got: ${describe(given)}`)
+  }
+  const ids = [...new Set(given.map((id) => validateJobId(id)))]
+  const { moved, notFailed } = await q.call('retry failed jobs of queue', () => commands.retry(q.client, q.keys, ids, true))
+  if (notFailed?.state === 'missing') {
+    throw new EchoMQError('ERR_JOB_MISSING', `job ${notFailed.id} of queue ${q.name} does not exist; nothing was retried`)
+  }
+  if (notFailed !== undefined) {
+    throw new EchoMQError('ERR_JOB_STATE', `job ${notFailed.id} of queue ${q.name} is ${notFailed.state}, not failed; nothing was retried`)
+  }
+  return moved
+}
+
+/** The oldest failed jobs, at most `limit`. */
+async function retryOldest(q: QueueCore, limit: number): Promise<string[]> {
+  // Only the jobs failed when the call began, each once: with workers failing them again meanwhile (the
+  // downstream is still down), re-reading `failed` from its start would send them back over and over.
+  const bound = await q.call('retry failed jobs of queue', () => newestFailedScore(q.client, q.keys))
+  if (bound === undefined) return []
+  const moved = new Set<string>()
+  // Jobs this call retried that failed again within the same millisecond as `bound` are still in range:
+  // stepped over, not retried twice.
+  let skip = 0
+  while (moved.size < limit) {
+    const n = Math.min(RETRY_BATCH, limit - moved.size)
+    const batch = await q.call('retry failed jobs of queue', async () => {
+      const read = await failedUpTo(q.client, q.keys, bound, skip, n)
+      const ids = read.filter((id) => !moved.has(id))
+      skip += read.length - ids.length
+      if (read.length === 0) return undefined
+      return ids.length === 0 ? [] : (await commands.retry(q.client, q.keys, ids, false, bound)).moved
+    })
+    if (batch === undefined) break
+    for (const id of batch) moved.add(id)
+  }
+  return [...moved]
+}
+
+/**
+ * Moves a delayed job (a delayed add, or a retry waiting its backoff) to the back of `wait` now, due or
+ * not (BullMQ's job.promote()). ERR_JOB_MISSING when there is no such job, ERR_JOB_STATE when it is not
+ * delayed; nothing changes then.
+ */
+export async function promoteJob(q: QueueCore, id: string): Promise<void> {
+  q.assertOpen()
+  validateJobId(id)
+  const outcome = await q.call('promote a job of queue', async () => {
+    if (!parseIteration(id)) return commands.promoteJob(q.client, q.keys, id)
+    // A scheduler's pending run moves its schedule on as it leaves `delayed`, as when it falls due.
+    if (await promoteIterationNow(q.client, q.keys, id)) return 'promoted'
+    return ((await readJob(q.client, q.keys, id)).state as JobState | undefined) ?? 'missing'
+  })
+  if (outcome === 'missing') throw new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${q.name} does not exist: nothing promoted`)
+  if (outcome !== 'promoted')
+    throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${q.name} is ${outcome}, not delayed: nothing promoted`)
+}
+
+/**
+ * Removes a job that is not in flight, with its log, as BullMQ's remove: resolves to 1, or to 0 when the
+ * job is in flight (BullMQ: locked) and was left alone. An id with no job resolves to 1, as in BullMQ
+ * (nothing was locked); `removed` is emitted on this Queue for a 1. `opts.removeChildren` is accepted
+ * (EchoMQ has no flows, so a job has no children). removeJob says more.
+ */
+export async function remove(q: QueueCore, id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {
+  checkKnown('remove', opts, ['removeChildren'])
+  const outcome = await removeOutcome(q, id)
+  if (outcome === 'active') return 0
+  q.emitter.emit('removed', id)
+  return 1
+}
+
+/** EchoMQ's remove: resolves to whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight. */
+export async function removeJob(q: QueueCore, id: string): Promise<boolean> {
+  const outcome = await removeOutcome(q, id)
+  if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${q.name} is in flight; it was not removed`)
+  if (outcome === 'removed') q.emitter.emit('removed', id)
+  return outcome === 'removed'
+}
+
+async function removeOutcome(q: QueueCore, id: string): Promise<'removed' | 'missing' | 'active'> {
+  q.assertOpen()
+  validateJobId(id)
+  return q.call('remove a job of queue', () => commands.remove(q.client, q.keys, id))
+}

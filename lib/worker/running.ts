@@ -1,0 +1,130 @@
+/**
+ * A run: a job taken (or started from the hand) gets a slot, its processor runs, and its outcome goes to
+ * worker/finishing.ts. A job whose take came back after close() began, or that finds no slot, goes back
+ * to `wait` unstarted.
+ */
+import { EchoMQError, isDelayed } from '../errors.js'
+import { Job } from '../job.js'
+import { toJson } from '../json.js'
+import { DEFAULTS } from '../options.js'
+import { readBackoffType } from '../redis/queries.js'
+import type { Run, RunContext, Started } from './context.js'
+import { customRetry, failureOf } from './failure.js'
+import { type Ended, finish, giveBack } from './finishing.js'
+
+/** Most bytes of JSON a processor's result is stored with (as job data: DEFAULTS.maxDataBytes). */
+export const RESULT_MAX_BYTES = DEFAULTS.maxDataBytes
+
+/**
+ * A job a take or finish took starts in the slot that call was sent for; one whose reply came after
+ * close() began (a slow or stalled link), or that finds no slot, goes back to `wait` unstarted.
+ */
+export function startOrGiveBack(core: RunContext, started: Started): void {
+  if (core.runs.get(started.job.id)?.token === started.token) return // a replayed take handed back a run going here
+  if (core.phase === 'running' && core.processing < core.settings.concurrency) start(core, started)
+  else void core.calls.track(giveBack(core, started))
+}
+
+/** A slot is free, and no call in flight fills it: the jobs in hand start now. */
+export function startReady(core: RunContext): void {
+  while (core.phase === 'running' && !core.pausedLocally && core.processing + core.incoming < core.settings.concurrency) {
+    const next = core.hand.start()
+    if (!next) return
+    start(core, next, true)
+  }
+}
+
+/**
+ * Starts a run. A job from the hand is not taken yet: the call that takes it (the batcher's, which
+ * leaves in this tick) goes out before its processor runs, and its lease is renewed once taken.
+ */
+function start(core: RunContext, { job, token, sentAt }: Started, fromHand = false): void {
+  const current = core.runs.get(job.id)
+  if (current?.token === token) return // a replayed take handed back a run already going here
+  // A sweep recovered the job from a run still going here and this worker took it again: that run is fenced out.
+  if (current) core.lockLost(job.id, 'the job was recovered and taken again')
+  const controller = core.wantsSignal ? new AbortController() : undefined
+  if (!fromHand) core.locks.add({ id: job.id, token }, sentAt)
+  core.processing++
+  core.hadWork = true
+  const run: Run = { job: new Job(job, core.scope, token), token, controller, phase: 'running', done: Promise.resolve() }
+  core.runs.set(job.id, run)
+  // A scheduler's run: its next run is made now, as BullMQ's worker makes it (worker/promoter.ts).
+  core.promoter.started(job.id)
+  let running: Promise<void>
+  if (fromHand) {
+    core.finishes.poke()
+    running = new Promise<void>((resolve) => process.nextTick(resolve)).then(() => execute(core, run))
+  } else running = execute(core, run)
+  run.done = running.finally(() => {
+    if (core.runs.get(job.id) !== run) return core.wake?.()
+    core.locks.remove(job.id)
+    core.runs.delete(job.id)
+    core.wake?.()
+  })
+}
+
+/** Runs the processor, then finishes the run: complete, fail (an attempt used) or release. */
+async function execute(core: RunContext, run: Run): Promise<void> {
+  core.notify('active', run.job)
+  const started = core.settings.clock.now()
+  const ended = await processed(core, run)
+  core.processing--
+  startReady(core)
+  core.takeAhead.ran(core.settings.clock.now() - started)
+  await finish(core, run, ended)
+}
+
+async function processed(core: RunContext, run: Run): Promise<Ended> {
+  try {
+    const result = await core.processor(run.job, run.token, run.controller?.signal as AbortSignal)
+    return { action: 'complete', value: resultJson(core, run.job.id, result), result, failed: false, stack: '' }
+  } catch (err) {
+    const { action, reason, stack } = failureOf(err)
+    // A DelayedError after a moveToDelayed ended the run there (its phase is `moved`, see below).
+    if (isDelayed(err) && run.phase !== 'moved')
+      core.report(
+        new EchoMQError(
+          'ERR_JOB_STATE',
+          `job ${run.job.id} of queue ${core.name}: DelayedError thrown without job.moveToDelayed; the job went back to wait`,
+        ),
+      )
+    const ended: Ended = { action, value: reason, error: err, failed: true, stack }
+    if (action === 'fail') {
+      const retry = await retryOf(core, run, err)
+      if (retry === 'final') ended.action = 'fail-final'
+      else ended.delayMs = retry
+    }
+    return ended
+  }
+}
+
+/** A failure's retry under settings.backoffStrategy (worker/failure.ts): read the job's backoff type only then. */
+async function retryOf(core: RunContext, run: Run, err: unknown): Promise<number | 'final' | undefined> {
+  const strategy = core.settings.backoffStrategy
+  if (!strategy || run.job.attemptsMade + 1 >= run.job.attempts) return undefined
+  try {
+    const type = await readBackoffType(core.conn.client, core.keys, run.job.id)
+    return await customRetry(strategy, type, run.job.attemptsMade + 1, err, run.job)
+  } catch (e) {
+    core.report(
+      new EchoMQError('ERR_OPTIONS', `settings.backoffStrategy failed for job ${run.job.id}: ${String((e as Error)?.message ?? e)}`),
+    )
+    return undefined
+  }
+}
+
+/**
+ * The result as stored (`returnValue`). One JSON cannot hold (a BigInt, a cycle, a Map, more than
+ * RESULT_MAX_BYTES) is reported and stored as null: the job still completes, as running a processor
+ * that succeeded again would repeat its work.
+ */
+function resultJson(core: RunContext, id: string, result: unknown): string {
+  if (result === undefined) return 'null'
+  try {
+    return toJson(result, 'its result', RESULT_MAX_BYTES)
+  } catch (err) {
+    core.report(new EchoMQError('ERR_JOB_DATA', `job ${id} of queue ${core.name} completed, but ${(err as Error).message}: stored as null`))
+    return 'null'
+  }
+}
