@@ -178,14 +178,14 @@ describe('Redis unreachable from a Queue or a Worker', () => {
     })
     const err = (await queue.add('job', {}).catch((e: unknown) => e)) as EchoMQError
     expect(err.code).toBe('ERR_CONNECTION')
-    expect(err.message).toMatch(/(not as Redis does|dropped the connection).*check the host and port/)
+    expect(err.message).toMatch(/(not (answer )?as Redis does|dropped the connection).*check the host and port/)
     const run = promisify(execFile)
     const cli = await run(process.execPath, [BIN, 'stats', '--redis-url', `redis://127.0.0.1:${port}`]).catch(
       (e: { stderr: string; code: number }) => e,
     )
     expect(cli).toMatchObject({ code: 1 })
     // Node's HTTP server may reset the line before its 400 is read: then the hint names the dropped connection.
-    expect((cli as { stderr: string }).stderr).toMatch(/(not as Redis does|dropped the connection).*check the host and port/)
+    expect((cli as { stderr: string }).stderr).toMatch(/(not (answer )?as Redis does|dropped the connection).*check the host and port/)
   })
 
   it('a database the server does not have (/99 of 16) fails every call with ERR_CONNECTION naming it; nothing lands in database 0', async () => {
