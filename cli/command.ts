@@ -18,7 +18,7 @@ interface OptionSpec {
 type OptionSpecs = Record<string, OptionSpec>
 
 /** The flags every command takes, after its name or before it (`echomq --redis-url URL stats`). */
-export const COMMON = {
+const COMMON = {
   'redis-url': { type: 'string' },
   prefix: { type: 'string' },
   json: { type: 'boolean', default: false },

@@ -49,9 +49,6 @@ export const systemClock: Clock = {
   clearTimeout: clearLongTimeout,
 }
 
-/** Resolves after `ms`, whatever its length. */
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => longTimeout(resolve, ms))
-
 /** Waits for `work` at most `ms` by `clock`; true when it settled (either way) in time. */
 export async function settlesWithin(clock: Clock, work: Promise<unknown>, ms: number): Promise<boolean> {
   // No bound (close() with no closeTimeout): no timer either.

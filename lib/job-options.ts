@@ -32,7 +32,7 @@ import { checkInteger, checkKnown, describe, fail, opt, RANGES } from './validat
 /** A retry's wait: a number (fixed, ms) or { type, delay, maxDelay?, jitter? } (job-options.ts validates it). */
 export type Backoff = number | { type: BackoffType; delay?: number; maxDelay?: number; jitter?: number }
 /** fixed, exponential, or a custom name the worker's settings.backoffStrategy handles (BullMQ's `type: 'custom'`). */
-export type BackoffType = 'fixed' | 'exponential' | (string & {})
+type BackoffType = 'fixed' | 'exponential' | (string & {})
 /**
  * A finished set's retention, BullMQ's KeepJobs: true (remove at once), false (keep all), a count, or
  * { count?, age?, limit? } with `age` in seconds (BullMQ's unit; a fraction is kept to the ms). `limit` (BullMQ:
@@ -187,7 +187,7 @@ export function addSettings(
 }
 
 /** The options a stored job was added with (its hash's fields), BullMQ's `job.opts`; `delay` and `jobId` are not kept. */
-export interface StoredJobOptions {
+interface StoredJobOptions {
   attempts: number
   backoff?: Backoff
   removeOnComplete: Retention

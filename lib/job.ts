@@ -328,4 +328,4 @@ export function jobFromHash(id: string, hash: Record<string, string> | string[],
   return new Job(fieldsFromHash(id, hash), scope)
 }
 
-export { fieldsFromHash, jobFromFields } from './redis/job-codec.js'
+export { fieldsFromHash } from './redis/job-codec.js'

@@ -46,7 +46,7 @@ export interface QueueEventsOptions {
   autorun?: boolean
 }
 
-export const BLOCKING_TIMEOUT_MS_DEFAULT = 10_000
+const BLOCKING_TIMEOUT_MS_DEFAULT = 10_000
 /** How long a listener's mark lives without a refresh (ms): the scripts stop writing events this long after the last listener went. */
 export const LISTEN_TTL_MS = 60_000
 /** Entries per XREAD. */

@@ -40,7 +40,7 @@ import { ping } from './redis/queries.js'
 import type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/schedulers.js'
 
 export type { JobOptions } from './job-options.js'
-export { type BulkJob, MAX_BULK_JOBS } from './queue/adding.js'
+export type { BulkJob } from './queue/adding.js'
 export { type JobType, MAX_JOBS_PER_CALL, queueCounts } from './queue/getters.js'
 export type { Metrics } from './queue/metrics.js'
 export type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/schedulers.js'

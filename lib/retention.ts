@@ -10,7 +10,7 @@ import type { RedisClient } from './redis/connection.js'
 import type { QueueKeys } from './redis/keys.js'
 import { oldestIds } from './redis/queries.js'
 
-export const TRIM_BATCH = 100
+const TRIM_BATCH = 100
 
 /** Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns the ids removed. */
 export async function trimFinished(client: RedisClient, keys: QueueKeys, set: FinishedSet, first?: string[]): Promise<string[]> {

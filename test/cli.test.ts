@@ -2,7 +2,8 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { type Job, Queue, Worker } from '../lib/index.js'
+import { type Job, Worker } from '../lib/index.js'
+import { useQueues } from './helpers/fixture.js'
 import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { useRedis } from './helpers/redis-server.js'
 import { SSM_REQUEST_ID, type SsmEndpoint, startSsmEndpoint } from './helpers/ssm-endpoint.js'
@@ -26,10 +27,11 @@ async function echomq(
 }
 
 const redis = useRedis()
+const openQueue = useQueues(redis)
 
 /** Adds jobs with one attempt each and lets a real worker named `workerName` fail them (error "<reason> <id>"). */
 async function failedJobs(queue: string, ids: string[], { workerName = 'mailer-1', reason = 'smtp refused' } = {}): Promise<void> {
-  const q = new Queue(queue, { connection: redis.client })
+  const q = openQueue(queue)
   for (const id of ids) await q.add('send', { id }, { jobId: id, attempts: 1 })
   const worker = new Worker(
     queue,
@@ -47,7 +49,7 @@ async function failedJobs(queue: string, ids: string[], { workerName = 'mailer-1
 
 /** A real worker named `workerName` holding the next job of `queue` until `release()`. */
 async function heldJob(queue: string, workerName: string): Promise<{ release(): Promise<void> }> {
-  const q = new Queue(queue, { connection: redis.client })
+  const q = openQueue(queue)
   let finish: () => void = () => undefined
   const gate = new Promise<void>((resolve) => (finish = resolve))
   const worker = new Worker(queue, () => gate, { connection: redis.url, name: workerName })
@@ -60,7 +62,7 @@ async function heldJob(queue: string, workerName: string): Promise<{ release(): 
   }
 }
 
-const getJob = (queue: string, id: string) => new Queue(queue, { connection: redis.client }).getJob(id)
+const getJob = (queue: string, id: string) => openQueue(queue).getJob(id)
 
 describe('echomq demo', () => {
   it('plays the scene: killed worker\u2019s jobs recovered, paused worker\u2019s left alone, a second stall failed', async () => {
@@ -155,7 +157,7 @@ describe('echomq sweep, stats, inspect', () => {
   })
 
   it('sweep exits 1 when a queue fails, and 1 when Redis is unreachable', async () => {
-    new Queue('broken', { connection: redis.client })
+    openQueue('broken')
     await redis.client.set('emq:{broken}:active', 'x')
     const broken = await echomq(['sweep', '--queue', 'broken', '--redis-url', redis.url])
     expect(broken.code).toBe(1)
@@ -166,7 +168,7 @@ describe('echomq sweep, stats, inspect', () => {
   })
 
   it('stats prints counts per registered queue', async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.add('x', {}, { jobId: 'a' })
     await q.add('x', {}, { jobId: 'b' })
     await crashedJobs(redis.client, 'sms', 1)
@@ -182,7 +184,7 @@ describe('echomq sweep, stats, inspect', () => {
   })
 
   it('schedulers lists the job schedulers with their next run', async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.upsertJobScheduler('digest', { pattern: '0 0 8 * * *', tz: 'Europe/Paris' }, { name: 'send-digest' })
     await q.upsertJobScheduler('poll', { every: 60_000, limit: 10 })
     const human = await echomq(['schedulers', 'emails', '--redis-url', redis.url])
@@ -195,7 +197,7 @@ describe('echomq sweep, stats, inspect', () => {
   })
 
   it("schedulers says how long ago a next run fell due that no sweep has made yet, by Redis's clock", async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.upsertJobScheduler('late', { every: 60_000 })
     // No sweep for a while: its next period fell due 54 s ago (by Redis's clock, whatever this host's says).
     const [seconds, micros] = await redis.client.time()
@@ -209,7 +211,7 @@ describe('echomq sweep, stats, inspect', () => {
   })
 
   it('pause and resume a queue; stats shows it paused', async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.add('x', {})
     const paused = await echomq(['pause', 'emails', '--redis-url', redis.url])
     const shown = await echomq(['stats', '--redis-url', redis.url])
@@ -225,7 +227,7 @@ describe('echomq sweep, stats, inspect', () => {
   })
 
   it('takes the common options before the command too; a named queue that does not exist exits 1, as for inspect', async () => {
-    await new Queue('emails', { connection: redis.client }).add('x', {})
+    await openQueue('emails').add('x', {})
     const before = await echomq(['--redis-url', redis.url, '--json', 'stats', '--queue', 'emails'])
     const unknown = await echomq(['stats', '--queue', 'emials', '--redis-url', redis.url])
     expect(before.code).toBe(0)
@@ -271,7 +273,7 @@ describe('echomq sweep, stats, inspect', () => {
 
 describe('echomq stats and inspect: delayed jobs and worker names', () => {
   it('stats shows delayed jobs in their own column', async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.add('later', {}, { jobId: 'd1', delay: 60_000 })
     await q.add('later', {}, { jobId: 'd2', delay: 60_000 })
     await q.add('now', {}, { jobId: 'w1' })
@@ -286,7 +288,7 @@ describe('echomq stats and inspect: delayed jobs and worker names', () => {
 
   it('inspect shows delayed jobs (due in, last error) and the worker of in-flight and failed jobs', async () => {
     await failedJobs('emails', ['f1'], { workerName: 'mailer-1' })
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.add('later', {}, { jobId: 'd1', delay: 60_000 })
     // A retry in backoff: its first attempt failed, the next is due in a minute.
     await q.add('flaky', {}, { jobId: 'r1', attempts: 3, backoff: 60_000 })
@@ -353,7 +355,7 @@ describe('echomq jobs', () => {
   })
 
   it('lists jobs in other states: delayed with the time until due, wait, completed', async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.add('later', {}, { jobId: 'd1', delay: 60_000 })
     await q.add('now', {}, { jobId: 'w1' })
     const delayed = await echomq(['jobs', 'emails', '--state', 'delayed', '--redis-url', redis.url])
@@ -389,7 +391,7 @@ describe('echomq retry', () => {
 
   it('--id of a job that is not failed exits 1 with the library\u2019s message and changes nothing', async () => {
     await failedJobs('emails', ['a'])
-    await new Queue('emails', { connection: redis.client }).add('later', {}, { jobId: 'd1', delay: 60_000 })
+    await openQueue('emails').add('later', {}, { jobId: 'd1', delay: 60_000 })
     const before = [await getJob('emails', 'a'), await getJob('emails', 'd1')]
     const { code, stdout, stderr } = await echomq(['retry', 'emails', '--id', 'a,d1', '--redis-url', redis.url])
     expect(code).toBe(1)
@@ -400,7 +402,7 @@ describe('echomq retry', () => {
 
   it('--dry-run changes nothing: --all lists the oldest failed ids first, --id reports each job\u2019s state', async () => {
     await failedJobs('emails', ['a', 'b', 'c'])
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.add('now', {}, { jobId: 'w1' })
     const before = [await q.getJobs('failed'), await q.getJobs('wait')]
     const all = await echomq(['retry', 'emails', '--all', '--dry-run', '--redis-url', redis.url])
@@ -446,7 +448,7 @@ describe('echomq remove', () => {
     expect(first.code).toBe(0)
     expect(first.stdout).toMatch(/removed job a from queue emails/)
     expect(await getJob('emails', 'a')).toBeUndefined()
-    expect((await new Queue('emails', { connection: redis.client }).counts()).failed).toBe(0)
+    expect((await openQueue('emails').counts()).failed).toBe(0)
     expect(again.code).toBe(1)
     expect(again.stderr).toMatch(/echomq remove: no job a in queue emails/)
     expect(json.code).toBe(1)
@@ -454,7 +456,7 @@ describe('echomq remove', () => {
   })
 
   it('exits 1 with ERR_JOB_ACTIVE\u2019s message for a job in flight, and leaves it to its worker', async () => {
-    await new Queue('emails', { connection: redis.client }).add('slow', {}, { jobId: 'a1' })
+    await openQueue('emails').add('slow', {}, { jobId: 'a1' })
     const held = await heldJob('emails', 'mailer-3')
     try {
       const { code, stderr } = await echomq(['remove', 'emails', 'a1', '--redis-url', redis.url])
@@ -546,7 +548,7 @@ describe('the Redis URL from the SSM parameter REDIS_URL_PARAMETER names', () =>
   })
 
   it('the other commands read it too: stats, and race on the Redis it names rather than one of its own', async () => {
-    await new Queue('emails', { connection: redis.client }).add('x', {}, { jobId: 'a' })
+    await openQueue('emails').add('x', {}, { jobId: 'a' })
     const stats = await echomq(['stats', '--json'], ssmEnv())
     const race = await echomq(['race', '--jobs', '20', '--sweepers', '2', '--json'], ssmEnv())
 
@@ -577,7 +579,7 @@ describe('the Redis URL from the SSM parameter REDIS_URL_PARAMETER names', () =>
       expect(stderr).toMatch(/aws ssm put-parameter --type SecureString/)
     }
     expect(sweep.stderr).toMatch(/^echomq sweep: /m)
-    expect(await new Queue('emails', { connection: redis.client }).counts()).toMatchObject({ active: 1, stalled: 0 })
+    expect(await openQueue('emails').counts()).toMatchObject({ active: 1, stalled: 0 })
   })
 
   it('a value that is not a Redis URL is rejected without being quoted', async () => {

@@ -4,7 +4,7 @@
  * never comes before its backoff) and as "no polling" (commands counted); speed is the benchmarks' job.
  */
 import { hostname } from 'node:os'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { spawnWorker } from '../cli/support/worker-process.js'
 import { EchoMQError, type Job, Queue, sweep, Worker } from '../lib/index.js'
 import { queueKeys } from '../lib/redis/keys.js'
@@ -23,8 +23,6 @@ const fx = useQueue(redis, {
   },
 })
 const worker = fx.worker
-
-afterEach(async () => {})
 
 /** The start time of each run of each job, by the monotonic clock. */
 function runLog() {

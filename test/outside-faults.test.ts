@@ -28,8 +28,6 @@ const fx = useQueue(redis, {
 })
 const worker = fx.worker
 
-afterEach(async () => {})
-
 describe('timers longer than 2^31 - 1 ms', () => {
   afterEach(() => {
     vi.useRealTimers()

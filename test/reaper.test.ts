@@ -2,16 +2,18 @@
 import { createServer, type Server } from 'node:net'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../functions/sweep.js'
-import { EchoMQError, Queue } from '../lib/index.js'
+import { EchoMQError } from '../lib/index.js'
 import { reaperConfig } from '../lib/reaper/config.js'
 import { createReaper, runReaper } from '../lib/reaper/reaper.js'
 import { queueKeys } from '../lib/redis/keys.js'
+import { useQueues } from './helpers/fixture.js'
 import { type CapturedLogs, captureLogs } from './helpers/log-lines.js'
 import { crashedJobs, stalledBefore } from './helpers/queue-state.js'
 import { freePort, startRedis, useRedis } from './helpers/redis-server.js'
 import { snapshot } from './helpers/snapshot.js'
 
 const redis = useRedis()
+const openQueue = useQueues(redis)
 let captured: CapturedLogs
 let logs: string[]
 beforeEach(async () => {
@@ -41,7 +43,7 @@ describe('handler', () => {
 
     expect(first).toEqual({ sweeps: 1, queues: { emails: { marked: 3, recovered: 0, failed: 0 } } })
     expect(second).toEqual({ sweeps: 1, queues: { emails: { marked: 0, recovered: 3, failed: 0 } } })
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     for (const id of ids) expect(await q.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
     const lines = logs.map((l) => JSON.parse(l) as { message: string; queue?: string })
     expect(lines.filter((l) => l.message === 'sweep' && l.queue === 'emails')).toHaveLength(2)
@@ -103,7 +105,7 @@ describe('handler', () => {
   })
 
   it('a warm reaper costs two commands a run for an idle queue: the registry read and the probe', async () => {
-    await new Queue('idle', { connection: redis.client }).add('job', {}, { jobId: 'x' })
+    await openQueue('idle').add('job', {}, { jobId: 'x' })
     await redis.client.del(queueKeys('emq', 'idle').wait)
     const reaper = createReaper(reaperConfig({ redisUrl: redis.url, metricsMode: 'off' }, {}), { log: () => undefined })
     try {
@@ -137,7 +139,7 @@ describe('handler', () => {
     const handler = createHandler(env())
     expect(await handler({}, context)).toEqual({ sweeps: 1, queues: {} })
     await crashedJobs(redis.client, 'late', 1)
-    new Queue('other', { connection: redis.client })
+    openQueue('other')
     await redis.client.sismember('emq:queues', 'other')
 
     const summary = await handler({}, context)
@@ -166,7 +168,7 @@ describe('handler', () => {
 
   it('one broken queue is reported and does not stop the others', async () => {
     await crashedJobs(redis.client, 'good', 2)
-    new Queue('broken', { connection: redis.client })
+    openQueue('broken')
     await redis.client.set(queueKeys('emq', 'broken').active, 'not a sorted set')
 
     const summary = await createHandler(env())({}, context)

@@ -5,10 +5,10 @@
  * iteration from the dashboard runs it now and keeps the schedule going.
  */
 import { describe, expect, it } from 'vitest'
-import { Queue } from '../lib/index.js'
 import { Live } from '../lib/ui/layout.js'
 import { renderSchedules, schedulerViews } from '../lib/ui/schedules.js'
 import { startDashboard } from './helpers/dashboard.js'
+import { useQueues } from './helpers/fixture.js'
 import { useRedis } from './helpers/redis-server.js'
 
 const NOW = Date.UTC(2026, 11, 1, 12, 0, 0)
@@ -30,9 +30,10 @@ describe('the schedules list', () => {
 
 describe('on a real queue', () => {
   const redis = useRedis()
+  const openQueue = useQueues(redis)
 
   it("the delayed page lists the queue's schedulers: cron with its zone, every n ms, the next job, limit, template", async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.upsertJobScheduler('nightly', { pattern: '0 3 * * *', tz: 'Europe/Paris' }, { name: 'report', data: { kind: 'full' } })
     await q.upsertJobScheduler('ping', { every: 60_000, limit: 100 }, { name: 'ping' })
     const d = await startDashboard({ connection: redis.url })
@@ -53,7 +54,7 @@ describe('on a real queue', () => {
   })
 
   it('the prioritized tab lists jobs with a priority in the order they will run; the counts keep them apart from waiting', async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.add('plain', {}, { jobId: 'plain' })
     await q.add('low', {}, { jobId: 'low', priority: 9 })
     await q.add('high', {}, { jobId: 'high', priority: 1 })
@@ -73,7 +74,7 @@ describe('on a real queue', () => {
   })
 
   it("promoting a scheduler's pending run from its job page runs it now, and the schedule moves on", async () => {
-    const q = new Queue('emails', { connection: redis.client })
+    const q = openQueue('emails')
     await q.upsertJobScheduler('hourly', { pattern: '0 * * * *' }, { name: 'tick' })
     const pending = await q.getJobs('delayed', { start: 0, end: 0 })
     const id = pending[0]?.id as string

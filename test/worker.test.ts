@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, Queue, sweep } from '../lib/index.js'
 import type { JobFields } from '../lib/job.js'
 import { CLOSE_MARGIN_MS } from '../lib/options.js'
@@ -13,8 +13,6 @@ const redis = useRedis()
 const fx = useQueue(redis, { workers: { lockDuration: 400, heartbeatInterval: 100, closeTimeout: 300 } })
 const worker = fx.worker
 const keys = queueKeys('emq', 'q')
-
-afterEach(async () => {})
 
 /** A processor that holds each job until the test releases it. */
 function held() {

@@ -5,9 +5,7 @@
  * without --auth (serveDashboard's rule). Named queues must exist (registered or holding jobs), as for
  * `stats --queue`: a mistyped name is an error, never added to the registry.
  */
-import { queueCounts } from '../../lib/queue.js'
-import { queueKeys } from '../../lib/redis/keys.js'
-import { registeredQueues } from '../../lib/registry.js'
+import { queueExists } from '../../lib/read-model.js'
 import { parseAuth } from '../../lib/ui/options.js'
 import { serveDashboard, UI_HOST_DEFAULT, UI_PORT_DEFAULT } from '../../lib/ui/server.js'
 import { command } from '../command.js'
@@ -15,7 +13,7 @@ import { CliError, messageOf } from '../errors.js'
 import { out } from '../format.js'
 import { prefixOf, queueNames } from '../input.js'
 import { redisUrlOf, withClient } from '../redis.js'
-import { isEmpty, unknownQueue } from '../reports/job-lists.js'
+import { unknownQueue } from '../reports/job-lists.js'
 
 export const ui = command({
   summary: 'serve the web dashboard: queues, leases, failures, and actions on them',
@@ -57,10 +55,7 @@ hour; and retry, remove, promote, clean, pause and resume. Binds 127.0.0.1: anot
     const { url } = await redisUrlOf(values)
     if (queues) {
       await withClient(url, async (client) => {
-        const registered = await registeredQueues(client, prefix)
-        for (const q of queues) {
-          if (!registered.includes(q) && isEmpty(await queueCounts(client, queueKeys(prefix, q), q))) throw unknownQueue(q, prefix)
-        }
+        for (const q of queues) if (!(await queueExists(client, prefix, q))) throw unknownQueue(q, prefix)
       })
     }
     const served = await serveDashboard({

@@ -1,16 +1,16 @@
 /**
- * `echomq stats` and `echomq inspect`: read-only views of queues. Jobs come from the Queue (getJobs,
- * counts); a lease's time left and a job's stall mark are read beside them (the library has no call for
- * either), through the key names lib/redis/keys.ts gives the Queue.
+ * `echomq stats` and `echomq inspect`: read-only views of queues, read through lib/read-model.ts (the
+ * dashboard's read model too): counts, jobs by state, and a lease's time left and a job's stall mark (the
+ * library has no call for either).
  */
 
-import { type Queue, type QueueCounts, queueCounts } from '../../lib/queue.js'
+import type { Queue, QueueCounts } from '../../lib/queue.js'
+import { isEmpty, jobsIn, type QueueState, queueState, readLeases } from '../../lib/read-model.js'
 import type { RedisClient } from '../../lib/redis/connection.js'
-import { queueKeys } from '../../lib/redis/keys.js'
-import { isPaused, leaseStates, serverTimeMs } from '../../lib/redis/queries.js'
+import { serverTimeMs } from '../../lib/redis/queries.js'
 import { registeredQueues } from '../../lib/registry.js'
 import { oneLine, table } from '../format.js'
-import { dueIn, isEmpty, jobsIn, unknownQueue } from './job-lists.js'
+import { dueIn, unknownQueue } from './job-lists.js'
 
 /** Counts per queue: the registered ones, or those named (each must be registered or hold jobs, as for `inspect`). */
 export async function stats(
@@ -21,15 +21,14 @@ export async function stats(
   const registered = await registeredQueues(client, prefix)
   const out: Record<string, QueueCounts & { paused: boolean }> = {}
   for (const q of queues ?? registered) {
-    const keys = queueKeys(prefix, q)
-    const counts = await queueCounts(client, keys, q)
+    const { counts, paused }: QueueState = await queueState(client, prefix, q)
     if (!registered.includes(q) && isEmpty(counts)) throw unknownQueue(q, prefix)
-    out[q] = { ...counts, paused: await isPaused(client, keys) }
+    out[q] = { ...counts, paused }
   }
   return out
 }
 
-export interface InFlight {
+interface InFlight {
   id: string
   name: string
   leaseMsLeft: number | null
@@ -40,7 +39,7 @@ export interface InFlight {
   workerName: string | null
 }
 
-export interface DelayedJob {
+interface DelayedJob {
   id: string
   name: string
   /** ms until it is due, by Redis's clock (0: due, waiting to be promoted). */
@@ -51,7 +50,7 @@ export interface DelayedJob {
   lastError: string | null
 }
 
-export interface FailedJob {
+interface FailedJob {
   id: string
   name: string
   failedReason: string
@@ -70,17 +69,15 @@ export interface Inspection {
 
 /** The `limit` in-flight jobs with the earliest lease deadlines, the `limit` delayed jobs due first, and the `limit` most recent failures. */
 export async function inspect(queue: Queue, limit: number): Promise<Inspection> {
-  const { client, keys } = queue
   const [counts, active, delayed, failed, now] = await Promise.all([
     queue.counts(),
     jobsIn(queue, 'active', 0, limit),
     jobsIn(queue, 'delayed', 0, limit),
     jobsIn(queue, 'failed', 0, limit),
-    serverTimeMs(client),
+    serverTimeMs(queue.client),
   ])
-  const leases = await leaseStates(
-    client,
-    keys,
+  const leases = await readLeases(
+    queue,
     active.map((job) => job.id),
   )
   const inFlight = active.map((job, i): InFlight => {
@@ -88,7 +85,7 @@ export async function inspect(queue: Queue, limit: number): Promise<Inspection> 
     return {
       id: job.id,
       name: job.name,
-      leaseMsLeft: lease && lease.ttlMs > 0 ? lease.ttlMs : null,
+      leaseMsLeft: lease?.msLeft ?? null,
       marked: lease?.markedAt !== undefined,
       attemptsMade: job.attemptsMade,
       attempts: job.attempts,

@@ -6,25 +6,19 @@
  * a queue that is registered or holds jobs: a mistyped name is reported, never added to the registry.
  */
 
-import type { Job, JobFields, JobState } from '../../lib/job.js'
-import { MAX_JOBS_PER_CALL, Queue, type QueueCounts, queueCounts } from '../../lib/queue.js'
+import type { JobFields, JobState } from '../../lib/job.js'
+import { Queue } from '../../lib/queue.js'
+import { jobsIn, queueExists, unknownQueueText } from '../../lib/read-model.js'
 import type { RedisClient } from '../../lib/redis/connection.js'
-import { queueKeys } from '../../lib/redis/keys.js'
 import { serverTimeMs } from '../../lib/redis/queries.js'
-import { registeredQueues } from '../../lib/registry.js'
 import { CliError } from '../errors.js'
 import { oneLine, table } from '../format.js'
 
-export const isEmpty = (counts: QueueCounts): boolean => Object.values(counts).every((n) => n === 0)
-
-export const unknownQueue = (name: string, prefix: string): CliError =>
-  new CliError(`no queue "${name}" under prefix "${prefix}": it is not registered and holds no jobs`)
+export const unknownQueue = (name: string, prefix: string): CliError => new CliError(unknownQueueText(name, prefix))
 
 /** Opens a Queue on `client` for `fn` and closes it after; a queue neither registered nor holding jobs is an error. */
 export async function withQueue<T>(client: RedisClient, prefix: string, name: string, fn: (queue: Queue) => Promise<T>): Promise<T> {
-  if (!(await registeredQueues(client, prefix)).includes(name)) {
-    if (isEmpty(await queueCounts(client, queueKeys(prefix, name), name))) throw unknownQueue(name, prefix)
-  }
+  if (!(await queueExists(client, prefix, name))) throw unknownQueue(name, prefix)
   const queue = new Queue(name, { connection: client, prefix })
   try {
     return await fn(queue)
@@ -33,18 +27,7 @@ export async function withQueue<T>(client: RedisClient, prefix: string, name: st
   }
 }
 
-/** Up to `count` jobs in `state` from rank `start`, in pages of MAX_JOBS_PER_CALL (jobs removed meanwhile are left out). */
-export async function jobsIn(queue: Queue, state: JobState, start: number, count: number): Promise<Job[]> {
-  const jobs: Job[] = []
-  for (let from = start; from < start + count; from += MAX_JOBS_PER_CALL) {
-    const page = await queue.getJobs(state, { start: from, end: Math.min(start + count, from + MAX_JOBS_PER_CALL) - 1 })
-    if (page.length === 0) break
-    jobs.push(...page)
-  }
-  return jobs
-}
-
-export const STATE_ORDER: Record<JobState, string> = {
+const STATE_ORDER: Record<JobState, string> = {
   wait: 'in the order they will run',
   prioritized: 'highest priority first',
   delayed: 'earliest due first',
@@ -53,7 +36,7 @@ export const STATE_ORDER: Record<JobState, string> = {
   failed: 'most recent first',
 }
 
-export type ListedJob = JobFields & { dueInMs?: number }
+type ListedJob = JobFields & { dueInMs?: number }
 
 export interface JobList {
   queue: string
@@ -97,7 +80,7 @@ export function renderJobList(list: JobList): string {
   return `${table(['job', 'name', 'attempts', 'worker', ...headers], rows)}\n\n${footer}`
 }
 
-export interface DryRunJob {
+interface DryRunJob {
   id: string
   /** Its state now; null when there is no such job. */
   state: JobState | null

@@ -2,7 +2,8 @@
  * A worker function's event: `{ queue?, maxJobs?, invocation? }` (what the reaper sends when it starts one:
  * `invocation` is the id it entered the invocation under; or a manual invocation), nothing at all, or a
  * scheduled (EventBridge) event, known by its `source` or `detail-type`, which drains the handler's own
- * queue. `queue`, when given, must be the handler's own. Anything else is refused with ERR_EVENT, before any Redis call: a typo (`{ "queues": ... }`) must not silently drain another queue or none.
+ * queue. `queue`, when given, must be the handler's own. Anything else is refused with ERR_EVENT, before any
+ * Redis call: a typo (`{ "queues": ... }`) must not silently drain another queue or none.
  */
 import { EchoMQError } from '../errors.js'
 import { validateQueueName } from '../options.js'

@@ -22,6 +22,7 @@
  * the invocation's mark has left; the container's connection stays open, idle, for the next invocation.
  */
 import { randomBytes } from 'node:crypto'
+import type { Clock } from '../clock.js'
 import { EchoMQError, RateLimitError, redisError } from '../errors.js'
 import type { Job } from '../job.js'
 import { validateQueueName } from '../options.js'
@@ -111,11 +112,7 @@ async function invoke(
   const id = invocationId ?? context.awsRequestId ?? randomBytes(9).toString('base64url')
   const errors: unknown[] = []
   const mark = new InvocationMark(client, keys, id, lockDuration, clock, (err) => errors.push(err))
-  await bounded(mark.enter(), settings.redisTimeoutMs, clock).catch((err) => {
-    throw new EchoMQError('ERR_CONNECTION', `${connection.where} is unreachable: ${(err as Error).message}`, {
-      cause: redisError(queue, 'enter a worker invocation of queue', err),
-    })
-  })
+  await enter(mark, settings.redisTimeoutMs, clock, connection.where, queue)
 
   let reason: StopReason | undefined
   let started = 0
@@ -175,6 +172,15 @@ async function invoke(
   }
   for (const err of errors) console.error(`[echomq] worker function for queue ${queue}:`, (err as Error)?.message ?? err)
   return { ...result, reason: reason ?? 'drained', ms: Math.round(clock.now() - begun) }
+}
+
+/** Marks the invocation in Redis (the reaper counts it), within `timeoutMs`; an unreachable Redis is ERR_CONNECTION. */
+async function enter(mark: InvocationMark, timeoutMs: number, clock: Clock, where: string, queue: string): Promise<void> {
+  await bounded(mark.enter(), timeoutMs, clock).catch((err) => {
+    throw new EchoMQError('ERR_CONNECTION', `${where} is unreachable: ${(err as Error).message}`, {
+      cause: redisError(queue, 'enter a worker invocation of queue', err),
+    })
+  })
 }
 
 /** The processor, given up after `limitMs`: its signal aborted, the run failed with ERR_TIMEOUT. */

@@ -20,7 +20,7 @@ import { addedOption } from './job-scope.js'
 const BULK_JOBS_PER_CALL = 200
 const BULK_BYTES_PER_CALL = commands.TAKE_MAX_BYTES
 /** Most jobs one addBulk takes: the whole bulk is one transaction, which holds Redis while it runs. */
-export const MAX_BULK_JOBS = 100_000
+const MAX_BULK_JOBS = 100_000
 /** Rounds of fresh ids addBulk tries for generated ids that were taken before it gives up. */
 const ID_ROUNDS = 5
 

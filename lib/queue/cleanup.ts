@@ -12,7 +12,7 @@ import { dropFromRegistry, headIds, oldestIds, stateSize } from '../redis/querie
 import { parseIteration } from '../schedulers/iterations.js'
 import { listSchedulers, removeScheduler } from '../schedulers/schedulers.js'
 
-export const CLEANUP_BATCH = 500
+const CLEANUP_BATCH = 500
 
 /** Removes every waiting job (and, with `delayed`, every delayed one) and its log; resolves to how many. */
 export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: boolean): Promise<number> {

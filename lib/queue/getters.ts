@@ -19,26 +19,16 @@ import { checkRank, type QueueCore } from './core.js'
 import { checkMetricsArgs, type Metrics, readMetrics } from './metrics.js'
 
 /** The type names getJobs and getJobCounts take. */
-export const JOB_TYPES = [
-  'wait',
-  'waiting',
-  'paused',
-  'prioritized',
-  'active',
-  'delayed',
-  'completed',
-  'failed',
-  'waiting-children',
-] as const
+const JOB_TYPES = ['wait', 'waiting', 'paused', 'prioritized', 'active', 'delayed', 'completed', 'failed', 'waiting-children'] as const
 export type JobType = (typeof JOB_TYPES)[number]
 
 /** getJobCounts()'s types when none is given: BullMQ 6's. */
-export const DEFAULT_COUNT_TYPES: JobType[] = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting', 'waiting-children']
+const DEFAULT_COUNT_TYPES: JobType[] = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting', 'waiting-children']
 
 /** Most jobs one getJobs call returns: page with start and end beyond it. */
-export const MAX_JOBS_PER_PAGE = 10_000
+const MAX_JOBS_PER_PAGE = 10_000
 
-export function jobTypes(types: unknown, what: string): JobType[] {
+function jobTypes(types: unknown, what: string): JobType[] {
   const list = types === undefined ? [] : Array.isArray(types) ? types : [types]
   for (const t of list) {
     if (!JOB_TYPES.includes(t as JobType)) fail('ERR_OPTIONS', `expected ${what} to be one of ${JOB_TYPES.join(', ')}, got: ${describe(t)}`)
@@ -76,7 +66,7 @@ function countOf(type: JobType, c: QueueCounts): number {
 }
 
 /** Counts per type, keyed as asked, from one snapshot. */
-export async function countTypes(client: RedisClient, keys: QueueKeys, types: JobType[]): Promise<Record<string, number>> {
+async function countTypes(client: RedisClient, keys: QueueKeys, types: JobType[]): Promise<Record<string, number>> {
   const counts = await readCounts(client, keys)
   return Object.fromEntries(types.map((t) => [t, countOf(t, counts)]))
 }
@@ -85,7 +75,7 @@ export async function countTypes(client: RedisClient, keys: QueueKeys, types: Jo
  * The ids of a page over `types`, concatenated in type order, each type ranked BullMQ's way (see
  * pageIds), then `start`..`end` of the whole (inclusive, negative from the end), without repeats.
  */
-export async function idsOfTypes(
+async function idsOfTypes(
   client: RedisClient,
   keys: QueueKeys,
   types: JobType[],

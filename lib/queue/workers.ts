@@ -22,7 +22,7 @@ export const CLIENT_LIST_HINT =
   'this Redis refuses CLIENT LIST: managed services restrict it (ElastiCache Serverless restricts the CLIENT commands), ' +
   'and an ACL must grant +client|list (it is in @dangerous and @admin). Workers holding jobs are still seen by their leases'
 
-export function clientListRefused(queue: string, err: unknown): EchoMQError {
+function clientListRefused(queue: string, err: unknown): EchoMQError {
   const message = err instanceof Error ? err.message : String(err)
   return new EchoMQError(/NOPERM/.test(message) ? 'ERR_NOPERM' : 'ERR_REDIS', `list the workers of queue ${queue}: ${message}`, {
     cause: err,
@@ -61,7 +61,7 @@ export function workerNameOf(rawname: string, prefix: string, queue: string): st
   return rawname.startsWith(base) ? decodeName(rawname.slice(base.length)) : undefined
 }
 
-export async function getWorkers(client: RedisClient, prefix: string, queue: string): Promise<WorkerConnection[]> {
+async function getWorkers(client: RedisClient, prefix: string, queue: string): Promise<WorkerConnection[]> {
   let lists: string[]
   try {
     lists = await clientLists(client)

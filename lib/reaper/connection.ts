@@ -114,7 +114,7 @@ export class ReaperConnection {
 }
 
 /** An evicted lease looks like a dead worker, so anything but `noeviction` is worth a warning. */
-export async function checkEvictionPolicy(client: RedisClient, log: Log): Promise<string | undefined> {
+async function checkEvictionPolicy(client: RedisClient, log: Log): Promise<string | undefined> {
   try {
     const policy = await evictionPolicy(client)
     if (policy !== undefined && policy !== 'noeviction') {

@@ -25,8 +25,8 @@ import { queueOfSweptKey } from '../redis/keys.js'
 import { discoveryDueInMs, markDiscovered, scanNodes, scanSweptKeys } from '../redis/queries.js'
 import { registerQueue } from '../registry.js'
 
-export const DISCOVERY_INTERVAL_MS = 60 * 60_000
-export const DISCOVERY_BUDGET_MS = 1_000
+const DISCOVERY_INTERVAL_MS = 60 * 60_000
+const DISCOVERY_BUDGET_MS = 1_000
 const SCAN_COUNT = 1_000
 
 export class Discovery {

@@ -28,12 +28,12 @@ import type { Log } from './log.js'
 import type { QueueRun } from './run.js'
 
 /** How long a claim of a run without a deadline (`echomq sweep`) lasts (ms). */
-export const FAILED_CLAIM_LEASE_MS = 60_000
+const FAILED_CLAIM_LEASE_MS = 60_000
 /** Beyond a Lambda's remaining time, how long its claim lasts (ms). */
-export const FAILED_CLAIM_MARGIN_MS = 1_000
+const FAILED_CLAIM_MARGIN_MS = 1_000
 
 /** A claim's lease (ms): past the time its claimer can live. `remainingMs`: a Lambda's time left. */
-export function failedClaimLeaseMs(remainingMs: (() => number) | undefined): number {
+function failedClaimLeaseMs(remainingMs: (() => number) | undefined): number {
   return remainingMs ? Math.max(0, Math.ceil(remainingMs())) + FAILED_CLAIM_MARGIN_MS : FAILED_CLAIM_LEASE_MS
 }
 

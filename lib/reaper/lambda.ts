@@ -66,7 +66,7 @@ export function containerReaper(env: Env, log: Log): ContainerReaper {
 }
 
 /** The fields of the "invocation failed" line. */
-export function failureFields(err: unknown): Record<string, string> {
+function failureFields(err: unknown): Record<string, string> {
   if (!(err instanceof EchoMQError))
     return { errorCode: 'ERR_UNEXPECTED', error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) }
   return {

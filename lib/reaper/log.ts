@@ -16,7 +16,7 @@ export type LogLevel = 'info' | 'warn' | 'error'
 export type Log = (level: LogLevel, message: string, fields?: object) => void
 
 /** `service` when POWERTOOLS_SERVICE_NAME is not set (outside the template: tests, a hand-made function). */
-export const SERVICE_DEFAULT = 'echomq-reaper'
+const SERVICE_DEFAULT = 'echomq-reaper'
 
 /**
  * What Lambda passes a handler as its second argument, as far as the reaper reads it: Lambda's own `Context`

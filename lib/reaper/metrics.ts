@@ -43,7 +43,7 @@ interface Sample {
   values: number[]
 }
 
-export interface MetricOptions {
+interface MetricOptions {
   /** Also each queue's figures, with dimension Queue. */
   perQueue?: boolean
   /** Queues listed (QUEUES or the event) but not in the registry: swept, not counted in QueuesSwept. */
@@ -90,7 +90,7 @@ function samples(runs: Record<string, QueueRun>, options: MetricOptions): Sample
   return out
 }
 
-export function metricData(runs: Record<string, QueueRun>, timestamp: Date, options: MetricOptions = {}): MetricDatum[] {
+function metricData(runs: Record<string, QueueRun>, timestamp: Date, options: MetricOptions = {}): MetricDatum[] {
   return samples(runs, options).map((s) => ({
     MetricName: s.name,
     Timestamp: timestamp,

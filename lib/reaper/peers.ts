@@ -20,7 +20,7 @@ export const SCALING_PEER_DEPENDENCIES = ['@aws-sdk/client-lambda'] as const
 export const OPTIONAL_PEER_DEPENDENCIES = [...REAPER_PEER_DEPENDENCIES, ...SCALING_PEER_DEPENDENCIES] as const
 
 /** The packages of `peers` (default REAPER_PEER_DEPENDENCIES) that do not resolve from here (none inside a bundle, which holds them). */
-export function missingPeers(peers: readonly string[] = REAPER_PEER_DEPENDENCIES): string[] {
+function missingPeers(peers: readonly string[] = REAPER_PEER_DEPENDENCIES): string[] {
   const resolve = (import.meta as { resolve?: (specifier: string) => string }).resolve
   if (typeof resolve !== 'function') return []
   return peers.filter((name) => {

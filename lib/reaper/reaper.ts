@@ -10,6 +10,7 @@
  */
 
 import { redisError } from '../errors.js'
+import type { SweepSettings } from '../options.js'
 import type { RedisClient } from '../redis/connection.js'
 import { queueKeys } from '../redis/keys.js'
 import { registeredQueues } from '../registry.js'
@@ -70,6 +71,77 @@ async function listQueues(client: RedisClient, prefix: string, discovery: Discov
   return [...registered, ...missing].sort()
 }
 
+/** What every queue's pass of one run shares. */
+interface PassSettings {
+  prefix: string
+  settings: SweepSettings
+  readFailures: boolean
+  log: Log
+}
+
+/** One queue's pass, its counts added to `run`; a failure other than the connection's stays with the queue. */
+async function sweepOne(client: RedisClient, queue: string, run: QueueRun, sweep: number, p: PassSettings): Promise<void> {
+  const started = performance.now()
+  try {
+    const pass = await sweepQueue(client, queueKeys(p.prefix, queue), p.settings, { readFailures: p.readFailures })
+    const durationMs = Math.round((performance.now() - started) * 100) / 100
+    run.marked += pass.marked.length
+    run.recovered += pass.recovered.length
+    run.failed += pass.failed.length
+    // Read, not taken: each pass sees the whole count left to claim, so the last one is the run's.
+    if (p.readFailures) run.failedPending = pass.failedNew
+    run.durations.push(durationMs)
+    run.counts = pass.counts
+    if (pass.oldestWaitMs === undefined) delete run.oldestWaitAgeMs
+    else run.oldestWaitAgeMs = pass.oldestWaitMs
+    // Only a pass that did something is worth a line: an idle fleet of queues logs nothing per queue.
+    if (pass.marked.length + pass.recovered.length + pass.failed.length + pass.promoted + pass.trimmed > 0) {
+      p.log('info', 'sweep', {
+        queue,
+        sweep,
+        marked: pass.marked.length,
+        recovered: pass.recovered.length,
+        failed: pass.failed.length,
+        promoted: pass.promoted,
+        trimmed: pass.trimmed,
+        durationMs,
+      })
+    }
+  } catch (err) {
+    const failure = redisError(queue, 'sweep', err)
+    if (failure.code === 'ERR_CONNECTION') throw failure
+    run.error = failure.message
+    run.errorCode = failure.code
+    if (failure.hint !== undefined) run.hint = failure.hint
+    p.log('error', 'sweep failed for this queue; other queues go on', {
+      queue,
+      sweep,
+      errorCode: failure.code,
+      error: run.error,
+      ...(failure.hint === undefined ? {} : { hint: failure.hint }),
+    })
+  }
+}
+
+/** Whether another sweep fits in what is left of the invocation. */
+function timeForAnother(config: ReaperConfig, options: RunOptions, lastPassMs: number, sweeps: number): boolean {
+  // Another sweep must fit: the wait, a pass as long as the last one with half again for a slower
+  // network, one command that takes the whole timeout, and the metrics at the end.
+  const left = options.remainingMs?.() ?? Number.POSITIVE_INFINITY
+  const needed = config.intervalMs + Math.ceil(lastPassMs * PASS_SAFETY) + config.redisTimeoutMs + END_RESERVE_MS
+  if (left <= needed) {
+    options.log('warn', 'stopping early: not enough time left for another sweep', {
+      done: sweeps,
+      planned: config.sweeps,
+      remainingMs: left,
+      neededMs: needed,
+      lastPassMs: Math.round(lastPassMs),
+    })
+    return false
+  }
+  return true
+}
+
 export async function runReaper(
   client: RedisClient,
   config: ReaperConfig,
@@ -86,73 +158,18 @@ export async function runReaper(
   const runs: Record<string, QueueRun> = Object.fromEntries(queues.map((q) => [q, emptyRun()]))
   const settings = { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit, audit: config.audit }
   // Only a reaper that publishes JobsFailed claims the failed jobs (failures.ts); one that does not leaves them.
-  const readFailures = config.metricsMode !== 'off'
+  const pass: PassSettings = { prefix: config.prefix, settings, readFailures: config.metricsMode !== 'off', log }
   let sweeps = 0
   const now = options.now ?? (() => performance.now())
   let lastPassMs = 0
   for (let i = 0; i < config.sweeps; i++) {
     if (i > 0) {
-      // Another sweep must fit: the wait, a pass as long as the last one with half again for a slower
-      // network, one command that takes the whole timeout, and the metrics at the end.
-      const left = options.remainingMs?.() ?? Number.POSITIVE_INFINITY
-      const needed = config.intervalMs + Math.ceil(lastPassMs * PASS_SAFETY) + config.redisTimeoutMs + END_RESERVE_MS
-      if (left <= needed) {
-        log('warn', 'stopping early: not enough time left for another sweep', {
-          done: sweeps,
-          planned: config.sweeps,
-          remainingMs: left,
-          neededMs: needed,
-          lastPassMs: Math.round(lastPassMs),
-        })
-        break
-      }
+      if (!timeForAnother(config, options, lastPassMs, sweeps)) break
       await sleep(config.intervalMs)
     }
     sweeps++
     const passStarted = now()
-    await forEachLimit(queues, config.concurrency, async (queue) => {
-      const run = runs[queue] as QueueRun
-      const started = performance.now()
-      try {
-        const pass = await sweepQueue(client, queueKeys(config.prefix, queue), settings, { readFailures })
-        const durationMs = Math.round((performance.now() - started) * 100) / 100
-        run.marked += pass.marked.length
-        run.recovered += pass.recovered.length
-        run.failed += pass.failed.length
-        // Read, not taken: each pass sees the whole count left to claim, so the last one is the run's.
-        if (readFailures) run.failedPending = pass.failedNew
-        run.durations.push(durationMs)
-        run.counts = pass.counts
-        if (pass.oldestWaitMs === undefined) delete run.oldestWaitAgeMs
-        else run.oldestWaitAgeMs = pass.oldestWaitMs
-        // Only a pass that did something is worth a line: an idle fleet of queues logs nothing per queue.
-        if (pass.marked.length + pass.recovered.length + pass.failed.length + pass.promoted + pass.trimmed > 0) {
-          log('info', 'sweep', {
-            queue,
-            sweep: sweeps,
-            marked: pass.marked.length,
-            recovered: pass.recovered.length,
-            failed: pass.failed.length,
-            promoted: pass.promoted,
-            trimmed: pass.trimmed,
-            durationMs,
-          })
-        }
-      } catch (err) {
-        const failure = redisError(queue, 'sweep', err)
-        if (failure.code === 'ERR_CONNECTION') throw failure
-        run.error = failure.message
-        run.errorCode = failure.code
-        if (failure.hint !== undefined) run.hint = failure.hint
-        log('error', 'sweep failed for this queue; other queues go on', {
-          queue,
-          sweep: sweeps,
-          errorCode: failure.code,
-          error: run.error,
-          ...(failure.hint === undefined ? {} : { hint: failure.hint }),
-        })
-      }
-    })
+    await forEachLimit(queues, config.concurrency, (queue) => sweepOne(client, queue, runs[queue] as QueueRun, sweeps, pass))
     lastPassMs = now() - passStarted
     await options.afterPass?.(client)
   }

@@ -92,7 +92,7 @@ export class RunReporter {
 const PROBE_PAGES = 10
 
 /** The listed queues that are not in the registry `<prefix>:queues` (so not counted as swept). */
-export async function unregisteredQueues(client: RedisClient, prefix: string, queues: string[], log: Log): Promise<Set<string>> {
+async function unregisteredQueues(client: RedisClient, prefix: string, queues: string[], log: Log): Promise<Set<string>> {
   if (queues.length === 0) return new Set()
   try {
     const member = await inRegistry(client, prefix, queues)
@@ -106,7 +106,7 @@ export async function unregisteredQueues(client: RedisClient, prefix: string, qu
   }
 }
 
-export interface NothingSwept {
+interface NothingSwept {
   reason: 'unregistered' | 'other-prefix' | 'empty-registry'
   message: string
   registry: string
@@ -114,7 +114,7 @@ export interface NothingSwept {
 }
 
 /** Why an invocation swept no queue. `listed`: the queues came from QUEUES or the event, not the registry. */
-export async function whyNothingSwept(client: RedisClient, prefix: string, listed: string[] | undefined): Promise<NothingSwept> {
+async function whyNothingSwept(client: RedisClient, prefix: string, listed: string[] | undefined): Promise<NothingSwept> {
   const registry = registryKey(prefix)
   if (listed && listed.length > 0) {
     return {
@@ -164,7 +164,7 @@ async function otherRegistries(client: RedisClient, prefix: string): Promise<str
 }
 
 /** The "queue" log line: one per queue per invocation. `published`: JobsFailed went out. */
-export function queueLine(queue: string, run: QueueRun, published = true): object {
+function queueLine(queue: string, run: QueueRun, published = true): object {
   return {
     queue,
     sweeps: run.durations.length,
@@ -182,12 +182,7 @@ export function queueLine(queue: string, run: QueueRun, published = true): objec
 }
 
 /** The "summary" log line: the totals, and whether the metrics went out. */
-export function summaryLine(
-  sweeps: number,
-  t: Totals,
-  config: Pick<ReaperConfig, 'metricsMode' | 'namespace'>,
-  metrics: PublishResult,
-): object {
+function summaryLine(sweeps: number, t: Totals, config: Pick<ReaperConfig, 'metricsMode' | 'namespace'>, metrics: PublishResult): object {
   const pending = metrics.jobsFailedPublished ? 0 : t.jobsFailed
   return {
     sweeps,

@@ -22,7 +22,7 @@ import { SCALING_PEER_DEPENDENCIES, withPeers } from './peers.js'
 import type { WorkerFunctions } from './worker-functions.js'
 
 /** How long an invocation this reaper started counts as alive before the function renews its entry. */
-export const STARTING_MS = 10_000
+const STARTING_MS = 10_000
 /** One Invoke call, retries included (an asynchronous invoke answers in milliseconds). */
 const INVOKE_TIMEOUT_MS = 3_000
 
@@ -30,7 +30,7 @@ const INVOKE_TIMEOUT_MS = 3_000
 export type Invoke = (fn: string, payload: string) => Promise<void>
 
 /** Invoke through the AWS SDK's Lambda client (endpoint, region and credentials from the SDK's settings). */
-export async function lambdaInvoker(): Promise<Invoke> {
+async function lambdaInvoker(): Promise<Invoke> {
   const { LambdaClient, InvokeCommand } = await withPeers(
     'starting worker functions (WORKER_FUNCTIONS)',
     () => import('@aws-sdk/client-lambda'),

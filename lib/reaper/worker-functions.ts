@@ -10,7 +10,7 @@ import { EchoMQError } from '../errors.js'
 import { validateQueueName } from '../options.js'
 import { describe } from '../validate.js'
 
-export interface WorkerFunction {
+interface WorkerFunction {
   function: string
   maxConcurrency: number
   jobsPerInvocation: number

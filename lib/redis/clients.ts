@@ -75,7 +75,7 @@ export function parseClientList(text: string): Record<string, string>[] {
 }
 
 /** INFO's `field:value` lines as a map. */
-export function parseInfo(text: string): Record<string, string> {
+function parseInfo(text: string): Record<string, string> {
   const out: Record<string, string> = {}
   for (const line of text.split(/\r?\n/)) {
     const colon = line.indexOf(':')

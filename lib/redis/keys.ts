@@ -135,7 +135,7 @@ const escapeGlob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&')
  * only when someone promotes it), and jobs waiting for a worker (`wait`, `prioritized`), whose age the
  * backlog alarm watches. A queue with finished jobs only needs no sweep.
  */
-export const SWEPT_KEY_NAMES = ['active', 'stalled', 'reserved', 'delayed', 'schedulers', 'wait', 'prioritized'] as const
+const SWEPT_KEY_NAMES = ['active', 'stalled', 'reserved', 'delayed', 'schedulers', 'wait', 'prioritized'] as const
 
 /**
  * A SCAN pattern for those keys of every queue under `prefix`: the name after the queue's tag starts with one

@@ -14,7 +14,7 @@ type Env = Record<string, string | undefined>
 export type UrlSource = { name: string; value: string; fallback?: true } | { parameter: string }
 
 /** A function running in AWS Lambda, not under `serverless invoke local`. */
-export function inLambda(env: Env): boolean {
+function inLambda(env: Env): boolean {
   return Boolean(env.AWS_LAMBDA_FUNCTION_NAME) && env.IS_LOCAL !== 'true'
 }
 

@@ -14,8 +14,8 @@ export interface Minute {
   failed: number
 }
 
-export const BAR_WIDTH = 10
-export const CHART_HEIGHT = 100
+const BAR_WIDTH = 10
+const CHART_HEIGHT = 100
 
 /** The sum of several queues' series (all read at the same minute). */
 export function sumSeries(all: Minute[][]): Minute[] {
@@ -31,7 +31,7 @@ export function sumSeries(all: Minute[][]): Minute[] {
 const hhmm = (minute: number) => new Date(minute * 60_000).toISOString().slice(11, 16)
 
 /** One bar's geometry: heights scaled to the busiest minute. */
-export function bar(m: Minute, max: number): { completed: number; failed: number } {
+function bar(m: Minute, max: number): { completed: number; failed: number } {
   const scale = max === 0 ? 0 : CHART_HEIGHT / max
   return { completed: Math.round(m.completed * scale), failed: Math.round(m.failed * scale) }
 }

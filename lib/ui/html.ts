@@ -14,7 +14,7 @@ export class Html {
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 
-export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c)
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c)
 
 /** What a template may hold: text (escaped), numbers, Html, lists of those; null, undefined and false render nothing. */
 export type Part = Html | string | number | boolean | null | undefined | Part[]

@@ -47,7 +47,7 @@ export class Live {
 /** A time's text: relative (kept current by the page's script), then absolute in UTC. */
 const timeText = (text: string, at: number): Html => html`<span class="rel">${text}</span> <span class="abs">${absolute(at)}</span>`
 
-export function leaseText(deadline: number, now: number): string {
+function leaseText(deadline: number, now: number): string {
   const left = deadline - now
   return left > 0 ? `${Math.ceil(left / 1_000)} s left` : 'lapsed'
 }

@@ -39,7 +39,7 @@ Set <code>maxmemory-policy noeviction</code> (ElastiCache: in the parameter grou
 }
 
 /** Ready jobs: waiting with or without a priority. */
-export const readyOf = (c: QueueCounts): number => c.wait + c.prioritized
+const readyOf = (c: QueueCounts): number => c.wait + c.prioritized
 
 /** The overview's Workers cell: how many are connected; "none" in red while jobs are ready. */
 export function workersCell(live: Live, queue: string, connected: number | undefined, counts: QueueCounts): Html {

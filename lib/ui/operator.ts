@@ -19,7 +19,7 @@ import { leaseHolders } from '../redis/operator-reads.js'
 import type { QueueSet } from './read.js'
 
 /** In-flight jobs read per queue to attribute them to workers (lapsed leases first). */
-export const ACTIVE_SAMPLE = 1_000
+const ACTIVE_SAMPLE = 1_000
 
 export interface WorkerRow {
   queue: string

@@ -49,9 +49,9 @@ export interface DashboardSettings {
   pageSize: number
 }
 
-export const REFRESH_MS_DEFAULT = 5_000
-export const PAGE_SIZE_DEFAULT = 50
-export const PAGE_SIZE_MAX = 500
+const REFRESH_MS_DEFAULT = 5_000
+const PAGE_SIZE_DEFAULT = 50
+const PAGE_SIZE_MAX = 500
 
 const NAMES = ['connection', 'prefix', 'basePath', 'queues', 'readOnly', 'auth', 'allowedHosts', 'graceMs', 'refreshMs', 'pageSize']
 

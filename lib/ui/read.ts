@@ -3,17 +3,19 @@
  * those jobs; counts are ZCARD/LLEN), never a whole set and never a SCAN, so a queue with 100,000 failed
  * jobs costs a page what a queue with ten does. Jobs, counts and actions go through the library's Queue;
  * what only EchoMQ knows (a lease's time left, a sweep's mark, the chart's series, Redis's clock) comes
- * from lib/redis/queries.ts. The overview reads the registry (one SMEMBERS of queue names) and then each
+ * from lib/redis/queries.ts. The parts the CLI reads too (a queue's existence, counts and paused flag, a
+ * state's jobs, leases) are lib/read-model.ts's. The overview reads the registry (one SMEMBERS of queue names) and then each
  * queue's counts, sent together (the client pipelines them).
  *
  * Queues are opened only when they exist (registered, or holding jobs): opening a Queue registers its
  * name, so a mistyped URL must not add a queue to the registry.
  */
 import type { Job, JobState } from '../job.js'
-import { Queue, type QueueCounts, queueCounts } from '../queue.js'
+import { Queue, type QueueCounts } from '../queue.js'
+import { jobsIn, type Lease, queueExists, queueState, readLeases, unknownQueueText } from '../read-model.js'
 import type { RedisClient } from '../redis/connection.js'
 import { queueKeys } from '../redis/keys.js'
-import { finishedPerMinute, inRegistry, leaseStates, serverTimeMs } from '../redis/queries.js'
+import { finishedPerMinute, serverTimeMs } from '../redis/queries.js'
 import { registeredQueues } from '../registry.js'
 import { type Minute, sumSeries } from './chart.js'
 import { DashboardError } from './errors.js'
@@ -51,10 +53,7 @@ export class QueueSet {
     const cached = this.open.get(name)
     if (cached) return cached
     if (this.allowed && !this.allowed.includes(name)) throw notFound(name, this.prefix)
-    if (!this.allowed && !(await inRegistry(this.client, this.prefix, [name]))[0]) {
-      const counts = await queueCounts(this.client, queueKeys(this.prefix, name), name)
-      if (Object.values(counts).every((n) => n === 0)) throw notFound(name, this.prefix)
-    }
+    if (!this.allowed && !(await queueExists(this.client, this.prefix, name))) throw notFound(name, this.prefix)
     return this.known(name)
   }
 
@@ -63,8 +62,7 @@ export class QueueSet {
   }
 }
 
-const notFound = (name: string, prefix: string) =>
-  new DashboardError('ERR_UI_NOT_FOUND', `no queue "${name}" under prefix "${prefix}": it is not registered and holds no jobs`)
+const notFound = (name: string, prefix: string) => new DashboardError('ERR_UI_NOT_FOUND', unknownQueueText(name, prefix))
 
 export interface QueueRow {
   name: string
@@ -88,11 +86,7 @@ export async function readOverview(set: QueueSet, start: number, size: number): 
   const [now, rows, series, presence] = await Promise.all([
     serverTimeMs(set.client),
     Promise.all(
-      names.map(async (name): Promise<Omit<QueueRow, 'workers'>> => {
-        const queue = set.known(name)
-        const [counts, paused] = await Promise.all([queue.counts(), queue.isPaused()])
-        return { name, counts, paused }
-      }),
+      names.map(async (name): Promise<Omit<QueueRow, 'workers'>> => ({ name, ...(await queueState(set.client, set.prefix, name)) })),
     ),
     Promise.all(names.map((name) => finishedPerMinute(set.client, queueKeys(set.prefix, name)))),
     readConnected(set, names),
@@ -128,12 +122,7 @@ export function listedCount(counts: QueueCounts, state: JobState): number {
   return state === 'active' ? counts.active + counts.stalled : counts[state]
 }
 
-export interface Lease {
-  /** ms left on the lease (by Redis's clock), or undefined when it is gone (lapsed). */
-  msLeft: number | undefined
-  /** When a sweep marked the job (ms), undefined if none did. */
-  markedAt: number | undefined
-}
+export type { Lease }
 
 export interface QueuePage {
   now: number
@@ -181,12 +170,7 @@ export async function readQueuePage(set: QueueSet, name: string, state: JobState
  */
 function listJobs(queue: Queue, state: JobState, start: number, end: number): Promise<Job[]> {
   if (state === 'wait') return queue.getJobs(['waiting', 'paused'], start, end, false)
-  return queue.getJobs(state, { start, end })
-}
-
-async function readLeases(queue: Queue, ids: string[]): Promise<Lease[]> {
-  const states = await leaseStates(queue.client, queue.keys, ids)
-  return states.map((s) => ({ msLeft: s.ttlMs > 0 ? s.ttlMs : undefined, markedAt: s.markedAt }))
+  return jobsIn(queue, state, start, end - start + 1)
 }
 
 export interface JobPage {

@@ -13,7 +13,7 @@ import { type Html, html } from './html.js'
 import type { Live } from './layout.js'
 
 /** Finished jobs read per set (completed, failed) for the figures. */
-export const TIMING_SAMPLE = 200
+const TIMING_SAMPLE = 200
 /** Minutes shown, newest first. */
 const MINUTES_SHOWN = 15
 

@@ -16,7 +16,7 @@ import type { FinishAction } from '../redis/commands.js'
 /** Most characters of a processor's error message kept as the job's failedReason / lastError, and of its stack. */
 const ERROR_MAX_CHARS = 8_192
 
-export const truncate = (text: string, max = ERROR_MAX_CHARS): string => (text.length <= max ? text : `${text.slice(0, max)}… (truncated)`)
+const truncate = (text: string, max = ERROR_MAX_CHARS): string => (text.length <= max ? text : `${text.slice(0, max)}… (truncated)`)
 
 export interface Failure {
   action: FinishAction

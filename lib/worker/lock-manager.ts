@@ -13,12 +13,12 @@
 import type { Clock } from '../clock.js'
 import type { Lease, LeaseStatus, Renewal } from '../redis/commands.js'
 
-export const LEASE_BATCH_SIZE_DEFAULT = 500
+const LEASE_BATCH_SIZE_DEFAULT = 500
 
 export type { Lease }
 
 /** One status per lease, in order (lib/commands.ts's extend). */
-export type ExtendLeases = (leases: Renewal[]) => Promise<LeaseStatus[]>
+type ExtendLeases = (leases: Renewal[]) => Promise<LeaseStatus[]>
 
 export interface LockManagerOptions {
   extend: ExtendLeases

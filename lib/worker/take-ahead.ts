@@ -32,7 +32,7 @@ export const HOT_RUN_MS = 10
 /** Reserved ids unused this long (no finish took one) go back to `wait`: the jobs slowed down. */
 export const RESERVATION_IDLE_MS = 100
 /** Most ids a finish peeks at from the tail of `wait`. */
-export const MAX_PEEK = 100
+const MAX_PEEK = 100
 /**
  * Jobs a worker sets aside beyond `concurrency` (reserved, in hand, or being reserved or read): the job in
  * hand, and the next call's candidate while the hand's is read (with one, a worker at concurrency 1 whose

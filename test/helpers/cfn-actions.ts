@@ -18,7 +18,7 @@ interface Grant {
   when?: (props: Record<string, unknown>) => boolean
 }
 
-export interface Context {
+interface Context {
   stack: string
   id: string
   resource: Resource
@@ -66,7 +66,7 @@ function physicalName(ctx: Context): string {
 }
 
 /** The ARN of a resource (of the resource a policy, permission or filter belongs to). */
-export function resourceArn(ctx: Context): string {
+function resourceArn(ctx: Context): string {
   const p = ctx.resource.Properties
   switch (ctx.resource.Type) {
     case 'AWS::S3::Bucket':
@@ -110,7 +110,7 @@ const codeOf = (ctx: Context) => {
 /** Stack tags (osls's STAGE) reach every resource that takes tags: tagging on create and update. */
 const tags = (service: string, ...names: string[]) => names.map((n) => `${service}:${n}`)
 
-export const CFN_ACTIONS: Record<string, Grant[]> = {
+const CFN_ACTIONS: Record<string, Grant[]> = {
   'AWS::S3::Bucket': [
     {
       actions: [

@@ -120,7 +120,7 @@ export const RULES: Rule[] = [
   { id: 'CKV_AWS_111', type: 'AWS::IAM::Role', passes: constrained },
 ]
 
-export const RESOURCE_TYPES_WITHOUT_RULES = [
+const RESOURCE_TYPES_WITHOUT_RULES = [
   'AWS::S3::BucketPolicy',
   'AWS::Lambda::EventInvokeConfig',
   'AWS::Events::Rule',

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http'
 import { createServer as createTcpServer, type Socket } from 'node:net'
 import { listenLocally } from './local-aws.js'
 
-export interface CapturedPut {
+interface CapturedPut {
   target: string | undefined
   body: {
     Namespace: string

@@ -21,7 +21,7 @@ import { waitFor } from './wait.js'
 
 const run = promisify(execFile)
 
-export interface ClusterNode {
+interface ClusterNode {
   port: number
   busPort: number
   dir: string

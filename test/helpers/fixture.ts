@@ -52,3 +52,21 @@ export function useQueue(server: TestRedis | (() => TestRedis), options: Fixture
     },
   }
 }
+
+/**
+ * Queues of any name on the test's Redis client, for tests that read several (the CLI's, the dashboard's,
+ * the reaper's): `open(name)` makes one, closed after the test. Unlike useQueue, it makes none by itself,
+ * so the registry holds only the queues a test opens.
+ */
+export function useQueues(server: TestRedis | (() => TestRedis)): (name: string) => Queue {
+  const redis = () => (typeof server === 'function' ? server() : server)
+  const opened: Queue[] = []
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((q) => q.close()))
+  })
+  return (name) => {
+    const queue = new Queue(name, { connection: redis().client })
+    opened.push(queue)
+    return queue
+  }
+}

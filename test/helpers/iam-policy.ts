@@ -29,7 +29,7 @@ const glob = (pattern: string, flags = '') =>
   )
 
 /** The Allow statements that grant `action` on `resource` (none: denied by default). */
-export function grants(policy: Policy, action: string, resource: string): Statement[] {
+function grants(policy: Policy, action: string, resource: string): Statement[] {
   return policy.Statement.filter(
     (s) =>
       s.Effect === 'Allow' &&
@@ -44,7 +44,7 @@ export const allows = (policy: Policy, action: string, resource: string) => gran
  * The files of osls (the `serverless` command) that run during `deploy` (its info step included) and
  * `remove`, under node_modules/osls/lib/plugins/aws/.
  */
-export const OSLS_DEPLOY_REMOVE_FILES = [
+const OSLS_DEPLOY_REMOVE_FILES = [
   'deploy/lib/check-for-changes.js',
   'deploy/lib/cleanup-s3-bucket.js',
   'deploy/lib/create-stack.js',

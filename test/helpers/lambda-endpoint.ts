@@ -7,7 +7,7 @@
 import { createServer } from 'node:http'
 import { listenLocally } from './local-aws.js'
 
-export interface InvokeCall {
+interface InvokeCall {
   function: string
   invocationType: string | undefined
   payload: unknown

@@ -145,7 +145,7 @@ export async function startTlsRedis(): Promise<TlsRedis> {
   }
 }
 
-export interface Message {
+interface Message {
   type?: string
   id?: string
   message?: string
