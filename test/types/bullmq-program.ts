@@ -1,6 +1,6 @@
 /**
  * A BullMQ 6.7 program, written from BullMQ's documentation: a producer, a worker with type parameters,
- * the events of both, QueueEvents and a job scheduler. Only the import names EchoMQ; test/types.test.ts
+ * the events of both, QueueEvents and a job scheduler. Only the import names EchoMQ; test/package/types.test.ts
  * type-checks it against EchoMQ and, with the import changed back to 'bullmq', against BullMQ 6.7, both
  * with `strict` and `exactOptionalPropertyTypes`. It is never run.
  */
