@@ -73,6 +73,12 @@ describe('one Redis boundary', () => {
     expect(senders).toEqual([])
   })
 
+  it('in lib/, only the reaper and the worker handler (lib/reaper/, lib/lambda/) read the environment', () => {
+    const readers = files.filter((f) => f.startsWith(`lib${path.sep}`) && /\bprocess\.env\b/.test(read(f)))
+    expect(readers.length).toBeGreaterThan(0)
+    expect(readers.filter((f) => !f.startsWith(path.join('lib', 'reaper')) && !f.startsWith(path.join('lib', 'lambda')))).toEqual([])
+  })
+
   it('only lib/reaper/ imports an AWS package; lib/index.ts reaches none', () => {
     const aws = /from ['"]@aws-sdk\/|from ['"]@aws-lambda-powertools\/|from ['"]aws-lambda['"]/
     const importers = files.filter((f) => f.startsWith(`lib${path.sep}`) && !f.startsWith(path.join('lib', 'reaper')) && aws.test(read(f)))
