@@ -4,7 +4,7 @@
  * type-checks it against EchoMQ and, with the import changed back to 'bullmq', against BullMQ 6.7, both
  * with `strict` and `exactOptionalPropertyTypes`. It is never run.
  */
-import { type ConnectionOptions, type Job, type JobsOptions, Queue, QueueEvents, Worker } from '../../lib/index.js'
+import { type ConnectionOptions, type Job, type JobsOptions, Queue, QueueEvents, Worker } from '../../../lib/index.js'
 
 interface EmailData {
   to: string
