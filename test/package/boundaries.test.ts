@@ -147,6 +147,22 @@ describe('habits', () => {
   })
 })
 
+describe('the tests', () => {
+  it('mirror the source folders: every test file sits in one folder of test/ named for what it tests', () => {
+    const folders = ['redis', 'worker', 'queue', 'schedulers', 'reaper', 'dashboard', 'cli', 'lambda', 'package', 'chaos']
+    const tests = files.filter((f) => f.startsWith(`test${path.sep}`) && f.endsWith('.test.ts'))
+    expect(tests.length).toBeGreaterThan(80)
+    expect(tests.filter((f) => !folders.includes(f.split(path.sep)[1] as string) || f.split(path.sep).length !== 3)).toEqual([])
+  })
+
+  it('import what they share with the CLI (cli/support/) only through test/helpers/', () => {
+    const importers = files.filter(
+      (f) => f.startsWith(`test${path.sep}`) && !f.startsWith(path.join('test', 'helpers')) && /from ['"][./]*cli\/support\//.test(read(f)),
+    )
+    expect(importers).toEqual([])
+  })
+})
+
 describe('one module spells the keys', () => {
   it("no library, command or handler module builds a queue key ('<prefix>:{queue}:...') itself", () => {
     const spellers = files
