@@ -147,6 +147,23 @@ describe('habits', () => {
   })
 })
 
+describe("ARCHITECTURE.md's map of the parts", () => {
+  it('names in its first column only files and folders that exist (indented: under lib/)', () => {
+    const map = /## The parts\n\n```\n([\s\S]*?)```/.exec(read('ARCHITECTURE.md'))?.[1] ?? ''
+    const named = map.split('\n').flatMap((line) => {
+      const entry = /^( {0,2})(\S+(?: \S+)*?)(?: {2,}|$)/.exec(line)
+      if (!entry || line.startsWith('   ')) return []
+      const base = entry[1] ? 'lib' : ''
+      return (entry[2] as string)
+        .split(' ')
+        .filter((word) => word !== '→')
+        .map((word) => path.join(base, word))
+    })
+    expect(named.length).toBeGreaterThan(20)
+    expect(named.filter((f) => !existsSync(path.join(root, f)))).toEqual([])
+  })
+})
+
 describe('the tests', () => {
   it('mirror the source folders: every test file sits in one folder of test/ named for what it tests', () => {
     const folders = ['redis', 'worker', 'queue', 'schedulers', 'reaper', 'dashboard', 'cli', 'lambda', 'package', 'chaos']
