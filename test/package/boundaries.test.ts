@@ -148,7 +148,7 @@ describe('habits', () => {
 })
 
 describe("ARCHITECTURE.md's map of the parts", () => {
-  it('names in its first column only files and folders that exist (indented: under lib/)', () => {
+  it('names in its first column only files and folders that exist (indented: under lib/), and all of lib/', () => {
     const map = /## The parts\n\n```\n([\s\S]*?)```/.exec(read('ARCHITECTURE.md'))?.[1] ?? ''
     const named = map.split('\n').flatMap((line) => {
       const entry = /^( {0,2})(\S+(?: \S+)*?)(?: {2,}|$)/.exec(line)
@@ -161,6 +161,11 @@ describe("ARCHITECTURE.md's map of the parts", () => {
     })
     expect(named.length).toBeGreaterThan(20)
     expect(named.filter((f) => !existsSync(path.join(root, f)))).toEqual([])
+    // And the converse: every file and folder of lib/ is on the map.
+    const unnamed = readdirSync(path.join(root, 'lib')).filter(
+      (name) => !map.includes(statSync(path.join(root, 'lib', name)).isDirectory() ? `${name}/` : name),
+    )
+    expect(unnamed).toEqual([])
   })
 })
 
