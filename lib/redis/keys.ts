@@ -10,10 +10,17 @@
  *   <prefix>:{q}:failed     ZSET   job id -> finish time (ms)
  *   <prefix>:{q}:marker     ZSET   idle workers block on it (BZPOPMIN): '0' (score 0) when `wait` has work,
  *                                  'd' scored with the earliest due time of a delayed job
- *   <prefix>:{q}:meta       HASH   failedNew (jobs that entered `failed`, not yet claimed by the reaper),
- *                                  failedClaim / failedClaimed / failedClaimUntil (a reaper invocation's
- *                                  claim on them until it published them, lua/claim-1.lua),
- *                                  keepCompleted / keepFailed (the sets' retention limits)
+ *   <prefix>:{q}:meta       HASH   the queue's state and settings, one field each
+ *                                  (test/redis/keys.test.ts checks this list against what the code writes):
+ *                                  `paused` (pause-6.lua), `limitedUntil` (rate limited until, ms, Redis
+ *                                  clock: limit-1.lua), `pc` (the priority counter, enter.lua), `ids` (the
+ *                                  counter of generated job ids), `failedNew` (jobs that entered the failed
+ *                                  set, not yet claimed by the reaper), `failedClaim` / `failedClaimed` /
+ *                                  `failedClaimUntil` (a reaper invocation's claim on them until it published
+ *                                  them, lua/claim-1.lua), `keepCompleted` / `keepFailed` (the sets'
+ *                                  retention limits), `maxStalledCount` and `maxLenEvents` (the workers' and
+ *                                  the queue's settings the scripts read), `de:<did>` (a deduplication id
+ *                                  held without a ttl: the holder's job id)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists

@@ -2,7 +2,7 @@
  * createDashboard(options): the dashboard as a Node request handler, `(req, res, next?) => void`, to
  * mount under `basePath` in an existing server (node:http directly; Express with app.use(basePath, h);
  * Fastify with @fastify/middie's use(basePath, h); Hono on Node by handing it c.env.incoming and outgoing:
- * see the README, test/ui-frameworks.test.ts runs each). A request outside `basePath` goes to `next` when
+ * see the README, test/dashboard/ui-frameworks.test.ts runs each). A request outside `basePath` goes to `next` when
  * there is one, else gets a 404.
  *
  * Routes, under basePath:

@@ -2,7 +2,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, beforeEach } from 'vitest'
-import { freePort, startLocalRedis } from '../../cli/support/local-redis.js'
+import { freePort, spawnRedisServer, startLocalRedis } from '../../cli/support/local-redis.js'
 import { waitFor } from './wait.js'
 
 export interface TestRedis {
@@ -17,7 +17,8 @@ export interface TestRedis {
   stop(): Promise<void>
 }
 
-export { freePort }
+/** The local redis-server the CLI ships (cli/support/local-redis.ts), re-exported: tests import it from here. */
+export { freePort, spawnRedisServer }
 
 export async function startRedis(extraArgs: string[] = []): Promise<TestRedis> {
   const server = await startLocalRedis(extraArgs)

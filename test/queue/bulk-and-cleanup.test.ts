@@ -1,0 +1,226 @@
+/**
+ * addBulk (all or none, in a few script calls), drain, clean and obliterate (bounded steps), and the
+ * getters as BullMQ users write them, on a real Redis.
+ */
+import { describe, expect, it } from 'vitest'
+import { type Job, Queue } from '../../lib/index.js'
+import { countingClient } from '../helpers/counting.js'
+import { useQueue } from '../helpers/fixture.js'
+import { useRedis } from '../helpers/redis-server.js'
+import { waitFor } from '../helpers/wait.js'
+
+const redis = useRedis()
+const fx = useQueue(redis, { workers: { lockDuration: 1_000, closeTimeout: 500 } })
+
+/** Every key of queue q (its hash tag), by SCAN: for the tests only. */
+async function keysOfQueue(): Promise<string[]> {
+  const found: string[] = []
+  let cursor = '0'
+  do {
+    const [next, keys] = await redis.client.scan(cursor, 'MATCH', '*{q}*', 'COUNT', 1000)
+    found.push(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  return found
+}
+
+describe('addBulk', () => {
+  it('adds every job in a few script calls, in order; an existing jobId returns the stored job', async () => {
+    await fx.queue.add('x', { old: true }, { jobId: 'taken' })
+    const counting = await countingClient(redis.port)
+    try {
+      const q = new Queue('q', { connection: counting.client })
+      counting.reset()
+      const jobs = await q.addBulk([
+        ...Array.from({ length: 999 }, (_, i) => ({ name: 'bulk', data: { i } })),
+        { name: 'bulk', data: { new: true }, opts: { jobId: 'taken' } },
+      ])
+      expect(jobs.map((j) => j.data)).toEqual([...Array.from({ length: 999 }, (_, i) => ({ i })), { old: true }])
+      // 1,000 jobs: five script calls in one transaction (and the read of the existing job).
+      expect(counting.sent.filter((c) => c === 'eval')).toHaveLength(5)
+    } finally {
+      counting.close()
+    }
+    expect((await fx.queue.counts()).wait).toBe(1000)
+    expect((await fx.queue.getJobs('wait', { start: 0, end: 2 })).map((j) => j.data)).toEqual([{ old: true }, { i: 0 }, { i: 1 }])
+  })
+
+  it('validates every job first: one bad job and nothing is written', async () => {
+    const bad = [
+      { name: 'ok', data: {} },
+      { name: '', data: {} },
+    ]
+    await expect(fx.queue.addBulk(bad)).rejects.toMatchObject({ code: 'ERR_JOB_NAME' })
+    await expect(fx.queue.addBulk([{ name: 'ok', data: 1n } as never])).rejects.toMatchObject({ code: 'ERR_JOB_DATA' })
+    await expect(fx.queue.addBulk([{ name: 'ok', data: {}, opts: { atempts: 2 } } as never])).rejects.toMatchObject({
+      code: 'ERR_OPTIONS',
+    })
+    await expect(fx.queue.addBulk('jobs' as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+    expect(await fx.queue.counts()).toMatchObject({ wait: 0, delayed: 0 })
+  })
+
+  it('is all or none: a Redis that refuses the transaction (out of memory) adds none of it', async () => {
+    await redis.client.config('SET', 'maxmemory', '1')
+    try {
+      const jobs = Array.from({ length: 500 }, (_, i) => ({ name: 'x', data: { i } }))
+      await expect(fx.queue.addBulk(jobs)).rejects.toMatchObject({ code: 'ERR_OOM' })
+    } finally {
+      await redis.client.config('SET', 'maxmemory', '0')
+    }
+    expect(await keysOfQueue()).toEqual([])
+  })
+})
+
+describe('drain, clean, obliterate', () => {
+  it('drain removes waiting jobs and their logs, delayed ones only when asked', async () => {
+    await fx.queue.addBulk(Array.from({ length: 700 }, () => ({ name: 'x', data: {} })))
+    const logged = await fx.queue.add('x', {}, { jobId: 'logged' })
+    await logged.log('a line')
+    await fx.queue.add('x', {}, { jobId: 'later', delay: 60_000 })
+
+    await fx.queue.drain()
+    expect(await fx.queue.counts()).toMatchObject({ wait: 0, delayed: 1 })
+    expect(await redis.client.exists(fx.keys.job('logged'), fx.keys.logs('logged'))).toBe(0)
+    await fx.queue.drain(true)
+    expect(await fx.queue.counts()).toMatchObject({ wait: 0, delayed: 0 })
+    expect(await fx.queue.getJob('later')).toBeUndefined()
+  })
+
+  it('clean removes finished jobs past the grace period, oldest first, up to limit (0: all), and returns their ids', async () => {
+    fx.worker((job: Job) => {
+      if ((job.data as { fail?: boolean }).fail) throw new Error('no')
+    })
+    await fx.queue.addBulk(Array.from({ length: 5 }, (_, i) => ({ name: 'x', data: {}, opts: { jobId: `c${i}` } })))
+    await fx.queue.add('x', { fail: true }, { jobId: 'f', attempts: 1 })
+    await waitFor(async () => (await fx.queue.counts()).completed === 5 && (await fx.queue.counts()).failed === 1, { what: 'done' })
+
+    expect(await fx.queue.clean(60_000, 0)).toEqual([])
+    const two = await fx.queue.clean(0, 2)
+    expect(two).toHaveLength(2)
+    expect(await fx.queue.clean(0, 0)).toHaveLength(3)
+    expect(await fx.queue.clean(0, 0, 'failed')).toEqual(['f'])
+    expect(await fx.queue.counts()).toMatchObject({ completed: 0, failed: 0 })
+    await expect(fx.queue.clean(-1)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+    await expect(fx.queue.clean(0, 0, 'wait' as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+  })
+
+  it('obliterate refuses while jobs are in flight (nothing deleted), and with force deletes every key of the queue', async () => {
+    let release: () => void = () => undefined
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    fx.worker(() => gate)
+    await fx.queue.add('x', {}, { jobId: 'busy' })
+    await waitFor(async () => (await fx.queue.counts()).active === 1, { what: 'a job in flight' })
+    await fx.queue.addBulk(Array.from({ length: 1200 }, () => ({ name: 'x', data: {} })))
+    await fx.queue.add('x', {}, { delay: 60_000 })
+    const before = await keysOfQueue()
+
+    await expect(fx.queue.obliterate()).rejects.toMatchObject({ code: 'ERR_QUEUE_ACTIVE' })
+    expect(await keysOfQueue()).toEqual(expect.arrayContaining(before))
+    // Refused, it leaves the queue as it found it: not paused (BullMQ's stays paused), or still paused.
+    expect(await fx.queue.isPaused()).toBe(false)
+    await fx.queue.pause()
+    await expect(fx.queue.obliterate()).rejects.toMatchObject({ code: 'ERR_QUEUE_ACTIVE' })
+    expect(await fx.queue.isPaused()).toBe(true)
+
+    await fx.queue.obliterate({ force: true })
+    release()
+    await waitFor(async () => (await keysOfQueue()).length === 0, { what: 'every key gone' })
+    expect(await redis.client.sismember('emq:queues', 'q')).toBe(0)
+    await expect(fx.queue.obliterate({ forse: true } as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+  })
+})
+
+describe('getters as BullMQ users write them', () => {
+  it('getJobs(types, start, end, asc) with Redis-style ranks, waiting as wait; getJobCounts keyed as asked', async () => {
+    await fx.queue.addBulk(['w1', 'w2', 'w3'].map((id) => ({ name: 'x', data: {}, opts: { jobId: id } })))
+    await fx.queue.add('x', {}, { jobId: 'd1', delay: 60_000 })
+    const ids = async (...args: Parameters<Queue['getJobs']>) => (await fx.queue.getJobs(...args)).map((j) => j.id)
+
+    expect(await ids(['waiting'])).toEqual(['w3', 'w2', 'w1'])
+    expect(await ids(['wait'], 0, -1, true)).toEqual(['w1', 'w2', 'w3'])
+    expect(await ids('wait', -2, -1, true)).toEqual(['w2', 'w3'])
+    expect(await ids(['wait', 'waiting', 'delayed'], 0, -1, true)).toEqual(['w1', 'w2', 'w3', 'd1'])
+    expect(await ids(['wait'], -300, 99999, true)).toEqual(['w1', 'w2', 'w3'])
+    expect(await fx.queue.getJobCounts('waiting', 'delayed', 'failed')).toEqual({ waiting: 3, delayed: 1, failed: 0 })
+    expect(await fx.queue.getJobCounts()).toEqual({
+      active: 0,
+      completed: 0,
+      delayed: 1,
+      failed: 0,
+      prioritized: 0,
+      waiting: 3,
+      'waiting-children': 0,
+    })
+    expect(await fx.queue.count()).toBe(4)
+    await expect(fx.queue.getJobs(['finished' as never])).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+  })
+
+  it('processedOn and finishedOn on every job, from getJob and from the worker\u2019s events', async () => {
+    const w = fx.worker(() => 'ok')
+    const completed: Job[] = []
+    w.on('completed', (job: Job) => completed.push(job))
+    await fx.queue.add('x', {}, { jobId: 'a' })
+    await waitFor(() => completed.length === 1, { what: 'done' })
+
+    const stored = await fx.queue.getJob('a')
+    expect(stored?.processedOn).toBeGreaterThan(0)
+    expect(stored?.finishedOn).toBeGreaterThanOrEqual(stored?.processedOn as number)
+    expect(stored?.timestamp).toBe(stored?.createdOn)
+    expect(stored?.returnvalue).toBe('ok')
+    expect(completed[0]?.finishedOn).toBe(stored?.finishedOn)
+    expect(completed[0]?.processedOn).toBe(stored?.processedOn)
+  })
+
+  it('jobs finished, failed or due in the same millisecond keep the order they did so', async () => {
+    // One transaction: every add runs within a few microseconds, most in one millisecond.
+    const ids = ['m', 'c', 'x', 'a', 'q', 'b']
+    await fx.queue.addBulk(ids.map((id) => ({ name: 'x', data: {}, opts: { jobId: id, delay: 60_000 } })))
+    const scores = await redis.client.zrange(fx.keys.delayed, '0', '-1', 'WITHSCORES')
+    expect(scores.filter((_, i) => i % 2 === 0)).toEqual(ids)
+    const ms = new Set(scores.filter((_, i) => i % 2 === 1).map((s) => Math.floor(Number(s))))
+    expect(ms.size).toBeLessThan(ids.length)
+  })
+})
+
+describe('finished jobs per minute', () => {
+  it('counts completions and failures (the worker\u2019s and the sweep\u2019s) by minute, the last hour only', async () => {
+    const { finishedPerMinute } = await import('../../lib/redis/queries.js')
+    const { crashedJobs } = await import('../helpers/queue-state.js')
+    const { sweep } = await import('../../lib/index.js')
+    const w = fx.worker((job: Job) => {
+      if ((job.data as { fail?: boolean }).fail) throw new Error('no')
+    })
+    await fx.queue.addBulk([
+      ...Array.from({ length: 3 }, () => ({ name: 'x', data: {} })),
+      ...Array.from({ length: 2 }, () => ({ name: 'x', data: { fail: true }, opts: { attempts: 1 } })),
+    ])
+    await waitFor(async () => (await fx.queue.counts()).completed === 3 && (await fx.queue.counts()).failed === 2, { what: 'done' })
+    await w.close()
+    for (const id of await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 's' }))
+      await redis.client.hset(fx.keys.job(id), 'stalledCounter', '1') // its second stall: failed
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    const series = await finishedPerMinute(redis.client, fx.keys)
+    expect(series).toHaveLength(60)
+    const sum = series.reduce((a, m) => ({ completed: a.completed + m.completed, failed: a.failed + m.failed }), {
+      completed: 0,
+      failed: 0,
+    })
+    expect(sum).toEqual({ completed: 3, failed: 3 })
+    // Counts older than an hour are dropped by the first count of a minute: as if the queue had last
+    // finished a job 61 minutes ago, with counts in that hour.
+    const last = series[59]?.minute as number
+    await redis.client.hdel(fx.keys.metrics, `c${last}`, `f${last}`)
+    await redis.client.hset(fx.keys.metrics, 'last', String(last - 61), `c${last - 61}`, '7', `f${last - 70}`, '1')
+    for (const id of await crashedJobs(redis.client, 'q', 1, { attempts: 1, idPrefix: 't' }))
+      await redis.client.hset(fx.keys.job(id), 'stalledCounter', '1')
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    await sweep(redis.client, 'q', { graceMs: 0 })
+    const fields = Object.keys(await redis.client.hgetall(fx.keys.metrics)).filter((f) => f !== 'last')
+    // Only this minute's failure is left (or the next minute's, had the minute turned meanwhile).
+    expect(fields).toHaveLength(1)
+    expect(fields[0]).toMatch(/^f\d+$/)
+    expect(Number(fields[0]?.slice(1))).toBeGreaterThanOrEqual(last)
+    expect(Number(await redis.client.hget(fx.keys.metrics, 'last'))).toBeGreaterThanOrEqual(last)
+  })
+})
