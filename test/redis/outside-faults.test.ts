@@ -54,7 +54,8 @@ describe('timers longer than 2^31 - 1 ms', () => {
 
   it.each([25, 30, 365])('an idle worker holding a job delayed %i days sends nothing until it is due', async (days) => {
     const counting = await countingClient(redis.port)
-    const w = worker(() => undefined, { connection: counting.client })
+    // The stalled check has its own timer (stalledInterval): off, so the window shows the delayed job's cost alone.
+    const w = worker(() => undefined, { connection: counting.client, skipStalledCheck: true })
     try {
       const job = await fx.queue.add('later', {}, { delay: days * DAY_MS })
       // The idle worker wakes once for the new due time, promotes nothing and sets its timer.
