@@ -76,9 +76,15 @@ and then exits 1 if any run failed.
       ...(grace === undefined ? {} : { graceMs: Number(grace) }),
       ...(metricsMode === undefined ? {} : { metricsMode }),
     }
-    // The reaper's modules import the AWS SDK (metrics.ts): loaded here, so the other commands start without it.
+    // Loaded here, so the other commands start without the reaper's modules.
     const { createReaper } = await loadReaperModule('echomq sweep', () => import('../../lib/reaper/reaper.js'))
-    const reaper = createReaper(await loadReaperConfig(options, process.env, readParameter), { log })
+    const config = await loadReaperConfig(options, process.env, readParameter)
+    // Only metrics through the API need the AWS SDK: checked before any sweep, so a missing package fails
+    // the command at once rather than after the first pass (--metrics off or emf needs none).
+    if (config.metricsMode === 'api') {
+      await loadReaperModule('echomq sweep --metrics api', () => import('../../lib/reaper/metrics.js').then((m) => m.metricsClient()))
+    }
+    const reaper = createReaper(config, { log })
     let stop = false
     let wakeUp: () => void = () => undefined
     const interrupt = () => {

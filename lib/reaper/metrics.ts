@@ -23,10 +23,11 @@
  * in a VPC without a route to the CloudWatch API needs); `off`. A failure to publish is logged with the
  * error's name, HTTP status and request id, and never fails the sweep.
  */
-import { CloudWatchClient, type MetricDatum, PutMetricDataCommand, type StandardUnit } from '@aws-sdk/client-cloudwatch'
+import type { CloudWatchClient, MetricDatum, StandardUnit } from '@aws-sdk/client-cloudwatch'
 import { type AwsErrorDescription, boundedClientOptions, describeAwsError, isTimeout } from './aws.js'
 import type { Log } from './log.js'
 import names from './metric-names.json' with { type: 'json' }
+import { withPeers } from './peers.js'
 import { type QueueRun, totals, waitAge } from './run.js'
 
 export const METRIC_NAMES = names
@@ -128,8 +129,16 @@ export function emfDocuments(runs: Record<string, QueueRun>, options: EmfOptions
   }))
 }
 
+/**
+ * The CloudWatch SDK, loaded only when metrics go out through the API: `echomq sweep --metrics off` (or
+ * emf) runs without the optional peer installed.
+ */
+const cloudwatchSdk = () =>
+  withPeers('publishing metrics (metricsMode api)', () => import('@aws-sdk/client-cloudwatch'), ['@aws-sdk/client-cloudwatch'])
+
 /** A CloudWatch client whose calls cannot outlast PUBLISH_TIMEOUT_MS. */
-export function metricsClient(): CloudWatchClient {
+export async function metricsClient(): Promise<CloudWatchClient> {
+  const { CloudWatchClient } = await cloudwatchSdk()
   return new CloudWatchClient(boundedClientOptions(PUBLISH_TIMEOUT_MS))
 }
 
@@ -166,7 +175,8 @@ export async function publishMetrics(runs: Record<string, QueueRun>, options: Pu
     for (const doc of emfDocuments(runs, { ...options, timestamp })) write(JSON.stringify(doc))
     return { calls: 0, published: true, jobsFailedPublished: true }
   }
-  const client = options.client ?? metricsClient()
+  const client = options.client ?? (await metricsClient())
+  const { PutMetricDataCommand } = await cloudwatchSdk()
   const data = metricData(runs, timestamp, options)
   const timeoutMs = options.timeoutMs ?? PUBLISH_TIMEOUT_MS
   // One deadline for every chunk: the publish as a whole is bounded, not each call.

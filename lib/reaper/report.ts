@@ -68,7 +68,7 @@ export class RunReporter {
         ...(why.otherPrefixes ? { otherPrefixes: why.otherPrefixes } : {}),
       })
     }
-    if (config.metricsMode === 'api') this.cloudwatch ??= metricsClient()
+    if (config.metricsMode === 'api') this.cloudwatch ??= await metricsClient()
     const metrics = await publishMetrics(runs, {
       mode: config.metricsMode,
       namespace: config.namespace,

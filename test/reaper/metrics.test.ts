@@ -280,7 +280,7 @@ describe('the real client at a local endpoint', () => {
     try {
       const result = await publishMetrics(
         { emails: run() },
-        { mode: 'api', namespace: 'EchoMQ', client: metricsClient(), log: (_l, _m, f) => void logged.push(f ?? {}) },
+        { mode: 'api', namespace: 'EchoMQ', client: await metricsClient(), log: (_l, _m, f) => void logged.push(f ?? {}) },
       )
       expect(result.published).toBe(false)
     } finally {
@@ -304,7 +304,12 @@ describe('the real client at a local endpoint', () => {
     try {
       const result = await publishMetrics(
         { emails: run() },
-        { mode: 'api', namespace: 'EchoMQ', client: metricsClient(), log: (_l, _m, f) => void logged.push(f as Record<string, unknown>) },
+        {
+          mode: 'api',
+          namespace: 'EchoMQ',
+          client: await metricsClient(),
+          log: (_l, _m, f) => void logged.push(f as Record<string, unknown>),
+        },
       )
       expect(result.published).toBe(false)
     } finally {
