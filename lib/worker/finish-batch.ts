@@ -69,9 +69,9 @@ function confirmed(core: RunContext, starts: Started[], reply: FinishManyResult,
   }
 }
 
-/** How many jobs a worker holds in hand beyond its concurrency: one while jobs are short, none with a limiter (it counts starts). */
+/** How many jobs a worker holds in hand beyond its concurrency (TakeAhead.handSize), none with a limiter (it counts starts). */
 function inHand(core: RunContext): number {
-  return core.takeAhead.hot && !core.settings.limiter ? 1 : 0
+  return core.settings.limiter ? 0 : core.takeAhead.handSize()
 }
 
 /** Jobs a finish read into the hand (a reply after close() or pause() began hands them back). */

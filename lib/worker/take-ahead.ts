@@ -109,6 +109,8 @@ export class TakeAhead {
   private contended = false
   /** The average run time of this worker's jobs (ms), smoothed. */
   private runMs = Number.POSITIVE_INFINITY
+  /** How long a call takes from being planned to its jobs running (ms), smoothed: the round trip. */
+  private callMs = Number.POSITIVE_INFINITY
   /** When a finish last settled (the clock's ms): reservations unused for long go back. */
   private lastFinishAt = 0
   private timer: unknown
@@ -177,6 +179,17 @@ export class TakeAhead {
   }
 
   /**
+   * Jobs to hold in hand: one while jobs are short. At concurrency 1 only while a job runs at least a
+   * round trip: a shorter one ends before the read of the next comes back, so the next call takes that
+   * job over and the read was for nothing (an extra read in Redis and a reply to decode per two jobs,
+   * and the job then starts on the later reply); a finish that takes the next job itself costs less.
+   */
+  handSize(): number {
+    if (!this.hot) return 0
+    return this.o.concurrency > 1 || this.runMs >= this.callMs ? 1 : 0
+  }
+
+  /**
    * The call that had `look` returned, and the jobs it took are running (or it failed: `reply`
    * undefined). Reserved candidates it left are still reserved: they are next again. Returns the jobs it
    * read into the hand that the worker is to hold (not those a later call took over), with when each was
@@ -223,6 +236,10 @@ export class TakeAhead {
         this.contended = false
         if (reply?.peeked) this.hint = reply.peeked.filter((id) => !this.claimed.has(id) && !this.o.running(id))
       }
+    }
+    if (reply) {
+      const ms = this.o.clock.now() - look.at
+      this.callMs = this.callMs === Number.POSITIVE_INFINITY ? ms : this.callMs * 0.9 + ms * 0.1
     }
     if (look.finish && reply) this.lastFinishAt = this.o.clock.now()
     if (this.closed) this.returnReserved()

@@ -90,6 +90,27 @@ describe('TakeAhead', () => {
     expect(ahead.forFinish(true, 1, 1, 1).ids).toEqual(['r1'])
   })
 
+  it('holds a job in hand while jobs are short; at concurrency 1 only while a job runs at least a round trip', async () => {
+    const one = setup({ concurrency: 1 })
+    const two = setup({ concurrency: 2 })
+    // Nothing run yet: no job is short, and none is held.
+    expect([one.ahead.handSize(), two.ahead.handSize()]).toEqual([0, 0])
+    for (const { ahead, clock } of [one, two]) {
+      ahead.ran(1)
+      // A call that took 5 ms to come back: jobs of 1 ms end before the read of the next would.
+      const look = ahead.forFinish()
+      await clock.advance(5)
+      ahead.settle(look, reply())
+    }
+    expect([one.ahead.handSize(), two.ahead.handSize()]).toEqual([0, 1])
+    // Jobs now run longer than the round trip (and still under HOT_RUN_MS): the hand pays at concurrency 1 too.
+    for (let i = 0; i < 40; i++) one.ahead.ran(HOT_RUN_MS - 2)
+    expect(one.ahead.handSize()).toBe(1)
+    // Long jobs: no hand at any concurrency.
+    for (let i = 0; i < 40; i++) one.ahead.ran(10 * HOT_RUN_MS)
+    expect(one.ahead.handSize()).toBe(0)
+  })
+
   it('a call with a free slot takes over the id being read into the hand (it is next in line): the read goes unheld', async () => {
     const { ahead } = setup({ concurrency: 1 })
     ahead.ran(1)
