@@ -213,7 +213,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/dashboard/ui-frameworks.test.ts',
   'test/dashboard/ui-operator.test.ts',
   'test/dashboard/ui.test.ts',
-  'test/lambda/lambda.test.ts',
   'test/queue/events-restart.test.ts',
   'test/queue/validation.test.ts',
   'test/reaper/alerting.test.ts',
