@@ -230,7 +230,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/redis/hostile-input.test.ts',
   'test/redis/tls.test.ts',
   'test/worker/fleet.test.ts',
-  'test/worker/sweep.test.ts',
   'test/worker/workers.test.ts',
 ]
 
