@@ -222,7 +222,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/reaper/reaper-acl.test.ts',
   'test/reaper/reaper-jobs-failed.test.ts',
   'test/reaper/reaper-oncall.test.ts',
-  'test/reaper/secrets.test.ts',
   'test/redis/cluster-changes.test.ts',
   'test/redis/cluster.test.ts',
   'test/redis/connection.test.ts',
