@@ -215,7 +215,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/dashboard/ui.test.ts',
   'test/queue/events-restart.test.ts',
   'test/queue/validation.test.ts',
-  'test/reaper/alerting.test.ts',
   'test/reaper/deploy-docs.test.ts',
   'test/reaper/discovery.test.ts',
   'test/reaper/docs-acl.test.ts',
