@@ -219,7 +219,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/reaper/discovery.test.ts',
   'test/reaper/docs-acl.test.ts',
   'test/reaper/reaper-acl.test.ts',
-  'test/reaper/reaper-oncall.test.ts',
   'test/redis/cluster-changes.test.ts',
   'test/redis/cluster.test.ts',
   'test/redis/connection.test.ts',
