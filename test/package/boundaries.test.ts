@@ -216,7 +216,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/queue/events-restart.test.ts',
   'test/queue/validation.test.ts',
   'test/reaper/deploy-docs.test.ts',
-  'test/reaper/discovery.test.ts',
   'test/reaper/docs-acl.test.ts',
   'test/reaper/reaper-acl.test.ts',
   'test/redis/cluster-changes.test.ts',
