@@ -4,7 +4,7 @@
  * leases) that are closed after each test. Register it after useRedis (whose flush runs first).
  */
 import { afterEach, beforeEach } from 'vitest'
-import { type Job, Queue, Worker, type WorkerOptions } from '../../lib/index.js'
+import { type Job, Queue, type QueueOptions, Worker, type WorkerOptions } from '../../lib/index.js'
 import { type QueueKeys, queueKeys } from '../../lib/redis/keys.js'
 import type { TestRedis } from './redis-server.js'
 
@@ -19,6 +19,8 @@ export interface QueueFixture {
 export interface FixtureOptions {
   /** The queue's name (default 'q'), for tests that speak of a named queue ('emails'). */
   name?: string
+  /** The queue's own options (limits, default job options); its connection is always the test's client. */
+  queue?: Omit<QueueOptions, 'connection'>
   /** Worker options every worker gets (leases, timeouts); a worker's own options win. */
   workers?: WorkerOptions
   /** Where workers connect (default: the test Redis's URL); a function, for a proxy made per test. */
@@ -35,7 +37,7 @@ export function useQueue(server: TestRedis | (() => TestRedis), options: Fixture
   let queue: Queue | undefined
   const workers: Worker[] = []
   beforeEach(() => {
-    queue = new Queue(name, { connection: redis().client })
+    queue = new Queue(name, { ...options.queue, connection: redis().client })
   })
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => (options.close ? options.close(w) : w.close())))
