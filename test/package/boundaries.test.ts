@@ -214,7 +214,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/dashboard/ui-operator.test.ts',
   'test/dashboard/ui.test.ts',
   'test/queue/events-restart.test.ts',
-  'test/queue/validation.test.ts',
   'test/reaper/deploy-docs.test.ts',
   'test/reaper/docs-acl.test.ts',
   'test/reaper/reaper-acl.test.ts',
