@@ -219,8 +219,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/reaper/reaper-acl.test.ts',
   'test/redis/cluster-changes.test.ts',
   'test/redis/cluster.test.ts',
-  'test/redis/connection.test.ts',
-  'test/redis/tls.test.ts',
   'test/worker/fleet.test.ts',
   'test/worker/workers.test.ts',
 ]
