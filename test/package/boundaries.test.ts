@@ -209,7 +209,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/chaos/retake.test.ts',
   'test/cli/faults.test.ts',
   'test/dashboard/ui-browser.test.ts',
-  'test/dashboard/ui-operator.test.ts',
   'test/dashboard/ui.test.ts',
   'test/queue/events-restart.test.ts',
   'test/reaper/deploy-docs.test.ts',
