@@ -211,7 +211,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/dashboard/ui-browser.test.ts',
   'test/dashboard/ui.test.ts',
   'test/queue/events-restart.test.ts',
-  'test/reaper/deploy-docs.test.ts',
   'test/redis/cluster-changes.test.ts',
   'test/redis/cluster.test.ts',
   'test/worker/fleet.test.ts',
