@@ -214,7 +214,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/redis/cluster-changes.test.ts',
   'test/redis/cluster.test.ts',
   'test/worker/fleet.test.ts',
-  'test/worker/workers.test.ts',
 ]
 
 describe('one module spells the keys', () => {
