@@ -213,7 +213,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/queue/events-restart.test.ts',
   'test/redis/cluster-changes.test.ts',
   'test/redis/cluster.test.ts',
-  'test/worker/fleet.test.ts',
 ]
 
 describe('one module spells the keys', () => {
