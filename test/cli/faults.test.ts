@@ -18,6 +18,7 @@ import { readCandidates } from '../../lib/redis/queries.js'
 import { REGISTRATION_REFRESH_MS, registration } from '../../lib/registry.js'
 import { startDurableRedis } from '../chaos/durable-redis.js'
 import { startBlackhole } from '../helpers/cloudwatch-endpoint.js'
+import { useQueues } from '../helpers/fixture.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs, holdJobs } from '../helpers/queue-state.js'
 import { freePort, useRedis } from '../helpers/redis-server.js'
@@ -25,6 +26,7 @@ import { snapshot } from '../helpers/snapshot.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 const keys = queueKeys('emq', 'q')
 const BIN = new URL('../../bin/echomq.js', import.meta.url).pathname
 const closing: (() => Promise<unknown>)[] = []
@@ -50,7 +52,7 @@ describe('a lost registry', () => {
 
   it('a Worker restores its registration on its own clock', async () => {
     const clock = new ManualClock()
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     const w = new Worker('q', () => 'ok', { connection: redis.url, clock })
     closing.push(() => w.close())
     await waitFor(async () => (await redis.client.sismember(registryKey('emq'), 'q')) === 1, { what: 'the first registration' })
@@ -78,7 +80,7 @@ describe('a lost registry', () => {
     expect(second.queues.orders).toMatchObject({ recovered: 5 })
     expect(await redis.client.smembers(registryKey('emq'))).toEqual(['orders'])
     expect(logs.some((l) => /missing from the registry.*orders/.test(l))).toBe(true)
-    for (const id of ids) expect(await new Queue('orders', { connection: redis.client }).getJob(id)).toMatchObject({ state: 'wait' })
+    for (const id of ids) expect(await open('orders').getJob(id)).toMatchObject({ state: 'wait' })
   })
 })
 
@@ -95,7 +97,7 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
   it('add() fails with ERR_OOM saying so, the sweep through the reaper logs ERR_OOM for the queue, and nothing changes', async () => {
     await crashedJobs(redis.client, 'q', 1)
     await fill()
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     const before = await snapshot(redis.client)
     const logs: { level: string; message: string; fields?: Record<string, unknown> }[] = []
     const reaper = createReaper(reaperConfig({ redisUrl: redis.url, metricsMode: 'off', graceMs: 0, queues: ['q'] }, {}), {
@@ -116,7 +118,7 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
 
   it("the operator's reads still answer: counts (whose MULTI a full Redis refuses), getJobs, echomq stats and jobs", async () => {
     await crashedJobs(redis.client, 'q', 2)
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     await queue.add('waiting', {})
     await fill()
     expect(await queue.counts()).toMatchObject({ wait: 1, active: 2 })
@@ -265,7 +267,7 @@ describe('echomq sweep --every is a daemon', () => {
 
 describe('large jobs', () => {
   it('one take returns at most TAKE_MAX_BYTES of job data (one job if it is larger); a worker still runs them all', async () => {
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     const megabyte = 'x'.repeat(1024 * 1024 - 16)
     for (let i = 0; i < 8; i++) await queue.add('big', megabyte, { jobId: `big${i}` })
     const ids = await readCandidates(redis.client, keys, 8)

@@ -207,7 +207,6 @@ describe('the tests', () => {
 const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/chaos/redis-restart.test.ts',
   'test/chaos/retake.test.ts',
-  'test/cli/faults.test.ts',
   'test/dashboard/ui-browser.test.ts',
   'test/dashboard/ui.test.ts',
   'test/queue/events-restart.test.ts',
