@@ -208,7 +208,6 @@ const NOT_YET_ON_THE_FIXTURE: string[] = [
   'test/chaos/redis-restart.test.ts',
   'test/chaos/retake.test.ts',
   'test/dashboard/ui-browser.test.ts',
-  'test/dashboard/ui.test.ts',
   'test/queue/events-restart.test.ts',
   'test/redis/cluster-changes.test.ts',
   'test/redis/cluster.test.ts',
