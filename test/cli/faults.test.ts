@@ -145,6 +145,7 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
 describe('Redis unreachable from a Queue or a Worker', () => {
   it("add() fails after a few reconnects (not ioredis's 20) with ERR_CONNECTION naming the refused address", async () => {
     const port = await freePort()
+    // direct: a queue on a faulty server (not the test Redis), the fault under test
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${port}` })
     closing.push(() => queue.close())
     const err = await queue.add('job', {}).catch((e: unknown) => e)
@@ -155,6 +156,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   it('a Redis that accepts connections but never answers: a Queue call fails with ERR_CONNECTION naming where, every time', async () => {
     const silent = await startBlackhole()
     const { port } = new URL(silent.url)
+    // direct: a wrong password in the URL, the fault under test
     const queue = new Queue('q', { connection: `redis://u:secret@127.0.0.1:${port}` })
     closing.push(async () => {
       await queue.close()
@@ -172,6 +174,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
     const http = createServer((_, res) => res.end('hello'))
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
     const { port } = http.address() as AddressInfo
+    // direct: a queue on a faulty server (not the test Redis), the fault under test
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${port}` })
     closing.push(async () => {
       await queue.close()
@@ -190,6 +193,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('a database the server does not have (/99 of 16) fails every call with ERR_CONNECTION naming it; nothing lands in database 0', async () => {
+    // direct: a database index past the server's, the fault under test
     const queue = new Queue('q', { connection: `${redis.url}/99` })
     closing.push(() => queue.close())
     for (const call of [() => queue.add('job', {}), () => queue.counts()]) {
@@ -201,6 +205,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('a port outside 1-65535 is refused when the Queue is made, before any connection', () => {
+    // direct: an out-of-range port refused by the constructor
     expect(() => new Queue('q', { connection: 'redis://127.0.0.1:99999' })).toThrow(
       expect.objectContaining({
         code: 'ERR_OPTIONS',
@@ -211,6 +216,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('close() fails the calls still waiting for Redis with ERR_CLOSED instead of leaving them unsettled', async () => {
+    // direct: a queue on a free port (nothing listening), the fault under test
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${await freePort()}` })
     const pending = queue.add('job', {}).catch((e: unknown) => e)
     const counting = queue.counts().catch((e: unknown) => e)
@@ -223,6 +229,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
 
   it('a Worker reports the outage at once and keeps trying; close() with no job running does not wait out closeTimeout', async () => {
     const port = await freePort()
+    // direct: a worker on a faulty server (not the test Redis), the fault under test
     const worker = new Worker('q', async () => 'done', { connection: `redis://127.0.0.1:${port}`, closeTimeout: 60_000 })
     const [err] = await nextEvent<[Error]>(worker, 'error')
     expect(err).toMatchObject({ code: 'ERR_CONNECTION' })
