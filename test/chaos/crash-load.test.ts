@@ -161,6 +161,7 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
 
   // Retention keeps a third of the completed jobs, so trims run throughout; failed ones are all kept.
   const keepCompleted = Math.floor(N / 3)
+  // direct: a queue with its own retention options over a whole load run
   const queue = new Queue(QUEUE, {
     connection: redis.client,
     defaultJobOptions: { attempts: ATTEMPTS, backoff: BACKOFF_MS, removeOnComplete: { count: keepCompleted }, removeOnFail: false },

@@ -53,6 +53,7 @@ it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.rest
     return { n: job.attemptsStarted }
   }
   const workers = [0, 1].map(() => {
+    // direct: on a server this test kills and restarts, not the fixture's Redis
     const w = new Worker(QUEUE, processor, {
       connection: server.url,
       concurrency: 4,
@@ -90,6 +91,7 @@ it(`${sizes.restartJobs} jobs added while redis-server is restarted ${sizes.rest
 
   // Two producers, paced over productionMs; an id counts as acknowledged once add() resolved.
   // Every completed job is kept: the run reads each job's hash at the end to prove none was lost.
+  // direct: on a server this test kills and restarts, not the fixture's Redis
   const queue = new Queue(QUEUE, { connection: server.url, defaultJobOptions: { removeOnComplete: false } })
   cleanup.push(() => queue.close())
   const attempted: string[] = []

@@ -18,6 +18,7 @@ import { readCandidates } from '../../lib/redis/queries.js'
 import { REGISTRATION_REFRESH_MS, registration } from '../../lib/registry.js'
 import { startDurableRedis } from '../chaos/durable-redis.js'
 import { startBlackhole } from '../helpers/cloudwatch-endpoint.js'
+import { useQueues } from '../helpers/fixture.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs, holdJobs } from '../helpers/queue-state.js'
 import { freePort, useRedis } from '../helpers/redis-server.js'
@@ -25,6 +26,7 @@ import { snapshot } from '../helpers/snapshot.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 const keys = queueKeys('emq', 'q')
 const BIN = new URL('../../bin/echomq.js', import.meta.url).pathname
 const closing: (() => Promise<unknown>)[] = []
@@ -50,7 +52,7 @@ describe('a lost registry', () => {
 
   it('a Worker restores its registration on its own clock', async () => {
     const clock = new ManualClock()
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     const w = new Worker('q', () => 'ok', { connection: redis.url, clock })
     closing.push(() => w.close())
     await waitFor(async () => (await redis.client.sismember(registryKey('emq'), 'q')) === 1, { what: 'the first registration' })
@@ -78,7 +80,7 @@ describe('a lost registry', () => {
     expect(second.queues.orders).toMatchObject({ recovered: 5 })
     expect(await redis.client.smembers(registryKey('emq'))).toEqual(['orders'])
     expect(logs.some((l) => /missing from the registry.*orders/.test(l))).toBe(true)
-    for (const id of ids) expect(await new Queue('orders', { connection: redis.client }).getJob(id)).toMatchObject({ state: 'wait' })
+    for (const id of ids) expect(await open('orders').getJob(id)).toMatchObject({ state: 'wait' })
   })
 })
 
@@ -95,7 +97,7 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
   it('add() fails with ERR_OOM saying so, the sweep through the reaper logs ERR_OOM for the queue, and nothing changes', async () => {
     await crashedJobs(redis.client, 'q', 1)
     await fill()
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     const before = await snapshot(redis.client)
     const logs: { level: string; message: string; fields?: Record<string, unknown> }[] = []
     const reaper = createReaper(reaperConfig({ redisUrl: redis.url, metricsMode: 'off', graceMs: 0, queues: ['q'] }, {}), {
@@ -116,7 +118,7 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
 
   it("the operator's reads still answer: counts (whose MULTI a full Redis refuses), getJobs, echomq stats and jobs", async () => {
     await crashedJobs(redis.client, 'q', 2)
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     await queue.add('waiting', {})
     await fill()
     expect(await queue.counts()).toMatchObject({ wait: 1, active: 2 })
@@ -143,6 +145,7 @@ describe('a full Redis (maxmemory reached, noeviction)', () => {
 describe('Redis unreachable from a Queue or a Worker', () => {
   it("add() fails after a few reconnects (not ioredis's 20) with ERR_CONNECTION naming the refused address", async () => {
     const port = await freePort()
+    // direct: a queue on a faulty server (not the test Redis), the fault under test
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${port}` })
     closing.push(() => queue.close())
     const err = await queue.add('job', {}).catch((e: unknown) => e)
@@ -153,6 +156,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   it('a Redis that accepts connections but never answers: a Queue call fails with ERR_CONNECTION naming where, every time', async () => {
     const silent = await startBlackhole()
     const { port } = new URL(silent.url)
+    // direct: a wrong password in the URL, the fault under test
     const queue = new Queue('q', { connection: `redis://u:secret@127.0.0.1:${port}` })
     closing.push(async () => {
       await queue.close()
@@ -170,6 +174,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
     const http = createServer((_, res) => res.end('hello'))
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
     const { port } = http.address() as AddressInfo
+    // direct: a queue on a faulty server (not the test Redis), the fault under test
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${port}` })
     closing.push(async () => {
       await queue.close()
@@ -188,6 +193,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('a database the server does not have (/99 of 16) fails every call with ERR_CONNECTION naming it; nothing lands in database 0', async () => {
+    // direct: a database index past the server's, the fault under test
     const queue = new Queue('q', { connection: `${redis.url}/99` })
     closing.push(() => queue.close())
     for (const call of [() => queue.add('job', {}), () => queue.counts()]) {
@@ -199,6 +205,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('a port outside 1-65535 is refused when the Queue is made, before any connection', () => {
+    // direct: an out-of-range port refused by the constructor
     expect(() => new Queue('q', { connection: 'redis://127.0.0.1:99999' })).toThrow(
       expect.objectContaining({
         code: 'ERR_OPTIONS',
@@ -209,6 +216,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
   })
 
   it('close() fails the calls still waiting for Redis with ERR_CLOSED instead of leaving them unsettled', async () => {
+    // direct: a queue on a free port (nothing listening), the fault under test
     const queue = new Queue('q', { connection: `redis://127.0.0.1:${await freePort()}` })
     const pending = queue.add('job', {}).catch((e: unknown) => e)
     const counting = queue.counts().catch((e: unknown) => e)
@@ -221,6 +229,7 @@ describe('Redis unreachable from a Queue or a Worker', () => {
 
   it('a Worker reports the outage at once and keeps trying; close() with no job running does not wait out closeTimeout', async () => {
     const port = await freePort()
+    // direct: a worker on a faulty server (not the test Redis), the fault under test
     const worker = new Worker('q', async () => 'done', { connection: `redis://127.0.0.1:${port}`, closeTimeout: 60_000 })
     const [err] = await nextEvent<[Error]>(worker, 'error')
     expect(err).toMatchObject({ code: 'ERR_CONNECTION' })
@@ -265,7 +274,7 @@ describe('echomq sweep --every is a daemon', () => {
 
 describe('large jobs', () => {
   it('one take returns at most TAKE_MAX_BYTES of job data (one job if it is larger); a worker still runs them all', async () => {
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     const megabyte = 'x'.repeat(1024 * 1024 - 16)
     for (let i = 0; i < 8; i++) await queue.add('big', megabyte, { jobId: `big${i}` })
     const ids = await readCandidates(redis.client, keys, 8)

@@ -13,9 +13,10 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, sweep, Worker } from '../../lib/index.js'
+import { type Queue, sweep, Worker } from '../../lib/index.js'
 import { launchBrowser, type TestBrowser } from '../helpers/browser.js'
 import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
+import { useQueues } from '../helpers/fixture.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -26,6 +27,7 @@ const SHOTS = mkdtempSync(path.join(tmpdir(), 'echomq-shots-'))
 const EVIL = "<script>window.__pwned = true; alert('pwned')</script>"
 
 const redis = useRedis()
+const open = useQueues(redis)
 let browser: TestBrowser
 const cleanup: (() => Promise<unknown>)[] = []
 
@@ -40,7 +42,7 @@ afterEach(async () => {
 })
 
 function queue(name: string): Queue {
-  const q = new Queue(name, { connection: redis.client })
+  const q = open(name)
   cleanup.push(() => q.close())
   return q
 }

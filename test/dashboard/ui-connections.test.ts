@@ -39,6 +39,7 @@ describe('over TLS, as an ACL user', () => {
       tls: { ca: readFileSync(tls.certs.ca) },
       maxRetriesPerRequest: 1,
     })
+    // direct: a queue on a TLS server with an ACL user, the connection under test
     const q = new Queue('secure', { connection: client })
     await q.add('send', { n: 1 }, { jobId: 's1', delay: 60_000 })
     await q.close()
@@ -78,6 +79,7 @@ describe('on a Redis Cluster', () => {
     const owners = new Set(await Promise.all(names.map(async (n) => cluster.ownerOf(await cluster.slotOf(`emq:{${n}}:wait`)))))
     expect(owners.size).toBeGreaterThan(1)
     for (const [i, name] of names.entries()) {
+      // direct: queues on a cluster, the connection under test
       const q = new Queue(name, { connection: client })
       await q.addBulk(Array.from({ length: i + 1 }, (_, j) => ({ name: 'x', data: { j }, opts: { jobId: `${name}-${j}` } })))
     }
@@ -90,6 +92,7 @@ describe('on a Redis Cluster', () => {
       expect((await d.get('/queues/orders/jobs/orders-0')).status).toBe(200)
       const token = await d.token()
       expect((await d.post('/queues/reports', { token, action: 'pause', back: 'overview' })).status).toBe(303)
+      // direct: a queue on a cluster, the connection under test
       expect(await new Queue('reports', { connection: client }).isPaused()).toBe(true)
     } finally {
       await d.served.close()

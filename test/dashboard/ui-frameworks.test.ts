@@ -16,12 +16,14 @@ import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
 import { afterEach, describe, expect, it } from 'vitest'
-import { Queue, Worker } from '../../lib/index.js'
+import { type Queue, Worker } from '../../lib/index.js'
 import { createDashboard, type DashboardHandler } from '../../lib/ui/index.js'
+import { useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
@@ -116,7 +118,7 @@ async function failJobs(q: Queue, n: number): Promise<void> {
 }
 
 async function setup(start: (dashboard: DashboardHandler) => Promise<string>): Promise<{ origin: string; q: Queue }> {
-  const q = new Queue('emails', { connection: redis.client })
+  const q = open('emails')
   cleanup.push(() => q.close())
   await failJobs(q, 2)
   const dashboard = createDashboard({ connection: redis.client, basePath: BASE, refreshMs: 0 })

@@ -11,11 +11,13 @@ import { Queue, Worker } from '../../lib/index.js'
 import { perMinute, quantile } from '../../lib/ui/timing.js'
 import { startCluster, type TestCluster } from '../helpers/cluster.js'
 import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
+import { useQueues } from '../helpers/fixture.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
@@ -28,7 +30,7 @@ async function dashboard(options: Parameters<typeof startDashboard>[0] = {}): Pr
   return d
 }
 function queue(name: string): Queue {
-  const q = new Queue(name, { connection: redis.client })
+  const q = open(name)
   cleanup.push(() => q.close())
   return q
 }
@@ -205,8 +207,10 @@ describe('on a Redis Cluster', () => {
     const client = cluster.connect()
     const names = ['ca', 'cb', 'cc', 'cd']
     for (const name of names) {
+      // direct: a queue on a cluster, the connection under test
       const q = new Queue(name, { connection: client })
       cleanup.push(() => q.close())
+      // direct: a worker on a cluster, the connection under test
       const w = new Worker(name, idle, { connection: cluster.url, name: `w-${name}` })
       cleanup.push(() => w.close())
     }

@@ -9,15 +9,17 @@ import { createServer, type IncomingMessage, request, type ServerResponse } from
 import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import { Queue, sweep, Worker } from '../../lib/index.js'
+import { type Queue, sweep, Worker } from '../../lib/index.js'
 import { registeredQueues } from '../../lib/registry.js'
 import { createDashboard, serveDashboard } from '../../lib/ui/index.js'
 import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
+import { useQueues } from '../helpers/fixture.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
@@ -30,7 +32,7 @@ async function dashboard(options: Parameters<typeof startDashboard>[0] = {}): Pr
 }
 
 function queue(name: string): Queue {
-  const q = new Queue(name, { connection: redis.client })
+  const q = open(name)
   cleanup.push(() => q.close())
   return q
 }

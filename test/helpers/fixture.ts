@@ -4,19 +4,23 @@
  * leases) that are closed after each test. Register it after useRedis (whose flush runs first).
  */
 import { afterEach, beforeEach } from 'vitest'
-import { type Job, Queue, Worker, type WorkerOptions } from '../../lib/index.js'
+import { type Job, Queue, type QueueOptions, Worker, type WorkerOptions } from '../../lib/index.js'
 import { type QueueKeys, queueKeys } from '../../lib/redis/keys.js'
 import type { TestRedis } from './redis-server.js'
 
 export interface QueueFixture {
-  /** The queue of the current test ('q', prefix emq, on the test's Redis client). */
+  /** The queue of the current test (options.name, default 'q'; prefix emq; on the test's Redis client). */
   readonly queue: Queue
   readonly keys: QueueKeys
-  /** A Worker of queue 'q' with the fixture's defaults, over `options`; closed after the test. */
+  /** A Worker of the queue with the fixture's defaults, over `options`; closed after the test. */
   worker(processor: (job: Job, token: string, signal: AbortSignal) => unknown, options?: WorkerOptions): Worker
 }
 
 export interface FixtureOptions {
+  /** The queue's name (default 'q'), for tests that speak of a named queue ('emails'). */
+  name?: string
+  /** The queue's own options (limits, default job options); its connection is always the test's client. */
+  queue?: Omit<QueueOptions, 'connection'>
   /** Worker options every worker gets (leases, timeouts); a worker's own options win. */
   workers?: WorkerOptions
   /** Where workers connect (default: the test Redis's URL); a function, for a proxy made per test. */
@@ -29,10 +33,11 @@ export interface FixtureOptions {
 
 export function useQueue(server: TestRedis | (() => TestRedis), options: FixtureOptions = {}): QueueFixture {
   const redis = () => (typeof server === 'function' ? server() : server)
+  const name = options.name ?? 'q'
   let queue: Queue | undefined
   const workers: Worker[] = []
   beforeEach(() => {
-    queue = new Queue('q', { connection: redis().client })
+    queue = new Queue(name, { ...options.queue, connection: redis().client })
   })
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => (options.close ? options.close(w) : w.close())))
@@ -42,10 +47,10 @@ export function useQueue(server: TestRedis | (() => TestRedis), options: Fixture
       if (!queue) throw new Error('the queue fixture is made before each test')
       return queue
     },
-    keys: queueKeys('emq', 'q'),
+    keys: queueKeys('emq', name),
     worker(processor, own = {}) {
       const connection = options.connection ? options.connection() : redis().url
-      const w = new Worker('q', processor, { connection, ...options.workers, ...own })
+      const w = new Worker(name, processor, { connection, ...options.workers, ...own })
       if (options.onError) w.on('error', options.onError)
       workers.push(w)
       return w

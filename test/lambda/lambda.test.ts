@@ -6,18 +6,18 @@
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { Queue, sweep } from '../../lib/index.js'
+import { afterEach, expect, it } from 'vitest'
+import { sweep } from '../../lib/index.js'
 import { createWorkerHandler } from '../../lib/lambda/index.js'
 import { backlog } from '../../lib/redis/commands.js'
-import { queueKeys } from '../../lib/redis/keys.js'
+import { useQueue } from '../helpers/fixture.js'
 import { freePort, useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const keys = queueKeys('emq', 'q')
+const fx = useQueue(redis)
+const { keys } = fx
 const PROCESS = fileURLToPath(new URL('../helpers/worker-function-process.ts', import.meta.url))
-let queue: Queue
 const children: ChildProcess[] = []
 
 interface Message {
@@ -68,9 +68,6 @@ async function spawnFunction(env: Record<string, string> = {}): Promise<Fn> {
   }
 }
 
-beforeEach(() => {
-  queue = new Queue('q', { connection: redis.client })
-})
 afterEach(async () => {
   for (const child of children.splice(0)) {
     if (child.exitCode === null && child.signalCode === null) {
@@ -80,11 +77,11 @@ afterEach(async () => {
       await exited
     }
   }
-  await queue.close()
+  await fx.queue.close()
 })
 
 const addJobs = (n: number, data: object, from = 0) =>
-  queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'j', data, opts: { jobId: `j${from + i}` } })))
+  fx.queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'j', data, opts: { jobId: `j${from + i}` } })))
 
 it('drains the queue, returns drained with the counts, leaves no timer, and reuses its connection warm (reconnecting after a drop)', async () => {
   const fn = await spawnFunction({ CONCURRENCY: '4' })
@@ -93,7 +90,7 @@ it('drains the queue, returns drained with the counts, leaves no timer, and reus
   const first = await fn.invoke(60_000)
   expect(first.result).toMatchObject({ queue: 'q', processed: 20, completed: 20, failed: 0, handedBack: 0, reason: 'drained' })
   expect(first.timers).toEqual([])
-  expect(await queue.getJobCounts('wait', 'active', 'completed', 'prioritized')).toEqual({
+  expect(await fx.queue.getJobCounts('wait', 'active', 'completed', 'prioritized')).toEqual({
     wait: 0,
     active: 0,
     completed: 20,
@@ -143,22 +140,22 @@ it('stops taking at the deadline (remaining < jobTimeoutMs + reserveMs), lets th
   expect(processed).toBeLessThan(30)
   expect(result).toMatchObject({ completed: processed, failed: 0 })
   expect(timers).toEqual([])
-  const waiting = await queue.getJobs(['wait'])
+  const waiting = await fx.queue.getJobs(['wait'])
   expect(waiting.length).toBe(30 - processed)
   expect(waiting.every((j) => j.attemptsMade === 0)).toBe(true)
-  expect(await queue.getJobCounts('active')).toEqual({ active: 0 })
+  expect(await fx.queue.getJobCounts('active')).toEqual({ active: 0 })
 })
 
 it('a processor still running when its time is up: its lease is given up at once (the job retried at once), an attempt used per run, its late write refused', async () => {
   const fn = await spawnFunction({ JOB_TIMEOUT_MS: '500', RESERVE_MS: '200' })
-  await queue.add('slow', { ms: 1_500, ignoreSignal: true, lateWrite: true }, { jobId: 'slow', attempts: 3 })
+  await fx.queue.add('slow', { ms: 1_500, ignoreSignal: true, lateWrite: true }, { jobId: 'slow', attempts: 3 })
 
   const started = performance.now()
   const { result } = await fn.invoke(30_000)
   // Each run gave up its lease at its timeout, so the job was back in `wait` and taken again at once, until its attempts ran out.
   expect(result).toMatchObject({ processed: 3, completed: 0, failed: 3, reason: 'drained' })
   expect(performance.now() - started).toBeLessThan(5_000)
-  const job = await queue.getJob('slow')
+  const job = await fx.queue.getJob('slow')
   expect(job).toMatchObject({ state: 'failed', attemptsMade: 3 })
   expect(job?.failedReason).toMatch(/ran past 500 ms/)
   expect(await redis.client.exists(keys.lock('slow'))).toBe(0)
@@ -171,14 +168,14 @@ it('honours event.maxJobs: starts that many, hands the rest back unstarted', asy
   await addJobs(10, { ms: 20 })
   const { result } = await fn.invoke(60_000, { queue: 'q', maxJobs: 3 })
   expect(result).toMatchObject({ processed: 3, completed: 3, reason: 'maxJobs' })
-  const waiting = await queue.getJobs(['wait'])
+  const waiting = await fx.queue.getJobs(['wait'])
   expect(waiting.length).toBe(7)
   expect(waiting.every((j) => j.attemptsMade === 0)).toBe(true)
 })
 
 it('killed with SIGKILL while holding a job: the sweep recovers it, and the invocation stops counting within its lease', async () => {
   const fn = await spawnFunction()
-  await queue.add('held', { hold: true }, { jobId: 'h1' })
+  await fx.queue.add('held', { hold: true }, { jobId: 'h1' })
   fn.send({ type: 'invoke', remainingMs: 60_000 })
   await fn.next('active', 'h1')
   expect((await backlog(redis.client, keys)).live).toBe(1)
@@ -188,13 +185,13 @@ it('killed with SIGKILL while holding a job: the sweep recovers it, and the invo
   await sweep(redis.url, 'q', { graceMs: 0 })
   const second = await sweep(redis.url, 'q', { graceMs: 0 })
   expect(second.recovered).toEqual(['h1'])
-  expect(await queue.getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
+  expect(await fx.queue.getJob('h1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
   await waitFor(async () => (await backlog(redis.client, keys)).live === 0, { what: 'the killed invocation to stop counting' })
 })
 
 it('frozen with SIGSTOP while holding a job: the sweep recovers it, and the thawed run cannot finish it', async () => {
   const fn = await spawnFunction()
-  await queue.add('held', { hold: true }, { jobId: 'f1' })
+  await fx.queue.add('held', { hold: true }, { jobId: 'f1' })
   fn.send({ type: 'invoke', remainingMs: 60_000 })
   await fn.next('active', 'f1')
 
@@ -204,14 +201,14 @@ it('frozen with SIGSTOP while holding a job: the sweep recovers it, and the thaw
   const second = await sweep(redis.url, 'q', { graceMs: 0 })
   expect(second.recovered).toEqual(['f1'])
   // Paused, so the thawed invocation cannot take the recovered job again: what is left to see is its old run's finish.
-  await queue.pause()
+  await fx.queue.pause()
   fn.child.kill('SIGCONT')
   fn.send({ type: 'finish', id: 'f1' })
 
   const { result } = await fn.next('result')
   expect(result).toMatchObject({ processed: 1, completed: 0 })
-  expect(await queue.getJob('f1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
-  expect(await queue.getJobCounts('completed')).toEqual({ completed: 0 })
+  expect(await fx.queue.getJob('f1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
+  expect(await fx.queue.getJobCounts('completed')).toEqual({ completed: 0 })
 })
 
 it('bad events and options are refused with a typed error, and change nothing in Redis', async () => {
@@ -237,7 +234,7 @@ it('bad events and options are refused with a typed error, and change nothing in
     await handler.close()
   }
   expect(await redis.client.dbsize()).toBe(before)
-  expect(await queue.getJobCounts('wait')).toEqual({ wait: 2 })
+  expect(await fx.queue.getJobCounts('wait')).toEqual({ wait: 2 })
 
   expect(() => createWorkerHandler('q', async () => 1, { jobTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'ERR_OPTIONS' }))
   expect(() => createWorkerHandler('q', async () => 1, { reserveMs: -1 })).toThrow(expect.objectContaining({ code: 'ERR_OPTIONS' }))

@@ -26,6 +26,7 @@ afterEach(async () => {
   vi.restoreAllMocks()
   for (const close of closing.splice(0).reverse()) await close().catch(() => undefined)
   if (!server.running) await server.start()
+  // direct: on a server this test kills and restarts, not the fixture's Redis
   const admin = new Queue('q', { connection: server.url })
   await admin.client.flushall()
   await admin.close()
@@ -55,11 +56,13 @@ describe('a running QueueEvents across a Redis restarted empty', () => {
     const events = await listen(server.url, 10_000)
     const heard = new Set<string>()
     events.on('completed', ({ jobId }: { jobId: string }) => heard.add(jobId))
+    // direct: on a server this test kills and restarts, not the fixture's Redis
     const queue = open(new Queue('q', { connection: server.url }))
     await restartEmpty()
 
     // Long before the 20 s refresh: the reconnect itself marks again.
     await waitFor(async () => (await queue.client.exists(keys.listened)) === 1, { timeoutMs: 10_000, what: 'the mark set again' })
+    // direct: on a server this test kills and restarts, not the fixture's Redis
     open(new Worker('q', async (job: Job) => `done ${job.id}`, { connection: server.url }))
     const jobs = await Promise.all(Array.from({ length: 32 }, (_, i) => queue.add('x', {}, { jobId: `j${i}` })))
     const results = await Promise.all(jobs.map((job) => job.waitUntilFinished(events, 10_000)))
@@ -72,12 +75,14 @@ describe('a running QueueEvents across a Redis restarted empty', () => {
     const proxy = await TcpProxy.start(server.port)
     closing.push(() => proxy.close())
     const events = await listen(proxy.url)
+    // direct: on a server this test kills and restarts, not the fixture's Redis
     const queue = open(new Queue('q', { connection: server.url }))
     proxy.refuse()
     await restartEmpty()
 
     const job = await queue.add('x', {}, { jobId: 'gap' })
     const finished = job.waitUntilFinished(events, 10_000)
+    // direct: on a server this test kills and restarts, not the fixture's Redis
     open(new Worker('q', async () => 'made it', { connection: server.url }))
     await waitFor(async () => (await queue.getJobState('gap')) === 'completed', { what: 'the job done, unheard' })
     expect(await queue.client.exists(keys.events)).toBe(0) // nobody marked: no event written
@@ -90,10 +95,12 @@ describe('a running QueueEvents across a Redis restarted empty', () => {
 describe('a mark lost without a reconnect (deleted, evicted, flushed)', () => {
   it('is found at the next refresh, which marks again and re-reads the jobs waited for', async () => {
     const events = await listen(server.url)
+    // direct: on a server this test kills and restarts, not the fixture's Redis
     const queue = open(new Queue('q', { connection: server.url }))
     await queue.client.del(keys.listened)
     const job = await queue.add('x', {}, { jobId: 'lost' })
     const finished = job.waitUntilFinished(events, 10_000)
+    // direct: on a server this test kills and restarts, not the fixture's Redis
     const worker = open(new Worker('q', async () => 'quietly', { connection: server.url }))
     await waitFor(async () => (await queue.getJobState('lost')) === 'completed', { what: 'the job done, unheard' })
     await worker.close()

@@ -1,14 +1,15 @@
 /** Bad input gets an EchoMQError with a code, and nothing in Redis is changed. */
 import { beforeEach, describe, expect, it } from 'vitest'
 import { EchoMQError, Queue, sweep, Worker } from '../../lib/index.js'
+import { useQueue, useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { snapshot } from '../helpers/snapshot.js'
 
 const redis = useRedis()
-let queue: Queue
+const fx = useQueue(redis, { queue: { maxDataBytes: 1024 } })
+const open = useQueues(redis)
 beforeEach(async () => {
-  queue = new Queue('q', { connection: redis.client, maxDataBytes: 1024 })
-  await queue.add('seed', { existing: true }, { jobId: 'seed' })
+  await fx.queue.add('seed', { existing: true }, { jobId: 'seed' })
 })
 
 async function rejects(code: string, call: () => unknown): Promise<EchoMQError> {
@@ -45,31 +46,33 @@ const badJobIds: unknown[] = [
 
 describe('queue names', () => {
   it.each(badQueueNames.map((n) => [JSON.stringify(n) ?? String(n), n]))('rejects %s in Queue, Worker and sweep', async (_label, name) => {
+    // direct: the constructors’ name validation is under test
     await rejects('ERR_QUEUE_NAME', () => new Queue(name as string, { connection: redis.client }))
     await rejects('ERR_QUEUE_NAME', () => new Worker(name as string, () => 1, { connection: redis.client }))
     await rejects('ERR_QUEUE_NAME', () => sweep(redis.client, name as string))
   })
 
   it('accepts the full alphabet and 128 characters', () => {
+    // direct: the constructor’s accepted names are under test
     expect(new Queue('Az09._:-', { connection: redis.client }).name).toBe('Az09._:-')
-    expect(new Queue('q'.repeat(128), { connection: redis.client }).name).toHaveLength(128)
+    expect(new Queue('q'.repeat(128), { connection: redis.client }).name).toHaveLength(128) // direct: as above
   })
 })
 
 describe('job ids', () => {
   it.each(badJobIds.map((id) => [JSON.stringify(id), id]))('rejects %s in add and getJob', async (_label, id) => {
-    await rejects('ERR_JOB_ID', () => queue.add('x', {}, { jobId: id as string }))
-    await rejects('ERR_JOB_ID', () => queue.getJob(id as string))
+    await rejects('ERR_JOB_ID', () => fx.queue.add('x', {}, { jobId: id as string }))
+    await rejects('ERR_JOB_ID', () => fx.queue.getJob(id as string))
   })
 
   it('an integer is refused as a custom jobId (EchoMQ gives those) and read by getJob', async () => {
-    await rejects('ERR_JOB_ID', () => queue.add('x', {}, { jobId: '42' }))
-    expect(await queue.getJob('42')).toBeUndefined()
+    await rejects('ERR_JOB_ID', () => fx.queue.add('x', {}, { jobId: '42' }))
+    expect(await fx.queue.getJob('42')).toBeUndefined()
   })
 
   it('adding an existing jobId returns the stored job and changes nothing', async () => {
     const before = await snapshot(redis.client)
-    const again = await queue.add('other-name', { different: 1 }, { jobId: 'seed', attempts: 9 })
+    const again = await fx.queue.add('other-name', { different: 1 }, { jobId: 'seed', attempts: 9 })
     expect(again).toMatchObject({ id: 'seed', name: 'seed', data: { existing: true }, attempts: 1, state: 'wait' })
     expect(await snapshot(redis.client)).toEqual(before)
   })
@@ -99,18 +102,18 @@ describe('job data and names', () => {
     ['an invalid Date', { d: new Date(Number.NaN) }],
     ['data over maxDataBytes', { text: 'x'.repeat(2000) }],
   ])('rejects %s', async (_label, data) => {
-    const err = await rejects('ERR_JOB_DATA', () => queue.add('x', data))
+    const err = await rejects('ERR_JOB_DATA', () => fx.queue.add('x', data))
     expect(err.message).toMatch(/JSON|maxDataBytes/)
   })
 
   it('keeps what JSON keeps as is: undefined properties are left out, a Date becomes its ISO text', async () => {
     const on = new Date('2026-12-01T00:00:00.000Z')
-    const job = await queue.add('x', { gone: undefined, on, n: null })
-    expect((await queue.getJob(job.id))?.data).toEqual({ on: '2026-12-01T00:00:00.000Z', n: null })
+    const job = await fx.queue.add('x', { gone: undefined, on, n: null })
+    expect((await fx.queue.getJob(job.id))?.data).toEqual({ on: '2026-12-01T00:00:00.000Z', n: null })
   })
 
   it('the default limit is 1 MiB', async () => {
-    const q = new Queue('big', { connection: redis.client })
+    const q = open('big')
     await rejects('ERR_JOB_DATA', () => q.add('x', 'x'.repeat(1024 * 1024)))
     await expect(q.add('x', 'x'.repeat(1024 * 1024 - 2))).resolves.toMatchObject({ state: 'wait' })
   })
@@ -118,14 +121,14 @@ describe('job data and names', () => {
   it.each([[''], ['x'.repeat(257)], [5], ['bad \ud800 half'], ['\udc00 alone'], ['end \ud83d']])(
     'rejects the job name %j',
     async (name) => {
-      await rejects('ERR_JOB_NAME', () => queue.add(name as string, {}))
+      await rejects('ERR_JOB_NAME', () => fx.queue.add(name as string, {}))
     },
   )
 
   it('accepts well-formed names with any characters, and stores them as given', async () => {
     for (const name of ['send \u{1F4E7} mail', 'día', '\u4e2d\u6587']) {
-      const job = await queue.add(name, {})
-      expect((await queue.getJob(job.id))?.name).toBe(name)
+      const job = await fx.queue.add(name, {})
+      expect((await fx.queue.getJob(job.id))?.name).toBe(name)
     }
   })
 })
@@ -152,11 +155,13 @@ describe('options', () => {
     [{ connection: 'http://example' }, /redis:\/\//],
   ])('Worker rejects %j', async (options, message) => {
     const o = options as Record<string, unknown>
+    // direct: the constructor’s option validation is under test
     const err = await rejects('ERR_OPTIONS', () => new Worker('q', proc, { connection: redis.client, ...o }))
     expect(err.message).toMatch(message)
   })
 
   it('Worker rejects a processor that is not a function', async () => {
+    // direct: the constructor’s option validation is under test
     await rejects('ERR_OPTIONS', () => new Worker('q', 'nope' as never, { connection: redis.client }))
   })
 
@@ -165,7 +170,7 @@ describe('options', () => {
     [{ attempts: 1.5 }, /attempts/],
     [{ attempt: 3 }, /did you mean "attempts"/],
   ])('add rejects %j', async (options, message) => {
-    const err = await rejects('ERR_OPTIONS', () => queue.add('x', {}, options as never))
+    const err = await rejects('ERR_OPTIONS', () => fx.queue.add('x', {}, options as never))
     expect(err.message).toMatch(message)
   })
 
@@ -180,6 +185,7 @@ describe('options', () => {
   })
 
   it.each([[{ maxDataBytes: 0 }], [{ prefix: '' }], [{ conection: 'redis://x' }]])('Queue rejects %j', async (options) => {
+    // direct: the constructor’s option validation is under test
     await rejects('ERR_OPTIONS', () => new Queue('q', options as never))
   })
 

@@ -7,9 +7,10 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { Queue, Worker } from '../../lib/index.js'
+import { Worker } from '../../lib/index.js'
 import { METRIC_NAMES } from '../../lib/reaper/metrics.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from '../helpers/cloudwatch-endpoint.js'
+import { useQueues } from '../helpers/fixture.js'
 import { stubLocalAws } from '../helpers/local-aws.js'
 import { type CapturedLogs, captureLogs, type LogLine } from '../helpers/log-lines.js'
 import { crashedJobs, stalledBefore } from '../helpers/queue-state.js'
@@ -17,6 +18,7 @@ import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 let endpoint: CloudWatchEndpoint
 let lines: LogLine[]
 let captured: CapturedLogs
@@ -116,7 +118,7 @@ describe('nothing swept, and why', () => {
 
 describe('a backlog with no worker left', () => {
   it("nothing stalls or fails, and only OldestWaitAge says so, past the backlog alarm's default threshold", async () => {
-    const queue = new Queue('emails', { connection: redis.client })
+    const queue = open('emails')
     const worker = new Worker('emails', async () => 'sent', { connection: redis.url })
     await queue.add('first', {})
     await waitFor(async () => (await queue.counts()).completed === 1, { what: 'the first job done' })
@@ -143,7 +145,7 @@ describe('a backlog with no worker left', () => {
 
 describe('failed jobs', () => {
   it('jobs a worker fails on their last attempt count in JobsFailed once: 3, then 0 on the next invocation', async () => {
-    const queue = new Queue('emails', { connection: redis.client })
+    const queue = open('emails')
     for (let i = 0; i < 3; i++) await queue.add('job', { i }, { attempts: 1 })
     const worker = new Worker(
       'emails',
@@ -171,7 +173,7 @@ describe('failed jobs', () => {
   })
 
   it('a stall on the last attempt and a worker error, with an overlapping invocation: each job moved once, each failure published once', async () => {
-    const queue = new Queue('emails', { connection: redis.client })
+    const queue = open('emails')
     await queue.add('job', {}, { jobId: 'err', attempts: 1 })
     const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url })
     try {

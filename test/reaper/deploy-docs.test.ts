@@ -10,9 +10,10 @@ import path from 'node:path'
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import policyJson from '../../docs/deployer-policy.json' with { type: 'json' }
 import { createHandler } from '../../functions/sweep.js'
-import { Queue, Worker } from '../../lib/index.js'
+import { Worker } from '../../lib/index.js'
 import { ACCOUNT, REGION, templateCalls } from '../helpers/cfn-actions.js'
 import { evaluate, RULES } from '../helpers/checkov-rules.js'
+import { useQueues } from '../helpers/fixture.js'
 import { allows, OSLS_CALL_GRANTS, oslsCalls, type Policy, type Target } from '../helpers/iam-policy.js'
 import { type CapturedLogs, captureLogs, type LogLine } from '../helpers/log-lines.js'
 import { logsInsights, metricFilterMatches } from '../helpers/logs-insights.js'
@@ -209,6 +210,7 @@ describe('the runbook, docs/runbook.md', () => {
 
 describe("the runbook's queries and the timeout filter, on the reaper's own lines and Lambda's", () => {
   const redis = useRedis()
+  const open = useQueues(redis)
   let logs: CapturedLogs
   beforeEach(() => {
     logs = captureLogs()
@@ -240,7 +242,7 @@ describe("the runbook's queries and the timeout filter, on the reaper's own line
   it('find the failed invocation, the timeouts, the failed jobs and the backlog', async () => {
     // EMF: the reaper claims and publishes the failed job (with metrics off it leaves the count for one that publishes).
     const env = { REDIS_URL: redis.url, METRICS_MODE: 'emf', SWEEP_GRACE_MS: '0', IS_LOCAL: 'true' }
-    const queue = new Queue('emails', { connection: redis.client })
+    const queue = open('emails')
     await queue.add('bad', {}, { attempts: 1 })
     const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url })
     await waitFor(async () => (await queue.counts()).failed === 1, { what: 'the failed job' })

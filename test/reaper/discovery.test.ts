@@ -6,15 +6,17 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { Queue, Worker } from '../../lib/index.js'
+import { Worker } from '../../lib/index.js'
 import { Discovery } from '../../lib/reaper/discovery.js'
 import { registryKey, sweptKeyPattern } from '../../lib/redis/keys.js'
+import { useQueues } from '../helpers/fixture.js'
 import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 let logs: CapturedLogs
 beforeEach(() => {
   logs = captureLogs()
@@ -29,7 +31,7 @@ const loseRegistry = () => redis.client.del(registryKey('emq'))
 
 describe('discovery after the registry is lost', () => {
   it('a queue whose only producer is a job scheduler keeps producing, swept by the reaper alone', async () => {
-    const queue = new Queue('ticks', { connection: redis.client })
+    const queue = open('ticks')
     await queue.upsertJobScheduler('every-50ms', { every: 50 }, { name: 'tick' })
     await queue.close()
     await loseRegistry()
@@ -52,7 +54,7 @@ describe('discovery after the registry is lost', () => {
 
   it('finds delayed-only, waiting-only and prioritized-only queues too; a queue of finished jobs only needs no sweep', async () => {
     const make = async (name: string, opts: object) => {
-      const q = new Queue(name, { connection: redis.client })
+      const q = open(name)
       await q.add('j', {}, opts)
       await q.close()
     }
@@ -60,7 +62,7 @@ describe('discovery after the registry is lost', () => {
     await make('backlog', {})
     await make('urgent', { priority: 1 })
     await crashedJobs(redis.client, 'inflight', 1)
-    const done = new Queue('done', { connection: redis.client })
+    const done = open('done')
     await done.add('j', {})
     const worker = new Worker('done', async () => 'ok', { connection: redis.client })
     await waitFor(async () => (await done.counts()).completed === 1, { what: 'the job completed' })
@@ -76,7 +78,7 @@ describe('discovery after the registry is lost', () => {
   })
 
   it('costs one SCAN pass whose pattern leaves out the keys of jobs with numeric ids', async () => {
-    const q = new Queue('bulk', { connection: redis.client })
+    const q = open('bulk')
     await q.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'j', data: { i } })))
     await q.close()
     const [, keys] = await redis.client.scan('0', 'MATCH', sweptKeyPattern('emq'), 'COUNT', 10_000)

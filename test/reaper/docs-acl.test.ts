@@ -75,7 +75,9 @@ describe('the users of docs/connections.md', () => {
       await redis.client.call('ACL', 'LOG', 'RESET')
       const url = (user: string) => `redis://${user}:${PASSWORD}@127.0.0.1:${redis.port}`
 
+      // direct: the producer connects as the documented ACL user app
       const queue = new Queue('emails', { connection: url('app') })
+      // direct: the worker connects as the documented ACL user app
       const worker = new Worker('emails', async () => 'sent', { connection: url('app') })
       const completed = new Promise((resolve) => worker.on('completed', resolve))
       await queue.add('welcome', {}, { jobId: 'w1' })

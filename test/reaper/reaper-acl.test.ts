@@ -52,11 +52,13 @@ afterEach(() => vi.restoreAllMocks())
 
 /** Producer, workers, the reaper and the CLI, as the two users, on `url(user)`. */
 async function endToEnd(admin: Redis | Cluster, nodes: Redis[], url: (user: string) => string, env: Record<string, string> = {}) {
+  // direct: the producer connects as the ACL user app, which the test is about
   const queue = new Queue('emails', { connection: url('app') })
   // Producers and workers: add, then fail two jobs (one attempt) and complete one.
   await queue.add('bad', {}, { jobId: 'f1', attempts: 1 })
   await queue.add('bad', {}, { jobId: 'f2', attempts: 1 })
   await queue.add('good', {}, { jobId: 'ok' })
+  // direct: the worker connects as the ACL user app, which the test is about
   const worker = new Worker('emails', async (job) => (job.name === 'good' ? 'done' : Promise.reject(new Error('boom'))), {
     connection: url('app'),
   })

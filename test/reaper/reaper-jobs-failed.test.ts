@@ -12,16 +12,18 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { Queue, sweep, Worker } from '../../lib/index.js'
+import { sweep, Worker } from '../../lib/index.js'
 import { METRIC_NAMES } from '../../lib/reaper/metrics.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from '../helpers/cloudwatch-endpoint.js'
 import { failedCount } from '../helpers/failed-count.js'
+import { useQueues } from '../helpers/fixture.js'
 import { listenLocally, stubLocalAws } from '../helpers/local-aws.js'
 import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 let endpoint: CloudWatchEndpoint
 let logs: CapturedLogs
 const context = { getRemainingTimeInMillis: () => 50_000 }
@@ -58,7 +60,7 @@ const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
 
 /** `n` jobs a worker fails on their only attempt. */
 async function failJobs(queue: string, n: number) {
-  const q = new Queue(queue, { connection: redis.client })
+  const q = open(queue)
   const before = (await q.counts()).failed
   for (let i = 0; i < n; i++) await q.add('job', { i }, { attempts: 1 })
   const worker = new Worker(queue, () => Promise.reject(new Error('boom')), { connection: redis.url })
@@ -86,7 +88,7 @@ describe('overlapping invocations', () => {
   })
 
   it('jobs failing while three containers invoke back to back: every failure published exactly once', async () => {
-    const queue = new Queue('emails', { connection: redis.client })
+    const queue = open('emails')
     const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url, concurrency: 2 })
     const ROUNDS = 6
     const CONTAINERS = 3

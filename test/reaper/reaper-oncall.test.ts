@@ -9,10 +9,11 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { Queue, Worker } from '../../lib/index.js'
+import { Worker } from '../../lib/index.js'
 import { METRIC_NAMES } from '../../lib/reaper/metrics.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from '../helpers/cloudwatch-endpoint.js'
+import { useQueues } from '../helpers/fixture.js'
 import { stubLocalAws } from '../helpers/local-aws.js'
 import { type CapturedLogs, captureLogs, type LogLine } from '../helpers/log-lines.js'
 import { logsInsights, metricFilterMatches } from '../helpers/logs-insights.js'
@@ -21,6 +22,7 @@ import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 let endpoint: CloudWatchEndpoint
 let logs: CapturedLogs
 const context = { getRemainingTimeInMillis: () => 50_000, awsRequestId: 'req-1', functionName: 'echomq-reaper-test-sweep' }
@@ -55,7 +57,7 @@ const failedNewInRedis = async (queue: string) => Number((await redis.client.hge
 
 /** `n` jobs a worker fails on their only attempt. */
 async function failJobs(queue: string, n: number) {
-  const q = new Queue(queue, { connection: redis.client })
+  const q = open(queue)
   for (let i = 0; i < n; i++) await q.add('job', { i }, { attempts: 1 })
   const worker = new Worker(queue, () => Promise.reject(new Error('boom')), { connection: redis.url })
   try {
@@ -163,7 +165,7 @@ describe('log lines as Powertools writes them (finding 7)', () => {
   it("docs/reaper.md's Logs Insights queries and the metric filter, run on the lines themselves", async () => {
     await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     await crashedJobs(redis.client, 'sms', 1)
-    new Queue('broken', { connection: redis.client })
+    open('broken')
     await redis.client.set(queueKeys('emq', 'broken').active, 'not a sorted set')
     endpoint.failWith({ status: 400, type: 'Throttling', message: 'Rate exceeded' })
     await invoke({ SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10' })

@@ -2,24 +2,24 @@
  * The reaper starts worker functions (WORKER_FUNCTIONS, lib/reaper/scaling.ts) through the AWS SDK's real Lambda
  * client against a local endpoint (AWS_ENDPOINT_URL_LAMBDA) that counts its Invoke calls: none for an empty
  * or paused queue, one per jobsPerInvocation jobs ready up to maxConcurrency, none with the maximum already
- * alive (invocations tracked in Redis with a lease), and the whole path: invoked functions drain the queue.
+ * alive (invocations tracked in Redis with a lease), and the whole path: invoked functions drain the fx.queue.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { Queue } from '../../lib/index.js'
 import { createWorkerHandler } from '../../lib/lambda/index.js'
 import { reaperConfig } from '../../lib/reaper/config.js'
 import { createReaper, type Reaper } from '../../lib/reaper/reaper.js'
 import { parseWorkerFunctions } from '../../lib/reaper/worker-functions.js'
 import { invocation } from '../../lib/redis/commands.js'
 import { queueKeys } from '../../lib/redis/keys.js'
+import { useQueue } from '../helpers/fixture.js'
 import { type LambdaEndpoint, startLambdaEndpoint } from '../helpers/lambda-endpoint.js'
 import { stubLocalAws } from '../helpers/local-aws.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const fx = useQueue(redis, { name: 'emails' })
 let endpoint: LambdaEndpoint
-let queue: Queue
 let reaper: Reaper | undefined
 
 const workers = (entry: object) => JSON.stringify({ emails: { function: 'email-worker', ...entry } })
@@ -33,18 +33,17 @@ function startReaper(entry: object): Reaper {
 beforeEach(async () => {
   endpoint = await startLambdaEndpoint()
   stubLocalAws({ AWS_ENDPOINT_URL_LAMBDA: endpoint.url })
-  queue = new Queue('emails', { connection: redis.client })
 })
 afterEach(async () => {
   await reaper?.close()
   reaper = undefined
   await endpoint.settled()
   await endpoint.close()
-  await queue.close()
+  await fx.queue.close()
   vi.unstubAllEnvs()
 })
 
-const addJobs = (n: number) => queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'send', data: { i } })))
+const addJobs = (n: number) => fx.queue.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'send', data: { i } })))
 
 it('an empty queue costs no invocation', async () => {
   const summary = await startReaper({ maxConcurrency: 3, jobsPerInvocation: 10 }).run()
@@ -54,7 +53,7 @@ it('an empty queue costs no invocation', async () => {
 
 it('a backlog starts one invocation per jobsPerInvocation jobs ready, asynchronously, up to maxConcurrency', async () => {
   await addJobs(25)
-  await queue.add('later', {}, { delay: 60_000 }) // not due: not ready
+  await fx.queue.add('later', {}, { delay: 60_000 }) // not due: not ready
   const summary = await startReaper({ maxConcurrency: 5, jobsPerInvocation: 10 }).run()
   expect(endpoint.calls).toHaveLength(3)
   for (const call of endpoint.calls) {
@@ -89,7 +88,7 @@ it('a large backlog starts no more than maxConcurrency; with the maximum alive, 
 
 it('a paused queue starts nothing', async () => {
   await addJobs(5)
-  await queue.pause()
+  await fx.queue.pause()
   await startReaper({ maxConcurrency: 2, jobsPerInvocation: 10 }).run()
   expect(endpoint.calls).toEqual([])
 })
@@ -105,7 +104,9 @@ it('the whole path: the reaper starts worker functions, which drain the queue', 
     await addJobs(30)
     await startReaper({ maxConcurrency: 3, jobsPerInvocation: 10 }).run()
     expect(endpoint.calls).toHaveLength(3)
-    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 30, { what: 'the worker functions to drain the queue' })
+    await waitFor(async () => (await fx.queue.getJobCounts('completed')).completed === 30, {
+      what: 'the worker functions to drain the queue',
+    })
     await endpoint.settled()
     expect(await redis.client.exists(queueKeys('emq', 'emails').invocations)).toBe(0)
   } finally {

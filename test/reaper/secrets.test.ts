@@ -8,11 +8,11 @@ import { SSMClient } from '@aws-sdk/client-ssm'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { EchoMQError } from '../../lib/errors.js'
-import { Queue } from '../../lib/index.js'
 import { boundedClientOptions } from '../../lib/reaper/aws.js'
 import { reaperConfig } from '../../lib/reaper/config.js'
 import { readSecret } from '../../lib/reaper/secrets.js'
 import { startBlackhole } from '../helpers/cloudwatch-endpoint.js'
+import { useQueues } from '../helpers/fixture.js'
 import { stubLocalAws } from '../helpers/local-aws.js'
 import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
 import { crashedJobs } from '../helpers/queue-state.js'
@@ -23,6 +23,7 @@ import { waitFor } from '../helpers/wait.js'
 const PASSWORD = 's3cret-pw'
 const PARAMETER = '/echomq/test/redis-url'
 const redis = useRedis()
+const open = useQueues(redis)
 let ssm: SsmEndpoint
 let logs: string[]
 let captured: CapturedLogs
@@ -116,7 +117,7 @@ describe('the Redis URL from SSM', () => {
     expect(err.code).toBe('ERR_CONFIG')
     expect(err.message).toContain(`SSM parameter ${PARAMETER}: ParameterNotFound (HTTP 400, request id ${SSM_REQUEST_ID})`)
     expect(err.message).toMatch(/aws ssm put-parameter --type SecureString/)
-    expect(await new Queue('emails', { connection: redis.client }).counts()).toMatchObject({ active: 1, stalled: 0 })
+    expect(await open('emails').counts()).toMatchObject({ active: 1, stalled: 0 })
   })
 
   it('access denied says which permission the role lacks', async () => {

@@ -26,6 +26,7 @@ afterAll(async () => {
 
 describe('on a cluster, under the key guard', () => {
   it('deduplicated adds and bulks, the holder read and released; updateData, changePriority, moveToDelayed, extendLock', async () => {
+    // direct: on a Redis Cluster whose slots move, which is under test
     const queue = new Queue('cc', { connection: client })
     const errors: unknown[] = []
     let worker: Worker | undefined
@@ -45,6 +46,7 @@ describe('on a cluster, under the key guard', () => {
       await a.changePriority({ priority: 1 })
 
       let runs = 0
+      // direct: on a Redis Cluster whose slots move, which is under test
       worker = new Worker(
         'cc',
         async (job: Job) => {

@@ -92,6 +92,7 @@ describe('Queue and Worker on a cluster', () => {
     const seen = new Map<string, number>()
     for (const q of queues) {
       track(
+        // direct: on a Redis Cluster (its URL, seeds or client), which is under test
         new Worker(
           q,
           async (job) => {
@@ -103,11 +104,13 @@ describe('Queue and Worker on a cluster', () => {
           { connection: client, prefix, concurrency: 2, lockDuration: 2_000 },
         ),
       )
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const queue = track(new Queue(q, { connection: client, prefix }))
       for (const id of ['a', 'b', 'flaky']) await queue.add('job', { id }, { jobId: id, attempts: 2 })
     }
 
     for (const q of queues) {
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const queue = new Queue(q, { connection: client, prefix })
       await waitFor(async () => (await queue.counts()).completed === 3, { what: `3 completed jobs in ${q}` })
       expect(await queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 3, failed: 0 })
@@ -130,7 +133,9 @@ describe('Queue and Worker on a cluster', () => {
     const [q1, q2, q3] = queues as [string, string, string]
     const results: string[] = []
     for (const q of [q1, q2]) {
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const w = track(new Worker(q, (job) => results.push(`${q}/${job.id}`), { connection: cluster.url, prefix }))
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const queue = track(new Queue(q, { connection: cluster.singleSeedUrl, prefix }))
       await queue.add('job', {}, { jobId: 'u1' })
       await waitFor(async () => (await queue.getJob('u1'))?.state === 'completed', { what: `u1 completed in ${q}` })
@@ -139,8 +144,10 @@ describe('Queue and Worker on a cluster', () => {
     expect(results.sort()).toEqual([`${q1}/u1`, `${q2}/u1`].sort())
 
     // A job still running when close() times out goes back to wait (the finish script's release path).
+    // direct: on a Redis Cluster (its URL, seeds or client), which is under test
     const queue3 = track(new Queue(q3, { connection: cluster.url, prefix }))
     const hung = track(
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       new Worker(q3, (_job, _token, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), {
         connection: cluster.singleSeedUrl,
         prefix,
@@ -174,6 +181,7 @@ describe('crash recovery on a cluster', () => {
       }),
     )
     for (const q of queues) {
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const queue = track(new Queue(q, { connection: client, prefix }))
       for (const id of ['k1', 'k2']) await queue.add('job', {}, { jobId: id })
     }
@@ -201,6 +209,7 @@ describe('crash recovery on a cluster', () => {
       expect(first.marked.sort()).toEqual(['k1', 'k2'])
       expect(first.recovered).toEqual([])
       expect(second).toEqual({ marked: [], recovered: expect.arrayContaining(['k1', 'k2']), failed: [] })
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const queue = new Queue(q, { connection: client, prefix })
       for (const id of ['k1', 'k2'])
         expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1, attemptsStarted: 1 })
@@ -254,6 +263,7 @@ describe('the Lambda handler on a cluster', () => {
         [q3]: { marked: 0, recovered: 0, failed: 3 },
       },
     })
+    // direct: on a Redis Cluster (its URL, seeds or client), which is under test
     expect(await new Queue(q3, { connection: client, prefix }).counts()).toEqual({
       wait: 0,
       prioritized: 0,
@@ -263,6 +273,7 @@ describe('the Lambda handler on a cluster', () => {
       completed: 0,
       failed: 3,
     })
+    // direct: on a Redis Cluster (its URL, seeds or client), which is under test
     expect(await new Queue(q1, { connection: client, prefix }).getJob('h1')).toMatchObject({
       state: 'wait',
       attemptsMade: 0,
@@ -279,8 +290,10 @@ describe('a job\u2019s whole life on the cluster, every script under the key gua
 
   it('delays, backoff retries, retention trims, the sweep (probe, promote, trim), redrive and removal on every master', async () => {
     for (const q of queues) {
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const queue = track(new Queue(q, { connection: client, prefix: 'life', defaultJobOptions: { removeOnComplete: { count: 2 } } }))
       const worker = track(
+        // direct: on a Redis Cluster (its URL, seeds or client), which is under test
         new Worker(
           q,
           (job) => {
@@ -311,11 +324,13 @@ describe('a job\u2019s whole life on the cluster, every script under the key gua
 
   it('events, progress and logs, pause, addBulk, drain, clean and obliterate on every master', async () => {
     for (const q of queues) {
+      // direct: on a Redis Cluster (its URL, seeds or client), which is under test
       const queue = track(new Queue(q, { connection: client, prefix: 'day' }))
       const events = new QueueEvents(q, { connection: cluster.url, prefix: 'day', blockingTimeout: 200 })
       closers.push(() => events.close())
       await events.waitUntilReady()
       const worker = track(
+        // direct: on a Redis Cluster (its URL, seeds or client), which is under test
         new Worker(
           q,
           async (job) => {

@@ -99,9 +99,11 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
   it('Queue, Worker and sweep run on them; a port given as a string (from the environment) is taken', async () => {
     const connection = { host: '127.0.0.1', port: String(redis.port), db: 0, maxRetriesPerRequest: null }
     // A string port is EchoMQ's leniency (the type says number, as ioredis's and BullMQ's).
+    // direct: connection options given as an object (a string port) are under test
     const queue = track(new Queue('q', { connection: connection as never }))
     await queue.add('job', { n: 1 }, { jobId: 'a' })
     const done = new Promise((resolve) =>
+      // direct: connection options given as an object are under test
       track(new Worker('q', async () => 'ok', { connection: connection as never })).on('completed', resolve),
     )
     await done
@@ -111,6 +113,7 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
 
   it('a connection error names where the options point, without the password', async () => {
     await redis.client.call('ACL', 'SETUSER', 'u', 'on', '>right', '~*', '&*', '+@all')
+    // direct: a connection error on options with a wrong password is under test
     const queue = track(new Queue('q', { connection: { host: '127.0.0.1', port: redis.port, username: 'u', password: 'wrong-pw' } }))
     const err = (await queue.add('job', {}).catch((e: unknown) => e)) as EchoMQError
     expect(err).toMatchObject({ code: 'ERR_CONNECTION', message: expect.stringMatching(/WRONGPASS/) })
@@ -120,7 +123,9 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
 
   it('a client passed in is used as given and not closed with the Queue or Worker', async () => {
     const client = redis.connect()
+    // direct: a client passed in, and not closed by the Queue, is under test
     const queue = new Queue('q', { connection: client })
+    // direct: a client passed in, and not closed by the Worker, is under test
     const worker = new Worker('q', async () => 'ok', { connection: client })
     await queue.add('job', {})
     await Promise.all([queue.close(), worker.close()])
@@ -149,7 +154,9 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
   ])('%s is refused with ERR_OPTIONS saying what is accepted, before anything reaches Redis', async (_, connection, message) => {
     const before = await redis.client.dbsize()
     for (const make of [
+      // direct: bad connection options refused by the constructor are under test
       () => new Queue('q', { connection: connection as never }),
+      // direct: bad connection options refused by the constructor are under test
       () => new Worker('q', async () => 'ok', { connection: connection as never }),
     ]) {
       let caught: unknown
@@ -185,6 +192,7 @@ describe('a filtered port (a security group that does not let the client in)', (
   })
 
   it('a Queue call fails saying so, and so does echomq stats', async () => {
+    // direct: a queue on a filtered port (not the test Redis) whose call must fail
     const queue = new Queue('q', { connection: filtered.url })
     const err = (await queue.add('job', {}).catch((e: unknown) => e)) as EchoMQError
     await queue.close()

@@ -9,14 +9,15 @@ import { EchoMQError, Queue, sweep, Worker } from '../../lib/index.js'
 import { addSettings, JOB_DEFAULTS } from '../../lib/job-options.js'
 import { sweepSettings, workerSettings } from '../../lib/options.js'
 import { reaperConfig } from '../../lib/reaper/config.js'
+import { useQueue, useQueues } from '../helpers/fixture.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { snapshot } from '../helpers/snapshot.js'
 
 const redis = useRedis()
-let queue: Queue
+const fx = useQueue(redis, { queue: { maxDataBytes: 4096 } })
+const open = useQueues(redis)
 beforeEach(async () => {
-  queue = new Queue('q', { connection: redis.client, maxDataBytes: 4096 })
   await crashedJobs(redis.client, 'q', 2)
 })
 
@@ -79,6 +80,7 @@ describe('queue names', () => {
         expect(outcome === 'accepted').toBe(QUEUE_NAME.test(name))
         let constructed = false
         try {
+          // direct: the constructor’s name validation is under test
           new Queue(name, { connection: redis.client })
           constructed = true
         } catch (err) {
@@ -96,9 +98,9 @@ describe('job ids', () => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(nameLike, fc.integer().map(String)), async (id) => {
         const valid = validJobId(id)
-        const outcome = await acceptedOrRejected(() => queue.add('x', { id }, { jobId: id }), ['ERR_JOB_ID'])
+        const outcome = await acceptedOrRejected(() => fx.queue.add('x', { id }, { jobId: id }), ['ERR_JOB_ID'])
         expect(outcome === 'accepted').toBe(valid)
-        if (valid) expect((await queue.getJob(id))?.id).toBe(id)
+        if (valid) expect((await fx.queue.getJob(id))?.id).toBe(id)
       }),
       runs,
     )
@@ -141,7 +143,7 @@ describe('job data', () => {
           json = undefined
         }
         const fits = json !== undefined && Buffer.byteLength(json) <= 4096 && faithful(JSON.parse(json), data)
-        const outcome = await acceptedOrRejected(() => queue.add('x', data), ['ERR_JOB_DATA'])
+        const outcome = await acceptedOrRejected(() => fx.queue.add('x', data), ['ERR_JOB_DATA'])
         expect(outcome === 'accepted').toBe(fits)
       }),
       runs,
@@ -151,8 +153,8 @@ describe('job data', () => {
   it('stored data equals its JSON round trip', async () => {
     await fc.assert(
       fc.asyncProperty(fc.jsonValue({ maxDepth: 4 }), async (data) => {
-        const job = await queue.add('x', data)
-        expect((await queue.getJob(job.id))?.data).toEqual(JSON.parse(JSON.stringify(data)))
+        const job = await fx.queue.add('x', data)
+        expect((await fx.queue.getJob(job.id))?.data).toEqual(JSON.parse(JSON.stringify(data)))
       }),
       { numRuns: 100 },
     )
@@ -196,6 +198,7 @@ describe('options', () => {
     await fc.assert(
       fc.asyncProperty(options, async (o) => {
         const outcome = await acceptedOrRejected(
+          // direct: the constructor’s option validation is under test
           () => workerSettings(o) && new Worker('q', () => 1, { ...o, connection: redis.client }).close(),
           ['ERR_OPTIONS'],
         )
@@ -266,9 +269,9 @@ describe('Lambda events', () => {
 
 describe('keys of the wrong type', () => {
   it('give a clear error for that queue only', async () => {
-    const other = new Queue('other', { connection: redis.client })
+    const other = open('other')
     await redis.client.set('emq:{bad}:wait', 'not a list')
-    const bad = new Queue('bad', { connection: redis.client })
+    const bad = open('bad')
 
     const err = await bad.add('x', {}).catch((e: unknown) => e)
 
@@ -291,8 +294,9 @@ describe('the options and calls of events, progress, logs, bulk adds and clean-u
   it('keepLogs, streams.events.maxLen and the QueueEvents options: accepted or ERR_OPTIONS, nothing written', async () => {
     await fc.assert(
       fc.asyncProperty(anything, async (value) => {
-        await acceptedOrRejected(() => queue.add('x', {}, { keepLogs: value as never }), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.add('x', {}, { keepLogs: value as never }), ['ERR_OPTIONS'])
         await acceptedOrRejected(
+          // direct: the constructor’s option validation is under test
           () => new Queue('q', { connection: redis.client, streams: { events: { maxLen: value as never } } }),
           ['ERR_OPTIONS'],
         )
@@ -311,13 +315,13 @@ describe('the options and calls of events, progress, logs, bulk adds and clean-u
   it('getJobs, getJobCounts, getJobLogs, clean, drain and obliterate: accepted or ERR_OPTIONS/ERR_JOB_ID, nothing changed', async () => {
     await fc.assert(
       fc.asyncProperty(anything, anything, async (a, b) => {
-        await acceptedOrRejected(() => queue.getJobs(a as never, b as never), ['ERR_OPTIONS'])
-        await acceptedOrRejected(() => queue.getJobCounts(a as never), ['ERR_OPTIONS'])
-        await acceptedOrRejected(() => queue.getJobLogs(a as never, b as never), ['ERR_OPTIONS', 'ERR_JOB_ID'])
-        await acceptedOrRejected(() => queue.clean(a as never, b as never, 'failed'), ['ERR_OPTIONS'])
-        if (typeof a !== 'boolean' && a !== undefined) await acceptedOrRejected(() => queue.drain(a as never), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.getJobs(a as never, b as never), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.getJobCounts(a as never), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.getJobLogs(a as never, b as never), ['ERR_OPTIONS', 'ERR_JOB_ID'])
+        await acceptedOrRejected(() => fx.queue.clean(a as never, b as never, 'failed'), ['ERR_OPTIONS'])
+        if (typeof a !== 'boolean' && a !== undefined) await acceptedOrRejected(() => fx.queue.drain(a as never), ['ERR_OPTIONS'])
         if (a !== undefined && a !== null && typeof a === 'object' && Object.keys(a).length === 0) return
-        await acceptedOrRejected(() => queue.obliterate(a as never), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.obliterate(a as never), ['ERR_OPTIONS'])
       }),
       { numRuns: 60 },
     )
@@ -328,7 +332,7 @@ describe('the options and calls of events, progress, logs, bulk adds and clean-u
       fc.asyncProperty(fc.integer({ min: 0, max: 30 }), anything, async (at, bad) => {
         const jobs: unknown[] = Array.from({ length: 30 }, (_, i) => ({ name: 'x', data: { i } }))
         jobs.splice(at, 0, { name: 'x', data: {}, opts: { attempts: bad } })
-        await acceptedOrRejected(() => queue.addBulk(jobs as never), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.addBulk(jobs as never), ['ERR_OPTIONS'])
       }),
       { numRuns: 40 },
     )
@@ -346,8 +350,8 @@ describe('the options of priorities, limiters and job schedulers', () => {
   it('priority and lifo: accepted or ERR_OPTIONS, nothing written', async () => {
     await fc.assert(
       fc.asyncProperty(anything, async (value) => {
-        await acceptedOrRejected(() => queue.add('x', {}, { priority: value as never }), ['ERR_OPTIONS'])
-        await acceptedOrRejected(() => queue.add('x', {}, { lifo: value as never }), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.add('x', {}, { priority: value as never }), ['ERR_OPTIONS'])
+        await acceptedOrRejected(() => fx.queue.add('x', {}, { lifo: value as never }), ['ERR_OPTIONS'])
       }),
       { numRuns: 80 },
     )
@@ -357,6 +361,7 @@ describe('the options of priorities, limiters and job schedulers', () => {
     fc.assert(
       fc.property(anything, anything, (max, duration) => {
         try {
+          // direct: the constructor’s option validation is under test
           new Worker('q', () => undefined, { connection: redis.url, limiter: { max, duration } as never }).close()
         } catch (err) {
           expect((err as EchoMQError).code).toBe('ERR_OPTIONS')
@@ -374,12 +379,12 @@ describe('the options of priorities, limiters and job schedulers', () => {
         async (key, value) => {
           const repeat = key === 'every' || key === 'pattern' ? { [key]: value } : { every: 60_000, [key]: value }
           const outcome = await acceptedOrRejected(
-            () => queue.upsertJobScheduler('s', repeat as never, { data: {} }),
+            () => fx.queue.upsertJobScheduler('s', repeat as never, { data: {} }),
             ['ERR_OPTIONS', 'ERR_JOB_ID'],
           )
-          if (outcome === 'accepted') await queue.removeJobScheduler('s')
-          await acceptedOrRejected(() => queue.upsertJobScheduler(value as never, { every: 1000 }), ['ERR_OPTIONS', 'ERR_JOB_ID'])
-          await queue.removeJobScheduler('s').catch(() => undefined)
+          if (outcome === 'accepted') await fx.queue.removeJobScheduler('s')
+          await acceptedOrRejected(() => fx.queue.upsertJobScheduler(value as never, { every: 1000 }), ['ERR_OPTIONS', 'ERR_JOB_ID'])
+          await fx.queue.removeJobScheduler('s').catch(() => undefined)
         },
       ),
       { numRuns: 80 },

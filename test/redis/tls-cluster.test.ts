@@ -147,6 +147,7 @@ describe('what a certificate problem says', () => {
       await handler({}, {}).catch((e: unknown) => e),
       await sweep(url, 'tq').catch((e: unknown) => e),
       await (async () => {
+        // direct: a queue on the TLS cluster's URL (not the test Redis), whose add() must name the untrusted CA
         const queue = new Queue('tq', { connection: url })
         try {
           return await queue.add('job', {}).catch((e: unknown) => e)

@@ -129,6 +129,7 @@ describe('rediss:// with an ACL user', () => {
       result: { sweeps: 1, queues: { cq: { marked: 0, recovered: 2, failed: 0 }, tq: { marked: 0, recovered: 0, failed: 0 } } },
     })
     for (const q of Object.values((second.result as { queues: Record<string, object> }).queues)) expect(q).not.toHaveProperty('error')
+    // direct: a queue on the TLS client of this test (emq), not the plain test Redis
     expect(await new Queue('cq', { connection: emq }).counts()).toEqual({
       wait: 2,
       prioritized: 0,
@@ -215,7 +216,9 @@ describe('ioredis options over TLS', () => {
       password: redis.password,
       tls: { ca: readFileSync(redis.certs.ca) },
     }
+    // direct: TLS connection options (ca) are under test
     const queue = new Queue('oq', { connection })
+    // direct: TLS connection options (ca) are under test
     const worker = new Worker('oq', async () => 'ok', { connection })
     try {
       const completed = new Promise((resolve) => worker.on('completed', resolve))
@@ -252,6 +255,7 @@ describe('a URL whose scheme does not match the port', () => {
     expect(performance.now() - started).toBeLessThan(1_000 + DIAGNOSIS_TIMEOUT_MS + 1_000)
     expect(handler).toMatchObject({ code: 'ERR_CONNECTION', hint: expect.stringMatching(/use a redis:\/\/ URL \(no TLS\)/) })
     expect(handler.message).toMatch(new RegExp(`127\\.0\\.0\\.1:${plain.port} speaks plain Redis, not TLS`))
+    // direct: a rediss:// URL on a plain port is under test
     const queue = new Queue('q', { connection: url })
     const added = await queue.add('job', {}).catch((e: unknown) => e)
     await queue.close()
@@ -267,6 +271,7 @@ describe('a URL whose scheme does not match the port', () => {
     const handler = await handlerError(url)
     expect(handler).toMatchObject({ code: 'ERR_CONNECTION', hint: 'use a rediss:// URL (TLS) for this port' })
     expect(handler.message).not.toContain(redis.password)
+    // direct: a redis:// URL on a TLS port is under test
     const queue = new Queue('q', { connection: url })
     const added = await queue.add('job', {}).catch((e: unknown) => e)
     await queue.close()

@@ -1,19 +1,15 @@
 /** Real worker processes killed with SIGKILL and paused with SIGSTOP, swept by the two-phase sweep. */
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { Queue, sweep } from '../../lib/index.js'
-import { queueKeys } from '../../lib/redis/keys.js'
+import { afterEach, expect, it } from 'vitest'
+import { sweep } from '../../lib/index.js'
+import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js'
 
 const redis = useRedis()
-let queue: Queue
+const fx = useQueue(redis)
 const children: WorkerProcess[] = []
-const keys = queueKeys('emq', 'q')
-
-beforeEach(async () => {
-  queue = new Queue('q', { connection: redis.client })
-})
+const { keys } = fx
 afterEach(async () => {
   await Promise.all(children.splice(0).map((c) => c.stop()))
 })
@@ -28,7 +24,7 @@ async function workerHolding(ids: string[], attempts = 3, env: Record<string, st
     ...env,
   })
   children.push(w)
-  for (const id of ids) await queue.add('job', { id }, { jobId: id, attempts })
+  for (const id of ids) await fx.queue.add('job', { id }, { jobId: id, attempts })
   await waitFor(() => ids.every((id) => w.active().includes(id)), { what: `worker to take ${ids.join(',')}` })
   return w
 }
@@ -47,7 +43,7 @@ it('a worker killed with SIGKILL has its jobs marked by the first sweep and reco
   expect(first.recovered).toEqual([])
   expect(second.recovered.sort()).toEqual(['k1', 'k2'])
   for (const id of ['k1', 'k2'])
-    expect(await queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1, attemptsStarted: 1 })
+    expect(await fx.queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1, attemptsStarted: 1 })
   expect((await redis.client.lrange(keys.wait, 0, -1)).sort()).toEqual(['k1', 'k2'])
 })
 
@@ -66,7 +62,7 @@ it('a worker paused with SIGSTOP past its lease and resumed before the second sw
   expect(first.marked).toEqual(['p1'])
   expect(second).toEqual({ marked: [], recovered: [], failed: [] })
   expect(w.messages.some((m) => m.type === 'lockLost')).toBe(false)
-  expect(await queue.getJob('p1')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 1 })
+  expect(await fx.queue.getJob('p1')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 1 })
 })
 
 it("a killed worker's job past its stall allowance (a worker's maxStalledCount 0) lands in failed", async () => {
@@ -79,10 +75,10 @@ it("a killed worker's job past its stall allowance (a worker's maxStalledCount 0
   const second = await sweep(redis.url, 'q', { graceMs: 0 })
 
   expect(second.failed).toEqual(['last'])
-  const job = await queue.getJob('last')
+  const job = await fx.queue.getJob('last')
   expect(job).toMatchObject({ state: 'failed', attemptsMade: 0, stalledCounter: 1 })
   expect(job?.failedReason).toBe('job stalled more than allowable limit')
-  expect(await queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
+  expect(await fx.queue.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 1 })
 })
 
 it('a recovered job is taken again by a healthy worker and completed', async () => {
@@ -98,5 +94,5 @@ it('a recovered job is taken again by a healthy worker and completed', async () 
   healthy.finish('again')
   await healthy.waitForMessage('completed', 'again')
 
-  expect(await queue.getJob('again')).toMatchObject({ state: 'completed', attemptsMade: 1, stalledCounter: 1, attemptsStarted: 2 })
+  expect(await fx.queue.getJob('again')).toMatchObject({ state: 'completed', attemptsMade: 1, stalledCounter: 1, attemptsStarted: 2 })
 })

@@ -7,14 +7,16 @@
  * back with none used). No sweep runs while the workers take: only adds and sweeps re-arm the marker.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
+import { type Job, sweep, Worker } from '../../lib/index.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { AHEAD_ROOM } from '../../lib/worker/take-ahead.js'
 import { type ChaosWorker, spawnChaosWorker } from '../chaos/workers.js'
+import { useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 const keys = queueKeys('emq', 'q')
 const spawned: ChaosWorker[] = []
 const closing: Worker[] = []
@@ -36,7 +38,7 @@ async function spawn(env: Record<string, string>): Promise<ChaosWorker> {
 const starts = (w: ChaosWorker) => w.messages.filter((m) => m.t === 's').length
 
 async function addBacklog(n: number, opts: { priority?: number; removeOnComplete?: boolean } = {}): Promise<void> {
-  const queue = new Queue('q', { connection: redis.client })
+  const queue = open('q')
   for (let i = 0; i < n; i += 1_000)
     await queue.addBulk(Array.from({ length: Math.min(1_000, n - i) }, (_, k) => ({ name: 'j', data: { k: i + k }, opts })))
   await queue.close()
@@ -110,7 +112,7 @@ describe("a busy worker's hand", () => {
     expect(mostLeased).toBeLessThanOrEqual(concurrency)
 
     // Behind a job added with a higher priority: only what the worker had set aside or was taking.
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = open('q')
     const addedAfter = performance.timeOrigin + performance.now()
     const urgent = await queue.add('urgent', {}, { priority: 1, removeOnComplete: false })
     const urgentStart = await waitFor(() => w.messages.find((m) => m.t === 's' && m.id === urgent.id), { what: 'the urgent job to start' })

@@ -3,22 +3,20 @@
  * one worker of the queue per interval (the `stalled-check` key, set with PX). A crashed worker's job is
  * recovered with no reaper and no sweep() call. skipStalledCheck leaves the sweeping to the reaper.
  */
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { Queue, Worker } from '../../lib/index.js'
+import { afterEach, expect, it } from 'vitest'
+import { Worker } from '../../lib/index.js'
 import { queueKeys } from '../../lib/redis/keys.js'
+import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js'
 
 const redis = useRedis()
-let queue: Queue
+const fx = useQueue(redis, { close: (w) => w.close(true) })
 const workers: Worker[] = []
 const children: WorkerProcess[] = []
-const keys = queueKeys('emq', 'q')
+const { keys } = fx
 
-beforeEach(() => {
-  queue = new Queue('q', { connection: redis.client })
-})
 afterEach(async () => {
   await Promise.all([...children.splice(0).map((c) => c.stop()), ...workers.splice(0).map((w) => w.close(true))])
 })
@@ -26,7 +24,7 @@ afterEach(async () => {
 async function crashed(id: string): Promise<void> {
   const w = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '300', HEARTBEAT_MS: '100', SKIP_STALLED_CHECK: '1' })
   children.push(w)
-  await queue.add('job', {}, { jobId: id })
+  await fx.queue.add('job', {}, { jobId: id })
   await waitFor(() => w.active().includes(id), { what: `the process to take ${id}` })
   await w.stop()
 }
@@ -38,21 +36,19 @@ const commandCalls = async (name: string): Promise<number> => {
 
 it('a live worker recovers a crashed worker\u2019s job by itself, every stalledInterval, and runs it', async () => {
   await crashed('c1')
-  const w = new Worker('q', () => 'recovered', { connection: redis.url, stalledInterval: 150, lockDuration: 1_000 })
-  workers.push(w)
+  const w = fx.worker(() => 'recovered', { stalledInterval: 150, lockDuration: 1_000 })
 
   const [stalledId] = await nextEvent<[string]>(w, 'stalled')
-  await waitFor(async () => (await queue.getJob('c1'))?.state === 'completed', { what: 'c1 run by the live worker' })
+  await waitFor(async () => (await fx.queue.getJob('c1'))?.state === 'completed', { what: 'c1 run by the live worker' })
 
   expect(stalledId).toBe('c1')
-  expect(await queue.getJob('c1')).toMatchObject({ attemptsMade: 1, stalledCounter: 1, returnValue: 'recovered' })
+  expect(await fx.queue.getJob('c1')).toMatchObject({ attemptsMade: 1, stalledCounter: 1, returnValue: 'recovered' })
 })
 
 it('one worker of the queue sweeps per interval: the stalled-check key is set with PX stalledInterval', async () => {
   const intervalMs = 200
   for (let i = 0; i < 2; i++) {
-    const w = new Worker('q', () => 'ok', { connection: redis.url, stalledInterval: intervalMs })
-    workers.push(w)
+    const w = fx.worker(() => 'ok', { stalledInterval: intervalMs })
     await w.waitUntilReady()
   }
   await waitFor(async () => (await redis.client.exists(keys.stalledCheck)) === 1, { what: 'the stalled-check key' })
@@ -73,8 +69,8 @@ it('one worker of the queue sweeps per interval: the stalled-check key is set wi
 
 it('skipStalledCheck: the worker never sweeps (the reaper does); close() leaves no sweep timer behind', async () => {
   await crashed('k1')
-  const skipping = new Worker('q', () => 'ok', { connection: redis.url, skipStalledCheck: true })
-  workers.push(skipping)
+  fx.worker(() => 'ok', { skipStalledCheck: true })
+  // direct: a worker of a second queue, which the fixture does not make
   const sweeping = new Worker('other', () => 'ok', { connection: redis.url, stalledInterval: 100 })
   workers.push(sweeping)
   const otherCheck = queueKeys('emq', 'other').stalledCheck
@@ -86,5 +82,5 @@ it('skipStalledCheck: the worker never sweeps (the reaper does); close() leaves 
   await waitFor(() => performance.now() - t0 > 1_000, { intervalMs: 50, what: 'past the lease and several intervals' })
   expect(await redis.client.exists(keys.stalledCheck)).toBe(0)
   expect(await redis.client.exists(otherCheck)).toBe(0) // no timer left by close()
-  expect(await queue.getJob('k1')).toMatchObject({ state: 'active' })
+  expect(await fx.queue.getJob('k1')).toMatchObject({ state: 'active' })
 })

@@ -3,24 +3,20 @@
  * failure (BullMQ's default 1), yet a crashed worker's job is recovered (maxStalledCount, default 1), and
  * the next stall fails it with BullMQ's reason. Real worker processes killed with SIGKILL.
  */
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { Queue, sweep, Worker } from '../../lib/index.js'
-import { queueKeys } from '../../lib/redis/keys.js'
+import { afterEach, expect, it } from 'vitest'
+import { sweep, Worker } from '../../lib/index.js'
+import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js'
 
 const redis = useRedis()
-let queue: Queue
+const fx = useQueue(redis, { close: (w) => w.close(true) })
 const children: WorkerProcess[] = []
-const workers: Pick<Worker, 'close'>[] = []
-const keys = queueKeys('emq', 'q')
+const { keys } = fx
 
-beforeEach(() => {
-  queue = new Queue('q', { connection: redis.client })
-})
 afterEach(async () => {
-  await Promise.all([...children.splice(0).map((c) => c.stop()), ...workers.splice(0).map((w) => w.close(true))])
+  await Promise.all(children.splice(0).map((c) => c.stop()))
 })
 
 /** A worker process that takes `id` (added once) and is then killed; resolves once its lease has lapsed. */
@@ -39,37 +35,35 @@ async function sweepTwice() {
 }
 
 it('a job added without attempts is not retried after a failure (BullMQ: attempts 1)', async () => {
-  const w = new Worker(
-    'q',
+  const w = fx.worker(
     () => {
       throw new Error('card declined')
     },
-    { connection: redis.url, skipStalledCheck: true },
+    { skipStalledCheck: true },
   )
-  workers.push(w)
   const runs: number[] = []
   w.on('active', (job) => runs.push(job.attemptsStarted))
-  const [job] = await Promise.all([nextEvent(w, 'failed'), queue.add('charge', {}, { jobId: 'c1' })])
+  const [job] = await Promise.all([nextEvent(w, 'failed'), fx.queue.add('charge', {}, { jobId: 'c1' })])
 
   expect((job[0] as { state: string }).state).toBe('failed')
-  expect(await queue.getJob('c1')).toMatchObject({ state: 'failed', attemptsMade: 1, failedReason: 'card declined' })
+  expect(await fx.queue.getJob('c1')).toMatchObject({ state: 'failed', attemptsMade: 1, failedReason: 'card declined' })
   expect(runs).toHaveLength(1)
   expect(await redis.client.hexists(keys.job('c1'), 'attempts')).toBe(0) // the default costs no byte
 })
 
 it('a crashed worker\u2019s job is recovered once without using an attempt; the next stall fails it (maxStalledCount 1)', async () => {
-  await queue.add('mail', {}, { jobId: 's1' })
+  await fx.queue.add('mail', {}, { jobId: 's1' })
   expect(await redis.client.hexists(keys.job('s1'), 'stalledCounter')).toBe(0) // no byte until a stall
 
   await crashWhileHolding('s1')
   const first = await sweepTwice()
   expect(first.recovered).toEqual(['s1'])
-  expect(await queue.getJob('s1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1, attemptsStarted: 1 })
+  expect(await fx.queue.getJob('s1')).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1, attemptsStarted: 1 })
 
   await crashWhileHolding('s1')
   const second = await sweepTwice()
   expect(second.failed).toEqual(['s1'])
-  expect(await queue.getJob('s1')).toMatchObject({
+  expect(await fx.queue.getJob('s1')).toMatchObject({
     state: 'failed',
     stalledCounter: 2,
     failedReason: 'job stalled more than allowable limit',
@@ -77,42 +71,42 @@ it('a crashed worker\u2019s job is recovered once without using an attempt; the 
 })
 
 it('a worker\u2019s maxStalledCount reaches every sweep through the queue\u2019s meta, written only when not the default', async () => {
-  const plain = new Worker('q', () => 'ok', { connection: redis.url, skipStalledCheck: true })
-  workers.push(plain)
+  const plain = fx.worker(() => 'ok', { skipStalledCheck: true })
   await plain.waitUntilReady()
   expect(await redis.client.hexists(keys.meta, 'maxStalledCount')).toBe(0)
 
-  const allowing = new Worker('q', () => 'ok', { connection: redis.url, maxStalledCount: 2, skipStalledCheck: true })
-  workers.push(allowing)
+  const allowing = fx.worker(() => 'ok', { maxStalledCount: 2, skipStalledCheck: true })
   await waitFor(async () => (await redis.client.hget(keys.meta, 'maxStalledCount')) === '2', { what: 'maxStalledCount in meta' })
-  await Promise.all(workers.splice(0).map((w) => w.close()))
+  await Promise.all([plain.close(), allowing.close()])
 
-  await queue.add('mail', {}, { jobId: 'm2' })
+  await fx.queue.add('mail', {}, { jobId: 'm2' })
   for (let stall = 1; stall <= 2; stall++) {
     await crashWhileHolding('m2')
     expect((await sweepTwice()).recovered).toEqual(['m2'])
   }
   await crashWhileHolding('m2')
   expect((await sweepTwice()).failed).toEqual(['m2'])
-  expect(await queue.getJob('m2')).toMatchObject({ state: 'failed', stalledCounter: 3, attemptsMade: 0 })
+  expect(await fx.queue.getJob('m2')).toMatchObject({ state: 'failed', stalledCounter: 3, attemptsMade: 0 })
 })
 
 it('maxStalledCount 0 fails a stalled job at its first stall; a bad value is refused before any Redis call', async () => {
+  // direct: the constructor's own validation is under test
   expect(() => new Worker('q', () => 'ok', { connection: redis.url, maxStalledCount: -1 })).toThrow(
     expect.objectContaining({ code: 'ERR_OPTIONS' }),
   )
+  // direct: the constructor's own validation is under test
   expect(() => new Worker('q', () => 'ok', { connection: redis.url, stalledInterval: 0 })).toThrow(
     expect.objectContaining({ code: 'ERR_OPTIONS' }),
   )
-  const zero = new Worker('q', () => 'ok', { connection: redis.url, maxStalledCount: 0, skipStalledCheck: true })
+  const zero = fx.worker(() => 'ok', { maxStalledCount: 0, skipStalledCheck: true })
   await waitFor(async () => (await redis.client.hget(keys.meta, 'maxStalledCount')) === '0', { what: 'maxStalledCount 0 in meta' })
   await zero.close()
 
-  await queue.add('mail', {}, { jobId: 'z0', deduplication: { id: 'mail-z0' } })
+  await fx.queue.add('mail', {}, { jobId: 'z0', deduplication: { id: 'mail-z0' } })
   await crashWhileHolding('z0')
-  expect(await queue.getDeduplicationJobId('mail-z0')).toBe('z0')
+  expect(await fx.queue.getDeduplicationJobId('mail-z0')).toBe('z0')
   expect((await sweepTwice()).failed).toEqual(['z0'])
   // Failed for good by the sweep, as by a final error: its deduplication id (no ttl) is released, its hold gone.
-  expect(await queue.getDeduplicationJobId('mail-z0')).toBeNull()
+  expect(await fx.queue.getDeduplicationJobId('mail-z0')).toBeNull()
   expect(await redis.client.hget(keys.meta, 'de:mail-z0')).toBeNull()
 })

@@ -1,17 +1,18 @@
 import { describe, expect, it } from 'vitest'
-import { Queue, sweep } from '../../lib/index.js'
+import { sweep } from '../../lib/index.js'
 import { extend } from '../../lib/redis/commands.js'
-import { queueKeys } from '../../lib/redis/keys.js'
+import { useQueue } from '../helpers/fixture.js'
 import { addJobs, crashedJobs, holdJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 
 const redis = useRedis()
+const fx = useQueue(redis)
 
-const keys = queueKeys('emq', 'q')
+const { keys } = fx
 
 describe('sweep: the two-phase decision, one case per branch', () => {
   it('leaves a job with a live lease alone', async () => {
-    const q = new Queue('q', { connection: redis.client })
+    const q = fx.queue
     await addJobs(redis.client, 'q', ['live'])
     await holdJobs(redis.client, 'q', 1, { leaseMs: 60_000, workerToken: 'w' })
 
@@ -27,7 +28,7 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     const [id] = await crashedJobs(redis.client, 'q', 1)
 
     const first = await sweep(redis.client, 'q', { graceMs: 0 })
-    const q = new Queue('q', { connection: redis.client })
+    const q = fx.queue
     const afterFirst = await q.getJob(id as string)
     const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
@@ -46,7 +47,7 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     await sweep(redis.client, 'q', { graceMs: 0 })
     const second = await sweep(redis.client, 'q', { graceMs: 0 })
 
-    const job = await new Queue('q', { connection: redis.client }).getJob(id as string)
+    const job = await fx.queue.getJob(id as string)
     expect(second).toEqual({ marked: [], recovered: [], failed: [id] })
     expect(job).toMatchObject({ state: 'failed', attemptsMade: 0 })
     expect(job?.failedReason).toBe('job stalled more than allowable limit')
@@ -127,7 +128,7 @@ describe('sweep: overlapping sweeps', () => {
 
     const recovered = results.flatMap((r) => r.recovered)
     const wait = await redis.client.lrange(keys.wait, 0, -1)
-    const q = new Queue('q', { connection: redis.client })
+    const q = fx.queue
     const attempts = await Promise.all(ids.map(async (id) => (await q.getJob(id))?.stalledCounter))
     expect(recovered).toHaveLength(500)
     expect(new Set(recovered).size).toBe(500)
@@ -168,7 +169,7 @@ async function countingClient() {
 
 describe('sweep: cost', () => {
   it('an idle queue costs one command: the probe', async () => {
-    await new Queue('q', { connection: redis.client }).add('job', {}, { jobId: 'x' })
+    await fx.queue.add('job', {}, { jobId: 'x' })
     await redis.client.del(keys.wait) // nothing waiting, nothing in flight
     const { client, sent } = await countingClient()
 
@@ -203,7 +204,7 @@ describe('sweep: cost', () => {
 
 describe('sweep: the audit', () => {
   it('marks, then recovers, a job whose lease key was deleted before its recorded deadline', async () => {
-    const q = new Queue('q', { connection: redis.client })
+    const q = fx.queue
     await addJobs(redis.client, 'q', ['gone', 'kept'])
     await holdJobs(redis.client, 'q', 2, { leaseMs: 60_000, workerToken: 'w' })
     await redis.client.del(keys.lock('gone')) // deleted by hand, or evicted

@@ -11,10 +11,12 @@ import { workerNameOf } from '../../lib/queue/workers.js'
 import { workerConnectionName } from '../../lib/redis/clients.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
+const open = useQueues(redis)
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close()
@@ -27,8 +29,8 @@ const idle = () => new Promise<never>(() => undefined)
 
 describe('getWorkers on one Redis', () => {
   it("lists each worker of this queue once, with BullMQ's fields, and none of another queue's", async () => {
-    const queue = track(new Queue('gw', { connection: redis.client }))
-    const other = track(new Queue('gw2', { connection: redis.client }))
+    const queue = track(open('gw'))
+    const other = track(open('gw2'))
     const w1 = track(new Worker('gw', idle, { connection: redis.url, name: 'worker1' }))
     track(new Worker('gw', idle, { connection: redis.url, name: 'worker 2/é%' }))
     track(new Worker('gw2', idle, { connection: redis.url }))
@@ -52,7 +54,7 @@ describe('getWorkers on one Redis', () => {
   })
 
   it('a worker is gone from the list once it closed', async () => {
-    const queue = track(new Queue('gone', { connection: redis.client }))
+    const queue = track(open('gone'))
     const w = new Worker('gone', idle, { connection: redis.url, name: 'short-lived' })
     await waitFor(async () => (await queue.getWorkersCount()) === 1, { timeoutMs: 5_000 })
     await w.close()
@@ -60,7 +62,7 @@ describe('getWorkers on one Redis', () => {
   })
 
   it('an idle worker is seen without sending anything: its blocking connection is named once, at connect', async () => {
-    const queue = track(new Queue('quiet', { connection: redis.client }))
+    const queue = track(open('quiet'))
     await queue.waitUntilReady()
     await redis.client.config('RESETSTAT')
     track(new Worker('quiet', idle, { connection: redis.url, name: 'quiet-one' }))

@@ -98,6 +98,7 @@ export function consumer(): Worker<EmailData, EmailResult, EmailName> {
 
 export async function untypedWorker(): Promise<void> {
   // No type parameters: job.data is any, as in BullMQ.
+  // direct: a BullMQ program as written, type-checked against the package
   const worker = new Worker(
     'reports',
     async (job) => {
