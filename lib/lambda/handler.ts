@@ -104,6 +104,7 @@ async function invoke(
   const result = { queue, processed: 0, completed: 0, failed: 0, handedBack: 0 }
   if (left() < jobTimeoutMs) {
     // Too little time to take a job: the reaper's entry for this invocation (if any) is left to lapse.
+    warnNoTime(queue, context.getRemainingTimeInMillis(), jobTimeoutMs, reserveMs)
     return { ...result, reason: 'deadline', ms: clock.now() - begun }
   }
 
@@ -172,6 +173,14 @@ async function invoke(
   }
   for (const err of errors) console.error(`[echomq] worker function for queue ${queue}:`, (err as Error)?.message ?? err)
   return { ...result, reason: reason ?? 'drained', ms: Math.round(clock.now() - begun) }
+}
+
+/** Said out loud: a function whose timeout is shorter than this would never run a job at all. */
+function warnNoTime(queue: string, remainingMs: number, jobTimeoutMs: number, reserveMs: number): void {
+  console.warn(
+    `[echomq] worker function for queue ${queue} took no job: ${remainingMs} ms left, less than jobTimeoutMs ` +
+      `(${jobTimeoutMs}) + reserveMs (${reserveMs}); give the function a longer timeout or a lower jobTimeoutMs`,
+  )
 }
 
 /** Marks the invocation in Redis (the reaper counts it), within `timeoutMs`; an unreachable Redis is ERR_CONNECTION. */
