@@ -6,8 +6,8 @@
 import type { Job } from '../job.js'
 import { count, pretty } from './format.js'
 import { type Html, html, query } from './html.js'
-import { actionForm, Live, page } from './layout.js'
-import { jobPath, leaseCell, oneLine, queuePath, shell, type View } from './pages.js'
+import { actionForm, Live, page, shell } from './layout.js'
+import { jobPath, leaseCell, oneLine, queuePath, type View } from './pages.js'
 import type { JobPage } from './read.js'
 
 function row(label: string, value: Html | string | number | undefined) {

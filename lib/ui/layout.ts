@@ -65,6 +65,12 @@ export interface Shell {
   banner?: Html | undefined
 }
 
+/** A page's shell from what every page of one request shares (the view) and what this page adds. */
+export function shell(view: Omit<Shell, 'title' | 'crumbs' | 'live'>, live: Live, title: string, crumbs: Shell['crumbs']): Shell {
+  const { base, where, readOnly, refreshMs, notice, banner } = view
+  return { base, title, crumbs, where, readOnly, refreshMs, live, notice, banner }
+}
+
 const crumb = (c: { label: string; href?: string }) =>
   html`<li>${c.href ? html`<a href="${c.href}">${c.label}</a>` : html`<span aria-current="page">${c.label}</span>`}</li>`
 

@@ -6,7 +6,7 @@
 import type { QueueCounts } from '../job.js'
 import { count } from './format.js'
 import { type Html, html } from './html.js'
-import { Live, page } from './layout.js'
+import { Live, page, shell } from './layout.js'
 import { evicting, type Presence, type RedisHealth, type WorkerRow } from './operator.js'
 import type { View } from './pages.js'
 import { renderTiming, type Timing } from './timing.js'
@@ -110,24 +110,12 @@ export function timingPage(view: View, d: { now: number; name: string; timing: T
   const main = html`<h1>Queue <code>${d.name}</code>: wait and processing time</h1>${renderTiming(d.timing, live)}`
   return page(
     {
-      ...shellOf(view, live, `${d.name}: timing`, [{ label: d.name, href: queuePath }, { label: 'timing' }]),
+      ...shell(view, live, `${d.name}: timing`, [{ label: d.name, href: queuePath }, { label: 'timing' }]),
       refreshMs: 0,
     },
     main,
   )
 }
-
-const shellOf = (view: View, live: Live, title: string, crumbs: { label: string; href?: string }[]) => ({
-  base: view.base,
-  title,
-  crumbs,
-  where: view.where,
-  readOnly: view.readOnly,
-  refreshMs: view.refreshMs,
-  live,
-  notice: view.notice,
-  banner: view.banner,
-})
 
 export interface WorkersPageData {
   now: number
@@ -144,5 +132,5 @@ export function workersPage(view: View, d: WorkersPageData, shape: string): { ht
 names it), last seen when that connection last sent a command; jobs in flight are read from the lease index.</p>
 ${workersTable(d.presence, live)}</section>
 <section aria-labelledby="redis-title"><h2 id="redis-title">Redis</h2>${healthTable(d.health)}</section>`
-  return { html: page(shellOf(view, live, 'Workers and Redis', [{ label: 'Workers and Redis' }]), main), live }
+  return { html: page(shell(view, live, 'Workers and Redis', [{ label: 'Workers and Redis' }]), main), live }
 }

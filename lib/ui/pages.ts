@@ -9,7 +9,7 @@ import type { Job, JobState } from '../job.js'
 import { chart } from './chart.js'
 import { count, pretty, span } from './format.js'
 import { type Html, html, query } from './html.js'
-import { actionForm, Live, page } from './layout.js'
+import { actionForm, Live, page, shell } from './layout.js'
 import { queueOperations, workersCell } from './operator-page.js'
 import type { Lease, Overview, QueuePage, QueueRow } from './read.js'
 import { LISTED_STATES, listedCount } from './read.js'
@@ -54,20 +54,6 @@ const STATE_ORDER: Record<JobState, string> = {
 export const oneLine = (text: string | undefined, max = 120) => {
   const flat = (text ?? '').replace(/\s+/g, ' ').trim()
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
-}
-
-export function shell(view: View, live: Live, title: string, crumbs: { label: string; href?: string }[]) {
-  return {
-    base: view.base,
-    title,
-    crumbs,
-    where: view.where,
-    readOnly: view.readOnly,
-    refreshMs: view.refreshMs,
-    live,
-    notice: view.notice,
-    banner: view.banner,
-  }
 }
 
 function pager(view: View, path: string, params: Record<string, string>, start: number, shown: number, total: number): Html {
