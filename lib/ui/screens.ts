@@ -45,8 +45,12 @@ function noticeOf(q: Query): string | undefined {
   return notice(done, Number(q.n ?? 0))
 }
 
-/** The red banner while Redis may evict keys; none when INFO cannot be read (the workers page says why). */
-async function bannerNow(d: Dashboard): Promise<Html | undefined> {
+/**
+ * The red banner while Redis may evict keys; none when INFO cannot be read (the workers page says why).
+ * A live refresh (JSON) carries no banner, so it asks Redis nothing for one.
+ */
+async function bannerNow(d: Dashboard, req?: IncomingMessage): Promise<Html | undefined> {
+  if (req !== undefined && acceptsJson(req)) return undefined
   try {
     return healthBanner(await readHealth(d.set))
   } catch {
@@ -62,7 +66,7 @@ function answer(req: IncomingMessage, res: ServerResponse, out: { html: string; 
 export async function overview(d: Dashboard, req: IncomingMessage, res: ServerResponse, q: Query): Promise<void> {
   const pageNo = pageNumber('page', q.page)
   const start = (pageNo - 1) * OVERVIEW_PAGE
-  const [data, banner] = await Promise.all([readOverview(d.set, start, OVERVIEW_PAGE), bannerNow(d)])
+  const [data, banner] = await Promise.all([readOverview(d.set, start, OVERVIEW_PAGE), bannerNow(d, req)])
   const shape = shapeOf(data.rows.map((r) => `${r.name}:${r.paused}`))
   answer(req, res, overviewPage({ ...d.view(noticeOf(q)), banner }, data, start, OVERVIEW_PAGE, shape))
 }
@@ -75,7 +79,7 @@ export async function queueScreen(d: Dashboard, req: IncomingMessage, res: Serve
   const state: JobState = q.state === undefined ? 'active' : oneOf('state', q.state, LISTED_STATES)
   const pageNo = pageNumber('page', q.page)
   const start = (pageNo - 1) * d.settings.pageSize
-  const [data, banner] = await Promise.all([readQueuePage(d.set, name, state, start, d.settings.pageSize), bannerNow(d)])
+  const [data, banner] = await Promise.all([readQueuePage(d.set, name, state, start, d.settings.pageSize), bannerNow(d, req)])
   const shape = shapeOf([String(data.paused), String(data.workers === 0), ...data.jobs.map((j) => j.id)])
   answer(req, res, queuePage({ ...d.view(noticeOf(q)), banner }, data, shape))
 }
@@ -89,7 +93,7 @@ export async function jobScreen(
   q: Query,
 ): Promise<void> {
   const logStart = (pageNumber('logs', q.logs) - 1) * LOG_PAGE
-  const [data, banner] = await Promise.all([readJobPage(d.set, name, id, logStart, LOG_PAGE), bannerNow(d)])
+  const [data, banner] = await Promise.all([readJobPage(d.set, name, id, logStart, LOG_PAGE), bannerNow(d, req)])
   answer(req, res, jobPage({ ...d.view(noticeOf(q)), banner }, data, LOG_PAGE))
 }
 
