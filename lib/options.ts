@@ -279,7 +279,7 @@ export function workerSettings(options: unknown): WorkerSettings {
     maxStalledCount: opt(o.maxStalledCount, MAX_STALLED_COUNT_DEFAULT, setting('maxStalledCount')),
     removeOnComplete: opt(o.removeOnComplete, undefined, retention('removeOnComplete')),
     removeOnFail: opt(o.removeOnFail, undefined, retention('removeOnFail')),
-    backoffStrategy: checkKnown('settings', o.settings, ['backoffStrategy']).backoffStrategy as BackoffStrategy | undefined,
+    backoffStrategy: strategy as BackoffStrategy | undefined,
     clock: opt(o.clock, systemClock, clock),
     limiter: opt(o.limiter, undefined, limiter),
   }

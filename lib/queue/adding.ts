@@ -92,7 +92,8 @@ async function addAll(q: QueueCore, jobs: BulkJob[], news: commands.NewJob[]): P
   const fresh = await q.ids.take(unnamed.length)
   for (const [i, j] of unnamed.entries()) j.id = fresh[i] as string
   void q.register()
-  let pending: Pending = news.map((job, index) => ({ job, index, generated: unnamed.includes(job) }))
+  const generated = new Set(unnamed)
+  let pending: Pending = news.map((job, index) => ({ job, index, generated: generated.has(job) }))
   // A generated id that is taken (the counter was reset while jobs remained) gets the next one; a job
   // whose deduplication id changed holder since it was read is sent again.
   for (let round = 0; pending.length > 0; round++) {
