@@ -39,6 +39,8 @@ export interface Connection {
   client: RedisClient
   /** True when EchoMQ created the client and so must close it. */
   owned: boolean
+  /** Where a client EchoMQ opened goes, password masked (`Redis at redis://user:***@host:6379`), for its errors. */
+  where?: string
 }
 
 const lastErrors = new WeakMap<object, Error>()
@@ -178,7 +180,7 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
   const base = options.redisOptions ?? resilient()
   const { client, endpoint } = isPlainObject(connection) ? fromObject(connection, base) : fromUrl(connection, options, base)
   watch(client, endpoint)
-  return { client, owned: true }
+  return { client, owned: true, where: `Redis at ${redactUrl(resolveUrl(connection))}` }
 }
 
 /** replyMapping left out: ioredis's constructors type it without undefined (exactOptionalPropertyTypes). */
