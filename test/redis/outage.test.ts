@@ -6,10 +6,12 @@
  * worker.close() with Redis gone while a job ends not held by ioredis's reconnects past the job's lease.
  */
 import { inspect } from 'node:util'
+import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type EchoMQError, Queue, QueueEvents, Worker } from '../../lib/index.js'
 import { READY_TIMEOUT_MS } from '../../lib/redis/connection-failure.js'
-import { freePort, startRedis, type TestRedis, useRedis } from '../helpers/redis-server.js'
+import { type DurableRedis, startDurableRedis } from '../chaos/durable-redis.js'
+import { freePort, useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
@@ -74,5 +76,60 @@ describe('Worker.waitUntilReady() on a port where nothing listens', () => {
     const worker = track(new Worker('q', async () => 'ok', { connection: redis.url }))
     const client = await worker.waitUntilReady()
     expect(client.status).toBe('ready')
+  })
+})
+
+describe('worker.close() with Redis gone while a job ends (no closeTimeout: BullMQ waits for the job)', () => {
+  let durable: DurableRedis | undefined
+  afterEach(async () => {
+    await durable?.destroy()
+    durable = undefined
+  })
+
+  /** A worker running one job, held until `release()`; Redis (durable: it can come back with its data) under it. */
+  async function runningJob(lockDuration: number) {
+    durable = await startDurableRedis()
+    let release: () => void = () => undefined
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const queue = track(new Queue('q', { connection: durable.url }))
+    // direct: a worker on a Redis this test stops and starts
+    const worker = new Worker('q', () => gate.then(() => 'done'), { connection: durable.url, lockDuration, skipStalledCheck: true })
+    const errors: EchoMQError[] = []
+    worker.on('error', (err) => errors.push(err as EchoMQError))
+    const job = await queue.add('job', {})
+    await waitFor(async () => (await queue.getJob(job.id))?.state === 'active', { what: 'the job to start' })
+    return { queue, worker, job, errors, release }
+  }
+
+  it('stops reconnecting once the lease of the finished job lapsed (was ~30 s of reconnects), and says the sweep recovers it', async () => {
+    const { worker, job, errors, release } = await runningJob(1_000)
+    await durable?.stop('SIGKILL')
+    const started = performance.now()
+    const closing = worker.close()
+    release()
+    await closing
+    const took = performance.now() - started
+    expect(took).toBeLessThan(1_000 + 1_500)
+    const said = errors.map((e) => e.message).find((m) => /closed before Redis answered/.test(m))
+    expect(said).toMatch(/1 finished job\(s\) not recorded: Redis was unreachable until their leases lapsed.*stalled sweep recovers them/)
+    // Redis back: the job was not finished by the closed worker (its finish never reached Redis); the sweep recovers it.
+    await durable?.start()
+    const client = new Redis(durable?.port ?? 0)
+    try {
+      expect(await client.hget(`emq:{q}:${job.id}`, 'state')).toBe('active')
+      expect(await client.zscore('emq:{q}:active', job.id)).not.toBeNull()
+    } finally {
+      client.disconnect()
+    }
+  })
+
+  it('still records the job when Redis comes back within its lease', async () => {
+    const { queue, worker, job, release } = await runningJob(8_000)
+    await durable?.stop('SIGKILL')
+    const closing = worker.close()
+    release()
+    await durable?.start()
+    await closing
+    expect(await queue.getJob(job.id)).toMatchObject({ state: 'completed', returnValue: 'done' })
   })
 })
