@@ -342,7 +342,7 @@ export function resilient(reconnectsPerCommand = RECONNECTS_PER_COMMAND, command
 }
 
 /** How long QUIT may wait for the replies before it (a stalled link) before the socket is just closed. */
-const QUIT_TIMEOUT_MS = 2_000
+export const QUIT_TIMEOUT_MS = 2_000
 
 export async function closeConnection(conn: Connection): Promise<void> {
   if (!conn.owned) return

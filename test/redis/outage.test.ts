@@ -9,9 +9,10 @@ import { inspect } from 'node:util'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type EchoMQError, Queue, QueueEvents, Worker } from '../../lib/index.js'
+import { QUIT_TIMEOUT_MS } from '../../lib/redis/connection.js'
 import { READY_TIMEOUT_MS } from '../../lib/redis/connection-failure.js'
 import { type DurableRedis, startDurableRedis } from '../chaos/durable-redis.js'
-import { freePort, useRedis } from '../helpers/redis-server.js'
+import { freePort, startRedis, useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
@@ -131,5 +132,43 @@ describe('worker.close() with Redis gone while a job ends (no closeTimeout: Bull
     await durable?.start()
     await closing
     expect(await queue.getJob(job.id)).toMatchObject({ state: 'completed', returnValue: 'done' })
+  })
+})
+
+describe('queue.close() with Redis stopped or gone', () => {
+  it('returns within QUIT_TIMEOUT_MS (2 s) of a stopped Redis, keeping every write it acknowledged', async () => {
+    const own = await startRedis()
+    try {
+      // direct: a queue on a Redis this test stops
+      const queue = new Queue('q', { connection: own.url })
+      const acked = await queue.addBulk(Array.from({ length: 50 }, (_, i) => ({ name: 'job', data: { i } })))
+      own.process.kill('SIGSTOP')
+      const late = queue.add('late', {}).catch((e: unknown) => e)
+      const started = performance.now()
+      await queue.close()
+      const took = performance.now() - started
+      expect(took).toBeLessThan(QUIT_TIMEOUT_MS + 500)
+      // Not acknowledged: ERR_CLOSED (it may still be applied, as docs/connections.md says).
+      expect(await late).toMatchObject({ code: 'ERR_CLOSED' })
+      own.process.kill('SIGCONT')
+      const ids = await own.client.lrange('emq:{q}:wait', 0, -1)
+      for (const job of acked) expect(ids).toContain(job.id)
+    } finally {
+      own.process.kill('SIGCONT')
+      await own.stop()
+    }
+  })
+
+  it('returns at once when Redis is gone (no wait on reconnects), failing the calls still waiting', async () => {
+    const own = await startRedis()
+    // direct: a queue on a Redis this test kills
+    const queue = new Queue('q', { connection: own.url })
+    await queue.add('job', {})
+    await own.stop()
+    const waiting = queue.add('late', {}).catch((e: unknown) => e)
+    const started = performance.now()
+    await queue.close()
+    expect(performance.now() - started).toBeLessThan(500)
+    expect(await waiting).toMatchObject({ code: 'ERR_CLOSED' })
   })
 })
