@@ -10,6 +10,7 @@
  * Queues are opened only when they exist (registered, or holding jobs): opening a Queue registers its
  * name, so a mistyped URL must not add a queue to the registry.
  */
+import { type Clock, systemClock } from '../clock.js'
 import type { Job, JobState } from '../job.js'
 import { Queue, type QueueCounts } from '../queue.js'
 import { jobsIn, type Lease, queueExists, queueState, readLeases, unknownQueueText } from '../read-model.js'
@@ -32,6 +33,8 @@ export class QueueSet {
     readonly client: RedisClient,
     readonly prefix: string,
     private readonly allowed: string[] | undefined,
+    /** What the reads kept a while (CLIENT LIST, operator.ts) are timed by; tests inject a manual one. */
+    readonly clock: Pick<Clock, 'now'> = systemClock,
   ) {}
 
   async names(): Promise<string[]> {
