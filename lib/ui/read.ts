@@ -167,9 +167,11 @@ export async function readQueuePage(set: QueueSet, name: string, state: JobState
 }
 
 /**
- * One page of a state. `wait`, `completed` and `failed` newest first (BullMQ's getJobs: `wait` by when the
- * job entered it); `prioritized` in the order they will run; `delayed` by due time and `active` by lease
- * deadline (EchoMQ's pages), so the jobs due next and the leases that lapsed (a dying worker's) come first.
+ * One page of a state. `wait` the last to run first (BullMQ's getJobs order: a job sent to the front, lifo
+ * or recovered, comes last); the others as jobsIn (LIST_ORDER, the words `echomq jobs` prints too):
+ * `completed` and `failed` the most recently finished first, `prioritized` in the order they will run,
+ * `delayed` by due time and `active` by lease deadline, so the jobs due next and the leases that lapsed (a
+ * dying worker's) come first.
  */
 function listJobs(queue: Queue, state: JobState, start: number, end: number): Promise<Job[]> {
   if (state === 'wait') return queue.getJobs(['waiting', 'paused'], start, end, false)
