@@ -99,14 +99,14 @@ async function waitForRuns(core: RunContext, left: () => number): Promise<boolea
 
 /** What close() says of finished jobs whose outcome Redis has not acknowledged. */
 function unrecorded(core: RunContext, finishing: number, lapsed: boolean): EchoMQError {
-  const what = `worker for queue ${core.name} closed before Redis answered: ${finishing} finished job(s) not recorded`
+  const closed = `worker for queue ${core.name} closed before Redis answered: ${finishing} finished job(s)`
   return new EchoMQError(
     'ERR_CONNECTION',
     lapsed
-      ? `${what}: Redis was unreachable until their leases lapsed, so close() stopped reconnecting; the stalled sweep ` +
-          'recovers them (a stall counted) and they run again'
-      : `${what} yet (done as sent if Redis answers within lockDuration; otherwise the sweep recovers them as stalled, and ` +
-          'they run again)',
+      ? `${closed} not recorded: Redis was unreachable until their leases lapsed, so close() stopped reconnecting; ` +
+          'the stalled sweep recovers them (a stall counted) and they run again'
+      : `${closed} not yet recorded (done as sent if Redis answers within lockDuration; otherwise the sweep recovers ` +
+          'them as stalled, and they run again)',
   )
 }
 
