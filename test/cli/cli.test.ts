@@ -342,7 +342,7 @@ describe('echomq jobs', () => {
     expect(human.stdout).toMatch(/job +name +attempts +worker +finished +reason/)
     expect(human.stdout).toMatch(/c +send +1\/1 +mailer-1 +\d{4}-\d\d-\d\dT[\d:.]+Z +smtp refused c\n/)
     expect(human.stdout.indexOf('smtp refused c')).toBeLessThan(human.stdout.indexOf('smtp refused a'))
-    expect(human.stdout).toMatch(/failed jobs 1-3 of 3 in queue emails \(most recent first\)/)
+    expect(human.stdout).toMatch(/failed jobs 1-3 of 3 in queue emails \(most recently finished first\)/)
     expect(page2.stdout).toMatch(/\na +send +1\/1 +mailer-1/)
     expect(page2.stdout).not.toMatch(/\n[bc] +send/)
     const list = JSON.parse(json.stdout) as { total: number; jobs: Job[] }

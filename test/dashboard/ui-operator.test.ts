@@ -8,10 +8,14 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../lib/index.js'
+import { CLIENT_LIST_TTL_MS, readConnected, readPresence } from '../../lib/ui/operator.js'
+import { QueueSet } from '../../lib/ui/read.js'
 import { perMinute, quantile } from '../../lib/ui/timing.js'
 import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { countingClient } from '../helpers/counting.js'
 import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
 import { useQueues } from '../helpers/fixture.js'
+import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -114,7 +118,9 @@ describe('a queue with ready jobs and no worker', () => {
     const w = worker('orphan', idle, { name: 'late' })
     await w.waitUntilReady()
     await waitFor(async () => (await q.getWorkersCount()) === 1)
-    expect((await d.get('/')).text).toMatch(/<span data-live="orphan\|workers">1<\/span>/)
+    // What CLIENT LIST said is kept CLIENT_LIST_TTL_MS: the worker shows within that.
+    const shown = async () => /<span data-live="orphan\|workers">1<\/span>/.test((await d.get('/')).text)
+    await waitFor(shown, { timeoutMs: CLIENT_LIST_TTL_MS + 2_000, intervalMs: 100, what: 'the overview to count the worker' })
     expect((await d.get('/queues/orphan?state=wait')).text).not.toContain('data-flag="no-worker"')
   })
 
@@ -226,5 +232,39 @@ describe('on a Redis Cluster', () => {
     cleanup.push(() => fresh.served.close())
     const overview = (await fresh.get('/')).text
     for (const name of names) expect(overview).toContain(`<span data-live="${name}|workers">1</span>`)
+  })
+})
+
+describe('what a page costs Redis, and the banner on every page', () => {
+  it('CLIENT LIST is read once per CLIENT_LIST_TTL_MS (by the injected clock), however many pages ask', async () => {
+    const counting = await countingClient(redis.port)
+    const clock = new ManualClock()
+    const set = new QueueSet(counting.client, 'emq', ['mail'], clock)
+    try {
+      const clientLists = () => counting.sent.filter((c) => c === 'client').length
+      await readConnected(set, ['mail'])
+      await Promise.all([readConnected(set, ['mail']), readPresence(set, ['mail'], 0)])
+      expect(clientLists()).toBe(1)
+      clock.jump(CLIENT_LIST_TTL_MS - 1)
+      await readConnected(set, ['mail'])
+      expect(clientLists()).toBe(1)
+      clock.jump(1)
+      await readConnected(set, ['mail'])
+      expect(clientLists()).toBe(2)
+    } finally {
+      await set.close()
+      counting.close()
+    }
+  })
+
+  it('a 404 page carries the red banner too', async () => {
+    await queue('mail').add('send', {})
+    await redis.client.config('SET', 'maxmemory-policy', 'allkeys-lru')
+    const d = await dashboard()
+    for (const path of ['/nowhere', '/queues/nosuch', '/queues/mail/jobs/404', '/queues/mail/jobs/1/extra']) {
+      const page = await d.get(path)
+      expect([path, page.status]).toEqual([path, 404])
+      expect([path, page.text]).toEqual([path, expect.stringContaining('data-banner="maxmemory-policy"')])
+    }
   })
 })
