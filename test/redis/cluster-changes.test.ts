@@ -5,22 +5,20 @@
 import type { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DelayedError, type Job, Queue, Worker } from '../../lib/index.js'
-import { setScriptWrapper } from '../../lib/redis/commands.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { startCluster, type TestCluster } from '../helpers/cluster.js'
-import { keyGuard } from '../helpers/key-guard.js'
+import { useKeyGuard } from '../helpers/key-guard.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 
 let cluster: TestCluster
 let client: Cluster
 
+useKeyGuard()
 beforeAll(async () => {
-  setScriptWrapper(keyGuard)
   cluster = await startCluster(3)
   client = cluster.connect()
 }, 60_000)
 afterAll(async () => {
-  setScriptWrapper(undefined)
   await cluster?.stop()
 })
 
