@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { type Queue, sweep, Worker } from '../../lib/index.js'
+import { type Queue, sweep } from '../../lib/index.js'
 import { launchBrowser, type TestBrowser } from '../helpers/browser.js'
 import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
 import { useQueues } from '../helpers/fixture.js'
@@ -27,7 +27,7 @@ const SHOTS = mkdtempSync(path.join(tmpdir(), 'echomq-shots-'))
 const EVIL = "<script>window.__pwned = true; alert('pwned')</script>"
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 let browser: TestBrowser
 const cleanup: (() => Promise<unknown>)[] = []
 
@@ -67,14 +67,14 @@ async function seed(): Promise<Queue> {
   await q.add('send', { to: 'ann@example.com' }, { jobId: 'welcome-1', attempts: 1 })
   await q.add('send', { to: EVIL }, { jobId: 'evil', attempts: 1 })
   for (let i = 0; i < 5; i++) await q.add('send', { to: `user${i}@example.com` }, { jobId: `ok-${i}`, removeOnComplete: false })
-  const w = new Worker(
+  const w = worker(
     'emails',
     async (job) => {
       await job.log(`connecting for ${job.id}`)
       if (job.id === 'welcome-1' || job.id === 'evil') throw new Error('550 mailbox unavailable')
       return { sent: true }
     },
-    { connection: redis.url, name: 'mailer-1' },
+    { name: 'mailer-1' },
   )
   await waitFor(async () => (await q.counts()).failed === 2 && (await q.counts()).completed === 5, { what: 'the seeded jobs to finish' })
   await w.close()
@@ -138,13 +138,9 @@ describe('the dashboard in Chromium', () => {
 
     // A job fails while the page is open: the count changes without a reload.
     await q.add('send', {}, { jobId: 'late', attempts: 1 })
-    const w = new Worker(
-      'emails',
-      () => {
-        throw new Error('late failure')
-      },
-      { connection: redis.url },
-    )
+    const w = worker('emails', () => {
+      throw new Error('late failure')
+    })
     cleanup.push(() => w.close())
     const failed = page.locator('[data-live="emails|failed"]')
     await waitFor(async () => (await failed.textContent()) === '3', { what: 'the failed count to refresh', intervalMs: 100 })
@@ -170,7 +166,7 @@ describe('the dashboard in Chromium', () => {
     expect(await page.locator('.note.done').textContent()).toContain('Retried 1 job')
     expect((await q.getJob('welcome-1'))?.state).toBe('wait')
 
-    const w = new Worker('emails', () => ({ sent: true }), { connection: redis.url, name: 'mailer-2' })
+    const w = worker('emails', () => ({ sent: true }), { name: 'mailer-2' })
     cleanup.push(() => w.close())
     const state = page.locator('[data-live="state"]')
     await waitFor(async () => (await state.textContent()) === 'completed', { what: 'the state to refresh', intervalMs: 100 })
@@ -272,7 +268,7 @@ describe('the dashboard in Chromium', () => {
     const orphan = queue('reports')
     await orphan.add('build', {})
     const jobs = queue('thumbs')
-    const w = new Worker('thumbs', () => undefined, { connection: redis.url, name: 'thumbnailer-1' })
+    const w = worker('thumbs', () => undefined, { name: 'thumbnailer-1' })
     cleanup.push(() => w.close())
     await waitFor(async () => (await jobs.getWorkersCount()) === 1, { what: 'the worker connected' })
     await redis.client.config('SET', 'maxmemory-policy', 'allkeys-lru')
@@ -293,7 +289,7 @@ describe('the dashboard in Chromium', () => {
     expect(await style('[data-live="reports|workers"]', 'backgroundColor')).toBe('rgb(179, 38, 30)')
     expect(await page.locator('[data-live="thumbs|workers"]').textContent()).toBe('1')
     // A worker connects: the cell refreshes to its count and is no longer red.
-    const late = new Worker('reports', () => undefined, { connection: redis.url, name: 'reporter-1' })
+    const late = worker('reports', () => undefined, { name: 'reporter-1' })
     cleanup.push(() => late.close())
     await waitFor(async () => (await none.textContent()) === '1' && !(await none.getAttribute('class'))?.includes('danger'), {
       what: 'the Workers cell to refresh',

@@ -17,7 +17,7 @@ import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
@@ -33,11 +33,6 @@ function queue(name: string): Queue {
   const q = open(name)
   cleanup.push(() => q.close())
   return q
-}
-function worker(name: string, processor: () => unknown, options: ConstructorParameters<typeof Worker>[2] = {}): Worker {
-  const w = new Worker(name, processor, { connection: redis.url, ...options })
-  cleanup.push(() => w.close())
-  return w
 }
 const idle = () => new Promise<never>(() => undefined)
 const ISO = /<span class="abs">\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ<\/span>/

@@ -30,7 +30,7 @@ describe('the schedules list', () => {
 
 describe('on a real queue', () => {
   const redis = useRedis()
-  const openQueue = useQueues(redis)
+  const { open: openQueue } = useQueues(redis)
 
   it("the delayed page lists the queue's schedulers: cron with its zone, every n ms, the next job, limit, template", async () => {
     const q = openQueue('emails')

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, request, type ServerResponse } from
 import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Queue, sweep, Worker } from '../../lib/index.js'
+import { type Queue, sweep } from '../../lib/index.js'
 import { registeredQueues } from '../../lib/registry.js'
 import { createDashboard, serveDashboard } from '../../lib/ui/index.js'
 import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
@@ -19,7 +19,7 @@ import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
@@ -43,12 +43,12 @@ async function failJobs(name: string, n: number, data: (i: number) => unknown = 
   await q.addBulk(
     Array.from({ length: n }, (_, i) => ({ name: 'send', data: data(i), opts: { jobId: `f${i}`, attempts: 1, removeOnFail: false } })),
   )
-  const w = new Worker(
+  const w = worker(
     name,
     (job) => {
       throw new Error(`refused ${job.id}`)
     },
-    { connection: redis.url, concurrency: 50, name: 'mailer-1' },
+    { concurrency: 50, name: 'mailer-1' },
   )
   await waitFor(async () => (await q.counts()).failed === n, { what: `${n} failed jobs`, timeoutMs: 20_000 })
   await w.close()
@@ -103,14 +103,14 @@ describe('pages', () => {
   it("a job's page: data, options, errors, logs, worker and times", async () => {
     const q = queue('emails')
     await q.add('send', { to: 'a@b.c' }, { jobId: 'j', attempts: 1, backoff: 1_000 })
-    const w = new Worker(
+    const w = worker(
       'emails',
       async (job) => {
         await job.log('connecting')
         await job.updateProgress(40)
         throw new Error('smtp refused')
       },
-      { connection: redis.url, name: 'mailer-7' },
+      { name: 'mailer-7' },
     )
     cleanup.push(() => w.close())
     await waitFor(async () => (await q.getJob('j'))?.state === 'failed', { what: 'the job to fail' })
@@ -136,7 +136,7 @@ describe('pages', () => {
     await q.add('send', {}, { jobId: 'live' })
     let release: () => void = () => undefined
     const gate = new Promise<void>((resolve) => (release = resolve))
-    const w = new Worker('emails', () => gate, { connection: redis.url, name: 'healthy-1', lockDuration: 30_000, skipStalledCheck: true })
+    const w = worker('emails', () => gate, { name: 'healthy-1', lockDuration: 30_000, skipStalledCheck: true })
     cleanup.push(async () => {
       release()
       await w.close()
@@ -228,7 +228,7 @@ describe('actions', () => {
     )
     expect(await q.getJob('x')).toBeUndefined()
 
-    const w = new Worker('emails', () => 'ok', { connection: redis.url })
+    const w = worker('emails', () => 'ok')
     await waitFor(async () => (await q.counts()).completed === 4, { what: 'four completions' })
     await w.close()
     expect(await (await d.post('/queues/emails', { token, action: 'clean-completed' })).text()).toContain('Remove all 4 completed jobs')
@@ -341,13 +341,13 @@ describe('safety', () => {
     const evil = '<script>document.title="owned"</script><img src=x onerror=alert(1)>'
     const q = queue('emails')
     await q.add(evil, { html: evil }, { jobId: 'x', attempts: 1 })
-    const w = new Worker(
+    const w = worker(
       'emails',
       async (job) => {
         await job.log(evil)
         throw new Error(evil)
       },
-      { connection: redis.url, name: evil.slice(0, 100) },
+      { name: evil.slice(0, 100) },
     )
     cleanup.push(() => w.close())
     await waitFor(async () => (await q.getJob('x'))?.state === 'failed', { what: 'the job to fail' })

@@ -6,7 +6,6 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { Worker } from '../../lib/index.js'
 import { Discovery } from '../../lib/reaper/discovery.js'
 import { registryKey, sweptKeyPattern } from '../../lib/redis/keys.js'
 import { useQueues } from '../helpers/fixture.js'
@@ -16,7 +15,7 @@ import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 let logs: CapturedLogs
 beforeEach(() => {
   logs = captureLogs()
@@ -64,9 +63,9 @@ describe('discovery after the registry is lost', () => {
     await crashedJobs(redis.client, 'inflight', 1)
     const done = open('done')
     await done.add('j', {})
-    const worker = new Worker('done', async () => 'ok', { connection: redis.client })
+    const finishing = worker('done', async () => 'ok')
     await waitFor(async () => (await done.counts()).completed === 1, { what: 'the job completed' })
-    await Promise.all([worker.close(), done.close()])
+    await Promise.all([finishing.close(), done.close()])
     await loseRegistry()
     const handler = createHandler(handlerEnv())
     try {

@@ -13,7 +13,7 @@ import { freePort, startRedis, useRedis } from '../helpers/redis-server.js'
 import { snapshot } from '../helpers/snapshot.js'
 
 const redis = useRedis()
-const openQueue = useQueues(redis)
+const { open: openQueue } = useQueues(redis)
 let captured: CapturedLogs
 let logs: string[]
 beforeEach(async () => {

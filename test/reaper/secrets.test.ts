@@ -23,7 +23,7 @@ import { waitFor } from '../helpers/wait.js'
 const PASSWORD = 's3cret-pw'
 const PARAMETER = '/echomq/test/redis-url'
 const redis = useRedis()
-const open = useQueues(redis)
+const { open } = useQueues(redis)
 let ssm: SsmEndpoint
 let logs: string[]
 let captured: CapturedLogs
