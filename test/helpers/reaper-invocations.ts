@@ -5,11 +5,11 @@
  * made-up credentials and its URL stubbed in the environment), emptied and made healthy again before each
  * test; the logs are captured afresh before each test and released after it.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, vi } from 'vitest'
+import { afterAll, beforeAll, beforeEach, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { type CloudWatchEndpoint, startCloudWatchEndpoint } from './cloudwatch-endpoint.js'
 import { stubLocalAws } from './local-aws.js'
-import { type CapturedLogs, captureLogs } from './log-lines.js'
+import { type CapturedLogs, useCapturedLogs } from './log-lines.js'
 import type { TestRedis } from './redis-server.js'
 
 type Summary = Awaited<ReturnType<ReturnType<typeof createHandler>>>
@@ -35,7 +35,6 @@ export interface InvocationOptions {
 
 export function useReaperInvocations(redis: TestRedis, options: InvocationOptions = {}): ReaperInvocations {
   let endpoint: CloudWatchEndpoint | undefined
-  let logs: CapturedLogs | undefined
   beforeAll(async () => {
     endpoint = await startCloudWatchEndpoint()
     stubLocalAws({ AWS_ENDPOINT_URL_CLOUDWATCH: endpoint.url })
@@ -48,9 +47,8 @@ export function useReaperInvocations(redis: TestRedis, options: InvocationOption
     if (!endpoint) return
     endpoint.requests.length = 0
     endpoint.failWith(undefined)
-    logs = captureLogs()
   })
-  afterEach(() => vi.restoreAllMocks())
+  const logs = useCapturedLogs()
   const context = { getRemainingTimeInMillis: () => 50_000, ...options.context }
   const base = () => ({ REDIS_URL: redis.url, SWEEP_GRACE_MS: '0', ...options.env })
   return {
@@ -60,10 +58,7 @@ export function useReaperInvocations(redis: TestRedis, options: InvocationOption
       if (!endpoint) throw new Error('the CloudWatch endpoint is started before the tests')
       return endpoint
     },
-    get logs(): CapturedLogs {
-      if (!logs) throw new Error('the logs are captured before each test')
-      return logs
-    },
+    logs,
     async invoke(env = {}) {
       const handler = createHandler({ ...base(), ...env })
       try {

@@ -4,25 +4,19 @@
  * queue whose only producer is a job scheduler keeps producing with no worker and no live Queue, because
  * the reaper's sweep is then the only one promoting its iterations.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { Discovery } from '../../lib/reaper/discovery.js'
 import { registryKey, sweptKeyPattern } from '../../lib/redis/keys.js'
 import { useQueues } from '../helpers/fixture.js'
-import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
+import { useCapturedLogs } from '../helpers/log-lines.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
 const { open, worker } = useQueues(redis)
-let logs: CapturedLogs
-beforeEach(() => {
-  logs = captureLogs()
-})
-afterEach(() => {
-  vi.restoreAllMocks()
-})
+const logs = useCapturedLogs()
 
 const context = { getRemainingTimeInMillis: () => 50_000 }
 const handlerEnv = () => ({ REDIS_URL: redis.url, METRICS_MODE: 'off', SWEEP_GRACE_MS: '0', IS_LOCAL: 'true' })
