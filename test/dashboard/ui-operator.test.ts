@@ -6,10 +6,10 @@
  * time per minute, absolute UTC times beside relative ones, and a three-master cluster.
  */
 import { readFileSync } from 'node:fs'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../lib/index.js'
 import { perMinute, quantile } from '../../lib/ui/timing.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { useCluster } from '../helpers/cluster.js'
 import { useDashboards } from '../helpers/dashboard.js'
 import { useQueues } from '../helpers/fixture.js'
 import { crashedJobs } from '../helpers/queue-state.js'
@@ -181,13 +181,7 @@ describe('wait and processing time per minute', () => {
 })
 
 describe('on a Redis Cluster', () => {
-  let cluster: TestCluster
-  beforeAll(async () => {
-    cluster = await startCluster(3)
-  }, 60_000)
-  afterAll(async () => {
-    await cluster?.stop()
-  })
+  const cluster = useCluster()
 
   it("lists the workers of queues on different primaries, and every primary's health", async () => {
     const client = cluster.connect()

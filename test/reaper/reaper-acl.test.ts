@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { Queue, Worker } from '../../lib/index.js'
 import { registryKey } from '../../lib/redis/keys.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { useCluster } from '../helpers/cluster.js'
 import { useCapturedLogs } from '../helpers/log-lines.js'
 import { crashedJobs, stalledBefore } from '../helpers/queue-state.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
@@ -150,14 +150,10 @@ describe('standalone Redis', () => {
 })
 
 describe('Redis Cluster', () => {
-  let cluster: TestCluster
+  const cluster = useCluster()
   let admin: Cluster
-  beforeAll(async () => {
-    cluster = await startCluster()
+  beforeAll(() => {
     admin = cluster.connect()
-  }, 60_000)
-  afterAll(async () => {
-    await cluster?.stop()
   })
   beforeEach(async () => {
     await Promise.all(cluster.nodes.map((n) => n.client.flushall()))

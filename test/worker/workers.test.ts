@@ -5,12 +5,12 @@
  * seen; a Redis that refuses CLIENT LIST gets a typed error, not a made-up worker.
  */
 import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../lib/index.js'
 import { workerNameOf } from '../../lib/queue/workers.js'
 import { workerConnectionName } from '../../lib/redis/clients.js'
 import { queueKeys } from '../../lib/redis/keys.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { useCluster } from '../helpers/cluster.js'
 import { useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -109,13 +109,7 @@ describe('getWorkers on one Redis', () => {
 })
 
 describe('getWorkers on a Redis Cluster', () => {
-  let cluster: TestCluster
-  beforeAll(async () => {
-    cluster = await startCluster(3)
-  }, 60_000)
-  afterAll(async () => {
-    await cluster?.stop()
-  })
+  const cluster = useCluster()
 
   it("asks every primary: each queue's workers are found on the node of its slot", async () => {
     const client = cluster.connect()
