@@ -60,7 +60,7 @@ function holderAlive(): boolean {
 
 /** Runs `fn` holding the packaging lock; waits for it at most LOCK_WAIT_MS. */
 async function withPackagingLock<T>(fn: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + LOCK_WAIT_MS
+  const deadline = performance.now() + LOCK_WAIT_MS
   for (;;) {
     try {
       mkdirSync(LOCK)
@@ -71,7 +71,7 @@ async function withPackagingLock<T>(fn: () => Promise<T>): Promise<T> {
       // A holder that died with the lock (a killed test run) frees it; one still writing its pid is alive,
       // unless the lock has stayed without a pid for a minute.
       if (!holderAlive()) rmSync(LOCK, { recursive: true, force: true })
-      else if (Date.now() > deadline) throw new Error(`packaging: ${LOCK} held by another run for over ${LOCK_WAIT_MS} ms`)
+      else if (performance.now() > deadline) throw new Error(`packaging: ${LOCK} held by another run for over ${LOCK_WAIT_MS} ms`)
       else await new Promise((resolve) => setTimeout(resolve, 250))
     }
   }
