@@ -7,11 +7,10 @@ import { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { Queue, QueueEvents, sweep, Worker } from '../../lib/index.js'
-import { setScriptWrapper } from '../../lib/redis/commands.js'
 import { closeConnection, openConnection } from '../../lib/redis/connection.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { startCluster, type TestCluster } from '../helpers/cluster.js'
-import { keyGuard } from '../helpers/key-guard.js'
+import { useKeyGuard } from '../helpers/key-guard.js'
 import { captureLogs } from '../helpers/log-lines.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { waitFor } from '../helpers/wait.js'
@@ -285,8 +284,7 @@ describe('the Lambda handler on a cluster', () => {
 })
 
 describe('a job\u2019s whole life on the cluster, every script under the key guard', () => {
-  beforeAll(() => setScriptWrapper(keyGuard))
-  afterAll(() => setScriptWrapper(undefined))
+  useKeyGuard()
 
   it('delays, backoff retries, retention trims, the sweep (probe, promote, trim), redrive and removal on every master', async () => {
     for (const q of queues) {

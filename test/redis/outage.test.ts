@@ -92,6 +92,7 @@ describe('worker.close() with Redis gone while a job ends (no closeTimeout: Bull
     durable = await startDurableRedis()
     let release: () => void = () => undefined
     const gate = new Promise<void>((resolve) => (release = resolve))
+    // direct: a queue on a Redis this test stops and starts
     const queue = track(new Queue('q', { connection: durable.url }))
     // direct: a worker on a Redis this test stops and starts
     const worker = new Worker('q', () => gate.then(() => 'done'), { connection: durable.url, lockDuration, skipStalledCheck: true })
