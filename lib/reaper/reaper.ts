@@ -115,7 +115,10 @@ async function sweepOne(client: RedisClient, queue: string, run: QueueRun, sweep
   delete run.backlog
   try {
     let keys = p.keys.get(queue)
-    if (!keys) p.keys.set(queue, (keys = queueKeys(p.prefix, queue)))
+    if (!keys) {
+      keys = queueKeys(p.prefix, queue)
+      p.keys.set(queue, keys)
+    }
     const pass = await sweepQueue(client, keys, p.settings, {
       readFailures: p.readFailures,
       readBacklog: p.backlogOf.has(queue),

@@ -80,7 +80,24 @@ export interface Probe {
 /** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-13.lua). */
 export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
-type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number, string[], [number, number, number] | null, string | null, string[]]
+type Ids = string[]
+/** probe-13.lua's reply, in its order (its header names each). */
+type ProbeReply = [
+  number,
+  number[],
+  number,
+  Ids,
+  Ids,
+  Ids,
+  Ids,
+  Ids,
+  string | null,
+  number,
+  Ids,
+  [number, number, number] | null,
+  string | null,
+  Ids,
+]
 
 /** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
 export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
