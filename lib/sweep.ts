@@ -116,6 +116,7 @@ export async function sweepQueue(
   const found = await probe(client, keys, { limit, audit, auditAt, readFailures, readBacklog, knownHead, knownInFlight })
   // A crash of a busy fleet leaves more expired reservations than the probe returns: all go back now.
   const share = probeRequeueMax(limit)
+  if (atRest(found, share)) return restingPass(found, readFailures)
   for (let n = found.unreserved; n === share; ) n = await requeueExpired(client, keys, share)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
   const trims = new Set<FinishedSet>()
@@ -180,6 +181,40 @@ export async function sweepQueue(
     failedNew,
     oldestWaitMs,
     ...(backlog ? { backlog } : {}),
+    head: found.head,
+    auditWindow: found.auditWindow,
+  }
+}
+
+/**
+ * The probe left nothing to do: no candidate for a step, no reservation beyond its share, and the wait of
+ * the job next in line (if any) read already. Most queues of a reaper's pass are at rest.
+ */
+function atRest(found: Probe, share: number): boolean {
+  return (
+    found.expired.length === 0 &&
+    found.audit.length === 0 &&
+    found.due.length === 0 &&
+    found.dueSchedulers.length === 0 &&
+    found.trim.completed.length === 0 &&
+    found.trim.failed.length === 0 &&
+    found.unreserved < share &&
+    (found.head === undefined || found.headSince !== undefined)
+  )
+}
+
+/** The pass of a queue at rest: the probe's reading, as the full pass would report it. */
+function restingPass(found: Probe, readFailures: boolean): QueuePass {
+  return {
+    marked: [],
+    recovered: [],
+    failed: [],
+    promoted: 0,
+    trimmed: 0,
+    counts: found.counts,
+    failedNew: readFailures ? found.failedNew : 0,
+    oldestWaitMs: found.headSince === undefined ? undefined : Math.max(0, found.now - found.headSince),
+    ...(found.backlog ? { backlog: found.backlog } : {}),
     head: found.head,
     auditWindow: found.auditWindow,
   }
