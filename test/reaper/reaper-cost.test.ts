@@ -13,7 +13,8 @@ import { runReaper, type Seen } from '../../lib/reaper/reaper.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { registerQueue } from '../../lib/registry.js'
 import { type Counting, countingClient } from '../helpers/counting.js'
-import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
+import { type CapturedLogs, captureLogs, type LogLine } from '../helpers/log-lines.js'
+import { docQueries, logsInsights } from '../helpers/logs-insights.js'
 import { addJobs, crashedJobs, holdJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 
@@ -126,6 +127,9 @@ describe('the log through the Lambda handler', () => {
       slowestQueue: expect.any(String),
     })
     expect(reaperLines[1]?.oldestWaitAgeMs).toBeGreaterThanOrEqual(60_000)
+    // docs/reaper.md's backlog query finds it.
+    const backlog = logsInsights(docQueries().backlog ?? '', captured.lines as LogLine[])
+    expect(backlog.map((r) => r.oldestWaitQueue)).toEqual(['waiting-7', 'waiting-7'])
   })
 
   it('a queue whose jobs are marked, then recovered, gets a line each time, among idle queues that get none', async () => {
@@ -143,6 +147,10 @@ describe('the log through the Lambda handler', () => {
       expect.objectContaining({ queue: 'emails', marked: 3, recovered: 0, function_request_id: 'req-1' }),
       expect.objectContaining({ queue: 'emails', recovered: 3, recoveredIds: expect.arrayContaining(ids), counts: expect.any(Object) }),
     ])
+    // docs/reaper.md's query finds the recovery and its jobs.
+    const recoveries = logsInsights(docQueries().recoveries ?? '', captured.lines as LogLine[])
+    expect(recoveries).toEqual([expect.objectContaining({ queue: 'emails', recovered: 3, function_request_id: 'req-1' })])
+    expect(recoveries[0]?.recoveredIds).toEqual(expect.arrayContaining(ids))
     const summaries = captured.lines.filter((l) => l.message === 'summary')
     expect(summaries.map((l) => [l.queueLines, l.marked, l.recovered])).toEqual([
       [1, 3, 0],
