@@ -204,9 +204,11 @@ export async function runReaper(
     keys: options.keys ?? new Map(),
     log,
   }
-  // Only this run's queues are remembered: a queue gone from the registry is forgotten.
-  for (const queue of pass.seen.keys()) if (!(queue in runs)) pass.seen.delete(queue)
-  for (const queue of pass.keys.keys()) if (!(queue in runs)) pass.keys.delete(queue)
+  // A queue gone from the registry is forgotten (a run over listed queues leaves the others be).
+  if (!options.queues && !config.queues) {
+    for (const queue of pass.seen.keys()) if (!(queue in runs)) pass.seen.delete(queue)
+    for (const queue of pass.keys.keys()) if (!(queue in runs)) pass.keys.delete(queue)
+  }
   let sweeps = 0
   const now = options.now ?? (() => performance.now())
   let lastPassMs = 0
