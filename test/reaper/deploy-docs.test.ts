@@ -268,7 +268,7 @@ describe("the runbook's queries and the timeout filter, on the reaper's own line
       expect.objectContaining({ 'record.requestId': 'req-slow', 'record.metrics.durationMs': 55000 }),
     ])
     expect(run('jobs-failed')).toEqual([{ queue: 'emails', failed: 1 }])
-    expect(run('oldest-wait')).toEqual(expect.arrayContaining([expect.objectContaining({ queue: 'emails', waiting: 1 })]))
+    expect(run('oldest-wait')).toEqual([expect.objectContaining({ oldestWaitQueue: 'emails', waiting: 1 })])
     expect(run('sweeper-not-invoked').length).toBeGreaterThan(0)
 
     const pattern = (packaged.ci as Packaged).resources.FunctionTimeoutsFilter?.Properties.FilterPattern as string

@@ -37,8 +37,12 @@ describe('handler', () => {
     expect(second).toEqual({ sweeps: 1, queues: { emails: { marked: 0, recovered: 3, failed: 0 } } })
     const q = openQueue('emails')
     for (const id of ids) expect(await q.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
+    // One line per invocation for the queue where something happened: the marks, then the recovery by id.
     const lines = captured.text.map((l) => JSON.parse(l) as { message: string; queue?: string })
-    expect(lines.filter((l) => l.message === 'sweep' && l.queue === 'emails')).toHaveLength(2)
+    expect(lines.filter((l) => l.message === 'queue')).toEqual([
+      expect.objectContaining({ queue: 'emails', marked: 3, recovered: 0 }),
+      expect.objectContaining({ queue: 'emails', marked: 0, recovered: 3, recoveredIds: expect.arrayContaining(ids) }),
+    ])
   })
 
   it('runs SWEEPS_PER_INVOCATION sweeps spaced SWEEP_INTERVAL_MS apart and sums them', async () => {

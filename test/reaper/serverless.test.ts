@@ -587,7 +587,7 @@ describe('serverless invoke local', () => {
     })
     invocation.child.stdin?.end() // osls reads the event from stdin when -d is absent: none
     const { stdout } = await invocation
-    expect(stdout).toMatch(/"message":"sweep".*"queue":"emails","sweep":1,"marked":2/)
+    expect(stdout).toMatch(/"message":"queue".*"queue":"emails","sweeps":1,"marked":2/)
     expect(stdout).toMatch(/"message":"summary".*"queuesSwept":1.*"metrics":"off"/)
     expect(stdout).toContain('"sweeps": 1')
   }, 120_000)
