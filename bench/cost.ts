@@ -11,6 +11,8 @@
  * Ratios are the median of ROUNDS alternating runs (EchoMQ, BullMQ, EchoMQ, ...) with their range.
  * bench/cost-prices.ts turns the figures into US dollars per million jobs.
  */
+import { writeFileSync } from 'node:fs'
+import os from 'node:os'
 import { Redis } from 'ioredis'
 import { startLocalRedis } from '../cli/support/local-redis.js'
 import { functionPath, prices, sqsLambdaPath } from './cost-prices.js'
@@ -211,7 +213,23 @@ function parse(argv: string[]): { jobs: number; rounds: number; only?: string[] 
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const opts = parse(process.argv.slice(2))
-  console.log(`cost per job: ${opts.jobs} jobs per run, ${opts.rounds} alternating rounds, concurrency 50`)
+  const started = new Date().toISOString()
+  console.log(`cost per job: ${opts.jobs} jobs per run, ${opts.rounds} alternating rounds, concurrency 50 (the function: 10)`)
+  console.log(
+    `load average at the start: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  )
   const rows = await runCost(opts)
   console.log(costReport(rows))
+  console.log(
+    `load average at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  )
+  // Every run's figures, for the docs' tables (bench/cost-results.json; a subset: cost-results-partial.json).
+  const file = new URL(opts.only ? 'cost-results-partial.json' : 'cost-results.json', import.meta.url)
+  writeFileSync(file, `${JSON.stringify({ started, argv: process.argv.slice(2), loadavg: os.loadavg(), rows }, null, 2)}\n`)
 }

@@ -13,7 +13,7 @@
  *             stats total_net_input_bytes / total_net_output_bytes), and after the runs the keys the used
  *             queue has that the never-used one has not.
  *   jobs/s    the same runs' throughput (add to last completion), used / never per round, alternating
- *             (used, never, used, ...): the median of ROUNDS ratios with their spread.
+ *             (used, never; never, used; used, never): the median of ROUNDS ratios with their spread.
  * Counts first: they are deterministic; throughput moves with the machine.
  */
 import type { Redis } from 'ioredis'
@@ -23,7 +23,7 @@ import { createReaper } from '../lib/reaper/reaper.js'
 import { EMQ_PREFIX } from './build.js'
 import { SentCommands, UNLABELLED } from './count.js'
 import { FEATURES, type Feature, type UseTarget } from './feature-uses.js'
-import { fmt, fs, type Target, table, xs } from './format.js'
+import { commandList, fmt, fs, type Target, table, xs } from './format.js'
 import { commandStats, subtract, withoutMeter } from './meter.js'
 import { type Ctx, completion, ROUNDS, ratio, type Spread, sleep, spread, spreadOf } from './util.js'
 
@@ -44,6 +44,8 @@ export interface FeatureRow {
   feature: string
   what: string
   idlePerMinute: { used: number; never: number }
+  /** The used queue's idle commands a minute, by name. */
+  idleCommands: Record<string, number>
   reaperPass: { used: number; never: number }
   keys: { used: string[]; never: string[] }
   used: PerJobRun[]
@@ -94,7 +96,12 @@ async function plainRun(ctx: Ctx, counter: SentCommands, queue: string, n: numbe
 }
 
 /** Idle: a Worker with defaults on every queue at once; commands a minute per queue. */
-async function idleWindow(ctx: Ctx, counter: SentCommands, queues: string[], windowS: number): Promise<Record<string, number>> {
+async function idleWindow(
+  ctx: Ctx,
+  counter: SentCommands,
+  queues: string[],
+  windowS: number,
+): Promise<Record<string, Record<string, number>>> {
   const workers = queues.map((name) => {
     const client = counter.label(ctx.redis.connect(`idle-${name}`), name)
     const worker = new Worker(name, async () => 'ok', { connection: client, prefix: EMQ_PREFIX })
@@ -105,7 +112,8 @@ async function idleWindow(ctx: Ctx, counter: SentCommands, queues: string[], win
     await sleep(WARM_UP_MS)
     counter.reset()
     await sleep(windowS * 1000)
-    return Object.fromEntries(queues.map((name) => [name, (counter.total(name) * 60) / windowS]))
+    const perMinute = (c: Record<string, number>) => Object.fromEntries(Object.entries(c).map(([k, v]) => [k, (v * 60) / windowS]))
+    return Object.fromEntries(queues.map((name) => [name, perMinute(counter.sent(name))]))
   } finally {
     for (const { worker, client } of workers) {
       await worker.close()
@@ -163,14 +171,16 @@ export async function runFeatureOff(ctx: Ctx): Promise<FeatureOffResults> {
       }
       const used: PerJobRun[] = []
       const never: PerJobRun[] = []
+      // Used first in even rounds, never first in odd ones: a run's place in the pair does not favour a side.
       for (let round = 0; round < rounds; round++) {
-        used.push(await plainRun(ctx, counter, queueName(f, 'used'), jobs))
-        never.push(await plainRun(ctx, counter, queueName(f, 'never'), jobs))
+        for (const side of round % 2 ? (['never', 'used'] as const) : SIDES)
+          (side === 'used' ? used : never).push(await plainRun(ctx, counter, queueName(f, side), jobs))
       }
       rows.push({
         feature: f.name,
         what: f.what,
-        idlePerMinute: { used: idle[queueName(f, 'used')] ?? Number.NaN, never: idle[queueName(f, 'never')] ?? Number.NaN },
+        idlePerMinute: { used: sum(idle[queueName(f, 'used')]), never: sum(idle[queueName(f, 'never')]) },
+        idleCommands: idle[queueName(f, 'used')] ?? {},
         reaperPass: passes,
         keys: { used: await queueKeys(meter, queueName(f, 'used')), never: await queueKeys(meter, queueName(f, 'never')) },
         used,
@@ -186,6 +196,7 @@ export async function runFeatureOff(ctx: Ctx): Promise<FeatureOffResults> {
   }
 }
 
+const sum = (c: Record<string, number> | undefined) => Object.values(c ?? {}).reduce((a, b) => a + b, 0)
 const med = (runs: PerJobRun[], f: keyof PerJobRun) => spreadOf(runs, (r) => r[f]).median
 /** Keys the used queue has after its use that the never-used one has not. */
 const extraKeys = (r: FeatureRow) => r.keys.used.filter((k) => !r.keys.never.includes(k))
@@ -216,6 +227,7 @@ export function featureOffReport(r: FeatureOffResults): string {
         extraKeys(row).join(', ') || 'none',
       ]),
     ) +
+    `\n   idle, by command (the used queues; the never-used ones the same): ${[...new Set(r.rows.map((row) => commandList(row.idleCommands)))].join(' | ')}` +
     '\n   idle: commands sent a minute by a default Worker on the queue (60 s blocks: read with a window under 60 s, they say little); ' +
     "reaper pass: commands of a warm pass over that queue alone; Redis calls: every command Redis ran (scripts' inner ones included, " +
     'INFO commandstats); keys: after the workload, those the used queue holds and the never-used one does not (retained jobs left out).'
