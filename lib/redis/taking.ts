@@ -181,9 +181,9 @@ export async function extend(client: RedisClient, keys: QueueKeys, leaseMs: numb
     client,
     TAKE_SCRIPTS.extend,
     [keys.active, keys.stalled, ...leases.map((l) => keys.lock(l.id))],
-    [String(leaseMs), k, ...leases.flatMap(({ id, token }) => [id, token])],
-  )) as number[]
-  const codeOf = new Map(leases.map((l, i) => [l, sorted[i]]))
+    [String(leaseMs), k, ...leases.map((l) => l.token), ...leases.slice(0, k).map((l) => l.id)],
+  )) as string
+  const codeOf = new Map(leases.map((l, i) => [l, Number(sorted[i])]))
   const codes = renewals.map((r) => codeOf.get(r) ?? 0)
   const found = codes.map((code) => EXTEND_CODES[code] ?? 'lost')
   const lapsed = renewals.filter((_, i) => found[i] === 'lapsed')
