@@ -90,9 +90,9 @@ async function runOnce(lib: 'emq' | 'bull', concurrency: number, n: number): Pro
     const stats = await commandStats(meter)
     await worker.close()
     const per = (x: number, digits = 2) => (x / n).toFixed(digits)
-    console.log(
-      `${lib} c=${concurrency} n=${n}: ${done < n ? `TIMED OUT at ${done}; ` : ''}${Math.round((n / ms) * 1000)} jobs/s; Redis CPU ${per(after.cpuUs - before.cpuUs, 1)} µs/job, client CPU ${per(cpu.user + cpu.system, 1)} µs/job; bytes in ${per(after.in - before.in, 1)}, out ${per(after.out - before.out, 1)} per job`,
-    )
+    const head = `${lib} c=${concurrency} n=${n}: ${done < n ? `TIMED OUT at ${done}; ` : ''}${Math.round((n / ms) * 1000)} jobs/s`
+    const cpuText = `Redis CPU ${per(after.cpuUs - before.cpuUs, 1)} µs/job, client CPU ${per(cpu.user + cpu.system, 1)} µs/job`
+    console.log(`${head}; ${cpuText}; bytes in ${per(after.in - before.in, 1)}, out ${per(after.out - before.out, 1)} per job`)
     console.log(
       `  sent per job: ${Object.entries(sent)
         .map(([name, count]) => `${name} ${per(count, 4)}`)
