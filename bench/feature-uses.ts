@@ -49,7 +49,11 @@ async function addAndRun(
 
 const plainOne = (q: emq.Queue) => q.add('j', { i: 0 })
 
+/** The A/A row: both queues never used a feature, so its throughput spread is the machine's noise. */
+export const CONTROL = 'none (A/A)'
+
 export const FEATURES: Feature[] = [
+  { name: CONTROL, what: 'nothing: both queues are plain', use: async () => undefined },
   {
     name: 'deduplication',
     what: 'one add with deduplication: { id }, and a duplicate of it, run',
