@@ -32,3 +32,55 @@ export function prices(job: PerJob): { elasticache: number; upstash: number } {
     upstash: job.commands * 1e6 * UPSTASH_USD_PER_COMMAND,
   }
 }
+
+/**
+ * AWS Lambda, us-east-1, arm64 (https://aws.amazon.com/lambda/pricing/): $0.20 per million requests and
+ * $0.0000133334 per GB-second; Amazon SQS standard (https://aws.amazon.com/sqs/pricing/): $0.40 per million
+ * requests. Free tiers left out.
+ */
+export const LAMBDA_USD_PER_REQUEST = 0.2 / 1e6
+export const LAMBDA_USD_PER_GB_SECOND = 0.0000133334
+export const SQS_USD_PER_REQUEST = 0.4 / 1e6
+/** The worker function's memory in serverless.yml (functions.work.memorySize). */
+export const WORKER_FUNCTION_GB = 0.5
+/**
+ * SQS requests per message with a Lambda event source mapping at batch size 10: a SendMessage, and a
+ * share of the batched ReceiveMessage and DeleteMessageBatch plus the mapping's empty long polls (AWS bills
+ * each; 1.2 is the estimate docs/serverless-workers.md uses, not a measurement).
+ */
+export const SQS_REQUESTS_PER_MESSAGE = 1.2
+export const SQS_BATCH = 10
+
+export interface PathDollars {
+  requests: number
+  gbSeconds: number
+  lambda: number
+  queue: number
+}
+
+/** A million jobs run by EchoMQ's worker functions: Lambda requests and GB-seconds as measured, Redis on Upstash. */
+export function functionPath(job: PerJob & { invocations: number; functionMs: number }): PathDollars {
+  const requests = job.invocations * 1e6
+  const gbSeconds = ((job.functionMs * 1e6) / 1000) * WORKER_FUNCTION_GB
+  return {
+    requests,
+    gbSeconds,
+    lambda: requests * LAMBDA_USD_PER_REQUEST + gbSeconds * LAMBDA_USD_PER_GB_SECOND,
+    queue: prices(job).upstash,
+  }
+}
+
+/**
+ * The same million jobs through SQS + Lambda: one invocation per batch of SQS_BATCH, and (an assumption: not
+ * measured here) the same function time per job as EchoMQ's, so only requests and the queue's bill differ.
+ */
+export function sqsLambdaPath(functionMsPerJob: number): PathDollars {
+  const requests = 1e6 / SQS_BATCH
+  const gbSeconds = ((functionMsPerJob * 1e6) / 1000) * WORKER_FUNCTION_GB
+  return {
+    requests,
+    gbSeconds,
+    lambda: requests * LAMBDA_USD_PER_REQUEST + gbSeconds * LAMBDA_USD_PER_GB_SECOND,
+    queue: 1e6 * SQS_REQUESTS_PER_MESSAGE * SQS_USD_PER_REQUEST,
+  }
+}

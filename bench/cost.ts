@@ -11,12 +11,13 @@
  * Ratios are the median of ROUNDS alternating runs (EchoMQ, BullMQ, EchoMQ, ...) with their range.
  * bench/cost-prices.ts turns the figures into US dollars per million jobs.
  */
-import { Queue as BullQueue, Worker as BullWorker } from 'bullmq'
+import { writeFileSync } from 'node:fs'
+import os from 'node:os'
 import { Redis } from 'ioredis'
 import { startLocalRedis } from '../cli/support/local-redis.js'
-import { Queue, Worker } from '../lib/index.js'
-import { prices } from './cost-prices.js'
-import { COST_SCENARIOS, type Scenario } from './cost-scenarios.js'
+import { functionPath, prices, sqsLambdaPath } from './cost-prices.js'
+import { type FunctionRun, runBull, runEmq } from './cost-runners.js'
+import { COST_SCENARIOS, DEFAULT_SCENARIOS, type Scenario } from './cost-scenarios.js'
 import { fmt, table, xs } from './format.js'
 import { median, ratio, type Spread, spread } from './util.js'
 
@@ -25,6 +26,9 @@ export interface CostRun {
   bytesIn: number
   bytesOut: number
   commands: number
+  /** The function scenario's EchoMQ side: invocations and the handler's milliseconds, per job. */
+  invocations?: number
+  functionMs?: number
 }
 
 interface ServerReading {
@@ -52,8 +56,6 @@ async function reading(meter: Redis): Promise<ServerReading> {
   }
 }
 
-const QUEUE = 'cost'
-
 /** Runs `n` jobs of the scenario through one library on a fresh server; returns per-job figures. */
 async function runOnce(lib: 'emq' | 'bull', scenario: Scenario, n: number): Promise<CostRun> {
   const server = await startLocalRedis(['--maxmemory-policy', 'noeviction'])
@@ -63,15 +65,18 @@ async function runOnce(lib: 'emq' | 'bull', scenario: Scenario, n: number): Prom
   try {
     const before = await reading(meter)
     const sentBefore = commandsSent
-    await (lib === 'emq' ? runEmq(connection, scenario, n) : runBull(connection, scenario, n))
+    const fn: FunctionRun | undefined = await (lib === 'emq' ? runEmq(connection, scenario, n) : runBull(connection, scenario, n))
     const sent = commandsSent - sentBefore
     const after = await reading(meter)
+    // Per job: for a flow every job of it (parent and children), else per add (a deduplicated add included).
+    const jobs = scenario.flows ? (scenario.completions?.(n) ?? n) : n
     // The meter's own two INFO calls: their replies are a few kB, under 1 byte per job at 10,000 jobs.
     return {
-      redisCpuUs: (after.cpuUs - before.cpuUs) / n,
-      bytesIn: (after.bytesIn - before.bytesIn) / n,
-      bytesOut: (after.bytesOut - before.bytesOut) / n,
-      commands: (sent - 2) / n,
+      redisCpuUs: (after.cpuUs - before.cpuUs) / jobs,
+      bytesIn: (after.bytesIn - before.bytesIn) / jobs,
+      bytesOut: (after.bytesOut - before.bytesOut) / jobs,
+      commands: (sent - 2) / jobs,
+      ...(fn ? { invocations: fn.invocations / jobs, functionMs: fn.functionMs / jobs } : {}),
     }
   } finally {
     meter.disconnect()
@@ -79,56 +84,22 @@ async function runOnce(lib: 'emq' | 'bull', scenario: Scenario, n: number): Prom
   }
 }
 
-type Connection = { host: string; port: number; maxRetriesPerRequest: null }
-
-function finished(n: number, count: () => number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const deadline = performance.now() + 180_000
-    const tick = () => {
-      if (count() >= n) return resolve()
-      if (performance.now() > deadline) return reject(new Error(`cost bench: ${count()} of ${n} jobs finished in 180 s`))
-      setTimeout(tick, 5)
-    }
-    tick()
-  })
-}
-
-async function runEmq(connection: Connection, scenario: Scenario, n: number): Promise<void> {
-  const queue = new Queue(QUEUE, { connection })
-  for (const chunk of scenario.chunks(n)) await queue.addBulk(chunk)
-  let done = 0
-  const worker = new Worker(QUEUE, scenario.processor(), { connection, concurrency: 50 })
-  worker.on('completed', () => void done++)
-  await finished(n, () => done)
-  await worker.close()
-  await queue.close()
-}
-
-async function runBull(connection: Connection, scenario: Scenario, n: number): Promise<void> {
-  const queue = new BullQueue(QUEUE, { connection })
-  for (const chunk of scenario.chunks(n)) await queue.addBulk(chunk)
-  let done = 0
-  const worker = new BullWorker(QUEUE, scenario.processor(), { connection, concurrency: 50 })
-  worker.on('completed', () => void done++)
-  worker.on('error', () => undefined)
-  await finished(n, () => done)
-  await worker.close()
-  await queue.close()
-}
-
 export interface CostRow {
   scenario: string
   emq: CostRun[]
   bull: CostRun[]
-  ratios: Record<keyof CostRun, Spread>
+  ratios: Record<Figure, Spread>
 }
 
-const FIGURES: (keyof CostRun)[] = ['redisCpuUs', 'bytesIn', 'bytesOut', 'commands']
+type Figure = 'redisCpuUs' | 'bytesIn' | 'bytesOut' | 'commands'
+const FIGURES: Figure[] = ['redisCpuUs', 'bytesIn', 'bytesOut', 'commands']
 
 export async function runCost(opts: { jobs: number; rounds: number; only?: string[] }, log = console.log): Promise<CostRow[]> {
   const rows: CostRow[] = []
+  const names = opts.only ?? DEFAULT_SCENARIOS
+  for (const name of names) if (!COST_SCENARIOS.some((s) => s.name === name)) throw new Error(`unknown scenario "${name}"`)
   for (const scenario of COST_SCENARIOS) {
-    if (opts.only && !opts.only.includes(scenario.name)) continue
+    if (!names.includes(scenario.name)) continue
     const emq: CostRun[] = []
     const bull: CostRun[] = []
     // One unmeasured run each, so module loading and JIT fall outside the figures.
@@ -143,13 +114,13 @@ export async function runCost(opts: { jobs: number; rounds: number; only?: strin
     }
     const ratios = Object.fromEntries(
       FIGURES.map((f) => [f, spread(emq.map((run, i) => ratio(run[f], (bull[i] as CostRun)[f])))]),
-    ) as Record<keyof CostRun, Spread>
+    ) as Record<Figure, Spread>
     rows.push({ scenario: scenario.name, emq, bull, ratios })
   }
   return rows
 }
 
-const med = (runs: CostRun[], f: keyof CostRun) => median(runs.map((r) => r[f]))
+const med = (runs: CostRun[], f: keyof CostRun) => median(runs.map((r) => r[f] ?? Number.NaN))
 
 export function costReport(rows: CostRow[]): string {
   const figures = table(
@@ -188,7 +159,47 @@ export function costReport(rows: CostRow[]): string {
       return [r.scenario, `${e.elasticache.toFixed(3)} / ${b.elasticache.toFixed(3)}`, `${e.upstash.toFixed(2)} / ${b.upstash.toFixed(2)}`]
     }),
   )
-  return `${figures}\n\n${dollars}`
+  return [figures, dollars, serverlessPath(rows), targets(rows)].filter(Boolean).join('\n\n')
+}
+
+/** The function row turned into the serverless path's bill against SQS + Lambda, per million jobs. */
+function serverlessPath(rows: CostRow[]): string {
+  const row = rows.find((r) => r.emq.some((run) => run.invocations !== undefined))
+  if (!row) return ''
+  const job = {
+    redisCpuUs: med(row.emq, 'redisCpuUs'),
+    bytes: med(row.emq, 'bytesIn') + med(row.emq, 'bytesOut'),
+    commands: med(row.emq, 'commands'),
+    invocations: med(row.emq, 'invocations'),
+    functionMs: med(row.emq, 'functionMs'),
+  }
+  const e = functionPath(job)
+  const s = sqsLambdaPath(job.functionMs)
+  const usd = (n: number) => `$${n.toFixed(3)}`
+  return (
+    `per million no-op jobs (${row.scenario} row): Lambda requests, GB-s (512 MB), Lambda $, queue $\n` +
+    table(
+      ['path', 'requests', 'GB-s', 'Lambda', 'queue', 'total'],
+      [
+        ['EchoMQ worker functions (Upstash)', fmt(e.requests), fmt(e.gbSeconds, 1), usd(e.lambda), usd(e.queue), usd(e.lambda + e.queue)],
+        ['SQS + Lambda (batch 10)', fmt(s.requests), fmt(s.gbSeconds, 1), usd(s.lambda), usd(s.queue), usd(s.lambda + s.queue)],
+      ],
+    ) +
+    '\n(the reaper adds ~43,800 invocations a month whatever the jobs; SQS + Lambda: same GB-s assumed, not measured)'
+  )
+}
+
+/** Target 1: each figure at most TARGET x BullMQ's, by the median of the run-by-run ratios. */
+const TARGET = 0.35
+
+function targets(rows: CostRow[]): string {
+  const lines: string[] = []
+  for (const r of rows)
+    for (const f of FIGURES) {
+      const s = r.ratios[f]
+      lines.push(`${s.median <= TARGET ? 'PASS' : 'MISS'}  ${r.scenario} ${f} <= ${TARGET}x: ${xs(s)}`)
+    }
+  return `Targets (EchoMQ / BullMQ, median of ${rows[0]?.emq.length ?? 0} alternating rounds)\n${lines.join('\n')}`
 }
 
 function parse(argv: string[]): { jobs: number; rounds: number; only?: string[] } {
@@ -202,7 +213,23 @@ function parse(argv: string[]): { jobs: number; rounds: number; only?: string[] 
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const opts = parse(process.argv.slice(2))
-  console.log(`cost per job: ${opts.jobs} jobs per run, ${opts.rounds} alternating rounds, concurrency 50`)
+  const started = new Date().toISOString()
+  console.log(`cost per job: ${opts.jobs} jobs per run, ${opts.rounds} alternating rounds, concurrency 50 (the function: 10)`)
+  console.log(
+    `load average at the start: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  )
   const rows = await runCost(opts)
   console.log(costReport(rows))
+  console.log(
+    `load average at the end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  )
+  // Every run's figures, for the docs' tables (bench/cost-results.json; a subset: cost-results-partial.json).
+  const file = new URL(opts.only ? 'cost-results-partial.json' : 'cost-results.json', import.meta.url)
+  writeFileSync(file, `${JSON.stringify({ started, argv: process.argv.slice(2), loadavg: os.loadavg(), rows }, null, 2)}\n`)
 }

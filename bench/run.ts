@@ -1,6 +1,6 @@
 /**
  * `npm run bench` [-- --quick] [-- --only sweep,heartbeat,throughput,idle,queues,memory,retention,delayed,events,priority,ratelimit,
- *   addbulk,reaper,reaperHandler]
+ *   addbulk,reaper,reaperHandler,featureOff]
  *
  * Runs EchoMQ and BullMQ side by side on one fresh private redis-server (started here on a free port,
  * stopped at the end), prints one table per bench and the targets, and writes the results as JSON:
@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { type AddBulkResults, addBulkReport, addBulkTargets, runAddBulk } from './addbulk.js'
 import { type DelayedResults, delayedReport, delayedTargets, runDelayed } from './delayed.js'
 import { type EventsResults, eventsReport, eventsTargets, runEvents } from './events.js'
+import { type FeatureOffResults, featureOffReport, featureOffTargets, runFeatureOff } from './feature-off.js'
 import type { Target } from './format.js'
 import { type HeartbeatResults, heartbeatReport, heartbeatTargets, runHeartbeat } from './heartbeat.js'
 import { type IdleResults, idleReport, idleTargets, runIdle } from './idle.js'
@@ -45,6 +46,7 @@ interface Results {
   addbulk: AddBulkResults
   reaper: ReaperResults
   reaperHandler: HandlerResults
+  featureOff: FeatureOffResults
 }
 
 interface Bench<R> {
@@ -69,6 +71,7 @@ const BENCHES: { [K in keyof Results]: Bench<Results[K]> } = {
   addbulk: { run: runAddBulk, report: addBulkReport, targets: addBulkTargets },
   reaper: { run: runReaper, report: reaperReport, targets: reaperTargets },
   reaperHandler: { run: runReaperHandler, report: reaperHandlerReport, targets: reaperHandlerTargets },
+  featureOff: { run: runFeatureOff, report: featureOffReport, targets: featureOffTargets },
 }
 type Name = keyof Results
 const NAMES = Object.keys(BENCHES) as Name[]
