@@ -1,5 +1,5 @@
 /**
- * The sweep: probe-12.lua reads a queue's counts and candidates, sweep-10.lua recovers stalled runs, promote
+ * The sweep: probe-13.lua reads a queue's counts and candidates, sweep-11.lua recovers stalled runs, promote
  * and trim move due and old jobs, and the reaper's count of failed jobs is claimed then settled.
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
@@ -12,10 +12,10 @@ import { evalScript, eventKeys, jobAndLogs, type NextDue, nextDue, prioritizedKe
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const SWEEP_SCRIPTS = {
-  probe: 'probe-12.lua',
+  probe: 'probe-13.lua',
   claim: 'claim-1.lua',
   settle: 'settle-1.lua',
-  sweepStep: 'sweep-10.lua',
+  sweepStep: 'sweep-11.lua',
   promote: 'promote-7.lua',
   promoteJob: 'promoteJob-8.lua',
   trim: 'trim-2.lua',
@@ -54,20 +54,35 @@ export interface Probe {
   unreserved: number
   /** Job schedulers whose next period is due (at most `limit`). */
   dueSchedulers: string[]
+  /** Flow hand-offs not yet delivered (about `limit`): id -> entry (lib/flows/handoffs.ts). */
+  handoffs: [string, string][]
 }
 
-/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-12.lua). */
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-13.lua). */
 export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
-type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number, string[]]
+type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number, string[], string[]]
 
 /** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
 export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
   const k = keys
-  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers] = (await evalScript(
+  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers, handoffs] = (await evalScript(
     client,
     SWEEP_SCRIPTS.probe,
-    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved, ...prioritizedKeys(k), k.schedulers],
+    [
+      k.active,
+      k.stalled,
+      k.wait,
+      k.delayed,
+      k.completed,
+      k.failed,
+      k.marker,
+      k.meta,
+      k.reserved,
+      ...prioritizedKeys(k),
+      k.schedulers,
+      k.handoffs,
+    ],
     [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0],
   )) as ProbeReply
   const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0] = c
@@ -82,6 +97,7 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
     head: head ?? undefined,
     unreserved,
     dueSchedulers,
+    handoffs: pairs(handoffs),
   }
 }
 
@@ -108,6 +124,15 @@ export interface SweepStepResult {
   next: string[]
   /** The lease deadline (ms) of the first job this step recovered in the deadline walk. */
   firstRecoveredDeadline: number | undefined
+  /** Flow hand-offs this step wrote (children failed past the stall allowance): id -> entry. */
+  handoffs: [string, string][]
+}
+
+/** A flat [id, entry, id, entry...] reply as pairs. */
+function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string])
+  return out
 }
 
 /** One bounded step of the two-phase sweep over the given candidates. */
@@ -116,7 +141,7 @@ export async function sweepStep(
   keys: QueueKeys,
   { graceMs, mode, ids, page = { size: 0, passed: 0 } }: SweepStepRequest,
 ): Promise<SweepStepResult> {
-  const [marked, recovered, failed, left, done, trim, next, first] = (await evalScript(
+  const [marked, recovered, failed, left, done, trim, next, first, handoffs] = (await evalScript(
     client,
     SWEEP_SCRIPTS.sweepStep,
     [
@@ -128,11 +153,13 @@ export async function sweepStep(
       ...eventKeys(keys),
       keys.metrics,
       keys.prioritized,
+      keys.handoffs,
       ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ],
     [graceMs, mode, page.size, page.passed, ...ids],
-  )) as [string[], string[], string[], number, number, number, string[], string | null]
+  )) as [string[], string[], string[], number, number, number, string[], string | null, string[]]
   return {
+    handoffs: pairs(handoffs),
     marked,
     recovered,
     failed,

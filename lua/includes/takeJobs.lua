@@ -4,9 +4,10 @@
 -- dropped from the reply (set to nil), which ends the list there.
 local JOB_FIELDS = {
   'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
-  'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'token',
+  'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'parentKey', 'parent', 'defa',
+  'token',
 }
-local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 20
+local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 23
 -- The hand reads the same fields: `priority` says whether the job waited in `prioritized` (so its
 -- reservation has a score kept in `reservedScores`, which its take then drops: confirmStarts).
 local HAND_FIELDS = JOB_FIELDS
@@ -128,7 +129,7 @@ local function takeJobs(q, taker, now, at)
       -- In flight under this worker's token: a replay of a call whose reply was lost (or a run the worker
       -- already has, which it skips). Hand it back rather than strand it until a sweep charges a stall.
       -- A live lease is renewed; a lapsed one is left for the worker's heartbeat to reclaim (reclaim-2.lua
-      -- clears a sweep's mark as it writes the lease: a marked job has had no lease since, see sweep-10).
+      -- clears a sweep's mark as it writes the lease: a marked job has had no lease since, see sweep-11).
       local token = redis.call('HGET', jobKey, 'token')
       local holder = redis.call('GET', lockKey)
       if token and string.sub(token, 1, #taker.token + 1) == taker.token .. ':' and (holder == false or holder == token) then

@@ -1,6 +1,6 @@
 --[[
   The sweep's first call on a queue, touching only the queue's own keys: its counts, and the candidates
-  for the steps that need per-job keys (which the caller then passes to sweep-10.lua, promote-7.lua,
+  for the steps that need per-job keys (which the caller then passes to sweep-11.lua, promote-7.lua,
   iterate-11.lua and trim-2.lua). For an idle queue it is the only call. It also repairs what a dead worker leaves besides
   its leases: reservations past their expiry go back where they were (they touch no job hash;
   reservations.lua), and a lost wake-up: while jobs wait the marker says so, and when the earliest
@@ -20,6 +20,7 @@
   KEYS[10] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[11] reservedScores  HASH  <prefix>:{q}:reservedScores
   KEYS[12] schedulers      ZSET  <prefix>:{q}:schedulers (job scheduler id -> due time of its next period, ms)
+  KEYS[13] handoffs        HASH  <prefix>:{q}:handoffs (flow hand-offs not yet delivered, lua/includes/handoff.lua)
 
   ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000; see
           requeue-5.lua for the rest)
@@ -33,13 +34,14 @@
   failed, prioritized }, failed jobs to claim (meta's `failedNew`, never below 0, plus an expired claim's;
   0 when not asked), expired lease ids,
   audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next in line or false,
-  reservations returned, ids of the job schedulers whose next period is due }.
+  reservations returned, ids of the job schedulers whose next period is due, hand-offs not yet delivered
+  { id, entry, ... } (one HSCAN page: about `limit` of them; a queue without flows has none) }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local q = { reserved = reservedKey, wait = waitKey, marker = markerKey, prioritized = KEYS[10], reservedScores = KEYS[11] }
-local schedulersKey = KEYS[12]
+local schedulersKey, handoffsKey = KEYS[12], KEYS[13]
 local limit, auditSize, auditAt, readFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 -- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
 local REARM_HORIZON_MS = 120000
@@ -126,8 +128,10 @@ end
 -- Schedules whose next period is due: made when it falls due whether or not its run was made ahead (one
 -- is only while a worker runs them), so a schedule with no worker keeps producing (iterate-11.lua).
 local dueSchedulers = rcall('ZRANGEBYSCORE', schedulersKey, '-inf', now, 'LIMIT', 0, limit)
+-- A worker that died between ending a flow's child and telling its parent left the entry: the sweep delivers it.
+local handoffs = rcall('HSCAN', handoffsKey, 0, 'COUNT', limit)[2]
 return {
   now, counts, failedNew, expired, audit, due,
   trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,
-  #expiredReservations, dueSchedulers,
+  #expiredReservations, dueSchedulers, handoffs,
 }
