@@ -62,7 +62,7 @@ export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'c
 
 /** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
 export interface JobQueue {
-  remove(id: string): Promise<0 | 1>
+  remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1>
   retryJobs(options: { ids: string[] }): Promise<string[]>
   promoteJob(id: string): Promise<void>
   getJobState(id: string): Promise<BullJobState>
@@ -324,8 +324,8 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /** Removes the job; ERR_JOB_ACTIVE while it runs (BullMQ throws too: a running job is ended by its worker). */
-  async remove(_opts?: { removeChildren?: boolean }): Promise<void> {
-    if ((await this.scope().queue().remove(this.id)) === 0)
+  async remove(opts?: { removeChildren?: boolean }): Promise<void> {
+    if ((await this.scope().queue().remove(this.id, opts)) === 0)
       throw new EchoMQError('ERR_JOB_ACTIVE', `job ${this.id} could not be removed: it is in flight (BullMQ: locked by a worker)`)
   }
 
