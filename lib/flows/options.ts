@@ -9,13 +9,13 @@ import { validateJobId, validatePrefix, validateQueueName } from '../options.js'
 import { parseJobKey, qualifiedName, queueKeys } from '../redis/keys.js'
 import { describe, fail } from '../validate.js'
 
-export const POLICY_NAMES = {
+const POLICY_NAMES = {
   failParentOnFailure: 'fpof',
   continueParentOnFailure: 'cpof',
   ignoreDependencyOnFailure: 'idof',
   removeDependencyOnFailure: 'rdof',
 } as const
-export type PolicyOption = keyof typeof POLICY_NAMES
+type PolicyOption = keyof typeof POLICY_NAMES
 export type Policy = (typeof POLICY_NAMES)[PolicyOption]
 
 /** A parent named by a child: where it lives. */

@@ -46,7 +46,7 @@ export interface PlannedNode {
 }
 
 /** Most jobs one add or addBulk of flows writes: each level of each queue goes in one MULTI. */
-export const MAX_FLOW_JOBS = 10_000
+const MAX_FLOW_JOBS = 10_000
 /** Deepest tree accepted (the reads of getFlow and the writes go a level at a time). */
 const MAX_DEPTH = 100
 

@@ -145,14 +145,6 @@ export async function removeHandoffs(client: RedisClient, keys: QueueKeys, ids: 
   if (ids.length > 0) await client.hdel(keys.handoffs, ...ids)
 }
 
-/** A page of a queue's undelivered hand-offs (HSCAN from 0): id -> entry. */
-export async function readHandoffs(client: RedisClient, keys: QueueKeys, count: number): Promise<[string, string][]> {
-  const [, flat] = await client.hscan(keys.handoffs, '0', 'COUNT', count)
-  const out: [string, string][] = []
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string])
-  return out
-}
-
 /** A parent's children, all of them: completed (key -> value JSON), pending keys, ignored failures, failing keys. */
 export async function readDependencies(
   client: RedisClient,
