@@ -4,7 +4,7 @@
  * other queues; grandchildren; the getters and counts; getFlow; a parent's priority and delay.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { FlowProducer, type Job, Queue, Worker } from '../../lib/index.js'
+import { EchoMQError, FlowProducer, type Job, Queue, Worker } from '../../lib/index.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -91,5 +91,52 @@ describe('FlowProducer.add', () => {
     expect(tree?.job.name).toBe('root')
     expect(tree?.children?.[0]?.job.name).toBe('mid')
     expect(tree?.children?.[0]?.children?.[0]?.job.name).toBe('leaf')
+  })
+})
+
+describe('FlowProducer input', () => {
+  it('refuses a bad node anywhere in the tree with a typed error, and writes nothing', async () => {
+    const p = producer()
+    const bad: unknown[] = [
+      { name: 'p', queueName: 'bad queue' },
+      { name: '', queueName: 'q' },
+      { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'q', opts: { attempts: 0 } }] },
+      { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'k', opts: { parent: { id: 'x', queue: 'emq:{q}' } } }] },
+      { name: 'p', queueName: 'q', opts: { jobId: 'same' }, children: [{ name: 'c', queueName: 'q', opts: { jobId: 'same' } }] },
+      { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'q', opts: { jobId: '42' } }] },
+      {
+        name: 'p',
+        queueName: 'q',
+        children: [{ name: 'c', queueName: 'q', opts: { failParentOnFailure: true, continueParentOnFailure: true } }],
+      },
+      { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'q', data: { big: 'x'.repeat(2 * 1024 * 1024) } }] },
+      { name: 'p', queueName: 'q', children: 'c' },
+      { name: 'p', queueName: 'q', colour: 'red' },
+      { name: 'p', queueName: 'q', opts: { deduplication: { id: 'd' } } },
+      { name: 'p', queueName: 'q', children: Array.from({ length: 10_001 }, () => ({ name: 'c', queueName: 'q' })) },
+    ]
+    for (const flow of bad) {
+      const err = await p.add(flow as never).catch((e: unknown) => e)
+      expect(err, JSON.stringify(flow).slice(0, 100)).toBeInstanceOf(EchoMQError)
+    }
+    const missing = await p.add({ name: 'p', queueName: 'q', opts: { parent: { id: 'none', queue: 'emq:{q}' } } }).catch((e: unknown) => e)
+    expect((missing as EchoMQError).code).toBe('ERR_JOB_MISSING')
+    expect(await redis.client.keys('emq:{*')).toEqual([])
+  })
+
+  it('adds a flow under an existing job (opts.parent on the root), and addBulk adds several trees', async () => {
+    const p = producer()
+    const top = await p.add({ name: 'top', queueName: 'q', children: [{ name: 'first', queueName: 'k' }] })
+    const [under, other] = await p.addBulk([
+      { name: 'sub', queueName: 'k', opts: { parent: { id: top.job.id, queue: 'emq:{q}' } }, children: [{ name: 'leaf', queueName: 'k' }] },
+      { name: 'lone', queueName: 'k' },
+    ])
+    expect(under?.job.parentKey).toBe(`emq:{q}:${top.job.id}`)
+    expect(other?.children).toBeUndefined()
+    const job = await queue('q').getJob(top.job.id)
+    expect(await job?.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 2 })
+    const tree = await p.getFlow({ id: top.job.id, queueName: 'q', depth: 2 })
+    expect(tree?.children?.map((c) => c.job.name).sort()).toEqual(['first', 'sub'])
+    expect(tree?.children?.every((c) => c.children === undefined)).toBe(true)
   })
 })
