@@ -3,7 +3,7 @@
   hand-off (lua/includes/handoff.lua wrote the first, in the child's queue). Idempotent: a child whose key
   is no longer among its parent's dependencies was settled already (or removed from them), and changes
   nothing, so the worker that ended the child and any number of sweeps may deliver the same entry.
-  Per child, as BullMQ 6.7 does (moveToFinished-14.lua, moveChildFromDependenciesIfNeeded.lua):
+  Per child, as BullMQ 6.7 does (its moveToFinished and moveChildFromDependenciesIfNeeded scripts):
     completed          -> its return value into the parent's `processed`; the last dependency moves the
                           parent on
     removed            -> dropped from the dependencies; the last moves the parent on

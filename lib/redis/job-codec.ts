@@ -278,8 +278,8 @@ const DEID_AT = OPTION_AT + OPTION_FIELDS.length
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
  * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
  * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
- * set (active, since `startedOn`, by `workerName`), then a flow's parentKey, parent and deferred failure. Decoded without a detour through an object, as a busy
- * worker does this for every job.
+ * set (active, since `startedOn`, by `workerName`), then a flow's parentKey, parent and deferred failure.
+ * Decoded without a detour through an object, as a busy worker does this for every job.
  */
 export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
   const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])

@@ -45,7 +45,10 @@ const keep = <T extends { close(): Promise<unknown> }>(x: T): T => {
   closers.push(() => x.close())
   return x
 }
+// direct: a Queue on the cluster client
+const queueOn = (name: string) => keep(new Queue(name, { connection: client }))
 const worker = (name: string, fn: (job: Job) => unknown) => {
+  // direct: workers on the cluster's URL, under the key guard
   const w = keep(new Worker(name, fn, { connection: cluster.url, lockDuration: 1_000 }))
   w.on('error', (err: Error) => errors.push(err.message))
   return w
@@ -71,7 +74,7 @@ describe('flows across slots', () => {
       runs.push(await job.getChildrenValues())
       return 'done'
     })
-    const parents = keep(new Queue(p, { connection: client }))
+    const parents = queueOn(p)
     await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
     expect(runs).toEqual([{ [`emq:{${a}}:${flow.children?.[0]?.job.id}`]: 1, [`emq:{${b}}:${flow.children?.[1]?.job.id}`]: [3] }])
   })
@@ -88,7 +91,7 @@ describe('flows across slots', () => {
       throw new UnrecoverableError('no')
     })
     worker(p, () => 'ran')
-    const parents = keep(new Queue(p, { connection: client }))
+    const parents = queueOn(p)
     await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'failed', { what: 'the parent failed' })
     expect((await parents.getJob(flow.job.id))?.failedReason).toBe(`child emq:{${a}}:${flow.children?.[0]?.job.id} failed`)
 
@@ -99,7 +102,7 @@ describe('flows across slots', () => {
       children: [{ name: 'c', queueName: names[2] }],
     })
     await parents.remove(second.job.id)
-    const kids = keep(new Queue(names[2], { connection: client }))
+    const kids = queueOn(names[2])
     expect(await kids.getJobState(second.children?.[0]?.job.id as string)).toBe('unknown')
   })
 
@@ -116,7 +119,7 @@ describe('flows across slots', () => {
       { run: { id: childId, token: taken.taken[0]?.token as string }, action: 'complete', value: '"v"' },
     ])
     expect(reply.runs[0]?.handoff).toBeDefined()
-    const parents = keep(new Queue(p, { connection: client }))
+    const parents = queueOn(p)
     expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
     await sweep(cluster.url, a)
     expect(await parents.getJobState(flow.job.id)).toBe('waiting')

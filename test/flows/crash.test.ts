@@ -8,10 +8,10 @@
 import { describe, expect, it } from 'vitest'
 import { sweep } from '../../lib/index.js'
 import { queueKeys } from '../../lib/redis/keys.js'
+import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { spawnWorker } from '../helpers/worker-process.js'
-import { useFlows } from './helpers.js'
 
 const redis = useRedis()
 const fx = useFlows(redis)

@@ -3,31 +3,15 @@
  * waiting-children), a parent runs once after its last child, with its children's values; children in
  * other queues; grandchildren; the getters and counts; getFlow; a parent's priority and delay.
  */
-import { afterEach, describe, expect, it } from 'vitest'
-import { EchoMQError, FlowProducer, type Job, Queue, Worker } from '../../lib/index.js'
+import { describe, expect, it } from 'vitest'
+import { EchoMQError } from '../../lib/index.js'
+import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open: { close(): Promise<unknown> }[] = []
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((c) => c.close()))
-})
-const producer = () => {
-  const p = new FlowProducer({ connection: redis.client })
-  open.push(p)
-  return p
-}
-const queue = (name: string) => {
-  const q = new Queue(name, { connection: redis.client })
-  open.push(q)
-  return q
-}
-const worker = (name: string, fn: (job: Job) => unknown) => {
-  const w = new Worker(name, fn, { connection: redis.url, lockDuration: 1_000 })
-  open.push(w)
-  return w
-}
+const fx = useFlows(redis)
+const { producer, queue, worker } = fx
 
 describe('FlowProducer.add', () => {
   it('runs the children, then the parent once, with their values', async () => {

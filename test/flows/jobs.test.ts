@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, QueueEvents, WaitingChildrenError } from '../../lib/index.js'
+import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { useFlows } from './helpers.js'
 
 const redis = useRedis()
 const fx = useFlows(redis)

@@ -1,7 +1,7 @@
 /** What the flow tests share: a producer, queues and workers on the test's Redis, closed after each test. */
 import { afterEach } from 'vitest'
 import { FlowProducer, type Job, Queue, Worker, type WorkerOptions } from '../../lib/index.js'
-import type { TestRedis } from '../helpers/redis-server.js'
+import type { TestRedis } from './redis-server.js'
 
 export function useFlows(redis: TestRedis) {
   const open: { close(): Promise<unknown> }[] = []
