@@ -8,7 +8,7 @@ import type { JobState, SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
 import type { QueueKeys } from './keys.js'
-import { evalScript, eventKeys, jobAndLogs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
+import { evalScript, eventKeys, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const SWEEP_SCRIPTS = {
@@ -213,7 +213,18 @@ export async function trim(
   const [removed, done] = (await evalScript(
     client,
     SWEEP_SCRIPTS.trim,
-    [keys[set], keys.meta, ...jobAndLogs(keys, ids)],
+    [
+      keys[set],
+      keys.meta,
+      ...ids.flatMap((id) => [
+        keys.job(id),
+        keys.logs(id),
+        keys.dependencies(id),
+        keys.processed(id),
+        keys.failedChildren(id),
+        keys.unsuccessful(id),
+      ]),
+    ],
     [set, ...ids],
   )) as [string[], number]
   return { removed, done: done === 1 }

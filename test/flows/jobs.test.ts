@@ -5,7 +5,7 @@
  * hostile input refused with nothing written.
  */
 import { describe, expect, it } from 'vitest'
-import { EchoMQError, type Job, QueueEvents, WaitingChildrenError } from '../../lib/index.js'
+import { EchoMQError, type Job, QueueEvents, sweep, WaitingChildrenError } from '../../lib/index.js'
 import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -104,6 +104,30 @@ describe('removing', () => {
     const second = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'a', queueName: 'kids' }] })
     await kids.remove(second.children?.[0]?.job.id as string)
     expect(await parents.getJobState(second.job.id)).toBe('waiting')
+  })
+})
+
+describe('retention', () => {
+  it("a parent trimmed from completed takes its children's values with it", async () => {
+    const parents = fx.queue('parents')
+    const ids: string[] = []
+    for (let i = 0; i < 2; i++) {
+      const f = await fx.producer().add({
+        name: 'p',
+        queueName: 'parents',
+        opts: { removeOnComplete: 1 },
+        children: [{ name: 'c', queueName: 'kids' }],
+      })
+      ids.push(f.job.id)
+    }
+    fx.worker('kids', () => 'v')
+    fx.worker('parents', () => 'done')
+    await waitFor(async () => (await parents.getCompletedCount()) === 2, { what: 'both parents completed' })
+    expect(await redis.client.exists(`emq:{parents}:${ids[0]}:processed`)).toBe(1)
+    await sweep(redis.url, 'parents')
+    const gone = (await parents.getJobState(ids[0] as string)) === 'unknown' ? (ids[0] as string) : (ids[1] as string)
+    expect(await parents.getJobState(gone)).toBe('unknown')
+    expect(await redis.client.exists(`emq:{parents}:${gone}:processed`)).toBe(0)
   })
 })
 
