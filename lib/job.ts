@@ -182,6 +182,11 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.scope().qualifiedName
   }
 
+  /** The name of the job's queue (BullMQ's queueName). */
+  get queueName(): string {
+    return /\{([^}]*)\}$/.exec(this.queueQualifiedName)?.[1] ?? ''
+  }
+
   /** A parent's completed children: their job keys -> return values (BullMQ's getChildrenValues). */
   getChildrenValues<T = Untyped>(): Promise<Record<string, T>> {
     return this.scope().flows().getChildrenValues(this) as Promise<Record<string, T>>

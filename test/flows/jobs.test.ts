@@ -21,6 +21,7 @@ describe('opts.parent on Queue.add', () => {
     const extra = await kids.add('b', { n: 2 }, { parent: { id: flow.job.id, queue: parents.qualifiedName } })
     expect(extra.parentKey).toBe(`emq:{parents}:${flow.job.id}`)
     expect(parents.qualifiedName).toBe('emq:{parents}')
+    expect(extra.queueName).toBe('kids')
     const parent = (await parents.getJob(flow.job.id)) as Job
     expect(await parent.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 2 })
     let values: unknown
