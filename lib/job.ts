@@ -43,7 +43,7 @@ export interface QueueCounts {
 }
 
 /**
- * The sizes a sweep reads for the reaper's gauges (WaitingCount, ActiveCount...; lua/probe-13.lua). Not
+ * The sizes a sweep reads for the reaper's gauges (WaitingCount, ActiveCount...; lua/probe-14.lua). Not
  * QueueCounts: `wait` is every waiting job (the backlog: prioritized and reserved ones included) and
  * `active` every job in flight (marked ones included); `prioritized` and `stalled` say how many of those.
  */
@@ -197,16 +197,12 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.scope().flows().getIgnoredChildrenFailures(this)
   }
 
-  /** BullMQ's older name for getIgnoredChildrenFailures. */
+  /** getIgnoredChildrenFailures' older name (BullMQ's). */
   getFailedChildrenValues(): Promise<Record<string, string>> {
     return this.getIgnoredChildrenFailures()
   }
 
-  /**
-   * A parent's children by kind (BullMQ's getDependencies): `processed` (key -> value), `unprocessed`
-   * (pending keys), `ignored` (key -> reason), `failed` (keys that failed it); with options, a page of each
-   * kind named ({ cursor, count }) and the next cursors.
-   */
+  /** A parent's children by kind (BullMQ's): processed, unprocessed, ignored, failed; with options, pages (docs/flows.md). */
   getDependencies(options?: DependenciesOptions): Promise<Dependencies> {
     return this.scope().flows().getDependencies(this, options)
   }
@@ -217,10 +213,9 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /**
-   * Moves the job, in flight, to `waiting-children` while it has pending children (or while `child`, {
-   * id, queue }, is pending): true when moved (the processor then throws `new WaitingChildrenError()`; it
-   * runs again once they settle), false when nothing is pending. Fenced by `token` (the run's, `job.token`
-   * in a processor, the default there): ERR_LOCK_LOST, ERR_JOB_STATE (not in flight, or a child failed it).
+   * Parks the job, in flight, in `waiting-children` while it has pending children (or `child`): true when
+   * moved (then throw `new WaitingChildrenError()`), false when none is pending. Fenced by `token` (the run's
+   * by default): ERR_LOCK_LOST, ERR_JOB_STATE (not in flight, or a child failed it).
    */
   async moveToWaitingChildren(token?: string, options?: { child?: { id: string; queue: string } }): Promise<boolean> {
     const moved = await this.scope()

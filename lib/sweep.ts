@@ -5,7 +5,7 @@
  * back to `wait` (served next) or to `failed` when no attempts are left. Each step is one script call, so
  * any number of overlapping sweeps recover a job exactly once.
  *
- * A pass opens with one call on the queue's own keys (lua/probe-13.lua): the counts, and the candidates of
+ * A pass opens with one call on the queue's own keys (lua/probe-14.lua): the counts, and the candidates of
  * the steps below. For an idle queue that is the only call. Then, each in bounded script calls over ids
  * the probe or a read found, re-checked by the script:
  *   - the deadline walk over leases whose recorded deadline has passed (a live lease with a stale
@@ -20,13 +20,15 @@
  *     producing at its own pace, however far apart the sweeps;
  *   - `completed` and `failed` are trimmed exactly to their retention;
  *   - a flow's children whose parents were not told of their outcome (a worker died between the two steps,
- *     lib/flows/handoffs.ts) are told now: a page of the outbox per pass.
+ *     lib/flows/handoffs.ts) are told now: a page of the outbox per pass; a flow's parents whose producer
+ *     stopped before writing all their children, `graceMs` ago, fail for the missing ones (lib/flows/adding.ts).
  *
  * Options: prefix ('emq'), graceMs (15000, the reaper's too), limit (100 candidates per call), audit (32
  * jobs per pass; 0 turns the audit off).
  */
 import { randomInt } from 'node:crypto'
 import { redisError } from './errors.js'
+import { repairStoppedAdds } from './flows/adding.js'
 import { deliverHandoffs } from './flows/handoffs.js'
 import type { SweepCounts } from './job.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
@@ -94,7 +96,7 @@ export async function sweepQueue(
   { graceMs, limit, audit }: SweepSettings,
   { readFailures = false }: { readFailures?: boolean } = {},
 ): Promise<QueuePass> {
-  const found = await probe(client, keys, { limit, audit, auditAt: randomInt(1_000_000) / 1_000_000, readFailures })
+  const found = await probe(client, keys, { limit, audit, auditAt: randomInt(1_000_000) / 1_000_000, readFailures, addingGraceMs: graceMs })
   // A crash of a busy fleet leaves more expired reservations than the probe returns: all go back now.
   const share = probeRequeueMax(limit)
   for (let n = found.unreserved; n === share; ) n = await requeueExpired(client, keys, share)
@@ -128,6 +130,7 @@ export async function sweepQueue(
   }
   if (found.audit.length > 0) await step(found.audit, 'audit')
   if (handoffs.size > 0) await deliverHandoffs(client, keys, [...handoffs])
+  if (found.stoppedAdding.length > 0) await repairStoppedAdds(client, keys, found.stoppedAdding)
   // Jobs this pass failed may take `failed` past its limits (the probe looked before): trim it exactly too.
   if (result.failed.length > 0) trims.add('failed')
   const { promoted, made } = await promoteAll(client, keys, found, limit)

@@ -1,14 +1,14 @@
 /**
  * Writes planned flows (tree.ts) top-down: first a root added under an existing job joins that job's
- * dependencies (adoptChild-2.lua; a missing parent refuses the call with nothing written), then the tree a
- * level at a time, each level's nodes of one queue in one MULTI (addFlow-9.lua: a parent with all its
+ * dependencies (adoptChild-3.lua; a missing parent refuses the call with nothing written), then the tree a
+ * level at a time, each level's nodes of one queue in one MULTI (addFlow-10.lua: a parent with all its
  * children's keys already in its dependencies), the queues of a level side by side. A parent is thus
  * complete before any child exists: no child can end before its parent counts it, and no parent runs early.
- * A producer that dies midway leaves parents waiting for children never written (docs/flows.md says how to
- * find and clear them).
+ * While it writes, the parents are in their queue's `adding` set; a producer that dies midway leaves them
+ * there, and the sweep of their queue fails the children it never wrote (lib/flows/adding.ts).
  */
 import { EchoMQError } from '../errors.js'
-import { addFlowNodes, adoptChildren, type NodeCode, settleChildren, TAKE_MAX_BYTES } from '../redis/commands.js'
+import { addFlowNodes, adoptChildren, doneAdding, type NodeCode, settleChildren, TAKE_MAX_BYTES } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import { queueKeys } from '../redis/keys.js'
 import type { PlannedNode } from './tree.js'
@@ -94,8 +94,23 @@ export async function writeFlows(client: RedisClient, roots: PlannedNode[], node
       }),
     )
   }
+  await doneWith(client, nodes, roots)
   if (refused.length > 0) await dropRefused(client, refused, parents)
   return out
+}
+
+/** Every child is written: the parents leave `adding` (lib/flows/adding.ts), those of the tree and those adopting a root. */
+async function doneWith(client: RedisClient, nodes: PlannedNode[], roots: PlannedNode[]): Promise<void> {
+  const byQueue = new Map<string, { prefix: string; queue: string; ids: string[] }>()
+  const add = (prefix: string, queue: string, id: string) => {
+    const at = `${prefix}\n${queue}`
+    const group = byQueue.get(at) ?? { prefix, queue, ids: [] }
+    group.ids.push(id)
+    byQueue.set(at, group)
+  }
+  for (const n of nodes) if (n.children.length > 0) add(n.prefix, n.queue, n.args.id)
+  for (const r of roots) if (r.attachTo) add(r.attachTo.prefix, r.attachTo.queue, r.attachTo.id)
+  await Promise.all([...byQueue.values()].map((g) => doneAdding(client, queueKeys(g.prefix, g.queue), g.ids)))
 }
 
 /** A node that has another parent already stays with it (BullMQ's ParentJobCannotBeReplaced): its new parent stops waiting for it. */

@@ -192,8 +192,8 @@ function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown)
 
 /**
  * A child added to an existing job (BullMQ's `parent` option): its key joins the parent's dependencies
- * first (adoptChild-2.lua; no such parent: ERR_JOB_MISSING, nothing written), then the child is written in
- * this queue with its parent's fields (addFlow-9.lua), so it can never end before its parent counts it.
+ * first (adoptChild-3.lua; no such parent: ERR_JOB_MISSING, nothing written), then the child is written in
+ * this queue with its parent's fields (addFlow-10.lua), so it can never end before its parent counts it.
  */
 async function addChild(q: QueueCore, job: commands.NewJob & { flow?: FlowSettings }, parent: ParentRefOption, data: unknown) {
   if (job.id === '') job.id = (q.ids.takeNow(1) ?? (await q.call('add to queue', () => q.ids.take(1))))[0] as string
@@ -205,6 +205,7 @@ async function addChild(q: QueueCore, job: commands.NewJob & { flow?: FlowSettin
   const fields = parentFields(parent, job.flow?.policy)
   const node = { ...job, ...fields, children: [] }
   const { createdOn, codes } = await q.call('add to queue', () => commands.addFlowNodes(q.client, q.keys, [[node]]))
+  await q.call('add to queue', () => commands.doneAdding(q.client, parentKeys, [parent.id]))
   if (codes[0] === 'refused') {
     const drop = { parentId: parent.id, childKey, outcome: 'removed' as const, value: '' }
     await q.call('add to queue', () => commands.settleChildren(q.client, parentKeys, [drop]))

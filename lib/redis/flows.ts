@@ -1,5 +1,5 @@
 /**
- * Flows (parents and children, lib/flows/): addFlow-9 writes one queue's nodes of a tree, adoptChild-2 makes
+ * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-3 makes
  * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
  * moveToWaitingChildren-10 parks a running parent; and the plain reads and deletes of a parent's
  * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
@@ -11,13 +11,13 @@ import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const FLOW_SCRIPTS = {
-  addFlow: 'addFlow-9.lua',
-  adoptChild: 'adoptChild-2.lua',
+  addFlow: 'addFlow-10.lua',
+  adoptChild: 'adoptChild-3.lua',
   settleChild: 'settleChild-8.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
 } as const
 
-/** One node of a flow, as addFlow-9.lua writes it. */
+/** One node of a flow, as addFlow-10.lua writes it. */
 export interface FlowNodeArgs extends EncodedOptions {
   id: string
   name: string
@@ -48,7 +48,7 @@ const nodeArgs = (n: FlowNodeArgs) => [
   n.children.join('\n'),
 ]
 
-/** What addFlow-9.lua said of a node: added, existed (joined its parent), or refused (it has another parent). */
+/** What addFlow-10.lua said of a node: added, existed (joined its parent), or refused (it has another parent). */
 export type NodeCode = 'added' | 'existed' | 'refused'
 
 /**
@@ -60,7 +60,16 @@ export async function addFlowNodes(
   keys: QueueKeys,
   calls: FlowNodeArgs[][],
 ): Promise<{ createdOn: number; codes: NodeCode[] }> {
-  const fixed = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized, keys.waitingChildren, keys.handoffs]
+  const fixed = [
+    keys.wait,
+    keys.delayed,
+    keys.marker,
+    ...eventKeys(keys),
+    keys.prioritized,
+    keys.waitingChildren,
+    keys.handoffs,
+    keys.adding,
+  ]
   const replies = await evalInTransaction(
     client,
     FLOW_SCRIPTS.addFlow,
@@ -81,8 +90,28 @@ export async function addFlowNodes(
 
 /** Adds child keys to an existing job's dependencies; false (nothing written) when there is no such job. */
 export async function adoptChildren(client: RedisClient, keys: QueueKeys, parentId: string, childKeys: string[]): Promise<boolean> {
-  const reply = await evalScript(client, FLOW_SCRIPTS.adoptChild, [keys.job(parentId), keys.dependencies(parentId)], childKeys)
+  const reply = await evalScript(
+    client,
+    FLOW_SCRIPTS.adoptChild,
+    [keys.job(parentId), keys.dependencies(parentId), keys.adding],
+    [parentId, ...childKeys],
+  )
   return reply === 1
+}
+
+/** The producer wrote every child of these parents: they leave `adding`. */
+export async function doneAdding(client: RedisClient, keys: QueueKeys, parentIds: string[]): Promise<void> {
+  if (parentIds.length > 0) await client.zrem(keys.adding, ...parentIds)
+}
+
+/** Whether each of these job keys (in any queue) exists: one EXISTS each, pipelined (a cluster routes each). */
+export async function jobsExist(client: RedisClient, jobKeys: string[]): Promise<boolean[]> {
+  return Promise.all(jobKeys.map(async (key) => (await client.exists(key)) === 1))
+}
+
+/** A parent's pending children (its dependencies), all of them. */
+export function pendingChildren(client: RedisClient, keys: QueueKeys, id: string): Promise<string[]> {
+  return client.smembers(keys.dependencies(id))
 }
 
 /** A child's outcome for its parent: completed, removed, or a failure under its policy (BullMQ's fpof...). */

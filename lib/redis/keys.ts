@@ -44,6 +44,9 @@
  *                                  parent (JSON: the parent's key, the outcome, the value, the policy),
  *                                  written by the script that ended the child, removed once the parent's
  *                                  queue recorded it (lib/flows/handoffs.ts; lua/settleChild-8.lua)
+ *   <prefix>:{q}:adding     ZSET   flow parent id -> when its producer began writing its children (ms, Redis
+ *                                  clock), until it wrote them all (lib/flows/adding.ts: the sweep fails the
+ *                                  children of a producer that stopped)
  *   <prefix>:{q}:<id>       HASH   the job (an id holds ':' only as three parts, lib/options.ts: so <id> never
  *                                  meets another job's <id>:lock or <id>:logs, and the tag stays the queue's)
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
@@ -82,6 +85,7 @@ export const QUEUE_KEY_NAMES = [
   'invocations',
   'waiting-children',
   'handoffs',
+  'adding',
 ] as const
 
 export interface QueueKeys {
@@ -105,6 +109,7 @@ export interface QueueKeys {
   readonly invocations: string
   readonly waitingChildren: string
   readonly handoffs: string
+  readonly adding: string
   scheduler(id: string): string
   job(id: string): string
   lock(id: string): string
@@ -141,6 +146,7 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     invocations: `${base}invocations`,
     waitingChildren: `${base}waiting-children`,
     handoffs: `${base}handoffs`,
+    adding: `${base}adding`,
     scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
@@ -192,9 +198,10 @@ const escapeGlob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&')
  * dead worker's reservations (`reserved`), jobs to promote (`delayed`, `schedulers`: a schedule advances
  * only when someone promotes it), and jobs waiting for a worker (`wait`, `prioritized`), whose age the
  * backlog alarm watches, and `handoffs`: a flow's child outcomes not yet told to their parents (a worker
- * died between the two steps), which the sweep delivers. A queue with finished jobs only needs no sweep.
+ * died between the two steps), which the sweep delivers, and `adding`: flows a producer is writing (or
+ * stopped writing). A queue with finished jobs only needs no sweep.
  */
-const SWEPT_KEY_NAMES = ['active', 'stalled', 'reserved', 'delayed', 'schedulers', 'wait', 'prioritized', 'handoffs'] as const
+const SWEPT_KEY_NAMES = ['active', 'stalled', 'reserved', 'delayed', 'schedulers', 'wait', 'prioritized', 'handoffs', 'adding'] as const
 
 /**
  * A SCAN pattern for those keys of every queue under `prefix`: the name after the queue's tag starts with one

@@ -1,5 +1,5 @@
 /**
- * The sweep: probe-13.lua reads a queue's counts and candidates, sweep-11.lua recovers stalled runs, promote
+ * The sweep: probe-14.lua reads a queue's counts and candidates, sweep-11.lua recovers stalled runs, promote
  * and trim move due and old jobs, and the reaper's count of failed jobs is claimed then settled.
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
@@ -12,7 +12,7 @@ import { evalScript, eventKeys, type NextDue, nextDue, prioritizedKeys } from '.
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const SWEEP_SCRIPTS = {
-  probe: 'probe-13.lua',
+  probe: 'probe-14.lua',
   claim: 'claim-1.lua',
   settle: 'settle-1.lua',
   sweepStep: 'sweep-11.lua',
@@ -20,6 +20,9 @@ export const SWEEP_SCRIPTS = {
   promoteJob: 'promoteJob-8.lua',
   trim: 'trim-2.lua',
 } as const
+
+/** How long a producer may take to write a flow (ms) when the caller does not say. */
+const ADDING_GRACE_MS = 15_000
 
 export interface ProbeRequest {
   /** Most candidates per list. */
@@ -30,6 +33,8 @@ export interface ProbeRequest {
   auditAt: number
   /** Return the count of failed jobs to claim (read only: the reaper's JobsFailed, see claimFailures). */
   readFailures: boolean
+  /** How long a producer may take to write a flow (ms): parents it left unfinished longer are returned. */
+  addingGraceMs?: number
 }
 
 export interface Probe {
@@ -56,35 +61,53 @@ export interface Probe {
   dueSchedulers: string[]
   /** Flow hand-offs not yet delivered (about `limit`): id -> entry (lib/flows/handoffs.ts). */
   handoffs: [string, string][]
+  /** Parents whose producer stopped before writing all their children (lib/flows/adding.ts). */
+  stoppedAdding: string[]
 }
 
-/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-13.lua). */
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-14.lua). */
 export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
-type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number, string[], string[]]
+type ProbeReply = [
+  number,
+  number[],
+  number,
+  string[],
+  string[],
+  string[],
+  string[],
+  string[],
+  string | null,
+  number,
+  string[],
+  string[],
+  string[],
+]
 
 /** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
 export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
   const k = keys
-  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers, handoffs] = (await evalScript(
-    client,
-    SWEEP_SCRIPTS.probe,
-    [
-      k.active,
-      k.stalled,
-      k.wait,
-      k.delayed,
-      k.completed,
-      k.failed,
-      k.marker,
-      k.meta,
-      k.reserved,
-      ...prioritizedKeys(k),
-      k.schedulers,
-      k.handoffs,
-    ],
-    [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0],
-  )) as ProbeReply
+  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers, handoffs, stoppedAdding] =
+    (await evalScript(
+      client,
+      SWEEP_SCRIPTS.probe,
+      [
+        k.active,
+        k.stalled,
+        k.wait,
+        k.delayed,
+        k.completed,
+        k.failed,
+        k.marker,
+        k.meta,
+        k.reserved,
+        ...prioritizedKeys(k),
+        k.schedulers,
+        k.handoffs,
+        k.adding,
+      ],
+      [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0, request.addingGraceMs ?? ADDING_GRACE_MS],
+    )) as ProbeReply
   const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0] = c
   return {
     now,
@@ -98,6 +121,7 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
     unreserved,
     dueSchedulers,
     handoffs: pairs(handoffs),
+    stoppedAdding,
   }
 }
 

@@ -7,6 +7,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { sweep } from '../../lib/index.js'
+import { JOB_DEFAULTS } from '../../lib/job-options.js'
+import { addFlowNodes, type FlowNodeArgs } from '../../lib/redis/commands.js'
+import { encodeOptions } from '../../lib/redis/job-codec.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -85,6 +88,39 @@ describe('a flow survives', () => {
     const parent = await parents.getJob(flow.job.id)
     expect(await parent?.getIgnoredChildrenFailures()).toEqual({ [`emq:{kids}:${childId}`]: 'job stalled more than allowable limit' })
     expect(await redis.client.hlen(kids.handoffs)).toBe(0)
+  })
+
+  it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {
+    const parents = queueKeys('emq', 'parents')
+    const node = (id: string, children: string[], parentKey = '', parent = ''): FlowNodeArgs => ({
+      ...encodeOptions(JOB_DEFAULTS),
+      id,
+      name: id,
+      data: '{}',
+      parentKey,
+      parent,
+      children,
+    })
+    // What FlowProducer.add writes first (the parent, in waiting-children and in `adding`), and one of its
+    // two children: then the producer dies.
+    await addFlowNodes(redis.client, parents, [[node('p1', [kids.job('c1'), kids.job('c2')])]])
+    const ref = JSON.stringify({ id: 'p1', queueKey: 'emq:{parents}' })
+    await addFlowNodes(redis.client, kids, [[node('c1', [], parents.job('p1'), ref)]])
+    expect(await redis.client.zrange(parents.adding, '0', '-1')).toEqual(['p1'])
+    const failed: string[] = []
+    const w = fx.worker('parents', () => 'ran')
+    w.on('failed', (job) => failed.push(`${job?.id}: ${job?.failedReason}`))
+    fx.worker('kids', () => 'ok')
+    // Within the grace nothing happens; past it (0 here) the sweep of the parent's queue fails the missing child.
+    await sweep(redis.url, 'parents', { graceMs: 60_000 })
+    expect(await fx.queue('parents').getJobState('p1')).toBe('waiting-children')
+    await sweep(redis.url, 'parents', { graceMs: 0 })
+    await waitFor(() => failed.length === 1, { what: 'the parent failed' })
+    expect(failed).toEqual([`p1: child ${kids.job('c2')} failed`])
+    expect(await redis.client.zcard(parents.adding)).toBe(0)
+    // A flow a producer finished leaves nothing in `adding`.
+    await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] })
+    expect(await redis.client.zcard(parents.adding)).toBe(0)
   })
 
   it('parents whose last children end while sweeps of the child queue overlap: each runs once, none early', async () => {

@@ -58,7 +58,15 @@ describe('job.moveToWaitingChildren', () => {
     const kids = fx.queue('kids')
     const job = await parents.add('p', { step: 0 })
     const steps: string[] = []
-    fx.worker('kids', () => 'child done')
+    // The child ends only once its parent has parked: otherwise the parent would find nothing pending.
+    let parked: () => void = () => undefined
+    const hasParked = new Promise<void>((resolve) => {
+      parked = resolve
+    })
+    fx.worker('kids', async () => {
+      await hasParked
+      return 'child done'
+    })
     fx.worker('parents', async (j, token) => {
       if (j.data.step === 0) {
         expect(await j.moveToWaitingChildren(token)).toBe(false)
@@ -66,6 +74,7 @@ describe('job.moveToWaitingChildren', () => {
         await j.updateData({ step: 1 })
         steps.push('parked')
         expect(await j.moveToWaitingChildren(token)).toBe(true)
+        parked()
         throw new WaitingChildrenError()
       }
       steps.push(`resumed ${Object.values(await j.getChildrenValues()).join()}`)

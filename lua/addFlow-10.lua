@@ -20,8 +20,10 @@
   KEYS[7] prioritized       ZSET   <prefix>:{q}:prioritized
   KEYS[8] waiting-children  ZSET   <prefix>:{q}:waiting-children
   KEYS[9] handoffs          HASH   <prefix>:{q}:handoffs
-  KEYS[10 + 2i]             HASH   <prefix>:{q}:<id>, node i (i = 0 .. n-1)
-  KEYS[11 + 2i]             SET    <prefix>:{q}:<id>:dependencies, its children's keys (a parent)
+  KEYS[10] adding           ZSET   <prefix>:{q}:adding (a parent -> when its add began, until the producer
+                                   wrote all its children: lib/flows/adding.ts)
+  KEYS[11 + 2i]             HASH   <prefix>:{q}:<id>, node i (i = 0 .. n-1)
+  KEYS[12 + 2i]             SET    <prefix>:{q}:<id>:dependencies, its children's keys (a parent)
 
   ARGV[1] .. ARGV[15] for the first node, fifteen for each (ARGV[1 + 15i .. 15 + 15i] for node i): id; name; data (JSON text); attempts; delay (ms); backoff;
     retention in `completed`; retention in `failed`; keepLogs; priority; lifo; stackTraceLimit (all as
@@ -36,7 +38,7 @@ local q = {
   wait = KEYS[1], delayed = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6], prioritized = KEYS[7],
   waitingChildren = KEYS[8],
 }
-local handoffsKey = KEYS[9]
+local handoffsKey, addingKey = KEYS[9], KEYS[10]
 local F = 15
 -- @include now
 -- @include events
@@ -68,9 +70,9 @@ local function join(jobKey, id, parentKey, parent)
 end
 
 local codes = {}
-for i = 0, (#KEYS - 9) / 2 - 1 do
+for i = 0, (#KEYS - 10) / 2 - 1 do
   local a = F * i
-  local jobKey, depsKey = KEYS[10 + 2 * i], KEYS[11 + 2 * i]
+  local jobKey, depsKey = KEYS[11 + 2 * i], KEYS[12 + 2 * i]
   local id, name, data = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local parentKey, parent, children = ARGV[a + 13], ARGV[a + 14], ARGV[a + 15]
   if rcall('EXISTS', jobKey) == 1 then
@@ -103,6 +105,7 @@ for i = 0, (#KEYS - 9) / 2 - 1 do
       end
       rcall('HSET', jobKey, 'state', 'waiting-children')
       rcall('ZADD', q.waitingChildren, now, id)
+      rcall('ZADD', addingKey, now, id)
       emit(q, 'waiting-children', 'jobId', id)
     else
       local delayMs, priority = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 10])

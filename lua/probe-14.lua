@@ -21,6 +21,7 @@
   KEYS[11] reservedScores  HASH  <prefix>:{q}:reservedScores
   KEYS[12] schedulers      ZSET  <prefix>:{q}:schedulers (job scheduler id -> due time of its next period, ms)
   KEYS[13] handoffs        HASH  <prefix>:{q}:handoffs (flow hand-offs not yet delivered, lua/includes/handoff.lua)
+  KEYS[14] adding          ZSET  <prefix>:{q}:adding (flow parents whose producer has not said all their children are written)
 
   ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000; see
           requeue-5.lua for the rest)
@@ -29,19 +30,22 @@
   ARGV[4] 1 to read the count of jobs that entered `failed` and that no live reaper invocation has claimed
           (the reaper's JobsFailed; read only: the reaper claims them with claim-1.lua when this is above
           0, so an idle queue costs no other call), 0 not to
+  ARGV[5] how long a producer may take to write a flow (ms): parents in `adding` since before now minus this
+          are returned (lib/flows/adding.ts)
 
   Returns { now (ms), { wait (reserved and prioritized jobs included), active, stalled, delayed, completed,
   failed, prioritized }, failed jobs to claim (meta's `failedNew`, never below 0, plus an expired claim's;
   0 when not asked), expired lease ids,
   audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next in line or false,
   reservations returned, ids of the job schedulers whose next period is due, hand-offs not yet delivered
-  { id, entry, ... } (one HSCAN page: about `limit` of them; a queue without flows has none) }.
+  { id, entry, ... } (one HSCAN page: about `limit` of them; a queue without flows has none), ids of parents
+  whose producer stopped before writing all their children (at most `limit`) }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local q = { reserved = reservedKey, wait = waitKey, marker = markerKey, prioritized = KEYS[10], reservedScores = KEYS[11] }
-local schedulersKey, handoffsKey = KEYS[12], KEYS[13]
+local schedulersKey, handoffsKey, addingKey = KEYS[12], KEYS[13], KEYS[14]
 local limit, auditSize, auditAt, readFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 -- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
 local REARM_HORIZON_MS = 120000
@@ -130,8 +134,9 @@ end
 local dueSchedulers = rcall('ZRANGEBYSCORE', schedulersKey, '-inf', now, 'LIMIT', 0, limit)
 -- A worker that died between ending a flow's child and telling its parent left the entry: the sweep delivers it.
 local handoffs = rcall('HSCAN', handoffsKey, 0, 'COUNT', limit)[2]
+local stopped = rcall('ZRANGEBYSCORE', addingKey, '-inf', now - tonumber(ARGV[5]), 'LIMIT', 0, limit)
 return {
   now, counts, failedNew, expired, audit, due,
   trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,
-  #expiredReservations, dueSchedulers, handoffs,
+  #expiredReservations, dueSchedulers, handoffs, stopped,
 }
