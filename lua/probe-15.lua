@@ -195,8 +195,12 @@ end
 -- is only while a worker runs them), so a schedule with no worker keeps producing (iterate-11.lua).
 local dueSchedulers = rcall('ZRANGEBYSCORE', schedulersKey, '-inf', now, 'LIMIT', 0, limit)
 -- A worker that died between ending a flow's child and telling its parent left the entry: the sweep delivers it.
-local handoffs = rcall('HSCAN', handoffsKey, 0, 'COUNT', limit)[2]
-local stopped = rcall('ZRANGEBYSCORE', addingKey, '-inf', now - tonumber(ARGV[7]), 'LIMIT', 0, limit)
+-- A queue that uses no flows has neither key: one EXISTS, and nothing more, for them.
+local handoffs, stopped = {}, {}
+if rcall('EXISTS', handoffsKey, addingKey) > 0 then
+  handoffs = rcall('HSCAN', handoffsKey, 0, 'COUNT', limit)[2]
+  stopped = rcall('ZRANGEBYSCORE', addingKey, '-inf', now - tonumber(ARGV[7]), 'LIMIT', 0, limit)
+end
 return {
   now, counts, failedNew, expired, audit, due,
   trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,

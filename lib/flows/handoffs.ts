@@ -28,7 +28,7 @@ function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; v
 
 /**
  * Delivers entries of `childKeys`' outbox (child id -> entry): one settle call per parent queue (and per
- * SETTLE_PER_CALL children), then one HDEL. Resolves to the parents that moved on.
+ * SETTLE_PER_CALL children), then one call that deletes them (each only if not rewritten meanwhile). Resolves to the parents that moved on.
  */
 export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys, entries: [string, string][]): Promise<number> {
   const byQueue = new Map<string, { keys: QueueKeys; settlements: Settlement[] }>()
@@ -51,10 +51,6 @@ export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys,
       released += codes.filter((c) => c === 'released').length
     }
   }
-  await removeHandoffs(
-    client,
-    childKeys,
-    entries.map(([id]) => id),
-  )
+  await removeHandoffs(client, childKeys, entries)
   return released
 }

@@ -15,6 +15,7 @@ export const FLOW_SCRIPTS = {
   adoptChild: 'adoptChild-3.lua',
   settleChild: 'settleChild-8.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
+  forgetHandoffs: 'forgetHandoffs-1.lua',
 } as const
 
 /** One node of a flow, as addFlow-10.lua writes it. */
@@ -169,9 +170,10 @@ export async function moveToWaitingChildren(
   return state === undefined ? { status } : { status, state }
 }
 
-/** Deletes delivered entries of a queue's outbox. */
-export async function removeHandoffs(client: RedisClient, keys: QueueKeys, ids: string[]): Promise<void> {
-  if (ids.length > 0) await client.hdel(keys.handoffs, ...ids)
+/** Deletes delivered entries of a queue's outbox, each only while it is the entry delivered (forgetHandoffs-1.lua). */
+export async function removeHandoffs(client: RedisClient, keys: QueueKeys, entries: [string, string][]): Promise<void> {
+  if (entries.length === 0) return
+  await evalScript(client, FLOW_SCRIPTS.forgetHandoffs, [keys.handoffs], [...entries.map(([id]) => id), ...entries.map(([, e]) => e)])
 }
 
 /** A parent's children, all of them: completed (key -> value JSON), pending keys, ignored failures, failing keys. */

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest'
 import { sweep } from '../../lib/index.js'
 import { JOB_DEFAULTS } from '../../lib/job-options.js'
-import { addFlowNodes, type FlowNodeArgs } from '../../lib/redis/commands.js'
+import { addFlowNodes, type FlowNodeArgs, finishRuns, take } from '../../lib/redis/commands.js'
 import { encodeOptions } from '../../lib/redis/job-codec.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { useFlows } from '../helpers/flows.js'
@@ -121,6 +121,38 @@ describe('a flow survives', () => {
     // A flow a producer finished leaves nothing in `adding`.
     await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] })
     expect(await redis.client.zcard(parents.adding)).toBe(0)
+  })
+
+  it('120 children ended by dead workers, their entries delivered by eight sweeps at once: each parent moves on once', async () => {
+    const flows = await fx.producer().addBulk(
+      Array.from({ length: 40 }, (_, i) => ({
+        name: `p${i}`,
+        queueName: 'parents',
+        children: Array.from({ length: 3 }, (_, j) => ({ name: `c${j}`, queueName: 'kids' })),
+      })),
+    )
+    const childIds = flows.flatMap((f) => (f.children ?? []).map((c) => c.job.id))
+    // Workers that end every child and die before telling a parent: the finishes alone, no delivery.
+    for (let i = 0; i < childIds.length; i += 20) {
+      const ids = childIds.slice(i, i + 20)
+      const { taken } = await take(redis.client, kids, { workerToken: `dead${i}`, leaseMs: 5_000, workerName: 'dead' }, ids)
+      expect(taken).toHaveLength(ids.length)
+      const reply = await finishRuns(
+        redis.client,
+        kids,
+        taken.map((t) => ({ run: { id: t.job.id, token: t.token }, action: 'complete' as const, value: '1' })),
+      )
+      expect(reply.runs.every((r) => r.handoff !== undefined)).toBe(true)
+    }
+    const parents = queueKeys('emq', 'parents')
+    expect(await redis.client.zcard(parents.waitingChildren)).toBe(40)
+    // The outbox holds 120 entries; each sweep delivers a page, eight of them side by side, until none is left.
+    for (let round = 0; round < 20 && (await redis.client.hlen(kids.handoffs)) > 0; round++)
+      await Promise.all(Array.from({ length: 8 }, () => sweep(redis.url, 'kids')))
+    expect(await redis.client.hlen(kids.handoffs)).toBe(0)
+    const waiting = await redis.client.lrange(parents.wait, 0, -1)
+    expect(waiting.sort()).toEqual(flows.map((f) => f.job.id).sort())
+    expect(await redis.client.zcard(parents.waitingChildren)).toBe(0)
   })
 
   it('parents whose last children end while sweeps of the child queue overlap: each runs once, none early', async () => {

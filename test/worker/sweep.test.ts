@@ -187,8 +187,7 @@ describe('sweep: cost', () => {
 
     const calls = await commandCalls()
     expect(sent).toEqual(['evalsha', 'evalsha'])
-    // The probe found no expired deadline, no expired reservation, no job scheduler due and no flow parent left unwritten (`adding`).
-    expect(calls.zrangebyscore).toBe(4)
+    expect(calls.zrangebyscore).toBe(3) // the probe found no expired deadline, no expired reservation and no job scheduler due
     expect(calls.zmscore).toBe(2) // the audit checked 20: their deadlines and marks in one read each
     expect(calls.pttl).toBe(20)
   })
