@@ -186,3 +186,20 @@ export class DelayedError extends Error {
 
 /** A DelayedError, or an error that says it is one by name (thrown by another copy of the library, or BullMQ's). */
 export const isDelayed = (err: unknown): boolean => err instanceof DelayedError || (err instanceof Error && err.name === 'DelayedError')
+
+/**
+ * Thrown by a processor right after `await job.moveToWaitingChildren(token)` resolved true (BullMQ's name and
+ * meaning): the job waits in `waiting-children` for its pending children and runs again once they settle,
+ * so the worker neither fails nor completes it, and no attempt is used. Thrown without a successful move, the
+ * job goes back to `wait` with no attempt used and the worker reports an `error`.
+ */
+export class WaitingChildrenError extends Error {
+  constructor(message = 'bullmq:movedToWaitingChildren') {
+    super(message)
+    this.name = 'WaitingChildrenError'
+  }
+}
+
+/** A WaitingChildrenError, or an error that says it is one by name. */
+export const isWaitingChildren = (err: unknown): boolean =>
+  err instanceof WaitingChildrenError || (err instanceof Error && err.name === 'WaitingChildrenError')

@@ -4,7 +4,23 @@
  * (`echomq/dashboard`, lib/ui/index.ts) and no reaper (`echomq/reaper`, lib/reaper/index.ts).
  */
 
-export { DelayedError, EchoMQError, type EchoMQErrorCode, RateLimitError, UnrecoverableError } from './errors.js'
+export {
+  DelayedError,
+  EchoMQError,
+  type EchoMQErrorCode,
+  RateLimitError,
+  UnrecoverableError,
+  WaitingChildrenError,
+} from './errors.js'
+export type { Dependencies, DependenciesOptions } from './flows/job-flows.js'
+export {
+  type FlowChildJob,
+  type FlowJob,
+  type FlowOpts,
+  FlowProducer,
+  type FlowProducerOptions,
+  type JobNode,
+} from './flows/producer.js'
 export { Job, type JobFields, type JobState } from './job.js'
 export type { JobOptions, JobOptions as JobsOptions } from './job-options.js'
 export type { JobOpts } from './job-opts.js'

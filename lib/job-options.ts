@@ -27,6 +27,7 @@
  */
 import { type DeduplicationOptions, deduplicationOption } from './deduplication.js'
 import defaults from './defaults.json' with { type: 'json' }
+import { type FlowSettings, flowSettings } from './flows/options.js'
 import { checkInteger, checkKnown, describe, fail, opt, RANGES } from './validate.js'
 
 /** A retry's wait: a number (fixed, ms) or { type, delay, maxDelay?, jitter? } (job-options.ts validates it). */
@@ -53,6 +54,13 @@ export interface JobOptions {
   stackTraceLimit?: number
   /** BullMQ's deduplication (lib/deduplication.ts); add and addBulk only, not defaultJobOptions. */
   deduplication?: DeduplicationOptions
+  /** A flow's parent: { id, queue: the parent queue's qualifiedName } (lib/flows/options.ts); add only. */
+  parent?: { id: string; queue: string }
+  /** A child's failure policy, at most one (BullMQ's; lib/flows/options.ts). */
+  failParentOnFailure?: boolean
+  continueParentOnFailure?: boolean
+  ignoreDependencyOnFailure?: boolean
+  removeDependencyOnFailure?: boolean
 }
 
 /** Every job option but the id, with defaults applied. */
@@ -91,7 +99,15 @@ const JOB_OPTION_NAMES = [
   'lifo',
   'stackTraceLimit',
 ]
-const ADD_OPTION_NAMES = ['jobId', ...JOB_OPTION_NAMES, 'deduplication', 'debounce']
+/** A flow's options (lib/flows/options.ts), named here: that module imports options.ts, which imports this one. */
+const FLOW_OPTION_NAMES = [
+  'parent',
+  'failParentOnFailure',
+  'continueParentOnFailure',
+  'ignoreDependencyOnFailure',
+  'removeDependencyOnFailure',
+]
+const ADD_OPTION_NAMES = ['jobId', ...JOB_OPTION_NAMES, 'deduplication', 'debounce', ...FLOW_OPTION_NAMES]
 /** Most stack traces a job keeps: each is up to a few KiB, and a failed job keeps them all. */
 const MAX_STACK_TRACE_LIMIT = 100
 /** The lowest priority (BullMQ's limit): a score of priority * 2^32 + a counter stays an exact double. */
@@ -179,11 +195,15 @@ export function addSettings(
   options: unknown,
   base: JobSettings,
   what = 'add',
-): JobSettings & { jobId: unknown; deduplication?: DeduplicationOptions } {
-  if (options === undefined) return { ...base, jobId: undefined }
-  const { jobId, deduplication, debounce, ...rest } = checkKnown(what, options, ADD_OPTION_NAMES)
+): JobSettings & { jobId: unknown; deduplication?: DeduplicationOptions; flow: FlowSettings } {
+  if (options === undefined) return { ...base, jobId: undefined, flow: {} }
+  const o = checkKnown(what, options, ADD_OPTION_NAMES)
+  const { jobId, deduplication, debounce } = o
+  const rest = Object.fromEntries(Object.entries(o).filter(([k]) => JOB_OPTION_NAMES.includes(k)))
   const dedup = deduplicationOption(deduplication, debounce)
-  return { ...jobSettings(what, rest, base), jobId, ...(dedup ? { deduplication: dedup } : {}) }
+  const flow = flowSettings(o)
+  if (dedup && flow.parent) fail('ERR_OPTIONS', 'Deduplication and parent options cannot be used together')
+  return { ...jobSettings(what, rest, base), jobId, ...(dedup ? { deduplication: dedup } : {}), flow }
 }
 
 /** The options a stored job was added with (its hash's fields), BullMQ's `job.opts`; `delay` and `jobId` are not kept. */
@@ -208,4 +228,11 @@ export interface JobOpts extends StoredJobOptions {
   jobId?: string
   /** When it was added (ms, Redis's clock): BullMQ's opts.timestamp. */
   timestamp: number
+  /** A flow's child: its parent, { id, queue: the parent queue's qualified name } (BullMQ's). */
+  parent?: { id: string; queue: string }
+  /** A flow's child: its failure policy, when it has one (BullMQ's options). */
+  failParentOnFailure?: boolean
+  continueParentOnFailure?: boolean
+  ignoreDependencyOnFailure?: boolean
+  removeDependencyOnFailure?: boolean
 }

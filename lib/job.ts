@@ -10,13 +10,17 @@
  */
 
 import { EchoMQError } from './errors.js'
+import type { Dependencies, DependenciesOptions, JobFlows } from './flows/job-flows.js'
 import type { JobChanges } from './job-changes.js'
 import type { JobOpts } from './job-options.js'
 import type { Untyped } from './listeners.js'
-import { fieldsFromHash } from './redis/job-codec.js'
+import { fieldsFromHash, type ParentRef } from './redis/job-codec.js'
 
 /** Where a job is: `prioritized` is waiting with a priority (BullMQ's name). */
 export type JobState = 'wait' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed'
+
+/** A job's state field: a JobState, or `waiting-children` for a flow's parent waiting for its children (BullMQ's name). */
+export type StoredState = JobState | 'waiting-children'
 
 export const JOB_STATES: readonly JobState[] = ['wait', 'prioritized', 'delayed', 'active', 'completed', 'failed']
 
@@ -39,7 +43,7 @@ export interface QueueCounts {
 }
 
 /**
- * The sizes a sweep reads for the reaper's gauges (WaitingCount, ActiveCount...; lua/probe-13.lua). Not
+ * The sizes a sweep reads for the reaper's gauges (WaitingCount, ActiveCount...; lua/probe-15.lua). Not
  * QueueCounts: `wait` is every waiting job (the backlog: prioritized and reserved ones included) and
  * `active` every job in flight (marked ones included); `prioritized` and `stalled` say how many of those.
  */
@@ -54,11 +58,11 @@ export interface SweepCounts {
 }
 
 /** A job's state under BullMQ's names (`waiting` for `wait`; `unknown` for a job that does not exist). */
-export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'unknown'
+export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'waiting-children' | 'unknown'
 
 /** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
 export interface JobQueue {
-  remove(id: string): Promise<0 | 1>
+  remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1>
   retryJobs(options: { ids: string[] }): Promise<string[]>
   promoteJob(id: string): Promise<void>
   getJobState(id: string): Promise<BullJobState>
@@ -72,6 +76,10 @@ export interface JobScope {
   queue(): JobQueue
   /** updateData, changePriority, moveToDelayed, extendLock (lib/job-changes.ts). */
   changes(): JobChanges
+  /** A parent's children and moveToWaitingChildren (lib/flows/job-flows.ts). */
+  flows(): JobFlows
+  /** The job's queue's qualified name, `<prefix>:{queue}` (BullMQ's queueQualifiedName). */
+  readonly qualifiedName: string
 }
 
 /** The fields a Job is made from (what a hash holds, decoded). */
@@ -85,7 +93,7 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   attemptsMade: number
   /** Times a worker took the job (all runs, including those before a retry from `failed`). */
   attemptsStarted: number
-  state: JobState
+  state: StoredState
   failedReason?: string
   /** Error of the last attempt that did not succeed (kept when a failed job is retried). */
   lastError?: string
@@ -114,6 +122,12 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   deduplicationId?: string
   /** Times the stalled sweep recovered it (BullMQ's name; the queue's maxStalledCount bounds it). */
   stalledCounter?: number
+  /** A flow's child: its parent's job key, `<prefix>:{queue}:<id>` (BullMQ's name). */
+  parentKey?: string
+  /** A flow's child: its parent's id and queue (`queueKey`, the qualified name) and its failure policy (BullMQ's shape). */
+  parent?: ParentRef
+  /** A parent a child failed (failParentOnFailure): the reason it fails with when next taken, unrun (BullMQ's name). */
+  deferredFailure?: string
 }
 
 /**
@@ -127,7 +141,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   declare attempts: number
   declare attemptsMade: number
   declare attemptsStarted: number
-  declare state: JobState
+  declare state: StoredState
   declare failedReason?: string
   declare lastError?: string
   declare returnValue?: Result
@@ -140,6 +154,9 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   declare repeatJobKey?: string
   declare opts: JobOpts
   declare deduplicationId?: string
+  declare parentKey?: string
+  declare parent?: ParentRef
+  declare deferredFailure?: string
   progress: unknown = 0
   stalledCounter = 0
   /** 0 for none (BullMQ's default too). */
@@ -158,6 +175,54 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /** The run's token (BullMQ's job.token), for the job a processor is given; undefined elsewhere. */
   get token(): string | undefined {
     return this.#token
+  }
+
+  /** The qualified name of the job's queue, `<prefix>:{queue}` (BullMQ's; a child's `opts.parent.queue` names its parent's). */
+  get queueQualifiedName(): string {
+    return this.scope().qualifiedName
+  }
+
+  /** The name of the job's queue (BullMQ's queueName). */
+  get queueName(): string {
+    return /\{([^}]*)\}$/.exec(this.queueQualifiedName)?.[1] ?? ''
+  }
+
+  /** A parent's completed children: their job keys -> return values (BullMQ's getChildrenValues). */
+  getChildrenValues<T = Untyped>(): Promise<Record<string, T>> {
+    return this.scope().flows().getChildrenValues(this) as Promise<Record<string, T>>
+  }
+
+  /** Failures of children that were ignored (ignoreDependencyOnFailure, continueParentOnFailure): job key -> reason. */
+  getIgnoredChildrenFailures(): Promise<Record<string, string>> {
+    return this.scope().flows().getIgnoredChildrenFailures(this)
+  }
+
+  /** getIgnoredChildrenFailures' older name (BullMQ's). */
+  getFailedChildrenValues(): Promise<Record<string, string>> {
+    return this.getIgnoredChildrenFailures()
+  }
+
+  /** A parent's children by kind (BullMQ's): processed, unprocessed, ignored, failed; with options, pages (docs/flows.md). */
+  getDependencies(options?: DependenciesOptions): Promise<Dependencies> {
+    return this.scope().flows().getDependencies(this, options)
+  }
+
+  /** How many children of each kind (those named with a truthy value; none: all four). */
+  getDependenciesCount(options?: Partial<Record<'processed' | 'unprocessed' | 'ignored' | 'failed', boolean>>) {
+    return this.scope().flows().getDependenciesCount(this, options)
+  }
+
+  /**
+   * Parks the job, in flight, in `waiting-children` while it has pending children (or `child`): true when
+   * moved (then throw `new WaitingChildrenError()`), false when none is pending. Fenced by `token` (the run's
+   * by default): ERR_LOCK_LOST, ERR_JOB_STATE (not in flight, or a child failed it).
+   */
+  async moveToWaitingChildren(token?: string, options?: { child?: { id: string; queue: string } }): Promise<boolean> {
+    const moved = await this.scope()
+      .flows()
+      .moveToWaitingChildren(this, this.runToken(token) ?? '', options)
+    if (moved) this.state = 'waiting-children'
+    return moved
   }
 
   /** BullMQ's name for createdOn. */
@@ -259,8 +324,8 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /** Removes the job; ERR_JOB_ACTIVE while it runs (BullMQ throws too: a running job is ended by its worker). */
-  async remove(_opts?: { removeChildren?: boolean }): Promise<void> {
-    if ((await this.scope().queue().remove(this.id)) === 0)
+  async remove(opts?: { removeChildren?: boolean }): Promise<void> {
+    if ((await this.scope().queue().remove(this.id, opts)) === 0)
       throw new EchoMQError('ERR_JOB_ACTIVE', `job ${this.id} could not be removed: it is in flight (BullMQ: locked by a worker)`)
   }
 
@@ -306,6 +371,10 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
 
   async isDelayed(): Promise<boolean> {
     return (await this.getState()) === 'delayed'
+  }
+
+  async isWaitingChildren(): Promise<boolean> {
+    return (await this.getState()) === 'waiting-children'
   }
 
   async isActive(): Promise<boolean> {

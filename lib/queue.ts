@@ -35,7 +35,7 @@ import type { Metrics } from './queue/metrics.js'
 import { queueWorkers } from './queue/workers.js'
 import { closeConnection, type RedisClient } from './redis/connection.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
-import type { QueueKeys } from './redis/keys.js'
+import { type QueueKeys, qualifiedNameOf } from './redis/keys.js'
 import { ping } from './redis/queries.js'
 import type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/schedulers.js'
 
@@ -90,6 +90,12 @@ export class Queue<
     const { connection, ...settings } = queueSettings(options)
     this.core = new QueueCore(this, this.name, connection, settings)
     this.keys = this.core.keys
+    cores.set(this, this.core)
+  }
+
+  /** BullMQ's qualifiedName: `<prefix>:{name}`, what a child's `opts.parent.queue` names. */
+  get qualifiedName(): string {
+    return qualifiedNameOf(this.keys)
   }
 
   get client(): RedisClient {
@@ -163,11 +169,8 @@ export class Queue<
   getCompleted = (start = 0, end = -1) => this.getJobs('completed', start, end, false)
   getFailed = (start = 0, end = -1) => this.getJobs('failed', start, end, false)
   getPrioritized = (start = 0, end = -1) => this.getJobs('prioritized', start, end, true)
-  /** Always [] (EchoMQ has no flows, so no job waits for children). */
-  getWaitingChildren = async (_start = 0, _end = -1): Promise<J<Data, Result, Name>[]> => {
-    this.core.assertOpen()
-    return []
-  }
+  /** Flows' parents waiting for their children (lib/flows/), oldest first. */
+  getWaitingChildren = (start = 0, end = -1) => this.getJobs('waiting-children', start, end, true)
 
   /**
    * Finished jobs per minute, BullMQ's shape ({ meta: { count, prevTS, prevCount }, data, count }), over
@@ -385,6 +388,10 @@ export class Queue<
     return super.emit(event, ...args)
   }
 }
+
+/** Each Queue's core, for the modules of the library that act as its Queue does (lib/flows/). */
+const cores = new WeakMap<object, QueueCore>()
+export const queueCoreOf = (queue: Queue): QueueCore => cores.get(queue) as QueueCore
 
 /** The Job type of a Queue's type parameters. */
 type J<Data, Result, Name extends string> = Job<Data, Result, Name>

@@ -5,7 +5,7 @@
  * back to `wait` (served next) or to `failed` when no attempts are left. Each step is one script call, so
  * any number of overlapping sweeps recover a job exactly once.
  *
- * A pass opens with one call on the queue's own keys (lua/probe-13.lua): the counts, and the candidates of
+ * A pass opens with one call on the queue's own keys (lua/probe-15.lua): the counts, and the candidates of
  * the steps below. For an idle queue that is the only call. Then, each in bounded script calls over ids
  * the probe or a read found, re-checked by the script:
  *   - the deadline walk over leases whose recorded deadline has passed (a live lease with a stale
@@ -18,13 +18,18 @@
  *   - delayed jobs that are due move to `wait`; job schedulers whose next period is due make every period
  *     due since, up to the catch-up limit (schedulers/iterations.ts), so a schedule with no worker keeps
  *     producing at its own pace, however far apart the sweeps;
- *   - `completed` and `failed` are trimmed exactly to their retention.
+ *   - `completed` and `failed` are trimmed exactly to their retention;
+ *   - a flow's children whose parents were not told of their outcome (a worker died between the two steps,
+ *     lib/flows/handoffs.ts) are told now: a page of the outbox per pass; a flow's parents whose producer
+ *     stopped before writing all their children, `graceMs` ago, fail for the missing ones (lib/flows/adding.ts).
  *
  * Options: prefix ('emq'), graceMs (15000, the reaper's too), limit (100 candidates per call), audit (32
  * jobs per pass; 0 turns the audit off).
  */
 import { randomInt } from 'node:crypto'
 import { redisError } from './errors.js'
+import { repairStoppedAdds } from './flows/adding.js'
+import { deliverHandoffs } from './flows/handoffs.js'
 import type { SweepCounts } from './job.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
 import { type Backlog, type FinishedSet, type Probe, probe, probeRequeueMax, requeueExpired, sweepStep } from './redis/commands.js'
@@ -113,13 +118,16 @@ export async function sweepQueue(
   { readFailures = false, readBacklog = false, knownHead, knownInFlight }: PassOptions = {},
 ): Promise<QueuePass> {
   const auditAt = randomInt(1_000_000) / 1_000_000
-  const found = await probe(client, keys, { limit, audit, auditAt, readFailures, readBacklog, knownHead, knownInFlight })
+  const request = { limit, audit, auditAt, readFailures, readBacklog, knownHead, knownInFlight }
+  const found = await probe(client, keys, { ...request, addingGraceMs: graceMs })
   // A crash of a busy fleet leaves more expired reservations than the probe returns: all go back now.
   const share = probeRequeueMax(limit)
   if (atRest(found, share)) return restingPass(found, readFailures)
   for (let n = found.unreserved; n === share; ) n = await requeueExpired(client, keys, share)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
   const trims = new Set<FinishedSet>()
+  // Flow hand-offs to deliver: those a dead worker left (the probe's page), and those this pass writes.
+  const handoffs = new Map<string, string>(found.handoffs)
   // The earliest lease deadline of a job the deadline walk recovers: when its wait for a worker began.
   let earliestRecovered: number | undefined
   const step = async (ids: string[], mode: 'deadline' | 'audit', page = { size: 0, passed: 0 }) => {
@@ -131,6 +139,7 @@ export async function sweepQueue(
     result.recovered.push(...reply.recovered)
     result.failed.push(...reply.failed)
     if (reply.trimFailed) trims.add('failed')
+    for (const [id, entry] of reply.handoffs) handoffs.set(id, entry)
     return reply
   }
   // Each step returns the next page of expired leases; candidates that stay in place (marked, within
@@ -144,6 +153,8 @@ export async function sweepQueue(
     ids = next
   }
   if (found.audit.length > 0) await step(found.audit, 'audit')
+  if (handoffs.size > 0) await deliverHandoffs(client, keys, [...handoffs])
+  if (found.stoppedAdding.length > 0) await repairStoppedAdds(client, keys, found.stoppedAdding)
   // Jobs this pass failed may take `failed` past its limits (the probe looked before): trim it exactly too.
   if (result.failed.length > 0) trims.add('failed')
   const { promoted, made } = await promoteAll(client, keys, found, limit)
@@ -187,8 +198,9 @@ export async function sweepQueue(
 }
 
 /**
- * The probe left nothing to do: no candidate for a step, no reservation beyond its share, and the wait of
- * the job next in line (if any) read already. Most queues of a reaper's pass are at rest.
+ * The probe left nothing to do: no candidate for a step, no reservation beyond its share, no flow hand-off
+ * or stopped flow to repair, and the wait of the job next in line (if any) read already. Most queues of a
+ * reaper's pass are at rest.
  */
 function atRest(found: Probe, share: number): boolean {
   return (
@@ -198,6 +210,8 @@ function atRest(found: Probe, share: number): boolean {
     found.dueSchedulers.length === 0 &&
     found.trim.completed.length === 0 &&
     found.trim.failed.length === 0 &&
+    found.handoffs.length === 0 &&
+    found.stoppedAdding.length === 0 &&
     found.unreserved < share &&
     (found.head === undefined || found.headSince !== undefined)
   )

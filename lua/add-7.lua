@@ -42,6 +42,7 @@ local F = tonumber(ARGV[1])
 -- @include score
 -- @include enter
 -- @include deduplicate
+-- @include jobOptions
 
 local now = nowMs()
 -- Formatted once: Lua formats a number each time it passes one to Redis.
@@ -71,23 +72,7 @@ for i = 1, (#KEYS - 7) / per do
     added[i] = 1
     local fields = { 'name', name, 'data', data, 'createdOn', nowText }
     if not short then
-      local function put(field, value, default)
-        if value ~= default then
-          fields[#fields + 1] = field
-          fields[#fields + 1] = value
-        end
-      end
-      put('attempts', tonumber(ARGV[a + 4]), DEFAULT_ATTEMPTS)
-      put('backoff', ARGV[a + 6], '')
-      put('keep', ARGV[a + 7], DEFAULT_KEEP.completed)
-      put('keepFailed', ARGV[a + 8], DEFAULT_KEEP.failed)
-      put('keepLogs', ARGV[a + 9], '')
-      put('priority', priority, 0)
-      -- Kept only when given, for job.opts (BullMQ's): a job without them stores neither.
-      put('delay', delayMs, 0)
-      put('lifo', lifo and '1' or '', '')
-      put('stackTraceLimit', tonumber(ARGV[a + 12]) or DEFAULT_STACK_TRACE_LIMIT, DEFAULT_STACK_TRACE_LIMIT)
-      put('deid', deid, nil)
+      putOptions(fields, a, deid)
     end
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)

@@ -3,7 +3,7 @@
   hottest script: the reads are one MGET, each lease costs one PEXPIREAT, and the lease index (`active`)
   is refreshed for only the first `k` leases, the ones whose recorded deadline is due (each lease every
   other tick: the LockManager alternates, and a sweep re-scores a live lease it finds with a stale
-  deadline, see sweep-10.lua). Numbers reach redis.call as strings, which Redis does not reformat. A lease
+  deadline, see sweep-11.lua). Numbers reach redis.call as strings, which Redis does not reformat. A lease
   that lapsed is not judged here: it is reported back for reclaim-2.lua, which needs the job's hash.
 
   KEYS[1] active   ZSET  <prefix>:{q}:active (id -> lease deadline, ms)

@@ -1,7 +1,7 @@
 --[[
   Worker-function invocations of a queue (echomq/lambda): an invocation enters with a lease, renews it
   while it runs and leaves when it returns; one killed or frozen stops counting when its lease ends. The
-  reaper reads the count (probe-13.lua, or backlog-5.lua for a queue it did not sweep) to start no more
+  reaper reads the count (probe-15.lua, or backlog-5.lua for a queue it did not sweep) to start no more
   worker functions than it may, and enters every invocation it starts in one call. A queue whose workers
   are not functions never has this key.
 

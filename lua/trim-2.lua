@@ -7,8 +7,10 @@
 
   KEYS[1] set      ZSET  <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
   KEYS[2] meta     HASH  <prefix>:{q}:meta
-  KEYS[1 + 2i]     HASH  job i       (i = 1 .. n)
-  KEYS[2 + 2i]     LIST  log of job i
+  KEYS[6i - 3]     HASH  job i       (i = 1 .. n)
+  KEYS[6i - 2]     LIST  log of job i
+  KEYS[6i - 1], KEYS[6i], KEYS[6i + 1], KEYS[6i + 2]  SET, HASH, HASH, ZSET: a flow's parent's dependencies,
+                   processed, failed and unsuccessful children (BullMQ's keys, removed with it)
 
   ARGV[1] the set's name: "completed" or "failed"
   ARGV[1 + i] job id i, oldest first
@@ -44,8 +46,9 @@ for i = 1, n do
     end
     size = size - 1
     removed[#removed + 1] = ARGV[1 + i]
-    keys[#keys + 1] = KEYS[1 + 2 * i]
-    keys[#keys + 1] = KEYS[2 + 2 * i]
+    for k = -3, 2 do
+      keys[#keys + 1] = KEYS[6 * i + k]
+    end
   end
 end
 if #removed > 0 then

@@ -6,7 +6,7 @@
  * a queue that is registered or holds jobs: a mistyped name is reported, never added to the registry.
  */
 
-import type { JobFields, JobState } from '../../lib/job.js'
+import type { JobFields, JobState, StoredState } from '../../lib/job.js'
 import { Queue } from '../../lib/queue.js'
 import { jobsIn, LIST_ORDER, queueExists, unknownQueueText } from '../../lib/read-model.js'
 import type { RedisClient } from '../../lib/redis/connection.js'
@@ -74,7 +74,7 @@ export function renderJobList(list: JobList): string {
 interface DryRunJob {
   id: string
   /** Its state now; null when there is no such job. */
-  state: JobState | null
+  state: StoredState | null
 }
 
 export interface RetryReport {

@@ -1,7 +1,9 @@
 /**
  * A worker in its own process, so the demo (and the tests) can SIGKILL and SIGSTOP it. Configured by
  * environment: REDIS_URL, QUEUE, PREFIX, LOCK_MS, HEARTBEAT_MS, CONCURRENCY, WORKER_NAME, STALLED_INTERVAL_MS,
- * MAX_STALLED_COUNT, SKIP_STALLED_CHECK. Each job is held until the
+ * MAX_STALLED_COUNT, SKIP_STALLED_CHECK, FREEZE_ON_COMPLETED (after reporting a completed job the process
+ * freezes, its event loop blocked, until killed: a crash between a finish and what the worker does after
+ * it, as telling a flow's parent). Each job is held until the
  * parent sends { type: 'finish', id } (or its signal aborts); the result names this process. Reports
  * 'ready', 'active', 'completed', 'failed', 'lockLost' and 'error' to the parent over IPC.
  */
@@ -32,7 +34,11 @@ const worker = new Worker(
     ...(process.env.SKIP_STALLED_CHECK ? { skipStalledCheck: true } : {}),
   },
 )
-worker.on('completed', (job) => send({ type: 'completed', id: job.id }))
+worker.on('completed', (job) => {
+  send({ type: 'completed', id: job.id })
+  // Frozen, as a process that dies right after the finish: nothing after it runs (bounded: a minute).
+  if (process.env.FREEZE_ON_COMPLETED) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60_000)
+})
 worker.on('failed', (job) => send({ type: 'failed', id: job.id }))
 worker.on('lockLost', (job) => send({ type: 'lockLost', id: job.id }))
 worker.on('error', (err: Error) => send({ type: 'error', message: err.message }))

@@ -4,6 +4,7 @@
  * validated and encoded before any Redis call, so a rejected call changes nothing.
  */
 import { EchoMQError } from '../errors.js'
+import { type FlowSettings, type ParentRefOption, parentFields } from '../flows/options.js'
 import { Job } from '../job.js'
 import { addSettings, type JobOptions } from '../job-options.js'
 import { jobOpts } from '../job-opts.js'
@@ -11,6 +12,7 @@ import { toJson } from '../json.js'
 import { validateJobName, validateNewJobId } from '../options.js'
 import * as commands from '../redis/commands.js'
 import { encodeBackoff, encodeKeep } from '../redis/job-codec.js'
+import { queueKeys } from '../redis/keys.js'
 import { checkKnown, describe, fail } from '../validate.js'
 import type { QueueCore } from './core.js'
 import { getJob } from './getters.js'
@@ -36,6 +38,7 @@ export async function add(q: QueueCore, name: unknown, data: unknown, options: u
   q.assertOpen()
   // addBulk of one, without its arrays: the path every producer takes for every job.
   const job = newJob(q, name, data, options)
+  if (job.flow?.parent) return addChild(q, job, job.flow.parent, data)
   const generated = job.id === ''
   void q.register()
   for (let round = 0, needId = generated; ; round++) {
@@ -75,7 +78,9 @@ export async function addBulk(q: QueueCore, jobs: BulkJob[]): Promise<Job[]> {
   if (jobs.length === 0) return []
   const news = jobs.map((j, i) => {
     const o = checkKnown(`addBulk job ${i}`, j, ['name', 'data', 'opts'])
-    return newJob(q, o.name, o.data, o.opts)
+    const job = newJob(q, o.name, o.data, o.opts)
+    if (job.flow?.parent) fail('ERR_OPTIONS', `addBulk job ${i}: a job with a parent is added with add(), or in a flow (FlowProducer)`)
+    return job
   })
   const out = await q.call('add to queue', () => addAll(q, jobs, news))
   // An existing custom jobId: the job already stored.
@@ -151,11 +156,24 @@ async function stored(q: QueueCore, id: string): Promise<Job> {
 }
 
 /** A job of add or addBulk, validated and encoded; id '' for EchoMQ to give. */
-function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown): commands.NewJob {
+function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown): commands.NewJob & { flow?: FlowSettings } {
   const name = validateJobName(jobName)
-  const { jobId, attempts, delay, backoff, removeOnComplete, removeOnFail, keepLogs, priority, lifo, stackTraceLimit, deduplication } =
-    addSettings(options, q.settings.defaultJobOptions)
+  const {
+    jobId,
+    attempts,
+    delay,
+    backoff,
+    removeOnComplete,
+    removeOnFail,
+    keepLogs,
+    priority,
+    lifo,
+    stackTraceLimit,
+    deduplication,
+    flow,
+  } = addSettings(options, q.settings.defaultJobOptions)
   return {
+    ...(flow.parent ? { flow } : {}),
     ...(deduplication ? { deduplication: { spec: deduplication, holder: null } } : {}),
     id: jobId === undefined ? '' : validateNewJobId(jobId),
     name,
@@ -170,6 +188,34 @@ function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown)
     lifo,
     stackTraceLimit,
   }
+}
+
+/**
+ * A child added to an existing job (BullMQ's `parent` option): its key joins the parent's dependencies
+ * first (adoptChild-3.lua; no such parent: ERR_JOB_MISSING, nothing written), then the child is written in
+ * this queue with its parent's fields (addFlow-10.lua), so it can never end before its parent counts it.
+ */
+async function addChild(q: QueueCore, job: commands.NewJob & { flow?: FlowSettings }, parent: ParentRefOption, data: unknown) {
+  if (job.id === '') job.id = (q.ids.takeNow(1) ?? (await q.call('add to queue', () => q.ids.take(1))))[0] as string
+  const parentKeys = queueKeys(parent.prefix, parent.queue)
+  const childKey = q.keys.job(job.id)
+  const adopted = await q.call('add to queue', () => commands.adoptChildren(q.client, parentKeys, parent.id, [childKey]))
+  if (!adopted)
+    throw new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${parentKeys.job(parent.id)}: job not added to queue ${q.name}`)
+  const fields = parentFields(parent, job.flow?.policy)
+  const node = { ...job, ...fields, children: [] }
+  const { createdOn, codes } = await q.call('add to queue', () => commands.addFlowNodes(q.client, q.keys, [[node]]))
+  await q.call('add to queue', () => commands.doneAdding(q.client, parentKeys, [parent.id]))
+  if (codes[0] === 'refused') {
+    const drop = { parentId: parent.id, childKey, outcome: 'removed' as const, value: '' }
+    await q.call('add to queue', () => commands.settleChildren(q.client, parentKeys, [drop]))
+    throw new EchoMQError('ERR_JOB_STATE', `The parent of job ${job.id} of queue ${q.name} cannot be replaced: it keeps the parent it has`)
+  }
+  if (codes[0] === 'existed') return stored(q, job.id)
+  const out = announce(q, added(q, job, data, createdOn))
+  out.parentKey = fields.parentKey
+  out.parent = JSON.parse(fields.parent)
+  return out
 }
 
 /** The Job add returns for a job it added: what was stored, without a read. */

@@ -7,6 +7,7 @@
 import type { EventEmitter } from 'node:events'
 import { KnownHolders } from '../deduplication.js'
 import { EchoMQError } from '../errors.js'
+import { jobFlows } from '../flows/job-flows.js'
 import type { JobQueue, JobScope } from '../job.js'
 import { jobChanges } from '../job-changes.js'
 import type { QueueSettings } from '../options.js'
@@ -61,7 +62,8 @@ export class QueueCore {
     const call = <T>(what: string, fn: () => Promise<T>) => this.call(what, fn)
     const changes = jobChanges({ client: this.conn.client, keys: this.keys, queue: name, maxDataBytes: settings.maxDataBytes, call })
     const progressed = (id: string, progress: unknown) => this.emitter.emit('progress', id, progress)
-    this.scope = jobScope(this.conn.client, this.keys, name, call, emitter, progressed, changes)
+    const flows = jobFlows({ client: this.conn.client, keys: this.keys, queue: name, call })
+    this.scope = jobScope(this.conn.client, this.keys, name, call, emitter, progressed, changes, flows)
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
   }
 

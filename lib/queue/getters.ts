@@ -3,17 +3,17 @@
  * (negative from the end: 0, -1 is every job) and `getJobCounts(...types)`, with BullMQ 6.7's type names
  * and counts: 'waiting' is 'wait', the waiting jobs without a priority, paused or not; 'prioritized' those
  * with one; 'active' every job in flight, marked stalled or not; 'paused' is always 0 (BullMQ 5's list of
- * a paused queue's jobs: BullMQ 6 leaves them waiting, and keeps the list only for data from BullMQ 5) and
- * 'waiting-children' too (EchoMQ has no flows). The counts of one call are one snapshot, as BullMQ's
+ * a paused queue's jobs: BullMQ 6 leaves them waiting, and keeps the list only for data from BullMQ 5);
+ * 'waiting-children' the parents of flows waiting for their children (lib/flows/). The counts of one call are one snapshot, as BullMQ's
  * (one script there, one MULTI here). Types are validated here, before any Redis call. The Queue's
  * getters and counts (getJob, getJobs, getRanges, getJobCounts, getMetrics, getJobLogs, getJobState) live here.
  */
 import { redisError } from '../errors.js'
-import { type BullJobState, JOB_STATES, type Job, type JobState, jobFromHash, type QueueCounts } from '../job.js'
+import { type BullJobState, JOB_STATES, type Job, type JobState, jobFromHash, type QueueCounts, type StoredState } from '../job.js'
 import { validateJobId } from '../options.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { idsIn, jobState, pageIds, readCounts, readJob, readJobs, readLogs, stateSize } from '../redis/queries.js'
+import { idsIn, jobState, pageIds, readCounts, readJob, readJobs, readLogs, stateSize, waitingChildrenCount } from '../redis/queries.js'
 import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
 import { checkRank, type QueueCore } from './core.js'
 import { checkMetricsArgs, type Metrics, readMetrics } from './metrics.js'
@@ -37,12 +37,11 @@ function jobTypes(types: unknown, what: string): JobType[] {
 }
 
 /** The state a type lists; undefined when it holds nothing. */
-function stateOf(type: JobType): JobState | undefined {
+function stateOf(type: JobType): StoredState | undefined {
   switch (type) {
     case 'waiting':
       return 'wait'
     case 'paused':
-    case 'waiting-children':
       return undefined
     default:
       return type
@@ -50,15 +49,16 @@ function stateOf(type: JobType): JobState | undefined {
 }
 
 /** A type's count, from counts that count each job once. */
-function countOf(type: JobType, c: QueueCounts): number {
+function countOf(type: JobType, c: QueueCounts & { waitingChildren: number }): number {
   switch (type) {
     case 'wait':
     case 'waiting':
       return c.wait
     case 'active':
       return c.active + c.stalled
-    case 'paused':
     case 'waiting-children':
+      return c.waitingChildren
+    case 'paused':
       return 0
     default:
       return c[type]
@@ -67,8 +67,11 @@ function countOf(type: JobType, c: QueueCounts): number {
 
 /** Counts per type, keyed as asked, from one snapshot. */
 async function countTypes(client: RedisClient, keys: QueueKeys, types: JobType[]): Promise<Record<string, number>> {
-  const counts = await readCounts(client, keys)
-  return Object.fromEntries(types.map((t) => [t, countOf(t, counts)]))
+  const [counts, waitingChildren] = await Promise.all([
+    readCounts(client, keys),
+    types.includes('waiting-children') ? waitingChildrenCount(client, keys) : 0,
+  ])
+  return Object.fromEntries(types.map((t) => [t, countOf(t, { ...counts, waitingChildren })]))
 }
 
 /**
@@ -83,7 +86,7 @@ async function idsOfTypes(
   end: number,
   asc: boolean,
 ): Promise<string[]> {
-  const states = [...new Set(types.map(stateOf).filter((s): s is JobState => s !== undefined))]
+  const states = [...new Set(types.map(stateOf).filter((s): s is StoredState => s !== undefined))]
   const sizes = await Promise.all(states.map((s) => stateSize(client, keys, s)))
   const total = sizes.reduce((a, b) => a + b, 0)
   const from = Math.max(0, start < 0 ? total + start : start)

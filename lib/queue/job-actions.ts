@@ -2,7 +2,9 @@
  * What a Queue does to one job, or to chosen jobs, by id: progress and log lines (unfenced: no run owns
  * the job here), retryJobs, promoteJob, remove and removeJob. Inputs are validated before any Redis call.
  */
+
 import { EchoMQError } from '../errors.js'
+import { removeJob as removeFlowJob } from '../flows/removal.js'
 import type { Job, JobState } from '../job.js'
 import type { JobProgress } from '../listeners.js'
 import { validateJobId } from '../options.js'
@@ -112,8 +114,8 @@ export async function promoteJob(q: QueueCore, id: string): Promise<void> {
  * (EchoMQ has no flows, so a job has no children). removeJob says more.
  */
 export async function remove(q: QueueCore, id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {
-  checkKnown('remove', opts, ['removeChildren'])
-  const outcome = await removeOutcome(q, id)
+  const o = checkKnown('remove', opts, ['removeChildren'])
+  const outcome = await removeOutcome(q, id, o.removeChildren !== false)
   if (outcome === 'active') return 0
   q.emitter.emit('removed', id)
   return 1
@@ -127,8 +129,8 @@ export async function removeJob(q: QueueCore, id: string): Promise<boolean> {
   return outcome === 'removed'
 }
 
-async function removeOutcome(q: QueueCore, id: string): Promise<'removed' | 'missing' | 'active'> {
+async function removeOutcome(q: QueueCore, id: string, removeChildren = true): Promise<'removed' | 'missing' | 'active'> {
   q.assertOpen()
   validateJobId(id)
-  return q.call('remove a job of queue', () => commands.remove(q.client, q.keys, id))
+  return q.call('remove a job of queue', () => removeFlowJob(q.client, q.keys, id, removeChildren))
 }

@@ -3,6 +3,7 @@
  * the scope their own methods act through (progress and log lines, waitUntilFinished, the Queue).
  */
 import { EchoMQError } from '../errors.js'
+import type { JobFlows } from '../flows/job-flows.js'
 import type { JobQueue, JobScope } from '../job.js'
 import type { JobChanges } from '../job-changes.js'
 import type { OptionField } from '../job-opts.js'
@@ -10,7 +11,7 @@ import { toJson } from '../json.js'
 import { waitUntilFinished } from '../queue-events.js'
 import * as commands from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
-import type { QueueKeys } from '../redis/keys.js'
+import { type QueueKeys, qualifiedNameOf } from '../redis/keys.js'
 import { readOutcome } from '../redis/queries.js'
 import { describe, fail } from '../validate.js'
 
@@ -59,6 +60,7 @@ export function jobScope(
   owner: JobQueue,
   progressed: (id: string, progress: unknown) => void,
   changes: JobChanges,
+  flows: JobFlows,
 ): JobScope {
   const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
   return {
@@ -79,5 +81,7 @@ export function jobScope(
     },
     queue: () => owner,
     changes: () => changes,
+    flows: () => flows,
+    qualifiedName: qualifiedNameOf(keys),
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The reaper starts worker functions (echomq/lambda) when jobs wait: after each sweep pass, for each queue of
  * WORKER_FUNCTIONS (worker-functions.ts), it takes the backlog the queue's probe read in that pass
- * (probe-13.lua: the jobs ready to run, waiting, prioritized, delayed and due, none while paused, and the
+ * (probe-15.lua: the jobs ready to run, waiting, prioritized, delayed and due, none while paused, and the
  * invocations alive: each enters the queue's `invocations` with a lease, lib/lambda/invocation.ts, so a
  * killed one stops counting), then invokes the function asynchronously (InvocationType Event) just enough
  * times: one invocation per jobsPerInvocation jobs ready, at most maxConcurrency, less those alive. A queue

@@ -13,7 +13,7 @@ import { evalScript, eventKeys, jobAndLogs, prioritizedKeys } from './script-run
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const ADMIN_SCRIPTS = {
   retry: 'retry-7.lua',
-  remove: 'remove-13.lua',
+  remove: 'remove-19.lua',
   pause: 'pause-6.lua',
   progress: 'progress-5.lua',
   log: 'log-3.lua',
@@ -45,9 +45,18 @@ export async function retry(
   return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
 }
 
-/** Removes a job that is not in flight. */
-export async function remove(client: RedisClient, keys: QueueKeys, id: string): Promise<'removed' | 'missing' | 'active'> {
-  return (await evalScript(
+/**
+ * Removes a job that is not in flight, with a parent's own keys; a flow's child that had not completed
+ * leaves the entry for its parent (`handoff`, lib/flows/handoffs.ts delivers it) unless `tellParent` is false.
+ * With `parentCheck`, a parent is left as it is and answered `parent` (its children are read first).
+ */
+export async function remove(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  { tellParent = true, parentCheck = false }: { tellParent?: boolean; parentCheck?: boolean } = {},
+): Promise<{ outcome: 'removed' | 'missing' | 'active' | 'parent'; handoff?: string }> {
+  const [outcome, handoff] = (await evalScript(
     client,
     ADMIN_SCRIPTS.remove,
     [
@@ -61,9 +70,16 @@ export async function remove(client: RedisClient, keys: QueueKeys, id: string): 
       ...eventKeys(keys),
       keys.logs(id),
       ...prioritizedKeys(keys),
+      keys.waitingChildren,
+      keys.handoffs,
+      keys.dependencies(id),
+      keys.processed(id),
+      keys.failedChildren(id),
+      keys.unsuccessful(id),
     ],
-    [id],
-  )) as 'removed' | 'missing' | 'active'
+    [id, tellParent ? '1' : '0', parentCheck ? '1' : '0'],
+  )) as ['removed' | 'missing' | 'active' | 'parent', string?]
+  return handoff ? { outcome, handoff } : { outcome }
 }
 
 /** Holds every worker of the queue back from starting jobs for `ms` (0 lifts it); resolves to when the hold ends. */

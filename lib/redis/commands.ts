@@ -3,7 +3,8 @@
  * owns its scripts' KEYS and ARGV order and names its scripts; script-runner.ts is the one that runs them.
  *   adding.ts            add-7 (and addAll's MULTI)
  *   taking.ts            a run's take and its lease: take, requeue, unreserve, extend, reclaim
- *   finishing.ts         a run's finish (finish-15), which takes the next jobs in the same call
+ *   finishing.ts         a run's finish (finish-16), which takes the next jobs in the same call
+ *   flows.ts             flows: addFlow, adoptChild, settleChild, moveToWaitingChildren, a parent's reads
  *   sweeping.ts          the sweep: probe, sweep steps, promote, trim, the reaper's failure claim
  *   admin.ts             admin and clean-up: retry, remove, rate limit, listen, pause, progress, logs, clean, drain, obliterate
  *   scheduling.ts        job schedulers: schedule, iterate, unschedule
@@ -17,6 +18,7 @@ import { ADMIN_SCRIPTS } from './admin.js'
 import { CHANGE_SCRIPTS } from './changing.js'
 import type { RedisClient } from './connection.js'
 import { FINISH_SCRIPTS } from './finishing.js'
+import { FLOW_SCRIPTS } from './flows.js'
 import { SCHEDULE_SCRIPTS } from './scheduling.js'
 import { loadScript } from './script-runner.js'
 import { SWEEP_SCRIPTS } from './sweeping.js'
@@ -27,6 +29,7 @@ export * from './adding.js'
 export * from './admin.js'
 export * from './changing.js'
 export * from './finishing.js'
+export * from './flows.js'
 export { iterationId } from './iteration-id.js'
 export * from './scheduling.js'
 export type { NextDue } from './script-runner.js'
@@ -40,6 +43,7 @@ export const SCRIPT_FILES = {
   ...ADD_SCRIPTS,
   ...TAKE_SCRIPTS,
   ...FINISH_SCRIPTS,
+  ...FLOW_SCRIPTS,
   ...SWEEP_SCRIPTS,
   ...ADMIN_SCRIPTS,
   ...SCHEDULE_SCRIPTS,

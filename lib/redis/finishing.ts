@@ -1,5 +1,5 @@
 /**
- * A run's finish: finish-15.lua completes, fails or releases runs and takes the next jobs in the same call.
+ * A run's finish: finish-16.lua completes, fails or releases runs and takes the next jobs in the same call.
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
 
@@ -22,7 +22,7 @@ import {
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const FINISH_SCRIPTS = {
-  finish: 'finish-15.lua',
+  finish: 'finish-16.lua',
 } as const
 
 /**
@@ -40,6 +40,8 @@ export interface RunOutcome {
   state: JobState | 'missing'
   /** A finished set that has just grown past its retention by another slack: trim it. */
   trim: FinishedSet | undefined
+  /** A flow's child ended: the entry it left for its parent (lib/flows/handoffs.ts delivers it). */
+  handoff: string | undefined
 }
 
 /** One run a finish call ends. */
@@ -108,7 +110,7 @@ const NOTHING_NEXT: TakeNext = {
 }
 
 /**
- * Completes, fails or releases runs of one worker, each fenced by its token, in one call (lua/finish-15.lua),
+ * Completes, fails or releases runs of one worker, each fenced by its token, in one call (lua/finish-16.lua),
  * and takes the next jobs in the same call.
  */
 export async function finishRuns(
@@ -133,6 +135,7 @@ export async function finishRuns(
     k.metrics,
     ...prioritizedKeys(keys),
     k.limiter,
+    k.handoffs,
   ]
   const args: (string | number)[] = [
     runs.length,
@@ -161,7 +164,7 @@ export async function finishRuns(
   for (const s of starts) keyList.push(k.job(s.id), k.lock(s.id))
   const tail = [...next.candidates, ...hand, ...starts.flatMap((s) => [s.id, s.token, s.scored ? '1' : '0'])]
   const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, [...args, ...tail])) as [
-    ['ok' | 'lost', JobState | 'missing', FinishedSet | ''][],
+    ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string][],
     TakenReply,
     string[],
     string[],
@@ -175,7 +178,12 @@ export async function finishRuns(
   ]
   const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed] = reply
   return {
-    runs: outcomes.map(([status, state, trim]) => ({ status, state, trim: trim === '' ? undefined : trim })),
+    runs: outcomes.map(([status, state, trim, handoff]) => ({
+      status,
+      state,
+      trim: trim === '' ? undefined : trim,
+      handoff: handoff === '' ? undefined : handoff,
+    })),
     taken: toTaken(taken, next),
     left,
     reserved,

@@ -218,6 +218,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.repeatJobKey !== undefined) job.repeatJobKey = h.repeatJobKey
   if (h.stalledCounter !== undefined) job.stalledCounter = Number(h.stalledCounter)
   if (h.deid !== undefined) job.deduplicationId = h.deid
+  withFlowFields(job, h.parentKey, h.parent, h.defa)
   return job
 }
 
@@ -237,6 +238,37 @@ function stacksOf(text: string | null | undefined): string[] {
   return Array.isArray(list) ? list.map(String) : []
 }
 
+/** BullMQ's `job.parent`: the parent's id and queue (`queueKey`, its qualified name), and the child's failure policy. */
+export interface ParentRef {
+  id: string
+  queueKey: string
+  fpof?: boolean
+  cpof?: boolean
+  idof?: boolean
+  rdof?: boolean
+}
+
+/** The policy flags of `parent` as job.opts names them (BullMQ's options). */
+const POLICY_OPTIONS = [
+  ['fpof', 'failParentOnFailure'],
+  ['cpof', 'continueParentOnFailure'],
+  ['idof', 'ignoreDependencyOnFailure'],
+  ['rdof', 'removeDependencyOnFailure'],
+] as const
+
+/** A flow's child: its `parentKey` and `parent` fields decoded onto `job` (and job.opts' parent and policy); a deferred failure. */
+function withFlowFields(job: JobFields, parentKey: string | null | undefined, parent: string | null | undefined, defa?: string | null) {
+  if (defa != null) job.deferredFailure = defa
+  if (parentKey == null) return
+  job.parentKey = parentKey
+  const ref = parseJson(parent ?? undefined) as ParentRef | undefined
+  if (ref === undefined || typeof ref !== 'object') return
+  job.parent = ref
+  const opts = job.opts as JobOpts & Record<string, unknown>
+  opts.parent = { id: ref.id, queue: ref.queueKey }
+  for (const [flag, name] of POLICY_OPTIONS) if (ref[flag]) opts[name] = true
+}
+
 /** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
 const OPTION_AT = 10
 /** Where `attemptsStarted` is in takeJobs.lua's JOB_FIELDS (0-based): the start number of a run just taken. */
@@ -248,8 +280,8 @@ const DEID_AT = OPTION_AT + OPTION_FIELDS.length
  * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
  * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
  * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
- * set (active, since `startedOn`, by `workerName`). Decoded without a detour through an object, as a busy
- * worker does this for every job.
+ * set (active, since `startedOn`, by `workerName`), then a flow's parentKey, parent and deferred failure.
+ * Decoded without a detour through an object, as a busy worker does this for every job.
  */
 export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
   const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])
@@ -274,5 +306,6 @@ export function jobFromFields(id: string, f: (string | null)[], startedOn: strin
   if (f[7] != null) job.retried = Number(f[7])
   if (f[8] != null) job.progress = parseJson(f[8])
   if (f[DEID_AT] != null) job.deduplicationId = f[DEID_AT] as string
+  withFlowFields(job, f[DEID_AT + 1], f[DEID_AT + 2], f[DEID_AT + 3])
   return job
 }

@@ -3,7 +3,7 @@
  * counts, logs; and the few single-field writes that need no script.
  */
 import type { ChainableCommander } from 'ioredis'
-import type { JobState, QueueCounts } from '../job.js'
+import type { JobState, QueueCounts, StoredState } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
 import { serverTimeMs } from './server.js'
@@ -32,8 +32,10 @@ export function readJobs(client: RedisClient, keys: QueueKeys, ids: string[]): P
  * busy workers reserved first), `delayed` by due time, `active` by lease deadline, `completed` and `failed`
  * most recent first.
  */
-export async function idsIn(client: RedisClient, keys: QueueKeys, state: JobState, start: number, end: number): Promise<string[]> {
+export async function idsIn(client: RedisClient, keys: QueueKeys, state: StoredState, start: number, end: number): Promise<string[]> {
   switch (state) {
+    case 'waiting-children':
+      return client.zrange(keys.waitingChildren, String(start), String(end))
     case 'wait': {
       const reserved = await client.zrange(keys.reserved, String(start), String(end))
       const skip = Math.max(0, start - (await client.zcard(keys.reserved)))
@@ -52,7 +54,8 @@ export async function idsIn(client: RedisClient, keys: QueueKeys, state: JobStat
 }
 
 /** How many jobs one state holds (`wait`: with those busy workers reserved). */
-export async function stateSize(client: RedisClient, keys: QueueKeys, state: JobState): Promise<number> {
+export async function stateSize(client: RedisClient, keys: QueueKeys, state: StoredState): Promise<number> {
+  if (state === 'waiting-children') return client.zcard(keys.waitingChildren)
   if (state === 'wait') {
     const [waiting, reserved] = await Promise.all([client.llen(keys.wait), client.zcard(keys.reserved)])
     return waiting + reserved
@@ -68,14 +71,15 @@ export async function stateSize(client: RedisClient, keys: QueueKeys, state: Job
 export async function pageIds(
   client: RedisClient,
   keys: QueueKeys,
-  state: JobState,
+  state: StoredState,
   start: number,
   end: number,
   asc: boolean,
 ): Promise<string[]> {
   if (end < start) return []
   if (state !== 'wait') {
-    return asc ? client.zrange(keys[state], String(start), String(end)) : client.zrange(keys[state], String(start), String(end), 'REV')
+    const key = state === 'waiting-children' ? keys.waitingChildren : keys[state]
+    return asc ? client.zrange(key, String(start), String(end)) : client.zrange(key, String(start), String(end), 'REV')
   }
   // `wait` in run order is the reserved ids (reserved first, first) and then the list from its tail.
   const reserved = await client.zcard(keys.reserved)
@@ -186,6 +190,11 @@ function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableComman
     .zcard(keys.failed)
     .zcard(keys.prioritized)
     .hlen(keys.reservedScores)
+}
+
+/** How many parents wait for their children (BullMQ's waiting-children count). */
+export function waitingChildrenCount(client: RedisClient, keys: QueueKeys): Promise<number> {
+  return client.zcard(keys.waitingChildren)
 }
 
 /** A job's state and outcome: what waitUntilFinished checks after it starts listening. */

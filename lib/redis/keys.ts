@@ -38,10 +38,25 @@
  *                                  repeat:<sid>:<due ms> (lua/includes/iteration.lua)
  *   <prefix>:{q}:invocations ZSET  worker-function invocations (echomq/lambda): id -> lease end (ms, Redis
  *                                  clock); the reaper counts the live ones (lua/invocation-1.lua)
+ *   <prefix>:{q}:waiting-children ZSET parent job id -> when it began to wait (ms): jobs waiting for their
+ *                                  children (flows, BullMQ's name)
+ *   <prefix>:{q}:handoffs   HASH   the flows' outbox: child job id -> what a child's final outcome tells its
+ *                                  parent (JSON: the parent's key, the outcome, the value, the policy),
+ *                                  written by the script that ended the child, removed once the parent's
+ *                                  queue recorded it (lib/flows/handoffs.ts; lua/settleChild-8.lua)
+ *   <prefix>:{q}:adding     ZSET   flow parent id -> when its producer began writing its children (ms, Redis
+ *                                  clock), until it wrote them all (lib/flows/adding.ts: the sweep fails the
+ *                                  children of a producer that stopped)
  *   <prefix>:{q}:<id>       HASH   the job (an id holds ':' only as three parts, lib/options.ts: so <id> never
  *                                  meets another job's <id>:lock or <id>:logs, and the tag stays the queue's)
  *   <prefix>:{q}:<id>:lock  STRING the lease: the owning worker's token, set with PX
  *   <prefix>:{q}:<id>:logs  LIST   the job's log lines (job.log), deleted with the job
+ *   <prefix>:{q}:<id>:dependencies SET a parent's children not yet settled: their job keys (BullMQ's name)
+ *   <prefix>:{q}:<id>:processed HASH a parent's completed children: job key -> return value (JSON)
+ *   <prefix>:{q}:<id>:failed HASH  a parent's children whose failure was ignored (ignoreDependencyOnFailure,
+ *                                  continueParentOnFailure): job key -> failed reason
+ *   <prefix>:{q}:<id>:unsuccessful ZSET a parent's children that failed it (failParentOnFailure): job key ->
+ *                                  when (ms)
  *   <prefix>:{q}:de:<did>   STRING a deduplication id held with a ttl: the holder's job id, PX ttl
  *                                  (held without a ttl: meta's field `de:<did>`; lua/includes/deduplicate.lua)
  *   <prefix>:queues         SET    names of every queue created under this prefix (the reaper's registry)
@@ -68,6 +83,9 @@ export const QUEUE_KEY_NAMES = [
   'schedulers',
   'stalled-check',
   'invocations',
+  'waiting-children',
+  'handoffs',
+  'adding',
 ] as const
 
 export interface QueueKeys {
@@ -89,12 +107,20 @@ export interface QueueKeys {
   readonly schedulers: string
   readonly stalledCheck: string
   readonly invocations: string
+  readonly waitingChildren: string
+  readonly handoffs: string
+  readonly adding: string
   scheduler(id: string): string
   job(id: string): string
   lock(id: string): string
   logs(id: string): string
   /** A deduplication id held with a ttl (no job id starts with "de:": custom ids have no ':', a scheduler's start "repeat:"). */
   deduplication(id: string): string
+  /** A parent's children not yet settled, completed, ignored-failed and failing (BullMQ's names). */
+  dependencies(id: string): string
+  processed(id: string): string
+  failedChildren(id: string): string
+  unsuccessful(id: string): string
 }
 
 export function queueKeys(prefix: string, queue: string): QueueKeys {
@@ -118,12 +144,43 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     schedulers: `${base}schedulers`,
     stalledCheck: `${base}stalled-check`,
     invocations: `${base}invocations`,
+    waitingChildren: `${base}waiting-children`,
+    handoffs: `${base}handoffs`,
+    adding: `${base}adding`,
     scheduler: (id) => `${base}schedulers:${id}`,
     job: (id) => `${base}${id}`,
     lock: (id) => `${base}${id}:lock`,
     logs: (id) => `${base}${id}:logs`,
     deduplication: (id) => `${base}de:${id}`,
+    dependencies: (id) => `${base}${id}:dependencies`,
+    processed: (id) => `${base}${id}:processed`,
+    failedChildren: (id) => `${base}${id}:failed`,
+    unsuccessful: (id) => `${base}${id}:unsuccessful`,
   }
+}
+
+/** `<prefix>:{q}`: BullMQ's qualifiedName of a queue, and the `queueKey` of a parent in a child's hash. */
+export function qualifiedName(prefix: string, queue: string): string {
+  return `${prefix}:{${queue}}`
+}
+
+/** The qualified name of the queue whose keys these are. */
+export function qualifiedNameOf(keys: QueueKeys): string {
+  return keys.job('').slice(0, -1)
+}
+
+/**
+ * A job's key (`<prefix>:{q}:<id>`) or a queue's qualified name (`<prefix>:{q}`, id '') taken apart; undefined
+ * for text of another form. A prefix and a queue name hold no brace, so the first `:{` and the `}` after it
+ * are the tag's.
+ */
+export function parseJobKey(key: string): { prefix: string; queue: string; id: string } | undefined {
+  const open = key.indexOf(':{')
+  const close = open < 0 ? -1 : key.indexOf('}', open + 2)
+  if (open < 1 || close < 0) return undefined
+  const rest = key.slice(close + 1)
+  if (rest !== '' && !rest.startsWith(':')) return undefined
+  return { prefix: key.slice(0, open), queue: key.slice(open + 2, close), id: rest.slice(1) }
 }
 
 export function registryKey(prefix: string): string {
@@ -140,9 +197,11 @@ const escapeGlob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&')
  * The keys whose presence says a queue needs the reaper: jobs in flight or marked (`active`, `stalled`), a
  * dead worker's reservations (`reserved`), jobs to promote (`delayed`, `schedulers`: a schedule advances
  * only when someone promotes it), and jobs waiting for a worker (`wait`, `prioritized`), whose age the
- * backlog alarm watches. A queue with finished jobs only needs no sweep.
+ * backlog alarm watches, and `handoffs`: a flow's child outcomes not yet told to their parents (a worker
+ * died between the two steps), which the sweep delivers, and `adding`: flows a producer is writing (or
+ * stopped writing). A queue with finished jobs only needs no sweep.
  */
-const SWEPT_KEY_NAMES = ['active', 'stalled', 'reserved', 'delayed', 'schedulers', 'wait', 'prioritized'] as const
+const SWEPT_KEY_NAMES = ['active', 'stalled', 'reserved', 'delayed', 'schedulers', 'wait', 'prioritized', 'handoffs', 'adding'] as const
 
 /**
  * A SCAN pattern for those keys of every queue under `prefix`: the name after the queue's tag starts with one

@@ -1,5 +1,5 @@
 /**
- * The sweep: probe-13.lua reads a queue's counts and candidates, sweep-10.lua recovers stalled runs, promote
+ * The sweep: probe-15.lua reads a queue's counts and candidates, sweep-11.lua recovers stalled runs, promote
  * and trim move due and old jobs, and the reaper's count of failed jobs is claimed then settled.
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
@@ -8,18 +8,21 @@ import type { JobState, SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
 import type { QueueKeys } from './keys.js'
-import { evalScript, eventKeys, jobAndLogs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
+import { evalScript, eventKeys, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const SWEEP_SCRIPTS = {
-  probe: 'probe-13.lua',
+  probe: 'probe-15.lua',
   claim: 'claim-1.lua',
   settle: 'settle-1.lua',
-  sweepStep: 'sweep-10.lua',
+  sweepStep: 'sweep-11.lua',
   promote: 'promote-7.lua',
   promoteJob: 'promoteJob-8.lua',
   trim: 'trim-2.lua',
 } as const
+
+/** How long a producer may take to write a flow (ms) when the caller does not say. */
+const ADDING_GRACE_MS = 15_000
 
 export interface ProbeRequest {
   /** Most candidates per list. */
@@ -36,6 +39,8 @@ export interface ProbeRequest {
   knownHead?: string | undefined
   /** In-flight ids whose leases the probe reads (the last probe's audit window): one alive needs no audit. */
   knownInFlight?: readonly string[] | undefined
+  /** How long a producer may take to write a flow (ms): parents it left unfinished longer are returned. */
+  addingGraceMs?: number
 }
 
 /** What scales a queue's worker functions: jobs ready to run (none while paused) and invocations alive. */
@@ -75,13 +80,17 @@ export interface Probe {
   dueSchedulers: string[]
   /** With readBacklog: the backlog after the reservations this probe returned. */
   backlog?: Backlog
+  /** Flow hand-offs not yet delivered (about `limit`): id -> entry (lib/flows/handoffs.ts). */
+  handoffs: [string, string][]
+  /** Parents whose producer stopped before writing all their children (lib/flows/adding.ts). */
+  stoppedAdding: string[]
 }
 
-/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-13.lua). */
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-15.lua). */
 export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
 type Ids = string[]
-/** probe-13.lua's reply, in its order (its header names each). */
+/** probe-15.lua's reply, in its order (its header names each). */
 type ProbeReply = [
   number,
   number[],
@@ -96,6 +105,8 @@ type ProbeReply = [
   Ids,
   [number, number, number] | null,
   string | null,
+  Ids,
+  Ids,
   Ids,
 ]
 
@@ -120,6 +131,8 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
       ...prioritizedKeys(k),
       k.schedulers,
       k.invocations,
+      k.handoffs,
+      k.adding,
       ...inFlight.map((id) => k.lock(id)),
       ...(known === undefined ? [] : [k.job(known)]),
     ],
@@ -130,11 +143,29 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
       request.readFailures ? 1 : 0,
       request.readBacklog ? 1 : 0,
       known ?? '',
+      request.addingGraceMs ?? ADDING_GRACE_MS,
       inFlight.length,
       ...inFlight,
     ],
   )) as ProbeReply
-  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers, backlog, since, window] = reply
+  const [
+    now,
+    c,
+    failedNew,
+    expired,
+    audit,
+    due,
+    trimCompleted,
+    trimFailed,
+    head,
+    unreserved,
+    dueSchedulers,
+    backlog,
+    since,
+    window,
+    handoffs,
+    stoppedAdding,
+  ] = reply
   const headSince = since === null ? Number.NaN : Number(since)
   const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0] = c
   return {
@@ -151,6 +182,8 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
     dueSchedulers,
     ...(backlog ? { backlog: { ready: backlog[0], live: backlog[1], paused: backlog[2] === 1 } } : {}),
     ...(Number.isFinite(headSince) && headSince > 0 ? { headSince } : {}),
+    handoffs: pairs(handoffs),
+    stoppedAdding,
   }
 }
 
@@ -177,6 +210,15 @@ export interface SweepStepResult {
   next: string[]
   /** The lease deadline (ms) of the first job this step recovered in the deadline walk. */
   firstRecoveredDeadline: number | undefined
+  /** Flow hand-offs this step wrote (children failed past the stall allowance): id -> entry. */
+  handoffs: [string, string][]
+}
+
+/** A flat [id, entry, id, entry...] reply as pairs. */
+function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string])
+  return out
 }
 
 /** One bounded step of the two-phase sweep over the given candidates. */
@@ -185,7 +227,7 @@ export async function sweepStep(
   keys: QueueKeys,
   { graceMs, mode, ids, page = { size: 0, passed: 0 } }: SweepStepRequest,
 ): Promise<SweepStepResult> {
-  const [marked, recovered, failed, left, done, trim, next, first] = (await evalScript(
+  const [marked, recovered, failed, left, done, trim, next, first, handoffs] = (await evalScript(
     client,
     SWEEP_SCRIPTS.sweepStep,
     [
@@ -197,11 +239,13 @@ export async function sweepStep(
       ...eventKeys(keys),
       keys.metrics,
       keys.prioritized,
+      keys.handoffs,
       ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ],
     [graceMs, mode, page.size, page.passed, ...ids],
-  )) as [string[], string[], string[], number, number, number, string[], string | null]
+  )) as [string[], string[], string[], number, number, number, string[], string | null, string[]]
   return {
+    handoffs: pairs(handoffs),
     marked,
     recovered,
     failed,
@@ -255,7 +299,18 @@ export async function trim(
   const [removed, done, near] = (await evalScript(
     client,
     SWEEP_SCRIPTS.trim,
-    [keys[set], keys.meta, ...jobAndLogs(keys, ids)],
+    [
+      keys[set],
+      keys.meta,
+      ...ids.flatMap((id) => [
+        keys.job(id),
+        keys.logs(id),
+        keys.dependencies(id),
+        keys.processed(id),
+        keys.failedChildren(id),
+        keys.unsuccessful(id),
+      ]),
+    ],
     [set, ...ids],
   )) as [string[], number, number]
   return { removed, done: done === 1, near: near === 1 }

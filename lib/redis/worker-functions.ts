@@ -32,7 +32,7 @@ export async function invocation(
 
 /**
  * Jobs ready to run (waiting, prioritized, delayed and due; none while paused) and live worker-function
- * invocations, for a queue the reaper did not probe in its pass (the probe reads the same: probe-13.lua).
+ * invocations, for a queue the reaper did not probe in its pass (the probe reads the same: probe-15.lua).
  */
 export async function backlog(client: RedisClient, keys: QueueKeys): Promise<{ ready: number; live: number }> {
   const [ready, live] = (await evalScript(

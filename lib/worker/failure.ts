@@ -4,12 +4,13 @@
  *     a value with none (`throw { code: 'E_GATEWAY' }`, a string, undefined) is stored as "null", as
  *     BullMQ stores it, never "[object Object]"; the `failed` event gets the thrown value as it was thrown;
  *   - Worker.RateLimitError: back in line with no attempt used (a DelayedError too: after job.moveToDelayed
- *     the run has ended already, without it the job goes back in line); UnrecoverableError: failed at once;
+ *     the run has ended already, without it the job goes back in line; a WaitingChildrenError the same, after
+ *     job.moveToWaitingChildren); UnrecoverableError: failed at once;
  *   - a retry's wait for a job whose backoff type is neither fixed nor exponential (`type: 'custom'`, or
  *     any other name) comes from the worker's settings.backoffStrategy(attemptsMade, type, err, job): its
  *     ms; -1 fails the job instead of retrying (BullMQ's rule); another negative, or not a number, retries at once.
  */
-import { isDelayed, isRateLimit, isUnrecoverable } from '../errors.js'
+import { isDelayed, isRateLimit, isUnrecoverable, isWaitingChildren } from '../errors.js'
 import type { BackoffStrategy } from '../options.js'
 import type { FinishAction } from '../redis/commands.js'
 
@@ -25,7 +26,8 @@ export interface Failure {
 }
 
 export function failureOf(err: unknown): Failure {
-  const action: FinishAction = isRateLimit(err) || isDelayed(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
+  const action: FinishAction =
+    isRateLimit(err) || isDelayed(err) || isWaitingChildren(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
   const e = err as { message?: unknown; stack?: unknown } | null | undefined
   const message = e !== null && e !== undefined && e.message !== undefined ? String(e.message) : 'null'
   const stack = e !== null && e !== undefined && typeof e.stack === 'string' ? e.stack : ''

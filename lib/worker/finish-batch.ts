@@ -4,6 +4,7 @@
  * call, fills the free slots (from the reserved or peeked ids), reads the next job into the hand, and
  * prepares the calls after it, unless the worker is closing, paused or held back by its limiter.
  */
+import { deliverHandoffs } from '../flows/handoffs.js'
 import { type FinishManyResult, type FinishRun, finishRuns as finishRunsCall } from '../redis/commands.js'
 import type { FinishOutcome, RunContext, Started } from './context.js'
 import { unreserveHeld } from './finishing.js'
@@ -52,7 +53,25 @@ export async function finishRuns(core: RunContext, runs: FinishRun[]): Promise<F
     }),
   )
   startReady(core)
+  handOff(
+    core,
+    reply.runs.flatMap((r, i) => (r.handoff === undefined ? [] : [[(runs[i] as FinishRun).run.id, r.handoff] as [string, string]])),
+  )
   return reply.runs.map((r) => ({ ...r, finishedOn: reply.finishedOn }))
+}
+
+/**
+ * Tells the parents of the flow children this call ended (lib/flows/handoffs.ts), after the runs' own
+ * events (the next turn of the event loop): a failure leaves the entries to the queue's next sweep.
+ */
+function handOff(core: RunContext, entries: [string, string][]): void {
+  if (entries.length === 0) return
+  const delivery = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+    deliverHandoffs(core.conn.client, core.keys, entries).catch((err: unknown) => {
+      core.report(core.failure('tell the parents of flow jobs of queue', err))
+    }),
+  )
+  void core.calls.track(delivery)
 }
 
 /** What a call said of the jobs started from the hand: taken (their leases renewed from now on), or lost. */

@@ -63,7 +63,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
   }
 }
 
-/** The worker's removeOnComplete/removeOnFail, for a job with no retention of its own (lua/finish-15.lua). */
+/** The worker's removeOnComplete/removeOnFail, for a job with no retention of its own (lua/finish-16.lua). */
 function workerKeep(core: RunContext, action: FinishAction): string | undefined {
   const keep = action === 'complete' ? core.settings.removeOnComplete : core.settings.removeOnFail
   return keep === undefined || action === 'release' ? undefined : encodeKeep(keep)

@@ -4,12 +4,14 @@
  * ends the run there; the job's own remove(), retry()... go through a Queue made when first used.
  */
 import { EchoMQError } from '../errors.js'
+import { jobFlows } from '../flows/job-flows.js'
 import type { Job, JobScope } from '../job.js'
 import { jobChanges } from '../job-changes.js'
 import { progressJson } from '../queue/job-scope.js'
 import { Queue } from '../queue.js'
 import { waitUntilFinished } from '../queue-events.js'
 import { addLog, updateProgress } from '../redis/commands.js'
+import { qualifiedNameOf } from '../redis/keys.js'
 import { readOutcome } from '../redis/queries.js'
 import type { RunContext } from './context.js'
 import { RESULT_MAX_BYTES } from './running.js'
@@ -19,26 +21,23 @@ type Status = 'ok' | 'missing' | 'lost'
 export function workerJobScope(core: RunContext): JobScope {
   const client = core.conn.client
   const { keys, name } = core
-  const changes = jobChanges({
-    client,
-    keys,
-    queue: name,
-    maxDataBytes: RESULT_MAX_BYTES,
-    call: async (what, fn) => {
-      try {
-        return await fn()
-      } catch (err) {
-        throw core.failure(what, err)
-      }
-    },
-    // The run is over once its job is in `delayed`: no finish, no heartbeat (see DelayedError).
-    moved: (id, token) => {
-      const run = core.runs.get(id)
-      if (run?.token !== token || run.phase !== 'running') return
-      run.phase = 'moved'
-      core.locks.remove(id)
-    },
-  })
+  const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn()
+    } catch (err) {
+      throw core.failure(what, err)
+    }
+  }
+  // The run is over once its job is in `delayed` or `waiting-children`: no finish, no heartbeat (see
+  // DelayedError, WaitingChildrenError).
+  const moved = (id: string, token: string) => {
+    const run = core.runs.get(id)
+    if (run?.token !== token || run.phase !== 'running') return
+    run.phase = 'moved'
+    core.locks.remove(id)
+  }
+  const changes = jobChanges({ client, keys, queue: name, maxDataBytes: RESULT_MAX_BYTES, call, moved })
+  const flows = jobFlows({ client, keys, queue: name, call, moved })
   const refused = (job: Job, status: 'missing' | 'lost', what: string) =>
     status === 'lost'
       ? new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${name} lost its lease: ${what}`)
@@ -73,5 +72,7 @@ export function workerJobScope(core: RunContext): JobScope {
       return core.jobQueue
     },
     changes: () => changes,
+    flows: () => flows,
+    qualifiedName: qualifiedNameOf(keys),
   }
 }

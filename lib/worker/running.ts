@@ -3,7 +3,7 @@
  * worker/finishing.ts. A job whose take came back after close() began, or that finds no slot, goes back
  * to `wait` unstarted.
  */
-import { EchoMQError, isDelayed } from '../errors.js'
+import { EchoMQError, isDelayed, isWaitingChildren, UnrecoverableError } from '../errors.js'
 import { Job } from '../job.js'
 import { toJson } from '../json.js'
 import { DEFAULTS } from '../options.js'
@@ -76,19 +76,29 @@ async function execute(core: RunContext, run: Run): Promise<void> {
 }
 
 async function processed(core: RunContext, run: Run): Promise<Ended> {
+  // A parent a child failed (failParentOnFailure) fails unrun, as BullMQ's worker fails it.
+  const deferred = run.job.deferredFailure
+  if (deferred !== undefined) {
+    const error = new UnrecoverableError(deferred)
+    return { action: 'fail-final', value: deferred, error, failed: true, stack: error.stack ?? '' }
+  }
   try {
     const result = await core.processor(run.job, run.token, run.controller?.signal as AbortSignal)
     return { action: 'complete', value: resultJson(core, run.job.id, result), result, failed: false, stack: '' }
   } catch (err) {
     const { action, reason, stack } = failureOf(err)
-    // A DelayedError after a moveToDelayed ended the run there (its phase is `moved`, see below).
-    if (isDelayed(err) && run.phase !== 'moved')
+    // A DelayedError after a moveToDelayed ended the run there (its phase is `moved`, see below); a
+    // WaitingChildrenError after a moveToWaitingChildren the same.
+    const name = isDelayed(err) ? 'DelayedError' : isWaitingChildren(err) ? 'WaitingChildrenError' : undefined
+    if (name !== undefined && run.phase !== 'moved') {
+      const move = name === 'DelayedError' ? 'job.moveToDelayed' : 'a successful job.moveToWaitingChildren'
       core.report(
         new EchoMQError(
           'ERR_JOB_STATE',
-          `job ${run.job.id} of queue ${core.name}: DelayedError thrown without job.moveToDelayed; the job went back to wait`,
+          `job ${run.job.id} of queue ${core.name}: ${name} thrown without ${move}; the job went back to wait`,
         ),
       )
+    }
     const ended: Ended = { action, value: reason, error: err, failed: true, stack }
     if (action === 'fail') {
       const retry = await retryOf(core, run, err)

@@ -1,6 +1,6 @@
 -- Whether a run still owns its job: the job holds the run's token (set by the take, cleared by every move
 -- out of `active`) and the lease is the run's, or has lapsed with no sweep having recovered the job yet
--- (as a finish judges it, finish-15.lua). `token` "" asks only whether the job exists.
+-- (as a finish judges it, finish-16.lua). `token` "" asks only whether the job exists.
 -- Returns "ok", "missing" or "lost".
 local function checkOwner(jobKey, lockKey, token)
   local held = redis.call('HGET', jobKey, 'token')

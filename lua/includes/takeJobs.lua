@@ -4,9 +4,10 @@
 -- dropped from the reply (set to nil), which ends the list there.
 local JOB_FIELDS = {
   'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
-  'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'token',
+  'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'parentKey', 'parent', 'defa',
+  'token',
 }
-local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 20
+local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 23
 -- The hand reads the same fields: `priority` says whether the job waited in `prioritized` (so its
 -- reservation has a score kept in `reservedScores`, which its take then drops: confirmStarts).
 local HAND_FIELDS = JOB_FIELDS
@@ -14,7 +15,7 @@ local HAND_FIELDS = JOB_FIELDS
 -- A job's fields as they travel back: the run's token is not among them (the worker builds it from its own
 -- token and the start number, `attemptsStarted`), and the absent fields at the end of the list are left
 -- off (the reply's list ends at the last field present): a job with the default options ends at
--- `createdOn`, 14 nil replies (70 bytes) fewer than the whole list.
+-- `createdOn`, 17 nil replies (85 bytes) fewer than the whole list.
 local function replyFields(f)
   f[F_TOKEN] = nil
   for k = F_TOKEN - 1, 1, -1 do
@@ -143,7 +144,7 @@ local function takeJobs(q, taker, now, at)
       -- In flight under this worker's token: a replay of a call whose reply was lost (or a run the worker
       -- already has, which it skips). Hand it back rather than strand it until a sweep charges a stall.
       -- A live lease is renewed; a lapsed one is left for the worker's heartbeat to reclaim (reclaim-2.lua
-      -- clears a sweep's mark as it writes the lease: a marked job has had no lease since, see sweep-10).
+      -- clears a sweep's mark as it writes the lease: a marked job has had no lease since, see sweep-11).
       local token = redis.call('HGET', jobKey, 'token')
       local holder = redis.call('GET', lockKey)
       if token and string.sub(token, 1, #taker.token + 1) == taker.token .. ':' and (holder == false or holder == token) then

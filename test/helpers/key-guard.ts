@@ -32,6 +32,7 @@ const FIRST_ARG_KEY = [
   'HGET',
   'HMGET',
   'HGETALL',
+  'HSCAN',
   'HKEYS',
   'HINCRBY',
   'HDEL',

@@ -135,7 +135,7 @@ describe('the packed tarball, installed into fresh projects', () => {
     expect(files.filter((f) => f.startsWith('dist/cli/') && !f.endsWith('.js'))).toEqual([])
     // The Lua scripts are in the JavaScript: every file of lua/, byte for byte.
     const built = readFileSync(path.join(esm.dir, 'node_modules/echomq/dist/lib/redis/lua-files.js'), 'utf8')
-    const sweep = readFileSync(path.join(root, 'lua/sweep-10.lua'), 'utf8')
+    const sweep = readFileSync(path.join(root, 'lua/sweep-11.lua'), 'utf8')
     expect(built).toContain(JSON.stringify(sweep).slice(1, -1))
   })
 

@@ -389,7 +389,7 @@ describe('the guard fires', () => {
     await expect(evalGuarded("return redis.call('TIME')", [])).rejects.toThrow(/EMQGUARD script run with no KEYS/)
   })
 
-  it('a modified sweep-10.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
+  it('a modified sweep-11.lua that marks into an undeclared key is stopped by the guard and changes nothing', async () => {
     await crashedJobs(redis.client, 'q', 1)
     const source = scriptSource(SCRIPT_FILES.sweepStep)
     const modified = source.replace(
@@ -408,6 +408,8 @@ describe('the guard fires', () => {
       keys.events,
       keys.listened,
       keys.metrics,
+      keys.prioritized,
+      keys.handoffs,
       ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
     ]
 
@@ -419,6 +421,7 @@ describe('the guard fires', () => {
     expect(await redis.client.exists('emq:{q}:stalled-elsewhere', keys.stalled)).toBe(0)
     // The unmodified script, same keys and arguments, is accepted by the guard.
     expect(await sweepStep(redis.client, keys, { graceMs: 0, mode: 'deadline', ids })).toEqual({
+      handoffs: [],
       marked: ids,
       recovered: [],
       failed: [],

@@ -121,7 +121,7 @@ describe("lib/redis/keys.ts's key table", () => {
     const keys = queueKeys('p', 'q')
     const built = Object.values(keys).map((k) => (typeof k === 'function' ? k('<id>') : k))
     const patterns = built.map((k) => pattern(k.replace('p:{q}:', '{q}:')))
-    expect(patterns.length).toBe(QUEUE_KEY_NAMES.length + 5)
+    expect(patterns.length).toBe(QUEUE_KEY_NAMES.length + 9)
     expect(patterns.filter((p) => !table.has(p))).toEqual([])
   })
 

@@ -2,6 +2,10 @@
   Removes a job that is not in flight: its hash, its log, and its entry in whichever set or list holds it.
   A job in `active` is left alone (its worker owns it). A job id whose job was removed can be added again;
   a deduplication id it held without a ttl is released (releaseDeduplication.lua).
+  Flows: a parent's own keys (its dependencies, its children's values and failures) go with it, and a
+  parent in `waiting-children` leaves it (the caller removes its children, BullMQ's default); a child that
+  had not completed tells its parent it is gone (lua/includes/handoff.lua: the parent stops waiting for it
+  and, if it was the last, moves on), unless ARGV[2] is "0" (its parent is being removed too).
 
   KEYS[1]  job        HASH   <prefix>:{q}:<id>
   KEYS[2]  active     ZSET   <prefix>:{q}:active
@@ -16,10 +20,20 @@
   KEYS[11] logs       LIST   <prefix>:{q}:<id>:logs
   KEYS[12] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[13] reservedScores  HASH  <prefix>:{q}:reservedScores
+  KEYS[14] waiting-children ZSET <prefix>:{q}:waiting-children
+  KEYS[15] handoffs        HASH  <prefix>:{q}:handoffs
+  KEYS[16] dependencies    SET   <prefix>:{q}:<id>:dependencies
+  KEYS[17] processed       HASH  <prefix>:{q}:<id>:processed
+  KEYS[18] failed          HASH  <prefix>:{q}:<id>:failed
+  KEYS[19] unsuccessful    ZSET  <prefix>:{q}:<id>:unsuccessful
 
   ARGV[1] job id
+  ARGV[2] "0" not to tell the job's parent (it is being removed), else "1"
+  ARGV[3] "1": a parent (a job with any of the four keys of its children) is not removed but answered
+          "parent", for the caller to read its children first; "0": removed all the same
 
-  Returns "removed", "missing" (no such job) or "active" (in flight; nothing changed). Emits `removed`
+  Returns { "removed", hand-off entry or "" }, { "missing" } (no such job), { "active" } (in flight;
+  nothing changed) or { "parent" } (see ARGV[3]; nothing changed). Emits `removed`
   with `prev`, the state the job was removed from (BullMQ's key names: wait, prioritized, delayed,
   completed, failed).
 ]]
@@ -31,14 +45,18 @@ local prioritizedKey, reservedScoresKey = KEYS[12], KEYS[13]
 local id = ARGV[1]
 -- @include events
 -- @include releaseDeduplication
+-- @include handoff
 
 if rcall('ZSCORE', activeKey, id) then
-  return 'active'
+  return { 'active' }
 end
-local f = rcall('HMGET', jobKey, 'state', 'deid')
+local f = rcall('HMGET', jobKey, 'state', 'deid', 'parentKey', 'parent')
 local state = f[1]
 if not state then
-  return 'missing'
+  return { 'missing' }
+end
+if ARGV[3] == '1' and rcall('EXISTS', KEYS[16], KEYS[17], KEYS[18], KEYS[19]) > 0 then
+  return { 'parent' }
 end
 -- Only the structure the job's state names holds it: one removal, O(log n) except in `wait`, where LREM
 -- walks the list (as every Redis list queue's remove does).
@@ -53,11 +71,17 @@ if state == 'wait' or state == 'prioritized' then
   end
 elseif state == 'delayed' then
   rcall('ZREM', delayedKey, id)
+elseif state == 'waiting-children' then
+  rcall('ZREM', KEYS[14], id)
 else
   rcall('ZREM', completedKey, id)
   rcall('ZREM', failedKey, id)
 end
 releaseDeduplication(q.meta, f[2], id)
-rcall('UNLINK', jobKey, logsKey)
+local entry = ''
+if f[3] and state ~= 'completed' and ARGV[2] ~= '0' then
+  entry = handOff(KEYS[15], id, f[3], f[4], 'removed', '')
+end
+rcall('UNLINK', jobKey, logsKey, KEYS[16], KEYS[17], KEYS[18], KEYS[19])
 emit(q, 'removed', 'jobId', id, 'prev', state)
-return 'removed'
+return { 'removed', entry }

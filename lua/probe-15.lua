@@ -1,6 +1,6 @@
 --[[
   The sweep's first call on a queue, touching only the queue's own keys: its counts, and the candidates
-  for the steps that need per-job keys (which the caller then passes to sweep-10.lua, promote-7.lua,
+  for the steps that need per-job keys (which the caller then passes to sweep-11.lua, promote-7.lua,
   iterate-11.lua and trim-2.lua). For an idle queue it is the only call. It also repairs what a dead worker leaves besides
   its leases: reservations past their expiry go back where they were (they touch no job hash;
   reservations.lua), and a lost wake-up: while jobs wait the marker says so, and when the earliest
@@ -24,8 +24,10 @@
   KEYS[12] schedulers      ZSET  <prefix>:{q}:schedulers (job scheduler id -> due time of its next period, ms)
   KEYS[13] invocations     ZSET  <prefix>:{q}:invocations (worker-function invocation id -> lease end, ms;
                                  read only with ARGV[5] = 1)
-  KEYS[14 .. 13+m] STRING  the leases <prefix>:{q}:<id>:lock of the m jobs ARGV[8..] names
-  KEYS[14+m] (optional) HASH the job <prefix>:{q}:<id> of ARGV[6]: read only if that job is still next in line
+  KEYS[14] handoffs        HASH  <prefix>:{q}:handoffs (flow hand-offs not yet delivered, lua/includes/handoff.lua)
+  KEYS[15] adding          ZSET  <prefix>:{q}:adding (flow parents whose producer has not said all their children are written)
+  KEYS[16 .. 15+m] STRING  the leases <prefix>:{q}:<id>:lock of the m jobs ARGV[9..] names
+  KEYS[16+m] (optional) HASH the job <prefix>:{q}:<id> of ARGV[6]: read only if that job is still next in line
 
   ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000; see
           requeue-5.lua for the rest)
@@ -37,9 +39,11 @@
   ARGV[5] 1 to read the backlog of worker functions (the reaper, for a queue in WORKER_FUNCTIONS), 0 not to
   ARGV[6] the id the caller saw next in line at its last probe ('' for none): when it still is, its
           `waitingSince` (else `createdOn`) is returned, so a backlog that does not move costs no read of its
-          own (the reaper keeps what each queue's probe returned; KEYS[14+m] is that job's hash)
-  ARGV[7] m, the number of ids below
-  ARGV[8 .. 7+m] in-flight ids whose leases the caller passes (those of its last probe's audit window): an
+          own (the reaper keeps what each queue's probe returned; KEYS[16+m] is that job's hash)
+  ARGV[7] how long a producer may take to write a flow (ms): parents in `adding` since before now minus this
+          are returned (lib/flows/adding.ts)
+  ARGV[8] m, the number of ids below
+  ARGV[9 .. 8+m] in-flight ids whose leases the caller passes (those of its last probe's audit window): an
           id of this audit window whose lease is there is left out of the audit, so a queue whose jobs in
           flight are the same, alive, costs no audit call of its own
 
@@ -50,13 +54,15 @@
   reservations returned, ids of the job schedulers whose next period is due, the backlog or false: { jobs
   ready to run (waiting, prioritized, and delayed ones already due; 0 while paused), worker-function
   invocations alive, 1 when paused else 0 } after the reservations returned above, when the job next in line
-  joined it (ms) if it is ARGV[6]'s job, else false, the audit window's ids (all of them) }.
+  joined it (ms) if it is ARGV[6]'s job, else false, the audit window's ids (all of them), hand-offs not yet
+  delivered { id, entry, ... } (one HSCAN page: about `limit` of them; a queue without flows has none), ids of
+  parents whose producer stopped before writing all their children (at most `limit`) }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local q = { reserved = reservedKey, wait = waitKey, marker = markerKey, prioritized = KEYS[10], reservedScores = KEYS[11] }
-local schedulersKey, invocationsKey = KEYS[12], KEYS[13]
+local schedulersKey, invocationsKey, handoffsKey, addingKey = KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local limit, auditSize, auditAt, readFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 local readBacklog = ARGV[5] == '1'
 -- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
@@ -94,7 +100,7 @@ if readFailures then
   end
 end
 
-local knownLeases = tonumber(ARGV[7]) or 0
+local knownLeases = tonumber(ARGV[8]) or 0
 local expired, audit, window = {}, {}, {}
 if inFlight > 0 then
   expired = rcall('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', 0, limit)
@@ -109,7 +115,7 @@ end
 if knownLeases > 0 and #window > 0 then
   local leaseKey = {}
   for i = 1, knownLeases do
-    leaseKey[ARGV[7 + i]] = KEYS[13 + i]
+    leaseKey[ARGV[8 + i]] = KEYS[15 + i]
   end
   local keys, at = {}, {}
   for i, id in ipairs(window) do
@@ -179,7 +185,7 @@ end
 local headSince = false
 if head then
   rcall('ZADD', markerKey, 0, '0')
-  local headKey = KEYS[14 + knownLeases]
+  local headKey = KEYS[16 + knownLeases]
   if head == ARGV[6] and headKey then
     local at = rcall('HMGET', headKey, 'waitingSince', 'createdOn')
     headSince = at[1] or at[2] or false
@@ -188,8 +194,15 @@ end
 -- Schedules whose next period is due: made when it falls due whether or not its run was made ahead (one
 -- is only while a worker runs them), so a schedule with no worker keeps producing (iterate-11.lua).
 local dueSchedulers = rcall('ZRANGEBYSCORE', schedulersKey, '-inf', now, 'LIMIT', 0, limit)
+-- A worker that died between ending a flow's child and telling its parent left the entry: the sweep delivers it.
+-- A queue that uses no flows has neither key: one EXISTS, and nothing more, for them.
+local handoffs, stopped = {}, {}
+if rcall('EXISTS', handoffsKey, addingKey) > 0 then
+  handoffs = rcall('HSCAN', handoffsKey, 0, 'COUNT', limit)[2]
+  stopped = rcall('ZRANGEBYSCORE', addingKey, '-inf', now - tonumber(ARGV[7]), 'LIMIT', 0, limit)
+end
 return {
   now, counts, failedNew, expired, audit, due,
   trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,
-  #expiredReservations, dueSchedulers, backlog, headSince, window,
+  #expiredReservations, dueSchedulers, backlog, headSince, window, handoffs, stopped,
 }

@@ -1,7 +1,7 @@
 --[[
   One bounded step of the two-phase stalled sweep. Detect and move happen in this one call, so
   overlapping sweeps can never recover a job twice. The caller passes the ids with the earliest lease
-  deadlines (from probe-13.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
+  deadlines (from probe-15.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
 
   For each candidate still in `active` whose deadline has passed:
     not marked, lease key there     -> a live lease whose recorded deadline is stale (heartbeats refresh
@@ -32,9 +32,10 @@
   KEYS[8] listened  ZSET   <prefix>:{q}:listened
   KEYS[9] metrics   HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
   KEYS[10] prioritized ZSET <prefix>:{q}:prioritized (a recovered job with a priority: the front of it)
-  KEYS[11 + 3i]     HASH   job i        (i = 0 .. n-1)
-  KEYS[12 + 3i]     STRING lease of job i
-  KEYS[13 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
+  KEYS[11] handoffs HASH   <prefix>:{q}:handoffs (a flow's child failed here: what its parent must learn)
+  KEYS[12 + 3i]     HASH   job i        (i = 0 .. n-1)
+  KEYS[13 + 3i]     STRING lease of job i
+  KEYS[14 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
 
   ARGV[1] grace between mark and recovery (ms)
   ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
@@ -46,7 +47,8 @@
 
   Returns { marked ids, recovered ids, failed ids, number of candidates left in active in place, done
   (1|0), trim (1 when `failed` is past its retention plus slack), the next page of candidates, the lease
-  deadline of the first job recovered (false when none) } where done = 1 when a live deadline was
+  deadline of the first job recovered (false when none), the hand-offs written { id, entry, ... } (a
+  flow's child failed past the allowance under a failure policy: lua/includes/handoff.lua) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
   `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
@@ -65,6 +67,7 @@ local n = #ARGV - 4
 -- @include enter
 -- @include releaseDeduplication
 -- @include minutes
+-- @include handoff
 
 local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
@@ -72,8 +75,9 @@ local marked, recovered, failed = {}, {}, {}
 local STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
 local maxStalled = nil
 local left, done, trim, firstDeadline = 0, 0, 0, false
+local handoffs = {}
 if n == 0 then
-  return { marked, recovered, failed, left, done, trim, {}, firstDeadline }
+  return { marked, recovered, failed, left, done, trim, {}, firstDeadline, handoffs }
 end
 -- Per job only what cannot be batched (for a recovery its hash, read once and written once; a live
 -- lease's TTL); the sets and the leases are read and written once per call. Numbers written per job are
@@ -116,7 +120,7 @@ for i = 1, n do
       break
     end
     if not (audit and deadline <= now) then
-      lockKeys[#lockKeys + 1] = KEYS[9 + 3 * i]
+      lockKeys[#lockKeys + 1] = KEYS[10 + 3 * i]
       lockAt[i] = #lockKeys
     end
   end
@@ -129,7 +133,7 @@ local reasons = {}
 for i = 0, n - 1 do
   -- In the deadline walk a marked job's deadline is past (see above) and not read: 0 stands for it.
   local id, deadline = ids[5 + i], (marks[i + 1] and not audit) and 0 or deadlines[i + 1]
-  local jobKey, lockKey, logsKey = KEYS[11 + 3 * i], KEYS[12 + 3 * i], KEYS[13 + 3 * i]
+  local jobKey, lockKey, logsKey = KEYS[12 + 3 * i], KEYS[13 + 3 * i], KEYS[14 + 3 * i]
   local hasLease = lockAt[i + 1] and leases[lockAt[i + 1]]
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then
@@ -160,7 +164,7 @@ for i = 0, n - 1 do
         firstDeadline = rcall('ZSCORE', activeKey, id)
       end
       gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid')
+      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid', 'parentKey', 'parent')
       local stalls = (tonumber(f[2]) or 0) + 1
       local worker = f[1] or 'unknown'
       local reason = reasons[worker]
@@ -182,6 +186,11 @@ for i = 0, n - 1 do
         releaseDeduplication(q.meta, f[5], id)
         emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
         failed[#failed + 1] = id
+        local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN)
+        if entry then
+          handoffs[#handoffs + 1] = id
+          handoffs[#handoffs + 1] = entry
+        end
         countFinished(KEYS[9], 'failed', now)
         if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then
           trim = 1
@@ -227,4 +236,4 @@ local page = {}
 if pageSize > 0 and done == 0 and n >= pageSize then
   page = rcall('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', passed + left, pageSize)
 end
-return { marked, recovered, failed, left, done, trim, page, firstDeadline }
+return { marked, recovered, failed, left, done, trim, page, firstDeadline, handoffs }

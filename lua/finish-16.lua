@@ -24,10 +24,11 @@
   KEYS[13] prioritized     ZSET   <prefix>:{q}:prioritized
   KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
   KEYS[15] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
-  KEYS[16 + 3i], KEYS[17 + 3i], KEYS[18 + 3i]   HASH, STRING, LIST: job, lease and log of run i (i = 0 .. m-1)
-  KEYS[16 + 3m + 2j], KEYS[17 + 3m + 2j]        HASH, STRING: job and lease of candidate j (j = 0 .. c-1):
+  KEYS[16] handoffs        HASH   <prefix>:{q}:handoffs (a flow's child ended: what its parent must learn)
+  KEYS[17 + 3i], KEYS[18 + 3i], KEYS[19 + 3i]   HASH, STRING, LIST: job, lease and log of run i (i = 0 .. m-1)
+  KEYS[17 + 3m + 2j], KEYS[18 + 3m + 2j]        HASH, STRING: job and lease of candidate j (j = 0 .. c-1):
                                                 the k to take next, then the h to read into the hand
-  KEYS[16 + 3m + 2c + 2s], KEYS[17 + 3m + 2c + 2s] HASH, STRING: job and lease of start s to confirm
+  KEYS[17 + 3m + 2c + 2s], KEYS[18 + 3m + 2c + 2s] HASH, STRING: job and lease of start s to confirm
                                                 (s = 0 .. v-1)
 
   ARGV[1]  m, the number of runs
@@ -58,7 +59,8 @@
   Returns { runs, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed job is
   due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1: paused),
   handed, confirmed },
-  where runs holds { "ok" | "lost", new (or current) state, set to trim } per run, in order: the set to
+  where runs holds { "ok" | "lost", new (or current) state, set to trim, hand-off } per run, in order: the
+  hand-off is the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to
   trim is "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the
   worker then runs trim-2.lua, see retention.lua), else ""; taken is { { id, { job fields }, startedOn }, ... }
   as in take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
@@ -72,7 +74,7 @@ local q = {
   meta = KEYS[8], reserved = KEYS[9], events = KEYS[10], listened = KEYS[11], prioritized = KEYS[13], reservedScores = KEYS[14],
   limiter = KEYS[15],
 }
-local metricsKey = KEYS[12]
+local metricsKey, handoffsKey = KEYS[12], KEYS[16]
 local m, roll = tonumber(ARGV[1]), tonumber(ARGV[2])
 local taker = {
   token = ARGV[3], leaseMs = ARGV[4], name = ARGV[5], maxBytes = tonumber(ARGV[6]), max = tonumber(ARGV[11]), duration = tonumber(ARGV[12]),
@@ -80,9 +82,9 @@ local taker = {
 local reserve, reserveMs, peek = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local h, v = tonumber(ARGV[13]), tonumber(ARGV[14])
 local c = #ARGV - 14 - 5 * m - 3 * v
-local candidates = { firstKey = 16 + 3 * m, firstArg = 15 + 5 * m, count = c - h, reserved = ARGV[7] == 'r' }
-local hand = { firstKey = 16 + 3 * m + 2 * (c - h), firstArg = 15 + 5 * m + c - h, count = h }
-local starts = { firstKey = 16 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count = v }
+local candidates = { firstKey = 17 + 3 * m, firstArg = 15 + 5 * m, count = c - h, reserved = ARGV[7] == 'r' }
+local hand = { firstKey = 17 + 3 * m + 2 * (c - h), firstArg = 15 + 5 * m + c - h, count = h }
+local starts = { firstKey = 17 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count = v }
 -- @include now
 -- @include starts
 -- @include events
@@ -96,6 +98,7 @@ local starts = { firstKey = 16 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count
 -- @include takeJobs
 -- @include nextDue
 -- @include minutes
+-- @include handoff
 
 local now = nowMs()
 local nowText = tostring(now)
@@ -110,7 +113,7 @@ local released = false
 -- A replayed call (its reply was lost to a dropped connection, and ioredis sent it again): when it ended.
 local replays, replayAt = 0, 0
 for i = 0, m - 1 do
-  local jobKey, lockKey, logsKey = KEYS[16 + 3 * i], KEYS[17 + 3 * i], KEYS[18 + 3 * i]
+  local jobKey, lockKey, logsKey = KEYS[17 + 3 * i], KEYS[18 + 3 * i], KEYS[19 + 3 * i]
   local a = 15 + 5 * i
   local id, token, action, value, stack = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
@@ -127,7 +130,8 @@ for i = 0, m - 1 do
   -- finishedOn say how and when), "=<token> <state> <ms>" when it went back in line; every other move out
   -- of `active` (a sweep's recovery, an operator's retry) clears the field. The receipt costs no field.
   local holder = rcall('GET', lockKey)
-  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn', 'deid')
+  -- `parentKey`: a flow's child (absent for every other job: a queue without flows pays nothing more).
+  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn', 'deid', 'parentKey', 'parent', 'defa')
   if not (job[1] == token and (holder == false or holder == token)) then
     local receipt = job[1] or ''
     local rest = string.sub(receipt, #token + 2)
@@ -138,9 +142,9 @@ for i = 0, m - 1 do
         doneState, doneAt = string.sub(rest, 2, sep - 1), tonumber(string.sub(rest, sep + 1))
       end
       replays, replayAt = replays + 1, doneAt
-      runs[i + 1] = { 'ok', doneState, '' }
+      runs[i + 1] = { 'ok', doneState, '', '' }
     else
-      runs[i + 1] = { 'lost', job[4] or 'missing', '' }
+      runs[i + 1] = { 'lost', job[4] or 'missing', '', '' }
     end
   else
     local made = (tonumber(job[2]) or 0) + 1
@@ -151,6 +155,7 @@ for i = 0, m - 1 do
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
       releaseDeduplication(q.meta, job[8], id)
+      local entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'completed', value) or ''
       local keep = job[5] or keepOverride or DEFAULT_KEEP.completed
       if parseKeep(keep) == 0 then
         rcall('UNLINK', jobKey, logsKey)
@@ -158,7 +163,7 @@ for i = 0, m - 1 do
         filed[#filed + 1] = id
         lastKeep, lastFiled = keep, i + 1
       end
-      runs[i + 1] = { 'ok', 'completed', '' }
+      runs[i + 1] = { 'ok', 'completed', '', entry }
     else
       local state
       if action == 'release' then
@@ -172,16 +177,21 @@ for i = 0, m - 1 do
         }
         state = useAttempt(jobKey, q, id, now, value, retry)
       end
-      local trimSet = ''
+      local trimSet, entry = '', ''
       if state == 'failed' then
         rcall('HSET', jobKey, 'token', '=' .. token)
+        entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'failed', value) or ''
+        -- A parent failed by its child (failParentOnFailure): the deferred failure is spent (BullMQ's HDEL).
+        if job[11] then
+          rcall('HDEL', jobKey, 'defa')
+        end
         failedCount = failedCount + 1
         -- Last for this run, as it may remove the job at once (retention "0").
         trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[6] or keepOverride or false)
       else
         rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
       end
-      runs[i + 1] = { 'ok', state, trimSet }
+      runs[i + 1] = { 'ok', state, trimSet, entry }
     end
   end
 end

@@ -1,0 +1,56 @@
+/**
+ * The second half of a flow's hand-off: a child's final outcome, left in its queue's outbox (`handoffs`) by
+ * the script that ended it (lua/includes/handoff.lua), is told to its parent's queue (lua/settleChild-8.lua,
+ * in the parent's slot), then deleted from the outbox. The worker that ended the child delivers at once; a
+ * crash between the two steps leaves the entry, which every sweep of the child's queue delivers (lib/sweep.ts,
+ * the workers' stalled check and the reaper). Settling is idempotent, so a late or repeated delivery changes
+ * nothing: a parent moves on once, whoever delivers.
+ */
+import { type ChildOutcome, removeHandoffs, type Settlement, settleChildren } from '../redis/commands.js'
+import type { RedisClient } from '../redis/connection.js'
+import { parseJobKey, type QueueKeys, queueKeys } from '../redis/keys.js'
+
+/** Most children one settle call tells their parents about. */
+const SETTLE_PER_CALL = 100
+
+const OUTCOMES: readonly string[] = ['completed', 'removed', 'fpof', 'cpof', 'idof', 'rdof']
+
+/** An outbox entry read back; undefined for one that is not an entry (dropped). */
+function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; value: string } | undefined {
+  try {
+    const e = JSON.parse(text) as { parentKey?: unknown; outcome?: unknown; value?: unknown }
+    if (typeof e.parentKey !== 'string' || typeof e.outcome !== 'string' || !OUTCOMES.includes(e.outcome)) return undefined
+    return { parentKey: e.parentKey, outcome: e.outcome as ChildOutcome, value: typeof e.value === 'string' ? e.value : '' }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Delivers entries of `childKeys`' outbox (child id -> entry): one settle call per parent queue (and per
+ * SETTLE_PER_CALL children), then one call that deletes them (each only if not rewritten meanwhile). Resolves to the parents that moved on.
+ */
+export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys, entries: [string, string][]): Promise<number> {
+  const byQueue = new Map<string, { keys: QueueKeys; settlements: Settlement[] }>()
+  for (const [childId, text] of entries) {
+    const entry = parseEntry(text)
+    const parent = entry && parseJobKey(entry.parentKey)
+    if (!entry || !parent || parent.id === '') continue
+    const at = `${parent.prefix}\n${parent.queue}`
+    let group = byQueue.get(at)
+    if (!group) {
+      group = { keys: queueKeys(parent.prefix, parent.queue), settlements: [] }
+      byQueue.set(at, group)
+    }
+    group.settlements.push({ parentId: parent.id, childKey: childKeys.job(childId), outcome: entry.outcome, value: entry.value })
+  }
+  let released = 0
+  for (const { keys, settlements } of byQueue.values()) {
+    for (let i = 0; i < settlements.length; i += SETTLE_PER_CALL) {
+      const codes = await settleChildren(client, keys, settlements.slice(i, i + SETTLE_PER_CALL))
+      released += codes.filter((c) => c === 'released').length
+    }
+  }
+  await removeHandoffs(client, childKeys, entries)
+  return released
+}

@@ -1,0 +1,38 @@
+/**
+ * Removing a job of a flow (queue.remove, job.remove), BullMQ's default `removeChildren: true`: a parent
+ * goes first (with its own keys), then its children, each in its own queue, recursively; a child that had
+ * not completed tells its parent it is gone, so the parent stops waiting for it (the last one moves it on).
+ * A job with no children costs its one remove call, as before: the script answers `parent` only for a job
+ * that has any. A child in flight is left to its worker (its end then finds no parent, and changes nothing).
+ */
+import { readDependencies, remove } from '../redis/commands.js'
+import type { RedisClient } from '../redis/connection.js'
+import { parseJobKey, type QueueKeys, queueKeys } from '../redis/keys.js'
+import { deliverHandoffs } from './handoffs.js'
+
+/** Most levels of children one removal follows. */
+const MAX_DEPTH = 100
+
+export async function removeJob(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  removeChildren = true,
+  tellParent = true,
+  depth = 0,
+): Promise<'removed' | 'missing' | 'active'> {
+  let reply = await remove(client, keys, id, { tellParent, parentCheck: removeChildren && depth < MAX_DEPTH })
+  let children: string[] = []
+  if (reply.outcome === 'parent') {
+    const d = await readDependencies(client, keys, id)
+    children = [...Object.keys(d.processed), ...d.unprocessed, ...Object.keys(d.ignored), ...d.failed]
+    reply = await remove(client, keys, id, { tellParent })
+  }
+  if (reply.outcome === 'parent') return 'active'
+  if (reply.handoff) await deliverHandoffs(client, keys, [[id, reply.handoff]])
+  for (const key of children) {
+    const at = parseJobKey(key)
+    if (at && at.id !== '') await removeJob(client, queueKeys(at.prefix, at.queue), at.id, true, false, depth + 1)
+  }
+  return reply.outcome
+}

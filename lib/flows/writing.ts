@@ -1,0 +1,126 @@
+/**
+ * Writes planned flows (tree.ts) top-down: first a root added under an existing job joins that job's
+ * dependencies (adoptChild-3.lua; a missing parent refuses the call with nothing written), then the tree a
+ * level at a time, each level's nodes of one queue in one MULTI (addFlow-10.lua: a parent with all its
+ * children's keys already in its dependencies), the queues of a level side by side. A parent is thus
+ * complete before any child exists: no child can end before its parent counts it, and no parent runs early.
+ * While it writes, the parents are in their queue's `adding` set; a producer that dies midway leaves them
+ * there, and the sweep of their queue fails the children it never wrote (lib/flows/adding.ts).
+ */
+import { EchoMQError } from '../errors.js'
+import { addFlowNodes, adoptChildren, doneAdding, type NodeCode, settleChildren, TAKE_MAX_BYTES } from '../redis/commands.js'
+import type { RedisClient } from '../redis/connection.js'
+import { queueKeys } from '../redis/keys.js'
+import type { PlannedNode } from './tree.js'
+
+/** Most nodes, and bytes of their data and children's keys, in one script call (the calls of a MULTI). */
+const NODES_PER_CALL = 200
+const BYTES_PER_CALL = TAKE_MAX_BYTES
+
+export interface Written {
+  createdOn: number
+  code: NodeCode
+}
+
+const keyOf = (n: PlannedNode) => queueKeys(n.prefix, n.queue).job(n.args.id)
+
+/** Roots added under existing jobs join their dependencies; on a missing parent, those joined leave again. */
+async function adoptRoots(client: RedisClient, roots: PlannedNode[]): Promise<void> {
+  const done: PlannedNode[] = []
+  for (const root of roots) {
+    const p = root.attachTo
+    if (!p) continue
+    const parentKeys = queueKeys(p.prefix, p.queue)
+    if (await adoptChildren(client, parentKeys, p.id, [keyOf(root)])) {
+      done.push(root)
+      continue
+    }
+    for (const r of done) {
+      const q = r.attachTo as NonNullable<PlannedNode['attachTo']>
+      await settleChildren(client, queueKeys(q.prefix, q.queue), [{ parentId: q.id, childKey: keyOf(r), outcome: 'removed', value: '' }])
+    }
+    throw new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${parentKeys.job(p.id)}: the flow was not added`)
+  }
+}
+
+/** Calls of at most NODES_PER_CALL nodes and BYTES_PER_CALL bytes. */
+function callsOf(nodes: PlannedNode[]): PlannedNode[][] {
+  const calls: PlannedNode[][] = [[]]
+  let bytes = 0
+  for (const n of nodes) {
+    const size = n.args.data.length + n.args.children.reduce((s, k) => s + k.length + 1, 0)
+    const call = calls[calls.length - 1] as PlannedNode[]
+    if (call.length > 0 && (call.length >= NODES_PER_CALL || bytes + size > BYTES_PER_CALL)) {
+      calls.push([n])
+      bytes = size
+    } else {
+      call.push(n)
+      bytes += size
+    }
+  }
+  return calls
+}
+
+/** Writes the nodes (in depth order) of planned flows; resolves to what each node's write said. */
+export async function writeFlows(client: RedisClient, roots: PlannedNode[], nodes: PlannedNode[]): Promise<Map<PlannedNode, Written>> {
+  await adoptRoots(client, roots)
+  const out = new Map<PlannedNode, Written>()
+  const refused: PlannedNode[] = []
+  const parents = new Map<PlannedNode, PlannedNode>()
+  for (const n of nodes) for (const c of n.children) parents.set(c, n)
+  for (let at = 0; at < nodes.length; ) {
+    const depth = (nodes[at] as PlannedNode).depth
+    const level: PlannedNode[] = []
+    while (at < nodes.length && (nodes[at] as PlannedNode).depth === depth) level.push(nodes[at++] as PlannedNode)
+    const byQueue = new Map<string, PlannedNode[]>()
+    for (const n of level) {
+      const q = `${n.prefix}\n${n.queue}`
+      byQueue.set(q, [...(byQueue.get(q) ?? []), n])
+    }
+    await Promise.all(
+      [...byQueue.values()].map(async (group) => {
+        const first = group[0] as PlannedNode
+        const calls = callsOf(group)
+        const { createdOn, codes } = await addFlowNodes(
+          client,
+          queueKeys(first.prefix, first.queue),
+          calls.map((c) => c.map((n) => n.args)),
+        )
+        for (const [i, n] of calls.flat().entries()) {
+          const code = codes[i] ?? 'added'
+          out.set(n, { createdOn, code })
+          if (code === 'refused') refused.push(n)
+        }
+      }),
+    )
+  }
+  await doneWith(client, nodes, roots)
+  if (refused.length > 0) await dropRefused(client, refused, parents)
+  return out
+}
+
+/** Every child is written: the parents leave `adding` (lib/flows/adding.ts), those of the tree and those adopting a root. */
+async function doneWith(client: RedisClient, nodes: PlannedNode[], roots: PlannedNode[]): Promise<void> {
+  const byQueue = new Map<string, { prefix: string; queue: string; ids: string[] }>()
+  const add = (prefix: string, queue: string, id: string) => {
+    const at = `${prefix}\n${queue}`
+    const group = byQueue.get(at) ?? { prefix, queue, ids: [] }
+    group.ids.push(id)
+    byQueue.set(at, group)
+  }
+  for (const n of nodes) if (n.children.length > 0) add(n.prefix, n.queue, n.args.id)
+  for (const r of roots) if (r.attachTo) add(r.attachTo.prefix, r.attachTo.queue, r.attachTo.id)
+  await Promise.all([...byQueue.values()].map((g) => doneAdding(client, queueKeys(g.prefix, g.queue), g.ids)))
+}
+
+/** A node that has another parent already stays with it (BullMQ's ParentJobCannotBeReplaced): its new parent stops waiting for it. */
+async function dropRefused(client: RedisClient, refused: PlannedNode[], parents: Map<PlannedNode, PlannedNode>): Promise<void> {
+  for (const n of refused) {
+    const p = parents.get(n)
+    const at = p ? { prefix: p.prefix, queue: p.queue, id: p.args.id } : n.attachTo
+    if (at)
+      await settleChildren(client, queueKeys(at.prefix, at.queue), [{ parentId: at.id, childKey: keyOf(n), outcome: 'removed', value: '' }])
+  }
+  const names = refused.map((n) => `${n.queue}/${n.args.id}`).join(', ')
+  throw new EchoMQError('ERR_JOB_STATE', `The parent of job(s) ${names} cannot be replaced: they keep the parent they have (BullMQ's -7)`)
+}

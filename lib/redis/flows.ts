@@ -1,0 +1,252 @@
+/**
+ * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-3 makes
+ * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
+ * moveToWaitingChildren-10 parks a running parent; and the plain reads and deletes of a parent's
+ * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
+ */
+import type { RedisClient } from './connection.js'
+import type { EncodedOptions } from './job-codec.js'
+import type { QueueKeys } from './keys.js'
+import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
+
+/** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
+export const FLOW_SCRIPTS = {
+  addFlow: 'addFlow-10.lua',
+  adoptChild: 'adoptChild-3.lua',
+  settleChild: 'settleChild-8.lua',
+  moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
+  forgetHandoffs: 'forgetHandoffs-1.lua',
+} as const
+
+/** One node of a flow, as addFlow-10.lua writes it. */
+export interface FlowNodeArgs extends EncodedOptions {
+  id: string
+  name: string
+  /** JSON text. */
+  data: string
+  /** The parent's job key and BullMQ's `parent` field (JSON), or '' for a root. */
+  parentKey: string
+  parent: string
+  /** The children's job keys (a parent), [] for a leaf. */
+  children: string[]
+}
+
+const nodeArgs = (n: FlowNodeArgs) => [
+  n.id,
+  n.name,
+  n.data,
+  n.attempts,
+  n.delayMs,
+  n.backoff,
+  n.keep,
+  n.keepFailed,
+  n.keepLogs ?? '',
+  n.priority,
+  n.lifo ? '1' : '',
+  n.stackTraceLimit,
+  n.parentKey,
+  n.parent,
+  n.children.join('\n'),
+]
+
+/** What addFlow-10.lua said of a node: added, existed (joined its parent), or refused (it has another parent). */
+export type NodeCode = 'added' | 'existed' | 'refused'
+
+/**
+ * Writes nodes of one queue in calls sent in one MULTI (all or none); resolves to when they were
+ * created (ms, Redis's clock) and a code per node, in order.
+ */
+export async function addFlowNodes(
+  client: RedisClient,
+  keys: QueueKeys,
+  calls: FlowNodeArgs[][],
+): Promise<{ createdOn: number; codes: NodeCode[] }> {
+  const fixed = [
+    keys.wait,
+    keys.delayed,
+    keys.marker,
+    ...eventKeys(keys),
+    keys.prioritized,
+    keys.waitingChildren,
+    keys.handoffs,
+    keys.adding,
+  ]
+  const replies = await evalInTransaction(
+    client,
+    FLOW_SCRIPTS.addFlow,
+    calls.map((nodes) => ({
+      keys: [...fixed, ...nodes.flatMap((n) => [keys.job(n.id), keys.dependencies(n.id)])],
+      args: nodes.flatMap(nodeArgs),
+    })),
+  )
+  let createdOn = 0
+  const codes: NodeCode[] = []
+  for (const reply of replies) {
+    const [now, list] = reply as [number, number[]]
+    createdOn = now
+    for (const c of list) codes.push(c === 1 ? 'added' : c === 0 ? 'existed' : 'refused')
+  }
+  return { createdOn, codes }
+}
+
+/** Adds child keys to an existing job's dependencies; false (nothing written) when there is no such job. */
+export async function adoptChildren(client: RedisClient, keys: QueueKeys, parentId: string, childKeys: string[]): Promise<boolean> {
+  const reply = await evalScript(
+    client,
+    FLOW_SCRIPTS.adoptChild,
+    [keys.job(parentId), keys.dependencies(parentId), keys.adding],
+    [parentId, ...childKeys],
+  )
+  return reply === 1
+}
+
+/** The producer wrote every child of these parents: they leave `adding`. */
+export async function doneAdding(client: RedisClient, keys: QueueKeys, parentIds: string[]): Promise<void> {
+  if (parentIds.length > 0) await client.zrem(keys.adding, ...parentIds)
+}
+
+/** Whether each of these job keys (in any queue) exists: one EXISTS each, pipelined (a cluster routes each). */
+export async function jobsExist(client: RedisClient, jobKeys: string[]): Promise<boolean[]> {
+  return Promise.all(jobKeys.map(async (key) => (await client.exists(key)) === 1))
+}
+
+/** A parent's pending children (its dependencies), all of them. */
+export function pendingChildren(client: RedisClient, keys: QueueKeys, id: string): Promise<string[]> {
+  return client.smembers(keys.dependencies(id))
+}
+
+/** A child's outcome for its parent: completed, removed, or a failure under its policy (BullMQ's fpof...). */
+export type ChildOutcome = 'completed' | 'removed' | 'fpof' | 'cpof' | 'idof' | 'rdof'
+
+export interface Settlement {
+  parentId: string
+  childKey: string
+  outcome: ChildOutcome
+  /** The return value (JSON) or the failed reason. */
+  value: string
+}
+
+export type SettleCode = 'released' | 'settled' | 'done' | 'missing'
+
+/** Tells parents of one queue what their children ended with (settleChild-8.lua); a code per entry. */
+export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
+  const fixed = [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys)]
+  const perEntry = entries.flatMap((e) => [
+    keys.job(e.parentId),
+    keys.dependencies(e.parentId),
+    keys.processed(e.parentId),
+    keys.failedChildren(e.parentId),
+    keys.unsuccessful(e.parentId),
+  ])
+  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value])
+  return (await evalScript(client, FLOW_SCRIPTS.settleChild, [...fixed, ...perEntry], args)) as SettleCode[]
+}
+
+export type WaitingChildrenStatus = 'ok' | 'none' | 'failed-children' | 'missing' | 'lost' | 'not-active'
+
+/** Parks a job in flight in `waiting-children` while it has pending children (moveToWaitingChildren-10.lua). */
+export async function moveToWaitingChildren(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  token: string,
+  childKey: string,
+): Promise<{ status: WaitingChildrenStatus; state?: string }> {
+  const [status, state] = (await evalScript(
+    client,
+    FLOW_SCRIPTS.moveToWaitingChildren,
+    [
+      keys.job(id),
+      keys.lock(id),
+      keys.active,
+      keys.stalled,
+      keys.waitingChildren,
+      keys.dependencies(id),
+      keys.unsuccessful(id),
+      ...eventKeys(keys),
+    ],
+    [id, token, childKey],
+  )) as [WaitingChildrenStatus, string?]
+  return state === undefined ? { status } : { status, state }
+}
+
+/** Deletes delivered entries of a queue's outbox, each only while it is the entry delivered (forgetHandoffs-1.lua). */
+export async function removeHandoffs(client: RedisClient, keys: QueueKeys, entries: [string, string][]): Promise<void> {
+  if (entries.length === 0) return
+  await evalScript(client, FLOW_SCRIPTS.forgetHandoffs, [keys.handoffs], [...entries.map(([id]) => id), ...entries.map(([, e]) => e)])
+}
+
+/** A parent's children, all of them: completed (key -> value JSON), pending keys, ignored failures, failing keys. */
+export async function readDependencies(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+): Promise<{ processed: Record<string, string>; unprocessed: string[]; ignored: Record<string, string>; failed: string[] }> {
+  const [processed, unprocessed, ignored, failed] = await Promise.all([
+    client.hgetall(keys.processed(id)),
+    client.smembers(keys.dependencies(id)),
+    client.hgetall(keys.failedChildren(id)),
+    client.zrange(keys.unsuccessful(id), '0', '-1'),
+  ])
+  return { processed, unprocessed, ignored, failed }
+}
+
+/** The kinds of a parent's children, BullMQ's names. */
+export type DependencyKind = 'processed' | 'unprocessed' | 'ignored' | 'failed'
+
+/** One page of one kind: HSCAN/SSCAN from `cursor` (`failed`: a ZRANGE from rank `cursor`), about `count`. */
+export async function readDependencyPage(
+  client: RedisClient,
+  keys: QueueKeys,
+  id: string,
+  kind: DependencyKind,
+  cursor: number,
+  count: number,
+): Promise<{ next: number; items: string[] }> {
+  switch (kind) {
+    case 'processed': {
+      const [next, items] = await client.hscan(keys.processed(id), String(cursor), 'COUNT', count)
+      return { next: Number(next), items }
+    }
+    case 'ignored': {
+      const [next, items] = await client.hscan(keys.failedChildren(id), String(cursor), 'COUNT', count)
+      return { next: Number(next), items }
+    }
+    case 'unprocessed': {
+      const [next, items] = await client.sscan(keys.dependencies(id), String(cursor), 'COUNT', count)
+      return { next: Number(next), items }
+    }
+    case 'failed': {
+      const items = await client.zrange(keys.unsuccessful(id), String(cursor), String(cursor + count - 1))
+      return { next: cursor + count, items }
+    }
+  }
+}
+
+/** How many children of each kind a parent has. */
+export async function countDependencies(client: RedisClient, keys: QueueKeys, id: string, kinds: DependencyKind[]): Promise<number[]> {
+  return Promise.all(
+    kinds.map((kind) => {
+      switch (kind) {
+        case 'processed':
+          return client.hlen(keys.processed(id))
+        case 'ignored':
+          return client.hlen(keys.failedChildren(id))
+        case 'unprocessed':
+          return client.scard(keys.dependencies(id))
+        default:
+          return client.zcard(keys.unsuccessful(id))
+      }
+    }),
+  )
+}
+
+/** A parent's completed children: key -> return value (JSON text). */
+export function readProcessed(client: RedisClient, keys: QueueKeys, id: string): Promise<Record<string, string>> {
+  return client.hgetall(keys.processed(id))
+}
+
+/** A parent's ignored child failures: key -> failed reason. */
+export function readIgnoredFailures(client: RedisClient, keys: QueueKeys, id: string): Promise<Record<string, string>> {
+  return client.hgetall(keys.failedChildren(id))
+}

@@ -1,0 +1,122 @@
+--[[
+  Adds the nodes of a flow that belong to one queue (FlowProducer.add, lib/flows/producer.ts): a parent
+  waits in `waiting-children` with its `dependencies` already holding the keys of all its children, and is
+  written before any of them (the producer writes a tree top-down, a level at a time), so no child can end
+  before its parent's record exists and no parent runs early. A child holds `parentKey` and `parent`
+  (BullMQ's fields: { id, queueKey } and the failure policy: fpof, cpof, idof or rdof). A leaf goes to
+  `wait`, `prioritized` or `delayed` as add-7.lua's jobs do. One call is atomic; the producer sends the
+  calls of one queue and level in one MULTI.
+  A node whose id exists is left as it is, but joins its new parent (BullMQ's flows do the same): it
+  takes `parentKey` and `parent`, and one that already completed (or failed, under a failure policy)
+  hands its outcome off at once (lua/includes/handoff.lua); one with another parent is refused (code -7,
+  BullMQ's ParentJobCannotBeReplaced), and the producer drops it from its parent.
+
+  KEYS[1] wait              LIST   <prefix>:{q}:wait
+  KEYS[2] delayed           ZSET   <prefix>:{q}:delayed
+  KEYS[3] marker            ZSET   <prefix>:{q}:marker
+  KEYS[4] meta              HASH   <prefix>:{q}:meta
+  KEYS[5] events            STREAM <prefix>:{q}:events
+  KEYS[6] listened          ZSET   <prefix>:{q}:listened
+  KEYS[7] prioritized       ZSET   <prefix>:{q}:prioritized
+  KEYS[8] waiting-children  ZSET   <prefix>:{q}:waiting-children
+  KEYS[9] handoffs          HASH   <prefix>:{q}:handoffs
+  KEYS[10] adding           ZSET   <prefix>:{q}:adding (a parent -> when its add began, until the producer
+                                   wrote all its children: lib/flows/adding.ts)
+  KEYS[11 + 2i]             HASH   <prefix>:{q}:<id>, node i (i = 0 .. n-1)
+  KEYS[12 + 2i]             SET    <prefix>:{q}:<id>:dependencies, its children's keys (a parent)
+
+  ARGV[1] .. ARGV[15] for the first node, fifteen for each (ARGV[1 + 15i .. 15 + 15i] for node i): id; name; data (JSON text); attempts; delay (ms); backoff;
+    retention in `completed`; retention in `failed`; keepLogs; priority; lifo; stackTraceLimit (all as
+    add-7.lua takes them); parentKey ("" for a root); parent (JSON, "" for a root); the keys of its
+    children, one a line ("" for a leaf)
+
+  Returns { now (ms), { per node: 1 added, 0 existed (joined its parent), -7 it has another parent } }.
+  Emits `added` then `waiting-children` (a parent), `waiting` or `delayed` per node added, `duplicated`.
+]]
+local rcall = redis.call
+local q = {
+  wait = KEYS[1], delayed = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6], prioritized = KEYS[7],
+  waitingChildren = KEYS[8],
+}
+local handoffsKey, addingKey = KEYS[9], KEYS[10]
+local F = 15
+-- @include now
+-- @include events
+-- @include score
+-- @include enter
+-- @include jobOptions
+-- @include handoff
+
+local now = nowMs()
+local nowText = string.format('%d', now)
+
+-- An existing job joins its new parent (BullMQ's updateExistingJobsParent); one that already ended hands
+-- its outcome off now, as its end would have.
+local function join(jobKey, id, parentKey, parent)
+  if parentKey == '' then
+    return 0
+  end
+  local f = rcall('HMGET', jobKey, 'parentKey', 'state', 'returnValue', 'failedReason')
+  if f[1] and f[1] ~= parentKey then
+    return -7
+  end
+  rcall('HSET', jobKey, 'parentKey', parentKey, 'parent', parent)
+  if f[2] == 'completed' then
+    handOff(handoffsKey, id, parentKey, parent, 'completed', f[3] or 'null')
+  elseif f[2] == 'failed' then
+    handOff(handoffsKey, id, parentKey, parent, 'failed', f[4] or '')
+  end
+  return 0
+end
+
+local codes = {}
+for i = 0, (#KEYS - 10) / 2 - 1 do
+  local a = F * i
+  local jobKey, depsKey = KEYS[11 + 2 * i], KEYS[12 + 2 * i]
+  local id, name, data = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local parentKey, parent, children = ARGV[a + 13], ARGV[a + 14], ARGV[a + 15]
+  if rcall('EXISTS', jobKey) == 1 then
+    codes[#codes + 1] = join(jobKey, id, parentKey, parent)
+    emit(q, 'duplicated', 'jobId', id)
+  else
+    codes[#codes + 1] = 1
+    local fields = { 'name', name, 'data', data, 'createdOn', nowText }
+    putOptions(fields, a)
+    if parentKey ~= '' then
+      fields[#fields + 1] = 'parentKey'
+      fields[#fields + 1] = parentKey
+      fields[#fields + 1] = 'parent'
+      fields[#fields + 1] = parent
+    end
+    rcall('HSET', jobKey, unpack(fields))
+    emit(q, 'added', 'jobId', id, 'name', name)
+    if children ~= '' then
+      -- Its children's keys, in batches (unpack's limit is about 8,000 values).
+      local batch = {}
+      for key in string.gmatch(children, '[^\n]+') do
+        batch[#batch + 1] = key
+        if #batch == 1000 then
+          rcall('SADD', depsKey, unpack(batch))
+          batch = {}
+        end
+      end
+      if #batch > 0 then
+        rcall('SADD', depsKey, unpack(batch))
+      end
+      rcall('HSET', jobKey, 'state', 'waiting-children')
+      rcall('ZADD', q.waitingChildren, now, id)
+      rcall('ZADD', addingKey, now, id)
+      emit(q, 'waiting-children', 'jobId', id)
+    else
+      local delayMs, priority = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 10])
+      if delayMs > 0 then
+        enterDelayed(jobKey, q, id, now + delayMs)
+        emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
+      else
+        enterWait(jobKey, q, id, now, ARGV[a + 11] == '1', priority, true)
+        emit(q, 'waiting', 'jobId', id)
+      end
+    end
+  end
+end
+return { now, codes }

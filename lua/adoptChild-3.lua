@@ -1,0 +1,24 @@
+--[[
+  Makes room for a new child of an existing job (Queue.add with BullMQ's `parent` option, or a flow added
+  under one): its key joins the parent's `dependencies` before the child is written in its own queue
+  (addFlow-10.lua), so the child can never end before its parent counts it. Until the producer says the
+  child is written, the parent is in `adding` (lib/flows/adding.ts: a producer that died between the two
+  steps is found by the parent queue's sweep). A parent that does not exist is refused (BullMQ's -5,
+  "Missing key for parent job") and nothing is written.
+
+  KEYS[1] job           HASH <prefix>:{q}:<id>, the parent
+  KEYS[2] dependencies  SET  <prefix>:{q}:<id>:dependencies
+  KEYS[3] adding        ZSET <prefix>:{q}:adding
+
+  ARGV[1] the parent's id
+  ARGV[2] .. ARGV[n] the children's job keys
+
+  Returns 1, or 0 when there is no such parent.
+]]
+-- @include now
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('SADD', KEYS[2], unpack(ARGV, 2))
+redis.call('ZADD', KEYS[3], nowMs(), ARGV[1])
+return 1

@@ -1,0 +1,31 @@
+-- A flow's child reached a final outcome (completed; failed for good; removed): what its parent must learn
+-- goes to the child's queue's outbox, `handoffs` (child id -> JSON), in the step that ended the child. The
+-- parent lives in another queue's slot (on a Redis Cluster, maybe another node), so no script can reach
+-- both: the worker, or a later sweep of this queue, delivers the entry with settleChild-8.lua (idempotent)
+-- and then deletes it (lib/flows/handoffs.ts). The entry holds all it needs, so it outlives the child's
+-- hash (a retention of 0 removes it at once). A failed child tells its parent only under one of the
+-- failure policies (BullMQ's failParentOnFailure, continueParentOnFailure, ignoreDependencyOnFailure,
+-- removeDependencyOnFailure, kept in the `parent` field as BullMQ keeps them: fpof, cpof, idof, rdof):
+-- without one, it stays among the parent's dependencies, as in BullMQ. A job with no parent costs nothing
+-- here: the callers read `parentKey` in the read they already make. Returns the entry, or false for none.
+local function flowPolicy(parent)
+  if not parent then
+    return ''
+  end
+  local p = cjson.decode(parent)
+  return (p.fpof and 'fpof') or (p.cpof and 'cpof') or (p.idof and 'idof') or (p.rdof and 'rdof') or ''
+end
+
+-- `outcome`: 'completed', 'removed' or 'failed'; the entry's outcome names a failure by its policy (what
+-- settleChild-8.lua does with it).
+local function handOff(handoffsKey, id, parentKey, parent, outcome, value)
+  if outcome == 'failed' then
+    outcome = flowPolicy(parent)
+    if outcome == '' then
+      return false
+    end
+  end
+  local entry = cjson.encode({ parentKey = parentKey, outcome = outcome, value = value })
+  redis.call('HSET', handoffsKey, id, entry)
+  return entry
+end

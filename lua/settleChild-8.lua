@@ -1,0 +1,120 @@
+--[[
+  Tells parents in this queue what their children (in any queue) ended with: the second half of a flow's
+  hand-off (lua/includes/handoff.lua wrote the first, in the child's queue). Idempotent: a child whose key
+  is no longer among its parent's dependencies was settled already (or removed from them), and changes
+  nothing, so the worker that ended the child and any number of sweeps may deliver the same entry.
+  Per child, as BullMQ 6.7 does (its moveToFinished and moveChildFromDependenciesIfNeeded scripts):
+    completed          -> its return value into the parent's `processed`; the last dependency moves the
+                          parent on
+    removed            -> dropped from the dependencies; the last moves the parent on
+    failed under fpof  -> into the parent's `unsuccessful`; the parent moves on at once with its deferred
+                          failure (`defa`, "child <key> failed"): the worker that takes it fails it without
+                          running it (a parent of its own learns it the same way, one level at a time)
+    failed under cpof  -> into the parent's `failed` (ignored failures); the parent moves on at once
+    failed under idof  -> into the parent's `failed`; the last dependency moves the parent on
+    failed under rdof  -> dropped; the last dependency moves the parent on
+  A parent moves on only from `waiting-children` (ZREM: once, whoever delivers): to `delayed` when added
+  with a delay, else to the front of `wait` or to `prioritized` (BullMQ's moveParentToWait), `waiting`
+  (prev `waiting-children`) or `delayed` emitted.
+
+  KEYS[1] waiting-children ZSET   <prefix>:{q}:waiting-children (parent id -> when it began to wait, ms)
+  KEYS[2] wait             LIST   <prefix>:{q}:wait
+  KEYS[3] prioritized      ZSET   <prefix>:{q}:prioritized
+  KEYS[4] delayed          ZSET   <prefix>:{q}:delayed
+  KEYS[5] marker           ZSET   <prefix>:{q}:marker
+  KEYS[6] meta             HASH   <prefix>:{q}:meta (the priority counter, the events' cap)
+  KEYS[7] events           STREAM <prefix>:{q}:events
+  KEYS[8] listened         ZSET   <prefix>:{q}:listened
+  KEYS[9 + 5i]             HASH   <prefix>:{q}:<id>, the parent of child i (i = 0 .. n-1)
+  KEYS[10 + 5i]            SET    <prefix>:{q}:<id>:dependencies
+  KEYS[11 + 5i]            HASH   <prefix>:{q}:<id>:processed
+  KEYS[12 + 5i]            HASH   <prefix>:{q}:<id>:failed
+  KEYS[13 + 5i]            ZSET   <prefix>:{q}:<id>:unsuccessful
+
+  ARGV[1] .. ARGV[4] for the first child, four for each (ARGV[1 + 4i .. 4 + 4i] for child i): the parent's id; the child's key; its outcome: "completed",
+  "removed", or for a failure its policy ("fpof", "cpof", "idof", "rdof"); its return value (JSON) or
+  failed reason
+
+  Returns one code per child: "released" (its parent moved on), "settled", "done" (settled before) or
+  "missing" (no such parent).
+]]
+local rcall = redis.call
+local q = {
+  waitingChildren = KEYS[1], wait = KEYS[2], prioritized = KEYS[3], delayed = KEYS[4], marker = KEYS[5], meta = KEYS[6],
+  events = KEYS[7], listened = KEYS[8],
+}
+-- @include now
+-- @include events
+-- @include score
+-- @include enter
+
+local now = nowMs()
+
+-- A parent out of waiting-children: delayed when added with a delay (not when it leaves `delayed` for a
+-- failure), else at the front of the line.
+local function moveOn(jobKey, id, ignoreDelay)
+  local f = rcall('HMGET', jobKey, 'delay', 'priority')
+  local delay = ignoreDelay and 0 or (tonumber(f[1]) or 0)
+  if delay > 0 then
+    enterDelayed(jobKey, q, id, now + delay)
+    emit(q, 'delayed', 'jobId', id, 'delay', now + delay)
+  else
+    enterWait(jobKey, q, id, now, true, tonumber(f[2]) or 0)
+    emit(q, 'waiting', 'jobId', id, 'prev', 'waiting-children')
+  end
+end
+
+local function releaseIfWaiting(jobKey, id)
+  if rcall('ZREM', q.waitingChildren, id) == 1 then
+    moveOn(jobKey, id, false)
+    return true
+  end
+  return false
+end
+
+local out = {}
+for i = 0, (#KEYS - 8) / 5 - 1 do
+  local k = 9 + 5 * i
+  local jobKey, depsKey, processedKey, failedKey, unsuccessfulKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local a = 1 + 4 * i
+  local id, childKey, outcome, value = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local code = 'done'
+  if rcall('EXISTS', jobKey) == 0 then
+    code = 'missing'
+  elseif rcall('SREM', depsKey, childKey) == 1 then
+    local released = false
+    code = 'settled'
+    if outcome == 'completed' then
+      rcall('HSET', processedKey, childKey, value)
+      released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
+    elseif outcome == 'fpof' then
+      rcall('ZADD', unsuccessfulKey, now, childKey)
+      local reason = 'child ' .. childKey .. ' failed'
+      if rcall('ZREM', q.waitingChildren, id) == 1 then
+        rcall('HSET', jobKey, 'defa', reason)
+        moveOn(jobKey, id, false)
+        released = true
+      elseif rcall('ZREM', q.delayed, id) == 1 then
+        rcall('HSET', jobKey, 'defa', reason)
+        moveOn(jobKey, id, true)
+        released = true
+      elseif rcall('HGET', jobKey, 'state') ~= 'failed' then
+        rcall('HSET', jobKey, 'defa', reason)
+      end
+    elseif outcome == 'cpof' then
+      rcall('HSET', failedKey, childKey, value)
+      released = releaseIfWaiting(jobKey, id)
+    else
+      -- idof, rdof, removed
+      if outcome == 'idof' then
+        rcall('HSET', failedKey, childKey, value)
+      end
+      released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
+    end
+    if released then
+      code = 'released'
+    end
+  end
+  out[#out + 1] = code
+end
+return out

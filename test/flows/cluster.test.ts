@@ -1,0 +1,128 @@
+/**
+ * Flows on a real three-master Redis Cluster, every script under the key guard: a parent and its children
+ * in queues whose hash tags live on different masters (so no script can reach both), the hand-off through
+ * the child queue's outbox, a failure policy across slots, a sweep delivering an entry a crash left, and a
+ * removal across slots. No command may fail with CROSSSLOT, nor touch a key it was not given.
+ */
+import type { Cluster } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { FlowProducer, type Job, Queue, sweep, UnrecoverableError, Worker } from '../../lib/index.js'
+import { finishRuns, setScriptWrapper, take } from '../../lib/redis/commands.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { keyGuard } from '../helpers/key-guard.js'
+import { waitFor } from '../helpers/wait.js'
+
+let cluster: TestCluster
+let client: Cluster
+/** Three queue names whose slots are owned by three different masters. */
+let names: [string, string, string]
+const closers: (() => Promise<unknown>)[] = []
+const errors: string[] = []
+
+beforeAll(async () => {
+  cluster = await startCluster(3)
+  client = cluster.connect()
+  const byOwner = new Map<number, string>()
+  for (let i = 0; byOwner.size < 3 && i < 200; i++) {
+    const name = `fq${i}`
+    const owner = await cluster.ownerOf(await cluster.slotOf(queueKeys('emq', name).wait))
+    if (!byOwner.has(owner)) byOwner.set(owner, name)
+  }
+  names = [...byOwner.values()] as [string, string, string]
+  setScriptWrapper(keyGuard)
+}, 60_000)
+afterAll(async () => {
+  setScriptWrapper(undefined)
+  await cluster?.stop()
+})
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()))
+  expect(errors).toEqual([])
+})
+
+const keep = <T extends { close(): Promise<unknown> }>(x: T): T => {
+  closers.push(() => x.close())
+  return x
+}
+// direct: a Queue on the cluster client
+const queueOn = (name: string) => keep(new Queue(name, { connection: client }))
+const worker = (name: string, fn: (job: Job) => unknown) => {
+  // direct: workers on the cluster's URL, under the key guard
+  const w = keep(new Worker(name, fn, { connection: cluster.url, lockDuration: 1_000 }))
+  w.on('error', (err: Error) => errors.push(err.message))
+  return w
+}
+
+describe('flows across slots', () => {
+  it('three masters: the parent runs once after children on two other masters, with their values', async () => {
+    const [p, a, b] = names
+    const producer = keep(new FlowProducer({ connection: client }))
+    const flow = await producer.add({
+      name: 'parent',
+      queueName: p,
+      children: [
+        { name: 'x', queueName: a, data: { v: 1 } },
+        { name: 'y', queueName: b, data: { v: 2 }, children: [{ name: 'z', queueName: p, data: { v: 3 } }] },
+      ],
+    })
+    const runs: unknown[] = []
+    worker(a, (job) => (job.data as { v: number }).v)
+    worker(b, async (job) => Object.values(await job.getChildrenValues()))
+    worker(p, async (job) => {
+      if (job.name === 'z') return 3
+      runs.push(await job.getChildrenValues())
+      return 'done'
+    })
+    const parents = queueOn(p)
+    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    expect(runs).toEqual([{ [`emq:{${a}}:${flow.children?.[0]?.job.id}`]: 1, [`emq:{${b}}:${flow.children?.[1]?.job.id}`]: [3] }])
+  })
+
+  it('failParentOnFailure across slots fails the parent; a removal across slots removes the children', async () => {
+    const [p, a] = names
+    const producer = keep(new FlowProducer({ connection: client }))
+    const flow = await producer.add({
+      name: 'parent',
+      queueName: p,
+      children: [{ name: 'bad', queueName: a, opts: { failParentOnFailure: true } }],
+    })
+    worker(a, () => {
+      throw new UnrecoverableError('no')
+    })
+    worker(p, () => 'ran')
+    const parents = queueOn(p)
+    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'failed', { what: 'the parent failed' })
+    expect((await parents.getJob(flow.job.id))?.failedReason).toBe(`child emq:{${a}}:${flow.children?.[0]?.job.id} failed`)
+
+    const second = await producer.add({
+      name: 'parent',
+      queueName: p,
+      opts: { delay: 60_000 },
+      children: [{ name: 'c', queueName: names[2] }],
+    })
+    await parents.remove(second.job.id)
+    const kids = queueOn(names[2])
+    expect(await kids.getJobState(second.children?.[0]?.job.id as string)).toBe('unknown')
+  })
+
+  it('an entry a crash left in the outbox is delivered by a sweep of the child queue', async () => {
+    const [p, a] = names
+    const producer = keep(new FlowProducer({ connection: client }))
+    const flow = await producer.add({ name: 'parent', queueName: p, children: [{ name: 'c', queueName: a }] })
+    const childId = flow.children?.[0]?.job.id as string
+    const ka = queueKeys('emq', a)
+    // A worker that ends the child and dies before telling the parent: the finish alone, no delivery.
+    const taken = await take(client, ka, { workerToken: 'dead', leaseMs: 5_000, workerName: 'dead' }, [childId])
+    expect(taken.taken.map((t) => t.job.id)).toEqual([childId])
+    const reply = await finishRuns(client, ka, [
+      { run: { id: childId, token: taken.taken[0]?.token as string }, action: 'complete', value: '"v"' },
+    ])
+    expect(reply.runs[0]?.handoff).toBeDefined()
+    const parents = queueOn(p)
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
+    await sweep(cluster.url, a)
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting')
+    expect(await client.hlen(ka.handoffs)).toBe(0)
+  })
+})

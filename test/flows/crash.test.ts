@@ -1,0 +1,196 @@
+/**
+ * Crash safety of a flow's hand-off (lib/flows/handoffs.ts), counted: a worker SIGKILLed after ending a
+ * child but before telling its parent (the entry stays in the child queue's outbox, the sweep delivers it);
+ * a child failed by the sweep for stalling too often (the sweep writes and delivers the entry); parents
+ * whose last children end while sweeps of the child queue overlap. In each, no parent runs early, twice
+ * or never.
+ */
+import { describe, expect, it } from 'vitest'
+import { sweep } from '../../lib/index.js'
+import { JOB_DEFAULTS } from '../../lib/job-options.js'
+import { addFlowNodes, type FlowNodeArgs, finishRuns, take } from '../../lib/redis/commands.js'
+import { encodeOptions } from '../../lib/redis/job-codec.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { useFlows } from '../helpers/flows.js'
+import { useRedis } from '../helpers/redis-server.js'
+import { waitFor } from '../helpers/wait.js'
+import { spawnWorker } from '../helpers/worker-process.js'
+
+const redis = useRedis()
+const fx = useFlows(redis)
+const kids = queueKeys('emq', 'kids')
+
+/** Runs of each parent, by id, as the `parents` worker sees them. */
+function parentRuns() {
+  const runs = new Map<string, number>()
+  fx.worker('parents', (job) => {
+    runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+    return job.getChildrenValues()
+  })
+  return runs
+}
+
+describe('a flow survives', () => {
+  it('a worker SIGKILLed between ending the last child and telling its parent: the sweep tells it, the parent runs once', async () => {
+    const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] })
+    const childId = flow.children?.[0]?.job.id as string
+    const child = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'kids', FREEZE_ON_COMPLETED: '1', SKIP_STALLED_CHECK: '1' })
+    try {
+      await child.waitForMessage('active', childId)
+      child.finish(childId)
+      // The child completed and its entry waits in the outbox; the process is frozen before delivering it.
+      await waitFor(async () => (await redis.client.hexists(kids.handoffs, childId)) === 1, { what: 'the hand-off entry' })
+      await child.stop()
+    } finally {
+      await child.stop()
+    }
+    const parents = fx.queue('parents')
+    expect(await fx.queue('kids').getJobState(childId)).toBe('completed')
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
+    const runs = parentRuns()
+    // Nobody told the parent: it has not run.
+    expect(runs.size).toBe(0)
+    // Two sweeps at once deliver the entry: the parent moves on once.
+    await Promise.all([sweep(redis.url, 'kids'), sweep(redis.url, 'kids')])
+    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    expect(await redis.client.hlen(kids.handoffs)).toBe(0)
+    await sweep(redis.url, 'kids')
+    expect([...runs.entries()]).toEqual([[flow.job.id, 1]])
+    const parent = await parents.getJob(flow.job.id)
+    expect(parent?.returnValue).toEqual({ [`emq:{kids}:${childId}`]: { doneBy: expect.any(Number) } })
+  })
+
+  it('a child that stalls past the allowance: the sweep fails it and tells its parent (ignoreDependencyOnFailure)', async () => {
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'parents',
+      children: [{ name: 'c', queueName: 'kids', opts: { ignoreDependencyOnFailure: true } }],
+    })
+    const childId = flow.children?.[0]?.job.id as string
+    const child = await spawnWorker({
+      REDIS_URL: redis.url,
+      QUEUE: 'kids',
+      MAX_STALLED_COUNT: '0',
+      SKIP_STALLED_CHECK: '1',
+      LOCK_MS: '200',
+    })
+    try {
+      await child.waitForMessage('active', childId)
+    } finally {
+      await child.stop()
+    }
+    const runs = parentRuns()
+    const parents = fx.queue('parents')
+    // Phase 1 marks the lapsed lease, phase 2 fails the job (0 stalls allowed) and tells the parent.
+    await waitFor(async () => (await sweep(redis.url, 'kids', { graceMs: 0 })).failed.includes(childId), { what: 'the stall-fail' })
+    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    expect([...runs.entries()]).toEqual([[flow.job.id, 1]])
+    const parent = await parents.getJob(flow.job.id)
+    expect(await parent?.getIgnoredChildrenFailures()).toEqual({ [`emq:{kids}:${childId}`]: 'job stalled more than allowable limit' })
+    expect(await redis.client.hlen(kids.handoffs)).toBe(0)
+  })
+
+  it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {
+    const parents = queueKeys('emq', 'parents')
+    const node = (id: string, children: string[], parentKey = '', parent = ''): FlowNodeArgs => ({
+      ...encodeOptions(JOB_DEFAULTS),
+      id,
+      name: id,
+      data: '{}',
+      parentKey,
+      parent,
+      children,
+    })
+    // What FlowProducer.add writes first (the parent, in waiting-children and in `adding`), and one of its
+    // two children: then the producer dies.
+    await addFlowNodes(redis.client, parents, [[node('p1', [kids.job('c1'), kids.job('c2')])]])
+    const ref = JSON.stringify({ id: 'p1', queueKey: 'emq:{parents}' })
+    await addFlowNodes(redis.client, kids, [[node('c1', [], parents.job('p1'), ref)]])
+    expect(await redis.client.zrange(parents.adding, '0', '-1')).toEqual(['p1'])
+    const failed: string[] = []
+    const w = fx.worker('parents', () => 'ran')
+    w.on('failed', (job) => failed.push(`${job?.id}: ${job?.failedReason}`))
+    fx.worker('kids', () => 'ok')
+    // Within the grace nothing happens; past it (0 here) the sweep of the parent's queue fails the missing child.
+    await sweep(redis.url, 'parents', { graceMs: 60_000 })
+    expect(await fx.queue('parents').getJobState('p1')).toBe('waiting-children')
+    await sweep(redis.url, 'parents', { graceMs: 0 })
+    await waitFor(() => failed.length === 1, { what: 'the parent failed' })
+    expect(failed).toEqual([`p1: child ${kids.job('c2')} failed`])
+    expect(await redis.client.zcard(parents.adding)).toBe(0)
+    // A flow a producer finished leaves nothing in `adding`.
+    await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] })
+    expect(await redis.client.zcard(parents.adding)).toBe(0)
+  })
+
+  it('120 children ended by dead workers, their entries delivered by eight sweeps at once: each parent moves on once', async () => {
+    const flows = await fx.producer().addBulk(
+      Array.from({ length: 40 }, (_, i) => ({
+        name: `p${i}`,
+        queueName: 'parents',
+        children: Array.from({ length: 3 }, (_, j) => ({ name: `c${j}`, queueName: 'kids' })),
+      })),
+    )
+    const childIds = flows.flatMap((f) => (f.children ?? []).map((c) => c.job.id))
+    // Workers that end every child and die before telling a parent: the finishes alone, no delivery.
+    for (let i = 0; i < childIds.length; i += 20) {
+      const ids = childIds.slice(i, i + 20)
+      const { taken } = await take(redis.client, kids, { workerToken: `dead${i}`, leaseMs: 5_000, workerName: 'dead' }, ids)
+      expect(taken).toHaveLength(ids.length)
+      const reply = await finishRuns(
+        redis.client,
+        kids,
+        taken.map((t) => ({ run: { id: t.job.id, token: t.token }, action: 'complete' as const, value: '1' })),
+      )
+      expect(reply.runs.every((r) => r.handoff !== undefined)).toBe(true)
+    }
+    const parents = queueKeys('emq', 'parents')
+    expect(await redis.client.zcard(parents.waitingChildren)).toBe(40)
+    // The outbox holds 120 entries; each sweep delivers a page, eight of them side by side, until none is left.
+    for (let round = 0; round < 20 && (await redis.client.hlen(kids.handoffs)) > 0; round++)
+      await Promise.all(Array.from({ length: 8 }, () => sweep(redis.url, 'kids')))
+    expect(await redis.client.hlen(kids.handoffs)).toBe(0)
+    const waiting = await redis.client.lrange(parents.wait, 0, -1)
+    expect(waiting.sort()).toEqual(flows.map((f) => f.job.id).sort())
+    expect(await redis.client.zcard(parents.waitingChildren)).toBe(0)
+  })
+
+  it('parents whose last children end while sweeps of the child queue overlap: each runs once, none early', async () => {
+    const producer = fx.producer()
+    const flows = await producer.addBulk(
+      Array.from({ length: 40 }, (_, i) => ({
+        name: `p${i}`,
+        queueName: 'parents',
+        children: Array.from({ length: 3 }, (_, j) => ({ name: `c${j}`, queueName: 'kids', data: { j } })),
+      })),
+    )
+    const parents = fx.queue('parents')
+    const early: string[] = []
+    const runs = new Map<string, number>()
+    fx.worker(
+      'parents',
+      async (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+        const counts = await job.getDependenciesCount()
+        if (counts.unprocessed !== 0 || counts.processed !== 3) early.push(job.id)
+      },
+      { concurrency: 4 },
+    )
+    fx.worker('kids', (job) => (job.data as { j: number }).j, { concurrency: 8 })
+    let sweeping = true
+    const sweeper = async () => {
+      while (sweeping) await sweep(redis.url, 'kids', { graceMs: 0 })
+    }
+    const sweepers = [sweeper(), sweeper(), sweeper()]
+    try {
+      await waitFor(async () => (await parents.getCompletedCount()) === flows.length, { timeoutMs: 30_000, what: 'every parent completed' })
+    } finally {
+      sweeping = false
+      await Promise.all(sweepers)
+    }
+    expect(early).toEqual([])
+    expect(runs.size).toBe(flows.length)
+    expect([...runs.values()].every((n) => n === 1)).toBe(true)
+    expect(await redis.client.hlen(kids.handoffs)).toBe(0)
+  })
+})

@@ -1,0 +1,168 @@
+/**
+ * A job's side of flows, BullMQ 6.7's: a child added to an existing parent (opts.parent), a parent that
+ * parks itself with moveToWaitingChildren (fenced by its run's token), removal (a parent with its children;
+ * a child releasing its parent), a released parent's priority and delay, the waiting-children event, and
+ * hostile input refused with nothing written.
+ */
+import { describe, expect, it } from 'vitest'
+import { EchoMQError, type Job, QueueEvents, sweep, WaitingChildrenError } from '../../lib/index.js'
+import { useFlows } from '../helpers/flows.js'
+import { useRedis } from '../helpers/redis-server.js'
+import { waitFor } from '../helpers/wait.js'
+
+const redis = useRedis()
+const fx = useFlows(redis)
+
+describe('opts.parent on Queue.add', () => {
+  it('adds a child to an existing parent, which waits for it and then runs with its value', async () => {
+    const parents = fx.queue('parents')
+    const kids = fx.queue('kids')
+    const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'a', queueName: 'kids' }] })
+    const extra = await kids.add('b', { n: 2 }, { parent: { id: flow.job.id, queue: parents.qualifiedName } })
+    expect(extra.parentKey).toBe(`emq:{parents}:${flow.job.id}`)
+    expect(parents.qualifiedName).toBe('emq:{parents}')
+    expect(extra.queueName).toBe('kids')
+    const parent = (await parents.getJob(flow.job.id)) as Job
+    expect(await parent.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 2 })
+    let values: unknown
+    fx.worker('kids', (job) => job.name)
+    fx.worker('parents', async (job) => {
+      values = await job.getChildrenValues()
+      expect(job.queueQualifiedName).toBe('emq:{parents}')
+    })
+    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    expect(values).toEqual({ [`emq:{kids}:${flow.children?.[0]?.job.id}`]: 'a', [`emq:{kids}:${extra.id}`]: 'b' })
+  })
+
+  it('refuses a parent that does not exist, or a bad one, with nothing written', async () => {
+    const kids = fx.queue('kids')
+    const missing = await kids.add('x', {}, { parent: { id: 'nope', queue: 'emq:{parents}' } }).catch((e: unknown) => e)
+    expect((missing as EchoMQError).code).toBe('ERR_JOB_MISSING')
+    for (const parent of [{ id: 'p' }, { id: 'p', queue: 'emq:{bad queue}' }, { id: 12, queue: 'emq:{parents}' }, 'emq:{parents}:p']) {
+      const err = await kids.add('x', {}, { parent } as never).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(EchoMQError)
+    }
+    const both = await kids
+      .add('x', {}, { parent: { id: 'p', queue: 'emq:{parents}' }, failParentOnFailure: true, ignoreDependencyOnFailure: true })
+      .catch((e: unknown) => e)
+    expect((both as EchoMQError).message).toMatch(/cannot be used together/)
+    // Only the registry of queues and the block of ids the queue reserved: no job, no parent's dependency.
+    expect((await redis.client.keys('*')).sort()).toEqual(['emq:queues', 'emq:{kids}:meta'])
+    expect(Object.keys(await redis.client.hgetall('emq:{kids}:meta'))).toEqual(['ids'])
+  })
+})
+
+describe('job.moveToWaitingChildren', () => {
+  it('parks a running parent until its new child ends, then runs it again; without pending children it says false', async () => {
+    const parents = fx.queue('parents')
+    const kids = fx.queue('kids')
+    const job = await parents.add('p', { step: 0 })
+    const steps: string[] = []
+    // The child ends only once its parent has parked: otherwise the parent would find nothing pending.
+    let parked: () => void = () => undefined
+    const hasParked = new Promise<void>((resolve) => {
+      parked = resolve
+    })
+    fx.worker('kids', async () => {
+      await hasParked
+      return 'child done'
+    })
+    fx.worker('parents', async (j, token) => {
+      if (j.data.step === 0) {
+        expect(await j.moveToWaitingChildren(token)).toBe(false)
+        await kids.add('c', {}, { parent: { id: j.id, queue: parents.qualifiedName } })
+        await j.updateData({ step: 1 })
+        steps.push('parked')
+        expect(await j.moveToWaitingChildren(token)).toBe(true)
+        parked()
+        throw new WaitingChildrenError()
+      }
+      steps.push(`resumed ${Object.values(await j.getChildrenValues()).join()}`)
+      return 'end'
+    })
+    await waitFor(async () => (await parents.getJobState(job.id)) === 'completed', { what: 'the parent completed' })
+    expect(steps).toEqual(['parked', 'resumed child done'])
+    const done = await parents.getJob(job.id)
+    expect(done?.attemptsMade).toBe(1)
+  })
+
+  it('is fenced by the run token', async () => {
+    const parents = fx.queue('parents')
+    const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] })
+    const job = (await parents.getJob(flow.job.id)) as Job
+    const err = await job.moveToWaitingChildren('someone:1').catch((e: unknown) => e)
+    expect((err as EchoMQError).code).toMatch(/ERR_LOCK_LOST|ERR_JOB_STATE/)
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
+  })
+})
+
+describe('removing', () => {
+  it('a parent removes its children in every queue; a removed child releases its parent when it was the last', async () => {
+    const parents = fx.queue('parents')
+    const kids = fx.queue('kids')
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'parents',
+      children: [{ name: 'a', queueName: 'kids', children: [{ name: 'g', queueName: 'grand' }] }],
+    })
+    await parents.remove(flow.job.id)
+    expect(await parents.getJobState(flow.job.id)).toBe('unknown')
+    expect(await kids.getJobState(flow.children?.[0]?.job.id as string)).toBe('unknown')
+    expect(await fx.queue('grand').getJobState(flow.children?.[0]?.children?.[0]?.job.id as string)).toBe('unknown')
+    expect(await parents.getWaitingChildrenCount()).toBe(0)
+
+    const second = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'a', queueName: 'kids' }] })
+    await kids.remove(second.children?.[0]?.job.id as string)
+    expect(await parents.getJobState(second.job.id)).toBe('waiting')
+  })
+})
+
+describe('retention', () => {
+  it("a parent trimmed from completed takes its children's values with it", async () => {
+    const parents = fx.queue('parents')
+    const ids: string[] = []
+    for (let i = 0; i < 2; i++) {
+      const f = await fx.producer().add({
+        name: 'p',
+        queueName: 'parents',
+        opts: { removeOnComplete: 1 },
+        children: [{ name: 'c', queueName: 'kids' }],
+      })
+      ids.push(f.job.id)
+    }
+    fx.worker('kids', () => 'v')
+    fx.worker('parents', () => 'done')
+    await waitFor(async () => (await parents.getCompletedCount()) === 2, { what: 'both parents completed' })
+    expect(await redis.client.exists(`emq:{parents}:${ids[0]}:processed`)).toBe(1)
+    await sweep(redis.url, 'parents')
+    const gone = (await parents.getJobState(ids[0] as string)) === 'unknown' ? (ids[0] as string) : (ids[1] as string)
+    expect(await parents.getJobState(gone)).toBe('unknown')
+    expect(await redis.client.exists(`emq:{parents}:${gone}:processed`)).toBe(0)
+  })
+})
+
+describe('a released parent', () => {
+  it('keeps its priority and its delay; the waiting-children event is emitted', async () => {
+    const events = new QueueEvents('parents', { connection: redis.url })
+    await events.waitUntilReady()
+    const seen: string[] = []
+    events.on('waiting-children', ({ jobId }: { jobId: string }) => seen.push(jobId))
+    try {
+      const parents = fx.queue('parents')
+      const a = await fx
+        .producer()
+        .add({ name: 'p', queueName: 'parents', opts: { priority: 7 }, children: [{ name: 'c', queueName: 'kids' }] })
+      const b = await fx
+        .producer()
+        .add({ name: 'p', queueName: 'parents', opts: { delay: 60_000 }, children: [{ name: 'c', queueName: 'kids' }] })
+      fx.worker('kids', () => 'ok')
+      await waitFor(
+        async () => (await parents.getJobState(a.job.id)) === 'prioritized' && (await parents.getJobState(b.job.id)) === 'delayed',
+      )
+      await waitFor(() => seen.length === 2, { what: 'two waiting-children events' })
+      expect(seen.sort()).toEqual([a.job.id, b.job.id].sort())
+    } finally {
+      await events.close()
+    }
+  })
+})
