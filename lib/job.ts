@@ -170,6 +170,14 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.startedOn
   }
 
+  /**
+   * BullMQ's job.delay: the delay the job was added with (ms; 0 for none). A retry's backoff or a
+   * moveToDelayed does not change it here (BullMQ rewrites it): when the job is due again is `dueAt`.
+   */
+  get delay(): number {
+    return this.opts.delay ?? 0
+  }
+
   /** BullMQ's name for returnValue. */
   get returnvalue(): Result | undefined {
     return this.returnValue
