@@ -187,7 +187,10 @@ export function counted<T extends unknown[]>(
     resolve = res
     reject = rej
   })
-  const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${count} calls (got ${calls.length})`)), timeoutMs)
+  const timer = setTimeout(
+    () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${count} calls (got ${calls.length})`)),
+    timeoutMs,
+  )
   return {
     calls,
     done,
@@ -198,6 +201,25 @@ export function counted<T extends unknown[]>(
         resolve(calls)
       }
     },
+  }
+}
+
+/**
+ * Resolves once `events` has delivered everything the queue's stream held when called: it adds a marker job
+ * (`jobId` 'settled') and waits for its `added` event, which comes after every earlier event. For a case that
+ * counts events ("exactly two deduplicated"): call it after the counts of jobs, since it adds one.
+ */
+export async function settled(events: bullmq.QueueEvents, queue: bullmq.Queue): Promise<void> {
+  const seen = first<{ jobId: string }>()
+  const listener = (args: { jobId: string }) => {
+    if (args.jobId === 'settled') seen.listener(args)
+  }
+  events.on('added', listener)
+  try {
+    await queue.add('settled', {}, { jobId: 'settled' })
+    await seen.value
+  } finally {
+    events.off('added', listener)
   }
 }
 
@@ -214,4 +236,23 @@ export function first<A>(timeoutMs = 10_000): { listener: (arg: A, ...rest: unkn
 export async function until(since: number, ms: number): Promise<void> {
   const left = since + ms - performance.now()
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left))
+}
+
+/**
+ * A gate a processor waits at until the test opens it: a job held in `active` while the case acts. It opens
+ * by itself after `timeoutMs`, so a failed case does not leave its worker's close() waiting.
+ */
+export function gate(timeoutMs = 10_000): { open: () => void; passed: Promise<void> } {
+  let open: () => void = () => undefined
+  const passed = new Promise<void>((resolve) => {
+    open = resolve
+  })
+  const timer = setTimeout(open, timeoutMs)
+  return {
+    passed,
+    open: () => {
+      clearTimeout(timer)
+      open()
+    },
+  }
 }
