@@ -60,15 +60,23 @@ export const differs = {
    * EchoMQError with a code").
    */
   async missingJob(lib: LibName, call: Promise<unknown>, id: string, method: string): Promise<void> {
+    await differs.refused(lib, call, `Missing key for job ${id}. ${method}`, { code: 'ERR_JOB_MISSING', mentions: `job ${id} ` })
+  },
+  /**
+   * Any refused call: BullMQ's exact message; EchoMQ's code (the one its docs give for the case: ERR_JOB_MISSING
+   * for a job that is gone, ERR_JOB_ACTIVE for removing one in flight, docs/migrating-from-bullmq-queue.md)
+   * and a message that names what was refused.
+   */
+  async refused(lib: LibName, call: Promise<unknown>, bullmqMessage: string, echomq: { code: string; mentions: string }): Promise<void> {
     const err = (await call.then(
       () => undefined,
       (e: unknown) => e,
     )) as (Error & { code?: string }) | undefined
-    expect(err, `${method} on a removed job must reject`).toBeInstanceOf(Error)
-    if (lib === 'bullmq') expect(err?.message).toBe(`Missing key for job ${id}. ${method}`)
+    expect(err, 'the call must reject').toBeInstanceOf(Error)
+    if (lib === 'bullmq') expect(err?.message).toBe(bullmqMessage)
     else {
-      expect(err?.code).toBe('ERR_JOB_MISSING')
-      expect(err?.message).toContain(`job ${id} `)
+      expect(err?.code).toBe(echomq.code)
+      expect(err?.message).toContain(echomq.mentions)
     }
   },
   /**
