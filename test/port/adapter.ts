@@ -16,7 +16,7 @@ import type { TestRedis } from '../helpers/redis-server.js'
 export type LibName = 'bullmq' | 'echomq'
 
 /** What a BullMQ program imports; for EchoMQ the same names, read from lib/index.ts. */
-export type Lib = Pick<
+type Lib = Pick<
   typeof bullmq,
   'Queue' | 'Worker' | 'QueueEvents' | 'FlowProducer' | 'Job' | 'DelayedError' | 'WaitingChildrenError' | 'UnrecoverableError'
 >
@@ -45,7 +45,7 @@ function echoLib(): Lib {
   } as unknown as Lib
 }
 
-export function library(name: LibName): Lib {
+function library(name: LibName): Lib {
   return name === 'bullmq' ? bullmq : echoLib()
 }
 
