@@ -30,6 +30,22 @@ export const LIBRARIES: LibName[] = ['bullmq', 'echomq']
  */
 export const FLOW_LIBRARIES: LibName[] = ['bullmq']
 
+/**
+ * BullMQ 6.7 behaviour EchoMQ lacks and does not document as a difference: the cases of each run on BullMQ
+ * only, by a library list (`librariesFor`) rather than a skip, until EchoMQ has it; then the entry goes.
+ */
+const GAPS = {
+  /** job.changeDelay(delay): EchoMQ's Job has no changeDelay (BullMQ: reschedules a delayed job). */
+  changeDelay: true,
+  /** job.delay after a retry's backoff: BullMQ stores the backoff in the job; EchoMQ keeps the added delay. */
+  backoffDelay: true,
+}
+
+/** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
+export function librariesFor(gap: keyof typeof GAPS): LibName[] {
+  return GAPS[gap] ? ['bullmq'] : LIBRARIES
+}
+
 function echoLib(): Lib {
   // FlowProducer and WaitingChildrenError are read by name: EchoMQ exports them only once flows land.
   const names = echomq as unknown as Record<string, unknown>

@@ -6,7 +6,7 @@
 import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
-import { counted, first, LIBRARIES, until, usePort } from './adapter.js'
+import { counted, differs, first, LIBRARIES, librariesFor, until, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -182,5 +182,93 @@ describe.each(LIBRARIES)('%s: delayed jobs', (name) => {
     await done.done
     expect(order).toEqual(Array.from({ length: count }, (_, i) => i + 1))
     expect(failed.calls).toEqual([])
+  })
+})
+
+describe.each(LIBRARIES)('%s: promoting a delayed job', (name) => {
+  const t = usePort(redis, name)
+
+  it('moves it to waiting at once, with delay 0', async () => {
+    const job = await t.queue.add('test', { foo: 'bar' }, { delay: 1500 })
+    expect(await job.isDelayed()).toBe(true)
+    await job.promote()
+    expect(job.delay).toBe(0)
+    expect(await job.isDelayed()).toBe(false)
+    expect(await job.isWaiting()).toBe(true)
+  })
+
+  it('the promoted job runs by its priority', async () => {
+    await t.queue.add('test', {}, { jobId: 'a', priority: 1 })
+    await t.queue.add('test', {}, { jobId: 'b', priority: 2 })
+    await t.queue.add('test', {}, { jobId: 'd', priority: 4 })
+    const job = await t.queue.add('test', {}, { jobId: 'c', delay: 2000, priority: 3 })
+    await job.promote()
+    const done = counted<[Job]>(4)
+    t.worker(() => undefined).on('completed', done.listener)
+    expect((await done.done).map(([j]) => j.id)).toEqual(['a', 'b', 'c', 'd'])
+  })
+
+  it('refuses a job that is not delayed', async () => {
+    const job = await t.queue.add('test', { foo: 'bar' })
+    expect(await job.isDelayed()).toBe(false)
+    await differs.refused(name, job.promote(), `Job ${job.id} is not in the delayed state. promote`, {
+      code: 'ERR_JOB_STATE',
+      mentions: `job ${job.id} `,
+    })
+  })
+
+  it.each([
+    ['beside a waiting job', 1],
+    ['in an empty queue', 0],
+  ])('in a paused queue %s, moves it to waiting', async (_, others) => {
+    if (others) await t.queue.add('normal', { foo: 'bar' })
+    const delayed = await t.queue.add('delayed', { foo: 'bar' }, { delay: 60_000 })
+    await t.queue.pause()
+    await delayed.promote()
+    expect(await t.queue.getWaitingCount()).toBe(others + 1)
+    await t.queue.resume()
+    expect(await t.queue.getWaitingCount()).toBe(others + 1)
+    expect(await delayed.getState()).toBe('waiting')
+  })
+})
+
+describe.each(librariesFor('changeDelay'))('%s: changeDelay', (name) => {
+  const t = usePort(redis, name)
+
+  it('reschedules a delayed job', async () => {
+    const done = first<Job>()
+    t.worker(() => undefined).on('completed', done.listener)
+    const job = await t.queue.add('test', { foo: 'bar' }, { delay: 60_000 })
+    expect(await job.isDelayed()).toBe(true)
+    await job.changeDelay(500)
+    expect(await job.isDelayed()).toBe(true)
+    expect(job.delay).toBe(500)
+    const completed = await done.value
+    expect(completed.id).toBe(job.id)
+    expect(waited(completed)).toBeGreaterThanOrEqual(500)
+    expect(waited(completed)).toBeLessThan(60_000)
+  })
+
+  it('refuses a job that is not delayed', async () => {
+    const job = await t.queue.add('test', { foo: 'bar' })
+    await differs.refused(name, job.changeDelay(2000), `Job ${job.id} is not in the delayed state. changeDelay`, {
+      code: 'ERR_JOB_STATE',
+      mentions: `job ${job.id} `,
+    })
+  })
+})
+
+describe.each(librariesFor('backoffDelay'))('%s: job.delay after a backoff', (name) => {
+  const t = usePort(redis, name)
+
+  it("is the retry's backoff, on the failed job and the stored one", async () => {
+    const failed = first<Job | undefined>()
+    t.worker(() => {
+      throw new Error('error')
+    }).on('failed', failed.listener)
+    await t.queue.add('test', { bar: 'baz' }, { attempts: 3, backoff: 300 })
+    const job = await failed.value
+    expect(job?.delay).toBe(300)
+    expect((await t.queue.getJob(job?.id as string))?.delay).toBe(300)
   })
 })
