@@ -4,7 +4,7 @@
  * reading of BullMQ's events stream by its key (read here through QueueEvents). Where BullMQ's cases wait
  * fixed times for a ttl to run out, these poll getDeduplicationJobId until the id is free.
  */
-import type { Job, QueueEvents } from 'bullmq'
+import type { Job, JobsOptions, QueueEvents } from 'bullmq'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -289,6 +289,57 @@ describe.each(LIBRARIES)('%s: deduplication', (name) => {
       expect((await t.queue.add('test', { foo: 'bar' }, { deduplication: { id: 'a1' } })).id).toBe(holder.id)
       await settled(events, t.queue)
       expect(deduplicated.map((d) => d.jobId)).toEqual([holder.id])
+    })
+  })
+
+  describe('the option checked, and the other calls', () => {
+    it('refuses an empty deduplication id, and adds nothing', async () => {
+      await differs.refused(name, t.queue.add('test', { foo: 'bar' }, { deduplication: { id: '' } }), 'Deduplication id must be provided', {
+        code: 'ERR_OPTIONS',
+        mentions: 'deduplication',
+      })
+      expect(await t.queue.getJobCountByTypes()).toBe(0)
+    })
+
+    it('refuses the removed debounce option, naming deduplication', async () => {
+      const opts = { debounce: { id: 'legacy' } } as unknown as JobsOptions
+      await differs.refused(
+        name,
+        t.queue.add('test', { foo: 'bar' }, opts),
+        'Debounce option has been removed. Use deduplication option instead',
+        {
+          code: 'ERR_OPTIONS',
+          mentions: 'deduplication',
+        },
+      )
+      expect(await t.queue.getJobCountByTypes()).toBe(0)
+    })
+
+    it('addBulk deduplicates within one call and against held ids', async () => {
+      const held = await t.queue.add('test', { n: 0 }, { deduplication: { id: 'held' } })
+      const jobs = await t.queue.addBulk([
+        { name: 'test', data: { n: 1 }, opts: { deduplication: { id: 'x' } } },
+        { name: 'test', data: { n: 2 }, opts: { deduplication: { id: 'x' } } },
+        { name: 'test', data: { n: 3 }, opts: { deduplication: { id: 'held' } } },
+        { name: 'test', data: { n: 4 } },
+      ])
+      expect(jobs[1]?.id).toBe(jobs[0]?.id)
+      expect(jobs[2]?.id).toBe(held.id)
+      expect(new Set(jobs.map((j) => j.id)).size).toBe(3)
+      expect(await t.queue.getDeduplicationJobId('x')).toBe(jobs[0]?.id)
+      expect(await t.queue.getJobCountByTypes()).toBe(3)
+      await settled(events, t.queue)
+      // One event per deduplicated job; their order within one addBulk is not BullMQ's promise (EchoMQ emits
+      // the one against the held id first).
+      expect(deduplicated.map((d) => `${d.jobId}/${d.deduplicationId}`).sort()).toEqual([`${held.id}/held`, `${jobs[0]?.id}/x`].sort())
+    })
+
+    it("BullMQ's deprecated getDebounceJobId and removeDebounceKey are the deduplication calls", async () => {
+      const job = await t.queue.add('test', {}, { deduplication: { id: 'd' } })
+      expect(await t.queue.getDebounceJobId('d')).toBe(job.id)
+      expect(await t.queue.removeDebounceKey('d')).toBe(1)
+      expect(await t.queue.getDeduplicationJobId('d')).toBeNull()
+      expect(await t.queue.removeDeduplicationKey('d')).toBe(0)
     })
   })
 })

@@ -193,6 +193,36 @@ describe.each(LIBRARIES)('%s: job updates', (name) => {
     })
   })
 
+  describe('moveToDelayed refused', () => {
+    it('with a token that does not hold the lock, and leaves the job running', async () => {
+      const results = first<[unknown, string]>()
+      t.worker(async (job) => {
+        const refused = await job.moveToDelayed(Date.now() + 60_000, 'not-the-token').then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        results.listener([refused, await job.getState()])
+      })
+      const job = await t.queue.add('test', {})
+      const [refused, state] = await results.value
+      await differs.refused(name, Promise.reject(refused), `Lock mismatch for job ${job.id}. Cmd moveToDelayed from active`, {
+        code: 'ERR_LOCK_LOST',
+        mentions: String(job.id),
+      })
+      expect(state).toBe('active')
+    })
+
+    it('for a job that is not running', async () => {
+      const job = await t.queue.add('test', {})
+      // EchoMQ: a token given for a job not in flight holds no lease (docs/changing-jobs.md, ERR_LOCK_LOST).
+      await differs.refused(name, job.moveToDelayed(Date.now() + 60_000, 'a-token'), `Missing lock for job ${job.id}. moveToDelayed`, {
+        code: 'ERR_LOCK_LOST',
+        mentions: String(job.id),
+      })
+      expect(await job.getState()).toBe('waiting')
+    })
+  })
+
   describe('extendLock', () => {
     it("extends the run's lease with its token (1), not with another (0)", async () => {
       const results = first<[number, number, string]>()
@@ -206,6 +236,17 @@ describe.each(LIBRARIES)('%s: job updates', (name) => {
       expect(own).toBe(1)
       expect(other).toBe(0)
       expect(state).toBe('active')
+    })
+
+    it("gives 0 once the run's job completed", async () => {
+      const done = first<Job>()
+      const tokens = first<string>()
+      t.worker((_job, token) => tokens.listener(token as string)).on('completed', done.listener)
+      await t.queue.add('test', {})
+      const token = await tokens.value
+      const job = await done.value
+      expect(await job.extendLock(token, 5_000)).toBe(0)
+      expect(await job.getState()).toBe('completed')
     })
   })
 })
