@@ -225,7 +225,9 @@ describe.each(LIBRARIES)('%s: deduplication', (name) => {
     it('holds the id until the job is finished', async () => {
       const completed = first<{ jobId: string }>()
       events.once('completed', completed.listener)
-      t.worker(async () => {
+      // The first job, while it runs, is added twice more (later jobs, settled()'s marker included, are not).
+      t.worker(async (job) => {
+        if (job.id !== '1') return
         await t.queue.add('test', { foo: 'bar' }, { deduplication: { id: 'a1' } })
         await t.queue.add('test', { foo: 'bar' }, { deduplication: { id: 'a1' } })
       })
