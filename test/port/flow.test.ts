@@ -6,11 +6,11 @@
  * out") and BullMQ's private keys. A child's key is BullMQ's `<queueQualifiedName>:<id>` (`keyOf`), the
  * shape `parentKey`, getChildrenValues and a failed parent's reason use.
  */
-import type { Job, JobNode, Queue } from 'bullmq'
+import type { FlowJob, Job, JobNode, Queue } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { counted, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
+import { counted, differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
 
 // A hash of more than 64 fields is stored as a table, so HSCAN's COUNT pages it (this server's default, 512,
 // would keep BullMQ's 72 processed children in one listpack, returned whole: BullMQ's remark on getDependencies).
@@ -447,6 +447,94 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
       expect((await parentQueue.getJobs(['waiting-children'])).map((job) => job.id)).toEqual([tree.job.id])
       expect(await parentQueue.getJobState(tree.job.id as string)).toBe('waiting-children')
       expect((await seen.value).jobId).toBe(tree.job.id)
+    })
+  })
+
+  describe('a child added again', () => {
+    it('refuses a child that already has another parent', async () => {
+      await t.flow().add({
+        queueName: t.queueName,
+        name: 'tue',
+        opts: { jobId: 'tue' },
+        children: [{ name: 'mon', queueName: t.queueName, opts: { jobId: 'mon' } }],
+      })
+      await t.queue.add('wed', {}, { jobId: 'wed' })
+      const wedKey = `${t.queue.qualifiedName}:wed`
+      await differs.refused(
+        name,
+        t.queue.add('mon', {}, { jobId: 'mon', parent: { id: 'wed', queue: t.queue.qualifiedName } }),
+        `The parent job ${wedKey} cannot be replaced. addJob`,
+        { code: 'ERR_OPTIONS', mentions: wedKey },
+      )
+      expect((await t.queue.getJob('mon'))?.parentKey).toBe(`${t.queue.qualifiedName}:tue`)
+    })
+
+    it('a parent added again over its completed child runs at once', async () => {
+      const done = first<Job>()
+      t.worker(() => undefined).on('completed', (job) => {
+        if (job.id === 'tue') done.listener(job)
+      })
+      const flow = t.flow()
+      const tue = (opts: { removeOnComplete?: boolean }) =>
+        flow.add({
+          queueName: t.queueName,
+          name: 'tue',
+          opts: { jobId: 'tue', ...opts },
+          children: [{ name: 'mon', queueName: t.queueName, opts: { jobId: 'mon' } }],
+        })
+      await tue({ removeOnComplete: true })
+      await done.value
+      // 'mon' is still there, completed: the parent added again has nothing to wait for.
+      const tree = await tue({})
+      await until('the parent added again completed', async () => (await tree.job.getState()) === 'completed')
+    })
+  })
+
+  describe('deduplication on a flow node', () => {
+    it.each([
+      ['the root', true],
+      ['a nested node', false],
+    ])('is refused on %s with children', async (_, root) => {
+      const dedup = { deduplication: { id: 'dedup-with-children' } }
+      const withChildren = {
+        name: 'node',
+        queueName: t.queueName,
+        data: {},
+        opts: dedup,
+        children: [{ name: 'child', queueName: t.queueName, data: { foo: 'bar' } }],
+      }
+      const flow = root ? withChildren : { name: 'root', queueName: t.queueName, data: {}, children: [withChildren] }
+      await differs.refused(
+        name,
+        t.flow().add(flow as unknown as FlowJob),
+        'Deduplication options cannot be used on flow nodes with children',
+        {
+          code: 'ERR_OPTIONS',
+          mentions: 'deduplication',
+        },
+      )
+      expect(await t.queue.getJobCountByTypes()).toBe(0)
+    })
+
+    it('a root without children is deduplicated: add, addBulk, concurrent adds', async () => {
+      const flow = t.flow()
+      const opts = (id: string) => ({ deduplication: { id }, delay: 60_000 })
+      const first1 = await flow.add({ name: 'root', data: { order: 1 }, queueName: t.queueName, opts: opts('one') })
+      const second1 = await flow.add({ name: 'root', data: { order: 2 }, queueName: t.queueName, opts: opts('one') })
+      expect(second1.job.id).toBe(first1.job.id)
+      expect(await t.queue.getDeduplicationJobId('one')).toBe(first1.job.id)
+      const [a, b] = await flow.addBulk(
+        [1, 2].map((idx) => ({ name: `root-${idx}`, data: { idx }, queueName: t.queueName, opts: opts('bulk') })),
+      )
+      expect(b?.job.id).toBe(a?.job.id)
+      expect(await t.queue.getDeduplicationJobId('bulk')).toBe(a?.job.id)
+      const trees = await Promise.all(
+        Array.from({ length: 8 }, (_, index) =>
+          flow.add({ name: `root-${index}`, data: { index }, queueName: t.queueName, opts: opts('concurrent') }),
+        ),
+      )
+      expect(new Set(trees.map((tree) => tree.job.id)).size).toBe(1)
+      expect(await t.queue.getJobCountByTypes('delayed')).toBe(3)
     })
   })
 })
