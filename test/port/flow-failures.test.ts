@@ -216,6 +216,106 @@ describe.each(FLOW_LIBRARIES)('%s: a failing child', (name) => {
     })
   })
 
+  describe('continueParentOnFailure, more', () => {
+    it('a second child failing after the parent started is ignored', async () => {
+      const tree = await flowOf(
+        [0, 1, 2, 3, 4].map((idx) => ({
+          name: 'child-job',
+          data: { idx },
+          opts: idx === 1 || idx === 2 ? { continueParentOnFailure: true } : {},
+        })),
+      )
+      const failing = kid(tree, 1).job
+      const parentRan = counted<[Record<string, string>]>(1)
+      t.worker(async (job) => parentRan.listener(await job.getFailedChildrenValues()), { queueName: parentName() })
+      const childrenDone = counted<[Job | undefined]>(5)
+      const worker = t.worker((job) => {
+        if (job.data.idx === 1 || job.data.idx === 2) throw new Error('failed')
+      })
+      worker.on('completed', childrenDone.listener)
+      worker.on('failed', childrenDone.listener)
+      const [[failures]] = (await parentRan.done) as [[Record<string, string>]]
+      await childrenDone.done
+      expect(failures[keyOf(failing)]).toBe('failed')
+      // The parent ran once, whatever the second failure did.
+      expect(parentRan.calls).toHaveLength(1)
+      expect(await t.queueOf(parentName()).getJobCounts('completed', 'wait', 'delayed', 'failed')).toEqual({
+        completed: 1,
+        wait: 0,
+        delayed: 0,
+        failed: 0,
+      })
+    })
+
+    it('a parent with a delay is delayed once the child fails', async () => {
+      const tree = await t.flow().add({
+        name: 'parent-job',
+        queueName: parentName(),
+        opts: { delay: 1000 },
+        data: {},
+        children: [{ name: 'child-job', data: {}, queueName: t.queueName, opts: { continueParentOnFailure: true } }],
+      })
+      const parentQueue = t.queueOf(parentName())
+      const failed = first<Job | undefined>()
+      t.worker(() => {
+        throw new Error('failed')
+      }).on('failed', failed.listener)
+      await failed.value
+      await waitFor(async () => (await parentQueue.getJobState(tree.job.id as string)) === 'delayed', { what: 'the parent delayed' })
+      expect(await parentQueue.getWaitingCount()).toBe(0)
+      const ran = first<Record<string, string>>()
+      t.worker(async (job) => ran.listener(await job.getFailedChildrenValues()), { queueName: parentName() })
+      expect((await ran.value)[keyOf(kid(tree, 0).job)]).toBe('failed')
+    })
+
+    it('a parent with a priority is prioritized once the child fails', async () => {
+      const tree = await t.flow().add({
+        name: 'parent-job',
+        queueName: parentName(),
+        opts: { priority: 5 },
+        data: {},
+        children: [{ name: 'child-job', data: {}, queueName: t.queueName, opts: { continueParentOnFailure: true } }],
+      })
+      const parentQueue = t.queueOf(parentName())
+      t.worker(() => {
+        throw new Error('failed')
+      })
+      await waitFor(async () => (await parentQueue.getJobState(tree.job.id as string)) === 'prioritized', {
+        what: 'the parent prioritized',
+      })
+      expect(await parentQueue.getPrioritizedCount()).toBe(1)
+    })
+  })
+
+  it('a child failed with ignoreDependencyOnFailure, retried, is a dependency again', async () => {
+    const tree = await flowOf([{ name: 'child-job', data: { foo: 'bar' }, opts: { ignoreDependencyOnFailure: true, attempts: 1 } }])
+    const failed = first<Job | undefined>()
+    const worker = t.worker(fail)
+    worker.on('failed', failed.listener)
+    await failed.value
+    await worker.close()
+    await waitFor(async () => (await tree.job.getDependenciesCount({ ignored: true })).ignored === 1, { what: 'the failure ignored' })
+    const child = await t.queue.getJob(kid(tree, 0).job.id as string)
+    await child?.retry('failed')
+    expect(await child?.getState()).toBe('waiting')
+    expect(await tree.job.getDependenciesCount({ ignored: true, unprocessed: true })).toEqual({ ignored: 0, unprocessed: 1 })
+  })
+
+  it('failParentOnFailure fails a parent that waits prioritized', async () => {
+    const tree = await t.flow().add({
+      name: 'parent-job',
+      queueName: parentName(),
+      data: {},
+      opts: { priority: 5 },
+      children: [{ name: 'child-job', data: {}, queueName: t.queueName, opts: { failParentOnFailure: true } }],
+    })
+    const parentQueue = t.queueOf(parentName())
+    t.worker(fail)
+    t.worker(() => undefined, { queueName: parentName() })
+    await waitFor(async () => (await parentQueue.getJobState(tree.job.id as string)) === 'failed', { what: 'the parent failed' })
+    expect((await parentQueue.getJob(tree.job.id as string))?.failedReason).toBe(`child ${keyOf(kid(tree, 0).job)} failed`)
+  })
+
   it('a failed child retried and then completed lets its parent run', async () => {
     const tree = await flowOf([{ name: 'child-job', data: { idx: 0 } }])
     const parentDone = first<Job>()
