@@ -198,4 +198,69 @@ describe.each(FLOW_LIBRARIES)('%s: removing flows', (name) => {
       await differs.missingJob(name, first0.removeChildDependency(), first0.id as string, 'removeChildDependency')
     })
   })
+
+  describe('removeUnprocessedChildren', () => {
+    it('removes the children not started, keeps the completed, failed and running ones', async () => {
+      const tree = await flowOf([
+        child('done'),
+        child('fails'),
+        child('runs'),
+        { ...child('prioritized'), opts: { priority: 1 } },
+        { ...child('delayed'), opts: { delay: 60_000 } },
+        child('waits'),
+        child('parent', [child('grandchild')]),
+      ])
+      const hold = gate()
+      const running = first<string>()
+      // One job at a time: 'done' completes, 'fails' fails, 'runs' is held running while the test removes.
+      t.worker(async (job) => {
+        if (job.data.foo === 'fails') throw new Error('failed job')
+        if (job.data.foo === 'runs') {
+          running.listener(job.id as string)
+          await hold.passed
+        }
+      })
+      expect(await running.value).toBe(kid(tree, 2).job.id)
+      const before = new Map<string, string>()
+      for (const c of kids(tree)) before.set(c.job.id as string, await c.job.getState())
+      expect([before.get(kid(tree, 0).job.id as string), before.get(kid(tree, 1).job.id as string)]).toEqual(['completed', 'failed'])
+      await tree.job.removeUnprocessedChildren()
+      for (const c of kids(tree)) {
+        const again = await t.queue.getJob(c.job.id as string)
+        const was = before.get(c.job.id as string) as string
+        if (['completed', 'failed', 'active'].includes(was)) {
+          expect(again?.parent, `${c.job.data.foo} (${was})`).toEqual({ id: tree.job.id, queueKey: tree.job.queueQualifiedName })
+        } else expect(again, `${c.job.data.foo} (${was})`).toBeUndefined()
+      }
+      hold.open()
+    })
+
+    it('removes nothing once every child completed', async () => {
+      const tree = await flowOf([child('a'), child('b'), child('c'), child('parent', [child('grandchild')])])
+      const parentDone = first<Job>()
+      t.worker(() => undefined, { queueName: parentName() }).on('completed', parentDone.listener)
+      t.worker(() => undefined)
+      await parentDone.value
+      expect(await t.queue.getJobCountByTypes('completed')).toBe(5)
+      await tree.job.removeUnprocessedChildren()
+      expect(await t.queue.getJobCountByTypes('completed')).toBe(5)
+    })
+  })
+
+  it('removing a parent with a grandparent removes its children, not the grandparent', async () => {
+    const grandparentQueue = t.queueOf(`${t.queueName}-grandparent`)
+    const grandparent = await grandparentQueue.add('grandparent', {})
+    const tree = await t.flow().add({
+      name: 'parent-job',
+      queueName: parentName(),
+      data: {},
+      children: [{ ...child('bar'), queueName: t.queueName }],
+      opts: { parent: { id: grandparent.id as string, queue: grandparent.queueQualifiedName } },
+    })
+    await tree.job.remove()
+    expect(await kid(tree, 0).job.getState()).toBe('unknown')
+    expect(await tree.job.getState()).toBe('unknown')
+    expect(await grandparentQueue.getJob(grandparent.id as string)).toBeDefined()
+    expect(await grandparent.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 0 })
+  })
 })
