@@ -6,6 +6,7 @@
 import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
+import { waitFor } from '../helpers/wait.js'
 import { counted, differs, first, LIBRARIES, librariesFor, until, usePort } from './adapter.js'
 
 const redis = useRedis()
@@ -53,16 +54,25 @@ describe.each(LIBRARIES)('%s: delayed jobs', (name) => {
     const events = await t.events()
     await t.queue.pause()
     t.worker(() => undefined)
-    const waiting = first<{ jobId: string }>()
+    const waiting = first<{ jobId: string; prev?: string }>()
     const started = performance.now()
     events.on('waiting', waiting.listener)
     const job = await t.queue.add('test', { delayed: 'foobar' }, { delay })
     const event = await waiting.value
     const elapsed = performance.now() - started
-    expect(event.jobId).toBe(job.id)
+    expect(event).toEqual({ jobId: job.id, prev: 'delayed' })
     expect(elapsed).toBeGreaterThanOrEqual(delay)
     expect(elapsed).toBeLessThanOrEqual(delay * 1.2)
     expect(await job.getState()).toBe('waiting')
+  })
+
+  it('a due delayed job with a priority waits in prioritized', async () => {
+    await t.queue.pause()
+    t.worker(() => undefined)
+    const job = await t.queue.add('test', {}, { delay: 300, priority: 2 })
+    expect(await job.getState()).toBe('delayed')
+    await waitFor(async () => (await job.getState()) === 'prioritized', { what: 'the job prioritized' })
+    expect(await t.queue.getJobCounts('delayed', 'prioritized', 'waiting')).toEqual({ delayed: 0, prioritized: 1, waiting: 0 })
   })
 
   it('a short delay added after a job delayed by a year still runs on time', async () => {

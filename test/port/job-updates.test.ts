@@ -6,7 +6,7 @@ import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { counted, differs, first, LIBRARIES, usePort } from './adapter.js'
+import { counted, differs, first, gate, LIBRARIES, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -123,6 +123,22 @@ describe.each(LIBRARIES)('%s: job updates', (name) => {
       const job = await t.queue.add('test', { foo: 'bar' })
       await job.remove()
       await differs.missingJob(name, job.changePriority({ priority: 2 }), job.id as string, 'changePriority')
+    })
+
+    it('a running job keeps running, with the new priority stored', async () => {
+      const hold = gate()
+      const running = first<Job>()
+      t.worker(async (job) => {
+        running.listener(job)
+        await hold.passed
+      })
+      const job = await t.queue.add('test', {}, { priority: 7 })
+      await running.value
+      await job.changePriority({ priority: 3 })
+      expect(await job.getState()).toBe('active')
+      expect((await t.queue.getJob(job.id as string))?.priority).toBe(3)
+      expect(await t.queue.getJobCountByTypes('prioritized')).toBe(0)
+      hold.open()
     })
   })
 
