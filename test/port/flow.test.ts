@@ -26,7 +26,7 @@ const kid = (node: JobNode | undefined, i: number): JobNode => kids(node)[i] as 
 describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
   const t = usePort(redis, name)
   const parentName = () => `${t.queueName}-parent`
-  const until = (what: string, check: () => Promise<boolean>) => waitFor(check, { what })
+  const poll = (what: string, check: () => Promise<boolean>) => waitFor(check, { what })
   const stateOf = (queue: Queue, id: string | undefined) => queue.getJobState(id as string)
 
   describe('FlowProducer.add', () => {
@@ -148,7 +148,7 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
       const childDone = first<Job>()
       t.worker(() => 'ok').on('completed', childDone.listener)
       await childDone.value
-      await until('the parent delayed', async () => (await stateOf(parentQueue, tree.job.id)) === 'delayed')
+      await poll('the parent delayed', async () => (await stateOf(parentQueue, tree.job.id)) === 'delayed')
       const ran = first<Job>()
       t.worker(() => undefined, { queueName: parentName() }).on('completed', ran.listener)
       const parent = await ran.value
@@ -214,7 +214,7 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
       t.worker(() => undefined)
       const ran = first<string>()
       t.worker((job) => ran.listener(job.id as string), { queueName: parentName() })
-      await until('the parent waiting', async () => (await parentQueue.getWaitingCount()) === 1)
+      await poll('the parent waiting', async () => (await parentQueue.getWaitingCount()) === 1)
       expect(await tree.job.getState()).toBe('waiting')
       await parentQueue.resume()
       expect(await ran.value).toBe(tree.job.id)
@@ -486,7 +486,7 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
       await done.value
       // 'mon' is still there, completed: the parent added again has nothing to wait for.
       const tree = await tue({})
-      await until('the parent added again completed', async () => (await tree.job.getState()) === 'completed')
+      await poll('the parent added again completed', async () => (await tree.job.getState()) === 'completed')
     })
   })
 
