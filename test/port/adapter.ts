@@ -124,8 +124,8 @@ export interface Port {
   worker(processor: Processor, options?: Partial<bullmq.WorkerOptions> & { queueName?: string }): bullmq.Worker
   /** A QueueEvents reading the queue's stream from its start, ready when it resolves; closed after the test. */
   events(queueName?: string): Promise<bullmq.QueueEvents>
-  /** A FlowProducer, closed after the test. */
-  flow(): bullmq.FlowProducer
+  /** A FlowProducer (with `prefix` when given), closed after the test. */
+  flow(prefix?: string): bullmq.FlowProducer
   /** The `error` events of the test's workers. */
   readonly errors: unknown[]
 }
@@ -194,8 +194,8 @@ export function usePort(redis: TestRedis, name: LibName): Port {
       await events.waitUntilReady()
       return events
     },
-    flow() {
-      const producer = new lib.FlowProducer({ connection: connection() })
+    flow(prefix) {
+      const producer = new lib.FlowProducer({ connection: connection(), ...(prefix ? { prefix } : {}) })
       closers.push(() => producer.close())
       return producer
     },

@@ -236,6 +236,78 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
     })
   })
 
+  describe('FlowProducer.add, options', () => {
+    it("takes each queue's defaultJobOptions (queuesOptions)", async () => {
+      const tree = await t.flow().add(
+        {
+          name: 'parent-job',
+          queueName: parentName(),
+          data: {},
+          children: [0, 1].map((idx) => ({ name: 'child-job', data: { idx }, queueName: t.queueName })),
+        },
+        { queuesOptions: { [t.queueName]: { defaultJobOptions: { removeOnComplete: true } } } },
+      )
+      t.worker((job) => job.data.idx)
+      const values = first<Record<string, unknown>>()
+      t.worker(async (job) => values.listener(await job.getChildrenValues()), { queueName: parentName() })
+      expect(await values.value).toEqual({ [keyOf(kid(tree, 0).job)]: 0, [keyOf(kid(tree, 1).job)]: 1 })
+      // The children took removeOnComplete from their queue's options: gone once completed.
+      expect(await t.queue.getCompletedCount()).toBe(0)
+    })
+
+    it('a child retried after its backoff still lets the parent run', async () => {
+      const tree = await t.flow().add({
+        name: 'parent-job',
+        queueName: parentName(),
+        data: {},
+        children: [{ name: 'child-job', data: {}, queueName: t.queueName, opts: { attempts: 3, backoff: 100 } }],
+      })
+      t.worker((job) => {
+        if (job.attemptsMade < 2) throw new Error('Not yet!')
+        return 'third time'
+      })
+      const values = first<Record<string, unknown>>()
+      t.worker(async (job) => values.listener(await job.getChildrenValues()), { queueName: parentName() })
+      expect(await values.value).toEqual({ [keyOf(kid(tree, 0).job)]: 'third time' })
+      expect((await t.queue.getJob(kid(tree, 0).job.id as string))?.attemptsMade).toBe(3)
+    })
+
+    it("a FlowProducer's prefix is its jobs' prefix", async () => {
+      const prefix = 'custom'
+      const tree = await t.flow(prefix).add({
+        name: 'parent-job',
+        queueName: parentName(),
+        data: {},
+        children: [{ name: 'child-job', data: { foo: 'bar' }, queueName: t.queueName }],
+      })
+      expect(tree.job.queueQualifiedName).toBe(`${prefix}:${parentName()}`)
+      expect(await tree.job.getState()).toBe('waiting-children')
+      // Nothing under the default prefix.
+      expect(await t.queue.getJobCountByTypes()).toBe(0)
+      t.worker(() => 'done', { prefix })
+      const values = first<Record<string, unknown>>()
+      t.worker(async (job) => values.listener(await job.getChildrenValues()), { queueName: parentName(), prefix })
+      expect(await values.value).toEqual({ [keyOf(kid(tree, 0).job)]: 'done' })
+    })
+
+    it('a parent with removeOnComplete is removed once it ran', async () => {
+      const tree = await t.flow().add({
+        name: 'parent-job',
+        queueName: parentName(),
+        data: {},
+        opts: { removeOnComplete: true },
+        children: [0, 1, 2].map((idx) => ({ name: 'child-job', data: { idx }, queueName: t.queueName })),
+      })
+      t.worker((job) => job.data.idx)
+      const done = first<Job>()
+      t.worker(() => undefined, { queueName: parentName() }).on('completed', done.listener)
+      const parent = await done.value
+      const parentQueue = t.queueOf(parentName())
+      await poll('the parent removed', async () => (await parentQueue.getJob(tree.job.id as string)) === undefined)
+      expect((await parent.getDependencies()).processed ?? {}).toEqual({})
+    })
+  })
+
   describe('FlowProducer.addBulk', () => {
     it('adds flows, each root reading its own child', async () => {
       const flow = t.flow()
