@@ -104,6 +104,19 @@ export const differs = {
    * does not end a hold with a ttl (BullMQ's does): removeDeduplicationKey does").
    */
   removeEndsTtlHold: (lib: LibName): boolean => lib === 'bullmq',
+  /*
+   * Flows (docs/flows.md, "Differences from BullMQ 6.7", from branch `flows`): only read once EchoMQ is in
+   * FLOW_LIBRARIES.
+   */
+  /** A childless flow root may take `deduplication` (BullMQ); EchoMQ refuses it on every flow node. */
+  flowRootDeduplicates: (lib: LibName): boolean => lib === 'bullmq',
+  /** A job that ends with children still pending: BullMQ fails it ("pending dependencies"), EchoMQ completes it. */
+  pendingChildrenFailParent: (lib: LibName): boolean => lib === 'bullmq',
+  /** A parent removed by its retention: BullMQ removes its processed children's results, EchoMQ leaves them. */
+  retentionRemovesParentResults: (lib: LibName): boolean => lib === 'bullmq',
+  /** A child given a second parent: EchoMQ's ERR_JOB_STATE names the child; BullMQ's message the new parent. */
+  secondParentRefusal: (lib: LibName, child: string, parentKey: string): { code?: string; mentions: string } =>
+    lib === 'bullmq' ? { mentions: parentKey } : { code: 'ERR_JOB_STATE', mentions: child },
 }
 
 type AnyJob = bullmq.Job
@@ -118,8 +131,8 @@ export interface Port {
   readonly queue: bullmq.Queue
   /** Connection options for the file's redis-server, for whatever the test makes itself. */
   readonly connection: { host: string; port: number }
-  /** A Queue of another name (a flow's child queue), closed after the test. */
-  queueOf(name: string): bullmq.Queue
+  /** A Queue of another name (a flow's child queue; under `prefix` when given), closed after the test. */
+  queueOf(name: string, prefix?: string): bullmq.Queue
   /** A Worker with short leases, closed after the test; its `error` events are kept in `errors`. */
   worker(processor: Processor, options?: Partial<bullmq.WorkerOptions> & { queueName?: string }): bullmq.Worker
   /** A QueueEvents reading the queue's stream from its start, ready when it resolves; closed after the test. */
@@ -141,9 +154,9 @@ export function usePort(redis: TestRedis, name: LibName): Port {
   let queue: bullmq.Queue | undefined
   let queueName = ''
   const connection = () => ({ host: '127.0.0.1', port: redis.port })
-  const queueOf = (qName: string) => {
+  const queueOf = (qName: string, prefix?: string) => {
     // direct: the port's own fixture, for either library (test/helpers/fixture.ts makes EchoMQ's only)
-    const q = new lib.Queue(qName, { connection: connection() })
+    const q = new lib.Queue(qName, { connection: connection(), ...(prefix ? { prefix } : {}) })
     closers.push(() => q.close())
     return q
   }
