@@ -7,15 +7,10 @@
  */
 import { Worker as BullWorker } from 'bullmq'
 import { Worker } from '../lib/index.js'
-import { watchWorker } from './util.js'
+import { type QueueTarget, watchWorker } from './util.js'
 
-export interface LimitedRunMessage {
+export interface LimitedRunMessage extends QueueTarget {
   type: 'run'
-  lib: 'emq' | 'bull'
-  queue: string
-  prefix: string
-  host: string
-  port: number
   concurrency: number
   max: number
   duration: number

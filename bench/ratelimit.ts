@@ -22,7 +22,7 @@ import { BULL_PREFIX, bullConnection, EMQ_PREFIX } from './build.js'
 import { fmt, fs, type Target, table } from './format.js'
 import type { LimitedRunMessage, LimitedStoppedMessage } from './ratelimit-worker.js'
 import { type Child, spawnChild } from './throughput.js'
-import { alternate, type Ctx, median, type Spread, sleep, spreadOf } from './util.js'
+import { alternate, type Ctx, median, queueTarget, type Spread, sleep, spreadOf } from './util.js'
 
 const PROCESSES = 4
 const CONCURRENCY = 50
@@ -114,11 +114,7 @@ async function oneRun(ctx: Ctx, children: Child[], lib: Lib, windowMs: number): 
   await addJobs(ctx, lib, queue, Math.ceil(((windowMs + RUN_TAIL_MS) / DURATION_MS) * MAX * 2) + MAX)
   const msg: LimitedRunMessage = {
     type: 'run',
-    lib,
-    queue,
-    prefix: lib === 'emq' ? EMQ_PREFIX : BULL_PREFIX,
-    host: ctx.redis.host,
-    port: ctx.redis.port,
+    ...queueTarget(ctx, lib, queue),
     concurrency: CONCURRENCY,
     max: MAX,
     duration: DURATION_MS,

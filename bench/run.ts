@@ -1,6 +1,6 @@
 /**
  * `npm run bench` [-- --quick] [-- --only sweep,heartbeat,throughput,idle,queues,memory,retention,delayed,events,priority,ratelimit,
- *   addbulk,reaper]
+ *   addbulk,reaper,reaperHandler]
  *
  * Runs EchoMQ and BullMQ side by side on one fresh private redis-server (started here on a free port,
  * stopped at the end), prints one table per bench and the targets, and writes the results as JSON:
@@ -23,6 +23,7 @@ import { type PriorityResults, priorityReport, priorityTargets, runPriority } fr
 import { type QueuesResults, queuesReport, queuesTargets, runQueues } from './queues.js'
 import { type RateLimitResults, rateLimitReport, rateLimitTargets, runRateLimit } from './ratelimit.js'
 import { type ReaperResults, reaperReport, reaperTargets, runReaper } from './reaper.js'
+import { type HandlerResults, reaperHandlerReport, reaperHandlerTargets, runReaperHandler } from './reaper-handler.js'
 import { startRedis } from './redis.js'
 import { type RetentionResults, retentionReport, retentionTargets, runRetention } from './retention.js'
 import { runSweep, type SweepResults, sweepReport, sweepTargets } from './sweep.js'
@@ -43,6 +44,7 @@ interface Results {
   ratelimit: RateLimitResults
   addbulk: AddBulkResults
   reaper: ReaperResults
+  reaperHandler: HandlerResults
 }
 
 interface Bench<R> {
@@ -66,6 +68,7 @@ const BENCHES: { [K in keyof Results]: Bench<Results[K]> } = {
   ratelimit: { run: runRateLimit, report: rateLimitReport, targets: rateLimitTargets },
   addbulk: { run: runAddBulk, report: addBulkReport, targets: addBulkTargets },
   reaper: { run: runReaper, report: reaperReport, targets: reaperTargets },
+  reaperHandler: { run: runReaperHandler, report: reaperHandlerReport, targets: reaperHandlerTargets },
 }
 type Name = keyof Results
 const NAMES = Object.keys(BENCHES) as Name[]

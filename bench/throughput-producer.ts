@@ -6,14 +6,10 @@
  */
 import { Queue as BullQueue } from 'bullmq'
 import { Queue } from '../lib/index.js'
+import type { QueueTarget } from './util.js'
 
-export interface ProduceMessage {
+export interface ProduceMessage extends QueueTarget {
   type: 'produce'
-  lib: 'emq' | 'bull'
-  queue: string
-  prefix: string
-  host: string
-  port: number
   jobs: number
   window: number
 }

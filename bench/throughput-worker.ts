@@ -6,15 +6,10 @@
  */
 import { Worker as BullWorker } from 'bullmq'
 import { Worker } from '../lib/index.js'
-import { watchWorker } from './util.js'
+import { type QueueTarget, watchWorker } from './util.js'
 
-export interface RunMessage {
+export interface RunMessage extends QueueTarget {
   type: 'run'
-  lib: 'emq' | 'bull'
-  queue: string
-  prefix: string
-  host: string
-  port: number
   concurrency: number
 }
 

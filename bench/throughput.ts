@@ -28,7 +28,7 @@ import { fmt, fs, type Target, table, xs } from './format.js'
 import { commandStats, redisCpuUs, resetStats, SCRIPT_CMDS, subtract, sum, withoutMeter } from './meter.js'
 import type { ProducedMessage, ProduceMessage } from './throughput-producer.js'
 import type { RunMessage, StoppedMessage } from './throughput-worker.js'
-import { alternate, type Ctx, completion, ROUNDS, ratios, type Spread, sleep, spread, spreadOf, watchWorker } from './util.js'
+import { alternate, type Ctx, completion, queueTarget, ROUNDS, ratios, type Spread, sleep, spread, spreadOf, watchWorker } from './util.js'
 
 const PROCESSES = 4
 const CHILD = fileURLToPath(new URL('./throughput-worker.ts', import.meta.url))
@@ -122,11 +122,7 @@ async function produce(ctx: Ctx, producer: Child, side: Side, queue: string, job
   const lib = side === 'bull' ? 'bull' : 'emq'
   const m: ProduceMessage = {
     type: 'produce',
-    lib,
-    queue,
-    prefix: lib === 'bull' ? BULL_PREFIX : EMQ_PREFIX,
-    host: ctx.redis.host,
-    port: ctx.redis.port,
+    ...queueTarget(ctx, lib, queue),
     jobs,
     window: PRODUCER_WINDOW,
   }
@@ -256,11 +252,7 @@ async function inProcesses(
   const run = await measure(meter, jobs, async () => {
     const msg: RunMessage = {
       type: 'run',
-      lib,
-      queue,
-      prefix: lib === 'bull' ? BULL_PREFIX : EMQ_PREFIX,
-      host: ctx.redis.host,
-      port: ctx.redis.port,
+      ...queueTarget(ctx, lib, queue),
       concurrency,
     }
     for (const c of children) c.process.send(msg)

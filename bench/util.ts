@@ -2,6 +2,7 @@
 import type { EventEmitter } from 'node:events'
 import type { Worker as BullWorker } from 'bullmq'
 import type { Worker } from '../lib/index.js'
+import { BULL_PREFIX, EMQ_PREFIX } from './build.js'
 import type { BenchRedis } from './redis.js'
 
 export interface Ctx {
@@ -124,4 +125,18 @@ export function watchWorker(worker: Worker | BullWorker, onCompleted: () => void
 export function payload(i: number, bytes = 100): { i: number; pad: string } {
   const bare = JSON.stringify({ i, pad: '' }).length
   return { i, pad: 'x'.repeat(Math.max(0, bytes - bare)) }
+}
+
+/** Where a forked worker or producer finds its queue: the library, the queue, its prefix and the Redis. */
+export interface QueueTarget {
+  lib: 'emq' | 'bull'
+  queue: string
+  prefix: string
+  host: string
+  port: number
+}
+
+/** The target of `queue` on the bench's Redis, under the library's prefix. */
+export function queueTarget(ctx: Ctx, lib: 'emq' | 'bull', queue: string): QueueTarget {
+  return { lib, queue, prefix: lib === 'emq' ? EMQ_PREFIX : BULL_PREFIX, host: ctx.redis.host, port: ctx.redis.port }
 }

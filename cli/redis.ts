@@ -11,6 +11,7 @@
  */
 import { EchoMQError, notRedisHint, withLastError } from '../lib/errors.js'
 import { DEFAULTS } from '../lib/options.js'
+import { SSM_PEER_DEPENDENCIES } from '../lib/reaper/peers.js'
 import { explainFailure, failFast, openConnection, parseRedisUrl, type RedisClient, redactUrl } from '../lib/redis/connection.js'
 import { redisUrlSource } from '../lib/redis/url.js'
 import { CliError, loadReaperModule, messageOf } from './errors.js'
@@ -29,7 +30,11 @@ export interface RedisTarget {
  * stderr. The AWS SDK is loaded only then: a command given its URL otherwise starts without it.
  */
 export async function readParameter(name: string): Promise<string> {
-  const { readSecret } = await loadReaperModule('reading REDIS_URL_PARAMETER', () => import('../lib/reaper/secrets.js'))
+  const { readSecret } = await loadReaperModule(
+    'reading REDIS_URL_PARAMETER',
+    () => import('../lib/reaper/secrets.js'),
+    SSM_PEER_DEPENDENCIES,
+  )
   return readSecret(name, { warn: (message) => void process.stderr.write(`warn: ${message}\n`) })
 }
 

@@ -39,7 +39,7 @@ export interface QueueCounts {
 }
 
 /**
- * The sizes a sweep reads for the reaper's gauges (WaitingCount, ActiveCount...; lua/probe-12.lua). Not
+ * The sizes a sweep reads for the reaper's gauges (WaitingCount, ActiveCount...; lua/probe-13.lua). Not
  * QueueCounts: `wait` is every waiting job (the backlog: prioritized and reserved ones included) and
  * `active` every job in flight (marked ones included); `prioritized` and `stalled` say how many of those.
  */

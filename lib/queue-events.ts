@@ -30,6 +30,7 @@ import type { QueueEventsListener, Untyped } from './listeners.js'
 import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from './options.js'
 import { listen } from './redis/commands.js'
 import { type Connection, closeConnection, duplicateClient, openConnection, type RedisClient, resilient } from './redis/connection.js'
+import { connectionFailure } from './redis/connection-failure.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { lastEventId, readEvents } from './redis/queries.js'
@@ -225,7 +226,7 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
       await this.markNow()
       this.position = this.startId ?? (await lastEventId(this.conn.client, this.keys))
     } catch (err) {
-      throw redisError(this.name, 'listen to the events of queue', err)
+      throw connectionFailure(this.conn, this.name, 'listen to the events of queue', err)
     }
   }
 
@@ -277,7 +278,7 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
         }
       } catch (err) {
         if (this.closed) return
-        this.report(redisError(this.name, 'read the events of queue', err))
+        this.report(connectionFailure(this.conn, this.name, 'read the events of queue', err))
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
       }
     }

@@ -348,8 +348,9 @@ export class Queue<
     return this.client
   }
 
-  /** Closes the connection (if EchoMQ opened it) after the calls in flight are answered; calls Redis
-   * cannot answer (it is unreachable) fail with ERR_CLOSED. Safe to call more than once. */
+  /** Closes the connection (if EchoMQ opened it) after the calls in flight are answered (QUIT), within 2 s
+   * whatever Redis does (QUIT_TIMEOUT_MS; at once when the connection is down): no reconnect is waited for.
+   * Calls Redis has not answered then fail with ERR_CLOSED. Safe to call more than once. */
   close(): Promise<void> {
     const core = this.core
     core.closing ??= closeConnection(core.conn).finally(() => {

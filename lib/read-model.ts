@@ -37,6 +37,24 @@ export async function queueState(client: RedisClient, prefix: string, name: stri
   return { counts, paused }
 }
 
+/**
+ * The order jobsIn lists each state in, in the words the dashboard and `echomq jobs` / `inspect` both print:
+ * one list, one wording. `wait` is the order the jobs will run (a job sent to the front, `lifo` or recovered
+ * from a stall, first). The dashboard's Waiting tab reads BullMQ's getJobs order instead, the reverse:
+ * WAIT_REVERSED.
+ */
+export const LIST_ORDER: Record<JobState, string> = {
+  wait: 'next to run first',
+  prioritized: 'next to run first: priority 1 first, then by when they were added',
+  delayed: 'earliest due first',
+  active: 'earliest lease deadline first: lapsed leases on top',
+  completed: 'most recently finished first',
+  failed: 'most recently finished first',
+}
+
+/** The order of the dashboard's Waiting tab (getJobs(['waiting', 'paused'], start, end, false)). */
+export const WAIT_REVERSED = 'last to run first'
+
 /** Up to `count` jobs in `state` from rank `start`, in pages of MAX_JOBS_PER_CALL (jobs removed meanwhile are left out). */
 export async function jobsIn(queue: Queue, state: JobState, start: number, count: number): Promise<Job[]> {
   const jobs: Job[] = []

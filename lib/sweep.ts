@@ -5,7 +5,7 @@
  * back to `wait` (served next) or to `failed` when no attempts are left. Each step is one script call, so
  * any number of overlapping sweeps recover a job exactly once.
  *
- * A pass opens with one call on the queue's own keys (lua/probe-12.lua): the counts, and the candidates of
+ * A pass opens with one call on the queue's own keys (lua/probe-13.lua): the counts, and the candidates of
  * the steps below. For an idle queue that is the only call. Then, each in bounded script calls over ids
  * the probe or a read found, re-checked by the script:
  *   - the deadline walk over leases whose recorded deadline has passed (a live lease with a stale
@@ -27,7 +27,7 @@ import { randomInt } from 'node:crypto'
 import { redisError } from './errors.js'
 import type { SweepCounts } from './job.js'
 import { DEFAULTS, type SweepSettings, sweepSettings, validateQueueName } from './options.js'
-import { type FinishedSet, type Probe, probe, probeRequeueMax, requeueExpired, sweepStep } from './redis/commands.js'
+import { type Backlog, type FinishedSet, type Probe, probe, probeRequeueMax, requeueExpired, sweepStep } from './redis/commands.js'
 import { closeConnection, failFast, lastConnectionError, openConnection, type RedisClient } from './redis/connection.js'
 import { type QueueKeys, queueKeys } from './redis/keys.js'
 import { dueDelayed, dueSchedulers, waitingSince } from './redis/queries.js'
@@ -63,6 +63,23 @@ export interface QueuePass extends SweepResult {
    * when the pass began, or a job this pass recovered, whose wait began when its lease expired.
    */
   oldestWaitMs: number | undefined
+  /**
+   * With `readBacklog`: what scales the queue's worker functions once this pass is done (the probe's
+   * reading, plus the jobs this pass put in line: recovered, and schedulers' runs made).
+   */
+  backlog?: Backlog
+  /** The id next in line when the pass began (a caller passes it back as `knownHead` next time). */
+  head: string | undefined
+  /** The in-flight jobs the probe picked to audit (a caller passes them back as `knownInFlight` next time). */
+  auditWindow: string[]
+}
+
+/** What a caller of sweepQueue asks of a pass beyond the sweep itself (the reaper). */
+export interface PassOptions {
+  readFailures?: boolean
+  readBacklog?: boolean
+  knownHead?: string | undefined
+  knownInFlight?: readonly string[] | undefined
 }
 
 export async function sweep(connection: unknown, queue: string, options?: SweepOptions): Promise<SweepResult> {
@@ -83,17 +100,23 @@ export async function sweep(connection: unknown, queue: string, options?: SweepO
  * One pass over one queue (see above). `readFailures`: report the count of jobs that entered `failed` and
  * that no reaper invocation has claimed (the reaper's JobsFailed, which it claims and publishes). The count
  * is only read here, never taken: a library sweep, or a reaper with metrics off, leaves it to the reaper
- * that publishes it.
+ * that publishes it. `readBacklog`: report the backlog of worker functions, read by the same probe (the
+ * reaper, for a queue in WORKER_FUNCTIONS). `knownHead`: the `head` of this queue's last pass; while that job
+ * is still next in line the probe reads its wait too, so a queue whose line does not move costs one call.
+ * `knownInFlight`: the `auditWindow` of its last pass; the probe reads those leases and audits only the
+ * jobs of its window whose lease it did not see, so a queue whose jobs in flight stay alive costs one call.
  */
 export async function sweepQueue(
   client: RedisClient,
   keys: QueueKeys,
   { graceMs, limit, audit }: SweepSettings,
-  { readFailures = false }: { readFailures?: boolean } = {},
+  { readFailures = false, readBacklog = false, knownHead, knownInFlight }: PassOptions = {},
 ): Promise<QueuePass> {
-  const found = await probe(client, keys, { limit, audit, auditAt: randomInt(1_000_000) / 1_000_000, readFailures })
+  const auditAt = randomInt(1_000_000) / 1_000_000
+  const found = await probe(client, keys, { limit, audit, auditAt, readFailures, readBacklog, knownHead, knownInFlight })
   // A crash of a busy fleet leaves more expired reservations than the probe returns: all go back now.
   const share = probeRequeueMax(limit)
+  if (atRest(found, share)) return restingPass(found, readFailures)
   for (let n = found.unreserved; n === share; ) n = await requeueExpired(client, keys, share)
   const result: SweepResult = { marked: [], recovered: [], failed: [] }
   const trims = new Set<FinishedSet>()
@@ -148,7 +171,53 @@ export async function sweepQueue(
   const oldestWaitMs =
     waited === undefined || recoveredWaited === undefined ? (waited ?? recoveredWaited) : Math.max(waited, recoveredWaited)
   const failedNew = readFailures ? found.failedNew + result.failed.length : 0
-  return { ...result, promoted: promoted + made, trimmed: trimmed.completed + trimmed.failed, counts, failedNew, oldestWaitMs }
+  const b = found.backlog
+  const backlog = b && { ...b, ready: b.paused ? 0 : b.ready + result.recovered.length + made }
+  return {
+    ...result,
+    promoted: promoted + made,
+    trimmed: trimmed.completed + trimmed.failed,
+    counts,
+    failedNew,
+    oldestWaitMs,
+    ...(backlog ? { backlog } : {}),
+    head: found.head,
+    auditWindow: found.auditWindow,
+  }
+}
+
+/**
+ * The probe left nothing to do: no candidate for a step, no reservation beyond its share, and the wait of
+ * the job next in line (if any) read already. Most queues of a reaper's pass are at rest.
+ */
+function atRest(found: Probe, share: number): boolean {
+  return (
+    found.expired.length === 0 &&
+    found.audit.length === 0 &&
+    found.due.length === 0 &&
+    found.dueSchedulers.length === 0 &&
+    found.trim.completed.length === 0 &&
+    found.trim.failed.length === 0 &&
+    found.unreserved < share &&
+    (found.head === undefined || found.headSince !== undefined)
+  )
+}
+
+/** The pass of a queue at rest: the probe's reading, as the full pass would report it. */
+function restingPass(found: Probe, readFailures: boolean): QueuePass {
+  return {
+    marked: [],
+    recovered: [],
+    failed: [],
+    promoted: 0,
+    trimmed: 0,
+    counts: found.counts,
+    failedNew: readFailures ? found.failedNew : 0,
+    oldestWaitMs: found.headSince === undefined ? undefined : Math.max(0, found.now - found.headSince),
+    ...(found.backlog ? { backlog: found.backlog } : {}),
+    head: found.head,
+    auditWindow: found.auditWindow,
+  }
 }
 
 /**
@@ -174,9 +243,12 @@ async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, li
   return { promoted, made }
 }
 
-/** How long the job next in line has waited (one read, only when `wait` is not empty). */
+/**
+ * How long the job next in line has waited: the probe's reading when it knew the job, else one read (only
+ * when `wait` is not empty).
+ */
 async function waitingFor(client: RedisClient, keys: QueueKeys, found: Probe): Promise<number | undefined> {
   if (found.head === undefined) return undefined
-  const since = await waitingSince(client, keys, found.head)
+  const since = found.headSince ?? (await waitingSince(client, keys, found.head))
   return since === undefined ? undefined : Math.max(0, found.now - since)
 }

@@ -38,8 +38,8 @@ import type { Retention } from './job-options.js'
 import type { Untyped, WorkerListener } from './listeners.js'
 import { type BackoffStrategy, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import type { RedisClient } from './redis/connection.js'
+import { READY_TIMEOUT_MS, untilReady } from './redis/connection-failure.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
-import { ping } from './redis/queries.js'
 import { closeWorker } from './worker/closing.js'
 import type { HANDED_BACK, IDLE, Processor } from './worker/context.js'
 import { WorkerCore } from './worker/core.js'
@@ -136,11 +136,15 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     return this.closing
   }
 
-  /** Resolves once the worker's connection answers (BullMQ's waitUntilReady): the client. */
+  /**
+   * Resolves once the worker's connection is ready (BullMQ's waitUntilReady): the client. Rejects with
+   * ERR_CONNECTION naming where it goes (password masked) and the last connection error when it is not
+   * ready within READY_TIMEOUT_MS (5 s); the worker itself goes on reconnecting.
+   */
   async waitUntilReady(): Promise<RedisClient> {
     const { client } = this.core.conn
     try {
-      await ping(client)
+      await untilReady(client, READY_TIMEOUT_MS)
     } catch (err) {
       throw this.core.failure('connect to Redis for queue', err)
     }

@@ -1,7 +1,9 @@
 --[[
   What the reaper needs to start worker functions for a queue: the jobs ready to run (waiting, prioritized,
   and delayed ones already due, which the next promotion moves to `wait`) and the worker-function
-  invocations alive now (invocation-1.lua). A paused queue has nothing ready.
+  invocations alive now (invocation-1.lua). A paused queue has nothing ready. The reaper's probe reads the
+  same for every queue it sweeps (probe-13.lua with its backlog flag); this call is for a queue in
+  WORKER_FUNCTIONS that the pass did not sweep (QUEUES or the event listed others, or its sweep failed).
 
   KEYS[1] wait        LIST <prefix>:{q}:wait
   KEYS[2] prioritized ZSET <prefix>:{q}:prioritized

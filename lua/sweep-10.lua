@@ -1,7 +1,7 @@
 --[[
   One bounded step of the two-phase stalled sweep. Detect and move happen in this one call, so
   overlapping sweeps can never recover a job twice. The caller passes the ids with the earliest lease
-  deadlines (from probe-12.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
+  deadlines (from probe-13.lua, or ZRANGEBYSCORE on `active`); the script re-checks each one.
 
   For each candidate still in `active` whose deadline has passed:
     not marked, lease key there     -> a live lease whose recorded deadline is stale (heartbeats refresh

@@ -15,9 +15,9 @@ export const jobs = command({
 
 Lists jobs in one state with their attempts (made/allowed) and the worker that took them last, and per
 state: failed (finish time, reason), delayed (due in, last error), active (start time, last error),
-wait (last error, kept from a retried failure), completed (finish time). Orders: wait in the order the
-jobs will run, delayed earliest due first, active earliest lease deadline first, completed and failed
-most recent first. Exits 1 for a queue that is not registered and holds no jobs.
+wait (last error, kept from a retried failure), completed (finish time). Orders (the dashboard's words):
+wait and prioritized next to run first, delayed earliest due first, active earliest lease deadline first,
+completed and failed most recently finished first. Exits 1 for a queue that is not registered and holds no jobs.
 
   --state <state>     ${JOB_STATES.join(', ')} (default failed)
   --limit <n>         jobs to list (default 50, at most 10000)

@@ -5,7 +5,7 @@
  */
 
 import type { Queue, QueueCounts } from '../../lib/queue.js'
-import { isEmpty, jobsIn, type QueueState, queueState, readLeases } from '../../lib/read-model.js'
+import { isEmpty, jobsIn, LIST_ORDER, type QueueState, queueState, readLeases } from '../../lib/read-model.js'
 import type { RedisClient } from '../../lib/redis/connection.js'
 import { serverTimeMs } from '../../lib/redis/queries.js'
 import { registeredQueues } from '../../lib/registry.js'
@@ -141,11 +141,11 @@ export function renderInspection(queue: string, result: Inspection): string {
   )
   return [
     `${queue}: ${counts}\n`,
-    'in flight (earliest lease deadline first)',
+    `in flight (${LIST_ORDER.active})`,
     inFlight,
-    '\ndelayed (earliest due first)',
+    `\ndelayed (${LIST_ORDER.delayed})`,
     delayed,
-    '\nfailed (most recent first)',
+    `\nfailed (${LIST_ORDER.failed})`,
     failed,
   ].join('\n')
 }

@@ -8,7 +8,7 @@
 
 import type { JobFields, JobState } from '../../lib/job.js'
 import { Queue } from '../../lib/queue.js'
-import { jobsIn, queueExists, unknownQueueText } from '../../lib/read-model.js'
+import { jobsIn, LIST_ORDER, queueExists, unknownQueueText } from '../../lib/read-model.js'
 import type { RedisClient } from '../../lib/redis/connection.js'
 import { serverTimeMs } from '../../lib/redis/queries.js'
 import { CliError } from '../errors.js'
@@ -25,15 +25,6 @@ export async function withQueue<T>(client: RedisClient, prefix: string, name: st
   } finally {
     await queue.close()
   }
-}
-
-const STATE_ORDER: Record<JobState, string> = {
-  wait: 'in the order they will run',
-  prioritized: 'highest priority first',
-  delayed: 'earliest due first',
-  active: 'earliest lease deadline first',
-  completed: 'most recent first',
-  failed: 'most recent first',
 }
 
 type ListedJob = JobFields & { dueInMs?: number }
@@ -76,7 +67,7 @@ export function renderJobList(list: JobList): string {
   const rows = jobs.map((j) => [j.id, j.name, `${j.attemptsMade}/${j.attempts}`, j.workerName ?? '', ...cells(j)])
   const last = start + jobs.length
   const more = total > last ? `; next page: --start ${last}` : ''
-  const footer = `${state} jobs ${start + 1}-${last} of ${total} in queue ${list.queue} (${STATE_ORDER[state]})${more}`
+  const footer = `${state} jobs ${start + 1}-${last} of ${total} in queue ${list.queue} (${LIST_ORDER[state]})${more}`
   return `${table(['job', 'name', 'attempts', 'worker', ...headers], rows)}\n\n${footer}`
 }
 

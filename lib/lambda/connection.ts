@@ -7,13 +7,12 @@
  * packages are optional peers, loaded only then).
  */
 import { EchoMQError, withoutSecrets } from '../errors.js'
-import { withPeers } from '../reaper/peers.js'
+import { SSM_PEER_DEPENDENCIES, withPeers } from '../reaper/peers.js'
 import { type Connection, openConnection, type RedisClient, redactUrl, resilient } from '../redis/connection.js'
 import { redisUrlSource } from '../redis/url.js'
 
 /** As a Worker's: calls wait through reconnects (about 30 s of refusals) rather than fail a finish. */
 const RECONNECTS_PER_CALL = 20
-const SSM_PEERS = ['@aws-lambda-powertools/parameters', '@aws-sdk/client-ssm'] as const
 
 type Env = Record<string, string | undefined>
 
@@ -55,7 +54,11 @@ export class WorkerConnection {
       this.where = `Redis at ${redactUrl(source.value)}`
       return source.value
     }
-    const { secretReader } = await withPeers('echomq/lambda (REDIS_URL_PARAMETER)', () => import('../reaper/secrets.js'), SSM_PEERS)
+    const { secretReader } = await withPeers(
+      'echomq/lambda (REDIS_URL_PARAMETER)',
+      () => import('../reaper/secrets.js'),
+      SSM_PEER_DEPENDENCIES,
+    )
     try {
       const url = await secretReader()(source.parameter, { forceFetch: true })
       this.where = `Redis at ${redactUrl(url)}`

@@ -6,19 +6,12 @@
  */
 import type { EventEmitter } from 'node:events'
 import { KnownHolders } from '../deduplication.js'
-import { EchoMQError, redisError } from '../errors.js'
+import { EchoMQError } from '../errors.js'
 import type { JobQueue, JobScope } from '../job.js'
 import { jobChanges } from '../job-changes.js'
 import type { QueueSettings } from '../options.js'
-import {
-  type Connection,
-  lastConnectionError,
-  openConnection,
-  type RedisClient,
-  redactUrl,
-  resilient,
-  resolveUrl,
-} from '../redis/connection.js'
+import { type Connection, openConnection, type RedisClient, resilient } from '../redis/connection.js'
+import { connectionFailure } from '../redis/connection-failure.js'
 import { type QueueKeys, queueKeys } from '../redis/keys.js'
 import { reserveJobIds, setEventsMaxLen } from '../redis/queries.js'
 import { registration } from '../registry.js'
@@ -41,8 +34,6 @@ export class QueueCore {
   readonly register: () => Promise<unknown>
   /** Set by close(): later calls are refused. */
   closing: Promise<void> | undefined
-  /** Where a connection EchoMQ opened goes (password masked), named in its connection errors. */
-  private readonly where: string | undefined
   /** Calls waiting on Redis: close() fails them, as a connection closed while reconnecting never answers. */
   readonly waiting = new Set<() => void>()
   /** What the jobs this queue gives out act through (unfenced: no run owns them here). */
@@ -62,7 +53,6 @@ export class QueueCore {
     this.settings = settings
     this.keys = queueKeys(settings.prefix, name)
     this.conn = openConnection(connection, { redisOptions: resilient(undefined, COMMAND_TIMEOUT_MS) })
-    this.where = this.conn.owned ? `Redis at ${redactUrl(resolveUrl(connection))}` : undefined
     this.register = registration(this.conn.client, settings.prefix, name, () => performance.now())
     void this.register()
     if (settings.eventsMaxLen !== undefined) {
@@ -97,9 +87,7 @@ export class QueueCore {
         },
         (err: unknown) => {
           this.waiting.delete(fail)
-          const failure = redisError(this.name, what, err, lastConnectionError(this.client))
-          if (failure.code === 'ERR_CONNECTION' && this.where) failure.message += ` (${this.where})`
-          reject(failure)
+          reject(connectionFailure(this.conn, this.name, what, err))
         },
       )
     })

@@ -16,7 +16,7 @@
  *   OldestWaitAge     ms, the oldest job waiting in any queue (like SQS's ApproximateAgeOfOldestMessage)
  *   SweepDuration     ms, the slowest queue of each sweep (one value per sweep)
  * With `perQueue`, each queue also gets its own figures (dimension Queue): 10 more metrics per queue.
- * Per-queue figures are always in the reaper's log (one JSON line per queue per invocation).
+ * Per-queue figures are in the reaper's log for each queue where something happened (report.ts).
  *
  * Modes: `api` sends PutMetricData (at most 1000 metrics a call, chunked), bounded by PUBLISH_TIMEOUT_MS
  * in all; `emf` writes CloudWatch Embedded Metric Format lines to stdout (no network call: what a function

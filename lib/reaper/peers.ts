@@ -2,7 +2,8 @@
  * The packages the reaper imports beyond `echomq`'s own dependencies: optional peer dependencies in
  * package.json, installed by whoever runs the reaper (the Lambda, `echomq sweep`, an SSM parameter read by
  * the command), never brought to a library user. Modules that import them are loaded through `withPeers`,
- * which turns Node's ERR_MODULE_NOT_FOUND for the first missing one into an ERR_CONFIG naming them all.
+ * which turns Node's ERR_MODULE_NOT_FOUND for the first missing one into an ERR_CONFIG naming those of the
+ * path taken that are missing (all the reaper's for its handler; SSM's two for a URL read from SSM).
  */
 import { EchoMQError } from '../errors.js'
 
@@ -12,6 +13,9 @@ export const REAPER_PEER_DEPENDENCIES = [
   '@aws-sdk/client-cloudwatch',
   '@aws-sdk/client-ssm',
 ] as const
+
+/** What reading a Redis URL from SSM (REDIS_URL_PARAMETER, secrets.ts) loads: named alone when that is the path. */
+export const SSM_PEER_DEPENDENCIES = ['@aws-lambda-powertools/parameters', '@aws-sdk/client-ssm'] as const
 
 /** What the reaper loads besides, only when it starts worker functions (WORKER_FUNCTIONS, scaling.ts). */
 export const SCALING_PEER_DEPENDENCIES = ['@aws-sdk/client-lambda'] as const

@@ -5,14 +5,14 @@
  *
  * `createReaper` is what the Lambda handler (functions/sweep.ts) and `echomq sweep` call: it keeps the
  * connection (and the CloudWatch client) across runs, and each `run()` is one invocation: sweeps,
- * counts, metrics (config.metricsMode) with the failed jobs it claimed (failures.ts), and one summary
- * log line.
+ * counts, metrics (config.metricsMode) with the failed jobs it claimed (failures.ts), a log line for each
+ * queue where something happened and one summary line (report.ts).
  */
 
 import { redisError } from '../errors.js'
 import type { SweepSettings } from '../options.js'
 import type { RedisClient } from '../redis/connection.js'
-import { queueKeys } from '../redis/keys.js'
+import { type QueueKeys, queueKeys } from '../redis/keys.js'
 import { registeredQueues } from '../registry.js'
 import { sweepQueue } from '../sweep.js'
 import type { ReaperConfig } from './config.js'
@@ -20,7 +20,7 @@ import { ReaperConnection } from './connection.js'
 import { Discovery } from './discovery.js'
 import type { Log } from './log.js'
 import { RunReporter } from './report.js'
-import { emptyRun, type QueueRun } from './run.js'
+import { emptyRun, IDS_LOGGED, type QueueRun } from './run.js'
 import { WorkerScaler } from './scaling.js'
 
 export type { Log }
@@ -30,6 +30,12 @@ export interface ReaperSummary {
   queues: Record<string, { marked: number; recovered: number; failed: number; error?: string }>
   /** Worker functions started, by queue (only with WORKER_FUNCTIONS). */
   workersStarted?: Record<string, number>
+}
+
+/** What a queue's last pass saw, for the next one. */
+export interface Seen {
+  head: string | undefined
+  inFlight: string[]
 }
 
 export interface RunOptions {
@@ -43,8 +49,18 @@ export interface RunOptions {
   queues?: string[]
   /** Finds queues that need the reaper and are missing from the registry (kept by the caller across runs). */
   discovery?: Discovery
-  /** After each pass (the reaper starts worker functions there: scaling.ts). */
-  afterPass?: (client: RedisClient) => Promise<void>
+  /** After each pass, with every queue's run so far (the reaper starts worker functions there: scaling.ts). */
+  afterPass?: (client: RedisClient, runs: Record<string, QueueRun>) => Promise<void>
+  /** Queues whose sweeps read the backlog of their worker functions for afterPass. */
+  backlogOf?: ReadonlySet<string>
+  /**
+   * What each queue's last pass saw (kept by the caller across runs): the job next in line and the jobs
+   * in flight it audited. A queue whose line has not moved and whose jobs in flight are alive costs one
+   * call: its probe reads that job's wait and those leases (sweepQueue's knownHead and knownInFlight).
+   */
+  seen?: Map<string, Seen>
+  /** Each queue's keys, built once (kept by the caller across runs: 10,000 queues, 10,000 objects less a run). */
+  keys?: Map<string, QueueKeys>
 }
 
 /** Time kept free at the end of a run for the counts and the metrics. */
@@ -76,38 +92,59 @@ interface PassSettings {
   prefix: string
   settings: SweepSettings
   readFailures: boolean
+  /** Queues whose probe also reads the backlog of their worker functions (WORKER_FUNCTIONS). */
+  backlogOf: ReadonlySet<string>
+  seen: Map<string, Seen>
+  keys: Map<string, QueueKeys>
   log: Log
 }
 
-/** One queue's pass, its counts added to `run`; a failure other than the connection's stays with the queue. */
+/** Keeps the first IDS_LOGGED of `ids` in `into` (the log names a few; the counts are whole). */
+function keepIds(into: string[] | undefined, ids: string[]): string[] | undefined {
+  if (ids.length === 0 || (into?.length ?? 0) >= IDS_LOGGED) return into
+  return [...(into ?? []), ...ids].slice(0, IDS_LOGGED)
+}
+
+/**
+ * One queue's pass, its counts added to `run`; a failure other than the connection's stays with the queue.
+ * Nothing is logged here for a pass that went well: the reporter writes one line per queue where something
+ * happened, once per invocation (report.ts).
+ */
 async function sweepOne(client: RedisClient, queue: string, run: QueueRun, sweep: number, p: PassSettings): Promise<void> {
   const started = performance.now()
+  delete run.backlog
   try {
-    const pass = await sweepQueue(client, queueKeys(p.prefix, queue), p.settings, { readFailures: p.readFailures })
-    const durationMs = Math.round((performance.now() - started) * 100) / 100
+    let keys = p.keys.get(queue)
+    if (!keys) {
+      keys = queueKeys(p.prefix, queue)
+      p.keys.set(queue, keys)
+    }
+    const pass = await sweepQueue(client, keys, p.settings, {
+      readFailures: p.readFailures,
+      readBacklog: p.backlogOf.has(queue),
+      knownHead: p.seen.get(queue)?.head,
+      knownInFlight: p.seen.get(queue)?.inFlight,
+    })
+    if (pass.head === undefined && pass.auditWindow.length === 0) p.seen.delete(queue)
+    else p.seen.set(queue, { head: pass.head, inFlight: pass.auditWindow })
+    run.durations.push(Math.round((performance.now() - started) * 100) / 100)
     run.marked += pass.marked.length
     run.recovered += pass.recovered.length
     run.failed += pass.failed.length
+    run.promoted += pass.promoted
+    run.trimmed += pass.trimmed
+    const recoveredIds = keepIds(run.recoveredIds, pass.recovered)
+    if (recoveredIds) run.recoveredIds = recoveredIds
+    const failedIds = keepIds(run.failedIds, pass.failed)
+    if (failedIds) run.failedIds = failedIds
     // Read, not taken: each pass sees the whole count left to claim, so the last one is the run's.
     if (p.readFailures) run.failedPending = pass.failedNew
-    run.durations.push(durationMs)
     run.counts = pass.counts
     if (pass.oldestWaitMs === undefined) delete run.oldestWaitAgeMs
     else run.oldestWaitAgeMs = pass.oldestWaitMs
-    // Only a pass that did something is worth a line: an idle fleet of queues logs nothing per queue.
-    if (pass.marked.length + pass.recovered.length + pass.failed.length + pass.promoted + pass.trimmed > 0) {
-      p.log('info', 'sweep', {
-        queue,
-        sweep,
-        marked: pass.marked.length,
-        recovered: pass.recovered.length,
-        failed: pass.failed.length,
-        promoted: pass.promoted,
-        trimmed: pass.trimmed,
-        durationMs,
-      })
-    }
+    if (pass.backlog) run.backlog = pass.backlog
   } catch (err) {
+    p.seen.delete(queue)
     const failure = redisError(queue, 'sweep', err)
     if (failure.code === 'ERR_CONNECTION') throw failure
     run.error = failure.message
@@ -158,7 +195,20 @@ export async function runReaper(
   const runs: Record<string, QueueRun> = Object.fromEntries(queues.map((q) => [q, emptyRun()]))
   const settings = { prefix: config.prefix, graceMs: config.graceMs, limit: config.limit, audit: config.audit }
   // Only a reaper that publishes JobsFailed claims the failed jobs (failures.ts); one that does not leaves them.
-  const pass: PassSettings = { prefix: config.prefix, settings, readFailures: config.metricsMode !== 'off', log }
+  const pass: PassSettings = {
+    prefix: config.prefix,
+    settings,
+    readFailures: config.metricsMode !== 'off',
+    backlogOf: options.backlogOf ?? new Set(),
+    seen: options.seen ?? new Map(),
+    keys: options.keys ?? new Map(),
+    log,
+  }
+  // A queue gone from the registry is forgotten (a run over listed queues leaves the others be).
+  if (!options.queues && !config.queues) {
+    for (const queue of pass.seen.keys()) if (!(queue in runs)) pass.seen.delete(queue)
+    for (const queue of pass.keys.keys()) if (!(queue in runs)) pass.keys.delete(queue)
+  }
   let sweeps = 0
   const now = options.now ?? (() => performance.now())
   let lastPassMs = 0
@@ -171,7 +221,7 @@ export async function runReaper(
     const passStarted = now()
     await forEachLimit(queues, config.concurrency, (queue) => sweepOne(client, queue, runs[queue] as QueueRun, sweeps, pass))
     lastPassMs = now() - passStarted
-    await options.afterPass?.(client)
+    await options.afterPass?.(client, runs)
   }
   const summary: ReaperSummary = { sweeps, queues: {} }
   for (const [queue, run] of Object.entries(runs)) {
@@ -181,7 +231,7 @@ export async function runReaper(
 }
 
 export interface Reaper {
-  /** One invocation: every sweep, the counts, a log line per queue, the metrics and a summary log line. */
+  /** One invocation: every sweep, the counts, the metrics, a log line per queue where something happened, a summary line. */
   run(options?: Pick<RunOptions, 'queues' | 'remainingMs'>): Promise<ReaperSummary>
   /** Closes the connection; a later run opens a new one. */
   close(): Promise<void>
@@ -190,6 +240,8 @@ export interface Reaper {
 export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptions, 'log' | 'sleep'>): Reaper {
   const connection = new ReaperConnection(config, log)
   const discovery = new Discovery(config.prefix)
+  const seen = new Map<string, Seen>()
+  const keys = new Map<string, QueueKeys>()
   const reporter = new RunReporter(config, log)
   const scaler = config.workerFunctions ? new WorkerScaler(config.workerFunctions, config.prefix, log) : undefined
   return {
@@ -197,16 +249,22 @@ export function createReaper(config: ReaperConfig, { log, sleep }: Pick<RunOptio
       let client: RedisClient
       let result: Awaited<ReturnType<typeof runReaper>>
       const started: Record<string, number> = {}
-      const afterPass = async (c: RedisClient) => {
-        for (const [queue, s] of Object.entries((await scaler?.scale(c)) ?? {})) started[queue] = (started[queue] ?? 0) + s.started
+      const afterPass = async (c: RedisClient, runs: Record<string, QueueRun>) => {
+        for (const [queue, s] of Object.entries((await scaler?.scale(c, runs)) ?? {})) {
+          started[queue] = (started[queue] ?? 0) + s.started
+          const run = runs[queue]
+          if (run && s.started > 0) run.workersStarted = (run.workersStarted ?? 0) + s.started
+        }
       }
       try {
         client = await connection.client()
         result = await runReaper(client, config, {
           log,
           discovery,
+          seen,
+          keys,
           ...(sleep ? { sleep } : {}),
-          ...(scaler ? { afterPass } : {}),
+          ...(scaler ? { afterPass, backlogOf: scaler.queues } : {}),
           ...options,
         })
         if (scaler) result.summary.workersStarted = started

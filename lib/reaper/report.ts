@@ -5,15 +5,20 @@
  *   (failures.ts): each job that entered `failed` is published once as JobsFailed, across overlapping
  *   invocations and failed publishes. With metrics off nothing is claimed: the count waits for a reaper
  *   that publishes it;
- * - one JSON line per queue (message "queue"): its figures, searchable with CloudWatch Logs Insights at no
- *   metric cost. `failedNew` is what this invocation published; `failedNotPublished` what it claimed but
- *   could not publish (given back for the next one);
+ * - one JSON line (message "queue") per queue where something happened (run.ts `eventful`: a stalled job
+ *   marked or recovered, a job failed, a sweep error, a worker function started), with its figures and the
+ *   first ids of the jobs recovered or failed, searchable with CloudWatch Logs Insights at no metric cost.
+ *   `failedNew` is what this invocation published; `failedNotPublished` what it claimed but could not
+ *   publish (given back for the next one). A queue that did nothing writes no line: the log grows with
+ *   what happened, not with the number of queues (10,000 idle queues once wrote 5 MB an invocation);
  * - when no queue was swept, a warning saying why: the queues listed (QUEUES or the event) are not in the
  *   registry (a wrong PREFIX), another prefix's registry holds queues (a wrong PREFIX), or no registry
  *   exists yet (a fresh install: no Queue or Worker has run under the prefix). QueuesSwept = 0 goes out in
  *   the first two cases only, so the no-queues-swept alarm does not page before the first queue exists;
- * - one summary line (message "summary") with the totals and whether the metrics went out
- *   (`metricsPublished`, which the template's metrics-not-published alarm counts through a metric filter).
+ * - one summary line (message "summary") with the totals, the queue with the oldest waiting job and the
+ *   slowest queue (what the per-queue lines of idle queues used to be read for), how many queue lines went
+ *   before it, and whether the metrics went out (`metricsPublished`, which the template's
+ *   metrics-not-published alarm counts through a metric filter).
  *
  * The registry checks are best effort: a Redis user that may not run them gets a note, never a failed run.
  */
@@ -25,7 +30,7 @@ import type { ReaperConfig } from './config.js'
 import { FailureClaims } from './failures.js'
 import type { Log } from './log.js'
 import { metricsClient, type PublishResult, publishMetrics } from './metrics.js'
-import { type QueueRun, type Totals, totals } from './run.js'
+import { eventful, type QueueRun, type Totals, totals, waitAge } from './run.js'
 
 /**
  * Reports each run of one reaper (a Lambda container, an `echomq sweep --every` process): the failed jobs
@@ -80,10 +85,13 @@ export class RunReporter {
       ...(this.cloudwatch ? { client: this.cloudwatch } : {}),
     })
     await claims?.settle(runs, metrics.jobsFailedPublished)
+    let lines = 0
     for (const [queue, run] of Object.entries(runs)) {
+      if (!eventful(run)) continue
+      lines++
       log(run.error === undefined ? 'info' : 'warn', 'queue', queueLine(queue, run, metrics.jobsFailedPublished))
     }
-    log('info', 'summary', summaryLine(sweeps, t, config, metrics))
+    log('info', 'summary', summaryLine(sweeps, t, config, metrics, { ...standouts(runs), queueLines: lines }))
     return t
   }
 }
@@ -163,7 +171,7 @@ async function otherRegistries(client: RedisClient, prefix: string): Promise<str
   return [...found]
 }
 
-/** The "queue" log line: one per queue per invocation. `published`: JobsFailed went out. */
+/** The "queue" log line, for a queue where something happened. `published`: JobsFailed went out. */
 function queueLine(queue: string, run: QueueRun, published = true): object {
   return {
     queue,
@@ -171,8 +179,11 @@ function queueLine(queue: string, run: QueueRun, published = true): object {
     marked: run.marked,
     recovered: run.recovered,
     failed: run.failed,
+    ...(run.recoveredIds ? { recoveredIds: run.recoveredIds } : {}),
+    ...(run.failedIds ? { failedIds: run.failedIds } : {}),
     failedNew: published ? run.failedNew : 0,
     ...(published || run.failedNew === 0 ? {} : { failedNotPublished: run.failedNew }),
+    ...(run.workersStarted ? { workersStarted: run.workersStarted, ...(run.backlog ? { ready: run.backlog.ready } : {}) } : {}),
     ...(run.counts ? { counts: run.counts } : {}),
     ...(run.oldestWaitAgeMs === undefined ? {} : { oldestWaitAgeMs: run.oldestWaitAgeMs }),
     ...(run.durations.length > 0 ? { slowestSweepMs: Math.max(...run.durations) } : {}),
@@ -181,19 +192,53 @@ function queueLine(queue: string, run: QueueRun, published = true): object {
   }
 }
 
-/** The "summary" log line: the totals, and whether the metrics went out. */
-function summaryLine(sweeps: number, t: Totals, config: Pick<ReaperConfig, 'metricsMode' | 'namespace'>, metrics: PublishResult): object {
+/** The queues that stand out of an invocation, with no line of their own: the oldest wait, the slowest sweep. */
+interface Standouts {
+  oldestWaitQueue?: string
+  slowestQueue?: string
+  slowestSweepMs?: number
+  /** Queue lines written before the summary. */
+  queueLines: number
+}
+
+function standouts(runs: Record<string, QueueRun>): Omit<Standouts, 'queueLines'> {
+  let oldest: [string, number] | undefined
+  let slowest: [string, number] | undefined
+  for (const [queue, run] of Object.entries(runs)) {
+    const age = waitAge(run)
+    if (age !== undefined && age > 0 && (!oldest || age > oldest[1])) oldest = [queue, age]
+    for (const ms of run.durations) if (!slowest || ms > slowest[1]) slowest = [queue, ms]
+  }
+  return {
+    ...(oldest ? { oldestWaitQueue: oldest[0] } : {}),
+    ...(slowest ? { slowestQueue: slowest[0], slowestSweepMs: slowest[1] } : {}),
+  }
+}
+
+/** The "summary" log line: the totals, the queues that stand out, and whether the metrics went out. */
+function summaryLine(
+  sweeps: number,
+  t: Totals,
+  config: Pick<ReaperConfig, 'metricsMode' | 'namespace'>,
+  metrics: PublishResult,
+  s: Standouts,
+): object {
   const pending = metrics.jobsFailedPublished ? 0 : t.jobsFailed
   return {
     sweeps,
     queuesSwept: t.queuesSwept,
+    queueLines: s.queueLines,
     sweepErrors: t.sweepErrors,
     marked: t.marked,
     recovered: t.recovered,
     jobsFailed: t.jobsFailed - pending,
     ...(pending > 0 ? { jobsFailedNotPublished: pending } : {}),
+    promoted: t.promoted,
+    trimmed: t.trimmed,
     ...(t.counts ? { counts: t.counts } : {}),
     ...(t.oldestWaitAgeMs === undefined ? {} : { oldestWaitAgeMs: t.oldestWaitAgeMs }),
+    ...(s.oldestWaitQueue === undefined ? {} : { oldestWaitQueue: s.oldestWaitQueue }),
+    ...(s.slowestQueue === undefined ? {} : { slowestQueue: s.slowestQueue, slowestSweepMs: s.slowestSweepMs }),
     metrics: config.metricsMode,
     ...(config.metricsMode === 'off' ? {} : { namespace: config.namespace, metricsPublished: metrics.published }),
   }

@@ -4,6 +4,10 @@
  * show (Totals, from `totals`). Pure data and arithmetic: no Redis, no AWS.
  */
 import type { SweepCounts } from '../job.js'
+import type { Backlog } from '../redis/commands.js'
+
+/** Most job ids of each kind a queue's log line names (the counts are whole). */
+export const IDS_LOGGED = 10
 
 /** One queue's invocation, as runReaper reports it. */
 export interface QueueRun {
@@ -11,6 +15,16 @@ export interface QueueRun {
   recovered: number
   /** Moved to failed by the sweeps (a stall on the last attempt). */
   failed: number
+  /** The first IDS_LOGGED ids of the jobs recovered and of those failed by the sweeps, for the log. */
+  recoveredIds?: string[]
+  failedIds?: string[]
+  /** Jobs the sweeps put in line (delayed jobs due, schedulers' runs) and finished jobs trimmed. */
+  promoted: number
+  trimmed: number
+  /** Worker functions started for this queue (WORKER_FUNCTIONS). */
+  workersStarted?: number
+  /** The backlog of its worker functions, as the last pass read it (a queue in WORKER_FUNCTIONS). */
+  backlog?: Backlog
   /**
    * Jobs that entered `failed`, whatever moved them there, that this invocation claimed to publish as
    * JobsFailed (failures.ts): each failed job is claimed by one invocation at a time, and its claim ends
@@ -36,7 +50,16 @@ export interface QueueRun {
 }
 
 /** A queue before its first sweep. */
-export const emptyRun = (): QueueRun => ({ marked: 0, recovered: 0, failed: 0, failedNew: 0, durations: [] })
+export const emptyRun = (): QueueRun => ({ marked: 0, recovered: 0, failed: 0, failedNew: 0, promoted: 0, trimmed: 0, durations: [] })
+
+/**
+ * Whether a queue's invocation is worth a log line of its own: a stall seen or recovered, a job failed, an
+ * error, a worker function started. A queue that only had its counts read, or its routine promotions and
+ * trims done, is in the summary's totals only, so the log does not grow with the queues that did nothing.
+ */
+export function eventful(run: QueueRun): boolean {
+  return run.marked + run.recovered + run.failed + run.failedNew + (run.workersStarted ?? 0) > 0 || run.error !== undefined
+}
 
 /** The invocation over every queue: what the alarms watch and the summary log line shows. */
 export interface Totals {
@@ -45,6 +68,8 @@ export interface Totals {
   marked: number
   recovered: number
   jobsFailed: number
+  promoted: number
+  trimmed: number
   /** Summed over the queues whose sizes were read; absent when none was. */
   counts?: { wait: number; active: number; delayed: number; failed: number }
   oldestWaitAgeMs?: number
@@ -69,6 +94,8 @@ export function totals(runs: Record<string, QueueRun>, unregistered: ReadonlySet
     marked: sum((r) => r.marked),
     recovered: sum((r) => r.recovered),
     jobsFailed: sum((r) => r.failedNew),
+    promoted: sum((r) => r.promoted),
+    trimmed: sum((r) => r.trimmed),
     ...(counted.length === 0
       ? {}
       : {

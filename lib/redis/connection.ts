@@ -39,6 +39,8 @@ export interface Connection {
   client: RedisClient
   /** True when EchoMQ created the client and so must close it. */
   owned: boolean
+  /** Where a client EchoMQ opened goes, password masked (`Redis at redis://user:***@host:6379`), for its errors. */
+  where?: string
 }
 
 const lastErrors = new WeakMap<object, Error>()
@@ -178,7 +180,7 @@ export function openConnection(connection: unknown, options: OpenOptions = {}): 
   const base = options.redisOptions ?? resilient()
   const { client, endpoint } = isPlainObject(connection) ? fromObject(connection, base) : fromUrl(connection, options, base)
   watch(client, endpoint)
-  return { client, owned: true }
+  return { client, owned: true, where: `Redis at ${redactUrl(resolveUrl(connection))}` }
 }
 
 /** replyMapping left out: ioredis's constructors type it without undefined (exactOptionalPropertyTypes). */
@@ -340,7 +342,7 @@ export function resilient(reconnectsPerCommand = RECONNECTS_PER_COMMAND, command
 }
 
 /** How long QUIT may wait for the replies before it (a stalled link) before the socket is just closed. */
-const QUIT_TIMEOUT_MS = 2_000
+export const QUIT_TIMEOUT_MS = 2_000
 
 export async function closeConnection(conn: Connection): Promise<void> {
   if (!conn.owned) return

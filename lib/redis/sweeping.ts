@@ -1,5 +1,5 @@
 /**
- * The sweep: probe-12.lua reads a queue's counts and candidates, sweep-10.lua recovers stalled runs, promote
+ * The sweep: probe-13.lua reads a queue's counts and candidates, sweep-10.lua recovers stalled runs, promote
  * and trim move due and old jobs, and the reaper's count of failed jobs is claimed then settled.
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
@@ -12,7 +12,7 @@ import { evalScript, eventKeys, jobAndLogs, type NextDue, nextDue, prioritizedKe
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const SWEEP_SCRIPTS = {
-  probe: 'probe-12.lua',
+  probe: 'probe-13.lua',
   claim: 'claim-1.lua',
   settle: 'settle-1.lua',
   sweepStep: 'sweep-10.lua',
@@ -30,6 +30,20 @@ export interface ProbeRequest {
   auditAt: number
   /** Return the count of failed jobs to claim (read only: the reaper's JobsFailed, see claimFailures). */
   readFailures: boolean
+  /** Also read the backlog of worker functions (the reaper, for a queue in WORKER_FUNCTIONS). */
+  readBacklog?: boolean
+  /** The id next in line at the caller's last probe: if it still is, the probe reads when it joined the line. */
+  knownHead?: string | undefined
+  /** In-flight ids whose leases the probe reads (the last probe's audit window): one alive needs no audit. */
+  knownInFlight?: readonly string[] | undefined
+}
+
+/** What scales a queue's worker functions: jobs ready to run (none while paused) and invocations alive. */
+export interface Backlog {
+  ready: number
+  live: number
+  /** The queue is paused (so nothing is ready, whatever waits). */
+  paused?: boolean
 }
 
 export interface Probe {
@@ -43,33 +57,85 @@ export interface Probe {
   failedNew: number
   /** In-flight ids whose recorded lease deadline has passed, earliest first. */
   expired: string[]
+  /** The audit window less the jobs whose lease the probe saw (knownInFlight). */
   audit: string[]
+  /** The whole audit window (the caller's knownInFlight next time). */
+  auditWindow: string[]
   /** Delayed ids that are due. */
   due: string[]
   /** The oldest ids of each finished set when it is past its retention. */
   trim: Record<FinishedSet, string[]>
   /** The id next in line in `wait`. */
   head: string | undefined
+  /** When `head` joined the line (ms), read by the probe when it is the request's `knownHead`. */
+  headSince?: number
   /** Expired reservations (a dead worker's) sent back to `wait`; when PROBE_REQUEUE_MAX, more may be left. */
   unreserved: number
   /** Job schedulers whose next period is due (at most `limit`). */
   dueSchedulers: string[]
+  /** With readBacklog: the backlog after the reservations this probe returned. */
+  backlog?: Backlog
 }
 
-/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-12.lua). */
+/** Most expired reservations one probe (and one requeueExpired call) returns to `wait` (see probe-13.lua). */
 export const probeRequeueMax = (limit: number): number => Math.min(limit * 10, 1000)
 
-type ProbeReply = [number, number[], number, string[], string[], string[], string[], string[], string | null, number, string[]]
+type Ids = string[]
+/** probe-13.lua's reply, in its order (its header names each). */
+type ProbeReply = [
+  number,
+  number[],
+  number,
+  Ids,
+  Ids,
+  Ids,
+  Ids,
+  Ids,
+  string | null,
+  number,
+  Ids,
+  [number, number, number] | null,
+  string | null,
+  Ids,
+]
 
 /** A queue's counts and the candidates of the sweep's steps, in one call on the queue's own keys. */
 export async function probe(client: RedisClient, keys: QueueKeys, request: ProbeRequest): Promise<Probe> {
   const k = keys
-  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers] = (await evalScript(
+  const known = request.knownHead
+  const inFlight = request.knownInFlight ?? []
+  const reply = (await evalScript(
     client,
     SWEEP_SCRIPTS.probe,
-    [k.active, k.stalled, k.wait, k.delayed, k.completed, k.failed, k.marker, k.meta, k.reserved, ...prioritizedKeys(k), k.schedulers],
-    [request.limit, request.audit, request.auditAt, request.readFailures ? 1 : 0],
+    [
+      k.active,
+      k.stalled,
+      k.wait,
+      k.delayed,
+      k.completed,
+      k.failed,
+      k.marker,
+      k.meta,
+      k.reserved,
+      ...prioritizedKeys(k),
+      k.schedulers,
+      k.invocations,
+      ...inFlight.map((id) => k.lock(id)),
+      ...(known === undefined ? [] : [k.job(known)]),
+    ],
+    [
+      request.limit,
+      request.audit,
+      request.auditAt,
+      request.readFailures ? 1 : 0,
+      request.readBacklog ? 1 : 0,
+      known ?? '',
+      inFlight.length,
+      ...inFlight,
+    ],
   )) as ProbeReply
+  const [now, c, failedNew, expired, audit, due, trimCompleted, trimFailed, head, unreserved, dueSchedulers, backlog, since, window] = reply
+  const headSince = since === null ? Number.NaN : Number(since)
   const [wait = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0] = c
   return {
     now,
@@ -77,11 +143,14 @@ export async function probe(client: RedisClient, keys: QueueKeys, request: Probe
     failedNew,
     expired,
     audit,
+    auditWindow: window,
     due,
     trim: { completed: trimCompleted, failed: trimFailed },
     head: head ?? undefined,
     unreserved,
     dueSchedulers,
+    ...(backlog ? { backlog: { ready: backlog[0], live: backlog[1], paused: backlog[2] === 1 } } : {}),
+    ...(Number.isFinite(headSince) && headSince > 0 ? { headSince } : {}),
   }
 }
 

@@ -14,8 +14,9 @@
  *   POST /queues/:queue                 action = pause | resume | retry-all | clean-completed | clean-failed
  *   POST /queues/:queue/jobs/:id        action = retry | remove | promote
  *   GET  /assets/app.css, /assets/app.js
- * A GET that accepts JSON gets the page's live values instead (layout.ts). Every page carries a red banner
- * while a primary's maxmemory-policy is not noeviction (one INFO per page). Every POST needs the page's
+ * A GET that accepts JSON gets the page's live values instead (layout.ts). Every page, a 404 too, carries a red
+ * banner while a primary's maxmemory-policy is not noeviction (one INFO per page; CLIENT LIST, for the
+ * workers, is kept CLIENT_LIST_TTL_MS, operator.ts). Every POST needs the page's
  * token (a random value made per handler and written into its forms): without it the request is refused
  * whatever its Origin, and in read-only mode every POST is refused.
  *
@@ -36,7 +37,7 @@ import { type DashboardOptions, dashboardSettings } from './options.js'
 import { errorPage, type View } from './pages.js'
 import { post } from './post.js'
 import { QueueSet } from './read.js'
-import { type Dashboard, jobScreen, overview, queueScreen, timingScreen, workersScreen } from './screens.js'
+import { bannerNow, type Dashboard, jobScreen, overview, queueScreen, timingScreen, workersScreen } from './screens.js'
 
 export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: (err?: unknown) => void) => void) & {
   /** Closes the connection the dashboard opened (not a client it was given). */
@@ -85,7 +86,9 @@ export function createDashboard(options?: DashboardOptions): DashboardHandler {
   const fail = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
     // A plain command's failure (a read outside a Queue's calls) gets the library's code: ERR_CONNECTION...
     const known = err instanceof DashboardError || err instanceof EchoMQError
-    failed(d, req, res, known ? err : redisError(where ?? 'given', 'Redis', err, lastConnectionError(conn.client)))
+    void failed(d, req, res, known ? err : redisError(where ?? 'given', 'Redis', err, lastConnectionError(conn.client))).catch(() =>
+      res.destroy(),
+    )
   }
 
   const handler: Handler = (req, res, next) => {
@@ -95,7 +98,7 @@ export function createDashboard(options?: DashboardOptions): DashboardHandler {
       if (next) next()
       else {
         securityHeaders(res)
-        sendHtml(res, 404, errorPage(view(), Date.now(), 404, 'ERR_UI_NOT_FOUND', 'no such page'))
+        fail(req, res, new DashboardError('ERR_UI_NOT_FOUND', 'no such page'))
       }
       return
     }
@@ -184,8 +187,11 @@ function asset(assets: Map<string, Asset>, req: IncomingMessage, res: ServerResp
   send(res, 200, found.type, found.body)
 }
 
-function failed(d: Dashboard, req: IncomingMessage, res: ServerResponse, err: unknown): void {
+async function failed(d: Dashboard, req: IncomingMessage, res: ServerResponse, err: unknown): Promise<void> {
   const { status, code, message } = describeFailure(err)
+  // A page not found (a mistyped address, a job removed) is a page like the others: it carries the banner.
+  // A refusal learns nothing more, and a failure (5xx) does not ask a failing Redis again.
+  const banner = status === 404 && !acceptsJson(req) ? await bannerNow(d) : undefined
   if (res.headersSent) {
     res.destroy()
     return
@@ -199,7 +205,7 @@ function failed(d: Dashboard, req: IncomingMessage, res: ServerResponse, err: un
   }
   // Unauthenticated requests, and requests for another host, learn nothing but that they are refused.
   const shown = status === 401 || code === 'ERR_UI_HOST' ? { ...d.view(), where: undefined } : d.view()
-  sendHtml(res, status, errorPage(shown, Date.now(), status, code, message))
+  sendHtml(res, status, errorPage({ ...shown, banner }, Date.now(), status, code, message))
 }
 
 export type { DashboardOptions }

@@ -47,7 +47,29 @@ export interface Presence {
   connected: Map<string, number>
 }
 
-async function readClientLists(set: QueueSet): Promise<{ lists: string[] } | { refused: string }> {
+/**
+ * How long what CLIENT LIST said is kept: every page and every live refresh of every open tab asks, and
+ * CLIENT LIST costs Redis a line per connection; a worker shown a few seconds late is no loss.
+ */
+export const CLIENT_LIST_TTL_MS = 3_000
+
+type ClientLists = { lists: string[] } | { refused: string }
+
+/** Per dashboard (its QueueSet): the last CLIENT LIST read or under way, and when it was asked (set.clock). */
+const kept = new WeakMap<QueueSet, { at: number; reading: Promise<ClientLists> }>()
+
+/** CLIENT LIST of every primary, kept CLIENT_LIST_TTL_MS; a read that failed is not kept. */
+function readClientLists(set: QueueSet): Promise<ClientLists> {
+  const now = set.clock.now()
+  const last = kept.get(set)
+  if (last && now - last.at < CLIENT_LIST_TTL_MS) return last.reading
+  const entry = { at: now, reading: askClientLists(set) }
+  kept.set(set, entry)
+  entry.reading.catch(() => kept.get(set) === entry && kept.delete(set))
+  return entry.reading
+}
+
+async function askClientLists(set: QueueSet): Promise<ClientLists> {
   try {
     return { lists: await clientLists(set.client) }
   } catch (err) {

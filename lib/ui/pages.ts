@@ -6,6 +6,7 @@
  * left out in read-only mode.
  */
 import type { Job, JobState } from '../job.js'
+import { LIST_ORDER, WAIT_REVERSED } from '../read-model.js'
 import { chart } from './chart.js'
 import { count, pretty, span } from './format.js'
 import { type Html, html, query } from './html.js'
@@ -41,14 +42,8 @@ const STATE_LABEL: Record<JobState, string> = {
   failed: 'Failed',
   completed: 'Completed',
 }
-const STATE_ORDER: Record<JobState, string> = {
-  active: 'earliest lease deadline first: lapsed leases on top',
-  wait: 'newest first',
-  prioritized: 'in the order they will run: priority 1 first, then by when they were added',
-  delayed: 'due first',
-  failed: 'newest first',
-  completed: 'newest first',
-}
+/** How each tab is ordered, in the words `echomq jobs` uses for the same list (lib/read-model.ts). */
+const STATE_ORDER: Record<JobState, string> = { ...LIST_ORDER, wait: WAIT_REVERSED }
 
 /** One line of a long text, for a table cell. */
 export const oneLine = (text: string | undefined, max = 120) => {

@@ -10,6 +10,7 @@
  * Queues are opened only when they exist (registered, or holding jobs): opening a Queue registers its
  * name, so a mistyped URL must not add a queue to the registry.
  */
+import { type Clock, systemClock } from '../clock.js'
 import type { Job, JobState } from '../job.js'
 import { Queue, type QueueCounts } from '../queue.js'
 import { jobsIn, type Lease, queueExists, queueState, readLeases, unknownQueueText } from '../read-model.js'
@@ -32,6 +33,8 @@ export class QueueSet {
     readonly client: RedisClient,
     readonly prefix: string,
     private readonly allowed: string[] | undefined,
+    /** What the reads kept a while (CLIENT LIST, operator.ts) are timed by; tests inject a manual one. */
+    readonly clock: Pick<Clock, 'now'> = systemClock,
   ) {}
 
   async names(): Promise<string[]> {
@@ -164,9 +167,11 @@ export async function readQueuePage(set: QueueSet, name: string, state: JobState
 }
 
 /**
- * One page of a state. `wait`, `completed` and `failed` newest first (BullMQ's getJobs: `wait` by when the
- * job entered it); `prioritized` in the order they will run; `delayed` by due time and `active` by lease
- * deadline (EchoMQ's pages), so the jobs due next and the leases that lapsed (a dying worker's) come first.
+ * One page of a state. `wait` the last to run first (BullMQ's getJobs order: a job sent to the front, lifo
+ * or recovered, comes last); the others as jobsIn (LIST_ORDER, the words `echomq jobs` prints too):
+ * `completed` and `failed` the most recently finished first, `prioritized` in the order they will run,
+ * `delayed` by due time and `active` by lease deadline, so the jobs due next and the leases that lapsed (a
+ * dying worker's) come first.
  */
 function listJobs(queue: Queue, state: JobState, start: number, end: number): Promise<Job[]> {
   if (state === 'wait') return queue.getJobs(['waiting', 'paused'], start, end, false)

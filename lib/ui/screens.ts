@@ -49,7 +49,7 @@ function noticeOf(q: Query): string | undefined {
  * The red banner while Redis may evict keys; none when INFO cannot be read (the workers page says why).
  * A live refresh (JSON) carries no banner, so it asks Redis nothing for one.
  */
-async function bannerNow(d: Dashboard, req?: IncomingMessage): Promise<Html | undefined> {
+export async function bannerNow(d: Dashboard, req?: IncomingMessage): Promise<Html | undefined> {
   if (req !== undefined && acceptsJson(req)) return undefined
   try {
     return healthBanner(await readHealth(d.set))

@@ -14,7 +14,10 @@
  *      background for at most one lease, so a late reply (a take whose jobs must go back) is handled.
  *
  * With no job running and no connection up (Redis down, or never reached), nothing can end, so close()
- * does not wait for one.
+ * does not wait for one. With the connection down and every processor returned, close() waits for their
+ * finishes (ioredis reconnecting) only while their leases last: past that, the outcome may no longer be
+ * written (a sweep may have recovered the job), so close() stops the reconnects and says so; the stalled
+ * sweep recovers those jobs and they run again.
  */
 import { settlesWithin } from '../clock.js'
 import { EchoMQError } from '../errors.js'
@@ -71,6 +74,42 @@ function closeLink(core: RunContext): Promise<void> {
   return Promise.all([closeConnection(core.conn), core.blockingEnded]).then(() => undefined)
 }
 
+/** How long the link's last chance lasts: the latest lease of the finishes close() waits for (this clock). */
+function leasesLast(core: RunContext, runs: ReturnType<typeof active>): number {
+  let last = Number.NEGATIVE_INFINITY
+  for (const run of runs) last = Math.max(last, core.locks.deadlineOf(run.job.id) ?? Number.NEGATIVE_INFINITY)
+  return last
+}
+
+/**
+ * Waits for the running and finishing runs, for at most `left()`, and, while the link is down with every
+ * processor returned, only while their leases last (looked at again every heartbeat: the link may come
+ * back, or go). Returns true when it stopped because those leases lapsed.
+ */
+async function waitForRuns(core: RunContext, left: () => number): Promise<boolean> {
+  const { clock, heartbeatInterval } = core.settings
+  for (let runs = active(core); runs.length > 0 && left() > 0; runs = active(core)) {
+    const down = core.conn.client.status !== 'ready' && runs.every((r) => r.phase === 'finishing')
+    const chance = down ? leasesLast(core, runs) - clock.now() : Number.POSITIVE_INFINITY
+    if (chance <= 0) return true
+    await settlesWithin(clock, Promise.all(runs.map((r) => r.done)), Math.min(left(), chance, heartbeatInterval))
+  }
+  return false
+}
+
+/** What close() says of finished jobs whose outcome Redis has not acknowledged. */
+function unrecorded(core: RunContext, finishing: number, lapsed: boolean): EchoMQError {
+  const closed = `worker for queue ${core.name} closed before Redis answered: ${finishing} finished job(s)`
+  return new EchoMQError(
+    'ERR_CONNECTION',
+    lapsed
+      ? `${closed} not recorded: Redis was unreachable until their leases lapsed, so close() stopped reconnecting; ` +
+          'the stalled sweep recovers them (a stall counted) and they run again'
+      : `${closed} not yet recorded (done as sent if Redis answers within lockDuration; otherwise the sweep recovers ` +
+          'them as stalled, and they run again)',
+  )
+}
+
 /** close(): see above. Settles once the worker has closed (or given up on what Redis has not answered). */
 export async function closeWorker(core: RunContext): Promise<void> {
   const { clock, closeTimeout, lockDuration } = core.settings
@@ -83,7 +122,7 @@ export async function closeWorker(core: RunContext): Promise<void> {
   stopTaking(core)
   const linkUp = core.conn.client.status === 'ready'
   if (linkUp || core.runs.size > 0) await within(core.loopDone, left())
-  while (active(core).length > 0 && left() > 0) await within(Promise.all(active(core).map((r) => r.done)), left())
+  const lapsed = await waitForRuns(core, left)
 
   const end = clock.now() + CLOSE_MARGIN_MS
   const rest = () => Math.max(0, end - clock.now())
@@ -114,15 +153,7 @@ export async function closeWorker(core: RunContext): Promise<void> {
     return
   }
   const finishing = [...core.runs.values()].filter((run) => run.phase === 'finishing').length
-  if (finishing > 0) {
-    core.report(
-      new EchoMQError(
-        'ERR_CONNECTION',
-        `worker for queue ${core.name} closed before Redis answered: ${finishing} finished job(s) not yet recorded (done as ` +
-          'sent if Redis answers within lockDuration; otherwise the sweep recovers them as stalled, and they run again)',
-      ),
-    )
-  }
+  if (finishing > 0) core.report(unrecorded(core, finishing, lapsed))
   core.phase = 'closed'
   // A link that is down answers nothing: waiting would hold the process for a lease while ioredis
   // reconnects. Its unanswered calls fail now; whatever a take lost in the drop had reserved goes back

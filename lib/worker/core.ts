@@ -6,7 +6,7 @@
  * and delegates to those functions.
  */
 import type { EventEmitter } from 'node:events'
-import { EchoMQError, redisError } from '../errors.js'
+import { EchoMQError } from '../errors.js'
 import type { JobScope } from '../job.js'
 import {
   MAX_STALLED_COUNT_DEFAULT,
@@ -18,7 +18,8 @@ import {
 import type { Queue } from '../queue.js'
 import { namedDuplicate, workerConnectionName } from '../redis/clients.js'
 import { extend, type FinishRun, unreserve } from '../redis/commands.js'
-import { type Connection, lastConnectionError, openConnection, type RedisClient, resilient } from '../redis/connection.js'
+import { type Connection, openConnection, type RedisClient, resilient } from '../redis/connection.js'
+import { connectionFailure } from '../redis/connection-failure.js'
 import { type QueueKeys, queueKeys } from '../redis/keys.js'
 import { readCandidates, setMaxStalledCount } from '../redis/queries.js'
 import { Trimmer } from '../retention.js'
@@ -243,9 +244,9 @@ export class WorkerCore implements RunContext {
     }
   }
 
-  /** A failed call as an EchoMQError, naming the connection's last error (the host, ECONNREFUSED...). */
+  /** A failed call as an EchoMQError, naming the connection's last error (ECONNREFUSED...) and where it goes. */
   failure(what: string, err: unknown): EchoMQError {
-    return redisError(this.name, what, err, lastConnectionError(this.conn.client))
+    return connectionFailure(this.conn, this.name, what, err)
   }
 
   report(err: unknown): void {

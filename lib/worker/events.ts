@@ -2,7 +2,6 @@
  * What a worker tells its listeners about its connection: an outage once, when it starts (calls wait
  * through reconnects before they fail), and `ready` the first time the connection answers.
  */
-import { redisError } from '../errors.js'
 import type { RunContext } from './context.js'
 
 export function watchConnection(core: RunContext): void {
@@ -12,7 +11,7 @@ export function watchConnection(core: RunContext): void {
   const onError = (err: Error) => {
     if (reported || core.phase !== 'running') return
     reported = true
-    core.report(redisError(core.name, 'connect to Redis (retrying) for queue', err))
+    core.report(core.failure('connect to Redis (retrying) for queue', err))
   }
   const onReady = () => {
     reported = false

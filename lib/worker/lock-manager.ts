@@ -63,6 +63,11 @@ export class LockManager {
     this.held.delete(id)
   }
 
+  /** Until when the lease of job `id` is known to last (this clock), or undefined when none is held (lapsed or dropped). */
+  deadlineOf(id: string): number | undefined {
+    return this.held.get(id)?.deadline
+  }
+
   get size(): number {
     return this.held.size
   }

@@ -3,26 +3,22 @@
  * blocked event loop, SIGSTOP), two sweeps recover its job, and the same worker takes the job again while
  * the old run is still in its processor. The old run is fenced out for good (its token can never own the
  * job again); the new run owns the job and must be left alone.
+ *
+ * The test's own sweeps stand for the reaper's, so the worker runs none (skipStalledCheck): a worker's
+ * first stalled check runs as it starts, beside its first take, and when it lands after the lease is
+ * deleted it marks the job itself; the test's first sweep (grace 0) then recovers it at once and the
+ * second finds nothing to do.
  */
-import { afterEach, beforeEach, expect, it } from 'vitest'
-import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
-import { queueKeys } from '../../lib/redis/keys.js'
+import { expect, it } from 'vitest'
+import { type Job, sweep } from '../../lib/index.js'
+import { useQueue } from '../helpers/fixture.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { closeWithin } from './cleanup.js'
 
 const redis = useRedis()
-let queue: Queue
-const workers: Worker[] = []
-const keys = queueKeys('emq', 'q')
-
-beforeEach(async () => {
-  queue = new Queue('q', { connection: redis.client })
-})
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => closeWithin(w)))
-})
+const fx = useQueue(redis, { close: (w) => closeWithin(w), onError: () => undefined })
 
 interface Run {
   n: number
@@ -33,25 +29,22 @@ interface Run {
 it('a job recovered from a stalled worker and taken again by that same worker: the old run is told, the new run keeps the job', async () => {
   const clock = new ManualClock() // heartbeats only when the test advances it
   const runs: Run[] = []
-  const w = new Worker(
-    'q',
+  const w = fx.worker(
     (job: Job, _token: string, signal: AbortSignal) =>
       new Promise((resolve, reject) => {
         signal.addEventListener('abort', () => reject(signal.reason), { once: true })
         runs.push({ n: job.attemptsStarted, signal, release: () => resolve(`run${job.attemptsStarted}`) })
       }),
-    { connection: redis.url, concurrency: 2, lockDuration: 5_000, heartbeatInterval: 1_000, closeTimeout: 200, clock },
+    { concurrency: 2, lockDuration: 5_000, heartbeatInterval: 1_000, closeTimeout: 200, clock, skipStalledCheck: true },
   )
-  workers.push(w)
   const lost: { n: number; message: string }[] = []
   w.on('lockLost', (job: Job, err: Error) => lost.push({ n: job.attemptsStarted, message: err.message }))
-  w.on('error', () => undefined)
 
-  await queue.add('job', {}, { jobId: 'x', attempts: 2 })
+  await fx.queue.add('job', {}, { jobId: 'x', attempts: 2 })
   const run1 = await waitFor(() => runs.find((r) => r.n === 1), { what: 'first run' })
   // The worker stalls past its lease: the lease is gone and its deadline has passed; two sweeps recover it.
-  await redis.client.del(keys.lock('x'))
-  await redis.client.zadd(keys.active, 'XX', 0, 'x')
+  await redis.client.del(fx.keys.lock('x'))
+  await redis.client.zadd(fx.keys.active, 'XX', 0, 'x')
   const first = await sweep(redis.client, 'q', { graceMs: 0 })
   const second = await sweep(redis.client, 'q', { graceMs: 0 })
   expect([first.marked, second.recovered]).toEqual([['x'], ['x']])
@@ -71,7 +64,7 @@ it('a job recovered from a stalled worker and taken again by that same worker: t
   run2.release()
   const job = await waitFor(
     async () => {
-      const j = await queue.getJob('x')
+      const j = await fx.queue.getJob('x')
       return j && (j.state === 'completed' || j.state === 'failed') ? j : undefined
     },
     { what: 'x to finish' },

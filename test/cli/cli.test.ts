@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { type Job, Worker } from '../../lib/index.js'
+import type { Job } from '../../lib/index.js'
 import { useQueues } from '../helpers/fixture.js'
 import { crashedJobs, stalledBefore } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -27,23 +27,23 @@ async function echomq(
 }
 
 const redis = useRedis()
-const openQueue = useQueues(redis)
+const { open: openQueue, worker } = useQueues(redis)
 
 /** Adds jobs with one attempt each and lets a real worker named `workerName` fail them (error "<reason> <id>"). */
 async function failedJobs(queue: string, ids: string[], { workerName = 'mailer-1', reason = 'smtp refused' } = {}): Promise<void> {
   const q = openQueue(queue)
   for (const id of ids) await q.add('send', { id }, { jobId: id, attempts: 1 })
-  const worker = new Worker(
+  const failing = worker(
     queue,
     (job) => {
       throw new Error(`${reason} ${job.id}`)
     },
-    { connection: redis.url, name: workerName },
+    { name: workerName },
   )
   try {
     await waitFor(async () => (await q.counts()).failed === ids.length, { what: `${ids.length} failed jobs` })
   } finally {
-    await worker.close()
+    await failing.close()
   }
 }
 
@@ -52,12 +52,12 @@ async function heldJob(queue: string, workerName: string): Promise<{ release(): 
   const q = openQueue(queue)
   let finish: () => void = () => undefined
   const gate = new Promise<void>((resolve) => (finish = resolve))
-  const worker = new Worker(queue, () => gate, { connection: redis.url, name: workerName })
+  const holder = worker(queue, () => gate, { name: workerName })
   await waitFor(async () => (await q.counts()).active === 1, { what: 'a job in flight' })
   return {
     async release() {
       finish()
-      await worker.close()
+      await holder.close()
     },
   }
 }
@@ -292,12 +292,12 @@ describe('echomq stats and inspect: delayed jobs and worker names', () => {
     await q.add('later', {}, { jobId: 'd1', delay: 60_000 })
     // A retry in backoff: its first attempt failed, the next is due in a minute.
     await q.add('flaky', {}, { jobId: 'r1', attempts: 3, backoff: 60_000 })
-    const failing = new Worker(
+    const failing = worker(
       'emails',
       () => {
         throw new Error('timeout talking to smtp')
       },
-      { connection: redis.url, name: 'mailer-2' },
+      { name: 'mailer-2' },
     )
     await waitFor(async () => (await q.counts()).delayed === 2, { what: 'the retry in backoff' })
     await failing.close()
@@ -342,7 +342,7 @@ describe('echomq jobs', () => {
     expect(human.stdout).toMatch(/job +name +attempts +worker +finished +reason/)
     expect(human.stdout).toMatch(/c +send +1\/1 +mailer-1 +\d{4}-\d\d-\d\dT[\d:.]+Z +smtp refused c\n/)
     expect(human.stdout.indexOf('smtp refused c')).toBeLessThan(human.stdout.indexOf('smtp refused a'))
-    expect(human.stdout).toMatch(/failed jobs 1-3 of 3 in queue emails \(most recent first\)/)
+    expect(human.stdout).toMatch(/failed jobs 1-3 of 3 in queue emails \(most recently finished first\)/)
     expect(page2.stdout).toMatch(/\na +send +1\/1 +mailer-1/)
     expect(page2.stdout).not.toMatch(/\n[bc] +send/)
     const list = JSON.parse(json.stdout) as { total: number; jobs: Job[] }

@@ -26,7 +26,7 @@ import { snapshot } from '../helpers/snapshot.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 const keys = queueKeys('emq', 'q')
 const BIN = new URL('../../bin/echomq.js', import.meta.url).pathname
 const closing: (() => Promise<unknown>)[] = []
@@ -53,7 +53,7 @@ describe('a lost registry', () => {
   it('a Worker restores its registration on its own clock', async () => {
     const clock = new ManualClock()
     const queue = open('q')
-    const w = new Worker('q', () => 'ok', { connection: redis.url, clock })
+    const w = worker('q', () => 'ok', { clock })
     closing.push(() => w.close())
     await waitFor(async () => (await redis.client.sismember(registryKey('emq'), 'q')) === 1, { what: 'the first registration' })
     await redis.client.del(registryKey('emq'))
@@ -288,7 +288,7 @@ describe('large jobs', () => {
     await holdJobs(redis.client, 'q', 7, { leaseMs: 60_000 }) // calls of 200 candidates still take them all, one a call
     expect(await redis.client.llen(keys.wait)).toBe(0)
     const done: Job[] = []
-    const w = new Worker('q', () => 'ok', { connection: redis.url, concurrency: 40 })
+    const w = worker('q', () => 'ok', { concurrency: 40 })
     closing.push(() => w.close())
     w.on('completed', (job: Job) => done.push(job))
     for (let i = 0; i < 10; i++) await queue.add('big', megabyte)

@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { type Queue, sweep, Worker } from '../../lib/index.js'
+import { type Queue, sweep } from '../../lib/index.js'
 import { launchBrowser, type TestBrowser } from '../helpers/browser.js'
-import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
+import { type TestDashboard, useDashboards } from '../helpers/dashboard.js'
 import { useQueues } from '../helpers/fixture.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -27,7 +27,8 @@ const SHOTS = mkdtempSync(path.join(tmpdir(), 'echomq-shots-'))
 const EVIL = "<script>window.__pwned = true; alert('pwned')</script>"
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
+const serve = useDashboards(redis)
 let browser: TestBrowser
 const cleanup: (() => Promise<unknown>)[] = []
 
@@ -40,12 +41,6 @@ afterAll(async () => {
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
 })
-
-function queue(name: string): Queue {
-  const q = open(name)
-  cleanup.push(() => q.close())
-  return q
-}
 
 async function newPage(): Promise<Page> {
   const page = await browser.context.newPage()
@@ -63,34 +58,32 @@ async function newPage(): Promise<Page> {
 
 /** A queue as a new user would find it: failed (one with a script in its data), completed, delayed, in flight, stalled. */
 async function seed(): Promise<Queue> {
-  const q = queue('emails')
+  const q = open('emails')
   await q.add('send', { to: 'ann@example.com' }, { jobId: 'welcome-1', attempts: 1 })
   await q.add('send', { to: EVIL }, { jobId: 'evil', attempts: 1 })
   for (let i = 0; i < 5; i++) await q.add('send', { to: `user${i}@example.com` }, { jobId: `ok-${i}`, removeOnComplete: false })
-  const w = new Worker(
+  const w = worker(
     'emails',
     async (job) => {
       await job.log(`connecting for ${job.id}`)
       if (job.id === 'welcome-1' || job.id === 'evil') throw new Error('550 mailbox unavailable')
       return { sent: true }
     },
-    { connection: redis.url, name: 'mailer-1' },
+    { name: 'mailer-1' },
   )
   await waitFor(async () => (await q.counts()).failed === 2 && (await q.counts()).completed === 5, { what: 'the seeded jobs to finish' })
   await w.close()
   await q.add('digest', { week: 48 }, { jobId: 'digest-48', delay: 3_600_000 })
   await crashedJobs(redis.client, 'emails', 2)
   await sweep(redis.client, 'emails', { graceMs: 60_000 })
-  const sms = queue('sms')
+  const sms = open('sms')
   await sms.add('text', { to: '+331234' }, { delay: 90_000 })
   await sms.pause()
   return q
 }
 
-async function dashboard(refreshMs = 300): Promise<TestDashboard> {
-  const d = await startDashboard({ connection: redis.url, refreshMs })
-  cleanup.push(() => d.served.close())
-  return d
+function dashboard(refreshMs = 300): Promise<TestDashboard> {
+  return serve({ refreshMs })
 }
 
 /** `echomq ui` as a process, with the URL it prints. */
@@ -138,14 +131,9 @@ describe('the dashboard in Chromium', () => {
 
     // A job fails while the page is open: the count changes without a reload.
     await q.add('send', {}, { jobId: 'late', attempts: 1 })
-    const w = new Worker(
-      'emails',
-      () => {
-        throw new Error('late failure')
-      },
-      { connection: redis.url },
-    )
-    cleanup.push(() => w.close())
+    const _w = worker('emails', () => {
+      throw new Error('late failure')
+    })
     const failed = page.locator('[data-live="emails|failed"]')
     await waitFor(async () => (await failed.textContent()) === '3', { what: 'the failed count to refresh', intervalMs: 100 })
     // Times are relative with the absolute time in UTC beside them, the exact local time on hover.
@@ -170,8 +158,7 @@ describe('the dashboard in Chromium', () => {
     expect(await page.locator('.note.done').textContent()).toContain('Retried 1 job')
     expect((await q.getJob('welcome-1'))?.state).toBe('wait')
 
-    const w = new Worker('emails', () => ({ sent: true }), { connection: redis.url, name: 'mailer-2' })
-    cleanup.push(() => w.close())
+    const _w = worker('emails', () => ({ sent: true }), { name: 'mailer-2' })
     const state = page.locator('[data-live="state"]')
     await waitFor(async () => (await state.textContent()) === 'completed', { what: 'the state to refresh', intervalMs: 100 })
     expect(await page.locator('#stale').isVisible()).toBe(true)
@@ -269,11 +256,10 @@ describe('the dashboard in Chromium', () => {
   })
 
   it('the operator view: a red banner while Redis may evict keys, a queue with no worker flagged, the workers table', async () => {
-    const orphan = queue('reports')
+    const orphan = open('reports')
     await orphan.add('build', {})
-    const jobs = queue('thumbs')
-    const w = new Worker('thumbs', () => undefined, { connection: redis.url, name: 'thumbnailer-1' })
-    cleanup.push(() => w.close())
+    const jobs = open('thumbs')
+    const _w = worker('thumbs', () => undefined, { name: 'thumbnailer-1' })
     await waitFor(async () => (await jobs.getWorkersCount()) === 1, { what: 'the worker connected' })
     await redis.client.config('SET', 'maxmemory-policy', 'allkeys-lru')
     cleanup.push(() => redis.client.config('SET', 'maxmemory-policy', 'noeviction'))
@@ -293,8 +279,7 @@ describe('the dashboard in Chromium', () => {
     expect(await style('[data-live="reports|workers"]', 'backgroundColor')).toBe('rgb(179, 38, 30)')
     expect(await page.locator('[data-live="thumbs|workers"]').textContent()).toBe('1')
     // A worker connects: the cell refreshes to its count and is no longer red.
-    const late = new Worker('reports', () => undefined, { connection: redis.url, name: 'reporter-1' })
-    cleanup.push(() => late.close())
+    const _late = worker('reports', () => undefined, { name: 'reporter-1' })
     await waitFor(async () => (await none.textContent()) === '1' && !(await none.getAttribute('class'))?.includes('danger'), {
       what: 'the Workers cell to refresh',
       intervalMs: 100,

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../../lib/index.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { useCluster } from '../helpers/cluster.js'
 import { startDashboard } from '../helpers/dashboard.js'
 import { startTlsRedis, type TlsRedis } from '../helpers/tls.js'
 import { waitFor } from '../helpers/wait.js'
@@ -65,13 +65,7 @@ describe('over TLS, as an ACL user', () => {
 })
 
 describe('on a Redis Cluster', () => {
-  let cluster: TestCluster
-  beforeAll(async () => {
-    cluster = await startCluster(3)
-  }, 90_000)
-  afterAll(async () => {
-    await cluster?.stop()
-  })
+  const cluster = useCluster()
 
   it('queues on different nodes: the overview, a queue, a job, the live values and pause, through redis+cluster://', async () => {
     const client = cluster.connect()

@@ -16,14 +16,14 @@ import express from 'express'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Queue, Worker } from '../../lib/index.js'
+import type { Queue } from '../../lib/index.js'
 import { createDashboard, type DashboardHandler } from '../../lib/ui/index.js'
 import { useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
@@ -106,12 +106,12 @@ const frameworks: { name: string; start(dashboard: DashboardHandler): Promise<st
 /** Fails `n` jobs (f0, f1...) of queue `name` through a real worker, one attempt each, kept. */
 async function failJobs(q: Queue, n: number): Promise<void> {
   await q.addBulk(Array.from({ length: n }, (_, i) => ({ name: 'send', data: { i }, opts: { jobId: `f${i}`, attempts: 1 } })))
-  const w = new Worker(
+  const w = worker(
     q.name,
     (job) => {
       throw new Error(`refused ${job.id}`)
     },
-    { connection: redis.url, concurrency: n },
+    { concurrency: n },
   )
   await waitFor(async () => (await q.counts()).failed === n, { what: `${n} failed jobs` })
   await w.close()

@@ -6,45 +6,35 @@
  * time per minute, absolute UTC times beside relative ones, and a three-master cluster.
  */
 import { readFileSync } from 'node:fs'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../lib/index.js'
+import { CLIENT_LIST_TTL_MS, readConnected, readPresence } from '../../lib/ui/operator.js'
+import { QueueSet } from '../../lib/ui/read.js'
 import { perMinute, quantile } from '../../lib/ui/timing.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
-import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
+import { useCluster } from '../helpers/cluster.js'
+import { countingClient } from '../helpers/counting.js'
+import { useDashboards } from '../helpers/dashboard.js'
 import { useQueues } from '../helpers/fixture.js'
+import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
+const dashboard = useDashboards(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
   await redis.client.config('SET', 'maxmemory-policy', 'noeviction')
 })
 
-async function dashboard(options: Parameters<typeof startDashboard>[0] = {}): Promise<TestDashboard> {
-  const d = await startDashboard({ connection: redis.url, ...options })
-  cleanup.push(() => d.served.close())
-  return d
-}
-function queue(name: string): Queue {
-  const q = open(name)
-  cleanup.push(() => q.close())
-  return q
-}
-function worker(name: string, processor: () => unknown, options: ConstructorParameters<typeof Worker>[2] = {}): Worker {
-  const w = new Worker(name, processor, { connection: redis.url, ...options })
-  cleanup.push(() => w.close())
-  return w
-}
 const idle = () => new Promise<never>(() => undefined)
 const ISO = /<span class="abs">\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ<\/span>/
 
 describe('the workers page', () => {
   it('lists an idle worker, a busy one with its jobs in flight, and a dead one still holding jobs as gone', async () => {
-    const q = queue('mail')
+    const q = open('mail')
     await crashedJobs(redis.client, 'mail', 2) // two jobs held by 'dead-worker', whose leases lapsed
     const busy = worker('mail', idle, { name: 'busy-1', concurrency: 3, closeTimeout: 100, skipStalledCheck: true })
     await q.addBulk([1, 2, 3].map((i) => ({ name: 'send', data: { i } })))
@@ -80,7 +70,7 @@ describe('the workers page', () => {
   })
 
   it('every page carries a red banner while maxmemory-policy is not noeviction', async () => {
-    await queue('mail').add('send', {})
+    await open('mail').add('send', {})
     await redis.client.config('SET', 'maxmemory-policy', 'allkeys-lru')
     const d = await dashboard()
     for (const path of ['/', '/workers', '/queues/mail?state=wait', '/queues/mail/jobs/1', '/queues/mail/timing']) {
@@ -99,9 +89,9 @@ describe('the workers page', () => {
 
 describe('a queue with ready jobs and no worker', () => {
   it('is flagged on the overview and its page, and no longer once a worker connects', async () => {
-    const q = queue('orphan')
+    const q = open('orphan')
     await q.add('x', {})
-    queue('fine') // registered, empty: no flag without ready jobs
+    open('fine') // registered, empty: no flag without ready jobs
     const d = await dashboard()
     const overview = (await d.get('/')).text
     expect(overview).toContain('<th scope="col" class="num">Workers</th>')
@@ -114,7 +104,9 @@ describe('a queue with ready jobs and no worker', () => {
     const w = worker('orphan', idle, { name: 'late' })
     await w.waitUntilReady()
     await waitFor(async () => (await q.getWorkersCount()) === 1)
-    expect((await d.get('/')).text).toMatch(/<span data-live="orphan\|workers">1<\/span>/)
+    // What CLIENT LIST said is kept CLIENT_LIST_TTL_MS: the worker shows within that.
+    const shown = async () => /<span data-live="orphan\|workers">1<\/span>/.test((await d.get('/')).text)
+    await waitFor(shown, { timeoutMs: CLIENT_LIST_TTL_MS + 2_000, intervalMs: 100, what: 'the overview to count the worker' })
     expect((await d.get('/queues/orphan?state=wait')).text).not.toContain('data-flag="no-worker"')
   })
 
@@ -124,7 +116,7 @@ describe('a queue with ready jobs and no worker', () => {
       ...['SETUSER', 'board', 'on', '>pw', '~*', '-@all', '+@read', '+@write', '+@scripting', '+@connection'],
       ...['+@transaction', '+time', '-@dangerous', '+info'],
     )
-    await queue('orphan').add('x', {})
+    await open('orphan').add('x', {})
     const d = await dashboard({ connection: `redis://board:pw@127.0.0.1:${redis.port}` })
     const overview = (await d.get('/')).text
     expect(overview).toMatch(/title="CLIENT LIST is refused by this Redis[^"]*"><span data-live="orphan\|workers">\?<\/span>/)
@@ -142,7 +134,7 @@ describe("docs/dashboard-operators.md's dashboard user", () => {
     expect(line).toContain('+client|list')
     await redis.client.call('ACL', 'SETUSER', 'dashboard', 'reset', ...line.replace('>PASSWORD', '>pw').split(' '))
     await redis.client.call('ACL', 'LOG', 'RESET')
-    const q = queue('seen')
+    const q = open('seen')
     await q.add('x', {})
     await q.pause()
     const w = worker('seen', idle, { name: 'quiet' })
@@ -176,7 +168,7 @@ describe('wait and processing time per minute', () => {
   })
 
   it("reads the finished jobs kept: a minute's count, wait and processing time", async () => {
-    const q = queue('timed')
+    const q = open('timed')
     await q.addBulk(Array.from({ length: 4 }, (_, i) => ({ name: 'x', data: { i } })))
     worker('timed', () => new Promise((resolve) => setTimeout(resolve, 120)), { concurrency: 1 })
     await waitFor(async () => (await q.counts()).completed === 4, { what: 'four completed' })
@@ -195,13 +187,7 @@ describe('wait and processing time per minute', () => {
 })
 
 describe('on a Redis Cluster', () => {
-  let cluster: TestCluster
-  beforeAll(async () => {
-    cluster = await startCluster(3)
-  }, 60_000)
-  afterAll(async () => {
-    await cluster?.stop()
-  })
+  const cluster = useCluster()
 
   it("lists the workers of queues on different primaries, and every primary's health", async () => {
     const client = cluster.connect()
@@ -214,17 +200,49 @@ describe('on a Redis Cluster', () => {
       const w = new Worker(name, idle, { connection: cluster.url, name: `w-${name}` })
       cleanup.push(() => w.close())
     }
-    const d = await startDashboard({ connection: cluster.url })
-    cleanup.push(() => d.served.close())
+    const d = await dashboard({ connection: cluster.url })
     const rowsOf = async () => [...(await d.get('/workers')).text.matchAll(/<th scope="row"><code>(w-c\w)<\/code><\/th>/g)].map((m) => m[1])
     await waitFor(async () => (await rowsOf()).length === 4, { what: 'four workers listed' })
     expect((await rowsOf()).sort()).toEqual(names.map((n) => `w-${n}`))
     const page = (await d.get('/workers')).text
     expect([...page.matchAll(/<tr><th scope="row"><code>[^<]+:\d+<\/code><\/th><td>(redis|valkey) /g)]).toHaveLength(3)
     // A dashboard's first page, before its cluster client knew the nodes, counts every queue's worker.
-    const fresh = await startDashboard({ connection: cluster.url })
-    cleanup.push(() => fresh.served.close())
+    const fresh = await dashboard({ connection: cluster.url })
     const overview = (await fresh.get('/')).text
     for (const name of names) expect(overview).toContain(`<span data-live="${name}|workers">1</span>`)
+  })
+})
+
+describe('what a page costs Redis, and the banner on every page', () => {
+  it('CLIENT LIST is read once per CLIENT_LIST_TTL_MS (by the injected clock), however many pages ask', async () => {
+    const counting = await countingClient(redis.port)
+    const clock = new ManualClock()
+    const set = new QueueSet(counting.client, 'emq', ['mail'], clock)
+    try {
+      const clientLists = () => counting.sent.filter((c) => c === 'client').length
+      await readConnected(set, ['mail'])
+      await Promise.all([readConnected(set, ['mail']), readPresence(set, ['mail'], 0)])
+      expect(clientLists()).toBe(1)
+      clock.jump(CLIENT_LIST_TTL_MS - 1)
+      await readConnected(set, ['mail'])
+      expect(clientLists()).toBe(1)
+      clock.jump(1)
+      await readConnected(set, ['mail'])
+      expect(clientLists()).toBe(2)
+    } finally {
+      await set.close()
+      counting.close()
+    }
+  })
+
+  it('a 404 page carries the red banner too', async () => {
+    await open('mail').add('send', {})
+    await redis.client.config('SET', 'maxmemory-policy', 'allkeys-lru')
+    const d = await dashboard()
+    for (const path of ['/nowhere', '/queues/nosuch', '/queues/mail/jobs/404', '/queues/mail/jobs/1/extra']) {
+      const page = await d.get(path)
+      expect([path, page.status]).toEqual([path, 404])
+      expect([path, page.text]).toEqual([path, expect.stringContaining('data-banner="maxmemory-policy"')])
+    }
   })
 })

@@ -9,46 +9,37 @@ import { createServer, type IncomingMessage, request, type ServerResponse } from
 import type { AddressInfo } from 'node:net'
 import { Redis } from 'ioredis'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Queue, sweep, Worker } from '../../lib/index.js'
+import { listJobs, renderJobList } from '../../cli/reports/job-lists.js'
+import { sweep } from '../../lib/index.js'
+import { LIST_ORDER } from '../../lib/read-model.js'
 import { registeredQueues } from '../../lib/registry.js'
 import { createDashboard, serveDashboard } from '../../lib/ui/index.js'
-import { startDashboard, type TestDashboard } from '../helpers/dashboard.js'
+import { type TestDashboard, useDashboards } from '../helpers/dashboard.js'
 import { useQueues } from '../helpers/fixture.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
+const dashboard = useDashboards(redis)
 const cleanup: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn()
 })
 
-async function dashboard(options: Parameters<typeof startDashboard>[0] = {}): Promise<TestDashboard> {
-  const d = await startDashboard({ connection: redis.url, ...options })
-  cleanup.push(() => d.served.close())
-  return d
-}
-
-function queue(name: string): Queue {
-  const q = open(name)
-  cleanup.push(() => q.close())
-  return q
-}
-
 /** Fails `n` jobs of `name` through a real worker (one attempt each, kept). */
 async function failJobs(name: string, n: number, data: (i: number) => unknown = (i) => ({ i })): Promise<void> {
-  const q = queue(name)
+  const q = open(name)
   await q.addBulk(
     Array.from({ length: n }, (_, i) => ({ name: 'send', data: data(i), opts: { jobId: `f${i}`, attempts: 1, removeOnFail: false } })),
   )
-  const w = new Worker(
+  const w = worker(
     name,
     (job) => {
       throw new Error(`refused ${job.id}`)
     },
-    { connection: redis.url, concurrency: 50, name: 'mailer-1' },
+    { concurrency: 50, name: 'mailer-1' },
   )
   await waitFor(async () => (await q.counts()).failed === n, { what: `${n} failed jobs`, timeoutMs: 20_000 })
   await w.close()
@@ -61,7 +52,7 @@ const tokenOf = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1]
 describe('pages', () => {
   it('the overview lists every registered queue with its counts and paused state, and nothing else', async () => {
     await failJobs('emails', 2)
-    const sms = queue('sms')
+    const sms = open('sms')
     await sms.add('text', {}, { delay: 60_000 })
     await sms.pause()
     const d = await dashboard()
@@ -82,8 +73,26 @@ describe('pages', () => {
     expect(snap.chart.at(-1).failed + snap.chart.at(-2).failed).toBe(2)
   })
 
-  it("a queue's jobs by state, paged newest first, and a search by id goes to the job", async () => {
-    const q = queue('emails')
+  it('the waiting list: the dashboard and echomq jobs each say the order they show, in the same words', async () => {
+    const q = open('emails')
+    for (const id of ['w1', 'w2', 'w3']) await q.add('send', {}, { jobId: id })
+    await q.add('send', {}, { jobId: 'front', lifo: true }) // added last, runs first
+    const d = await dashboard()
+    const page = (await d.get('/queues/emails?state=wait')).text
+    expect([...page.matchAll(/<code>(w\d|front)<\/code>/g)].map((m) => m[1])).toEqual(['w3', 'w2', 'w1', 'front'])
+    expect(page).toContain('<caption>Waiting jobs, last to run first</caption>')
+    const cli = renderJobList(await listJobs(q, 'wait', 0, 10))
+    expect([...cli.matchAll(/^(w\d|front) /gm)].map((m) => m[1])).toEqual(['front', 'w1', 'w2', 'w3'])
+    expect(cli).toContain('(next to run first)')
+    // The lists both show alike are said alike.
+    for (const state of ['prioritized', 'delayed', 'completed', 'failed'] as const) {
+      const caption = /<caption>[^<]*jobs, ([^<]+)<\/caption>/.exec((await d.get(`/queues/emails?state=${state}`)).text)?.[1]
+      expect([state, caption]).toEqual([state, LIST_ORDER[state]])
+    }
+  })
+
+  it("a queue's jobs by state, paged last to run first, and a search by id goes to the job", async () => {
+    const q = open('emails')
     for (let i = 0; i < 7; i++) await q.add('send', { i }, { jobId: `w${i}` })
     const d = await dashboard({ pageSize: 3 })
 
@@ -101,18 +110,17 @@ describe('pages', () => {
   })
 
   it("a job's page: data, options, errors, logs, worker and times", async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('send', { to: 'a@b.c' }, { jobId: 'j', attempts: 1, backoff: 1_000 })
-    const w = new Worker(
+    const _w = worker(
       'emails',
       async (job) => {
         await job.log('connecting')
         await job.updateProgress(40)
         throw new Error('smtp refused')
       },
-      { connection: redis.url, name: 'mailer-7' },
+      { name: 'mailer-7' },
     )
-    cleanup.push(() => w.close())
     await waitFor(async () => (await q.getJob('j'))?.state === 'failed', { what: 'the job to fail' })
     const d = await dashboard()
 
@@ -131,12 +139,12 @@ describe('pages', () => {
   })
 
   it('in-flight jobs grouped by worker with their leases; a dead worker leads, its jobs marked, then recovered', async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await crashedJobs(redis.client, 'emails', 2)
     await q.add('send', {}, { jobId: 'live' })
     let release: () => void = () => undefined
     const gate = new Promise<void>((resolve) => (release = resolve))
-    const w = new Worker('emails', () => gate, { connection: redis.url, name: 'healthy-1', lockDuration: 30_000, skipStalledCheck: true })
+    const w = worker('emails', () => gate, { name: 'healthy-1', lockDuration: 30_000, skipStalledCheck: true })
     cleanup.push(async () => {
       release()
       await w.close()
@@ -164,7 +172,7 @@ describe('pages', () => {
   })
 
   it('the delayed page shows when each job is due, and says when the queue has no job schedulers', async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('later', {}, { jobId: 'd', delay: 120_000 })
     const d = await dashboard()
     const page = (await d.get('/queues/emails?state=delayed')).text
@@ -175,7 +183,7 @@ describe('pages', () => {
 
 describe('actions', () => {
   it('pause and resume from the overview, with a notice; the queue is paused for every worker', async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('send', {})
     const d = await dashboard()
     const token = await d.token()
@@ -191,7 +199,7 @@ describe('actions', () => {
 
   it('retry one failed job from its page; retry all asks first, then moves them all', async () => {
     await failJobs('emails', 3)
-    const q = queue('emails')
+    const q = open('emails')
     const d = await dashboard()
     const token = tokenOf((await d.get('/queues/emails/jobs/f0')).text)
 
@@ -212,7 +220,7 @@ describe('actions', () => {
   })
 
   it('remove a job, promote a delayed job, clean completed (confirmed)', async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('later', {}, { jobId: 'd', delay: 3_600_000 })
     await q.add('gone', {}, { jobId: 'x', delay: 3_600_000 })
     for (let i = 0; i < 3; i++) await q.add('ok', {}, { jobId: `c${i}`, removeOnComplete: false })
@@ -228,7 +236,7 @@ describe('actions', () => {
     )
     expect(await q.getJob('x')).toBeUndefined()
 
-    const w = new Worker('emails', () => 'ok', { connection: redis.url })
+    const w = worker('emails', () => 'ok')
     await waitFor(async () => (await q.counts()).completed === 4, { what: 'four completions' })
     await w.close()
     expect(await (await d.post('/queues/emails', { token, action: 'clean-completed' })).text()).toContain('Remove all 4 completed jobs')
@@ -238,7 +246,7 @@ describe('actions', () => {
   })
 
   it('a refused action says why and changes nothing: retry a job that is not failed, remove one in flight, promote one not delayed', async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('send', {}, { jobId: 'w' })
     const d = await dashboard()
     const token = await d.token()
@@ -254,7 +262,7 @@ describe('actions', () => {
 
 describe('safety', () => {
   it('a POST without the page token is refused whatever its Origin; a wrong token too', async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('send', {})
     const d = await dashboard()
     const origin = d.url.replace(/\/$/, '')
@@ -276,7 +284,7 @@ describe('safety', () => {
 
   it('read-only: no form on any page, every POST refused', async () => {
     await failJobs('emails', 2)
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('later', {}, { jobId: 'd', delay: 60_000 })
     const d = await dashboard({ readOnly: true })
     for (const path of ['/', '/queues/emails?state=failed', '/queues/emails?state=delayed', '/queues/emails/jobs/f0']) {
@@ -291,7 +299,7 @@ describe('safety', () => {
 
   it('bad input gets a 4xx with a code, and nothing changes', async () => {
     await failJobs('emails', 1)
-    const q = queue('emails')
+    const q = open('emails')
     const d = await dashboard()
     const token = await d.token()
     const cases: [string, number, string][] = [
@@ -339,17 +347,16 @@ describe('safety', () => {
 
   it('a job whose data, name, error and log are markup shows them as text; the headers forbid inline script', async () => {
     const evil = '<script>document.title="owned"</script><img src=x onerror=alert(1)>'
-    const q = queue('emails')
+    const q = open('emails')
     await q.add(evil, { html: evil }, { jobId: 'x', attempts: 1 })
-    const w = new Worker(
+    const _w = worker(
       'emails',
       async (job) => {
         await job.log(evil)
         throw new Error(evil)
       },
-      { connection: redis.url, name: evil.slice(0, 100) },
+      { name: evil.slice(0, 100) },
     )
-    cleanup.push(() => w.close())
     await waitFor(async () => (await q.getJob('x'))?.state === 'failed', { what: 'the job to fail' })
     const d = await dashboard()
     for (const path of ['/queues/emails/jobs/x', '/queues/emails?state=failed']) {
@@ -389,7 +396,7 @@ describe('safety', () => {
   })
 
   it('HTTP Basic: 401 with a challenge without credentials or with wrong ones; the page with the right ones', async () => {
-    await queue('emails').add('send', {})
+    await open('emails').add('send', {})
     const d = await dashboard({ auth: 'admin:pa:ss' })
     const none = await d.get('/')
     expect(none.status).toBe(401)
@@ -443,7 +450,7 @@ describe('mounting', () => {
   }
 
   it('under a base path in a plain node:http server; other paths left to the app', async () => {
-    await queue('emails').add('send', {})
+    await open('emails').add('send', {})
     const dash = createDashboard({ connection: redis.client, basePath: '/admin/queues', refreshMs: 0 })
     cleanup.push(() => dash.close())
     const base = await listen((req, res) => {
@@ -459,7 +466,7 @@ describe('mounting', () => {
   })
 
   it("as Express mounts middleware (app.use('/admin', handler): url stripped, originalUrl kept, next for the rest)", async () => {
-    await queue('emails').add('send', {})
+    await open('emails').add('send', {})
     const dash = createDashboard({ connection: redis.client, basePath: '/admin', refreshMs: 0 })
     cleanup.push(() => dash.close())
     const base = await listen((req, res) => {
@@ -475,7 +482,7 @@ describe('mounting', () => {
   })
 
   it('a body the framework parsed already (req.body) is used as it is', async () => {
-    const q = queue('emails')
+    const q = open('emails')
     await q.add('send', {})
     const dash = createDashboard({ connection: redis.client, refreshMs: 0 })
     cleanup.push(() => dash.close())
@@ -540,7 +547,7 @@ describe('cost', () => {
       '/queues/emails/jobs/f1',
     ]
     await failJobs('emails', 200)
-    const q = queue('emails')
+    const q = open('emails')
     await q.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'w', data: { i } })))
     await d.get(paths[0] as string) // opens the Queue (a registry check, and its registration): once
     const small: string[][] = []
@@ -556,15 +563,16 @@ describe('cost', () => {
 
   it('the overview sends a bounded number of commands per queue, all sent together', async () => {
     const { client, sent } = recording()
-    for (let i = 0; i < 30; i++) await queue(`q${i}`).add('x', {})
+    for (let i = 0; i < 30; i++) await open(`q${i}`).add('x', {})
     const d = await dashboard({ connection: client })
     await d.get('/')
     sent.length = 0
     await d.get('/')
     // Per queue: its counts (one MULTI of 9 reads), paused or not, the chart's hash and Redis's clock; for the
-    // page: the registry, the clock, CLIENT LIST (the workers of every queue at once) and INFO server and memory.
-    const perQueue = (sent.length - 5) / 30
-    expect(sent.filter(([n]) => n === 'client')).toHaveLength(1)
+    // page: the registry, the clock and INFO server and memory. CLIENT LIST (the workers of every queue at
+    // once), read for the first page, is kept CLIENT_LIST_TTL_MS: this one reads it once at most.
+    const perQueue = (sent.filter(([n]) => n !== 'client').length - 4) / 30
+    expect(sent.filter(([n]) => n === 'client').length).toBeLessThanOrEqual(1)
     expect(sent.filter(([n]) => n === 'info')).toHaveLength(2)
     expect(perQueue).toBeLessThanOrEqual(14)
     expect(sent.filter(([n]) => n === 'smembers')).toHaveLength(1)

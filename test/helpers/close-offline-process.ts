@@ -5,6 +5,7 @@
  */
 import { Worker } from '../../lib/index.js'
 
+// direct: the worker of a child process the test spawns, its own program
 const worker = new Worker('q', async () => 'ok', { connection: process.env.CLOSE_URL as string })
 worker.on('error', () => undefined)
 await new Promise((resolve) => setTimeout(resolve, Number(process.env.CLOSE_AFTER_MS ?? 500)))

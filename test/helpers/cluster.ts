@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
+import { afterAll, beforeAll } from 'vitest'
 import { spawnRedisServer } from '../../cli/support/local-redis.js'
 import { freePort } from './redis-server.js'
 import type { Certs } from './tls.js'
@@ -185,4 +186,19 @@ export async function startCluster(size = 3, tls?: ClusterTls): Promise<TestClus
     },
     stop,
   }
+}
+
+/**
+ * A private three-master cluster for the tests of a file or a describe block: started before them, stopped
+ * after. The returned object is filled in by the beforeAll hook.
+ */
+export function useCluster(): TestCluster {
+  const holder = {} as TestCluster
+  beforeAll(async () => {
+    Object.assign(holder, await startCluster(3))
+  }, 90_000)
+  afterAll(async () => {
+    await holder.stop?.()
+  })
+  return holder
 }

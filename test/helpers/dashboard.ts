@@ -1,8 +1,11 @@
 /**
  * The dashboard in tests: served on a free port (serveDashboard), with small helpers to read a page, find
- * its token and post a form as a browser would. Closed after each test by the file's hooks.
+ * its token and post a form as a browser would. useDashboards serves them on the test's Redis and closes
+ * them after each test.
  */
+import { afterEach } from 'vitest'
 import { type ServedDashboard, type ServeOptions, serveDashboard } from '../../lib/ui/index.js'
+import type { TestRedis } from './redis-server.js'
 
 export interface TestDashboard {
   served: ServedDashboard
@@ -37,5 +40,18 @@ export async function startDashboard(options: ServeOptions): Promise<TestDashboa
       if (!token) throw new Error('no token in the overview (read-only, or no queue?)')
       return token
     },
+  }
+}
+
+/** Dashboards on the test Redis (its URL, unless `options` name another connection), closed after each test. */
+export function useDashboards(redis: TestRedis): (options?: Partial<ServeOptions>) => Promise<TestDashboard> {
+  const served: TestDashboard[] = []
+  afterEach(async () => {
+    await Promise.all(served.splice(0).map((d) => d.served.close()))
+  })
+  return async (options = {}) => {
+    const d = await startDashboard({ connection: redis.url, ...options })
+    served.push(d)
+    return d
   }
 }

@@ -58,20 +58,36 @@ export function useQueue(server: TestRedis | (() => TestRedis), options: Fixture
   }
 }
 
+/** The fixture of tests that read several queues (the CLI's, the dashboard's, the reaper's). */
+export interface QueuesFixture {
+  /** A Queue of this name on the test's Redis client; closed after the test. Unlike useQueue, none is made by itself. */
+  open(name: string): Queue
+  /** A Worker of queue `name`, on the test's Redis URL unless `options` say otherwise; closed after the test. */
+  worker(name: string, processor: (job: Job, token: string, signal: AbortSignal) => unknown, options?: WorkerOptions): Worker
+}
+
 /**
- * Queues of any name on the test's Redis client, for tests that read several (the CLI's, the dashboard's,
- * the reaper's): `open(name)` makes one, closed after the test. Unlike useQueue, it makes none by itself,
- * so the registry holds only the queues a test opens.
+ * Queues and workers of any name on the test's Redis, for tests that read several: the registry holds only
+ * the queues a test opens. After each test its workers are closed, then its queues.
  */
-export function useQueues(server: TestRedis | (() => TestRedis)): (name: string) => Queue {
+export function useQueues(server: TestRedis | (() => TestRedis)): QueuesFixture {
   const redis = () => (typeof server === 'function' ? server() : server)
   const opened: Queue[] = []
+  const workers: Worker[] = []
   afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.close()))
     await Promise.all(opened.splice(0).map((q) => q.close()))
   })
-  return (name) => {
-    const queue = new Queue(name, { connection: redis().client })
-    opened.push(queue)
-    return queue
+  return {
+    open(name) {
+      const queue = new Queue(name, { connection: redis().client })
+      opened.push(queue)
+      return queue
+    },
+    worker(name, processor, options = {}) {
+      const w = new Worker(name, processor, { connection: redis().url, ...options })
+      workers.push(w)
+      return w
+    },
   }
 }

@@ -10,6 +10,11 @@
  * and the includes' `redis.call(...)` all resolve to the guarded call.
  */
 
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
+import { setScriptWrapper } from '../../lib/redis/commands.js'
+import { type QueueFixture, useQueue } from './fixture.js'
+import { type TestRedis, useRedis } from './redis-server.js'
+
 export const GUARD_CODE = 'EMQGUARD'
 
 /** Commands whose first argument is their only key. */
@@ -116,6 +121,40 @@ export function keyGuard(lua: string): string {
   return GUARD_PROLOGUE + lua
 }
 
-/** A script file's source with its includes resolved, as loadScript reads it (before any wrapper). */
 /** A script's source as EchoMQ runs it (lib/redis/scripts.ts), before the guard wraps it. */
 export { scriptSource } from '../../lib/redis/scripts.js'
+
+/** Every script the file's tests run goes through the guard: installed before them, removed after. */
+export function useKeyGuard(): void {
+  beforeAll(() => setScriptWrapper(keyGuard))
+  afterAll(() => setScriptWrapper(undefined))
+}
+
+export interface GuardedQueue {
+  redis: TestRedis
+  fx: QueueFixture
+}
+
+/**
+ * The queue fixture on a private redis-server whose scripts all run under the guard: the script cache is
+ * flushed with the data before each test (each script is loaded again, guarded), the workers have short
+ * leases, and an error any worker reports fails the test (checked once the workers are closed).
+ */
+export function useGuardedQueue(): GuardedQueue {
+  useKeyGuard()
+  const redis = useRedis()
+  const errors: unknown[] = []
+  beforeEach(async () => {
+    await redis.client.script('FLUSH')
+    errors.length = 0
+  })
+  afterEach(() => {
+    expect(errors).toEqual([])
+  })
+  // After the hooks above: the queue is made after the flush, and workers close before errors are checked.
+  const fx = useQueue(redis, {
+    workers: { lockDuration: 300, heartbeatInterval: 50, closeTimeout: 2_000 },
+    onError: (err) => errors.push(err),
+  })
+  return { redis, fx }
+}

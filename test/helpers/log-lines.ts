@@ -3,7 +3,7 @@
  * process.stderr themselves (not through console), so the streams are spied on, each line kept with its
  * stream and, when it is JSON, parsed. Call in beforeEach; vi.restoreAllMocks() in afterEach undoes it.
  */
-import { vi } from 'vitest'
+import { afterEach, beforeEach, vi } from 'vitest'
 
 export type LogLine = Record<string, unknown> & { stream: 'stdout' | 'stderr' }
 
@@ -45,5 +45,28 @@ export function captureLogs(): CapturedLogs {
       lines.length = 0
       text.length = 0
     },
+  }
+}
+
+/** The logs of each test: captured afresh before it, released after it; read through the returned object. */
+export function useCapturedLogs(): CapturedLogs {
+  let logs: CapturedLogs | undefined
+  beforeEach(() => {
+    logs = captureLogs()
+  })
+  afterEach(() => vi.restoreAllMocks())
+  const current = () => {
+    if (!logs) throw new Error('the logs are captured before each test')
+    return logs
+  }
+  return {
+    get lines() {
+      return current().lines
+    },
+    get text() {
+      return current().text
+    },
+    line: (message) => current().line(message),
+    clear: () => current().clear(),
   }
 }

@@ -7,6 +7,8 @@
  * `sort f [asc|desc], ...`; `limit n`. Anything else throws, so a query changed into something this cannot
  * read fails the test.
  */
+import { readFileSync } from 'node:fs'
+
 type Row = Record<string, unknown>
 
 const get = (row: Row, path: string): unknown =>
@@ -165,4 +167,17 @@ export function metricFilterMatches(pattern: string, event: Row): boolean {
     if (m?.[1]) return get(event, m[1]) === m[2]
     throw new Error(`metric filter: unsupported condition ${c}`)
   })
+}
+
+/** docs/reaper.md's Logs Insights queries, each under the comment line that names it (`# per queue`). */
+export function docQueries(): Record<string, string> {
+  const doc = readFileSync(new URL('../../docs/reaper.md', import.meta.url), 'utf8')
+  const block = /```logs-insights\n([\s\S]*?)```/.exec(doc)?.[1] ?? ''
+  const out: Record<string, string> = {}
+  let name = ''
+  for (const line of block.split('\n')) {
+    if (line.startsWith('# ')) name = line.slice(2).trim()
+    else if (line.trim() !== '') out[name] = `${out[name] ? `${out[name]} ` : ''}${line.trim()}`
+  }
+  return out
 }

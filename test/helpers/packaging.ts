@@ -60,7 +60,7 @@ function holderAlive(): boolean {
 
 /** Runs `fn` holding the packaging lock; waits for it at most LOCK_WAIT_MS. */
 async function withPackagingLock<T>(fn: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + LOCK_WAIT_MS
+  const deadline = performance.now() + LOCK_WAIT_MS
   for (;;) {
     try {
       mkdirSync(LOCK)
@@ -71,7 +71,7 @@ async function withPackagingLock<T>(fn: () => Promise<T>): Promise<T> {
       // A holder that died with the lock (a killed test run) frees it; one still writing its pid is alive,
       // unless the lock has stayed without a pid for a minute.
       if (!holderAlive()) rmSync(LOCK, { recursive: true, force: true })
-      else if (Date.now() > deadline) throw new Error(`packaging: ${LOCK} held by another run for over ${LOCK_WAIT_MS} ms`)
+      else if (performance.now() > deadline) throw new Error(`packaging: ${LOCK} held by another run for over ${LOCK_WAIT_MS} ms`)
       else await new Promise((resolve) => setTimeout(resolve, 250))
     }
   }
@@ -108,11 +108,50 @@ export function packageWith(args: string[]): Promise<Packaged> {
 }
 
 /** A packaging run that must fail (a bad parameter): its output. Fails while resolving variables, before any build. */
-export async function packageFails(args: string[]): Promise<{ code: number | undefined; output: string }> {
-  const err = (await run('npx', ['serverless', 'package', ...args], { cwd: root, env: offlineEnv, timeout: 120_000 }).catch(
-    (e: unknown) => e,
-  )) as { stdout?: string; stderr?: string; code?: number }
+async function packageFails(args: string[]): Promise<{ code: number | undefined; output: string }> {
+  const err = (await run(`${root}node_modules/.bin/serverless`, ['package', ...args], {
+    cwd: root,
+    env: offlineEnv,
+    timeout: 120_000,
+  }).catch((e: unknown) => e)) as { stdout?: string; stderr?: string; code?: number }
   return { code: err.code, output: `${err.stdout ?? ''}\n${err.stderr ?? ''}` }
+}
+
+/** A bad parameter, the resolver (serverless/<file>.cjs) that must refuse it, and the message it must give. */
+export interface BadParameter {
+  args: string[]
+  resolver: string
+  message: RegExp
+}
+
+/**
+ * Each bad parameter's packaging run, in as few runs as the resolvers allow: osls resolves every variable
+ * before it stops and lists each resolver's error on a line of its own, so parameters refused by different
+ * resolvers share a run (a resolver stops at its first error: one case each per run). For each case: its
+ * run's exit code, and the line of its resolver's error (its run's whole output when there is none).
+ */
+export async function packagingErrors(cases: BadParameter[]): Promise<{ code: number | undefined; line: string }[]> {
+  const runs: number[][] = []
+  cases.forEach((c, i) => {
+    const fits = (members: number[]) => members.every((m) => cases[m]?.resolver !== c.resolver)
+    const shared = runs.find(fits)
+    if (shared) shared.push(i)
+    else runs.push([i])
+  })
+  const results: { code: number | undefined; line: string }[] = []
+  // Four at a time: each is a Node process resolving the whole file, on a machine other test files share.
+  for (let r = 0; r < runs.length; r += 4) {
+    await Promise.all(
+      runs.slice(r, r + 4).map(async (members) => {
+        const { code, output } = await packageFails(members.flatMap((m) => cases[m]?.args ?? []))
+        for (const m of members) {
+          const from = `Cannot resolve "${cases[m]?.resolver}": Returned JS function errored with: `
+          results[m] = { code, line: output.split('\n').find((l) => l.includes(from)) ?? output }
+        }
+      }),
+    )
+  }
+  return results
 }
 
 /** cfn-lint (AWS's CloudFormation linter, on this machine's image and installed by .ci/run) on a template. */

@@ -27,6 +27,7 @@ const context = { getRemainingTimeInMillis: () => 50_000 }
 async function serve(req: Request): Promise<unknown> {
   switch (req.op) {
     case 'add': {
+      // direct: a queue of a child process the test spawns, on the TLS URL under test
       const queue = new Queue(req.queue ?? 'q', { connection: url })
       try {
         return await queue.add('job', { from: 'tls child' }, { jobId: req.jobId ?? 'job', attempts: req.attempts ?? 3 })

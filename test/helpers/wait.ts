@@ -3,7 +3,7 @@ export async function waitFor<T>(
   check: () => Promise<T | false | undefined | null> | T | false | undefined | null,
   { timeoutMs = 10_000, intervalMs = 10, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = performance.now() + timeoutMs
   let lastError: unknown
   for (;;) {
     try {
@@ -12,7 +12,7 @@ export async function waitFor<T>(
     } catch (err) {
       lastError = err
     }
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`)
     }
     await new Promise((resolve) => setTimeout(resolve, intervalMs))

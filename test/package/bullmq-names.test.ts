@@ -132,6 +132,7 @@ describe('job counts', () => {
 
 describe('readiness', () => {
   it('waitUntilReady resolves to the client once Redis answers, on a Queue and a Worker; the worker says ready', async () => {
+    // direct: a Queue on a URL, made here, whose own connection's readiness is under test
     const queue = new Queue('q', { connection: redis.url })
     try {
       expect(await (await queue.waitUntilReady()).ping()).toBe('PONG')

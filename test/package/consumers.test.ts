@@ -257,6 +257,11 @@ describe('the packed tarball, installed into fresh projects', () => {
     expect(api.code).toBe(1)
     expect(api.stderr).toContain('@aws-sdk/client-cloudwatch')
     expect(api.stderr).toContain('npm install')
+    // A Redis URL from SSM needs the two packages that read it, and the message names those only.
+    const ssm = await outcome(bin, ['sweep'], esm.dir, { ...nodeEnv(), REDIS_URL: undefined, REDIS_URL_PARAMETER: '/echomq/redis-url' })
+    expect(ssm.code).toBe(1)
+    expect(ssm.stderr).toMatch(/reading REDIS_URL_PARAMETER needs @aws-lambda-powertools\/parameters, @aws-sdk\/client-ssm, not installed/)
+    expect(ssm.stderr).not.toMatch(/logger|cloudwatch/)
     // The demo forks worker processes from the built JavaScript too, and starts its own redis-server.
     const demo = await outcome(bin, ['demo', '--jobs', '1'], esm.dir, { PATH: process.env.PATH, HOME: work }, 120_000)
     expect(demo, demo.stderr).toMatchObject({ code: 0 })

@@ -29,6 +29,7 @@ describe('addBulk', () => {
     await fx.queue.add('x', { old: true }, { jobId: 'taken' })
     const counting = await countingClient(redis.port)
     try {
+      // direct: a queue on a counting client, whose commands are under test
       const q = new Queue('q', { connection: counting.client })
       counting.reset()
       const jobs = await q.addBulk([

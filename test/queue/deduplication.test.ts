@@ -188,6 +188,7 @@ describe('addBulk and the cost of the option', () => {
 
   it('an add sends one command, with the option too when the queue knows the holder; a wrong guess costs a second', async () => {
     const counting = await countingClient(redis.port)
+    // direct: a queue on a counting client, whose commands are under test
     const queue = new Queue('q', { connection: counting.client })
     try {
       await queue.add('warm', {}, { jobId: 'warm' })
@@ -201,6 +202,7 @@ describe('addBulk and the cost of the option', () => {
       expect((await queue.add('j', { n: 2 }, { jobId: 'x2', deduplication: { id: 'c' } })).id).toBe(first.id)
       expect(counting.sent).toEqual(['evalsha'])
       // Another producer, which has not seen the holder: its first call is answered with it, the second is deduplicated.
+      // direct: a second producer (Queue object) on the counting client, which has not seen the holder
       const other = new Queue('q', { connection: counting.client })
       counting.reset()
       expect((await other.add('j', { n: 3 }, { jobId: 'x3', deduplication: { id: 'c' } })).id).toBe(first.id)

@@ -148,6 +148,7 @@ describe('QueueEvents', () => {
   })
 
   it('the stream is capped near streams.events.maxLen (whole nodes trimmed, as BullMQ does)', async () => {
+    // direct: a second Queue object of the queue, with its own streams option (the cap under test)
     const capped = new Queue('q', { connection: redis.client, streams: { events: { maxLen: 20 } } })
     await waitFor(async () => (await redis.client.hget(fx.keys.meta, 'maxLenEvents')) === '20', { what: 'the cap recorded' })
     await listen()

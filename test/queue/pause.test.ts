@@ -78,6 +78,7 @@ describe('pause and resume', () => {
   })
 
   it('a queue paused from another Queue object is paused for this one', async () => {
+    // direct: another Queue object of the same queue, which is under test
     const other = new Queue('q', { connection: redis.client })
     await other.pause()
     expect(await fx.queue.isPaused()).toBe(true)

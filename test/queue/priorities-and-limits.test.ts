@@ -5,7 +5,7 @@
  * and Worker.RateLimitError.
  */
 import { describe, expect, it } from 'vitest'
-import { type Job, Queue, sweep, Worker } from '../../lib/index.js'
+import { type Job, sweep, Worker } from '../../lib/index.js'
 import { countingClient } from '../helpers/counting.js'
 import { useQueue } from '../helpers/fixture.js'
 import { holdJobs } from '../helpers/queue-state.js'
@@ -131,7 +131,7 @@ describe('the rate limit', () => {
   })
 
   it('queue.rateLimit holds every worker back; Worker.RateLimitError returns the job without using an attempt', async () => {
-    const queue = new Queue('q', { connection: redis.client })
+    const queue = fx.queue
     let thrown = 0
     const started: number[] = []
     fx.worker(async () => {
@@ -153,6 +153,7 @@ describe('the rate limit', () => {
 
   it('refuses a bad limiter with ERR_OPTIONS', () => {
     for (const limiter of [{ max: 0, duration: 100 }, { max: 1 }, { max: 1, duration: 0 }, { max: 1, duration: 10, maxx: 1 }, 5]) {
+      // direct: the constructor's option validation is under test
       expect(() => new Worker('q', () => undefined, { connection: redis.url, limiter } as never)).toThrow(
         expect.objectContaining({ code: 'ERR_OPTIONS' }),
       )

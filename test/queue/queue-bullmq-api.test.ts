@@ -117,6 +117,7 @@ describe("the Queue's own events", () => {
   })
 
   it('error: the connection failing is told to an error listener (and to none when there is none)', async () => {
+    // direct: a queue on a port where nothing listens, whose connection error is under test
     const q = new Queue('e', { connection: 'redis://127.0.0.1:1' })
     const err = await new Promise<Error>((resolve) => q.once('error', resolve))
     expect(err).toBeInstanceOf(Error)

@@ -7,7 +7,7 @@ import { snapshot } from '../helpers/snapshot.js'
 
 const redis = useRedis()
 const fx = useQueue(redis, { queue: { maxDataBytes: 1024 } })
-const open = useQueues(redis)
+const { open } = useQueues(redis)
 beforeEach(async () => {
   await fx.queue.add('seed', { existing: true }, { jobId: 'seed' })
 })
@@ -48,7 +48,7 @@ describe('queue names', () => {
   it.each(badQueueNames.map((n) => [JSON.stringify(n) ?? String(n), n]))('rejects %s in Queue, Worker and sweep', async (_label, name) => {
     // direct: the constructors’ name validation is under test
     await rejects('ERR_QUEUE_NAME', () => new Queue(name as string, { connection: redis.client }))
-    await rejects('ERR_QUEUE_NAME', () => new Worker(name as string, () => 1, { connection: redis.client }))
+    await rejects('ERR_QUEUE_NAME', () => new Worker(name as string, () => 1, { connection: redis.client })) // direct: as above
     await rejects('ERR_QUEUE_NAME', () => sweep(redis.client, name as string))
   })
 

@@ -5,51 +5,21 @@
  * that only OldestWaitAge shows, past the backlog alarm's default threshold. Metrics are caught at a local
  * CloudWatch endpoint by the real client; workers fail jobs for real.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createHandler } from '../../functions/sweep.js'
-import { Worker } from '../../lib/index.js'
+import { describe, expect, it } from 'vitest'
 import { METRIC_NAMES } from '../../lib/reaper/metrics.js'
-import { type CloudWatchEndpoint, startCloudWatchEndpoint } from '../helpers/cloudwatch-endpoint.js'
 import { useQueues } from '../helpers/fixture.js'
-import { stubLocalAws } from '../helpers/local-aws.js'
-import { type CapturedLogs, captureLogs, type LogLine } from '../helpers/log-lines.js'
 import { crashedJobs, stalledBefore } from '../helpers/queue-state.js'
+import { useReaperInvocations } from '../helpers/reaper-invocations.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
-let endpoint: CloudWatchEndpoint
-let lines: LogLine[]
-let captured: CapturedLogs
-const context = { getRemainingTimeInMillis: () => 50_000 }
-
-beforeAll(async () => {
-  endpoint = await startCloudWatchEndpoint()
-  stubLocalAws({ AWS_ENDPOINT_URL_CLOUDWATCH: endpoint.url })
-})
-afterAll(async () => {
-  vi.unstubAllEnvs()
-  await endpoint?.close()
-})
-beforeEach(() => {
-  endpoint.requests.length = 0
-  captured = captureLogs()
-  lines = captured.lines
-})
-afterEach(() => vi.restoreAllMocks())
-
-async function invoke(env: Record<string, string> = {}) {
-  const handler = createHandler({ REDIS_URL: redis.url, SWEEP_GRACE_MS: '0', METRICS_NAMESPACE: 'EchoMQ/test', ...env })
-  try {
-    return await handler({}, context)
-  } finally {
-    await handler.close()
-  }
-}
-const metric = (name: string) => endpoint.requests.at(-1)?.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)?.Value
+const { open, worker } = useQueues(redis)
+const reaper = useReaperInvocations(redis, { env: { METRICS_NAMESPACE: 'EchoMQ/test' } })
+const { invoke } = reaper
+const metric = (name: string) => reaper.endpoint.requests.at(-1)?.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)?.Value
 const line = (message: string | RegExp) =>
-  lines.find((l) => (typeof message === 'string' ? l.message === message : message.test(String(l.message))))
+  reaper.logs.lines.find((l) => (typeof message === 'string' ? l.message === message : message.test(String(l.message))))
 
 describe('sweep errors', () => {
   it('a Redis user that may not run scripts: every queue fails, SweepErrors counts them, the log names the error', async () => {
@@ -63,7 +33,7 @@ describe('sweep errors', () => {
     expect(metric(METRIC_NAMES.SweepRuns)).toBe(1)
     expect(metric(METRIC_NAMES.QueuesSwept)).toBe(2)
     expect(metric(METRIC_NAMES.SweepErrors)).toBe(2)
-    expect(lines.filter((l) => l.message === 'queue' && /NOPERM/.test(String(l.error)))).toHaveLength(2)
+    expect(reaper.logs.lines.filter((l) => l.message === 'queue' && /NOPERM/.test(String(l.error)))).toHaveLength(2)
     expect(line('summary')).toMatchObject({ queuesSwept: 2, sweepErrors: 2, metricsPublished: true })
   })
 
@@ -88,7 +58,7 @@ describe('nothing swept, and why', () => {
 
   it('a fresh install (no registry under any prefix): no QueuesSwept datum, so no page before the first queue exists', async () => {
     await invoke()
-    expect(endpoint.requests.at(-1)?.body.MetricData.map((d) => d.MetricName)).not.toContain(METRIC_NAMES.QueuesSwept)
+    expect(reaper.endpoint.requests.at(-1)?.body.MetricData.map((d) => d.MetricName)).not.toContain(METRIC_NAMES.QueuesSwept)
     expect(metric(METRIC_NAMES.SweepRuns)).toBe(1)
     expect(line(/^no queue swept/)).toMatchObject({ reason: 'empty-registry', registry: 'emq:queues' })
     // The first queue: counted from then on.
@@ -119,11 +89,11 @@ describe('nothing swept, and why', () => {
 describe('a backlog with no worker left', () => {
   it("nothing stalls or fails, and only OldestWaitAge says so, past the backlog alarm's default threshold", async () => {
     const queue = open('emails')
-    const worker = new Worker('emails', async () => 'sent', { connection: redis.url })
+    const sender = worker('emails', async () => 'sent')
     await queue.add('first', {})
     await waitFor(async () => (await queue.counts()).completed === 1, { what: 'the first job done' })
     // Every worker gone; producers go on.
-    await worker.close()
+    await sender.close()
     const job = await queue.add('second', {})
     const threshold = METRIC_NAMES.oldestWaitAlarmMsDefault
     // The job has waited past the threshold (its enqueue time, moved back: only time matters here).
@@ -147,22 +117,18 @@ describe('failed jobs', () => {
   it('jobs a worker fails on their last attempt count in JobsFailed once: 3, then 0 on the next invocation', async () => {
     const queue = open('emails')
     for (let i = 0; i < 3; i++) await queue.add('job', { i }, { attempts: 1 })
-    const worker = new Worker(
-      'emails',
-      () => {
-        throw new Error('boom')
-      },
-      { connection: redis.url },
-    )
+    const failing = worker('emails', () => {
+      throw new Error('boom')
+    })
     try {
       await waitFor(async () => (await queue.counts()).failed === 3, { timeoutMs: 10_000, what: '3 failed jobs' })
     } finally {
-      await worker.close()
+      await failing.close()
     }
 
     await invoke()
     const first = { jobsFailed: metric(METRIC_NAMES.JobsFailed), failedCount: metric(METRIC_NAMES.FailedCount), line: line('queue') }
-    captured.clear()
+    reaper.logs.clear()
     await invoke()
 
     expect(first.jobsFailed).toBe(3)
@@ -175,18 +141,18 @@ describe('failed jobs', () => {
   it('a stall on the last attempt and a worker error, with an overlapping invocation: each job moved once, each failure published once', async () => {
     const queue = open('emails')
     await queue.add('job', {}, { jobId: 'err', attempts: 1 })
-    const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url })
+    const failing = worker('emails', () => Promise.reject(new Error('boom')))
     try {
       await waitFor(async () => (await queue.counts()).failed === 1, { what: 'the worker error' })
     } finally {
-      await worker.close()
+      await failing.close()
     }
     await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1, idPrefix: 's' }))
 
     const totals = await Promise.all([invoke({ SWEEPS_PER_INVOCATION: '3', SWEEP_INTERVAL_MS: '20' }), invoke()])
     // Failures counted while the other invocation held its claim wait for the next invocation.
     await invoke()
-    const published = endpoint.requests.map(
+    const published = reaper.endpoint.requests.map(
       (r) => r.body.MetricData.find((d) => d.MetricName === METRIC_NAMES.JobsFailed && !d.Dimensions)?.Value ?? 0,
     )
 

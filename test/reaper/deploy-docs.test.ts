@@ -7,15 +7,14 @@
  */
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import policyJson from '../../docs/deployer-policy.json' with { type: 'json' }
 import { createHandler } from '../../functions/sweep.js'
-import { Worker } from '../../lib/index.js'
 import { ACCOUNT, REGION, templateCalls } from '../helpers/cfn-actions.js'
 import { evaluate, RULES } from '../helpers/checkov-rules.js'
 import { useQueues } from '../helpers/fixture.js'
 import { allows, OSLS_CALL_GRANTS, oslsCalls, type Policy, type Target } from '../helpers/iam-policy.js'
-import { type CapturedLogs, captureLogs, type LogLine } from '../helpers/log-lines.js'
+import { type LogLine, useCapturedLogs } from '../helpers/log-lines.js'
 import { logsInsights, metricFilterMatches } from '../helpers/logs-insights.js'
 import { type Packaged, packageWith, root } from '../helpers/packaging.js'
 import { crashedJobs } from '../helpers/queue-state.js'
@@ -210,14 +209,8 @@ describe('the runbook, docs/runbook.md', () => {
 
 describe("the runbook's queries and the timeout filter, on the reaper's own lines and Lambda's", () => {
   const redis = useRedis()
-  const open = useQueues(redis)
-  let logs: CapturedLogs
-  beforeEach(() => {
-    logs = captureLogs()
-  })
-  afterEach(() => {
-    vi.restoreAllMocks()
-  })
+  const { open, worker } = useQueues(redis)
+  const logs = useCapturedLogs()
 
   /** Lambda's own lines under the JSON log format (platform.report), and a timeout as the Text format once wrote it. */
   const lambdaLines: Record<string, unknown>[] = [
@@ -244,9 +237,9 @@ describe("the runbook's queries and the timeout filter, on the reaper's own line
     const env = { REDIS_URL: redis.url, METRICS_MODE: 'emf', SWEEP_GRACE_MS: '0', IS_LOCAL: 'true' }
     const queue = open('emails')
     await queue.add('bad', {}, { attempts: 1 })
-    const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url })
+    const boom = worker('emails', () => Promise.reject(new Error('boom')))
     await waitFor(async () => (await queue.counts()).failed === 1, { what: 'the failed job' })
-    await worker.close()
+    await boom.close()
     await queue.add('waiting', {})
     await queue.close()
     await crashedJobs(redis.client, 'sms', 1)
@@ -275,7 +268,7 @@ describe("the runbook's queries and the timeout filter, on the reaper's own line
       expect.objectContaining({ 'record.requestId': 'req-slow', 'record.metrics.durationMs': 55000 }),
     ])
     expect(run('jobs-failed')).toEqual([{ queue: 'emails', failed: 1 }])
-    expect(run('oldest-wait')).toEqual(expect.arrayContaining([expect.objectContaining({ queue: 'emails', waiting: 1 })]))
+    expect(run('oldest-wait')).toEqual([expect.objectContaining({ oldestWaitQueue: 'emails', waiting: 1 })])
     expect(run('sweeper-not-invoked').length).toBeGreaterThan(0)
 
     const pattern = (packaged.ci as Packaged).resources.FunctionTimeoutsFilter?.Properties.FilterPattern as string

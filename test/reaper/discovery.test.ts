@@ -4,26 +4,19 @@
  * queue whose only producer is a job scheduler keeps producing with no worker and no live Queue, because
  * the reaper's sweep is then the only one promoting its iterations.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { Worker } from '../../lib/index.js'
 import { Discovery } from '../../lib/reaper/discovery.js'
 import { registryKey, sweptKeyPattern } from '../../lib/redis/keys.js'
 import { useQueues } from '../helpers/fixture.js'
-import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
+import { useCapturedLogs } from '../helpers/log-lines.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
-let logs: CapturedLogs
-beforeEach(() => {
-  logs = captureLogs()
-})
-afterEach(() => {
-  vi.restoreAllMocks()
-})
+const { open, worker } = useQueues(redis)
+const logs = useCapturedLogs()
 
 const context = { getRemainingTimeInMillis: () => 50_000 }
 const handlerEnv = () => ({ REDIS_URL: redis.url, METRICS_MODE: 'off', SWEEP_GRACE_MS: '0', IS_LOCAL: 'true' })
@@ -64,9 +57,9 @@ describe('discovery after the registry is lost', () => {
     await crashedJobs(redis.client, 'inflight', 1)
     const done = open('done')
     await done.add('j', {})
-    const worker = new Worker('done', async () => 'ok', { connection: redis.client })
+    const finishing = worker('done', async () => 'ok')
     await waitFor(async () => (await done.counts()).completed === 1, { what: 'the job completed' })
-    await Promise.all([worker.close(), done.close()])
+    await Promise.all([finishing.close(), done.close()])
     await loseRegistry()
     const handler = createHandler(handlerEnv())
     try {

@@ -14,7 +14,7 @@ import {
   PUBLISH_TIMEOUT_MS,
   publishMetrics,
 } from '../../lib/reaper/metrics.js'
-import { type QueueRun, totals } from '../../lib/reaper/run.js'
+import { emptyRun, type QueueRun, totals } from '../../lib/reaper/run.js'
 import { CLOUDWATCH_REQUEST_ID, type CloudWatchEndpoint, startBlackhole, startCloudWatchEndpoint } from '../helpers/cloudwatch-endpoint.js'
 import { stubLocalAws } from '../helpers/local-aws.js'
 import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
@@ -28,6 +28,8 @@ const run = (over: { [K in keyof QueueRun]?: QueueRun[K] | undefined } = {}): Qu
     recovered: 1,
     failed: 1,
     failedNew: 4,
+    promoted: 0,
+    trimmed: 0,
     durations: [3.5, 4],
     counts: { wait: 5, prioritized: 0, active: 7, stalled: 2, delayed: 6, completed: 9, failed: 3 },
     oldestWaitAgeMs: 1500,
@@ -60,7 +62,7 @@ describe('totals', () => {
     const t = totals({
       a: run({ durations: [1, 9], oldestWaitAgeMs: 100 }),
       b: run({ durations: [5, 2], oldestWaitAgeMs: 900 }),
-      broken: { marked: 0, recovered: 0, failed: 0, failedNew: 0, durations: [], error: 'NOPERM', errorCode: 'ERR_NOPERM' },
+      broken: { ...emptyRun(), error: 'NOPERM', errorCode: 'ERR_NOPERM' },
     })
     expect(t).toEqual({
       queuesSwept: 3,
@@ -68,6 +70,8 @@ describe('totals', () => {
       marked: 4,
       recovered: 2,
       jobsFailed: 8,
+      promoted: 0,
+      trimmed: 0,
       counts: { wait: 10, active: 14, delayed: 12, failed: 6 },
       oldestWaitAgeMs: 900,
       sweepDurationsMs: [5, 9],

@@ -10,12 +10,12 @@ import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import type { Cluster, Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { Queue, Worker } from '../../lib/index.js'
 import { registryKey } from '../../lib/redis/keys.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
-import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
+import { useCluster } from '../helpers/cluster.js'
+import { useCapturedLogs } from '../helpers/log-lines.js'
 import { crashedJobs, stalledBefore } from '../helpers/queue-state.js'
 import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -44,11 +44,7 @@ async function setUsers(nodes: Redis[], users: string[][]) {
 }
 const aclLog = async (nodes: Redis[]) => (await Promise.all(nodes.map((n) => n.call('ACL', 'LOG')))).flat()
 
-let logs: CapturedLogs
-beforeEach(() => {
-  logs = captureLogs()
-})
-afterEach(() => vi.restoreAllMocks())
+const logs = useCapturedLogs()
 
 /** Producer, workers, the reaper and the CLI, as the two users, on `url(user)`. */
 async function endToEnd(admin: Redis | Cluster, nodes: Redis[], url: (user: string) => string, env: Record<string, string> = {}) {
@@ -154,14 +150,10 @@ describe('standalone Redis', () => {
 })
 
 describe('Redis Cluster', () => {
-  let cluster: TestCluster
+  const cluster = useCluster()
   let admin: Cluster
-  beforeAll(async () => {
-    cluster = await startCluster()
+  beforeAll(() => {
     admin = cluster.connect()
-  }, 60_000)
-  afterAll(async () => {
-    await cluster?.stop()
   })
   beforeEach(async () => {
     await Promise.all(cluster.nodes.map((n) => n.client.flushall()))

@@ -1,6 +1,6 @@
 /**
  * The claim on a queue's count of failed jobs, branch by branch (lua/claim-1.lua, lua/settle-1.lua, and
- * the probe's reading of it in lua/probe-12.lua), against real Redis; the reaper's use of it, with
+ * the probe's reading of it in lua/probe-13.lua), against real Redis; the reaper's use of it, with
  * overlapping and killed invocations: reaper-jobs-failed.test.ts.
  */
 import { describe, expect, it } from 'vitest'

@@ -10,76 +10,37 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { createServer, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createHandler } from '../../functions/sweep.js'
-import { sweep, Worker } from '../../lib/index.js'
+import { describe, expect, it } from 'vitest'
+import { sweep } from '../../lib/index.js'
 import { METRIC_NAMES } from '../../lib/reaper/metrics.js'
-import { type CloudWatchEndpoint, startCloudWatchEndpoint } from '../helpers/cloudwatch-endpoint.js'
 import { failedCount } from '../helpers/failed-count.js'
 import { useQueues } from '../helpers/fixture.js'
-import { listenLocally, stubLocalAws } from '../helpers/local-aws.js'
-import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
+import { listenLocally } from '../helpers/local-aws.js'
+import { failJobs } from '../helpers/queue-state.js'
+import { useReaperInvocations } from '../helpers/reaper-invocations.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
-let endpoint: CloudWatchEndpoint
-let logs: CapturedLogs
-const context = { getRemainingTimeInMillis: () => 50_000 }
+const queues = useQueues(redis)
+const { open, worker } = queues
+const reaper = useReaperInvocations(redis, { env: { METRICS_NAMESPACE: 'EchoMQ/test' } })
+const { invoke } = reaper
 
-beforeAll(async () => {
-  endpoint = await startCloudWatchEndpoint()
-  stubLocalAws({ AWS_ENDPOINT_URL_CLOUDWATCH: endpoint.url })
-})
-afterAll(async () => {
-  vi.unstubAllEnvs()
-  await endpoint?.close()
-})
-beforeEach(() => {
-  endpoint.requests.length = 0
-  endpoint.failWith(undefined)
-  logs = captureLogs()
-})
-afterEach(() => vi.restoreAllMocks())
-
-const baseEnv = () => ({ REDIS_URL: redis.url, SWEEP_GRACE_MS: '0', METRICS_NAMESPACE: 'EchoMQ/test' })
-/** One invocation of a container of its own (its own connection), as EventBridge starts them. */
-async function invoke(env: Record<string, string> = {}) {
-  const handler = createHandler({ ...baseEnv(), ...env })
-  try {
-    return await handler({}, context)
-  } finally {
-    await handler.close()
-  }
-}
 /** JobsFailed (the total, no dimension) of every request the endpoint received. */
 const published = () =>
-  endpoint.requests.map((r) => r.body.MetricData.find((d) => d.MetricName === METRIC_NAMES.JobsFailed && !d.Dimensions)?.Value ?? 0)
+  reaper.endpoint.requests.map((r) => r.body.MetricData.find((d) => d.MetricName === METRIC_NAMES.JobsFailed && !d.Dimensions)?.Value ?? 0)
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
-
-/** `n` jobs a worker fails on their only attempt. */
-async function failJobs(queue: string, n: number) {
-  const q = open(queue)
-  const before = (await q.counts()).failed
-  for (let i = 0; i < n; i++) await q.add('job', { i }, { attempts: 1 })
-  const worker = new Worker(queue, () => Promise.reject(new Error('boom')), { connection: redis.url })
-  try {
-    await waitFor(async () => (await q.counts()).failed === before + n, { timeoutMs: 10_000, what: `${n} failed jobs` })
-  } finally {
-    await worker.close()
-  }
-}
 
 describe('overlapping invocations', () => {
   it('four invocations, all between their count and their publish at once: 2 failures are published as 2', async () => {
-    await failJobs('emails', 2)
-    endpoint.holdUntil(4)
+    await failJobs(queues, 'emails', 2)
+    reaper.endpoint.holdUntil(4)
 
     const summaries = await Promise.all([invoke(), invoke(), invoke(), invoke()])
 
     expect(summaries).toHaveLength(4)
-    expect(endpoint.requests).toHaveLength(4)
+    expect(reaper.endpoint.requests).toHaveLength(4)
     expect(sum(published())).toBe(2)
     expect(published().filter((v) => v > 0)).toEqual([2])
     expect(await failedCount(redis.client, 'emails')).toEqual({})
@@ -89,7 +50,7 @@ describe('overlapping invocations', () => {
 
   it('jobs failing while three containers invoke back to back: every failure published exactly once', async () => {
     const queue = open('emails')
-    const worker = new Worker('emails', () => Promise.reject(new Error('boom')), { connection: redis.url, concurrency: 2 })
+    const failing = worker('emails', () => Promise.reject(new Error('boom')), { concurrency: 2 })
     const ROUNDS = 6
     const CONTAINERS = 3
     try {
@@ -103,11 +64,11 @@ describe('overlapping invocations', () => {
       )
       await waitFor(async () => (await queue.counts()).failed === ROUNDS * CONTAINERS, { what: 'every job failed' })
     } finally {
-      await worker.close()
+      await failing.close()
     }
     await invoke()
 
-    expect(endpoint.requests.length).toBe(ROUNDS * CONTAINERS + 1)
+    expect(reaper.endpoint.requests.length).toBe(ROUNDS * CONTAINERS + 1)
     expect(sum(published())).toBe(ROUNDS * CONTAINERS)
     expect(await failedCount(redis.client, 'emails')).toEqual({})
   })
@@ -115,14 +76,14 @@ describe('overlapping invocations', () => {
 
 describe('a publish that fails', () => {
   it('CloudWatch failing under two overlapping invocations, then healthy under two more: 3 failures published once', async () => {
-    await failJobs('emails', 3)
-    endpoint.failWith({ status: 500, type: 'InternalServiceError', message: 'boom' })
+    await failJobs(queues, 'emails', 3)
+    reaper.endpoint.failWith({ status: 500, type: 'InternalServiceError', message: 'boom' })
     await Promise.all([invoke(), invoke()])
     const afterFailure = await failedCount(redis.client, 'emails')
-    const failedLine = logs.lines.find((l) => l.message === 'queue' && l.failedNotPublished !== undefined)
-    endpoint.failWith(undefined)
-    endpoint.requests.length = 0
-    endpoint.holdUntil(2)
+    const failedLine = reaper.logs.lines.find((l) => l.message === 'queue' && l.failedNotPublished !== undefined)
+    reaper.endpoint.failWith(undefined)
+    reaper.endpoint.requests.length = 0
+    reaper.endpoint.holdUntil(2)
 
     await Promise.all([invoke(), invoke()])
 
@@ -136,7 +97,7 @@ describe('a publish that fails', () => {
 
 describe('an invocation killed between its claim and its settlement', () => {
   it('its claim is left alone while it could live, then taken over: 4 failures published once in all', async () => {
-    await failJobs('emails', 4)
+    await failJobs(queues, 'emails', 4)
     // A CloudWatch endpoint that accepts and never answers: the child is killed while its publish waits.
     const sockets: Socket[] = []
     let connected = 0
@@ -154,7 +115,7 @@ describe('an invocation killed between its claim and its settlement', () => {
         {
           env: {
             ...process.env,
-            ...baseEnv(),
+            ...reaper.env(),
             AWS_ENDPOINT_URL_CLOUDWATCH: `http://127.0.0.1:${hole.port}`,
             AWS_REGION: 'eu-west-1',
             AWS_ACCESS_KEY_ID: 'AKIATEST',
@@ -192,14 +153,14 @@ describe('an invocation killed between its claim and its settlement', () => {
     expect(whileLive).toEqual([0])
     expect(sum(published())).toBe(4)
     expect(published().at(-1)).toBe(0)
-    expect(logs.line(/^took over failed jobs/)).toMatchObject({ queue: 'emails', takenOver: 4 })
+    expect(reaper.logs.line(/^took over failed jobs/)).toMatchObject({ queue: 'emails', takenOver: 4 })
     expect(await failedCount(redis.client, 'emails')).toEqual({})
   }, 45_000)
 })
 
 describe('a sweep that does not publish leaves the count to the reaper that does', () => {
   it('`echomq sweep` (metrics off) and the library sweep(), then the function: 20 failures published as 20', async () => {
-    await failJobs('emails', 20)
+    await failJobs(queues, 'emails', 20)
     const { REDIS_URL: _url, METRICS_MODE: _mode, ...env } = process.env
     const cli = await promisify(execFile)(
       process.execPath,
@@ -220,10 +181,12 @@ describe('a sweep that does not publish leaves the count to the reaper that does
   }, 60_000)
 
   it('a reaper with metrics off neither reads nor claims the count', async () => {
-    await failJobs('emails', 2)
+    await failJobs(queues, 'emails', 2)
     await invoke({ METRICS_MODE: 'off' })
-    expect(logs.line('queue')).toMatchObject({ failedNew: 0 })
-    expect(logs.line('queue')).not.toHaveProperty('failedNotPublished')
+    // Nothing it knows of happened to the queue: no line of its own, and the summary counts no failed job.
+    expect(reaper.logs.line('queue')).toBeUndefined()
+    expect(reaper.logs.line('summary')).toMatchObject({ jobsFailed: 0 })
+    expect(reaper.logs.line('summary')).not.toHaveProperty('jobsFailedNotPublished')
     expect(await failedCount(redis.client, 'emails')).toEqual({ failedNew: '2' })
   })
 })

@@ -6,76 +6,42 @@
  * log lines' shape, and the Logs Insights queries of docs/reaper.md and the template's metric filter run against
  * those lines.
  */
-import { readFileSync } from 'node:fs'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
-import { Worker } from '../../lib/index.js'
 import { METRIC_NAMES } from '../../lib/reaper/metrics.js'
 import { queueKeys } from '../../lib/redis/keys.js'
-import { type CloudWatchEndpoint, startCloudWatchEndpoint } from '../helpers/cloudwatch-endpoint.js'
 import { useQueues } from '../helpers/fixture.js'
-import { stubLocalAws } from '../helpers/local-aws.js'
-import { type CapturedLogs, captureLogs, type LogLine } from '../helpers/log-lines.js'
-import { logsInsights, metricFilterMatches } from '../helpers/logs-insights.js'
-import { crashedJobs, stalledBefore } from '../helpers/queue-state.js'
+import type { LogLine } from '../helpers/log-lines.js'
+import { docQueries, logsInsights, metricFilterMatches } from '../helpers/logs-insights.js'
+import { crashedJobs, failJobs, stalledBefore } from '../helpers/queue-state.js'
+import { useReaperInvocations } from '../helpers/reaper-invocations.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
-let endpoint: CloudWatchEndpoint
-let logs: CapturedLogs
-const context = { getRemainingTimeInMillis: () => 50_000, awsRequestId: 'req-1', functionName: 'echomq-reaper-test-sweep' }
-
-beforeAll(async () => {
-  endpoint = await startCloudWatchEndpoint()
-  stubLocalAws({ AWS_ENDPOINT_URL_CLOUDWATCH: endpoint.url })
+const queues = useQueues(redis)
+const reaper = useReaperInvocations(redis, {
+  env: { METRICS_NAMESPACE: 'EchoMQ/test' },
+  context: { awsRequestId: 'req-1', functionName: 'echomq-reaper-test-sweep' },
 })
-afterAll(async () => {
-  vi.unstubAllEnvs()
-  await endpoint?.close()
-})
-beforeEach(() => {
-  endpoint.requests.length = 0
-  endpoint.failWith(undefined)
-  logs = captureLogs()
-})
-afterEach(() => vi.restoreAllMocks())
-
-const baseEnv = () => ({ REDIS_URL: redis.url, SWEEP_GRACE_MS: '0', METRICS_NAMESPACE: 'EchoMQ/test' })
-async function invoke(env: Record<string, string> = {}) {
-  const handler = createHandler({ ...baseEnv(), ...env })
-  try {
-    return await handler({}, context)
-  } finally {
-    await handler.close()
-  }
-}
+const { invoke } = reaper
 const published = (name: string) =>
-  endpoint.requests.map((r) => r.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)?.Value ?? 0)
+  reaper.endpoint.requests.map((r) => r.body.MetricData.find((d) => d.MetricName === name && !d.Dimensions)?.Value ?? 0)
 const failedNewInRedis = async (queue: string) => Number((await redis.client.hget(queueKeys('emq', queue).meta, 'failedNew')) ?? 0)
-
-/** `n` jobs a worker fails on their only attempt. */
-async function failJobs(queue: string, n: number) {
-  const q = open(queue)
-  for (let i = 0; i < n; i++) await q.add('job', { i }, { attempts: 1 })
-  const worker = new Worker(queue, () => Promise.reject(new Error('boom')), { connection: redis.url })
-  try {
-    await waitFor(async () => (await q.counts()).failed === n, { timeoutMs: 10_000, what: `${n} failed jobs` })
-  } finally {
-    await worker.close()
-  }
-}
 
 describe('JobsFailed: a count leaves Redis only once published (finding 2)', () => {
   it('CloudWatch failing, then healthy: the 4 failures are published once, by the invocation that could', async () => {
-    await failJobs('emails', 4)
+    await failJobs(queues, 'emails', 4)
 
-    endpoint.failWith({ status: 500, type: 'InternalServiceError', message: 'boom' })
+    reaper.endpoint.failWith({ status: 500, type: 'InternalServiceError', message: 'boom' })
     await invoke()
-    const afterFailure = { inRedis: await failedNewInRedis('emails'), summary: logs.line('summary'), queue: logs.line('queue') }
-    endpoint.failWith(undefined)
-    endpoint.requests.length = 0
+    const afterFailure = {
+      inRedis: await failedNewInRedis('emails'),
+      summary: reaper.logs.line('summary'),
+      queue: reaper.logs.line('queue'),
+    }
+    reaper.endpoint.failWith(undefined)
+    reaper.endpoint.requests.length = 0
     await invoke()
     await invoke()
 
@@ -93,7 +59,7 @@ describe('the sweep as it happens (finding 8)', () => {
     // Two sweeps: the first marks, the second fails them (no attempt left).
     await invoke({ SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10' })
     expect(published(METRIC_NAMES.JobsFailed)).toEqual([2])
-    expect(logs.line('queue')).toMatchObject({ failed: 2, failedNew: 2 })
+    expect(reaper.logs.line('queue')).toMatchObject({ failed: 2, failedNew: 2 })
   })
 
   it('OldestWaitAge right after a recovery: 3 jobs wait, and their wait began when their leases expired', async () => {
@@ -101,15 +67,15 @@ describe('the sweep as it happens (finding 8)', () => {
     await invoke()
     const expiredAtLeast = performance.now()
     await waitFor(() => performance.now() - expiredAtLeast >= 50, { what: '50 ms' })
-    endpoint.requests.length = 0
-    logs.clear()
+    reaper.endpoint.requests.length = 0
+    reaper.logs.clear()
 
     await invoke()
 
-    expect(logs.line('queue')).toMatchObject({ recovered: 3, counts: { wait: 3 } })
+    expect(reaper.logs.line('queue')).toMatchObject({ recovered: 3, counts: { wait: 3 } })
     const [age] = published(METRIC_NAMES.OldestWaitAge)
     expect(age).toBeGreaterThanOrEqual(50)
-    expect(logs.line('queue')?.oldestWaitAgeMs).toBe(age)
+    expect(reaper.logs.line('queue')?.oldestWaitAgeMs).toBe(age)
   })
 })
 
@@ -119,13 +85,13 @@ describe('a failed invocation leaves one error line of its own (finding 6)', () 
     ['a Redis that refuses connections', { REDIS_URL: 'redis://127.0.0.1:1', REDIS_TIMEOUT_MS: '300' }, 'ERR_CONNECTION'],
     ['an event with an unknown field', {}, 'ERR_EVENT'],
   ])('%s', async (label, env, code) => {
-    const handler = createHandler({ ...baseEnv(), ...env })
+    const handler = createHandler({ ...reaper.env(), ...env })
     const event = code === 'ERR_EVENT' ? { queue: 'emails' } : {}
-    const err = await handler(event, context).catch((e: unknown) => e)
+    const err = await handler(event, reaper.context).catch((e: unknown) => e)
     await handler.close()
 
     expect(err).toMatchObject({ code })
-    const errors = logs.lines.filter((l) => l.level === 'ERROR')
+    const errors = reaper.logs.lines.filter((l) => l.level === 'ERROR')
     expect(errors, label).toHaveLength(1)
     expect(errors[0]).toMatchObject({ stream: 'stderr', message: 'invocation failed', errorCode: code, function_request_id: 'req-1' })
     if (code === 'ERR_CONFIG') expect(errors[0]).toMatchObject({ variable: 'REDIS_URL', error: expect.stringMatching(/port 99999/) })
@@ -138,8 +104,8 @@ describe('a failed invocation leaves one error line of its own (finding 6)', () 
       (e: unknown) => e,
     )
     expect(err).toMatchObject({ code: 'ERR_AUTH', hint: expect.stringMatching(/user and password/) })
-    expect(logs.line('invocation failed')).toMatchObject({ errorCode: 'ERR_AUTH', hint: expect.stringMatching(/user and password/) })
-    expect(logs.text.join('\n')).not.toMatch(/unreachable|wrong@/)
+    expect(reaper.logs.line('invocation failed')).toMatchObject({ errorCode: 'ERR_AUTH', hint: expect.stringMatching(/user and password/) })
+    expect(reaper.logs.text.join('\n')).not.toMatch(/unreachable|wrong@/)
   })
 })
 
@@ -150,56 +116,45 @@ describe('log lines as Powertools writes them (finding 7)', () => {
     await invoke({ POWERTOOLS_SERVICE_NAME: 'echomq-reaper-test', PREFIX: 'wrong' })
     await invoke({ POWERTOOLS_SERVICE_NAME: 'echomq-reaper-test' })
 
-    expect(logs.lines.length).toBeGreaterThan(3)
-    for (const line of logs.lines.filter((l) => !l._aws)) {
+    expect(reaper.logs.lines.length).toBeGreaterThan(3)
+    for (const line of reaper.logs.lines.filter((l) => !l._aws)) {
       expect(line).toMatchObject({ service: 'echomq-reaper-test', function_request_id: 'req-1', function_name: 'echomq-reaper-test-sweep' })
       expect(line.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/)
       expect(['INFO', 'WARN', 'ERROR']).toContain(line.level)
       expect(line.stream).toBe(line.level === 'INFO' ? 'stdout' : 'stderr')
       expect(typeof line.cold_start).toBe('boolean')
     }
-    expect(logs.line(/^no queue swept/)).toMatchObject({ level: 'WARN', stream: 'stderr', cold_start: true })
-    expect(logs.text.filter((t) => !t.startsWith('{'))).toEqual([])
+    expect(reaper.logs.line(/^no queue swept/)).toMatchObject({ level: 'WARN', stream: 'stderr', cold_start: true })
+    expect(reaper.logs.text.filter((t) => !t.startsWith('{'))).toEqual([])
   })
 
   it("docs/reaper.md's Logs Insights queries and the metric filter, run on the lines themselves", async () => {
     await stalledBefore(redis.client, 'emails', await crashedJobs(redis.client, 'emails', 2, { attempts: 1 }))
     await crashedJobs(redis.client, 'sms', 1)
-    open('broken')
+    queues.open('broken')
     await redis.client.set(queueKeys('emq', 'broken').active, 'not a sorted set')
-    endpoint.failWith({ status: 400, type: 'Throttling', message: 'Rate exceeded' })
+    reaper.endpoint.failWith({ status: 400, type: 'Throttling', message: 'Rate exceeded' })
     await invoke({ SWEEPS_PER_INVOCATION: '2', SWEEP_INTERVAL_MS: '10' })
-    endpoint.failWith(undefined)
+    reaper.endpoint.failWith(undefined)
     await invoke()
     await invoke({ REDIS_URL: 'redis://127.0.0.1:99999' }).catch(() => undefined)
 
     const queries = docQueries()
-    const run = (name: string) => logsInsights(queries[name] ?? '', logs.lines as LogLine[])
+    const run = (name: string) => logsInsights(queries[name] ?? '', reaper.logs.lines as LogLine[])
+    // Only the queues where something happened: emails' jobs failed, sms's was marked; broken failed.
     expect(run('per queue')).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ queue: 'emails', failed: 2 }),
-        expect.objectContaining({ queue: 'sms', waiting: 1 }),
+        expect.objectContaining({ queue: 'sms', marked: 1 }),
       ]),
     )
+    expect(run('backlog').length).toBe(2)
     expect(run('sweep errors')).toEqual([expect.objectContaining({ queue: 'broken', errorCode: 'ERR_WRONG_TYPE' })])
     expect(run('failed invocations')).toEqual([expect.objectContaining({ errorCode: 'ERR_CONFIG', count: 1 })])
     expect(run('metrics not published')).toEqual([expect.objectContaining({ errorName: 'Throttling', count: 1 })])
-    const summaries = logs.lines.filter((l) => l.message === 'summary')
+    const summaries = reaper.logs.lines.filter((l) => l.message === 'summary')
     expect(summaries.map((l) => metricFilterMatches(METRICS_UNPUBLISHED_PATTERN, l))).toEqual([true, false])
   })
 })
 
 const METRICS_UNPUBLISHED_PATTERN = '{ ($.message = "summary") && ($.metricsPublished IS FALSE) }'
-
-/** docs/reaper.md's Logs Insights queries, each under the comment line that names it (`# per queue`). */
-function docQueries(): Record<string, string> {
-  const doc = readFileSync(new URL('../../docs/reaper.md', import.meta.url), 'utf8')
-  const block = /```logs-insights\n([\s\S]*?)```/.exec(doc)?.[1] ?? ''
-  const out: Record<string, string> = {}
-  let name = ''
-  for (const line of block.split('\n')) {
-    if (line.startsWith('# ')) name = line.slice(2).trim()
-    else if (line.trim() !== '') out[name] = `${out[name] ? `${out[name]} ` : ''}${line.trim()}`
-  }
-  return out
-}

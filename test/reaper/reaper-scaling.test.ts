@@ -114,6 +114,44 @@ it('the whole path: the reaper starts worker functions, which drain the queue', 
   }
 })
 
+describe('what scaling costs in commands', () => {
+  /** Script calls (EVALSHA) over `fn`, from INFO commandstats of the test's own server. */
+  async function scriptCalls(fn: () => Promise<unknown>): Promise<number> {
+    await redis.client.config('RESETSTAT')
+    await fn()
+    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0)
+  }
+
+  it("a swept queue's backlog comes with its probe; the invocations of a pass enter in one call", async () => {
+    await addJobs(25)
+    const reaper = startReaper({ maxConcurrency: 5, jobsPerInvocation: 10 })
+    await reaper.run() // the scripts loaded, the head of the line known
+    await redis.client.del(queueKeys('emq', 'emails').invocations)
+    endpoint.calls.length = 0
+    // The probe (which reads the backlog and the head's wait), then one call entering the 3 invocations.
+    expect(await scriptCalls(() => reaper.run())).toBe(2)
+    expect(endpoint.calls).toHaveLength(3)
+    expect(await redis.client.zcard(queueKeys('emq', 'emails').invocations)).toBe(3)
+  })
+
+  it('a queue of WORKER_FUNCTIONS that the pass did not sweep costs one backlog call of its own', async () => {
+    await addJobs(25)
+    const config = reaperConfig(
+      {},
+      {
+        REDIS_URL: redis.url,
+        METRICS_MODE: 'off',
+        QUEUES: 'other',
+        WORKER_FUNCTIONS: workers({ maxConcurrency: 5, jobsPerInvocation: 10 }),
+      },
+    )
+    reaper = createReaper(config, { log: () => undefined })
+    const summary = await reaper.run()
+    expect(summary.workersStarted).toEqual({ emails: 3 })
+    expect(endpoint.calls).toHaveLength(3)
+  })
+})
+
 describe('WORKER_FUNCTIONS is checked with the rest of the configuration', () => {
   it.each([
     ['not JSON', '{emails'],

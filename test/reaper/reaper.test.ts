@@ -1,28 +1,20 @@
 /** The Lambda handler against real Redis: two invocations recover a crashed worker's jobs, and more. */
 import { createServer, type Server } from 'node:net'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { EchoMQError } from '../../lib/index.js'
 import { reaperConfig } from '../../lib/reaper/config.js'
 import { createReaper, runReaper } from '../../lib/reaper/reaper.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { useQueues } from '../helpers/fixture.js'
-import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
+import { useCapturedLogs } from '../helpers/log-lines.js'
 import { crashedJobs, stalledBefore } from '../helpers/queue-state.js'
 import { freePort, startRedis, useRedis } from '../helpers/redis-server.js'
 import { snapshot } from '../helpers/snapshot.js'
 
 const redis = useRedis()
-const openQueue = useQueues(redis)
-let captured: CapturedLogs
-let logs: string[]
-beforeEach(async () => {
-  captured = captureLogs()
-  logs = captured.text
-})
-afterEach(() => {
-  vi.restoreAllMocks()
-})
+const { open: openQueue } = useQueues(redis)
+const captured = useCapturedLogs()
 
 const env = (extra: Record<string, string> = {}) => ({
   REDIS_URL: redis.url,
@@ -45,8 +37,12 @@ describe('handler', () => {
     expect(second).toEqual({ sweeps: 1, queues: { emails: { marked: 0, recovered: 3, failed: 0 } } })
     const q = openQueue('emails')
     for (const id of ids) expect(await q.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
-    const lines = logs.map((l) => JSON.parse(l) as { message: string; queue?: string })
-    expect(lines.filter((l) => l.message === 'sweep' && l.queue === 'emails')).toHaveLength(2)
+    // One line per invocation for the queue where something happened: the marks, then the recovery by id.
+    const lines = captured.text.map((l) => JSON.parse(l) as { message: string; queue?: string })
+    expect(lines.filter((l) => l.message === 'queue')).toEqual([
+      expect.objectContaining({ queue: 'emails', marked: 3, recovered: 0 }),
+      expect.objectContaining({ queue: 'emails', marked: 0, recovered: 3, recoveredIds: expect.arrayContaining(ids) }),
+    ])
   })
 
   it('runs SWEEPS_PER_INVOCATION sweeps spaced SWEEP_INTERVAL_MS apart and sums them', async () => {
@@ -62,7 +58,7 @@ describe('handler', () => {
     const handler = createHandler(env({ SWEEPS_PER_INVOCATION: '5', SWEEP_INTERVAL_MS: '1000', QUEUES: 'a' }))
     const summary = await handler({}, { getRemainingTimeInMillis: () => 3_000 })
     expect(summary.sweeps).toBe(1)
-    expect(logs.some((l) => l.includes('stopping early'))).toBe(true)
+    expect(captured.text.some((l) => l.includes('stopping early'))).toBe(true)
   })
 
   it('fits five sweeps spaced 10 s apart in a 55 s invocation (docs/reaper.md\u2019s sub-minute setting), not six', async () => {
@@ -175,7 +171,7 @@ describe('handler', () => {
 
     expect(summary.queues.good).toEqual({ marked: 2, recovered: 0, failed: 0 })
     expect(summary.queues.broken?.error).toMatch(/wrong Redis type/)
-    expect(logs.some((l) => l.includes('"queue":"broken"') && l.includes('ERR_WRONG_TYPE'))).toBe(true)
+    expect(captured.text.some((l) => l.includes('"queue":"broken"') && l.includes('ERR_WRONG_TYPE'))).toBe(true)
   })
 })
 
@@ -190,7 +186,7 @@ describe('handler: failures', () => {
     expect((err as EchoMQError).code).toBe('ERR_CONNECTION')
     expect((err as EchoMQError).message).toMatch(/unreachable/)
     expect((err as EchoMQError).message).not.toContain('s3cret-pw')
-    expect(logs.join('\n')).not.toContain('s3cret-pw')
+    expect(captured.text.join('\n')).not.toContain('s3cret-pw')
   })
 
   it('a Redis that accepts but never answers fails within REDIS_TIMEOUT_MS instead of hanging', async () => {
@@ -275,7 +271,7 @@ describe('handler: failures', () => {
     await handler({}, context)
     await handler({}, context)
     await redis.client.config('SET', 'maxmemory-policy', 'noeviction')
-    expect(logs.filter((l) => l.includes('maxmemory-policy is allkeys-lru'))).toHaveLength(1)
+    expect(captured.text.filter((l) => l.includes('maxmemory-policy is allkeys-lru'))).toHaveLength(1)
   })
 
   it('a managed Redis that refuses CONFIG is handled: a note, and the sweep goes on', async () => {
@@ -283,7 +279,7 @@ describe('handler: failures', () => {
     const handler = createHandler({ REDIS_URL: managed.url, METRICS_MODE: 'off', QUEUES: 'a' })
     try {
       expect(await handler({}, context)).toEqual({ sweeps: 1, queues: { a: { marked: 0, recovered: 0, failed: 0 } } })
-      expect(logs.some((l) => l.includes('could not read maxmemory-policy'))).toBe(true)
+      expect(captured.text.some((l) => l.includes('could not read maxmemory-policy'))).toBe(true)
     } finally {
       await handler.close()
       await managed.stop()

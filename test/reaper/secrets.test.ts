@@ -5,7 +5,7 @@
  */
 import { inspect } from 'node:util'
 import { SSMClient } from '@aws-sdk/client-ssm'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { EchoMQError } from '../../lib/errors.js'
 import { boundedClientOptions } from '../../lib/reaper/aws.js'
@@ -14,7 +14,7 @@ import { readSecret } from '../../lib/reaper/secrets.js'
 import { startBlackhole } from '../helpers/cloudwatch-endpoint.js'
 import { useQueues } from '../helpers/fixture.js'
 import { stubLocalAws } from '../helpers/local-aws.js'
-import { type CapturedLogs, captureLogs } from '../helpers/log-lines.js'
+import { useCapturedLogs } from '../helpers/log-lines.js'
 import { crashedJobs } from '../helpers/queue-state.js'
 import { freePort, useRedis } from '../helpers/redis-server.js'
 import { SSM_REQUEST_ID, type SsmEndpoint, startSsmEndpoint } from '../helpers/ssm-endpoint.js'
@@ -23,10 +23,9 @@ import { waitFor } from '../helpers/wait.js'
 const PASSWORD = 's3cret-pw'
 const PARAMETER = '/echomq/test/redis-url'
 const redis = useRedis()
-const open = useQueues(redis)
+const { open } = useQueues(redis)
 let ssm: SsmEndpoint
-let logs: string[]
-let captured: CapturedLogs
+const captured = useCapturedLogs()
 /** A deployed function: in Lambda, the URL's name in the environment, no URL. */
 const lambdaEnv = (extra: Record<string, string> = {}) => ({
   AWS_LAMBDA_FUNCTION_NAME: 'echomq-reaper-test-sweep',
@@ -51,10 +50,7 @@ beforeEach(async () => {
   ssm.requests.length = 0
   ssm.parameters.clear()
   ssm.parameters.set(PARAMETER, { value: aclUrl() })
-  captured = captureLogs()
-  logs = captured.text
 })
-afterEach(() => vi.restoreAllMocks())
 
 describe('the Redis URL from SSM', () => {
   it('is read once per container, decrypted, and used to sweep; the password appears in no log line', async () => {
@@ -68,8 +64,8 @@ describe('the Redis URL from SSM', () => {
     expect(first.queues.emails).toEqual({ marked: 2, recovered: 0, failed: 0 })
     expect(second.queues.emails).toEqual({ marked: 0, recovered: 2, failed: 0 })
     expect(ssm.requests).toEqual([{ target: 'AmazonSSM.GetParameter', body: { Name: PARAMETER, WithDecryption: true } }])
-    expect(logs.length).toBeGreaterThan(0)
-    expect(logs.join('\n')).not.toContain(PASSWORD)
+    expect(captured.text.length).toBeGreaterThan(0)
+    expect(captured.text.join('\n')).not.toContain(PASSWORD)
   })
 
   it('refused credentials are ERR_AUTH, not "unreachable"; the next invocation reads the URL again and picks up a rotated password', async () => {
@@ -89,7 +85,7 @@ describe('the Redis URL from SSM', () => {
     expect(inspect(err, { depth: 10 })).not.toContain('old-password')
     expect(summary.sweeps).toBe(1)
     expect(ssm.requests).toHaveLength(2)
-    expect(logs.join('\n')).not.toMatch(/old-password|s3cret-pw/)
+    expect(captured.text.join('\n')).not.toMatch(/old-password|s3cret-pw/)
   })
 
   it('a value put from a file, with a trailing newline, works', async () => {
@@ -170,7 +166,7 @@ describe('the Redis URL from SSM', () => {
     await handler.close()
     expect(ssm.requests).toHaveLength(2)
     expect(captured.line(/Redis URL changed in SSM/)).toBeDefined()
-    expect(logs.join('\n')).not.toMatch(/rotated-pw|s3cret-pw/)
+    expect(captured.text.join('\n')).not.toMatch(/rotated-pw|s3cret-pw/)
   })
 
   it('a value that is not a Redis URL is rejected without being quoted', async () => {
@@ -186,7 +182,7 @@ describe('the Redis URL from SSM', () => {
     const handler = createHandler(lambdaEnv({ QUEUES: 'a' }))
     expect((await handler({}, context)).sweeps).toBe(1)
     await handler.close()
-    expect(logs.some((l) => l.includes('not a SecureString'))).toBe(true)
+    expect(captured.text.some((l) => l.includes('not a SecureString'))).toBe(true)
   })
 
   it('with no route to SSM (an endpoint that never answers) the read fails within its deadline with a hint', async () => {

@@ -3,25 +3,18 @@
  * and read of these features stays in the queue's slot (no CROSSSLOT, no key outside KEYS).
  */
 import type { Cluster } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { DelayedError, type Job, Queue, Worker } from '../../lib/index.js'
-import { setScriptWrapper } from '../../lib/redis/commands.js'
 import { queueKeys } from '../../lib/redis/keys.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
-import { keyGuard } from '../helpers/key-guard.js'
+import { useCluster } from '../helpers/cluster.js'
+import { useKeyGuard } from '../helpers/key-guard.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 
-let cluster: TestCluster
+useKeyGuard()
+const cluster = useCluster()
 let client: Cluster
-
-beforeAll(async () => {
-  setScriptWrapper(keyGuard)
-  cluster = await startCluster(3)
+beforeAll(() => {
   client = cluster.connect()
-}, 60_000)
-afterAll(async () => {
-  setScriptWrapper(undefined)
-  await cluster?.stop()
 })
 
 describe('on a cluster, under the key guard', () => {

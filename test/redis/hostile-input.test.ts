@@ -16,7 +16,7 @@ import { snapshot } from '../helpers/snapshot.js'
 
 const redis = useRedis()
 const fx = useQueue(redis, { queue: { maxDataBytes: 4096 } })
-const open = useQueues(redis)
+const { open } = useQueues(redis)
 beforeEach(async () => {
   await crashedJobs(redis.client, 'q', 2)
 })

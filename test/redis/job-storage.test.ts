@@ -32,6 +32,7 @@ describe('job ids', () => {
   })
 
   it('producers share the counter: no two jobs get one id, however many add at once', async () => {
+    // direct: several producers (Queue objects, each its own connection) of one queue, which is under test
     const producers = Array.from({ length: 4 }, () => new Queue('q', { connection: redis.url }))
     try {
       const jobs = await Promise.all(producers.flatMap((p) => Array.from({ length: 50 }, () => p.add('x', {}))))
@@ -60,6 +61,7 @@ describe('job ids', () => {
   it('a generated id already taken (the counter was reset while jobs remained) is skipped, not merged', async () => {
     const first = await fx.queue.add('x', { n: 1 })
     await redis.client.hdel(fx.queue.keys.meta, 'ids')
+    // direct: a second producer, whose own id counter is under test
     const other = new Queue('q', { connection: redis.url })
     try {
       const again = await other.add('x', { n: 2 })

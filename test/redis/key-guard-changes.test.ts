@@ -3,37 +3,13 @@
  * features run (updateData, changePriority, moveToDelayed, extendLock, add with a deduplication, and the
  * finish and remove that release an id) touches only keys passed in KEYS, so each works on a Redis Cluster.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DelayedError, type Job } from '../../lib/index.js'
-import { loadScript, SCRIPT_FILES, setScriptWrapper } from '../../lib/redis/commands.js'
-import { useQueue } from '../helpers/fixture.js'
-import { GUARD_PROLOGUE, keyGuard } from '../helpers/key-guard.js'
-import { startRedis, type TestRedis } from '../helpers/redis-server.js'
+import { loadScript, SCRIPT_FILES } from '../../lib/redis/commands.js'
+import { GUARD_PROLOGUE, useGuardedQueue } from '../helpers/key-guard.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 
-let redis: TestRedis
-const errors: unknown[] = []
-
-beforeAll(async () => {
-  setScriptWrapper(keyGuard)
-  redis = await startRedis()
-})
-afterAll(async () => {
-  setScriptWrapper(undefined)
-  await redis?.stop()
-})
-beforeEach(async () => {
-  await redis.client.flushall()
-  await redis.client.script('FLUSH')
-  errors.length = 0
-})
-afterEach(() => {
-  expect(errors).toEqual([])
-})
-const fx = useQueue(() => redis, {
-  workers: { lockDuration: 300, heartbeatInterval: 50, closeTimeout: 2_000 },
-  onError: (err) => errors.push(err),
-})
+const { redis, fx } = useGuardedQueue()
 
 const FILES = [SCRIPT_FILES.updateData, SCRIPT_FILES.changePriority, SCRIPT_FILES.moveToDelayed, SCRIPT_FILES.extendLock]
 

@@ -5,49 +5,24 @@
  * prove the guard fires.
  */
 import { createHash } from 'node:crypto'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { type Job, Queue, QueueEvents, sweep } from '../../lib/index.js'
-import { loadScript, SCRIPT_FILES, setScriptWrapper, sweepStep } from '../../lib/redis/commands.js'
+import { loadScript, SCRIPT_FILES, sweepStep } from '../../lib/redis/commands.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { serverTimeMs } from '../../lib/redis/queries.js'
-import { useQueue } from '../helpers/fixture.js'
-import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, scriptSource } from '../helpers/key-guard.js'
+import { GUARD_CODE, GUARD_PROLOGUE, keyGuard, scriptSource, useGuardedQueue } from '../helpers/key-guard.js'
 import { captureLogs } from '../helpers/log-lines.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 import { crashedJobs } from '../helpers/queue-state.js'
-import { startRedis, type TestRedis } from '../helpers/redis-server.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
 
 const FILES: string[] = Object.values(SCRIPT_FILES)
 const GUARD_ERROR = new RegExp(GUARD_CODE)
 
-let redis: TestRedis
 const keys = queueKeys('emq', 'q')
-const errors: unknown[] = []
-
-beforeAll(async () => {
-  setScriptWrapper(keyGuard)
-  redis = await startRedis()
-})
-afterAll(async () => {
-  setScriptWrapper(undefined)
-  await redis?.stop()
-})
-beforeEach(async () => {
-  await redis.client.flushall()
-  await redis.client.script('FLUSH')
-  errors.length = 0
-})
-afterEach(async () => {
-  vi.restoreAllMocks()
-  expect(errors).toEqual([])
-})
-// After the hooks above: the queue is made after the flush, and workers close before errors are checked.
-const fx = useQueue(() => redis, {
-  workers: { lockDuration: 300, heartbeatInterval: 50, closeTimeout: 2_000 },
-  onError: (err) => errors.push(err),
-})
+const { redis, fx } = useGuardedQueue()
+afterEach(() => vi.restoreAllMocks())
 const worker = fx.worker
 
 /** Every script file ran under the guard: the guarded source's SHA is in Redis's script cache. */
@@ -212,6 +187,7 @@ describe('the whole flow under the guard', () => {
     expect(recover.recovered.sort()).toEqual([...ids].sort())
     for (const id of ids) expect(await fx.queue.getJob(id)).toMatchObject({ state: 'wait', attemptsMade: 0, stalledCounter: 1 })
     expect(fail).toEqual({ marked: [], recovered: [], failed: [...lastIds].sort() })
+    // direct: a second queue name, read once (the fixture makes one queue)
     const last = new Queue('last', { connection: redis.client })
     expect(await last.getJob('j0')).toMatchObject({ state: 'failed', failedReason: expect.stringMatching(/stalled/) })
     expect(await last.counts()).toEqual({ wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 0, failed: 2 })
@@ -219,6 +195,7 @@ describe('the whole flow under the guard', () => {
   })
 
   it('a delayed job, a retry in backoff, retention trims, a redrive and a removal', async () => {
+    // direct: a second Queue object of the queue, with its own retention defaults (under the guard)
     const q = new Queue('q', {
       connection: redis.client,
       defaultJobOptions: { removeOnComplete: { count: 2 }, removeOnFail: { count: 1 } },

@@ -3,21 +3,17 @@
  * and a job whose processor still runs is never put back in line for another worker to run it too.
  * Worker processes are real; the second worker is the one a rolling deploy starts.
  */
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import type { EchoMQError } from '../../lib/index.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
-import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js'
+import { useWorkerProcesses } from '../helpers/worker-process.js'
 
 const redis = useRedis()
 const fx = useQueue(redis, { close: (w) => w.close(true) })
-const children: WorkerProcess[] = []
+const spawnWorker = useWorkerProcesses()
 const { keys } = fx
-
-afterEach(async () => {
-  await Promise.all(children.splice(0).map((c) => c.stop()))
-})
 
 /** A processor that runs `ms` and records each run and its end (`<id>:end`). */
 function slow(ms: number, runs: string[]) {
@@ -80,7 +76,6 @@ it('close(true) does not wait: a cooperative processor is aborted and its job go
 
 it('a worker process asked to close finishes its held job first (real process, default options)', async () => {
   const w = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '500', HEARTBEAT_MS: '100', SKIP_STALLED_CHECK: '1' })
-  children.push(w)
   await fx.queue.add('deploy', {}, { jobId: 'held' })
   await waitFor(() => w.active().includes('held'), { what: 'the process to take the job' })
   const exited = new Promise((resolve) => w.child.once('exit', resolve))

@@ -1,18 +1,15 @@
 /** Real worker processes killed with SIGKILL and paused with SIGSTOP, swept by the two-phase sweep. */
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { sweep } from '../../lib/index.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js'
+import { useWorkerProcesses, type WorkerProcess } from '../helpers/worker-process.js'
 
 const redis = useRedis()
 const fx = useQueue(redis)
-const children: WorkerProcess[] = []
+const spawnWorker = useWorkerProcesses()
 const { keys } = fx
-afterEach(async () => {
-  await Promise.all(children.splice(0).map((c) => c.stop()))
-})
 
 async function workerHolding(ids: string[], attempts = 3, env: Record<string, string> = {}): Promise<WorkerProcess> {
   const w = await spawnWorker({
@@ -23,7 +20,6 @@ async function workerHolding(ids: string[], attempts = 3, env: Record<string, st
     CONCURRENCY: String(ids.length),
     ...env,
   })
-  children.push(w)
   for (const id of ids) await fx.queue.add('job', { id }, { jobId: id, attempts })
   await waitFor(() => ids.every((id) => w.active().includes(id)), { what: `worker to take ${ids.join(',')}` })
   return w
@@ -89,7 +85,6 @@ it('a recovered job is taken again by a healthy worker and completed', async () 
   await sweep(redis.url, 'q', { graceMs: 0 })
 
   const healthy = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '400', HEARTBEAT_MS: '100' })
-  children.push(healthy)
   await healthy.waitForMessage('active', 'again')
   healthy.finish('again')
   await healthy.waitForMessage('completed', 'again')

@@ -7,7 +7,7 @@
  * back with none used). No sweep runs while the workers take: only adds and sweeps re-arm the marker.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { type Job, sweep, Worker } from '../../lib/index.js'
+import { type Job, sweep, type Worker } from '../../lib/index.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { AHEAD_ROOM } from '../../lib/worker/take-ahead.js'
 import { type ChaosWorker, spawnChaosWorker } from '../chaos/workers.js'
@@ -16,7 +16,7 @@ import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 const keys = queueKeys('emq', 'q')
 const spawned: ChaosWorker[] = []
 const closing: Worker[] = []
@@ -70,13 +70,13 @@ describe('workers joining a busy one', () => {
     const started = [0, 0, 0, 0]
     const drainedAt: number[][] = [[], [], [], []]
     const make = (i: number) => {
-      const w = new Worker(
+      const w = worker(
         'q',
         async () => {
           started[i] = (started[i] ?? 0) + 1
           await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 2))
         },
-        { connection: redis.url, concurrency: 2 },
+        { concurrency: 2 },
       )
       w.on('drained', () => drainedAt[i]?.push(started.reduce((a, b) => a + b)))
       closing.push(w)

@@ -128,6 +128,7 @@ describe('delayed jobs', () => {
     const sentFor = async (delay: number, id: string) => {
       const counting = await countingClient(redis.port)
       const starts = new Map<string, number>()
+      // direct: a worker on a counting client, whose commands are under test
       const w = new Worker('q', (job) => void starts.set(job.id, performance.now()), { connection: counting.client, closeTimeout: 500 })
       try {
         await waitFor(async () => /cmd=bzpopmin/.test(String(await redis.client.call('CLIENT', 'LIST'))), { what: 'the worker to block' })
@@ -238,6 +239,7 @@ describe('bounded retention', () => {
   })
 
   it('defaultJobOptions apply to every add, and an add option wins over them', async () => {
+    // direct: a second Queue object of the queue, with the defaultJobOptions under test
     const q = new Queue('q', { connection: redis.client, defaultJobOptions: { attempts: 7, removeOnComplete: false } })
     const a = await q.add('a', {})
     const b = await q.add('b', {}, { attempts: 2 })
@@ -408,8 +410,9 @@ describe('bad input changes nothing', () => {
     ['retryJobs with a bad id', () => fx.queue.retryJobs({ ids: ['a:b'] }), 'ERR_JOB_ID'],
     ['retryJobs with an empty list', () => fx.queue.retryJobs({ ids: [] }), 'ERR_OPTIONS'],
     ['remove with a bad id', () => fx.queue.remove('wait'), 'ERR_JOB_ID'],
+    // direct: the constructors' option validation is under test
     ['a queue default with a job id', () => new Queue('q', { defaultJobOptions: { jobId: 'x' } as never }), 'ERR_OPTIONS'],
-    ['a worker name that is empty', () => new Worker('q', () => 1, { name: '' }), 'ERR_OPTIONS'],
+    ['a worker name that is empty', () => new Worker('q', () => 1, { name: '' }), 'ERR_OPTIONS'], // direct: as above
   ])('%s is rejected', async (_label, call, code) => {
     const before = await snapshot(redis.client)
     const err = await (async () => call())().catch((e: unknown) => e)

@@ -3,26 +3,21 @@
  * failure (BullMQ's default 1), yet a crashed worker's job is recovered (maxStalledCount, default 1), and
  * the next stall fails it with BullMQ's reason. Real worker processes killed with SIGKILL.
  */
-import { afterEach, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import { sweep, Worker } from '../../lib/index.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
-import { spawnWorker, type WorkerProcess } from '../helpers/worker-process.js'
+import { useWorkerProcesses } from '../helpers/worker-process.js'
 
 const redis = useRedis()
 const fx = useQueue(redis, { close: (w) => w.close(true) })
-const children: WorkerProcess[] = []
+const spawnWorker = useWorkerProcesses()
 const { keys } = fx
-
-afterEach(async () => {
-  await Promise.all(children.splice(0).map((c) => c.stop()))
-})
 
 /** A worker process that takes `id` (added once) and is then killed; resolves once its lease has lapsed. */
 async function crashWhileHolding(id: string, env: Record<string, string> = {}): Promise<void> {
   const w = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'q', LOCK_MS: '300', HEARTBEAT_MS: '100', SKIP_STALLED_CHECK: '1', ...env })
-  children.push(w)
   await waitFor(() => w.active().includes(id), { what: `a worker process to take ${id}` })
   await w.stop()
   await waitFor(async () => (await redis.client.exists(keys.lock(id))) === 0, { what: `the lease of ${id} to lapse` })

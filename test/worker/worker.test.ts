@@ -260,6 +260,7 @@ describe('worker: the registry', () => {
     await Promise.all([nextEvent(w, 'completed'), fx.queue.add('x', {}, { jobId: 'r1' })])
 
     expect(await fx.queue.getJob('r1')).toMatchObject({ state: 'completed' })
+    // direct: a queue of another name (the fixture makes one queue), still writable
     await expect(new Queue('other', { connection: redis.client }).add('x', {})).resolves.toMatchObject({ state: 'wait' })
     expect(errors).toHaveLength(1)
     expect((errors[0] as EchoMQError).code).toBe('ERR_WRONG_TYPE')

@@ -5,18 +5,18 @@
  * seen; a Redis that refuses CLIENT LIST gets a typed error, not a made-up worker.
  */
 import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../lib/index.js'
 import { workerNameOf } from '../../lib/queue/workers.js'
 import { workerConnectionName } from '../../lib/redis/clients.js'
 import { queueKeys } from '../../lib/redis/keys.js'
-import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { useCluster } from '../helpers/cluster.js'
 import { useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const open = useQueues(redis)
+const { open, worker } = useQueues(redis)
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close()
@@ -29,11 +29,11 @@ const idle = () => new Promise<never>(() => undefined)
 
 describe('getWorkers on one Redis', () => {
   it("lists each worker of this queue once, with BullMQ's fields, and none of another queue's", async () => {
-    const queue = track(open('gw'))
-    const other = track(open('gw2'))
-    const w1 = track(new Worker('gw', idle, { connection: redis.url, name: 'worker1' }))
-    track(new Worker('gw', idle, { connection: redis.url, name: 'worker 2/é%' }))
-    track(new Worker('gw2', idle, { connection: redis.url }))
+    const queue = open('gw')
+    const other = open('gw2')
+    const w1 = worker('gw', idle, { name: 'worker1' })
+    worker('gw', idle, { name: 'worker 2/é%' })
+    worker('gw2', idle)
     await w1.waitUntilReady()
     await waitFor(async () => (await queue.getWorkersCount()) === 2, { timeoutMs: 5_000 })
     const workers = await queue.getWorkers()
@@ -54,18 +54,18 @@ describe('getWorkers on one Redis', () => {
   })
 
   it('a worker is gone from the list once it closed', async () => {
-    const queue = track(open('gone'))
-    const w = new Worker('gone', idle, { connection: redis.url, name: 'short-lived' })
+    const queue = open('gone')
+    const w = worker('gone', idle, { name: 'short-lived' })
     await waitFor(async () => (await queue.getWorkersCount()) === 1, { timeoutMs: 5_000 })
     await w.close()
     await waitFor(async () => (await queue.getWorkersCount()) === 0, { timeoutMs: 5_000 })
   })
 
   it('an idle worker is seen without sending anything: its blocking connection is named once, at connect', async () => {
-    const queue = track(open('quiet'))
+    const queue = open('quiet')
     await queue.waitUntilReady()
     await redis.client.config('RESETSTAT')
-    track(new Worker('quiet', idle, { connection: redis.url, name: 'quiet-one' }))
+    worker('quiet', idle, { name: 'quiet-one' })
     await waitFor(async () => (await queue.getWorkersCount()) === 1, { timeoutMs: 5_000 })
     // One CLIENT SETNAME, in the blocking connection's connect handshake; nothing else names or shows it.
     const stats = await redis.client.info('commandstats')
@@ -94,6 +94,7 @@ describe('getWorkers on one Redis', () => {
     )
     const client = new Redis(`redis://nolist:pw@127.0.0.1:${redis.port}`)
     closers.push(async () => client.disconnect())
+    // direct: a queue on a client of the ACL user under test, not the test's own
     const queue = track(new Queue('acl', { connection: client }))
     const refused = await queue.getWorkers().catch((err: unknown) => err)
     expect(refused).toMatchObject({ code: 'ERR_NOPERM' })
@@ -108,13 +109,7 @@ describe('getWorkers on one Redis', () => {
 })
 
 describe('getWorkers on a Redis Cluster', () => {
-  let cluster: TestCluster
-  beforeAll(async () => {
-    cluster = await startCluster(3)
-  }, 60_000)
-  afterAll(async () => {
-    await cluster?.stop()
-  })
+  const cluster = useCluster()
 
   it("asks every primary: each queue's workers are found on the node of its slot", async () => {
     const client = cluster.connect()
@@ -126,18 +121,19 @@ describe('getWorkers on a Redis Cluster', () => {
       if (!owners.has(owner)) owners.set(owner, name)
     }
     const [a, b] = [...owners.values()] as [string, string]
+    // direct: queues and workers on a Redis Cluster (its URL or client), which is under test
     const qa = track(new Queue(a, { connection: client }))
-    const qb = track(new Queue(b, { connection: client }))
-    track(new Worker(a, idle, { connection: cluster.url, name: 'on-a-1' }))
-    track(new Worker(a, idle, { connection: client, name: 'on-a-2' }))
-    track(new Worker(b, idle, { connection: cluster.url, name: 'on-b' }))
+    const qb = track(new Queue(b, { connection: client })) // direct: as above
+    track(new Worker(a, idle, { connection: cluster.url, name: 'on-a-1' })) // direct: as above
+    track(new Worker(a, idle, { connection: client, name: 'on-a-2' })) // direct: as above
+    track(new Worker(b, idle, { connection: cluster.url, name: 'on-b' })) // direct: as above
     await waitFor(async () => (await qa.getWorkersCount()) === 2 && (await qb.getWorkersCount()) === 1, { timeoutMs: 10_000 })
     const names = (await qa.getWorkers()).map((w) => workerNameOf(w.rawname ?? '', 'emq', a)).sort()
     expect(names).toEqual(['on-a-1', 'on-a-2'])
     const [onB] = await qb.getWorkers()
     expect(Number(onB?.addr?.split(':').pop())).toBeGreaterThan(0)
     // A Queue's first call, before its cluster client learnt the nodes, still asks every primary.
-    const fresh = track(new Queue(a, { connection: cluster.url }))
+    const fresh = track(new Queue(a, { connection: cluster.url })) // direct: a Queue's first call on a cluster URL is under test
     expect(await fresh.getWorkersCount()).toBe(2)
   })
 })

@@ -25,6 +25,7 @@ const defaultJobOptions: JobsOptions = {
 }
 
 export async function producer(): Promise<void> {
+  // direct: a BullMQ program as written, type-checked against the package
   const queue = new Queue<EmailData, EmailResult, EmailName>('emails', { connection, defaultJobOptions })
   queue.on('waiting', (job) => console.log('queued', job.id, job.data.to))
   queue.on('error', (err: Error) => console.error(err.message))
@@ -73,6 +74,7 @@ export async function producer(): Promise<void> {
 }
 
 export function consumer(): Worker<EmailData, EmailResult, EmailName> {
+  // direct: a BullMQ program as written, type-checked against the package
   const worker = new Worker<EmailData, EmailResult, EmailName>(
     'emails',
     async (job) => {

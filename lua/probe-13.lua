@@ -6,7 +6,9 @@
   reservations.lua), and a lost wake-up: while jobs wait the marker says so, and when the earliest
   delayed job is due within two minutes the marker names its due time, so an idle worker (even one that
   missed the add) wakes and takes or promotes them. Expired reservations beyond this call's share are
-  returned by requeue-5.lua, which the sweep calls next while this one returned a full share.
+  returned by requeue-5.lua, which the sweep calls next while this one returned a full share. For a queue
+  served by worker functions it also reads the backlog that scales them (what backlog-5.lua reads), so the
+  reaper's pass over such a queue needs no call of its own for it.
 
   KEYS[1] active     ZSET  <prefix>:{q}:active (id -> lease deadline, ms)
   KEYS[2] stalled    ZSET  <prefix>:{q}:stalled
@@ -20,6 +22,10 @@
   KEYS[10] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[11] reservedScores  HASH  <prefix>:{q}:reservedScores
   KEYS[12] schedulers      ZSET  <prefix>:{q}:schedulers (job scheduler id -> due time of its next period, ms)
+  KEYS[13] invocations     ZSET  <prefix>:{q}:invocations (worker-function invocation id -> lease end, ms;
+                                 read only with ARGV[5] = 1)
+  KEYS[14 .. 13+m] STRING  the leases <prefix>:{q}:<id>:lock of the m jobs ARGV[8..] names
+  KEYS[14+m] (optional) HASH the job <prefix>:{q}:<id> of ARGV[6]: read only if that job is still next in line
 
   ARGV[1] most candidates per list below (expired reservations: ten times as many, at most 1000; see
           requeue-5.lua for the rest)
@@ -28,19 +34,31 @@
   ARGV[4] 1 to read the count of jobs that entered `failed` and that no live reaper invocation has claimed
           (the reaper's JobsFailed; read only: the reaper claims them with claim-1.lua when this is above
           0, so an idle queue costs no other call), 0 not to
+  ARGV[5] 1 to read the backlog of worker functions (the reaper, for a queue in WORKER_FUNCTIONS), 0 not to
+  ARGV[6] the id the caller saw next in line at its last probe ('' for none): when it still is, its
+          `waitingSince` (else `createdOn`) is returned, so a backlog that does not move costs no read of its
+          own (the reaper keeps what each queue's probe returned; KEYS[14+m] is that job's hash)
+  ARGV[7] m, the number of ids below
+  ARGV[8 .. 7+m] in-flight ids whose leases the caller passes (those of its last probe's audit window): an
+          id of this audit window whose lease is there is left out of the audit, so a queue whose jobs in
+          flight are the same, alive, costs no audit call of its own
 
   Returns { now (ms), { wait (reserved and prioritized jobs included), active, stalled, delayed, completed,
   failed, prioritized }, failed jobs to claim (meta's `failedNew`, never below 0, plus an expired claim's;
   0 when not asked), expired lease ids,
-  audit ids, due delayed ids, completed ids to trim, failed ids to trim, the id next in line or false,
-  reservations returned, ids of the job schedulers whose next period is due }.
+  audit ids (the window less the jobs whose lease this call saw), due delayed ids, completed ids to trim, failed ids to trim, the id next in line or false,
+  reservations returned, ids of the job schedulers whose next period is due, the backlog or false: { jobs
+  ready to run (waiting, prioritized, and delayed ones already due; 0 while paused), worker-function
+  invocations alive, 1 when paused else 0 } after the reservations returned above, when the job next in line
+  joined it (ms) if it is ARGV[6]'s job, else false, the audit window's ids (all of them) }.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey, waitKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, markerKey, metaKey, reservedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local q = { reserved = reservedKey, wait = waitKey, marker = markerKey, prioritized = KEYS[10], reservedScores = KEYS[11] }
-local schedulersKey = KEYS[12]
+local schedulersKey, invocationsKey = KEYS[12], KEYS[13]
 local limit, auditSize, auditAt, readFailures = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
+local readBacklog = ARGV[5] == '1'
 -- How far ahead a delayed job's due time is put in the marker for an idle worker (ms): two sweeps apart.
 local REARM_HORIZON_MS = 120000
 -- @include now
@@ -76,13 +94,51 @@ if readFailures then
   end
 end
 
-local expired, audit = {}, {}
+local knownLeases = tonumber(ARGV[7]) or 0
+local expired, audit, window = {}, {}, {}
 if inFlight > 0 then
   expired = rcall('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', 0, limit)
   if auditSize > 0 then
     local start = math.floor(auditAt * math.max(0, inFlight - auditSize))
-    audit = rcall('ZRANGE', activeKey, start, start + auditSize - 1)
+    window = rcall('ZRANGE', activeKey, start, start + auditSize - 1)
+    audit = window
   end
+end
+-- A lease that is there needs no audit (the audit looks for leases gone before their deadline); a job
+-- with a lease is never marked (whatever writes a lease clears the mark). Only the leases passed are read.
+if knownLeases > 0 and #window > 0 then
+  local leaseKey = {}
+  for i = 1, knownLeases do
+    leaseKey[ARGV[7 + i]] = KEYS[13 + i]
+  end
+  local keys, at = {}, {}
+  for i, id in ipairs(window) do
+    if leaseKey[id] then
+      keys[#keys + 1] = leaseKey[id]
+      at[i] = #keys
+    end
+  end
+  if #keys > 0 then
+    local leases = rcall('MGET', unpack(keys))
+    audit = {}
+    for i, id in ipairs(window) do
+      if not (at[i] and leases[at[i]]) then
+        audit[#audit + 1] = id
+      end
+    end
+  end
+end
+
+-- The backlog of worker functions (backlog-5.lua's reading): a paused queue has nothing ready.
+local backlog = false
+if readBacklog then
+  local live = rcall('ZCOUNT', invocationsKey, '(' .. now, '+inf')
+  local paused = rcall('HEXISTS', metaKey, 'paused')
+  local ready = 0
+  if paused == 0 then
+    ready = waiting + prioritized + (delayed > 0 and rcall('ZCOUNT', delayedKey, '-inf', now) or 0)
+  end
+  backlog = { ready, live, paused }
 end
 
 local due = {}
@@ -120,8 +176,14 @@ if waiting > 0 then
 elseif prioritized > 0 then
   head = rcall('ZRANGE', q.prioritized, 0, 0)[1]
 end
+local headSince = false
 if head then
   rcall('ZADD', markerKey, 0, '0')
+  local headKey = KEYS[14 + knownLeases]
+  if head == ARGV[6] and headKey then
+    local at = rcall('HMGET', headKey, 'waitingSince', 'createdOn')
+    headSince = at[1] or at[2] or false
+  end
 end
 -- Schedules whose next period is due: made when it falls due whether or not its run was made ahead (one
 -- is only while a worker runs them), so a schedule with no worker keeps producing (iterate-11.lua).
@@ -129,5 +191,5 @@ local dueSchedulers = rcall('ZRANGEBYSCORE', schedulersKey, '-inf', now, 'LIMIT'
 return {
   now, counts, failedNew, expired, audit, due,
   trimCandidates(completedKey, 'completed', counts[5]), trimCandidates(failedKey, 'failed', counts[6]), head,
-  #expiredReservations, dueSchedulers,
+  #expiredReservations, dueSchedulers, backlog, headSince, window,
 }
