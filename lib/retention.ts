@@ -10,16 +10,27 @@ import type { RedisClient } from './redis/connection.js'
 import type { QueueKeys } from './redis/keys.js'
 import { oldestIds } from './redis/queries.js'
 
+/** The slack of the default count (1,000: lua/includes/retention.lua trimSlack), so a worker's trim is one step. */
 const TRIM_BATCH = 100
 
-/** Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns the ids removed. */
-export async function trimFinished(client: RedisClient, keys: QueueKeys, set: FinishedSet, first?: string[]): Promise<string[]> {
+/**
+ * Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns the ids
+ * removed. `near`: stop once the set is near its limits (a worker's trim: the few jobs that finished while
+ * it ran go with the next trim, rather than cost a read and a call of their own), else exactly to them.
+ */
+export async function trimFinished(
+  client: RedisClient,
+  keys: QueueKeys,
+  set: FinishedSet,
+  first?: string[],
+  near = false,
+): Promise<string[]> {
   const removed: string[] = []
   let ids = first ?? (await oldestIds(client, keys[set], TRIM_BATCH))
   while (ids.length > 0) {
     const step = await trim(client, keys, set, ids)
     removed.push(...step.removed)
-    if (step.done || step.removed.length === 0) break
+    if (step.done || (near && step.near) || step.removed.length === 0) break
     ids = await oldestIds(client, keys[set], TRIM_BATCH)
   }
   return removed
@@ -44,7 +55,7 @@ export class Trimmer {
     if (this.running.has(set)) return
     this.running.add(set)
     this.track(
-      trimFinished(this.client, this.keys, set)
+      trimFinished(this.client, this.keys, set, undefined, true)
         .catch((err: unknown) => this.onError(set, err))
         .finally(() => this.running.delete(set)),
     )

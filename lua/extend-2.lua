@@ -12,13 +12,15 @@
 
   ARGV[1] lease duration (ms)
   ARGV[2] k: the first k leases also get their deadline refreshed in `active`
-  ARGV[1 + 2i] id of job i
-  ARGV[2 + 2i] token of lease i
+  ARGV[2 + i] token of lease i (i = 1 .. n)
+  ARGV[2 + n + j] id of job j (j = 1 .. k): only the leases re-indexed need their id (an argument costs
+          the call about as much as a renewal's PEXPIREAT)
 
-  Returns one code per lease: 1 renewed, 3 lapsed (ask reclaim-2.lua), 0 lost (held by another token).
+  Returns one character per lease, in order, as one string (a reply of n integers costs Redis more than
+  the renewals' reads): "1" renewed, "3" lapsed (ask reclaim-2.lua), "0" lost (held by another token).
 ]]
 local rcall = redis.call
-local LOST, RENEWED, LAPSED = 0, 1, 3
+local LOST, RENEWED, LAPSED = '0', '1', '3'
 local activeKey, stalledKey = KEYS[1], KEYS[2]
 local leaseMs, k = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = #KEYS - 2
@@ -30,14 +32,13 @@ local holders = rcall('MGET', unpack(KEYS, 3, n + 2))
 local codes, index, renewed = {}, {}, {}
 for i = 1, n do
   local holder = holders[i]
-  if holder == ARGV[2 + 2 * i] then
+  if holder == ARGV[2 + i] then
     rcall('PEXPIREAT', KEYS[2 + i], deadline)
-    local id = ARGV[1 + 2 * i]
     if i <= k then
       index[#index + 1] = deadline
-      index[#index + 1] = id
+      index[#index + 1] = ARGV[2 + n + i]
     end
-    renewed[#renewed + 1] = id
+    renewed[#renewed + 1] = i
     codes[i] = RENEWED
   elseif holder == false then
     codes[i] = LAPSED
@@ -49,8 +50,15 @@ if #index > 0 then
   keepSkiplist(activeKey)
   rcall('ZADD', activeKey, 'XX', unpack(index))
 end
--- A renewal proves the worker alive: clear any mark from a first sweep.
-if #renewed > 0 and rcall('ZCARD', stalledKey) > 0 then
-  rcall('ZREM', stalledKey, unpack(renewed))
+-- A renewal proves the worker alive: clear any mark from a first sweep. A sweep marks only a job whose
+-- lease key is gone, and reclaim-2.lua clears the mark as it writes the lease back, so a lease found here
+-- carries no mark; this stays as a guard, for the leases re-indexed (those sent with their id): each
+-- lease every other renewal.
+if #index > 0 and rcall('ZCARD', stalledKey) > 0 then
+  local ids = {}
+  for j = 2, #index, 2 do
+    ids[#ids + 1] = index[j]
+  end
+  rcall('ZREM', stalledKey, unpack(ids))
 end
-return codes
+return table.concat(codes)

@@ -60,9 +60,9 @@
   handed, confirmed },
   where runs holds { "ok" | "lost", new (or current) state, set to trim } per run, in order: the set to
   trim is "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the
-  worker then runs trim-2.lua, see retention.lua), else ""; taken is { { id, token, { job fields } }, ... }
+  worker then runs trim-2.lua, see retention.lua), else ""; taken is { { id, { job fields }, startedOn }, ... }
   as in take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
-  handed is { { id, token, { job fields }, 1 | 0 (it has a priority) }, ... } for the jobs read into the
+  handed is { { id, { job fields }, 1 | 0 (it has a priority) }, ... } for the jobs read into the
   hand; confirmed holds one
   code per start (1 taken, 0 lost: its reservation was gone).
 ]]

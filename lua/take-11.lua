@@ -33,7 +33,8 @@
   ARGV[9] how long a reservation lasts (ms)
   ARGV[10..] candidate job ids, in the order of KEYS pairs
 
-  Returns { { { id, token, { job fields } }, ... }, candidates left, ms until the earliest delayed job is
+  Returns { { { id, { job fields }, startedOn }, ... } (the run's token is "<worker token>:<attemptsStarted>";
+  the fields end at the last one present, see takeJobs.lua replyFields), candidates left, ms until the earliest delayed job is
   due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1: paused), ids
   reserved in place of candidates found gone } (see takeJobs.lua and nextDue.lua).
 ]]

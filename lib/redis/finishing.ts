@@ -7,7 +7,18 @@ import type { JobState } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
 import { evalScript, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
-import { type Handed, type Lease, limitArgs, TAKE_MAX_BYTES, type Taken, type TakenReply, type Taker, toHanded, toTaken } from './taking.js'
+import {
+  type Handed,
+  type HandedReply,
+  type Lease,
+  limitArgs,
+  TAKE_MAX_BYTES,
+  type Taken,
+  type TakenReply,
+  type Taker,
+  toHanded,
+  toTaken,
+} from './taking.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const FINISH_SCRIPTS = {
@@ -159,20 +170,20 @@ export async function finishRuns(
     number,
     number,
     number,
-    [string, string, (string | null)[], number][],
+    HandedReply,
     number[],
   ]
   const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed] = reply
   return {
     runs: outcomes.map(([status, state, trim]) => ({ status, state, trim: trim === '' ? undefined : trim })),
-    taken: toTaken(taken, next.workerName),
+    taken: toTaken(taken, next),
     left,
     reserved,
     peeked,
     ...nextDue(dueIn, dueAt),
     finishedOn,
     waitMs,
-    handed: toHanded(handed, finishedOn, next.workerName),
+    handed: toHanded(handed, finishedOn, next),
     confirmed: confirmed.map((code) => (code === 1 ? 'taken' : 'lost')),
   }
 }

@@ -239,6 +239,8 @@ function stacksOf(text: string | null | undefined): string[] {
 
 /** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
 const OPTION_AT = 10
+/** Where `attemptsStarted` is in takeJobs.lua's JOB_FIELDS (0-based): the start number of a run just taken. */
+export const ATTEMPTS_STARTED_AT = 4
 /** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
 const DEID_AT = OPTION_AT + OPTION_FIELDS.length
 
@@ -258,7 +260,7 @@ export function jobFromFields(id: string, f: (string | null)[], startedOn: strin
     data: parseJson(f[1] ?? undefined),
     attempts,
     attemptsMade: f[3] == null ? 0 : Number(f[3]),
-    attemptsStarted: f[4] == null ? 0 : Number(f[4]),
+    attemptsStarted: f[ATTEMPTS_STARTED_AT] == null ? 0 : Number(f[ATTEMPTS_STARTED_AT]),
     state: 'active',
     createdOn,
     startedOn: Number(startedOn),

@@ -251,14 +251,14 @@ export async function trim(
   keys: QueueKeys,
   set: FinishedSet,
   ids: string[],
-): Promise<{ removed: string[]; done: boolean }> {
-  const [removed, done] = (await evalScript(
+): Promise<{ removed: string[]; done: boolean; near: boolean }> {
+  const [removed, done, near] = (await evalScript(
     client,
     SWEEP_SCRIPTS.trim,
     [keys[set], keys.meta, ...jobAndLogs(keys, ids)],
     [set, ...ids],
-  )) as [string[], number]
-  return { removed, done: done === 1 }
+  )) as [string[], number, number]
+  return { removed, done: done === 1, near: near === 1 }
 }
 
 // ---- the reaper's count of failed jobs: claim, then settle -------------------------------------------

@@ -6,7 +6,7 @@
 
 import type { JobFields } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { jobFromFields } from './job-codec.js'
+import { ATTEMPTS_STARTED_AT, jobFromFields } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalScript, eventKeys, jobKeyPairs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
@@ -32,10 +32,16 @@ export interface Taken {
   token: string
 }
 
-export type TakenReply = [string, string, (string | null)[], string][]
+/** A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, no token. */
+type FieldsReply = (string | null)[]
 
-export const toTaken = (reply: TakenReply, workerName: string): Taken[] =>
-  reply.map(([id, token, fields, startedOn]) => ({ job: jobFromFields(id, fields, startedOn, workerName), token }))
+export type TakenReply = [string, FieldsReply, string][]
+
+/** The run's token, which the reply leaves out: the taker's token and the start number (`attemptsStarted`). */
+const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT]}`
+
+export const toTaken = (reply: TakenReply, taker: Taker): Taken[] =>
+  reply.map(([id, fields, startedOn]) => ({ job: jobFromFields(id, fields, startedOn, taker.workerName), token: tokenOf(taker, fields) }))
 
 /** A job read into a worker's hand (reserved, not taken until it starts). */
 export interface Handed extends Taken {
@@ -44,8 +50,14 @@ export interface Handed extends Taken {
 }
 
 /** `startedOn` is when they were read, until they start. */
-export const toHanded = (reply: [string, string, (string | null)[], number][], readAt: number, workerName: string): Handed[] =>
-  reply.map(([id, token, fields, scored]) => ({ job: jobFromFields(id, fields, String(readAt), workerName), token, scored: scored === 1 }))
+export type HandedReply = [string, FieldsReply, number][]
+
+export const toHanded = (reply: HandedReply, readAt: number, taker: Taker): Handed[] =>
+  reply.map(([id, fields, scored]) => ({
+    job: jobFromFields(id, fields, String(readAt), taker.workerName),
+    token: tokenOf(taker, fields),
+    scored: scored === 1,
+  }))
 
 /** The worker taking jobs. */
 export interface Taker {
@@ -116,7 +128,7 @@ export async function take(
       ...ids,
     ],
   )) as [TakenReply, string[], number, number, number, string[]]
-  return { taken: toTaken(taken, taker.workerName), left, ...nextDue(dueIn, dueAt), waitMs, reserved: reservedNext }
+  return { taken: toTaken(taken, taker), left, ...nextDue(dueIn, dueAt), waitMs, reserved: reservedNext }
 }
 
 /** Returns up to `n` reservations past their expiry (a dead worker's) to the front of `wait`; resolves to how many. */
@@ -169,9 +181,9 @@ export async function extend(client: RedisClient, keys: QueueKeys, leaseMs: numb
     client,
     TAKE_SCRIPTS.extend,
     [keys.active, keys.stalled, ...leases.map((l) => keys.lock(l.id))],
-    [String(leaseMs), k, ...leases.flatMap(({ id, token }) => [id, token])],
-  )) as number[]
-  const codeOf = new Map(leases.map((l, i) => [l, sorted[i]]))
+    [String(leaseMs), k, ...leases.map((l) => l.token), ...leases.slice(0, k).map((l) => l.id)],
+  )) as string
+  const codeOf = new Map(leases.map((l, i) => [l, Number(sorted[i])]))
   const codes = renewals.map((r) => codeOf.get(r) ?? 0)
   const found = codes.map((code) => EXTEND_CODES[code] ?? 'lost')
   const lapsed = renewals.filter((_, i) => found[i] === 'lapsed')

@@ -1,7 +1,7 @@
 /**
  * Hand: the jobs a busy worker has read but not started, because every slot runs a processor. While jobs
- * are short a worker keeps one in hand (at concurrency 1 only while a job runs at least a round trip:
- * TakeAhead.handSize): a finish reads it (its fields, and the token it will run under)
+ * are short a worker keeps one in hand (at concurrency 1 with jobs shorter than a round trip, read only by
+ * the calls that take a job: TakeAhead.handSize): a finish reads it (its fields, and the token it will run under)
  * from the ids the worker reserved, so it starts the moment a processor returns, without waiting for
  * Redis. A job in hand is only reserved: neither leased nor `active`, no attempt started. It is taken (its
  * lease, `active`, its start) by the call that follows its start, which leaves before its processor runs:

@@ -142,7 +142,11 @@ export class TakeAhead {
   forFinish(take = true, runs = 1, free = runs, inHand = 0): Lookahead {
     if (this.closed || !take) return { ...nothing(this.o.clock.now()), finish: true }
     const look = this.next(free)
-    const toRead = Math.max(0, inHand - this.o.held() - this.readingCount())
+    // At concurrency 1 with jobs shorter than a round trip, only a call that takes the next job reads the
+    // one after into the hand (see handSize): a call that confirms a start reads nothing, as that job ends
+    // before such a read would come back.
+    const alternate = this.o.concurrency === 1 && this.runMs < this.callMs && look.ids.length === 0
+    const toRead = alternate ? 0 : Math.max(0, inHand - this.o.held() - this.readingCount())
     // Only a fresh reservation goes to the hand: its token holds while no one else can take the job.
     const head = this.pool[0]
     const fresh = head !== undefined && look.at - (this.reservedAt.get(head) ?? look.at) < this.o.reserveMs / 4
@@ -179,14 +183,15 @@ export class TakeAhead {
   }
 
   /**
-   * Jobs to hold in hand: one while jobs are short. At concurrency 1 only while a job runs at least a
-   * round trip: a shorter one ends before the read of the next comes back, so the next call takes that
-   * job over and the read was for nothing (an extra read in Redis and a reply to decode per two jobs,
-   * and the job then starts on the later reply); a finish that takes the next job itself costs less.
+   * Jobs to hold in hand: one while jobs are short. At concurrency 1 with jobs shorter than a round trip,
+   * a read into the hand by every call would come back after the job it was meant to follow had ended, so
+   * the next call would take that job over and the read be for nothing. There the calls alternate
+   * (forFinish): one takes the next job and reads the one after into the hand; that one starts the
+   * moment the first returns, and its call confirms it and reads nothing. Two jobs run per round trip
+   * waited for, one call each, where taking every job in its finish waits a round trip per job.
    */
   handSize(): number {
-    if (!this.hot) return 0
-    return this.o.concurrency > 1 || this.runMs >= this.callMs ? 1 : 0
+    return this.hot ? 1 : 0
   }
 
   /**

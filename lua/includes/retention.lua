@@ -26,14 +26,17 @@ end
 -- The job hash field holding the retention of each finished set, and the meta field holding the set's limits.
 local KEEP_FIELDS = { completed = { job = 'keep', meta = 'keepCompleted' }, failed = { job = 'keepFailed', meta = 'keepFailed' } }
 
--- Whether a set that grew from `before` to `size` jobs crossed a trim point: count + slack + 1, count + 2 *
--- slack + 1, ... (one trim asked for each time it grows past its count by another slack).
+-- Whether a set that grew from `before` to `size` jobs reached a trim point: count + slack, count + 2 *
+-- slack, ... (one trim asked for each time it grows past its count by another slack). At the first point
+-- the set is exactly `slack` past its count, which one step of trim-2.lua removes (lib/retention.ts
+-- TRIM_BATCH is the slack of the default count): a point one job later left that job to a second read
+-- and a second call, per trim.
 local function trimDue(count, before, size)
   if count == nil then
     return false
   end
   local slack = trimSlack(count)
-  return size > count + slack and math.floor((size - count - 1) / slack) > math.floor((math.max(before, count) - count - 1) / slack)
+  return size >= count + slack and math.floor((size - count) / slack) > math.floor((math.max(before, count) - count) / slack)
 end
 
 -- The set's limits become those of the job that finished last: a read, not a write, per call.

@@ -11,6 +11,21 @@ local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 20
 -- reservation has a score kept in `reservedScores`, which its take then drops: confirmStarts).
 local HAND_FIELDS = JOB_FIELDS
 
+-- A job's fields as they travel back: the run's token is not among them (the worker builds it from its own
+-- token and the start number, `attemptsStarted`), and the absent fields at the end of the list are left
+-- off (the reply's list ends at the last field present): a job with the default options ends at
+-- `createdOn`, 14 nil replies (70 bytes) fewer than the whole list.
+local function replyFields(f)
+  f[F_TOKEN] = nil
+  for k = F_TOKEN - 1, 1, -1 do
+    if f[k] then
+      break
+    end
+    f[k] = nil
+  end
+  return f
+end
+
 
 -- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).
 local function holdOf(q)
@@ -57,8 +72,9 @@ end
 -- once a job is taken, a candidate whose data would bring the total past taker.maxBytes is left where it
 -- is, and so are the candidates after it; so are those beyond what admission() lets start. Each job
 -- taken emits `active`.
--- Returns { { id, token, fields, startedOn }, ... }, the candidates left, and how long to wait before
--- asking again (ms; 0: no need, -1: the queue is paused).
+-- Returns { { id, fields, startedOn }, ... } (fields as replyFields leaves them: the run's token is
+-- "<taker.token>:<fields[F_STARTS]>"), the candidates left, and how long to wait before asking again
+-- (ms; 0: no need, -1: the queue is paused).
 local function takeJobs(q, taker, now, at)
   local firstKey, firstArg, n = at.firstKey, at.firstArg, at.count
   local taken, left, bytes = {}, {}, 0
@@ -119,8 +135,7 @@ local function takeJobs(q, taker, now, at)
           redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
-        f[F_TOKEN] = nil
-        taken[#taken + 1] = { id, token, f, nowText }
+        taken[#taken + 1] = { id, replyFields(f), nowText }
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
@@ -138,8 +153,7 @@ local function takeJobs(q, taker, now, at)
         end
         local g = redis.call('HMGET', jobKey, unpack(JOB_FIELDS))
         g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
-        g[F_TOKEN] = nil
-        taken[#taken + 1] = { id, token, g, redis.call('HGET', jobKey, 'startedOn') }
+        taken[#taken + 1] = { id, replyFields(g), redis.call('HGET', jobKey, 'startedOn') }
       end
     end
   end
@@ -191,8 +205,8 @@ end
 -- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
 -- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
 -- charged one. Nothing is read while the queue is paused. `at` = { firstKey, firstArg, count }: id i is
--- ARGV[at.firstArg + i], its hash KEYS[at.firstKey + 2i]. Returns { { id, token, fields, scored }, ... },
--- scored 1 for a job with a priority (a job removed meanwhile is left out).
+-- ARGV[at.firstArg + i], its hash KEYS[at.firstKey + 2i]. Returns { { id, fields, scored }, ... } (the
+-- token as takeJobs says), scored 1 for a job with a priority (a job removed meanwhile is left out).
 local function readHand(q, taker, at)
   local handed = {}
   if at.count == 0 or holdOf(q).paused then
@@ -204,8 +218,7 @@ local function readHand(q, taker, at)
       local started = tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
       local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or 0
       f[F_STARTS] = started
-      f[F_TOKEN] = nil
-      handed[#handed + 1] = { ARGV[at.firstArg + i], taker.token .. ':' .. started, f, scored }
+      handed[#handed + 1] = { ARGV[at.firstArg + i], replyFields(f), scored }
     end
   end
   return handed

@@ -90,22 +90,30 @@ describe('TakeAhead', () => {
     expect(ahead.forFinish(true, 1, 1, 1).ids).toEqual(['r1'])
   })
 
-  it('holds a job in hand while jobs are short; at concurrency 1 only while a job runs at least a round trip', async () => {
+  it('holds a job in hand while jobs are short; at concurrency 1 with jobs shorter than a round trip, only a call that takes reads', async () => {
     const one = setup({ concurrency: 1 })
     const two = setup({ concurrency: 2 })
     // Nothing run yet: no job is short, and none is held.
     expect([one.ahead.handSize(), two.ahead.handSize()]).toEqual([0, 0])
     for (const { ahead, clock } of [one, two]) {
       ahead.ran(1)
-      // A call that took 5 ms to come back: jobs of 1 ms end before the read of the next would.
+      // A call that took 5 ms to come back (and reserved four ids): jobs of 1 ms end before a read would.
       const look = ahead.forFinish()
       await clock.advance(5)
-      ahead.settle(look, reply())
+      ahead.settle(look, reply({ reservedNext: ['r1', 'r2', 'r3', 'r4'] }))
     }
-    expect([one.ahead.handSize(), two.ahead.handSize()]).toEqual([0, 1])
-    // Jobs now run longer than the round trip (and still under HOT_RUN_MS): the hand pays at concurrency 1 too.
+    expect([one.ahead.handSize(), two.ahead.handSize()]).toEqual([1, 1])
+    // Concurrency 1: a finish that confirms a start from the hand (no slot free) reads nothing...
+    expect(one.ahead.forFinish(true, 1, 0, 1)).toMatchObject({ ids: [], hand: [] })
+    // ...one that takes the next job reads the one after into the hand.
+    const taking = one.ahead.forFinish(true, 1, 1, 1)
+    expect(taking).toMatchObject({ ids: ['r1'], reserved: true, hand: ['r2'] })
+    expect([...one.ahead.settle(taking, reply({ taken: 1, handed: ['r2'] })).keys()]).toEqual(['r2'])
+    // Concurrency 2 reads whenever the hand is empty.
+    expect(two.ahead.forFinish(true, 1, 0, 1)).toMatchObject({ ids: [], hand: ['r1'] })
+    // Jobs that run longer than the round trip (still under HOT_RUN_MS): every call reads at concurrency 1 too.
     for (let i = 0; i < 40; i++) one.ahead.ran(HOT_RUN_MS - 2)
-    expect(one.ahead.handSize()).toBe(1)
+    expect(one.ahead.forFinish(true, 1, 0, 1).hand).toEqual(['r3'])
     // Long jobs: no hand at any concurrency.
     for (let i = 0; i < 40; i++) one.ahead.ran(10 * HOT_RUN_MS)
     expect(one.ahead.handSize()).toBe(0)

@@ -3,6 +3,7 @@
  * with age in SECONDS), for the jobs that have no retention of their own; a job's own wins.
  */
 import { expect, it } from 'vitest'
+import { trimFinished } from '../../lib/retention.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -43,4 +44,18 @@ it('refuses a bad worker retention before any Redis call', () => {
   for (const removeOnComplete of [-1, { age: -5 }, { count: 1.5 }, { keep: 1 }, 'all']) {
     expect(() => fx.worker(() => 'ok', { removeOnComplete } as never)).toThrow(expect.objectContaining({ code: 'ERR_OPTIONS' }))
   }
+})
+
+it('a worker\u2019s trim stops near the count (the jobs that finished meanwhile go with its next one); the sweep\u2019s trims exactly', async () => {
+  // Count 50: slack 10, near is within 5 past it. 153 kept jobs: one batch of 100 leaves 53.
+  await redis.client.hset(fx.keys.meta, 'keepCompleted', '50,')
+  await redis.client.zadd(fx.keys.completed, ...Array.from({ length: 153 }, (_, i) => [String(1000 + i), `j${i}`]).flat())
+
+  const byWorker = await trimFinished(redis.client, fx.keys, 'completed', undefined, true)
+  expect(byWorker).toHaveLength(100)
+  expect(await redis.client.zcard(fx.keys.completed)).toBe(53)
+
+  const exact = await trimFinished(redis.client, fx.keys, 'completed')
+  expect(exact).toEqual(['j100', 'j101', 'j102'])
+  expect(await redis.client.zcard(fx.keys.completed)).toBe(50)
 })
