@@ -165,6 +165,8 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
   readonly #token: string | undefined
+  /** `delay` once promote() or moveToDelayed() changed it on this object. */
+  #delay: number | undefined
 
   constructor(fields: JobFields<Data, Result, Name>, scope?: JobScope, token?: string) {
     Object.assign(this, fields)
@@ -235,6 +237,15 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.startedOn
   }
 
+  /**
+   * BullMQ's job.delay (ms): the delay the job was added with, 0 for none; on this object, 0 after promote()
+   * and the delay left after moveToDelayed(), as BullMQ sets it. A retry's backoff does not change it (BullMQ
+   * stores it in the job): when a delayed job is due is `dueAt`.
+   */
+  get delay(): number {
+    return this.#delay ?? this.opts.delay ?? 0
+  }
+
   /** BullMQ's name for returnValue. */
   get returnvalue(): Result | undefined {
     return this.returnValue
@@ -292,6 +303,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
       .moveToDelayed(this, timestamp, this.runToken(token) ?? '')
     this.state = 'delayed'
     this.dueAt = due
+    this.#delay = Math.max(0, timestamp - Date.now())
   }
 
   /**
@@ -354,6 +366,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   async promote(): Promise<void> {
     await this.scope().queue().promoteJob(this.id)
     this.state = 'wait'
+    this.#delay = 0
   }
 
   /** The job's state in Redis now, under BullMQ's names (`waiting`, ..., `unknown` once it is gone). */
