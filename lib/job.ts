@@ -24,38 +24,7 @@ export type StoredState = JobState | 'waiting-children'
 
 export const JOB_STATES: readonly JobState[] = ['wait', 'prioritized', 'delayed', 'active', 'completed', 'failed']
 
-/**
- * A queue's job counts, each job counted once, in the state it is in: the fields add up to every job of
- * the queue. A busy worker's reservations are waiting jobs, counted where they came from.
- */
-export interface QueueCounts {
-  /** Waiting jobs without a priority (BullMQ's `waiting`). */
-  wait: number
-  /** Waiting jobs with a priority. */
-  prioritized: number
-  /** In-flight jobs no sweep has marked (BullMQ's `active` is this plus `stalled`). */
-  active: number
-  /** In-flight jobs a sweep has marked stalled: their lease lapsed, a later sweep recovers them. */
-  stalled: number
-  delayed: number
-  completed: number
-  failed: number
-}
-
-/**
- * The sizes a sweep reads for the reaper's gauges (WaitingCount, ActiveCount...; lua/probe-15.lua). Not
- * QueueCounts: `wait` is every waiting job (the backlog: prioritized and reserved ones included) and
- * `active` every job in flight (marked ones included); `prioritized` and `stalled` say how many of those.
- */
-export interface SweepCounts {
-  wait: number
-  prioritized: number
-  active: number
-  stalled: number
-  delayed: number
-  completed: number
-  failed: number
-}
+export type { QueueCounts, SweepCounts } from './job-counts.js'
 
 /** A job's state under BullMQ's names (`waiting` for `wait`; `unknown` for a job that does not exist). */
 export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'waiting-children' | 'unknown'
