@@ -6,7 +6,8 @@
   (BullMQ's fields: { id, queueKey } and the failure policy: fpof, cpof, idof or rdof). A leaf goes to
   `wait`, `prioritized` or `delayed` as add-7.lua's jobs do. One call is atomic; the producer sends the
   calls of one queue and level in one MULTI.
-  A node whose id exists is left as it is, but joins its new parent (BullMQ's flows do the same): it
+  A node whose id exists is left as it is (a parent still in `waiting-children` also waits for the new
+  children), but joins its new parent (BullMQ's flows do the same): it
   takes `parentKey` and `parent`, and one that already completed (or failed, under a failure policy)
   hands its outcome off at once (lua/includes/handoff.lua); one with another parent is refused (code -7,
   BullMQ's ParentJobCannotBeReplaced), and the producer drops it from its parent.
@@ -69,6 +70,21 @@ local function join(jobKey, id, parentKey, parent)
   return 0
 end
 
+-- A parent's children's keys, in batches (unpack's limit is about 8,000 values).
+local function addDependencies(depsKey, children)
+  local batch = {}
+  for key in string.gmatch(children, '[^\n]+') do
+    batch[#batch + 1] = key
+    if #batch == 1000 then
+      rcall('SADD', depsKey, unpack(batch))
+      batch = {}
+    end
+  end
+  if #batch > 0 then
+    rcall('SADD', depsKey, unpack(batch))
+  end
+end
+
 local codes = {}
 for i = 0, (#KEYS - 10) / 2 - 1 do
   local a = F * i
@@ -77,6 +93,11 @@ for i = 0, (#KEYS - 10) / 2 - 1 do
   local parentKey, parent, children = ARGV[a + 13], ARGV[a + 14], ARGV[a + 15]
   if rcall('EXISTS', jobKey) == 1 then
     codes[#codes + 1] = join(jobKey, id, parentKey, parent)
+    -- An existing parent still waiting for its children waits for the new ones too (BullMQ adds them to its
+    -- dependencies): else they would end unheard. One that runs or ended is not sent back to wait.
+    if children ~= '' and rcall('HGET', jobKey, 'state') == 'waiting-children' then
+      addDependencies(depsKey, children)
+    end
     emit(q, 'duplicated', 'jobId', id)
   else
     codes[#codes + 1] = 1
@@ -91,18 +112,7 @@ for i = 0, (#KEYS - 10) / 2 - 1 do
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)
     if children ~= '' then
-      -- Its children's keys, in batches (unpack's limit is about 8,000 values).
-      local batch = {}
-      for key in string.gmatch(children, '[^\n]+') do
-        batch[#batch + 1] = key
-        if #batch == 1000 then
-          rcall('SADD', depsKey, unpack(batch))
-          batch = {}
-        end
-      end
-      if #batch > 0 then
-        rcall('SADD', depsKey, unpack(batch))
-      end
+      addDependencies(depsKey, children)
       rcall('HSET', jobKey, 'state', 'waiting-children')
       rcall('ZADD', q.waitingChildren, now, id)
       rcall('ZADD', addingKey, now, id)

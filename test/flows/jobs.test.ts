@@ -34,6 +34,33 @@ describe('opts.parent on Queue.add', () => {
     expect(values).toEqual({ [`emq:{kids}:${flow.children?.[0]?.job.id}`]: 'a', [`emq:{kids}:${extra.id}`]: 'b' })
   })
 
+  it('a flow added again with the id of a parent still waiting makes it wait for the new children too', async () => {
+    const parents = fx.queue('parents')
+    fx.queue('kids')
+    const flow = () => fx.producer()
+    await flow().add({
+      name: 'p',
+      queueName: 'parents',
+      opts: { jobId: 'P1' },
+      children: [{ name: 'a', queueName: 'kids', opts: { jobId: 'C1' } }],
+    })
+    await flow().add({
+      name: 'p',
+      queueName: 'parents',
+      opts: { jobId: 'P1' },
+      children: [{ name: 'b', queueName: 'kids', opts: { jobId: 'C2' } }],
+    })
+    const parent = (await parents.getJob('P1')) as Job
+    expect(await parent.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 2 })
+    let values: unknown
+    fx.worker('kids', (job) => job.name)
+    fx.worker('parents', async (job) => {
+      values = await job.getChildrenValues()
+    })
+    await waitFor(async () => (await parents.getJobState('P1')) === 'completed', { what: 'the parent completed' })
+    expect(values).toEqual({ 'emq:{kids}:C1': 'a', 'emq:{kids}:C2': 'b' })
+  })
+
   it('refuses a parent that does not exist, or a bad one, with nothing written', async () => {
     const kids = fx.queue('kids')
     const missing = await kids.add('x', {}, { parent: { id: 'nope', queue: 'emq:{parents}' } }).catch((e: unknown) => e)
