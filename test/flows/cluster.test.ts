@@ -23,13 +23,7 @@ const errors: string[] = []
 beforeAll(async () => {
   cluster = await startCluster(3)
   client = cluster.connect()
-  const byOwner = new Map<number, string>()
-  for (let i = 0; byOwner.size < 3 && i < 200; i++) {
-    const name = `fq${i}`
-    const owner = await cluster.ownerOf(await cluster.slotOf(queueKeys('emq', name).wait))
-    if (!byOwner.has(owner)) byOwner.set(owner, name)
-  }
-  names = [...byOwner.values()] as [string, string, string]
+  names = (await cluster.queuesOnEachMaster('fq')) as [string, string, string]
   setScriptWrapper(keyGuard)
 }, 60_000)
 afterAll(async () => {

@@ -16,6 +16,7 @@ import { promisify } from 'node:util'
 import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { afterAll, beforeAll } from 'vitest'
 import { spawnRedisServer } from '../../cli/support/local-redis.js'
+import { queueKeys } from '../../lib/redis/keys.js'
 import { freePort } from './redis-server.js'
 import type { Certs } from './tls.js'
 import { waitFor } from './wait.js'
@@ -50,6 +51,8 @@ export interface TestCluster {
   /** Port of the master that owns `slot` (from CLUSTER SLOTS). */
   ownerOf(slot: number): Promise<number>
   slotOf(key: string): Promise<number>
+  /** One queue name per master (`<stem>0`, `<stem>1`...: the first whose hash tag lands on each), under prefix emq. */
+  queuesOnEachMaster(stem: string): Promise<string[]>
   stop(): Promise<void>
 }
 
@@ -158,6 +161,13 @@ export async function startCluster(size = 3, tls?: ClusterTls): Promise<TestClus
     throw err
   }
   const first = nodes[0] as ClusterNode
+  const ownerOf = async (slot: number) => {
+    const range = (await first.client.cluster('SLOTS')).find(([a, b]) => slot >= a && slot <= b)
+    const port = range?.[2]?.[1]
+    if (port === undefined) throw new Error(`slot ${slot} is not assigned`)
+    return port
+  }
+  const slotOf = async (key: string) => (await first.client.cluster('KEYSLOT', key)) as number
   return {
     nodes,
     url: `${settings.scheme}://${nodes
@@ -175,14 +185,16 @@ export async function startCluster(size = 3, tls?: ClusterTls): Promise<TestClus
       clients.push(c)
       return c
     },
-    async ownerOf(slot) {
-      const range = (await first.client.cluster('SLOTS')).find(([a, b]) => slot >= a && slot <= b)
-      const port = range?.[2]?.[1]
-      if (port === undefined) throw new Error(`slot ${slot} is not assigned`)
-      return port
-    },
-    async slotOf(key) {
-      return (await first.client.cluster('KEYSLOT', key)) as number
+    ownerOf,
+    slotOf,
+    async queuesOnEachMaster(stem) {
+      const byOwner = new Map<number, string>()
+      for (let i = 0; byOwner.size < nodes.length && i < 200; i++) {
+        const name = `${stem}${i}`
+        const owner = await ownerOf(await slotOf(queueKeys('emq', name).wait))
+        if (!byOwner.has(owner)) byOwner.set(owner, name)
+      }
+      return [...byOwner.values()]
     },
     stop,
   }

@@ -27,13 +27,7 @@ const errors: string[] = []
 beforeAll(async () => {
   cluster = await startCluster(3)
   client = cluster.connect()
-  const byOwner = new Map<number, string>()
-  for (let i = 0; byOwner.size < 3 && i < 200; i++) {
-    const name = `cq${i}`
-    const owner = await cluster.ownerOf(await cluster.slotOf(queueKeys('emq', name).wait))
-    if (!byOwner.has(owner)) byOwner.set(owner, name)
-  }
-  queues = [...byOwner.values()]
+  queues = await cluster.queuesOnEachMaster('cq')
 }, 60_000)
 afterAll(async () => {
   await cluster?.stop()
