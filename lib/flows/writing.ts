@@ -7,6 +7,7 @@
  * While it writes, the parents are in their queue's `adding` set; a producer that dies midway leaves them
  * there, and the sweep of their queue fails the children it never wrote (lib/flows/adding.ts).
  */
+import { batchesOf } from '../batches.js'
 import { EchoMQError } from '../errors.js'
 import { addFlowNodes, adoptChildren, doneAdding, type NodeCode, settleChildren, TAKE_MAX_BYTES } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
@@ -45,20 +46,8 @@ async function adoptRoots(client: RedisClient, roots: PlannedNode[]): Promise<vo
 
 /** Calls of at most NODES_PER_CALL nodes and BYTES_PER_CALL bytes. */
 function callsOf(nodes: PlannedNode[]): PlannedNode[][] {
-  const calls: PlannedNode[][] = [[]]
-  let bytes = 0
-  for (const n of nodes) {
-    const size = n.args.data.length + n.args.children.reduce((s, k) => s + k.length + 1, 0)
-    const call = calls[calls.length - 1] as PlannedNode[]
-    if (call.length > 0 && (call.length >= NODES_PER_CALL || bytes + size > BYTES_PER_CALL)) {
-      calls.push([n])
-      bytes = size
-    } else {
-      call.push(n)
-      bytes += size
-    }
-  }
-  return calls
+  const sizeOf = (n: PlannedNode) => n.args.data.length + n.args.children.reduce((s, k) => s + k.length + 1, 0)
+  return batchesOf(nodes, { count: NODES_PER_CALL, bytes: BYTES_PER_CALL }, sizeOf)
 }
 
 /** Writes the nodes (in depth order) of planned flows; resolves to what each node's write said. */

@@ -3,6 +3,7 @@
  * in one script; an existing `jobId` returns the job already stored and changes nothing. Every job is
  * validated and encoded before any Redis call, so a rejected call changes nothing.
  */
+import { batchesOf } from '../batches.js'
 import { EchoMQError } from '../errors.js'
 import { type FlowSettings, type ParentRefOption, parentFields } from '../flows/options.js'
 import { Job } from '../job.js'
@@ -132,20 +133,7 @@ async function addAll(q: QueueCore, jobs: BulkJob[], news: commands.NewJob[]): P
 
 /** Jobs in calls of at most BULK_JOBS_PER_CALL jobs and BULK_BYTES_PER_CALL bytes of data. */
 function bulkCalls<T extends { job: commands.NewJob }>(jobs: T[]): T[][] {
-  const calls: T[][] = [[]]
-  let bytes = 0
-  for (const j of jobs) {
-    const call = calls[calls.length - 1] as T[]
-    const size = j.job.data.length
-    if (call.length > 0 && (call.length >= BULK_JOBS_PER_CALL || bytes + size > BULK_BYTES_PER_CALL)) {
-      calls.push([j])
-      bytes = size
-    } else {
-      call.push(j)
-      bytes += size
-    }
-  }
-  return calls
+  return batchesOf(jobs, { count: BULK_JOBS_PER_CALL, bytes: BULK_BYTES_PER_CALL }, (j) => j.job.data.length)
 }
 
 /** The job stored under an existing custom id. */
