@@ -91,3 +91,18 @@ export function useQueues(server: TestRedis | (() => TestRedis)): QueuesFixture 
     },
   }
 }
+
+/**
+ * For tests that build what the fixtures cannot (a client on a Redis they stop, a bad connection):
+ * `track(x)` closes x after the test, the last tracked first.
+ */
+export function useClosing(): <T extends { close(): Promise<unknown> }>(x: T) => T {
+  const closers: (() => Promise<unknown>)[] = []
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close()
+  })
+  return (x) => {
+    closers.push(() => x.close())
+    return x
+  }
+}

@@ -6,13 +6,14 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHandler } from '../../functions/sweep.js'
 import { redisError } from '../../lib/errors.js'
 import { EchoMQError, Queue, sweep, Worker } from '../../lib/index.js'
 import { parseRedisUrl, redactUrl } from '../../lib/redis/connection.js'
 import { DIAGNOSIS_TIMEOUT_MS } from '../../lib/redis/diagnosis.js'
 import { type FilteredPort, startFilteredPort } from '../helpers/filtered-port.js'
+import { useClosing } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 
 const run = promisify(execFile)
@@ -87,14 +88,7 @@ describe('redisError: what a connection failure says about the server', () => {
 
 describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts them)', () => {
   const redis = useRedis()
-  const closers: (() => Promise<unknown>)[] = []
-  afterEach(async () => {
-    for (const close of closers.splice(0)) await close()
-  })
-  const track = <T extends { close(): Promise<unknown> }>(x: T): T => {
-    closers.push(() => x.close())
-    return x
-  }
+  const track = useClosing()
 
   it('Queue, Worker and sweep run on them; a port given as a string (from the environment) is taken', async () => {
     const connection = { host: '127.0.0.1', port: String(redis.port), db: 0, maxRetriesPerRequest: null }

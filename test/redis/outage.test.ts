@@ -12,18 +12,12 @@ import { type EchoMQError, Queue, QueueEvents, Worker } from '../../lib/index.js
 import { QUIT_TIMEOUT_MS } from '../../lib/redis/connection.js'
 import { READY_TIMEOUT_MS } from '../../lib/redis/connection-failure.js'
 import { type DurableRedis, startDurableRedis } from '../chaos/durable-redis.js'
+import { useClosing } from '../helpers/fixture.js'
 import { freePort, startRedis, useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
-const closers: (() => Promise<unknown>)[] = []
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close()
-})
-const track = <T extends { close(): Promise<unknown> }>(x: T): T => {
-  closers.push(() => x.close())
-  return x
-}
+const track = useClosing()
 /** The first `error` an emitter reports; later ones are heard and dropped (not printed). */
 const firstError = (emitter: { on(event: 'error', fn: (err: EchoMQError) => void): unknown }) =>
   new Promise<EchoMQError>((resolve) => emitter.on('error', resolve))

@@ -5,26 +5,19 @@
  * seen; a Redis that refuses CLIENT LIST gets a typed error, not a made-up worker.
  */
 import { Redis } from 'ioredis'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../lib/index.js'
 import { workerNameOf } from '../../lib/queue/workers.js'
 import { workerConnectionName } from '../../lib/redis/clients.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { useCluster } from '../helpers/cluster.js'
-import { useQueues } from '../helpers/fixture.js'
+import { useClosing, useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
 const { open, worker } = useQueues(redis)
-const closers: (() => Promise<unknown>)[] = []
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close()
-})
-const track = <T extends { close(): Promise<unknown> }>(x: T): T => {
-  closers.push(() => x.close())
-  return x
-}
+const track = useClosing()
 const idle = () => new Promise<never>(() => undefined)
 
 describe('getWorkers on one Redis', () => {
@@ -93,7 +86,7 @@ describe('getWorkers on one Redis', () => {
       '+info',
     )
     const client = new Redis(`redis://nolist:pw@127.0.0.1:${redis.port}`)
-    closers.push(async () => client.disconnect())
+    track({ close: async () => client.disconnect() })
     // direct: a queue on a client of the ACL user under test, not the test's own
     const queue = track(new Queue('acl', { connection: client }))
     const refused = await queue.getWorkers().catch((err: unknown) => err)
