@@ -126,6 +126,12 @@ export const differs = {
    * does not end a hold with a ttl (BullMQ's does): removeDeduplicationKey does").
    */
   removeEndsTtlHold: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * A finished job past its retention's `age`: BullMQ removes it at the queue's next finish; EchoMQ keeps
+   * "jobs past the age until the next trim or sweep; after a sweep of the queue the limits hold exactly"
+   * (docs/guide.md, "Retention").
+   */
+  ageTrimsAtFinish: (lib: LibName): boolean => lib === 'bullmq',
   /*
    * Flows (docs/flows.md, "Differences from BullMQ 6.7", from branch `flows`): only read once EchoMQ is in
    * FLOW_LIBRARIES.
