@@ -58,6 +58,11 @@ const GAPS = {
   readdOverCompletedChild: true,
   /** FlowProducer.addBulk with one root whose parent is missing: BullMQ adds the others; EchoMQ rejects the call. */
   addBulkPartialRoots: true,
+  /**
+   * moveToWaitingChildren on a running job whose failParentOnFailure child failed: BullMQ throws an
+   * UnrecoverableError (the job fails for good); EchoMQ's ERR_JOB_STATE is retried as any error.
+   */
+  failedChildUnrecoverable: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
