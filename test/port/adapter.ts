@@ -139,6 +139,11 @@ export const differs = {
    * (docs/guide.md, "Retention").
    */
   ageTrimsAtFinish: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * `job.retry('completed')`: BullMQ runs a completed job again; EchoMQ refuses it with ERR_JOB_STATE ("add it
+   * again", docs/migrating-from-bullmq.md, "Left out").
+   */
+  retriesCompleted: (lib: LibName): boolean => lib === 'bullmq',
   /*
    * Flows (docs/flows.md, "Differences from BullMQ 6.7", from branch `flows`): only read once EchoMQ is in
    * FLOW_LIBRARIES.
