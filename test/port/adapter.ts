@@ -63,6 +63,10 @@ const GAPS = {
    * UnrecoverableError (the job fails for good); EchoMQ's ERR_JOB_STATE is retried as any error.
    */
   failedChildUnrecoverable: true,
+  /** Job.create(queue, name, data, opts): EchoMQ's Job has no create (queue.add adds a job). */
+  jobCreate: true,
+  /** job.clearLogs(keepLogs?): not in EchoMQ's Job (BullMQ: trims or clears the job's log). */
+  clearLogs: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
