@@ -72,6 +72,8 @@ const GAPS = {
    * event holds it and the stacktrace; EchoMQ stores no failedReason (only lastError), its event's job neither.
    */
   retriedAttemptReason: true,
+  /** job.returnvalue: a plain field in BullMQ (set, serialised); EchoMQ's is a getter, not in JSON.stringify(job). */
+  returnvalueField: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
@@ -153,6 +155,17 @@ export const differs = {
    * again", docs/migrating-from-bullmq.md, "Left out").
    */
   retriesCompleted: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * The `timestamp` and `sizeLimit` job options: BullMQ takes them; EchoMQ refuses both with ERR_OPTIONS ("a
+   * job's creation time is Redis's clock"; "maxDataBytes on the Queue bounds data", docs/migrating-from-bullmq-queue.md).
+   */
+  takesTimestamp: (lib: LibName): boolean => lib === 'bullmq',
+  takesSizeLimit: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * `jobId: ''`: BullMQ leaves it out (a numeric id); EchoMQ refuses it, ERR_JOB_ID ("1-256 characters",
+   * docs/migrating-from-bullmq-queue.md, "Job ids").
+   */
+  emptyJobIdIgnored: (lib: LibName): boolean => lib === 'bullmq',
   /*
    * Flows (docs/flows.md, "Differences from BullMQ 6.7", from branch `flows`): only read once EchoMQ is in
    * FLOW_LIBRARIES.
