@@ -38,7 +38,7 @@ describe.each(LIBRARIES)('%s: a failed job', (name) => {
     const job = await failOnce({}, err)
     expect(await job.isFailed()).toBe(true)
     expect(job.stacktrace).toHaveLength(1)
-    expect(job.stacktrace[0]).toContain('job-failures.test.ts')
+    expect(job.stacktrace?.[0]).toContain('job-failures.test.ts')
   })
 
   it('with attempts left and no backoff, goes back to wait and runs again', async () => {
@@ -66,7 +66,7 @@ describe.each(LIBRARIES)('%s: a failed job', (name) => {
       const job = await failedRun.value
       expect(job?.failedReason).toBe('test error')
       expect(job?.stacktrace).toHaveLength(1)
-      expect(job?.stacktrace[0]).toContain('job-failures.test.ts')
+      expect(job?.stacktrace?.[0]).toContain('job-failures.test.ts')
       expect((await t.queue.getJob(job?.id as string))?.failedReason).toBe('test error')
     },
   )
@@ -104,13 +104,13 @@ describe.each(LIBRARIES)('%s: a failed job', (name) => {
     expect(again.name).toBe(job.name)
     expect(again.stacktrace).toHaveLength(stackTraceLimit)
     if (stackTraceLimit === 1) {
-      expect(once.stacktrace[0]).toContain('failed once')
-      expect(again.stacktrace[0]).toContain('failed twice')
+      expect(once.stacktrace?.[0]).toContain('failed once')
+      expect(again.stacktrace?.[0]).toContain('failed twice')
     }
   })
 
   it('saves the stack of the error', async () => {
     const job = await failOnce({})
-    expect(job.stacktrace.length).toBeGreaterThan(0)
+    expect(job.stacktrace?.length).toBeGreaterThan(0)
   })
 })
