@@ -36,7 +36,9 @@ local function useAttempt(jobKey, q, id, now, reason, retry)
     end
     return 'failed'
   end
-  redis.call('HSET', jobKey, 'lastError', reason)
+  -- A retried attempt's reason is the job's failedReason too, as BullMQ stores it on every failed attempt
+  -- (lastError keeps it past an operator's retry, which clears failedReason). A job that never fails has neither.
+  redis.call('HSET', jobKey, 'failedReason', reason, 'lastError', reason)
   if retry.delayMs > 0 then
     local due = now + retry.delayMs
     enterDelayed(jobKey, q, id, due)

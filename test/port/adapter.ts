@@ -67,11 +67,6 @@ const GAPS = {
   jobCreate: true,
   /** job.clearLogs(keepLogs?): not in EchoMQ's Job (BullMQ: trims or clears the job's log). */
   clearLogs: true,
-  /**
-   * A failed attempt that will be retried: BullMQ stores its failedReason, and the job of the worker's `failed`
-   * event holds it and the stacktrace; EchoMQ stores no failedReason (only lastError), its event's job neither.
-   */
-  retriedAttemptReason: true,
   /** job.returnvalue: a plain field in BullMQ (set, serialised); EchoMQ's is a getter, not in JSON.stringify(job). */
   returnvalueField: true,
 }

@@ -10,7 +10,7 @@ import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { caseNeeding, counted, first, LIBRARIES, usePort } from './adapter.js'
+import { counted, first, LIBRARIES, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -55,7 +55,7 @@ describe.each(LIBRARIES)('%s: a failed job', (name) => {
     expect(await retried.value).toBe(1)
   })
 
-  caseNeeding(name, 'retriedAttemptReason')(
+  it(
     "a retried attempt's reason is stored, and its failed event's job holds it and the stack",
     async () => {
       const failedRun = first<Job | undefined>()
