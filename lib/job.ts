@@ -186,7 +186,8 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /**
    * Parks the job, in flight, in `waiting-children` while it has pending children (or `child`): true when
    * moved (then throw `new WaitingChildrenError()`), false when none is pending. Fenced by `token` (the run's
-   * by default): ERR_LOCK_LOST, ERR_JOB_STATE (not in flight, or a child failed it).
+   * by default): ERR_LOCK_LOST, ERR_JOB_STATE (not in flight); an UnrecoverableError when a failParentOnFailure
+   * child failed it (BullMQ's: thrown on, the job fails at once).
    */
   async moveToWaitingChildren(token?: string, options?: { child?: { id: string; queue: string } }): Promise<boolean> {
     const moved = await this.scope()

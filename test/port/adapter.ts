@@ -58,11 +58,6 @@ const GAPS = {
   readdOverCompletedChild: true,
   /** FlowProducer.addBulk with one root whose parent is missing: BullMQ adds the others; EchoMQ rejects the call. */
   addBulkPartialRoots: true,
-  /**
-   * moveToWaitingChildren on a running job whose failParentOnFailure child failed: BullMQ throws an
-   * UnrecoverableError (the job fails for good); EchoMQ's ERR_JOB_STATE is retried as any error.
-   */
-  failedChildUnrecoverable: true,
   /** Job.create(queue, name, data, opts): EchoMQ's Job has no create (queue.add adds a job). */
   jobCreate: true,
   /** job.clearLogs(keepLogs?): not in EchoMQ's Job (BullMQ: trims or clears the job's log). */
