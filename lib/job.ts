@@ -6,7 +6,7 @@
  * `startedOn` also `processedOn`, `returnValue` also `returnvalue`) with a few methods that act through
  * the Queue or Worker it came from (its scope): `updateProgress` and `log` (fenced by the run's token for
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
- * compares, copies and serialises as its data.
+ * compares and copies as its data, and serialises as its data with BullMQ's names added (toJSON).
  */
 
 import { EchoMQError } from './errors.js'
@@ -97,6 +97,14 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   parent?: ParentRef
   /** A parent a child failed (failParentOnFailure): the reason it fails with when next taken, unrun (BullMQ's name). */
   deferredFailure?: string
+}
+
+/** What a Job's JSON adds to its fields: BullMQ's names for those EchoMQ keeps under its own. */
+interface BullMQNames<Result> {
+  returnvalue: Result | undefined
+  timestamp: number
+  processedOn: number | undefined
+  delay: number
 }
 
 /**
@@ -216,9 +224,21 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.#delay ?? this.opts.delay ?? 0
   }
 
-  /** BullMQ's name for returnValue. */
+  /** BullMQ's name for returnValue, settable as BullMQ's field is (JSON.stringify(job) shows it: toJSON). */
   get returnvalue(): Result | undefined {
     return this.returnValue
+  }
+
+  set returnvalue(value: Result) {
+    this.returnValue = value
+  }
+
+  /**
+   * What JSON.stringify(job) shows: the job's fields and, as BullMQ's toJSON shows them, BullMQ's names for
+   * those EchoMQ keeps under its own (returnvalue, timestamp, processedOn, delay); never its queue or token.
+   */
+  toJSON(): JobFields<Data, Result, Name> & BullMQNames<Result> {
+    return { ...this, returnvalue: this.returnValue, timestamp: this.timestamp, processedOn: this.processedOn, delay: this.delay }
   }
 
   /**

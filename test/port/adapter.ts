@@ -62,8 +62,6 @@ const GAPS = {
   jobCreate: true,
   /** job.clearLogs(keepLogs?): not in EchoMQ's Job (BullMQ: trims or clears the job's log). */
   clearLogs: true,
-  /** job.returnvalue: a plain field in BullMQ (set, serialised); EchoMQ's is a getter, not in JSON.stringify(job). */
-  returnvalueField: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
