@@ -10,9 +10,9 @@
  */
 
 import { EchoMQError } from './errors.js'
-import type { Dependencies, DependenciesOptions, JobFlows } from './flows/job-flows.js'
-import type { JobChanges } from './job-changes.js'
-import type { JobOpts } from './job-options.js'
+import type { Dependencies, DependenciesOptions } from './flows/job-flows.js'
+import type { JobOptions, JobOpts } from './job-options.js'
+import type { JobScope } from './job-scope.js'
 import type { Untyped } from './listeners.js'
 import { fieldsFromHash, type ParentRef } from './redis/job-codec.js'
 
@@ -25,31 +25,10 @@ export type StoredState = JobState | 'waiting-children'
 export const JOB_STATES: readonly JobState[] = ['wait', 'prioritized', 'delayed', 'active', 'completed', 'failed']
 
 export type { QueueCounts, SweepCounts } from './job-counts.js'
+export type { JobQueue, JobScope } from './job-scope.js'
 
 /** A job's state under BullMQ's names (`waiting` for `wait`; `unknown` for a job that does not exist). */
 export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'waiting-children' | 'unknown'
-
-/** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
-export interface JobQueue {
-  remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1>
-  retryJobs(options: { ids: string[] }): Promise<string[]>
-  promoteJob(id: string): Promise<void>
-  getJobState(id: string): Promise<BullJobState>
-}
-
-/** What a Job's methods act through: the Queue or Worker that gave it out (their Redis boundary). */
-export interface JobScope {
-  updateProgress(job: Job, progress: unknown, token: string | undefined): Promise<void>
-  log(job: Job, row: string, token: string | undefined): Promise<number>
-  waitUntilFinished(job: Job, queueEvents: unknown, ttl: number | undefined): Promise<unknown>
-  queue(): JobQueue
-  /** updateData, changePriority, moveToDelayed, extendLock (lib/job-changes.ts). */
-  changes(): JobChanges
-  /** A parent's children and moveToWaitingChildren (lib/flows/job-flows.ts). */
-  flows(): JobFlows
-  /** The job's queue's qualified name, `<prefix>:{queue}` (BullMQ's queueQualifiedName). */
-  readonly qualifiedName: string
-}
 
 /** The fields a Job is made from (what a hash holds, decoded). */
 export interface JobFields<Data = Untyped, Result = Untyped, Name extends string = string> {
@@ -224,11 +203,12 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.#delay ?? this.opts.delay ?? 0
   }
 
-  /** BullMQ's name for returnValue, settable as BullMQ's field is (JSON.stringify(job) shows it: toJSON). */
+  /** BullMQ's name for returnValue. */
   get returnvalue(): Result | undefined {
     return this.returnValue
   }
 
+  /** Settable, as BullMQ's field is (JSON.stringify(job) shows it: toJSON). */
   set returnvalue(value: Result) {
     this.returnValue = value
   }
@@ -254,6 +234,11 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /** Appends a line to the job's log; resolves to the number of lines kept (see the `keepLogs` option). */
   log(row: string): Promise<number> {
     return this.scope().log(this, row, this.#token)
+  }
+
+  /** Clears the job's log, or keeps its newest `keepLogs` lines (BullMQ's clearLogs; not fenced by a run). */
+  clearLogs(keepLogs?: number): Promise<void> {
+    return this.scope().changes().clearLogs(this, keepLogs)
   }
 
   /**
@@ -337,6 +322,16 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     id: string,
   ): Promise<Job<D, R, N> | undefined> {
     return queue.getJob(id) as Promise<Job<D, R, N> | undefined>
+  }
+
+  /** Adds a job to `queue` and resolves to it (BullMQ's Job.create: queue.add, its options validated the same). */
+  static create<D = Untyped, R = Untyped, N extends string = string>(
+    queue: { add(name: N, data: D, opts?: JobOptions): Promise<Job<Untyped, Untyped, Untyped>> },
+    name: N,
+    data: D,
+    opts?: JobOptions,
+  ): Promise<Job<D, R, N>> {
+    return queue.add(name, data, opts) as Promise<Job<D, R, N>>
   }
 
   /**

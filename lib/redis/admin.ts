@@ -138,6 +138,12 @@ export async function addLog(
   return { status, count }
 }
 
+/** Clears a job's log, or trims it to its newest `keep` lines (BullMQ's clearLogs: one command, not fenced by a run). */
+export async function clearLogs(client: RedisClient, keys: QueueKeys, id: string, keep: number): Promise<void> {
+  if (keep > 0) await client.ltrim(keys.logs(id), -keep, -1)
+  else await client.del(keys.logs(id))
+}
+
 // ---- clean, drain, obliterate ------------------------------------------------------------------------
 
 /** Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the first younger one. */

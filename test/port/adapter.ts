@@ -58,10 +58,6 @@ const GAPS = {
   readdOverCompletedChild: true,
   /** FlowProducer.addBulk with one root whose parent is missing: BullMQ adds the others; EchoMQ rejects the call. */
   addBulkPartialRoots: true,
-  /** Job.create(queue, name, data, opts): EchoMQ's Job has no create (queue.add adds a job). */
-  jobCreate: true,
-  /** job.clearLogs(keepLogs?): not in EchoMQ's Job (BullMQ: trims or clears the job's log). */
-  clearLogs: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */

@@ -83,66 +83,60 @@ describe.each(FLOW_LIBRARIES)('%s: step jobs whose children fail', (name) => {
     expect(event.failedReason).toBe(`Job ${job.id} has pending dependencies. moveToFinished`)
   })
 
-  it(
-    'a job whose failParentOnFailure child failed while it ran fails as it moves to wait for it',
-    async () => {
-      const flow = t.flow()
-      t.worker(fail, { queueName: grandchildrenName() })
-      t.worker(() => undefined, { queueName: childrenName() })
-      const workerFailed = first<Job | undefined>()
-      const worker = t.worker(async (job, token) => {
-        if (job.data.step === 'initial') {
-          await addFailingTree(flow, job)
-          await job.updateData({ step: 'third' })
-        }
-        return waitAfterFailure(job, token)
-      })
-      worker.on('failed', workerFailed.listener)
-      const failedOf = await failedEvents()
-      const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
-      expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
-      const event = await failedOf(job.id)
-      expect(event.prev).toBe('active')
-      expectFailedChild(event.failedReason, job.id as string)
-      expect(await t.queue.getActiveCount()).toBe(0)
-      expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
-    },
-  )
+  it('a job whose failParentOnFailure child failed while it ran fails as it moves to wait for it', async () => {
+    const flow = t.flow()
+    t.worker(fail, { queueName: grandchildrenName() })
+    t.worker(() => undefined, { queueName: childrenName() })
+    const workerFailed = first<Job | undefined>()
+    const worker = t.worker(async (job, token) => {
+      if (job.data.step === 'initial') {
+        await addFailingTree(flow, job)
+        await job.updateData({ step: 'third' })
+      }
+      return waitAfterFailure(job, token)
+    })
+    worker.on('failed', workerFailed.listener)
+    const failedOf = await failedEvents()
+    const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
+    expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
+    const event = await failedOf(job.id)
+    expect(event.prev).toBe('active')
+    expectFailedChild(event.failedReason, job.id as string)
+    expect(await t.queue.getActiveCount()).toBe(0)
+    expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
+  })
 
-  it(
-    'the same one level down: the child and then its parent fail as they move to wait',
-    async () => {
-      const flow = t.flow()
-      const asChild = (job: Job) => ({ parent: { id: job.id as string, queue: job.queueQualifiedName }, failParentOnFailure: true })
-      t.worker(fail, { queueName: grandchildrenName() })
-      t.worker(
-        async (job, token) => {
-          if (job.data.step === undefined) {
-            await flow.add({ name: 'grandchild-job', data: { idx: 0, foo: 'bar' }, queueName: grandchildrenName(), opts: asChild(job) })
-            await job.updateData({ step: 'second' })
-          }
-          return waitAfterFailure(job, token)
-        },
-        { queueName: childrenName() },
-      )
-      const workerFailed = first<Job | undefined>()
-      const worker = t.worker(async (job, token) => {
-        if (job.data.step === 'initial') {
-          await flow.add({ name: 'child-job', queueName: childrenName(), data: {}, opts: asChild(job) })
+  it('the same one level down: the child and then its parent fail as they move to wait', async () => {
+    const flow = t.flow()
+    const asChild = (job: Job) => ({ parent: { id: job.id as string, queue: job.queueQualifiedName }, failParentOnFailure: true })
+    t.worker(fail, { queueName: grandchildrenName() })
+    t.worker(
+      async (job, token) => {
+        if (job.data.step === undefined) {
+          await flow.add({ name: 'grandchild-job', data: { idx: 0, foo: 'bar' }, queueName: grandchildrenName(), opts: asChild(job) })
           await job.updateData({ step: 'second' })
         }
         return waitAfterFailure(job, token)
-      })
-      worker.on('failed', workerFailed.listener)
-      const failedOf = await failedEvents()
-      const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
-      expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
-      const event = await failedOf(job.id)
-      expect(event.prev).toBe('active')
-      expectFailedChild(event.failedReason, job.id as string)
-      expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
-    },
-  )
+      },
+      { queueName: childrenName() },
+    )
+    const workerFailed = first<Job | undefined>()
+    const worker = t.worker(async (job, token) => {
+      if (job.data.step === 'initial') {
+        await flow.add({ name: 'child-job', queueName: childrenName(), data: {}, opts: asChild(job) })
+        await job.updateData({ step: 'second' })
+      }
+      return waitAfterFailure(job, token)
+    })
+    worker.on('failed', workerFailed.listener)
+    const failedOf = await failedEvents()
+    const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
+    expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
+    const event = await failedOf(job.id)
+    expect(event.prev).toBe('active')
+    expectFailedChild(event.failedReason, job.id as string)
+    expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
+  })
 
   it('a job that fails on its own before it waits for its children fails with its own error', async () => {
     const flow = t.flow()
