@@ -56,8 +56,6 @@ const GAPS = {
   removeOnFailReleasesParent: true,
   /** A flow added again over a completed child of the same id: BullMQ runs the parent at once; EchoMQ waits. */
   readdOverCompletedChild: true,
-  /** FlowProducer.addBulk with one root whose parent is missing: BullMQ adds the others; EchoMQ rejects the call. */
-  addBulkPartialRoots: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
