@@ -61,7 +61,8 @@ async function timeApp(dir: string, port: number): Promise<FirstJobRun> {
         const m = /^processed .*$/m.exec(out)
         if (m) resolve({ at: performance.now(), text: m[0] })
       })
-      child.once('exit', (code, signal) =>
+      // 'close', not 'exit': the line may still be in the pipe after the process has exited.
+      child.once('close', (code, signal) =>
         reject(new Error(`app.js in ${dir} exited (${code ?? signal}) before "processed": ${out}${err}`)),
       )
     })
