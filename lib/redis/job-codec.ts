@@ -210,6 +210,8 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (finishedOn !== undefined) job.finishedOn = finishedOn
   const dueAt = optionalNumber(h.dueAt)
   if (dueAt !== undefined && job.state === 'delayed') job.dueAt = dueAt
+  const lastDelay = optionalNumber(h.lastDelay)
+  if (lastDelay !== undefined && job.state === 'delayed') job.lastDelay = lastDelay
   if (h.workerName !== undefined) job.workerName = h.workerName
   const retried = optionalNumber(h.retried)
   if (retried !== undefined) job.retried = retried
