@@ -14,6 +14,7 @@ import { validateJobName, validateNewJobId } from '../options.js'
 import * as commands from '../redis/commands.js'
 import { encodeBackoff, encodeKeep } from '../redis/job-codec.js'
 import { queueKeys } from '../redis/keys.js'
+import { jobExists } from '../redis/queries.js'
 import { checkKnown, describe, fail } from '../validate.js'
 import type { QueueCore } from './core.js'
 import { getJob } from './getters.js'
@@ -184,12 +185,19 @@ function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown)
  * this queue with its parent's fields (addFlow-10.lua), so it can never end before its parent counts it.
  */
 async function addChild(q: QueueCore, job: commands.NewJob & { flow?: FlowSettings }, parent: ParentRefOption, data: unknown) {
-  if (job.id === '') job.id = (q.ids.takeNow(1) ?? (await q.call('add to queue', () => q.ids.take(1))))[0] as string
   const parentKeys = queueKeys(parent.prefix, parent.queue)
+  const missing = () =>
+    new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${parentKeys.job(parent.id)}: job not added to queue ${q.name}`)
+  if (job.id === '') {
+    const inHand = q.ids.takeNow(1)
+    // Reserving ids writes the queue's counter (meta): a call refused for its missing parent writes nothing,
+    // so the parent is looked for first. Gone between the look and the adoption, it leaves ids reserved only.
+    if (!inHand && !(await q.call('add to queue', () => jobExists(q.client, parentKeys, parent.id)))) throw missing()
+    job.id = (inHand ?? (await q.call('add to queue', () => q.ids.take(1))))[0] as string
+  }
   const childKey = q.keys.job(job.id)
   const adopted = await q.call('add to queue', () => commands.adoptChildren(q.client, parentKeys, parent.id, [childKey]))
-  if (!adopted)
-    throw new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${parentKeys.job(parent.id)}: job not added to queue ${q.name}`)
+  if (!adopted) throw missing()
   const fields = parentFields(parent, job.flow?.policy)
   const node = { ...job, ...fields, children: [] }
   const { createdOn, codes } = await q.call('add to queue', () => commands.addFlowNodes(q.client, q.keys, [[node]]))

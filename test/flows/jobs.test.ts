@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, QueueEvents, sweep, WaitingChildrenError } from '../../lib/index.js'
 import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
+import { snapshot } from '../helpers/snapshot.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
@@ -63,6 +64,10 @@ describe('opts.parent on Queue.add', () => {
 
   it('refuses a parent that does not exist, or a bad one, with nothing written', async () => {
     const kids = fx.queue('kids')
+    // The Queue registers itself when made (the registry key), before any add: the ping comes after it.
+    await kids.waitUntilReady()
+    const before = await snapshot(redis.client)
+    expect(Object.keys(before)).toEqual(['emq:queues'])
     const missing = await kids.add('x', {}, { parent: { id: 'nope', queue: 'emq:{parents}' } }).catch((e: unknown) => e)
     expect((missing as EchoMQError).code).toBe('ERR_JOB_MISSING')
     for (const parent of [{ id: 'p' }, { id: 'p', queue: 'emq:{bad queue}' }, { id: 12, queue: 'emq:{parents}' }, 'emq:{parents}:p']) {
@@ -73,9 +78,18 @@ describe('opts.parent on Queue.add', () => {
       .add('x', {}, { parent: { id: 'p', queue: 'emq:{parents}' }, failParentOnFailure: true, ignoreDependencyOnFailure: true })
       .catch((e: unknown) => e)
     expect((both as EchoMQError).message).toMatch(/cannot be used together/)
-    // Only the registry of queues and the block of ids the queue reserved: no job, no parent's dependency.
-    expect((await redis.client.keys('*')).sort()).toEqual(['emq:queues', 'emq:{kids}:meta'])
-    expect(Object.keys(await redis.client.hgetall('emq:{kids}:meta'))).toEqual(['ids'])
+    // No job, no parent's dependency, not even a block of ids reserved for the child.
+    expect(await snapshot(redis.client)).toEqual(before)
+    // A custom id, and a generated one taken from a block already in hand (ids come in blocks of 1, 2, 4...,
+    // so after two adds one is left): nothing written either.
+    await kids.add('y', {})
+    await kids.add('y', {})
+    const withIds = await snapshot(redis.client)
+    for (const jobId of ['custom', undefined]) {
+      const err = await kids.add('x', {}, { jobId, parent: { id: 'nope', queue: 'emq:{parents}' } }).catch((e: unknown) => e)
+      expect((err as EchoMQError).code).toBe('ERR_JOB_MISSING')
+    }
+    expect(await snapshot(redis.client)).toEqual(withIds)
   })
 })
 
