@@ -86,7 +86,8 @@ describe('opts.parent on Queue.add', () => {
     await kids.add('y', {})
     const withIds = await snapshot(redis.client)
     for (const jobId of ['custom', undefined]) {
-      const err = await kids.add('x', {}, { jobId, parent: { id: 'nope', queue: 'emq:{parents}' } }).catch((e: unknown) => e)
+      const opts = { ...(jobId ? { jobId } : {}), parent: { id: 'nope', queue: 'emq:{parents}' } }
+      const err = await kids.add('x', {}, opts).catch((e: unknown) => e)
       expect((err as EchoMQError).code).toBe('ERR_JOB_MISSING')
     }
     expect(await snapshot(redis.client)).toEqual(withIds)
