@@ -259,7 +259,12 @@ const POLICY_OPTIONS = [
 ] as const
 
 /** A flow's child: its `parentKey` and `parent` fields decoded onto `job` (and job.opts' parent and policy); a deferred failure. */
-function withFlowFields(job: JobFields, parentKey: string | null | undefined, parent: string | null | undefined, defa?: string | null) {
+export function withFlowFields(
+  job: JobFields,
+  parentKey: string | null | undefined,
+  parent: string | null | undefined,
+  defa?: string | null,
+) {
   if (defa != null) job.deferredFailure = defa
   if (parentKey == null) return
   job.parentKey = parentKey

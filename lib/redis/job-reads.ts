@@ -270,11 +270,6 @@ export async function jobState(client: RedisClient, keys: QueueKeys, id: string)
   return ((await client.hget(keys.job(id), 'state')) ?? undefined) as JobState | undefined
 }
 
-/** Whether job `id` exists (a hash may lack `state`: a waiting job stores none). */
-export async function jobExists(client: RedisClient, keys: QueueKeys, id: string): Promise<boolean> {
-  return (await client.exists(keys.job(id))) === 1
-}
-
 /** A job's backoff type (its `backoff` field's first part), for the worker's settings.backoffStrategy; undefined for none. */
 export async function readBackoffType(client: RedisClient, keys: QueueKeys, id: string): Promise<string | undefined> {
   const spec = await client.hget(keys.job(id), 'backoff')

@@ -94,6 +94,60 @@ describe('opts.parent on Queue.add', () => {
   })
 })
 
+describe('opts.parent on Queue.addBulk', () => {
+  it('adds children to existing parents beside plain jobs, in order; each parent waits for its new ones', async () => {
+    const parents = fx.queue('parents')
+    const kids = fx.queue('kids')
+    const producer = fx.producer()
+    const p1 = await producer.add({ name: 'p1', queueName: 'parents', children: [{ name: 'a', queueName: 'kids', opts: { jobId: 'A' } }] })
+    const p2 = await producer.add({ name: 'p2', queueName: 'parents', children: [{ name: 'z', queueName: 'kids', opts: { jobId: 'Z' } }] })
+    const under = (id: string) => ({ parent: { id, queue: parents.qualifiedName } })
+    const jobs = await kids.addBulk([
+      { name: 'b', data: {}, opts: under(p1.job.id) },
+      { name: 'plain', data: {} },
+      { name: 'c', data: {}, opts: { ...under(p1.job.id), jobId: 'C' } },
+      { name: 'y', data: {}, opts: { ...under(p2.job.id), ignoreDependencyOnFailure: true } },
+    ])
+    expect(jobs.map((j) => [j.name, j.parentKey])).toEqual([
+      ['b', `emq:{parents}:${p1.job.id}`],
+      ['plain', undefined],
+      ['c', `emq:{parents}:${p1.job.id}`],
+      ['y', `emq:{parents}:${p2.job.id}`],
+    ])
+    expect(jobs[3]?.opts.ignoreDependencyOnFailure).toBe(true)
+    expect(await redis.client.zcard('emq:{parents}:adding')).toBe(0)
+    const values = new Map<string, unknown>()
+    fx.worker('kids', (job) => job.name)
+    fx.worker('parents', async (job) => {
+      values.set(job.name, await job.getChildrenValues())
+    })
+    await waitFor(async () => values.size === 2, { what: 'both parents completed' })
+    const [b, plain, , y] = jobs.map((j) => j.id)
+    expect(values.get('p1')).toEqual({ 'emq:{kids}:A': 'a', [`emq:{kids}:${b}`]: 'b', 'emq:{kids}:C': 'c' })
+    expect(values.get('p2')).toEqual({ 'emq:{kids}:Z': 'z', [`emq:{kids}:${y}`]: 'y' })
+    expect(await kids.getJobState(plain as string)).toBe('completed')
+  })
+
+  it('a missing parent among several rejects the whole call with nothing written', async () => {
+    fx.queue('parents')
+    const kids = fx.queue('kids')
+    const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'a', queueName: 'kids' }] })
+    const before = await snapshot(redis.client)
+    const err = (await kids
+      .addBulk([
+        { name: 'plain', data: {} },
+        { name: 'b', data: {}, opts: { parent: { id: flow.job.id, queue: 'emq:{parents}' } } },
+        { name: 'c', data: {}, opts: { parent: { id: 'nope', queue: 'emq:{parents}' } } },
+      ])
+      .catch((e: unknown) => e)) as EchoMQError
+    expect([err.code, err.message]).toEqual([
+      'ERR_JOB_MISSING',
+      'Missing key for parent job emq:{parents}:nope: no job added to queue kids',
+    ])
+    expect(await snapshot(redis.client)).toEqual(before)
+  })
+})
+
 describe('job.moveToWaitingChildren', () => {
   it('parks a running parent until its new child ends, then runs it again; without pending children it says false', async () => {
     const parents = fx.queue('parents')
