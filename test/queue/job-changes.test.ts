@@ -264,16 +264,15 @@ describe('changeDelay', () => {
   })
 
   it('a retry waiting its backoff runs at the new time; job.delay is the backoff meanwhile', async () => {
-    const failed: number[] = []
     const w = fx.worker((job: Job) => {
       if (job.attemptsMade === 0) throw new Error('first run fails')
       return 'second'
     })
-    w.on('failed', (job: Job) => failed.push(job.delay))
+    const failed = nextEvent<[Job]>(w, 'failed')
     const completed = nextEvent<[Job, unknown]>(w, 'completed')
     await fx.queue.add('j', {}, { jobId: 'b', attempts: 2, backoff: 3_600_000 })
-    await waitFor(async () => (await fx.queue.getJob('b'))?.state === 'delayed', { what: 'the retry delayed' })
-    expect(failed).toEqual([3_600_000])
+    const [failedJob] = await failed
+    expect([failedJob.state, failedJob.delay]).toEqual(['delayed', 3_600_000])
     const waiting = (await fx.queue.getJob('b')) as Job
     expect([waiting.delay, waiting.opts.delay]).toEqual([3_600_000, undefined])
     await waiting.changeDelay(0)
