@@ -281,11 +281,14 @@ describe('changeDelay', () => {
     expect([done.delay, done.lastDelay]).toEqual([0, undefined])
   })
 
-  it('a job that is not delayed, a removed one, a bad delay: refused, nothing changed', async () => {
+  it("a job that is not delayed, a removed one, a scheduler's next run, a bad delay: refused, nothing changed", async () => {
     const waiting = await fx.queue.add('j', {}, { jobId: 'w' })
     const delayed = await fx.queue.add('j', {}, { jobId: 'd', delay: 3_600_000 })
     const gone = await fx.queue.add('j', {}, { jobId: 'gone', delay: 3_600_000 })
     await gone.remove()
+    // A scheduler's next run: its id says when it is due, so its schedule is changed, not its delay.
+    const run = (await fx.queue.upsertJobScheduler('nightly', { pattern: '0 30 2 * * *' })) as Job
+    expect(run.state).toBe('delayed')
     const before = await snapshot()
     const refusal = async (promise: Promise<unknown>) => {
       const e = (await promise.catch((err: unknown) => err)) as EchoMQError
@@ -296,6 +299,7 @@ describe('changeDelay', () => {
       'job w of queue q is wait, not delayed: its delay was not changed',
     ])
     expect((await refusal(gone.changeDelay(1_000)))[0]).toBe('ERR_JOB_MISSING')
+    expect((await refusal(run.changeDelay(1_000)))[0]).toBe('ERR_JOB_STATE')
     for (const bad of [-1, 1.5, Number.NaN, '1000', 366 * 24 * 3_600_000])
       expect((await refusal(delayed.changeDelay(bad as number)))[0]).toBe('ERR_OPTIONS')
     expect(await snapshot()).toEqual(before)
