@@ -11,6 +11,7 @@
 
 import { EchoMQError } from './errors.js'
 import type { Dependencies, DependenciesOptions } from './flows/job-flows.js'
+import type { JobFields } from './job-fields.js'
 import type { JobOptions, JobOpts } from './job-options.js'
 import type { JobScope } from './job-scope.js'
 import type { Untyped } from './listeners.js'
@@ -25,58 +26,11 @@ export type StoredState = JobState | 'waiting-children'
 export const JOB_STATES: readonly JobState[] = ['wait', 'prioritized', 'delayed', 'active', 'completed', 'failed']
 
 export type { QueueCounts, SweepCounts } from './job-counts.js'
+export type { JobFields } from './job-fields.js'
 export type { JobQueue, JobScope } from './job-scope.js'
 
 /** A job's state under BullMQ's names (`waiting` for `wait`; `unknown` for a job that does not exist). */
 export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'waiting-children' | 'unknown'
-
-/** The fields a Job is made from (what a hash holds, decoded). */
-export interface JobFields<Data = Untyped, Result = Untyped, Name extends string = string> {
-  id: string
-  name: Name
-  data: Data
-  /** Total starts allowed. */
-  attempts: number
-  /** Attempts used: runs that completed or failed (a stall uses none: stalledCounter). A run returned by a closing worker uses none. */
-  attemptsMade: number
-  /** Times a worker took the job (all runs, including those before a retry from `failed`). */
-  attemptsStarted: number
-  state: StoredState
-  failedReason?: string
-  /** Error of the last attempt that did not succeed (kept when a failed job is retried). */
-  lastError?: string
-  returnValue?: Result
-  /** ms, Redis's clock. */
-  createdOn: number
-  startedOn?: number
-  finishedOn?: number
-  /** When a delayed job (or a retry in backoff) is due (ms, Redis's clock). */
-  dueAt?: number
-  /** The `name` of the worker that took the job last. */
-  workerName?: string
-  /** Times the job was sent back from `failed` by retryJobs. */
-  retried?: number
-  /** What the processor last reported with updateProgress (0 until then). */
-  progress?: unknown
-  /** 0 for none, else 1 (highest) .. 2^21 - 1. */
-  priority?: number
-  /** The job scheduler that made this job (BullMQ's name), when one did. */
-  repeatJobKey?: string
-  /** The stacks of its failed runs, oldest first, at most `opts.stackTraceLimit` (BullMQ's name; [] for none). */
-  stacktrace?: string[]
-  /** The options it runs under (BullMQ's `opts`; see job-opts.ts), on every job. */
-  opts: JobOpts
-  /** The id of its `deduplication` option, when it was added with one (BullMQ's name). */
-  deduplicationId?: string
-  /** Times the stalled sweep recovered it (BullMQ's name; the queue's maxStalledCount bounds it). */
-  stalledCounter?: number
-  /** A flow's child: its parent's job key, `<prefix>:{queue}:<id>` (BullMQ's name). */
-  parentKey?: string
-  /** A flow's child: its parent's id and queue (`queueKey`, the qualified name) and its failure policy (BullMQ's shape). */
-  parent?: ParentRef
-  /** A parent a child failed (failParentOnFailure): the reason it fails with when next taken, unrun (BullMQ's name). */
-  deferredFailure?: string
-}
 
 /** What a Job's JSON adds to its fields: BullMQ's names for those EchoMQ keeps under its own. */
 interface BullMQNames<Result> {
@@ -105,6 +59,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   declare startedOn?: number
   declare finishedOn?: number
   declare dueAt?: number
+  declare lastDelay?: number
   declare workerName?: string
   declare retried?: number
   declare repeatJobKey?: string
@@ -121,7 +76,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
   readonly #token: string | undefined
-  /** `delay` once promote() or moveToDelayed() changed it on this object. */
+  /** `delay` once promote(), moveToDelayed(), changeDelay() or a retry's backoff changed it on this object. */
   #delay: number | undefined
 
   constructor(fields: JobFields<Data, Result, Name>, scope?: JobScope, token?: string) {
@@ -195,12 +150,16 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /**
-   * BullMQ's job.delay (ms): the delay the job was added with, 0 for none; on this object, 0 after promote()
-   * and the delay left after moveToDelayed(), as BullMQ sets it. A retry's backoff does not change it (BullMQ
-   * stores it in the job): when a delayed job is due is `dueAt`.
+   * BullMQ's job.delay (ms): the delay the job was added with, 0 for none; a delayed job's later delay (a
+   * retry's backoff, changeDelay(), moveToDelayed(): `lastDelay`) while it waits it out; on this object, 0
+   * after promote(), as BullMQ sets them. When a delayed job is due is `dueAt`. Writable, as BullMQ's.
    */
   get delay(): number {
-    return this.#delay ?? this.opts.delay ?? 0
+    return this.#delay ?? this.lastDelay ?? this.opts.delay ?? 0
+  }
+
+  set delay(ms: number) {
+    this.#delay = ms
   }
 
   /** BullMQ's name for returnValue. */
@@ -279,6 +238,15 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     this.state = 'delayed'
     this.dueAt = due
     this.#delay = Math.max(0, timestamp - Date.now())
+  }
+
+  /**
+   * Reschedules a delayed job to run `delay` ms from now, whatever it was due at (BullMQ's changeDelay).
+   * ERR_JOB_STATE when it is not delayed, ERR_JOB_MISSING, ERR_OPTIONS; nothing changed then.
+   */
+  async changeDelay(delay: number): Promise<void> {
+    this.dueAt = await this.scope().changes().changeDelay(this, delay)
+    this.delay = delay
   }
 
   /**

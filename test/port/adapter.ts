@@ -35,10 +35,6 @@ export const FLOW_LIBRARIES: LibName[] = ['bullmq', 'echomq']
  * only, by a library list (`librariesFor`) rather than a skip, until EchoMQ has it; then the entry goes.
  */
 const GAPS = {
-  /** job.changeDelay(delay): EchoMQ's Job has no changeDelay (BullMQ: reschedules a delayed job). */
-  changeDelay: true,
-  /** job.delay after a retry's backoff: BullMQ stores the backoff in the job; EchoMQ keeps the added delay. */
-  backoffDelay: true,
   /** job.removeChildDependency(): not in EchoMQ's Job yet. */
   removeChildDependency: true,
   /** job.removeUnprocessedChildren(): not in EchoMQ's Job yet. */
