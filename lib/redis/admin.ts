@@ -45,17 +45,25 @@ export async function retry(
   return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
 }
 
+/** What remove-19.lua did: removed, or why not. */
+export type RemoveOutcome = 'removed' | 'missing' | 'active' | 'parent' | 'kept'
+
 /**
  * Removes a job that is not in flight, with a parent's own keys; a flow's child that had not completed
  * leaves the entry for its parent (`handoff`, lib/flows/handoffs.ts delivers it) unless `tellParent` is false.
- * With `parentCheck`, a parent is left as it is and answered `parent` (its children are read first).
+ * With `parentCheck`, a parent is left as it is and answered `parent` (its children are read first); with
+ * `keepFinished`, a completed or failed job is left as it is and answered `kept`.
  */
 export async function remove(
   client: RedisClient,
   keys: QueueKeys,
   id: string,
-  { tellParent = true, parentCheck = false }: { tellParent?: boolean; parentCheck?: boolean } = {},
-): Promise<{ outcome: 'removed' | 'missing' | 'active' | 'parent'; handoff?: string }> {
+  {
+    tellParent = true,
+    parentCheck = false,
+    keepFinished = false,
+  }: { tellParent?: boolean; parentCheck?: boolean; keepFinished?: boolean } = {},
+): Promise<{ outcome: RemoveOutcome; handoff?: string }> {
   const [outcome, handoff] = (await evalScript(
     client,
     ADMIN_SCRIPTS.remove,
@@ -77,8 +85,8 @@ export async function remove(
       keys.failedChildren(id),
       keys.unsuccessful(id),
     ],
-    [id, tellParent ? '1' : '0', parentCheck ? '1' : '0'],
-  )) as ['removed' | 'missing' | 'active' | 'parent', string?]
+    [id, tellParent ? '1' : '0', parentCheck ? '1' : '0', keepFinished ? '1' : '0'],
+  )) as [RemoveOutcome, string?]
   return handoff ? { outcome, handoff } : { outcome }
 }
 

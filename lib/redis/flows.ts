@@ -1,7 +1,7 @@
 /**
  * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-3 makes
  * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
- * moveToWaitingChildren-10 parks a running parent; and the plain reads and deletes of a parent's
+ * moveToWaitingChildren-10 parks a running parent, detachChild-2 takes a child from its parent; and the plain reads and deletes of a parent's
  * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
  */
 import type { RedisClient } from './connection.js'
@@ -16,6 +16,7 @@ export const FLOW_SCRIPTS = {
   settleChild: 'settleChild-8.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
   forgetHandoffs: 'forgetHandoffs-1.lua',
+  detachChild: 'detachChild-2.lua',
 } as const
 
 /** One node of a flow, as addFlow-10.lua writes it. */
@@ -249,4 +250,21 @@ export function readProcessed(client: RedisClient, keys: QueueKeys, id: string):
 /** A parent's ignored child failures: key -> failed reason. */
 export function readIgnoredFailures(client: RedisClient, keys: QueueKeys, id: string): Promise<Record<string, string>> {
   return client.hgetall(keys.failedChildren(id))
+}
+
+/** What detachChild-2.lua did: detached (the outbox entry to deliver), an entry still to deliver first, nothing. */
+export type DetachReply =
+  | { status: 'detached'; entry: string }
+  | { status: 'pending'; entry: string }
+  | { status: 'none' }
+  | { status: 'missing' }
+
+/** A child leaves its parent `parentKey` (detachChild-2.lua): its side, and the parent's entry in its outbox. */
+export async function detachChild(client: RedisClient, keys: QueueKeys, id: string, parentKey: string): Promise<DetachReply> {
+  const [status, entry] = (await evalScript(client, FLOW_SCRIPTS.detachChild, [keys.job(id), keys.handoffs], [id, parentKey])) as [
+    DetachReply['status'],
+    string?,
+  ]
+  if (status === 'detached' || status === 'pending') return { status, entry: entry ?? '' }
+  return status === 'missing' ? { status } : { status: 'none' }
 }
