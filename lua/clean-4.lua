@@ -7,8 +7,10 @@
   KEYS[2] meta      HASH   <prefix>:{q}:meta
   KEYS[3] events    STREAM <prefix>:{q}:events
   KEYS[4] listened  ZSET   <prefix>:{q}:listened
-  KEYS[3 + 2i]      HASH   job i        (i = 1 .. n)
-  KEYS[4 + 2i]      LIST   log of job i
+  KEYS[6i - 1]      HASH   job i        (i = 1 .. n)
+  KEYS[6i]          LIST   log of job i
+  KEYS[6i + 1] .. KEYS[6i + 4]  SET, HASH, HASH, ZSET: job i's dependencies, processed, failed and
+                    unsuccessful children (a flow's parent's, removed with it; absent for any other job)
 
   ARGV[1] grace (ms)
   ARGV[1 + i] job id i, oldest first
@@ -34,7 +36,8 @@ for i = 1, #ARGV - 1 do
       break
     end
     rcall('ZREM', setKey, id)
-    rcall('UNLINK', KEYS[3 + 2 * i], KEYS[4 + 2 * i])
+    local k = 6 * i - 1
+    rcall('UNLINK', KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
     removed[#removed + 1] = id
   end
 end

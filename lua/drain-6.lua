@@ -10,8 +10,10 @@
   KEYS[4] marker    ZSET  <prefix>:{q}:marker
   KEYS[5] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[6] reservedScores  HASH  <prefix>:{q}:reservedScores
-  KEYS[5 + 2i]      HASH  job i        (i = 1 .. n)
-  KEYS[6 + 2i]      LIST  log of job i
+  KEYS[6i + 1]      HASH  job i        (i = 1 .. n)
+  KEYS[6i + 2]      LIST  log of job i
+  KEYS[6i + 3] .. KEYS[6i + 6]  SET, HASH, HASH, ZSET: job i's dependencies, processed, failed and
+                    unsuccessful children (a flow's parent that moved on; absent for any other job)
 
   ARGV[1] the source: "wait", "reserved", "prioritized" or "delayed"
   ARGV[1 + i] job id i (for "wait": read from its tail, where LREM from the tail finds it at once)
@@ -38,7 +40,8 @@ for i = 1, #ARGV - 1 do
     gone = rcall('ZREM', delayedKey, id)
   end
   if gone > 0 then
-    rcall('UNLINK', KEYS[5 + 2 * i], KEYS[6 + 2 * i])
+    local k = 6 * i + 1
+    rcall('UNLINK', KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
     removed[#removed + 1] = id
   end
 end

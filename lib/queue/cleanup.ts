@@ -5,14 +5,16 @@
  * these run beside live workers; a job a worker takes meanwhile is left to it.
  */
 import { EchoMQError } from '../errors.js'
-import { clean, type DrainSource, drain, type FinishedSet, type ObliterateSource, obliterate } from '../redis/commands.js'
+import { deliverHandoffs } from '../flows/handoffs.js'
+import { clean, type DrainSource, drain, type FinishedSet, type ObliterateSource, obliterate, outboxPage } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
 import { dropFromRegistry, headIds, oldestIds, stateSize } from '../redis/queries.js'
 import { parseIteration } from '../schedulers/iterations.js'
 import { listSchedulers, removeScheduler } from '../schedulers/schedulers.js'
 
-const CLEANUP_BATCH = 500
+/** Ids per step: each passes six or seven keys (a parent's flow keys too), so one call stays well under 3,999 args. */
+const CLEANUP_BATCH = 250
 
 /** Removes every waiting job (and, with `delayed`, every delayed one) and its log; resolves to how many. */
 export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: boolean): Promise<number> {
@@ -50,8 +52,9 @@ export async function cleanSet(client: RedisClient, keys: QueueKeys, set: Finish
 }
 
 /**
- * Deletes the whole queue: every job with its lease and log, then the queue's own keys and its registry
- * entry. Refused (ERR_QUEUE_ACTIVE, nothing deleted) while jobs are in flight, unless `force`.
+ * Deletes the whole queue: every job with its lease and log (a parent with its flow keys; parents waiting
+ * for children too), the outbox's outcomes delivered to their parents, then the queue's own keys and its
+ * registry entry. Refused (ERR_QUEUE_ACTIVE, nothing deleted) while jobs are in flight, unless `force`.
  */
 export async function obliterateQueue(client: RedisClient, keys: QueueKeys, prefix: string, queue: string, force: boolean): Promise<void> {
   if (!force && (await stateSize(client, keys, 'active')) > 0) throw refused(queue)
@@ -63,7 +66,7 @@ export async function obliterateQueue(client: RedisClient, keys: QueueKeys, pref
   ) {
     for (const scheduler of page) await removeScheduler(client, keys, scheduler.key)
   }
-  const sources: ObliterateSource[] = ['active', 'reserved', 'wait', 'prioritized', 'delayed', 'completed', 'failed']
+  const sources: ObliterateSource[] = ['active', 'reserved', 'wait', 'prioritized', 'delayed', 'completed', 'failed', 'waiting-children']
   for (let round = 0; ; round++) {
     for (const source of sources) {
       for (;;) {
@@ -74,6 +77,7 @@ export async function obliterateQueue(client: RedisClient, keys: QueueKeys, pref
         if (step.count === 0) break
       }
     }
+    await deliverOutbox(client, keys)
     const last = await obliterate(client, keys, force, undefined)
     if (last.status === 'active') throw refused(queue)
     if (last.status === 'done') break
@@ -82,6 +86,16 @@ export async function obliterateQueue(client: RedisClient, keys: QueueKeys, pref
       throw new EchoMQError('ERR_QUEUE_ACTIVE', `queue ${queue} kept receiving jobs while being obliterated; stop its producers`)
   }
   await dropFromRegistry(client, prefix, queue)
+}
+
+/** Tells parents (in other queues too) the outcomes of this queue's children still in its outbox, before it goes. */
+async function deliverOutbox(client: RedisClient, keys: QueueKeys): Promise<void> {
+  let cursor = '0'
+  do {
+    const page = await outboxPage(client, keys, cursor, CLEANUP_BATCH)
+    if (page.entries.length > 0) await deliverHandoffs(client, keys, page.entries)
+    cursor = page.next
+  } while (cursor !== '0')
 }
 
 const refused = (queue: string) =>

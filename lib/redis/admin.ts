@@ -8,7 +8,7 @@ import type { JobState } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
 import type { QueueKeys } from './keys.js'
-import { evalScript, eventKeys, jobAndLogs, prioritizedKeys } from './script-runner.js'
+import { evalScript, eventKeys, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const ADMIN_SCRIPTS = {
@@ -19,7 +19,7 @@ export const ADMIN_SCRIPTS = {
   log: 'log-3.lua',
   clean: 'clean-4.lua',
   drain: 'drain-6.lua',
-  obliterate: 'obliterate-15.lua',
+  obliterate: 'obliterate-18.lua',
   limit: 'limit-1.lua',
   listen: 'listen-1.lua',
 } as const
@@ -148,6 +148,9 @@ export async function addLog(
 
 // ---- clean, drain, obliterate ------------------------------------------------------------------------
 
+/** A job's flow keys (a parent's children: BullMQ's dependencies, processed, failed, unsuccessful), removed with it. */
+const flowKeys = (k: QueueKeys, id: string) => [k.dependencies(id), k.processed(id), k.failedChildren(id), k.unsuccessful(id)]
+
 /** Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the first younger one. */
 export async function clean(
   client: RedisClient,
@@ -159,7 +162,7 @@ export async function clean(
   const [removed, done] = (await evalScript(
     client,
     ADMIN_SCRIPTS.clean,
-    [keys[set], ...eventKeys(keys), ...jobAndLogs(keys, ids)],
+    [keys[set], ...eventKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)])],
     [graceMs, ...ids],
   )) as [string[], number]
   return { removed, done: done === 1 }
@@ -173,13 +176,20 @@ export async function drain(client: RedisClient, keys: QueueKeys, source: DrainS
   return (await evalScript(
     client,
     ADMIN_SCRIPTS.drain,
-    [keys.wait, keys.reserved, keys.delayed, keys.marker, ...prioritizedKeys(keys), ...jobAndLogs(keys, ids)],
+    [
+      keys.wait,
+      keys.reserved,
+      keys.delayed,
+      keys.marker,
+      ...prioritizedKeys(keys),
+      ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)]),
+    ],
     [source, ...ids],
   )) as string[]
 }
 
 /** Where obliterate read the ids it passes. */
-export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed'
+export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed' | 'waiting-children'
 
 const queueOwnKeys = (k: QueueKeys) => [
   k.wait,
@@ -197,6 +207,9 @@ const queueOwnKeys = (k: QueueKeys) => [
   k.prioritized,
   k.reservedScores,
   k.limiter,
+  k.waitingChildren,
+  k.handoffs,
+  k.adding,
 ]
 
 /**
@@ -213,7 +226,7 @@ export async function obliterate(
   const [status, count] = (await evalScript(
     client,
     ADMIN_SCRIPTS.obliterate,
-    [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)])],
+    [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id), ...flowKeys(keys, id)])],
     [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
   )) as ['active' | 'ok' | 'done' | 'more', number]
   // The workers' sweep throttle (stalled-check, a plain key with a PX) goes with the queue's keys.

@@ -177,6 +177,19 @@ export async function removeHandoffs(client: RedisClient, keys: QueueKeys, entri
   await evalScript(client, FLOW_SCRIPTS.forgetHandoffs, [keys.handoffs], [...entries.map(([id]) => id), ...entries.map(([, e]) => e)])
 }
 
+/** A page of a queue's outbox (HSCAN from `cursor`, about `count`): child id -> entry, and the next cursor ("0": the end). */
+export async function outboxPage(
+  client: RedisClient,
+  keys: QueueKeys,
+  cursor: string,
+  count: number,
+): Promise<{ next: string; entries: [string, string][] }> {
+  const [next, flat] = await client.hscan(keys.handoffs, cursor, 'COUNT', count)
+  const entries: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) entries.push([flat[i] as string, flat[i + 1] as string])
+  return { next, entries }
+}
+
 /** A parent's children, all of them: completed (key -> value JSON), pending keys, ignored failures, failing keys. */
 export async function readDependencies(
   client: RedisClient,

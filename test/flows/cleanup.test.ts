@@ -1,0 +1,80 @@
+/**
+ * A flow's keys go with the jobs that clean, drain and obliterate remove (BullMQ's removeJobKeys): a
+ * parent's dependencies, processed, failed and unsuccessful keys; obliterate also removes the parents
+ * waiting for children, delivers its outbox to the parents it names (in other queues too), and leaves no
+ * key of the queue behind.
+ */
+import { describe, expect, it } from 'vitest'
+import type { Job } from '../../lib/index.js'
+import { finishRuns, take } from '../../lib/redis/commands.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { useFlows } from '../helpers/flows.js'
+import { useRedis } from '../helpers/redis-server.js'
+import { waitFor } from '../helpers/wait.js'
+
+const redis = useRedis()
+const fx = useFlows(redis)
+
+/** The flow keys of job `id` of `queue` that exist. */
+async function flowKeysLeft(queue: string, id: string): Promise<string[]> {
+  const k = queueKeys('emq', queue)
+  const keys = [k.dependencies(id), k.processed(id), k.failedChildren(id), k.unsuccessful(id)]
+  const exist = await Promise.all(keys.map((key) => redis.client.exists(key)))
+  return keys.filter((_, i) => exist[i] === 1)
+}
+
+/** A parent in `parents` whose one child (in `kids`) completed and was told: the parent then waits to run. */
+async function parentWithProcessedChild(parents: string, kids: string): Promise<Job> {
+  const parentQueue = fx.queue(parents)
+  const flow = await fx.producer().add({ name: 'p', queueName: parents, children: [{ name: 'c', queueName: kids }] })
+  fx.worker(kids, () => 'v')
+  await waitFor(async () => (await parentQueue.getJobState(flow.job.id)) === 'waiting', { what: 'the parent moved on' })
+  expect(await flowKeysLeft(parents, flow.job.id)).toEqual([queueKeys('emq', parents).processed(flow.job.id)])
+  return flow.job
+}
+
+describe('flow keys removed with their jobs', () => {
+  it('drain removes a waiting parent with its children values', async () => {
+    const parent = await parentWithProcessedChild('dp', 'dk')
+    expect(await fx.queue('dp').drain()).toBeUndefined()
+    expect(await fx.queue('dp').getJobState(parent.id)).toBe('unknown')
+    expect(await flowKeysLeft('dp', parent.id)).toEqual([])
+  })
+
+  it('clean removes a completed parent with its children values', async () => {
+    const parent = await parentWithProcessedChild('cp', 'ck')
+    const parents = fx.queue('cp')
+    fx.worker('cp', () => 'done')
+    await waitFor(async () => (await parents.getJobState(parent.id)) === 'completed', { what: 'the parent completed' })
+    expect(await flowKeysLeft('cp', parent.id)).toHaveLength(1)
+    expect(await parents.clean(0, 0, 'completed')).toEqual([parent.id])
+    expect(await flowKeysLeft('cp', parent.id)).toEqual([])
+  })
+
+  it('obliterate removes parents waiting for children, delivers its outbox, and leaves no key', async () => {
+    const other = fx.queue('other')
+    const gone = fx.queue('gone')
+    // A parent waiting in `gone` for a child of `gone` and one of `other`.
+    const waiting = await fx.producer().add({
+      name: 'p',
+      queueName: 'gone',
+      children: [
+        { name: 'a', queueName: 'gone' },
+        { name: 'b', queueName: 'other' },
+      ],
+    })
+    // A child of `gone` whose parent is in `other`: ended by a worker that died before telling the parent.
+    const outward = await fx.producer().add({ name: 'q', queueName: 'other', children: [{ name: 'c', queueName: 'gone' }] })
+    const childId = outward.children?.[0]?.job.id as string
+    const kg = queueKeys('emq', 'gone')
+    const taken = await take(redis.client, kg, { workerToken: 'dead', leaseMs: 5_000, workerName: 'dead' }, [childId])
+    await finishRuns(redis.client, kg, [{ run: { id: childId, token: taken.taken[0]?.token as string }, action: 'complete', value: '7' }])
+    expect(await redis.client.hlen(kg.handoffs)).toBe(1)
+
+    await gone.obliterate()
+    expect(await redis.client.keys('emq:{gone}*')).toEqual([])
+    expect(await other.getJobState(outward.job.id)).toBe('waiting')
+    expect(await outward.job.getChildrenValues()).toEqual({ [`emq:{gone}:${childId}`]: 7 })
+    expect(await gone.getJobState(waiting.job.id)).toBe('unknown')
+  })
+})
