@@ -7,7 +7,7 @@
  *   before anything changes.
  * - job.removeUnprocessedChildren(): the parent's pending children are removed (with their own pending
  *   children), except those running, completed or failed, which stay with the parent; each tells the parent
- *   it is gone, so the last moves it on (BullMQ's removeUnprocessedChildren-2.lua does the same).
+ *   it is gone, so the last moves it on (BullMQ's script for it does the same).
  * Child and parent may sit in different cluster slots: the child's side changes in one script in its queue
  * and leaves the parent's part in its queue's outbox, delivered here at once (lib/flows/handoffs.ts) or by
  * the next sweep of the child's queue after a crash, as a child's outcome is.

@@ -49,17 +49,12 @@ const producer = () => keep(new FlowProducer({ connection: client }))
 /** A worker whose every run waits until `released` settles: the job stays active meanwhile. */
 const holdingWorker = (name: string, released: Promise<unknown>) => {
   const started: string[] = []
+  const run = async (job: Job) => {
+    started.push(job.id)
+    await released
+  }
   // direct: a worker on the cluster's URL, under the key guard
-  const w = keep(
-    new Worker(
-      name,
-      async (job: Job) => {
-        started.push(job.id)
-        await released
-      },
-      { connection: cluster.url, lockDuration: 1_000 },
-    ),
-  )
+  const w = keep(new Worker(name, run, { connection: cluster.url, lockDuration: 1_000 }))
   w.on('error', (err: Error) => errors.push(err.message))
   return started
 }
