@@ -85,7 +85,9 @@ end
 releaseDeduplication(q.meta, f[2], id)
 local entry = ''
 if f[3] and state ~= 'completed' and ARGV[2] ~= '0' then
-  entry = handOff(KEYS[15], id, f[3], f[4], 'removed', '')
+  -- An outcome not yet told (a failure under a policy) is the one the parent must learn: it stays, and goes
+  -- back for the caller to deliver, rather than being overwritten by `removed`.
+  entry = rcall('HGET', KEYS[15], id) or handOff(KEYS[15], id, f[3], f[4], 'removed', '')
 end
 rcall('UNLINK', jobKey, logsKey, KEYS[16], KEYS[17], KEYS[18], KEYS[19])
 emit(q, 'removed', 'jobId', id, 'prev', state)

@@ -78,3 +78,28 @@ describe('flow keys removed with their jobs', () => {
     expect(await gone.getJobState(waiting.job.id)).toBe('unknown')
   })
 })
+
+describe('a child removed with its outcome not yet told', () => {
+  it('its failure under failParentOnFailure still reaches the parent, not a plain removal', async () => {
+    const parents = fx.queue('rp')
+    const kids = fx.queue('rk')
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'rp',
+      children: [{ name: 'bad', queueName: 'rk', opts: { failParentOnFailure: true } }],
+    })
+    const childId = flow.children?.[0]?.job.id as string
+    const kk = queueKeys('emq', 'rk')
+    // A worker fails the child for good and dies before telling the parent.
+    const taken = await take(redis.client, kk, { workerToken: 'dead', leaseMs: 5_000, workerName: 'dead' }, [childId])
+    await finishRuns(redis.client, kk, [
+      { run: { id: childId, token: taken.taken[0]?.token as string }, action: 'fail-final', value: 'no' },
+    ])
+    expect(await kids.getJobState(childId)).toBe('failed')
+
+    expect(await kids.remove(childId)).toBe(1)
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting')
+    expect((await parents.getJob(flow.job.id))?.deferredFailure).toBe(`child emq:{rk}:${childId} failed`)
+    expect(await redis.client.hlen(kk.handoffs)).toBe(0)
+  })
+})
