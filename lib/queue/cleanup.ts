@@ -16,7 +16,11 @@ import { listSchedulers, removeScheduler } from '../schedulers/schedulers.js'
 /** Ids per step: each passes six or seven keys (a parent's flow keys too), so one call stays well under 3,999 args. */
 const CLEANUP_BATCH = 250
 
-/** Removes every waiting job (and, with `delayed`, every delayed one) and its log; resolves to how many. */
+/**
+ * Removes every waiting job (and, with `delayed`, every delayed one) and its log; resolves to how many. A
+ * flow's child among them tells its parent, which moves on after its last (BullMQ's drain removes a parent
+ * of the same queue instead: here it moves on, and goes too when drain reaches it, as a waiting job).
+ */
 export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: boolean): Promise<number> {
   let removed = 0
   const sources: DrainSource[] = delayed ? ['reserved', 'wait', 'prioritized', 'delayed'] : ['reserved', 'wait', 'prioritized']
@@ -26,7 +30,10 @@ export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: 
       // A scheduler's pending iteration stays (as in BullMQ): the schedule goes on; remove the scheduler to stop it.
       const ids = source === 'delayed' ? read.filter((id) => parseIteration(id) === undefined) : read
       if (ids.length === 0) break
-      const gone = await drain(client, keys, source, ids)
+      const step = await drain(client, keys, source, ids)
+      // A drained flow child lets its parent stop waiting for it (the last moves it on), as BullMQ's drain.
+      if (step.handoffs.length > 0) await deliverHandoffs(client, keys, step.handoffs)
+      const gone = step.removed
       removed += gone.length
       // None of them was still there: others took them; read again only if the source moved on.
       if (gone.length === 0 && (await headIds(client, keys, source, 1))[0] === read[0]) break

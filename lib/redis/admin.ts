@@ -18,7 +18,7 @@ export const ADMIN_SCRIPTS = {
   progress: 'progress-5.lua',
   log: 'log-3.lua',
   clean: 'clean-4.lua',
-  drain: 'drain-6.lua',
+  drain: 'drain-7.lua',
   obliterate: 'obliterate-18.lua',
   limit: 'limit-1.lua',
   listen: 'listen-1.lua',
@@ -171,9 +171,17 @@ export async function clean(
 /** Where drain read the ids it passes. */
 export type DrainSource = 'wait' | 'reserved' | 'prioritized' | 'delayed'
 
-/** Removes the given waiting (or delayed) jobs that are still where they were read; resolves to the ids removed. */
-export async function drain(client: RedisClient, keys: QueueKeys, source: DrainSource, ids: string[]): Promise<string[]> {
-  return (await evalScript(
+/**
+ * Removes the given waiting (or delayed) jobs that are still where they were read; resolves to the ids
+ * removed and the outbox entries of the flow children among them, to deliver (child id -> entry).
+ */
+export async function drain(
+  client: RedisClient,
+  keys: QueueKeys,
+  source: DrainSource,
+  ids: string[],
+): Promise<{ removed: string[]; handoffs: [string, string][] }> {
+  const [removed, flat] = (await evalScript(
     client,
     ADMIN_SCRIPTS.drain,
     [
@@ -182,10 +190,14 @@ export async function drain(client: RedisClient, keys: QueueKeys, source: DrainS
       keys.delayed,
       keys.marker,
       ...prioritizedKeys(keys),
+      keys.handoffs,
       ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)]),
     ],
     [source, ...ids],
-  )) as string[]
+  )) as [string[], string[]]
+  const handoffs: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) handoffs.push([flat[i] as string, flat[i + 1] as string])
+  return { removed, handoffs }
 }
 
 /** Where obliterate read the ids it passes. */

@@ -103,3 +103,24 @@ describe('a child removed with its outcome not yet told', () => {
     expect(await redis.client.hlen(kk.handoffs)).toBe(0)
   })
 })
+
+describe('drain and flows', () => {
+  it('drained children let their parent in another queue stop waiting: after the last, it moves on', async () => {
+    const parents = fx.queue('np')
+    const kids = fx.queue('nk')
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'np',
+      children: [
+        { name: 'a', queueName: 'nk' },
+        { name: 'b', queueName: 'nk', opts: { delay: 60_000 } },
+      ],
+    })
+    await kids.drain()
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
+    expect(await flow.job.getDependencies()).toMatchObject({ unprocessed: [`emq:{nk}:${flow.children?.[1]?.job.id}`] })
+    await kids.drain(true)
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting')
+    expect(await redis.client.hlen(queueKeys('emq', 'nk').handoffs)).toBe(0)
+  })
+})
