@@ -52,6 +52,8 @@ export async function cleanSet(client: RedisClient, keys: QueueKeys, set: Finish
     const ids = await oldestIds(client, keys[set], n)
     if (ids.length === 0) break
     const step = await clean(client, keys, set, graceMs, ids)
+    // A cleaned failed flow child lets its parent stop waiting for it (the last moves it on), as BullMQ's clean.
+    if (step.handoffs.length > 0) await deliverHandoffs(client, keys, step.handoffs)
     removed.push(...step.removed)
     if (step.done || step.removed.length === 0) break
   }

@@ -17,7 +17,7 @@ export const ADMIN_SCRIPTS = {
   pause: 'pause-6.lua',
   progress: 'progress-5.lua',
   log: 'log-3.lua',
-  clean: 'clean-4.lua',
+  clean: 'clean-5.lua',
   drain: 'drain-7.lua',
   obliterate: 'obliterate-18.lua',
   limit: 'limit-1.lua',
@@ -151,21 +151,31 @@ export async function addLog(
 /** A job's flow keys (a parent's children: BullMQ's dependencies, processed, failed, unsuccessful), removed with it. */
 const flowKeys = (k: QueueKeys, id: string) => [k.dependencies(id), k.processed(id), k.failedChildren(id), k.unsuccessful(id)]
 
-/** Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the first younger one. */
+/**
+ * Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the
+ * first younger one. `handoffs`: the outbox entries of the failed flow children among them, to deliver.
+ */
 export async function clean(
   client: RedisClient,
   keys: QueueKeys,
   set: FinishedSet,
   graceMs: number,
   ids: string[],
-): Promise<{ removed: string[]; done: boolean }> {
-  const [removed, done] = (await evalScript(
+): Promise<{ removed: string[]; done: boolean; handoffs: [string, string][] }> {
+  const [removed, done, flat] = (await evalScript(
     client,
     ADMIN_SCRIPTS.clean,
-    [keys[set], ...eventKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)])],
+    [keys[set], ...eventKeys(keys), keys.handoffs, ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)])],
     [graceMs, ...ids],
-  )) as [string[], number]
-  return { removed, done: done === 1 }
+  )) as [string[], number, string[]]
+  return { removed, done: done === 1, handoffs: pairs(flat) }
+}
+
+/** A flat list of pairs ([id, entry, id, entry...]) as tuples. */
+function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string])
+  return out
 }
 
 /** Where drain read the ids it passes. */
@@ -195,9 +205,7 @@ export async function drain(
     ],
     [source, ...ids],
   )) as [string[], string[]]
-  const handoffs: [string, string][] = []
-  for (let i = 0; i + 1 < flat.length; i += 2) handoffs.push([flat[i] as string, flat[i + 1] as string])
-  return { removed, handoffs }
+  return { removed, handoffs: pairs(flat) }
 }
 
 /** Where obliterate read the ids it passes. */

@@ -104,7 +104,21 @@ describe('a child removed with its outcome not yet told', () => {
   })
 })
 
-describe('drain and flows', () => {
+describe('drain, clean and flows', () => {
+  it('a cleaned failed child (no failure policy) lets its parent stop waiting for it: the last moves it on', async () => {
+    const parents = fx.queue('fp')
+    const kids = fx.queue('fk')
+    const flow = await fx.producer().add({ name: 'p', queueName: 'fp', children: [{ name: 'bad', queueName: 'fk' }] })
+    fx.worker('fk', () => {
+      throw new Error('no')
+    })
+    await waitFor(async () => (await kids.getFailedCount()) === 1, { what: 'the child failed' })
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
+    expect(await kids.clean(0, 0, 'failed')).toEqual([flow.children?.[0]?.job.id])
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting')
+    expect(await redis.client.hlen(queueKeys('emq', 'fk').handoffs)).toBe(0)
+  })
+
   it('drained children let their parent in another queue stop waiting: after the last, it moves on', async () => {
     const parents = fx.queue('np')
     const kids = fx.queue('nk')
