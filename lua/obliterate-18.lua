@@ -4,7 +4,7 @@
   "keys" mode, once every set is empty, it deletes the queue's own keys. Refused while jobs are in flight
   unless forced (their workers' finishes then find nothing and change nothing). Flows: a job's
   dependencies, processed, failed and unsuccessful keys go with it (BullMQ's removeJobKeys), parents in
-  `waiting-children` are a source, and "keys" mode deletes `waiting-children`, the outbox (`handoffs`, the
+  `waiting-children` are a source, a removed child tells its parent (as a removed job does), and "keys" mode deletes `waiting-children`, the outbox (`handoffs`, the
   caller delivers it first) and `adding`. A queue without flows passes those keys, and nothing exists there.
 
   KEYS[1]  wait       LIST   <prefix>:{q}:wait
@@ -38,13 +38,15 @@
           "prioritized", "delayed", "completed", "failed" or "waiting-children"
   ARGV[3 + i] job id i
 
-  Returns { status, count }: status "active" (jobs in flight and not forced; nothing changed), "ok" with
-  the jobs removed, or in "keys" mode "done" (the queue's keys are gone) or "more" (a set is not empty).
+  Returns { status, count[, entries] }: status "active" (jobs in flight and not forced; nothing changed), "ok"
+  with the jobs removed and { child id, entry, ... } the outbox entries of the flow children among them (the
+  caller delivers them), or in "keys" mode "done" (the queue's keys are gone) or "more" (a set is not empty).
 ]]
 local rcall = redis.call
 local waitKey, activeKey, stalledKey, delayedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local completedKey, failedKey, reservedKey = KEYS[5], KEYS[6], KEYS[9]
 local mode, force, source = ARGV[1], ARGV[2] == '1', ARGV[3]
+-- @include handoff
 
 if not force and rcall('ZCARD', activeKey) > 0 then
   return { 'active', 0 }
@@ -64,7 +66,7 @@ local sets = {
   reserved = reservedKey, active = activeKey, delayed = delayedKey, completed = completedKey, failed = failedKey, prioritized = KEYS[13],
   ['waiting-children'] = KEYS[16],
 }
-local removed = 0
+local removed, handoffs = 0, {}
 for i = 1, #ARGV - 3 do
   local id = ARGV[3 + i]
   local gone
@@ -81,8 +83,15 @@ for i = 1, #ARGV - 3 do
       rcall('HDEL', KEYS[14], id)
     end
     local k = 12 + 7 * i
+    -- A flow child tells its parent it is gone, as a removed one does (BullMQ's obliterate too); a completed
+    -- one's outcome was told, or waits in the outbox, which the caller delivers before deleting it.
+    local f = rcall('HMGET', KEYS[k], 'state', 'parentKey', 'parent')
+    if f[2] and f[1] ~= 'completed' then
+      handoffs[#handoffs + 1] = id
+      handoffs[#handoffs + 1] = rcall('HGET', KEYS[17], id) or handOff(KEYS[17], id, f[2], f[3], 'removed', '')
+    end
     rcall('UNLINK', KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6])
     removed = removed + 1
   end
 end
-return { 'ok', removed }
+return { 'ok', removed, handoffs }

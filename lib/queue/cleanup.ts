@@ -83,6 +83,7 @@ export async function obliterateQueue(client: RedisClient, keys: QueueKeys, pref
         if (ids.length === 0) break
         const step = await obliterate(client, keys, force, { source, ids })
         if (step.status === 'active') throw refused(queue)
+        if (step.handoffs.length > 0) await deliverHandoffs(client, keys, step.handoffs)
         if (step.count === 0) break
       }
     }

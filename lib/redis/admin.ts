@@ -241,15 +241,15 @@ export async function obliterate(
   keys: QueueKeys,
   force: boolean,
   step: { source: ObliterateSource; ids: string[] } | undefined,
-): Promise<{ status: 'active' | 'ok' | 'done' | 'more'; count: number }> {
+): Promise<{ status: 'active' | 'ok' | 'done' | 'more'; count: number; handoffs: [string, string][] }> {
   const ids = step?.ids ?? []
-  const [status, count] = (await evalScript(
+  const [status, count, flat] = (await evalScript(
     client,
     ADMIN_SCRIPTS.obliterate,
     [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id), ...flowKeys(keys, id)])],
     [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
-  )) as ['active' | 'ok' | 'done' | 'more', number]
+  )) as ['active' | 'ok' | 'done' | 'more', number, string[]?]
   // The workers' sweep throttle (stalled-check, a plain key with a PX) goes with the queue's keys.
   if (status === 'done') await client.del(keys.stalledCheck)
-  return { status, count }
+  return { status, count, handoffs: pairs(flat ?? []) }
 }

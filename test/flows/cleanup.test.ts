@@ -51,7 +51,7 @@ describe('flow keys removed with their jobs', () => {
     expect(await flowKeysLeft('cp', parent.id)).toEqual([])
   })
 
-  it('obliterate removes parents waiting for children, delivers its outbox, and leaves no key', async () => {
+  it('obliterate removes parents waiting for children, tells the parents of its children, and leaves no key', async () => {
     const other = fx.queue('other')
     const gone = fx.queue('gone')
     // A parent waiting in `gone` for a child of `gone` and one of `other`.
@@ -71,8 +71,12 @@ describe('flow keys removed with their jobs', () => {
     await finishRuns(redis.client, kg, [{ run: { id: childId, token: taken.taken[0]?.token as string }, action: 'complete', value: '7' }])
     expect(await redis.client.hlen(kg.handoffs)).toBe(1)
 
+    // A parent in `other` waiting for a child of `gone` that has not run.
+    const waitingElsewhere = await fx.producer().add({ name: 'r', queueName: 'other', children: [{ name: 'd', queueName: 'gone' }] })
+
     await gone.obliterate()
     expect(await redis.client.keys('emq:{gone}*')).toEqual([])
+    expect(await other.getJobState(waitingElsewhere.job.id)).toBe('waiting')
     expect(await other.getJobState(outward.job.id)).toBe('waiting')
     expect(await outward.job.getChildrenValues()).toEqual({ [`emq:{gone}:${childId}`]: 7 })
     expect(await gone.getJobState(waiting.job.id)).toBe('unknown')
