@@ -121,7 +121,7 @@ export async function remove(q: QueueCore, id: string, opts?: { removeChildren?:
   return 1
 }
 
-/** EchoMQ's remove: resolves to whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight. */
+/** EchoMQ's remove: whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight, or a tree with one. */
 export async function removeJob(q: QueueCore, id: string): Promise<boolean> {
   const outcome = await removeOutcome(q, id)
   if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${q.name} is in flight; it was not removed`)
