@@ -109,27 +109,29 @@ export async function promoteJob(q: QueueCore, id: string): Promise<void> {
 
 /**
  * Removes a job that is not in flight, with its log, as BullMQ's remove: resolves to 1, or to 0 when the
- * job is in flight (BullMQ: locked) and was left alone. An id with no job resolves to 1, as in BullMQ
- * (nothing was locked); `removed` is emitted on this Queue for a 1. `opts.removeChildren` is accepted
- * (EchoMQ has no flows, so a job has no children). removeJob says more.
+ * job, or a pending job of its tree (`removeChildren`, the default), is in flight (BullMQ: locked) and
+ * nothing was removed. An id with no job resolves to 1, as in BullMQ (nothing was locked); `removed` is
+ * emitted on this Queue for a 1. removeJob says more.
  */
 export async function remove(q: QueueCore, id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {
   const o = checkKnown('remove', opts, ['removeChildren'])
   const outcome = await removeOutcome(q, id, o.removeChildren !== false)
-  if (outcome === 'active') return 0
+  if (outcome === 'active' || outcome === 'tree-active') return 0
   q.emitter.emit('removed', id)
   return 1
 }
 
-/** EchoMQ's remove: resolves to whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight. */
+/** EchoMQ's remove: whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight, or a tree with one. */
 export async function removeJob(q: QueueCore, id: string): Promise<boolean> {
   const outcome = await removeOutcome(q, id)
   if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${q.name} is in flight; it was not removed`)
+  if (outcome === 'tree-active')
+    throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${q.name} has a job of its tree in flight; nothing was removed`)
   if (outcome === 'removed') q.emitter.emit('removed', id)
   return outcome === 'removed'
 }
 
-async function removeOutcome(q: QueueCore, id: string, removeChildren = true): Promise<'removed' | 'missing' | 'active'> {
+async function removeOutcome(q: QueueCore, id: string, removeChildren = true): Promise<Awaited<ReturnType<typeof removeFlowJob>>> {
   q.assertOpen()
   validateJobId(id)
   return q.call('remove a job of queue', () => removeFlowJob(q.client, q.keys, id, removeChildren))

@@ -1,7 +1,7 @@
 /**
  * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-3 makes
  * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
- * moveToWaitingChildren-10 parks a running parent; and the plain reads and deletes of a parent's
+ * moveToWaitingChildren-10 parks a running parent, detachChild-2 takes a child from its parent; and the plain reads and deletes of a parent's
  * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
  */
 import type { RedisClient } from './connection.js'
@@ -16,6 +16,7 @@ export const FLOW_SCRIPTS = {
   settleChild: 'settleChild-8.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
   forgetHandoffs: 'forgetHandoffs-1.lua',
+  detachChild: 'detachChild-2.lua',
 } as const
 
 /** One node of a flow, as addFlow-10.lua writes it. */
@@ -176,6 +177,19 @@ export async function removeHandoffs(client: RedisClient, keys: QueueKeys, entri
   await evalScript(client, FLOW_SCRIPTS.forgetHandoffs, [keys.handoffs], [...entries.map(([id]) => id), ...entries.map(([, e]) => e)])
 }
 
+/** A page of a queue's outbox (HSCAN from `cursor`, about `count`): child id -> entry, and the next cursor ("0": the end). */
+export async function outboxPage(
+  client: RedisClient,
+  keys: QueueKeys,
+  cursor: string,
+  count: number,
+): Promise<{ next: string; entries: [string, string][] }> {
+  const [next, flat] = await client.hscan(keys.handoffs, cursor, 'COUNT', count)
+  const entries: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) entries.push([flat[i] as string, flat[i + 1] as string])
+  return { next, entries }
+}
+
 /** A parent's children, all of them: completed (key -> value JSON), pending keys, ignored failures, failing keys. */
 export async function readDependencies(
   client: RedisClient,
@@ -249,4 +263,21 @@ export function readProcessed(client: RedisClient, keys: QueueKeys, id: string):
 /** A parent's ignored child failures: key -> failed reason. */
 export function readIgnoredFailures(client: RedisClient, keys: QueueKeys, id: string): Promise<Record<string, string>> {
   return client.hgetall(keys.failedChildren(id))
+}
+
+/** What detachChild-2.lua did: detached (the outbox entry to deliver), an entry still to deliver first, nothing. */
+export type DetachReply =
+  | { status: 'detached'; entry: string }
+  | { status: 'pending'; entry: string }
+  | { status: 'none' }
+  | { status: 'missing' }
+
+/** A child leaves its parent `parentKey` (detachChild-2.lua): its side, and the parent's entry in its outbox. */
+export async function detachChild(client: RedisClient, keys: QueueKeys, id: string, parentKey: string): Promise<DetachReply> {
+  const [status, entry] = (await evalScript(client, FLOW_SCRIPTS.detachChild, [keys.job(id), keys.handoffs], [id, parentKey])) as [
+    DetachReply['status'],
+    string?,
+  ]
+  if (status === 'detached' || status === 'pending') return { status, entry: entry ?? '' }
+  return status === 'missing' ? { status } : { status: 'none' }
 }

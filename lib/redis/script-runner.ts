@@ -80,8 +80,6 @@ function refusedInScript(err: unknown, script: Script): unknown {
 }
 
 export const jobKeyPairs = (keys: QueueKeys, ids: string[]) => ids.flatMap((id) => [keys.job(id), keys.lock(id)])
-/** A job's hash and log: what is deleted with a job. */
-export const jobAndLogs = (keys: QueueKeys, ids: string[]) => ids.flatMap((id) => [keys.job(id), keys.logs(id)])
 /** What a script that emits events needs: meta (the stream's cap), the stream and the listened key. */
 export const eventKeys = (keys: QueueKeys) => [keys.meta, keys.events, keys.listened]
 /** Where reservations and prioritized jobs are kept: what every script that takes or hands back needs. */
