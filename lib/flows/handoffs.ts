@@ -1,8 +1,9 @@
 /**
  * The second half of a flow's hand-off: a child's final outcome, left in its queue's outbox (`handoffs`) by
  * the script that ended it (lua/includes/handoff.lua), is told to its parent's queue (lua/settleChild-8.lua,
- * in the parent's slot), then deleted from the outbox. The worker that ended the child delivers at once; a
- * crash between the two steps leaves the entry, which every sweep of the child's queue delivers (lib/sweep.ts,
+ * in the parent's slot), then deleted from the outbox. The worker that ended the child delivers at once, and
+ * emits the child's `completed` or `failed` event only once the parent knows (BullMQ's order: a read in the
+ * event's handler sees the outcome at the parent). A crash between the two steps leaves the entry, which every sweep of the child's queue delivers (lib/sweep.ts,
  * the workers' stalled check and the reaper). Settling is idempotent, so a late or repeated delivery changes
  * nothing: a parent moves on once, whoever delivers.
  */
@@ -27,10 +28,10 @@ function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; v
 }
 
 /**
- * Delivers entries of `childKeys`' outbox (child id -> entry): one settle call per parent queue (and per
- * SETTLE_PER_CALL children), then one call that deletes them (each only if not rewritten meanwhile). Resolves to the parents that moved on.
+ * Tells the parents about entries of `childKeys`' outbox (child id -> entry): one settle call per parent queue
+ * (and per SETTLE_PER_CALL children). Resolves to the parents that moved on.
  */
-export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys, entries: [string, string][]): Promise<number> {
+async function settleHandoffs(client: RedisClient, childKeys: QueueKeys, entries: [string, string][]): Promise<number> {
   const byQueue = new Map<string, { keys: QueueKeys; settlements: Settlement[] }>()
   for (const [childId, text] of entries) {
     const entry = parseEntry(text)
@@ -51,6 +52,22 @@ export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys,
       released += codes.filter((c) => c === 'released').length
     }
   }
+  return released
+}
+
+/**
+ * Delivers entries of `childKeys`' outbox: settles them, then deletes them. `settled` is called between the
+ * two, once every parent knows (the worker emits its children's events then). Resolves to the parents that
+ * moved on.
+ */
+export async function deliverHandoffs(
+  client: RedisClient,
+  childKeys: QueueKeys,
+  entries: [string, string][],
+  settled?: () => void,
+): Promise<number> {
+  const released = await settleHandoffs(client, childKeys, entries)
+  settled?.()
   await removeHandoffs(client, childKeys, entries)
   return released
 }

@@ -49,7 +49,7 @@ const GAPS = {
    * A child's outcome reaches its parent through the child queue's outbox a moment after the child's
    * `completed` event (docs/flows.md); BullMQ writes it in the same script. A read right after the event differs.
    */
-  outcomeAtEvent: true,
+  outcomeAtEvent: false,
   /** A child failed with ignoreDependencyOnFailure, then retried: EchoMQ leaves it among the ignored. */
   retryIgnoredChild: true,
   /** A last pending child with removeOnFail and no failure option: BullMQ releases the parent; EchoMQ keeps it waiting. */
