@@ -180,14 +180,18 @@ for i = 0, m - 1 do
       local trimSet, entry = '', ''
       if state == 'failed' then
         rcall('HSET', jobKey, 'token', '=' .. token)
-        entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'failed', value) or ''
+        local keepFailed = job[6] or keepOverride or false
+        if job[9] then
+          local removedNow = parseKeep(keepFailed or DEFAULT_KEEP.failed) == 0
+          entry = handOff(handoffsKey, id, job[9], job[10], 'failed', value, removedNow) or ''
+        end
         -- A parent failed by its child (failParentOnFailure): the deferred failure is spent (BullMQ's HDEL).
         if job[11] then
           rcall('HDEL', jobKey, 'defa')
         end
         failedCount = failedCount + 1
         -- Last for this run, as it may remove the job at once (retention "0").
-        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[6] or keepOverride or false)
+        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed)
       else
         rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
       end

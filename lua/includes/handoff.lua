@@ -17,11 +17,15 @@ local function flowPolicy(parent)
 end
 
 -- `outcome`: 'completed', 'removed' or 'failed'; the entry's outcome names a failure by its policy (what
--- settleChild-8.lua does with it).
-local function handOff(handoffsKey, id, parentKey, parent, outcome, value)
+-- settleChild-8.lua does with it). `removedNow`: a failed child removed as it fails (its retention in
+-- `failed` is 0): without a policy it leaves its parent's dependencies as a removed child does, so its
+-- parent is not left waiting for a job that is gone (BullMQ's removeParentDependencyKey in moveToFinished).
+local function handOff(handoffsKey, id, parentKey, parent, outcome, value, removedNow)
   if outcome == 'failed' then
     outcome = flowPolicy(parent)
-    if outcome == '' then
+    if outcome == '' and removedNow then
+      outcome = 'removed'
+    elseif outcome == '' then
       return false
     end
   end

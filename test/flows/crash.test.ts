@@ -90,6 +90,28 @@ describe('a flow survives', () => {
     expect(await redis.client.hlen(kids.handoffs)).toBe(0)
   })
 
+  it('a child with no policy removed as the sweep fails it (removeOnFail): its parent stops waiting for it and runs', async () => {
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'parents',
+      children: [{ name: 'c', queueName: 'kids', opts: { removeOnFail: true } }],
+    })
+    const childId = flow.children?.[0]?.job.id as string
+    const child = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'kids', MAX_STALLED_COUNT: '0', SKIP_STALLED_CHECK: '1', LOCK_MS: '200' })
+    try {
+      await child.waitForMessage('active', childId)
+    } finally {
+      await child.stop()
+    }
+    const runs = parentRuns()
+    const parents = fx.queue('parents')
+    await waitFor(async () => (await sweep(redis.url, 'kids', { graceMs: 0 })).failed.includes(childId), { what: 'the stall-fail' })
+    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    expect([...runs.entries()]).toEqual([[flow.job.id, 1]])
+    expect(await fx.queue('kids').getJob(childId)).toBeUndefined()
+    expect(await (await parents.getJob(flow.job.id))?.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 0 })
+  })
+
   it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {
     const parents = queueKeys('emq', 'parents')
     const node = (id: string, children: string[], parentKey = '', parent = ''): FlowNodeArgs => ({
