@@ -1,6 +1,7 @@
 /**
  * Crash safety of a flow's hand-off (lib/flows/handoffs.ts), counted: a worker SIGKILLed after ending a
- * child but before telling its parent (the entry stays in the child queue's outbox, the sweep delivers it);
+ * child but before telling its parent (Redis refuses the telling by ACL, so the point is exact; the entry
+ * stays in the child queue's outbox, the sweep delivers it);
  * a child failed by the sweep for stalling too often (the sweep writes and delivers the entry); parents
  * whose last children end while sweeps of the child queue overlap. In each, no parent runs early, twice
  * or never.
@@ -34,16 +35,22 @@ describe('a flow survives', () => {
   it('a worker SIGKILLed between ending the last child and telling its parent: the sweep tells it, the parent runs once', async () => {
     const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] })
     const childId = flow.children?.[0]?.job.id as string
-    const child = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'kids', FREEZE_ON_COMPLETED: '1', SKIP_STALLED_CHECK: '1' })
+    // The worker may write its own queue's keys only: Redis refuses its hand-off to the parent (settleChild,
+    // in {parents}), so the entry stays as a crash right after the finish would leave it; the process then
+    // freezes at the child's event and is SIGKILLed.
+    await redis.client.call('ACL', 'SETUSER', 'kidsonly', 'reset', 'on', '>kidsonly', '~emq:{kids}:*', '~emq:queues', '%R~*', '&*', '+@all')
+    const url = redis.url.replace('redis://', 'redis://kidsonly:kidsonly@')
+    const child = await spawnWorker({ REDIS_URL: url, QUEUE: 'kids', FREEZE_ON_COMPLETED: '1', SKIP_STALLED_CHECK: '1' })
     try {
       await child.waitForMessage('active', childId)
       child.finish(childId)
-      // The child completed and its entry waits in the outbox; the process is frozen before delivering it.
-      await waitFor(async () => (await redis.client.hexists(kids.handoffs, childId)) === 1, { what: 'the hand-off entry' })
+      await child.waitForMessage('completed', childId)
       await child.stop()
     } finally {
       await child.stop()
+      await redis.client.call('ACL', 'DELUSER', 'kidsonly')
     }
+    expect(await redis.client.hexists(kids.handoffs, childId)).toBe(1)
     const parents = fx.queue('parents')
     expect(await fx.queue('kids').getJobState(childId)).toBe('completed')
     expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
@@ -97,7 +104,13 @@ describe('a flow survives', () => {
       children: [{ name: 'c', queueName: 'kids', opts: { removeOnFail: true } }],
     })
     const childId = flow.children?.[0]?.job.id as string
-    const child = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'kids', MAX_STALLED_COUNT: '0', SKIP_STALLED_CHECK: '1', LOCK_MS: '200' })
+    const child = await spawnWorker({
+      REDIS_URL: redis.url,
+      QUEUE: 'kids',
+      MAX_STALLED_COUNT: '0',
+      SKIP_STALLED_CHECK: '1',
+      LOCK_MS: '200',
+    })
     try {
       await child.waitForMessage('active', childId)
     } finally {
@@ -109,7 +122,12 @@ describe('a flow survives', () => {
     await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
     expect([...runs.entries()]).toEqual([[flow.job.id, 1]])
     expect(await fx.queue('kids').getJob(childId)).toBeUndefined()
-    expect(await (await parents.getJob(flow.job.id))?.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 0 })
+    expect(await (await parents.getJob(flow.job.id))?.getDependenciesCount()).toEqual({
+      processed: 0,
+      unprocessed: 0,
+      ignored: 0,
+      failed: 0,
+    })
   })
 
   it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {
