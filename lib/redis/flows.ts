@@ -54,13 +54,14 @@ export type NodeCode = 'added' | 'existed' | 'refused'
 
 /**
  * Writes nodes of one queue in calls sent in one MULTI (all or none); resolves to when they were
- * created (ms, Redis's clock) and a code per node, in order.
+ * created (ms, Redis's clock), a code per node, in order, and the hand-offs written (id, entry) by existing
+ * jobs that had ended.
  */
 export async function addFlowNodes(
   client: RedisClient,
   keys: QueueKeys,
   calls: FlowNodeArgs[][],
-): Promise<{ createdOn: number; codes: NodeCode[] }> {
+): Promise<{ createdOn: number; codes: NodeCode[]; handoffs: [string, string][] }> {
   const fixed = [
     keys.wait,
     keys.delayed,
@@ -81,12 +82,14 @@ export async function addFlowNodes(
   )
   let createdOn = 0
   const codes: NodeCode[] = []
+  const handoffs: [string, string][] = []
   for (const reply of replies) {
-    const [now, list] = reply as [number, number[]]
+    const [now, list, written] = reply as [number, number[], string[]]
     createdOn = now
     for (const c of list) codes.push(c === 1 ? 'added' : c === 0 ? 'existed' : 'refused')
+    for (let i = 0; i + 1 < written.length; i += 2) handoffs.push([written[i] as string, written[i + 1] as string])
   }
-  return { createdOn, codes }
+  return { createdOn, codes, handoffs }
 }
 
 /** Adds child keys to an existing job's dependencies; false (nothing written) when there is no such job. */

@@ -55,7 +55,7 @@ const GAPS = {
   /** A last pending child with removeOnFail and no failure option: BullMQ releases the parent; EchoMQ keeps it waiting. */
   removeOnFailReleasesParent: false,
   /** A flow added again over a completed child of the same id: BullMQ runs the parent at once; EchoMQ waits. */
-  readdOverCompletedChild: true,
+  readdOverCompletedChild: false,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
