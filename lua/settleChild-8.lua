@@ -13,6 +13,9 @@
     failed under cpof  -> into the parent's `failed` (ignored failures); the parent moves on at once
     failed under idof  -> into the parent's `failed`; the last dependency moves the parent on
     failed under rdof  -> dropped; the last dependency moves the parent on
+    retried            -> a failed child sent back to wait (job.retry, retryJobs): out of the parent's
+                          `unsuccessful` or `failed` and back among its dependencies; the parent stays where it
+                          is (BullMQ's moveChildBackToParentDependencies: one that moved on is not sent back)
   A parent moves on only from `waiting-children` (ZREM: once, whoever delivers): to `delayed` when added
   with a delay, else to the front of `wait` or to `prioritized` (BullMQ's moveParentToWait), `waiting`
   (prev `waiting-children`) or `delayed` emitted.
@@ -32,8 +35,8 @@
   KEYS[13 + 5i]            ZSET   <prefix>:{q}:<id>:unsuccessful
 
   ARGV[1] .. ARGV[4] for the first child, four for each (ARGV[1 + 4i .. 4 + 4i] for child i): the parent's id; the child's key; its outcome: "completed",
-  "removed", or for a failure its policy ("fpof", "cpof", "idof", "rdof"); its return value (JSON) or
-  failed reason
+  "removed", "retried", or for a failure its policy ("fpof", "cpof", "idof", "rdof"); its return value
+  (JSON) or failed reason
 
   Returns one code per child: "released" (its parent moved on), "settled", "done" (settled before) or
   "missing" (no such parent).
@@ -81,6 +84,11 @@ for i = 0, (#KEYS - 8) / 5 - 1 do
   local code = 'done'
   if rcall('EXISTS', jobKey) == 0 then
     code = 'missing'
+  elseif outcome == 'retried' then
+    if rcall('ZREM', unsuccessfulKey, childKey) == 1 or rcall('HDEL', failedKey, childKey) == 1 then
+      rcall('SADD', depsKey, childKey)
+      code = 'settled'
+    end
   elseif rcall('SREM', depsKey, childKey) == 1 then
     local released = false
     code = 'settled'

@@ -14,7 +14,7 @@ import { parseJobKey, type QueueKeys, queueKeys } from '../redis/keys.js'
 /** Most children one settle call tells their parents about. */
 const SETTLE_PER_CALL = 100
 
-const OUTCOMES: readonly string[] = ['completed', 'removed', 'fpof', 'cpof', 'idof', 'rdof']
+const OUTCOMES: readonly string[] = ['completed', 'removed', 'fpof', 'cpof', 'idof', 'rdof', 'retried']
 
 /** An outbox entry read back; undefined for one that is not an entry (dropped). */
 function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; value: string } | undefined {

@@ -119,7 +119,7 @@ export function pendingChildren(client: RedisClient, keys: QueueKeys, id: string
 }
 
 /** A child's outcome for its parent: completed, removed, or a failure under its policy (BullMQ's fpof...). */
-export type ChildOutcome = 'completed' | 'removed' | 'fpof' | 'cpof' | 'idof' | 'rdof'
+export type ChildOutcome = 'completed' | 'removed' | 'fpof' | 'cpof' | 'idof' | 'rdof' | 'retried'
 
 export interface Settlement {
   parentId: string

@@ -51,7 +51,7 @@ const GAPS = {
    */
   outcomeAtEvent: false,
   /** A child failed with ignoreDependencyOnFailure, then retried: EchoMQ leaves it among the ignored. */
-  retryIgnoredChild: true,
+  retryIgnoredChild: false,
   /** A last pending child with removeOnFail and no failure option: BullMQ releases the parent; EchoMQ keeps it waiting. */
   removeOnFailReleasesParent: false,
   /** A flow added again over a completed child of the same id: BullMQ runs the parent at once; EchoMQ waits. */
