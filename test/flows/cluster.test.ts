@@ -3,7 +3,8 @@
  * in queues whose hash tags live on different masters (so no script can reach both), the hand-off through
  * the child queue's outbox, a failure policy across slots, a sweep delivering an entry a crash left, and a
  * removal across slots; a child's outcome at its parent by its own event, a retried child pending again, a
- * child removed as it fails, and a flow added again over its ended child, across slots. No command may fail with CROSSSLOT, nor touch a key it was not given.
+ * child removed as it fails, and a flow added again over its ended child, across slots. No command may fail
+ * with CROSSSLOT, nor touch a key it was not given.
  */
 import type { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
