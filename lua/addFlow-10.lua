@@ -61,16 +61,16 @@ local function join(jobKey, id, parentKey, parent)
   if parentKey == '' then
     return 0
   end
-  local f = rcall('HMGET', jobKey, 'parentKey', 'state', 'returnValue', 'failedReason')
+  local f = rcall('HMGET', jobKey, 'parentKey', 'state', 'returnValue', 'failedReason', 'retried')
   if f[1] and f[1] ~= parentKey then
     return -7
   end
   rcall('HSET', jobKey, 'parentKey', parentKey, 'parent', parent)
   local entry = false
   if f[2] == 'completed' then
-    entry = handOff(handoffsKey, id, parentKey, parent, 'completed', f[3] or 'null')
+    entry = handOff(handoffsKey, id, parentKey, parent, 'completed', f[3] or 'null', false, f[5])
   elseif f[2] == 'failed' then
-    entry = handOff(handoffsKey, id, parentKey, parent, 'failed', f[4] or '')
+    entry = handOff(handoffsKey, id, parentKey, parent, 'failed', f[4] or '', false, f[5])
   end
   if entry then
     handoffs[#handoffs + 1] = id

@@ -62,13 +62,14 @@ for i = 1, n do
     end
     local f = rcall('HMGET', jobKey, 'token', 'attemptsStarted', 'parentKey', 'parent')
     rcall('HSET', jobKey, 'attemptsStarted', startsOf(f[1], f[2]))
-    if f[3] then
-      handoffs[#handoffs + 1] = id
-      handoffs[#handoffs + 1] = handOff(handoffsKey, id, f[3], f[4], 'retried', '')
-    end
     rcall('HDEL', jobKey, 'failedReason', 'finishedOn', 'token', 'returnValue')
     rcall('HSET', jobKey, 'attemptsMade', 0)
-    rcall('HINCRBY', jobKey, 'retried', 1)
+    local gen = rcall('HINCRBY', jobKey, 'retried', 1)
+    if f[3] then
+      -- Overwrites an entry of its failure not delivered yet: the parent learns the retry instead.
+      handoffs[#handoffs + 1] = id
+      handoffs[#handoffs + 1] = handOff(handoffsKey, id, f[3], f[4], 'retried', '', false, gen)
+    end
     enterWait(jobKey, q, id, now, false)
     emit(q, 'waiting', 'jobId', id, 'prev', 'failed')
     moved[#moved + 1] = id

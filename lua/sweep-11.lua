@@ -169,7 +169,7 @@ for i = 0, n - 1 do
         firstDeadline = rcall('ZSCORE', activeKey, id)
       end
       gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid', 'parentKey', 'parent')
+      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid', 'parentKey', 'parent', 'retried')
       local stalls = (tonumber(f[2]) or 0) + 1
       local worker = f[1] or 'unknown'
       local reason = reasons[worker]
@@ -191,7 +191,7 @@ for i = 0, n - 1 do
         releaseDeduplication(q.meta, f[5], id)
         emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
         failed[#failed + 1] = id
-        local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN, failedRemovedNow(jobKey))
+        local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN, failedRemovedNow(jobKey), f[8])
         if entry then
           handoffs[#handoffs + 1] = id
           handoffs[#handoffs + 1] = entry

@@ -17,11 +17,12 @@ const SETTLE_PER_CALL = 100
 const OUTCOMES: readonly string[] = ['completed', 'removed', 'fpof', 'cpof', 'idof', 'rdof', 'retried']
 
 /** An outbox entry read back; undefined for one that is not an entry (dropped). */
-function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; value: string } | undefined {
+function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; value: string; gen: number } | undefined {
   try {
-    const e = JSON.parse(text) as { parentKey?: unknown; outcome?: unknown; value?: unknown }
+    const e = JSON.parse(text) as { parentKey?: unknown; outcome?: unknown; value?: unknown; gen?: unknown }
     if (typeof e.parentKey !== 'string' || typeof e.outcome !== 'string' || !OUTCOMES.includes(e.outcome)) return undefined
-    return { parentKey: e.parentKey, outcome: e.outcome as ChildOutcome, value: typeof e.value === 'string' ? e.value : '' }
+    const gen = typeof e.gen === 'number' && Number.isSafeInteger(e.gen) && e.gen > 0 ? e.gen : 0
+    return { parentKey: e.parentKey, outcome: e.outcome as ChildOutcome, value: typeof e.value === 'string' ? e.value : '', gen }
   } catch {
     return undefined
   }
@@ -43,7 +44,13 @@ async function settleHandoffs(client: RedisClient, childKeys: QueueKeys, entries
       group = { keys: queueKeys(parent.prefix, parent.queue), settlements: [] }
       byQueue.set(at, group)
     }
-    group.settlements.push({ parentId: parent.id, childKey: childKeys.job(childId), outcome: entry.outcome, value: entry.value })
+    group.settlements.push({
+      parentId: parent.id,
+      childKey: childKeys.job(childId),
+      outcome: entry.outcome,
+      value: entry.value,
+      gen: entry.gen,
+    })
   }
   let released = 0
   for (const { keys, settlements } of byQueue.values()) {

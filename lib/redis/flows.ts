@@ -127,9 +127,11 @@ export interface Settlement {
   outcome: ChildOutcome
   /** The return value (JSON) or the failed reason. */
   value: string
+  /** How many times the child had been retried when it ended (its run's generation; 0 when absent). */
+  gen?: number
 }
 
-export type SettleCode = 'released' | 'settled' | 'done' | 'missing'
+export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
 
 /** Tells parents of one queue what their children ended with (settleChild-8.lua); a code per entry. */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
@@ -141,7 +143,7 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
     keys.failedChildren(e.parentId),
     keys.unsuccessful(e.parentId),
   ])
-  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value])
+  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value, String(e.gen ?? 0)])
   return (await evalScript(client, FLOW_SCRIPTS.settleChild, [...fixed, ...perEntry], args)) as SettleCode[]
 }
 

@@ -71,7 +71,7 @@ function flowsOf(r: Rng, from: number, count: number) {
 
 /** SIGKILL (and respawn; 70%) or SIGSTOP for 100-1200 ms a worker every 100-300 ms, always leaving one running. */
 function chaosLoop(r: Rng, live: Set<ChaosWorker>, spawn: () => Promise<ChaosWorker>, done: () => boolean) {
-  const chaos = { kills: 0, killedHolding: 0, pauses: 0 }
+  const chaos = { kills: 0, killedHolding: 0, pauses: 0, slowSpawns: 0 }
   const pending: Promise<unknown>[] = []
   const loop = (async () => {
     for (let action = 0; !done(); action++) {
@@ -86,7 +86,8 @@ function chaosLoop(r: Rng, live: Set<ChaosWorker>, spawn: () => Promise<ChaosWor
         victim.killed = true
         live.delete(victim)
         chaos.kills++
-        pending.push(spawn())
+        // A respawn that outlasts its start timeout on a loaded machine leaves one worker fewer, not a failure.
+        pending.push(spawn().catch(() => chaos.slowSpawns++))
       } else {
         victim.proc.kill('SIGSTOP')
         victim.paused = true
@@ -200,7 +201,7 @@ it(`flows: ${sizes.workers} child worker processes killed and paused at random, 
   const stallFailedKids = await redis.client.zcard(kids.failed)
   console.log(
     `[chaos flows] seed ${r.seed}: ${P} parents, ${children} children in ${Math.round(runMs)} ms; ${chaos.kills} kills ` +
-      `(${chaos.killedHolding} holding a job), ${chaos.pauses} pauses, ${everyWorker.length} processes; ` +
+      `(${chaos.killedHolding} holding a job), ${chaos.pauses} pauses, ${everyWorker.length} processes (${chaos.slowSpawns} too slow to start); ` +
       `${sweeps.calls} sweeps (${sweeps.errors} failed), ${sweeps.stallFailed} children failed by a sweep, ` +
       `${stallFailedKids} kept in failed; parents early ${early.length}, twice ${twice.length}, never ${never}; ` +
       `outbox left ${left}`,

@@ -7,7 +7,8 @@
  * or never.
  */
 import { describe, expect, it } from 'vitest'
-import { sweep } from '../../lib/index.js'
+import { deliverHandoffs } from '../../lib/flows/handoffs.js'
+import { type Job, sweep } from '../../lib/index.js'
 import { JOB_DEFAULTS } from '../../lib/job-options.js'
 import { addFlowNodes, type FlowNodeArgs, finishRuns, take } from '../../lib/redis/commands.js'
 import { encodeOptions } from '../../lib/redis/job-codec.js'
@@ -128,6 +129,40 @@ describe('a flow survives', () => {
       ignored: 0,
       failed: 0,
     })
+  })
+
+  it('deliveries of a retried child that cross: a failure told after the retry, a retry told after the rerun, change nothing', async () => {
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'parents',
+      children: [{ name: 'c', queueName: 'kids', opts: { ignoreDependencyOnFailure: true } }],
+    })
+    const childId = flow.children?.[0]?.job.id as string
+    const childKey = kids.job(childId)
+    const parent = (await fx.queue('parents').getJob(flow.job.id)) as Job
+    // A worker fails the child, and has not told the parent yet: it holds the entry.
+    const failOnce = async (token: string) => {
+      const taken = await take(redis.client, kids, { workerToken: token, leaseMs: 5_000, workerName: token }, [childId])
+      const run = { id: childId, token: taken.taken[0]?.token as string }
+      const reply = await finishRuns(redis.client, kids, [{ run, action: 'fail-final', value: 'boom' }])
+      return [childId, reply.runs[0]?.handoff as string] as [string, string]
+    }
+    const first = await failOnce('w1')
+    // The child is retried meanwhile: the retry tells the parent before it resolves.
+    await fx.queue('kids').retryJobs({ ids: [childId] })
+    const retried = [childId, (await redis.client.hget(kids.handoffs, childId)) ?? ''] as [string, string]
+    expect(await parent.getDependencies()).toEqual({ processed: {}, unprocessed: [childKey], ignored: {}, failed: [] })
+    // The slow worker's failure arrives now: stale, the child stays pending.
+    await deliverHandoffs(redis.client, kids, [first])
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, ignored: 0, failed: 0 })
+    expect(await parent.getState()).toBe('waiting-children')
+    // The rerun fails too and is told: the parent moves on with it ignored.
+    await deliverHandoffs(redis.client, kids, [await failOnce('w2')])
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 1, failed: 0 })
+    // A sweep that read the retry's entry early delivers it now: stale too, the child is not pending again.
+    await deliverHandoffs(redis.client, kids, [retried])
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 1, failed: 0 })
+    expect(await parent.getState()).toBe('waiting')
   })
 
   it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {
