@@ -3,9 +3,10 @@
  * the script that ended it (lua/includes/handoff.lua), is told to its parent's queue (lua/settleChild-8.lua,
  * in the parent's slot), then deleted from the outbox. The worker that ended the child delivers at once, and
  * emits the child's `completed` or `failed` event only once the parent knows (BullMQ's order: a read in the
- * event's handler sees the outcome at the parent). A crash between the two steps leaves the entry, which every sweep of the child's queue delivers (lib/sweep.ts,
- * the workers' stalled check and the reaper). Settling is idempotent, so a late or repeated delivery changes
- * nothing: a parent moves on once, whoever delivers.
+ * event's handler sees the outcome at the parent). A crash between the two steps leaves the entry, which
+ * every sweep of the child's queue delivers (lib/sweep.ts, the workers' stalled check and the reaper).
+ * Settling is idempotent, so a late or repeated delivery changes nothing: a parent moves on once, whoever
+ * delivers; entries of a retried child are ordered by its retry count (lua/settleChild-8.lua).
  */
 import { type ChildOutcome, removeHandoffs, type Settlement, settleChildren } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'

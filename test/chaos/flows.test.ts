@@ -132,6 +132,7 @@ it(`flows: ${sizes.workers} child worker processes killed and paused at random, 
   // The parents' worker: each run records whether a dependency was still pending when it started.
   const runs = new Map<string, number>()
   const early: string[] = []
+  // direct: the parents' worker lives in the test process for the whole run, never killed, its runs counted
   const parents = new Worker(
     PARENTS,
     async (job: Job) => {
