@@ -48,8 +48,13 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
     run.job.state = reply.state as JobState
     if (action === 'release') return
     if (reply.delivered) {
-      // A flow's child: its event waits until its parent knows (worker/finish-batch.ts); its lease is gone already.
-      if (core.runs.get(run.job.id) === run) core.locks.remove(run.job.id)
+      // A flow's child: its event waits until its parent knows (worker/finish-batch.ts). Its job has ended:
+      // the run leaves now, so its slot is free to take for meanwhile (close() waits for the delivery).
+      if (core.runs.get(run.job.id) === run) {
+        core.locks.remove(run.job.id)
+        core.runs.delete(run.job.id)
+        core.wake?.()
+      }
       await reply.delivered
     }
     run.job.attemptsMade += 1
