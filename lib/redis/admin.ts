@@ -12,7 +12,7 @@ import { evalScript, eventKeys, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const ADMIN_SCRIPTS = {
-  retry: 'retry-7.lua',
+  retry: 'retry-8.lua',
   remove: 'remove-19.lua',
   pause: 'pause-6.lua',
   progress: 'progress-5.lua',
@@ -27,7 +27,8 @@ export const ADMIN_SCRIPTS = {
 /**
  * Sends failed jobs back to `wait` with a fresh attempts budget. `strict`: every id must be failed, else
  * nothing changes and the first other id is returned as `notFailed`, with its state. `maxScore`: only
- * jobs that failed no later than this (their score in `failed`) move.
+ * jobs that failed no later than this (their score in `failed`) move. `handoffs`: the entries a flow's
+ * children left for their parents (lib/flows/handoffs.ts delivers them).
  */
 export async function retry(
   client: RedisClient,
@@ -35,14 +36,17 @@ export async function retry(
   ids: string[],
   strict: boolean,
   maxScore = Number.POSITIVE_INFINITY,
-): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined }> {
-  const [status, result, state] = (await evalScript(
+): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined; handoffs: [string, string][] }> {
+  const [status, result, third] = (await evalScript(
     client,
     ADMIN_SCRIPTS.retry,
-    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, ...ids.map((id) => keys.job(id))],
+    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, keys.handoffs, ...ids.map((id) => keys.job(id))],
     [strict ? 'strict' : 'any', Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
-  )) as ['ok', string[], undefined] | ['not-failed', string, JobState | 'missing']
-  return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
+  )) as ['ok', string[], string[]] | ['not-failed', string, JobState | 'missing']
+  if (status !== 'ok') return { moved: [], notFailed: { id: result, state: third }, handoffs: [] }
+  const handoffs: [string, string][] = []
+  for (let i = 0; i + 1 < third.length; i += 2) handoffs.push([third[i] as string, third[i + 1] as string])
+  return { moved: result, notFailed: undefined, handoffs }
 }
 
 /** What remove-19.lua did: removed, or why not. */

@@ -55,13 +55,14 @@ export type NodeCode = 'added' | 'existed' | 'refused'
 
 /**
  * Writes nodes of one queue in calls sent in one MULTI (all or none); resolves to when they were
- * created (ms, Redis's clock) and a code per node, in order.
+ * created (ms, Redis's clock), a code per node, in order, and the hand-offs written (id, entry) by existing
+ * jobs that had ended.
  */
 export async function addFlowNodes(
   client: RedisClient,
   keys: QueueKeys,
   calls: FlowNodeArgs[][],
-): Promise<{ createdOn: number; codes: NodeCode[] }> {
+): Promise<{ createdOn: number; codes: NodeCode[]; handoffs: [string, string][] }> {
   const fixed = [
     keys.wait,
     keys.delayed,
@@ -82,12 +83,14 @@ export async function addFlowNodes(
   )
   let createdOn = 0
   const codes: NodeCode[] = []
+  const handoffs: [string, string][] = []
   for (const reply of replies) {
-    const [now, list] = reply as [number, number[]]
+    const [now, list, written] = reply as [number, number[], string[]]
     createdOn = now
     for (const c of list) codes.push(c === 1 ? 'added' : c === 0 ? 'existed' : 'refused')
+    for (let i = 0; i + 1 < written.length; i += 2) handoffs.push([written[i] as string, written[i + 1] as string])
   }
-  return { createdOn, codes }
+  return { createdOn, codes, handoffs }
 }
 
 /** Adds child keys to an existing job's dependencies; false (nothing written) when there is no such job. */
@@ -117,7 +120,7 @@ export function pendingChildren(client: RedisClient, keys: QueueKeys, id: string
 }
 
 /** A child's outcome for its parent: completed, removed, or a failure under its policy (BullMQ's fpof...). */
-export type ChildOutcome = 'completed' | 'removed' | 'fpof' | 'cpof' | 'idof' | 'rdof'
+export type ChildOutcome = 'completed' | 'removed' | 'fpof' | 'cpof' | 'idof' | 'rdof' | 'retried'
 
 export interface Settlement {
   parentId: string
@@ -125,9 +128,11 @@ export interface Settlement {
   outcome: ChildOutcome
   /** The return value (JSON) or the failed reason. */
   value: string
+  /** How many times the child had been retried when it ended (its run's generation; 0 when absent). */
+  gen?: number
 }
 
-export type SettleCode = 'released' | 'settled' | 'done' | 'missing'
+export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
 
 /** Tells parents of one queue what their children ended with (settleChild-8.lua); a code per entry. */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
@@ -139,7 +144,7 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
     keys.failedChildren(e.parentId),
     keys.unsuccessful(e.parentId),
   ])
-  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value])
+  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value, String(e.gen ?? 0)])
   return (await evalScript(client, FLOW_SCRIPTS.settleChild, [...fixed, ...perEntry], args)) as SettleCode[]
 }
 

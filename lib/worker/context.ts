@@ -43,7 +43,11 @@ export type Processor<Data = Untyped, Result = Untyped, Name extends string = st
 ) => Promise<Result> | Result
 
 /** How a run's finish call ended, and when. */
-export type FinishOutcome = RunOutcome & { finishedOn: number }
+export type FinishOutcome = RunOutcome & {
+  finishedOn: number
+  /** A flow's child: settles once its parent knows its outcome (or the delivery failed: a sweep retries it). */
+  delivered?: Promise<void>
+}
 
 /**
  * A run's phase, as close() sees it: `running` and `finishing` ones are waited for; `lost` ones are no

@@ -41,17 +41,6 @@ const GAPS = {
   removeUnprocessedChildren: false,
   /** parent.remove() while a job of its tree runs: both refuse (EchoMQ: ERR_JOB_ACTIVE). */
   removeLockedTree: false,
-  /**
-   * A child's outcome reaches its parent through the child queue's outbox a moment after the child's
-   * `completed` event (docs/flows.md); BullMQ writes it in the same script. A read right after the event differs.
-   */
-  outcomeAtEvent: true,
-  /** A child failed with ignoreDependencyOnFailure, then retried: EchoMQ leaves it among the ignored. */
-  retryIgnoredChild: true,
-  /** A last pending child with removeOnFail and no failure option: BullMQ releases the parent; EchoMQ keeps it waiting. */
-  removeOnFailReleasesParent: true,
-  /** A flow added again over a completed child of the same id: BullMQ runs the parent at once; EchoMQ waits. */
-  readdOverCompletedChild: true,
   /** FlowProducer.addBulk with one root whose parent is missing: BullMQ adds the others; EchoMQ rejects the call. */
   addBulkPartialRoots: true,
   /**
