@@ -86,6 +86,7 @@ async function runFunction(connection: Connection & Record<string, unknown>, sce
     connection,
     concurrency: FUNCTION_CONCURRENCY,
     redisTimeoutMs: 60_000,
+    jobTimeoutMs: 300_000,
   })
   const end = performance.now() + 1_200_000
   const context = { getRemainingTimeInMillis: () => end - performance.now() }
