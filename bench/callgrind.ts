@@ -35,9 +35,16 @@ async function startServer(): Promise<{ port: number; dir: string; child: ChildP
   const dir = mkdtempSync(path.join(tmpdir(), 'echomq-cg-'))
   const child = spawn(
     'valgrind',
-    ['--tool=callgrind', `--callgrind-out-file=${dir}/cg.out`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1'].concat(
-      ['--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'],
-    ),
+    ['--tool=callgrind', `--callgrind-out-file=${dir}/cg.out`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1'].concat([
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--maxmemory-policy',
+      'noeviction',
+    ]),
     { stdio: 'ignore', cwd: dir },
   )
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
@@ -135,7 +142,9 @@ for (const name of only) {
       const instr = dumpedInstructions(dir)
       const cron = cronInstructions(dir)
       const keep = opt('keep', '')
-      if (keep) for (const f of readdirSync(dir).filter((f) => f.startsWith('cg.out.'))) copyFileSync(path.join(dir, f), `${keep}/${name}-${lib}.out`)
+      if (keep)
+        for (const f of readdirSync(dir).filter((f) => f.startsWith('cg.out.')))
+          copyFileSync(path.join(dir, f), `${keep}/${name}-${lib}.out`)
       const stats = await commandstats(port)
       const per = Object.entries(stats)
         .filter(([k]) => k !== 'info' && k !== 'config|resetstat')
@@ -144,8 +153,12 @@ for (const name of only) {
         .sort((a, b) => b[1] - a[1])
       const total = per.reduce((s, [, v]) => s + v, 0)
       console.log(
-        `${name.padEnd(13)} ${lib.padEnd(4)} instr/job ${Math.round(instr / jobs).toLocaleString('en-US').padStart(9)}  ` +
-          `without serverCron ${Math.round((instr - cron) / jobs).toLocaleString('en-US').padStart(9)}  ` +
+        `${name.padEnd(13)} ${lib.padEnd(4)} instr/job ${Math.round(instr / jobs)
+          .toLocaleString('en-US')
+          .padStart(9)}  ` +
+          `without serverCron ${Math.round((instr - cron) / jobs)
+            .toLocaleString('en-US')
+            .padStart(9)}  ` +
           `redis cmds/job ${total.toFixed(2)}  (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
       )
       console.log(`   ${per.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`)
