@@ -1,6 +1,6 @@
 /**
  * `npm run bench` [-- --quick] [-- --only sweep,heartbeat,throughput,idle,queues,memory,retention,delayed,events,priority,ratelimit,
- *   addbulk,reaper,reaperHandler,featureOff]
+ *   addbulk,reaper,reaperHandler,featureOff,firstJob]
  *
  * Runs EchoMQ and BullMQ side by side on one fresh private redis-server (started here on a free port,
  * stopped at the end), prints one table per bench and the targets, and writes the results as JSON:
@@ -16,6 +16,7 @@ import { type AddBulkResults, addBulkReport, addBulkTargets, runAddBulk } from '
 import { type DelayedResults, delayedReport, delayedTargets, runDelayed } from './delayed.js'
 import { type EventsResults, eventsReport, eventsTargets, runEvents } from './events.js'
 import { type FeatureOffResults, featureOffReport, featureOffTargets, runFeatureOff } from './feature-off.js'
+import { type FirstJobResults, firstJobReport, firstJobTargets, runFirstJob } from './first-job.js'
 import type { Target } from './format.js'
 import { type HeartbeatResults, heartbeatReport, heartbeatTargets, runHeartbeat } from './heartbeat.js'
 import { type IdleResults, idleReport, idleTargets, runIdle } from './idle.js'
@@ -47,6 +48,7 @@ interface Results {
   reaper: ReaperResults
   reaperHandler: HandlerResults
   featureOff: FeatureOffResults
+  firstJob: FirstJobResults
 }
 
 interface Bench<R> {
@@ -72,6 +74,7 @@ const BENCHES: { [K in keyof Results]: Bench<Results[K]> } = {
   reaper: { run: runReaper, report: reaperReport, targets: reaperTargets },
   reaperHandler: { run: runReaperHandler, report: reaperHandlerReport, targets: reaperHandlerTargets },
   featureOff: { run: runFeatureOff, report: featureOffReport, targets: featureOffTargets },
+  firstJob: { run: runFirstJob, report: firstJobReport, targets: firstJobTargets },
 }
 type Name = keyof Results
 const NAMES = Object.keys(BENCHES) as Name[]

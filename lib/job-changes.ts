@@ -1,17 +1,18 @@
 /**
  * Changing a job in place, with BullMQ 6.7's names and meaning: `job.updateData(data)`,
- * `job.changePriority({ priority, lifo })`, `job.moveToDelayed(timestamp, token)` (with DelayedError) and
- * `job.extendLock(token, duration)`. Each is one script (lib/redis/commands.ts); input is validated before
+ * `job.changePriority({ priority, lifo })`, `job.moveToDelayed(timestamp, token)` (with DelayedError),
+ * `job.changeDelay(delay)` and `job.extendLock(token, duration)`. Each is one script (lib/redis/commands.ts); input is validated before
  * it, and a refused call (no such job, not in flight, a run that lost its lease) changes nothing and says
  * why with a typed EchoMQError. moveToDelayed and extendLock are fenced by the run's token, as in BullMQ;
  * updateData and changePriority are not (BullMQ's are not either).
  */
 import { EchoMQError } from './errors.js'
 import type { Job } from './job.js'
-import { MAX_PRIORITY } from './job-options.js'
+import { DELAY, MAX_PRIORITY } from './job-options.js'
 import { toJson } from './json.js'
 import * as commands from './redis/commands.js'
 import type { RedisClient } from './redis/connection.js'
+import { parseIteration } from './redis/iteration-id.js'
 import type { QueueKeys } from './redis/keys.js'
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
 
@@ -21,6 +22,8 @@ export interface JobChanges {
   changePriority(job: Job, options: { priority?: number; lifo?: boolean }): Promise<number>
   /** Resolves to when the job is due (ms, Redis's clock when the time asked for had passed). */
   moveToDelayed(job: Job, timestamp: number, token: string): Promise<number>
+  /** Resolves to when the delayed job is now due (ms, Redis's clock). */
+  changeDelay(job: Job, delay: number): Promise<number>
   extendLock(job: Job, token: string, duration: number): Promise<number>
   /** Releases the job's deduplication id if the job holds it (lib/deduplication.ts). */
   removeDeduplicationKey(job: Job, deduplicationId: string): Promise<boolean>
@@ -80,6 +83,19 @@ export function jobChanges(ctx: JobChangesContext): JobChanges {
       if (out.status === 'lost')
         throw new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${queue}: this run does not hold its lease; it was not moved`)
       throw new EchoMQError('ERR_JOB_STATE', `job ${job.id} of queue ${queue} is ${out.state}, not active: it was not moved to delayed`)
+    },
+    async changeDelay(job, delay) {
+      checkInteger('delay', delay, DELAY)
+      // A scheduler's pending run is due when its id says (its schedule moves on then): change the scheduler.
+      if (parseIteration(job.id))
+        throw new EchoMQError(
+          'ERR_JOB_STATE',
+          `job ${job.id} of queue ${queue} is a job scheduler's next run: change its schedule (upsertJobScheduler), not its delay`,
+        )
+      const out = await call('change the delay of a job of queue', () => commands.changeDelay(client, keys, job.id, delay))
+      if (out.status === 'ok') return out.due
+      if (out.state === 'missing') throw missing(job.id, 'its delay was not changed')
+      throw new EchoMQError('ERR_JOB_STATE', `job ${job.id} of queue ${queue} is ${out.state}, not delayed: its delay was not changed`)
     },
     async extendLock(job, token, duration) {
       if (typeof token !== 'string' || token === '') fail('ERR_OPTIONS', `expected token to be a run's token, got: ${describe(token)}`)

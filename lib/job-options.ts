@@ -115,7 +115,8 @@ export const MAX_PRIORITY = 2 ** 21 - 1
 
 /** The longest delay, backoff or retention age accepted: a year. */
 const MAX_DELAY_MS = 365 * 24 * 3_600_000
-const DELAY = { min: 0, max: MAX_DELAY_MS, unit: 'ms' }
+/** A delay's range (add's `delay`, a backoff's, job.changeDelay's). */
+export const DELAY = { min: 0, max: MAX_DELAY_MS, unit: 'ms' }
 const COUNT = { min: 0, max: 1_000_000_000 }
 /** A custom backoff's type name (BullMQ's `type: 'custom'`, or any name the worker's backoffStrategy reads). */
 const BACKOFF_TYPE = /^[A-Za-z][\w-]{0,63}$/

@@ -73,6 +73,8 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   finishedOn?: number
   /** When a delayed job (or a retry in backoff) is due (ms, Redis's clock). */
   dueAt?: number
+  /** A delayed job's delay given after its add (ms: a backoff, changeDelay, moveToDelayed), while it is delayed. */
+  lastDelay?: number
   /** The `name` of the worker that took the job last. */
   workerName?: string
   /** Times the job was sent back from `failed` by retryJobs. */
@@ -118,6 +120,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   declare startedOn?: number
   declare finishedOn?: number
   declare dueAt?: number
+  declare lastDelay?: number
   declare workerName?: string
   declare retried?: number
   declare repeatJobKey?: string
@@ -134,7 +137,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
   readonly #token: string | undefined
-  /** `delay` once promote() or moveToDelayed() changed it on this object. */
+  /** `delay` once promote(), moveToDelayed(), changeDelay() or a retry's backoff changed it on this object. */
   #delay: number | undefined
 
   constructor(fields: JobFields<Data, Result, Name>, scope?: JobScope, token?: string) {
@@ -207,12 +210,16 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /**
-   * BullMQ's job.delay (ms): the delay the job was added with, 0 for none; on this object, 0 after promote()
-   * and the delay left after moveToDelayed(), as BullMQ sets it. A retry's backoff does not change it (BullMQ
-   * stores it in the job): when a delayed job is due is `dueAt`.
+   * BullMQ's job.delay (ms): the delay the job was added with, 0 for none; a delayed job's later delay (a
+   * retry's backoff, changeDelay(), moveToDelayed(): `lastDelay`) while it waits it out; on this object, 0
+   * after promote(), as BullMQ sets them. When a delayed job is due is `dueAt`. Writable, as BullMQ's.
    */
   get delay(): number {
-    return this.#delay ?? this.opts.delay ?? 0
+    return this.#delay ?? this.lastDelay ?? this.opts.delay ?? 0
+  }
+
+  set delay(ms: number) {
+    this.#delay = ms
   }
 
   /** BullMQ's name for returnValue. */
@@ -273,6 +280,15 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     this.state = 'delayed'
     this.dueAt = due
     this.#delay = Math.max(0, timestamp - Date.now())
+  }
+
+  /**
+   * Reschedules a delayed job to run `delay` ms from now, whatever it was due at (BullMQ's changeDelay).
+   * ERR_JOB_STATE when it is not delayed, ERR_JOB_MISSING, ERR_OPTIONS; nothing changed then.
+   */
+  async changeDelay(delay: number): Promise<void> {
+    this.dueAt = await this.scope().changes().changeDelay(this, delay)
+    this.delay = delay
   }
 
   /**

@@ -59,7 +59,8 @@
   Returns { runs, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed job is
   due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1: paused),
   handed, confirmed },
-  where runs holds { "ok" | "lost", new (or current) state, set to trim, hand-off } per run, in order: the
+  where runs holds { "ok" | "lost", new (or current) state, set to trim, hand-off[, backoff] } per run, in
+  order (backoff: a retry's wait in `delayed`, ms, only then): the
   hand-off is the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to
   trim is "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the
   worker then runs trim-2.lua, see retention.lua), else ""; taken is { { id, { job fields }, startedOn }, ... }
@@ -165,7 +166,7 @@ for i = 0, m - 1 do
       end
       runs[i + 1] = { 'ok', 'completed', '', entry }
     else
-      local state
+      local state, backoffMs
       if action == 'release' then
         released = true
         enterWait(jobKey, q, id, now, true)
@@ -176,6 +177,7 @@ for i = 0, m - 1 do
           front = false, final = action == 'fail-final', delayMs = delayOverride or backoffDelay(job[3], made, roll), stack = stack,
         }
         state = useAttempt(jobKey, q, id, now, value, retry)
+        backoffMs = state == 'delayed' and retry.delayMs or nil
       end
       local trimSet, entry = '', ''
       if state == 'failed' then
@@ -191,7 +193,7 @@ for i = 0, m - 1 do
       else
         rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
       end
-      runs[i + 1] = { 'ok', state, trimSet, entry }
+      runs[i + 1] = { 'ok', state, trimSet, entry, backoffMs }
     end
   end
 end

@@ -51,5 +51,7 @@ local due = math.max(tonumber(ARGV[3]) or now, now)
 leaveActive(lockKey, activeKey, stalledKey, id)
 rcall('HSET', jobKey, 'token', '~' .. held)
 enterDelayed(jobKey, q, id, due)
+-- BullMQ's job.delay: the delay left (its `delay` field; EchoMQ's is the add's option, see changeDelay-6.lua).
+rcall('HSET', jobKey, 'lastDelay', due - now)
 emit(q, 'delayed', 'jobId', id, 'delay', due)
 return { 'ok', due }

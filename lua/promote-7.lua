@@ -36,7 +36,7 @@ for i = 1, #ARGV - 1 do
   local due = rcall('ZSCORE', q.delayed, id)
   if due and tonumber(due) <= now then
     rcall('ZREM', q.delayed, id)
-    rcall('HDEL', KEYS[7 + i], 'dueAt')
+    rcall('HDEL', KEYS[7 + i], 'dueAt', 'lastDelay')
     enterWait(KEYS[7 + i], q, id, now, false)
     emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
     promoted[#promoted + 1] = id

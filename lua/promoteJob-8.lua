@@ -33,7 +33,7 @@ local q = {
 if rcall('ZREM', q.delayed, id) == 0 then
   return { 'not-delayed', rcall('HGET', jobKey, 'state') or 'missing' }
 end
-rcall('HDEL', jobKey, 'dueAt')
+rcall('HDEL', jobKey, 'dueAt', 'lastDelay')
 enterWait(jobKey, q, id, nowMs(), false)
 emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
 return { 'ok' }

@@ -18,6 +18,7 @@ import { Queue, queueCoreOf } from '../queue.js'
 import type { NewJob } from '../redis/commands.js'
 import { type Connection, closeConnection, lastConnectionError, openConnection, resilient } from '../redis/connection.js'
 import type { ConnectionOptions } from '../redis/connection-options.js'
+import { withFlowFields } from '../redis/job-codec.js'
 import { checkKnown, describe, fail, opt } from '../validate.js'
 import { type FlowNodeQuery, type JobNode, readFlow } from './get-flow.js'
 import { type FlowJob, type FlowOpts, type PlannedNode, planFlows } from './tree.js'
@@ -123,10 +124,8 @@ export class FlowProducer extends EventEmitter {
       },
       core.scope,
     )
-    if (a.parentKey !== '') {
-      job.parentKey = a.parentKey
-      job.parent = JSON.parse(a.parent)
-    }
+    // Its parentKey, parent and their options in job.opts (parent, the failure policy), as a read gives them.
+    if (a.parentKey !== '') withFlowFields(job, a.parentKey, a.parent)
     return n.children.length > 0 ? { job, children: n.children.map((c) => this.jobNode(c, written)) } : { job }
   }
 

@@ -6,6 +6,7 @@
  * rejects the whole call with a typed error, and nothing is written.
  */
 import { randomUUID } from 'node:crypto'
+import { EchoMQError } from '../errors.js'
 import { addSettings, JOB_DEFAULTS, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
 import { toJson } from '../json.js'
 import { validateJobName, validateNewJobId, validatePrefix, validateQueueName } from '../options.js'
@@ -74,6 +75,19 @@ const defaultsFor = (limits: Limits, queue: string, memo: Map<string, JobSetting
 }
 const memos = new WeakMap<Limits, Map<string, JobSettings>>()
 
+/**
+ * Runs a node's own checks with their errors naming the node (`flow 0 child 1: expected a queue name...`),
+ * as the tree's checks (a jobId used twice) do: in a tree of many nodes, "a queue name" alone does not say which.
+ */
+function naming<T>(where: string, check: () => T): T {
+  try {
+    return check()
+  } catch (err) {
+    if (!(err instanceof EchoMQError) || err.message.includes(where)) throw err
+    throw new EchoMQError(err.code, `${where}: ${err.message}`, { cause: err })
+  }
+}
+
 function planNode(
   value: unknown,
   where: string,
@@ -85,6 +99,22 @@ function planNode(
 ): PlannedNode {
   if (depth > MAX_DEPTH) fail('ERR_OPTIONS', `${where}: a flow may be at most ${MAX_DEPTH} levels deep`)
   if (nodes.length >= MAX_FLOW_JOBS) fail('ERR_OPTIONS', `a call of FlowProducer adds at most ${MAX_FLOW_JOBS} jobs`)
+  const { node, children } = naming(where, () => nodeOf(value, where, depth, parent, limits, seen))
+  nodes.push(node)
+  node.children = children.map((c, i) => planNode(c, `${where} child ${i}`, depth + 1, node, limits, nodes, seen))
+  node.args.children = node.children.map((c) => queueKeys(c.prefix, c.queue).job(c.args.id))
+  return node
+}
+
+/** One node, its children not yet planned (what it was given for them, an array). */
+function nodeOf(
+  value: unknown,
+  where: string,
+  depth: number,
+  parent: PlannedNode | undefined,
+  limits: Limits,
+  seen: Set<string>,
+): { node: PlannedNode; children: unknown[] } {
   const o = checkKnown(where, value, ['name', 'queueName', 'data', 'prefix', 'opts', 'children'])
   const name = validateJobName(o.name)
   const queue = validateQueueName(o.queueName)
@@ -120,8 +150,5 @@ function planNode(
     },
     ...(settings.flow.parent ? { attachTo: settings.flow.parent } : {}),
   }
-  nodes.push(node)
-  node.children = children.map((c, i) => planNode(c, `${where} child ${i}`, depth + 1, node, limits, nodes, seen))
-  node.args.children = node.children.map((c) => queueKeys(c.prefix, c.queue).job(c.args.id))
-  return node
+  return { node, children }
 }

@@ -25,22 +25,38 @@ export interface Written {
 
 const keyOf = (n: PlannedNode) => queueKeys(n.prefix, n.queue).job(n.args.id)
 
-/** Roots added under existing jobs join their dependencies; on a missing parent, those joined leave again. */
+/** Most children one adoption (or its undoing) names: one call stays well under Redis's argument limits. */
+const ADOPT_PER_CALL = 200
+
+/**
+ * Roots added under existing jobs join their dependencies, those of one parent in calls of ADOPT_PER_CALL;
+ * on a missing parent, those joined leave again.
+ */
 async function adoptRoots(client: RedisClient, roots: PlannedNode[]): Promise<void> {
-  const done: PlannedNode[] = []
+  const byParent = new Map<string, { parent: NonNullable<PlannedNode['attachTo']>; keys: string[] }>()
   for (const root of roots) {
     const p = root.attachTo
     if (!p) continue
-    const parentKeys = queueKeys(p.prefix, p.queue)
-    if (await adoptChildren(client, parentKeys, p.id, [keyOf(root)])) {
-      done.push(root)
-      continue
+    const at = queueKeys(p.prefix, p.queue).job(p.id)
+    const group = byParent.get(at) ?? { parent: p, keys: [] }
+    group.keys.push(keyOf(root))
+    byParent.set(at, group)
+  }
+  const done: { parent: NonNullable<PlannedNode['attachTo']>; keys: string[] }[] = []
+  for (const [at, { parent, keys }] of byParent) {
+    const parentKeys = queueKeys(parent.prefix, parent.queue)
+    for (let i = 0; i < keys.length; i += ADOPT_PER_CALL) {
+      const some = keys.slice(i, i + ADOPT_PER_CALL)
+      if (await adoptChildren(client, parentKeys, parent.id, some)) {
+        done.push({ parent, keys: some })
+        continue
+      }
+      for (const d of done) {
+        const drops = d.keys.map((childKey) => ({ parentId: d.parent.id, childKey, outcome: 'removed' as const, value: '' }))
+        await settleChildren(client, queueKeys(d.parent.prefix, d.parent.queue), drops)
+      }
+      throw new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${at}: nothing was added`)
     }
-    for (const r of done) {
-      const q = r.attachTo as NonNullable<PlannedNode['attachTo']>
-      await settleChildren(client, queueKeys(q.prefix, q.queue), [{ parentId: q.id, childKey: keyOf(r), outcome: 'removed', value: '' }])
-    }
-    throw new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${parentKeys.job(p.id)}: the flow was not added`)
   }
 }
 
@@ -99,7 +115,8 @@ async function doneWith(client: RedisClient, nodes: PlannedNode[], roots: Planne
   }
   for (const n of nodes) if (n.children.length > 0) add(n.prefix, n.queue, n.args.id)
   for (const r of roots) if (r.attachTo) add(r.attachTo.prefix, r.attachTo.queue, r.attachTo.id)
-  await Promise.all([...byQueue.values()].map((g) => doneAdding(client, queueKeys(g.prefix, g.queue), g.ids)))
+  // Many children of one parent (an addBulk) name it once.
+  await Promise.all([...byQueue.values()].map((g) => doneAdding(client, queueKeys(g.prefix, g.queue), [...new Set(g.ids)])))
 }
 
 /** A node that has another parent already stays with it (BullMQ's ParentJobCannotBeReplaced): its new parent stops waiting for it. */

@@ -6,13 +6,15 @@
 import { batchesOf } from '../batches.js'
 import { EchoMQError } from '../errors.js'
 import { type FlowSettings, type ParentRefOption, parentFields } from '../flows/options.js'
+import type { PlannedNode } from '../flows/tree.js'
+import { writeFlows } from '../flows/writing.js'
 import { Job } from '../job.js'
 import { addSettings, type JobOptions } from '../job-options.js'
 import { jobOpts } from '../job-opts.js'
 import { toJson } from '../json.js'
 import { validateJobName, validateNewJobId } from '../options.js'
 import * as commands from '../redis/commands.js'
-import { encodeBackoff, encodeKeep } from '../redis/job-codec.js'
+import { encodeBackoff, encodeKeep, withFlowFields } from '../redis/job-codec.js'
 import { queueKeys } from '../redis/keys.js'
 import { checkKnown, describe, fail } from '../validate.js'
 import type { QueueCore } from './core.js'
@@ -39,7 +41,7 @@ export async function add(q: QueueCore, name: unknown, data: unknown, options: u
   q.assertOpen()
   // addBulk of one, without its arrays: the path every producer takes for every job.
   const job = newJob(q, name, data, options)
-  if (job.flow?.parent) return addChild(q, job, job.flow.parent, data)
+  if (job.flow?.parent) return (await addChildren(q, [{ job, data }]))[0] as Job
   const generated = job.id === ''
   void q.register()
   for (let round = 0, needId = generated; ; round++) {
@@ -67,8 +69,10 @@ export async function add(q: QueueCore, name: unknown, data: unknown, options: u
 
 /**
  * Adds jobs all or none: each is validated first (a bad one rejects the call and nothing is written),
- * then they go in calls of at most BULK_JOBS_PER_CALL jobs and 1 MiB of data, sent in one MULTI.
- * Resolves to the jobs in the order given (an existing `jobId`: the job already stored).
+ * then they go in calls of at most BULK_JOBS_PER_CALL jobs and 1 MiB of data, sent in one MULTI. Jobs
+ * with `opts.parent` (BullMQ's addBulk takes them) go first, as add's do (addChildren): a missing parent
+ * rejects the call before any job is written. Resolves to the jobs in the order given (an existing
+ * `jobId`: the job already stored).
  */
 export async function addBulk(q: QueueCore, jobs: BulkJob[]): Promise<Job[]> {
   q.assertOpen()
@@ -79,11 +83,29 @@ export async function addBulk(q: QueueCore, jobs: BulkJob[]): Promise<Job[]> {
   if (jobs.length === 0) return []
   const news = jobs.map((j, i) => {
     const o = checkKnown(`addBulk job ${i}`, j, ['name', 'data', 'opts'])
-    const job = newJob(q, o.name, o.data, o.opts)
-    if (job.flow?.parent) fail('ERR_OPTIONS', `addBulk job ${i}: a job with a parent is added with add(), or in a flow (FlowProducer)`)
-    return job
+    return newJob(q, o.name, o.data, o.opts)
   })
-  const out = await q.call('add to queue', () => addAll(q, jobs, news))
+  // Children of existing jobs (opts.parent) first: a missing parent refuses the call before any job is written.
+  const parented = news.flatMap((job, i) => (job.flow?.parent ? [i] : []))
+  const rest = news.flatMap((job, i) => (job.flow?.parent ? [] : [i]))
+  const out: (Job | undefined)[] = []
+  if (parented.length > 0) {
+    const children = await addChildren(
+      q,
+      parented.map((i) => ({ job: news[i] as commands.NewJob, data: jobs[i]?.data })),
+    )
+    for (const [k, i] of parented.entries()) out[i] = children[k]
+  }
+  if (rest.length > 0) {
+    const added = await q.call('add to queue', () =>
+      addAll(
+        q,
+        rest.map((i) => jobs[i] as BulkJob),
+        rest.map((i) => news[i] as commands.NewJob),
+      ),
+    )
+    for (const [k, i] of rest.entries()) out[i] = added[k]
+  }
   // An existing custom jobId: the job already stored.
   for (const [i, j] of news.entries()) out[i] ??= await stored(q, j.id)
   return out as Job[]
@@ -179,30 +201,49 @@ function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown)
 }
 
 /**
- * A child added to an existing job (BullMQ's `parent` option): its key joins the parent's dependencies
- * first (adoptChild-3.lua; no such parent: ERR_JOB_MISSING, nothing written), then the child is written in
- * this queue with its parent's fields (addFlow-10.lua), so it can never end before its parent counts it.
+ * Jobs added as children of existing jobs (BullMQ's `parent` option, on add or addBulk), written as a
+ * flow's roots are (lib/flows/writing.ts): each child's key joins its parent's dependencies first
+ * (adoptChild-3.lua), then the children are written in this queue with their parents' fields
+ * (addFlow-10.lua), so none can end before its parent counts it; parents in other slots are other calls.
+ * A missing parent refuses the call with nothing written: when ids must be reserved for the children (a
+ * write to the queue's counter), or several parents are named, the parents are looked for first; a lone
+ * parent with its child's id at hand is checked by the adoption itself. Resolves to the jobs in order.
  */
-async function addChild(q: QueueCore, job: commands.NewJob & { flow?: FlowSettings }, parent: ParentRefOption, data: unknown) {
-  if (job.id === '') job.id = (q.ids.takeNow(1) ?? (await q.call('add to queue', () => q.ids.take(1))))[0] as string
-  const parentKeys = queueKeys(parent.prefix, parent.queue)
-  const childKey = q.keys.job(job.id)
-  const adopted = await q.call('add to queue', () => commands.adoptChildren(q.client, parentKeys, parent.id, [childKey]))
-  if (!adopted)
-    throw new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${parentKeys.job(parent.id)}: job not added to queue ${q.name}`)
-  const fields = parentFields(parent, job.flow?.policy)
-  const node = { ...job, ...fields, children: [] }
-  const { createdOn, codes } = await q.call('add to queue', () => commands.addFlowNodes(q.client, q.keys, [[node]]))
-  await q.call('add to queue', () => commands.doneAdding(q.client, parentKeys, [parent.id]))
-  if (codes[0] === 'refused') {
-    const drop = { parentId: parent.id, childKey, outcome: 'removed' as const, value: '' }
-    await q.call('add to queue', () => commands.settleChildren(q.client, parentKeys, [drop]))
-    throw new EchoMQError('ERR_JOB_STATE', `The parent of job ${job.id} of queue ${q.name} cannot be replaced: it keeps the parent it has`)
+async function addChildren(q: QueueCore, children: { job: commands.NewJob & { flow?: FlowSettings }; data: unknown }[]) {
+  const parentOf = (job: commands.NewJob & { flow?: FlowSettings }) => job.flow?.parent as ParentRefOption
+  const parentKeys = [...new Set(children.map(({ job }) => queueKeys(parentOf(job).prefix, parentOf(job).queue).job(parentOf(job).id)))]
+  const unnamed = children.filter(({ job }) => job.id === '')
+  const inHand = q.ids.takeNow(unnamed.length)
+  if (parentKeys.length > 1 || (unnamed.length > 0 && !inHand)) {
+    const exist = await q.call('add to queue', () => commands.jobsExist(q.client, parentKeys))
+    const missing = parentKeys.find((_, i) => !exist[i])
+    if (missing !== undefined)
+      throw new EchoMQError('ERR_JOB_MISSING', `Missing key for parent job ${missing}: no job added to queue ${q.name}`)
   }
-  if (codes[0] === 'existed') return stored(q, job.id)
-  const out = announce(q, added(q, job, data, createdOn))
-  out.parentKey = fields.parentKey
-  out.parent = JSON.parse(fields.parent)
+  const ids = inHand ?? (await q.call('add to queue', () => q.ids.take(unnamed.length)))
+  for (const [i, { job }] of unnamed.entries()) job.id = ids[i] as string
+  const nodes: PlannedNode[] = children.map(({ job, data }) => ({
+    prefix: q.settings.prefix,
+    queue: q.name,
+    depth: 0,
+    data,
+    children: [],
+    args: { ...job, ...parentFields(parentOf(job), job.flow?.policy), children: [] },
+    attachTo: parentOf(job),
+  }))
+  const written = await q.call('add to queue', () => writeFlows(q.client, nodes, nodes))
+  const out: Job[] = []
+  for (const [i, n] of nodes.entries()) {
+    const { job, data } = children[i] as (typeof children)[number]
+    const w = written.get(n)
+    if (w?.code !== 'added') out.push(await stored(q, job.id))
+    else {
+      const child = added(q, job, data, w.createdOn)
+      // Its parentKey, parent and their options in job.opts (parent, the failure policy), as a read gives them.
+      withFlowFields(child, n.args.parentKey, n.args.parent)
+      out.push(announce(q, child))
+    }
+  }
   return out
 }
 

@@ -13,6 +13,7 @@ export const CHANGE_SCRIPTS = {
   updateData: 'updateData-1.lua',
   changePriority: 'changePriority-5.lua',
   moveToDelayed: 'moveToDelayed-9.lua',
+  changeDelay: 'changeDelay-6.lua',
   extendLock: 'extendLock-3.lua',
   unhold: 'unhold-2.lua',
 } as const
@@ -63,6 +64,21 @@ export async function moveToDelayed(
   if (reply[0] === 'ok') return { status: 'ok', due: Number(reply[1]) }
   if (reply[0] === 'not-active') return { status: 'not-active', state: reply[1] as JobState | 'missing' }
   return reply[0] === 'lost' ? { status: 'lost' } : { status: 'missing' }
+}
+
+/** What changeDelay found: rescheduled (due at `due`, ms), or the state that kept it from moving. */
+export type ChangeDelayOutcome = { status: 'ok'; due: number } | { status: 'not-delayed'; state: JobState | 'waiting-children' | 'missing' }
+
+/** Reschedules a delayed job to `delay` ms from now (Redis's clock). */
+export async function changeDelay(client: RedisClient, keys: QueueKeys, id: string, delay: number): Promise<ChangeDelayOutcome> {
+  const reply = (await evalScript(
+    client,
+    CHANGE_SCRIPTS.changeDelay,
+    [keys.job(id), keys.delayed, keys.marker, ...eventKeys(keys)],
+    [id, delay],
+  )) as [string, string | number]
+  if (reply[0] === 'ok') return { status: 'ok', due: Number(reply[1]) }
+  return { status: 'not-delayed', state: reply[1] as JobState | 'waiting-children' | 'missing' }
 }
 
 /** Extends a run's lease to `ms` from now; resolves to 1 when `token` held it, else 0 (BullMQ's reply). */

@@ -8,7 +8,7 @@
  *   sweeping.ts          the sweep: probe, sweep steps, promote, trim, the reaper's failure claim
  *   admin.ts             admin and clean-up: retry, remove, rate limit, listen, pause, progress, logs, clean, drain, obliterate
  *   scheduling.ts        job schedulers: schedule, iterate, unschedule
- *   changing.ts          changing a job (updateData, changePriority, moveToDelayed, extendLock) and unhold
+ *   changing.ts          changing a job (updateData, changePriority, moveToDelayed, changeDelay, extendLock) and unhold
  *   worker-functions.ts  worker functions: invocation leases, the backlog
  * The plain commands are in queries.ts.
  */

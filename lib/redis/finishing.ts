@@ -42,6 +42,8 @@ export interface RunOutcome {
   trim: FinishedSet | undefined
   /** A flow's child ended: the entry it left for its parent (lib/flows/handoffs.ts delivers it). */
   handoff: string | undefined
+  /** A failed run's retry waits this backoff (ms) in `delayed`; undefined otherwise. */
+  backoffMs?: number
 }
 
 /** One run a finish call ends. */
@@ -164,7 +166,7 @@ export async function finishRuns(
   for (const s of starts) keyList.push(k.job(s.id), k.lock(s.id))
   const tail = [...next.candidates, ...hand, ...starts.flatMap((s) => [s.id, s.token, s.scored ? '1' : '0'])]
   const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, [...args, ...tail])) as [
-    ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string][],
+    ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, number?][],
     TakenReply,
     string[],
     string[],
@@ -178,11 +180,12 @@ export async function finishRuns(
   ]
   const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed] = reply
   return {
-    runs: outcomes.map(([status, state, trim, handoff]) => ({
+    runs: outcomes.map(([status, state, trim, handoff, backoffMs]) => ({
       status,
       state,
       trim: trim === '' ? undefined : trim,
       handoff: handoff === '' ? undefined : handoff,
+      ...(backoffMs === undefined ? {} : { backoffMs }),
     })),
     taken: toTaken(taken, next),
     left,

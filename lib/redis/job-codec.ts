@@ -210,6 +210,8 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (finishedOn !== undefined) job.finishedOn = finishedOn
   const dueAt = optionalNumber(h.dueAt)
   if (dueAt !== undefined && job.state === 'delayed') job.dueAt = dueAt
+  const lastDelay = optionalNumber(h.lastDelay)
+  if (lastDelay !== undefined && job.state === 'delayed') job.lastDelay = lastDelay
   if (h.workerName !== undefined) job.workerName = h.workerName
   const retried = optionalNumber(h.retried)
   if (retried !== undefined) job.retried = retried
@@ -257,7 +259,12 @@ const POLICY_OPTIONS = [
 ] as const
 
 /** A flow's child: its `parentKey` and `parent` fields decoded onto `job` (and job.opts' parent and policy); a deferred failure. */
-function withFlowFields(job: JobFields, parentKey: string | null | undefined, parent: string | null | undefined, defa?: string | null) {
+export function withFlowFields(
+  job: JobFields,
+  parentKey: string | null | undefined,
+  parent: string | null | undefined,
+  defa?: string | null,
+) {
   if (defa != null) job.deferredFailure = defa
   if (parentKey == null) return
   job.parentKey = parentKey

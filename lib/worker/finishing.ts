@@ -54,6 +54,8 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       core.notify('completed', run.job, result)
     } else {
       if (reply.state === 'failed') run.job.failedReason = value
+      // BullMQ's job.delay is the retry's backoff (as the stored job's, lastDelay).
+      if (reply.backoffMs !== undefined) run.job.delay = reply.backoffMs
       // BullMQ's `failed` event: the value as the processor threw it.
       core.notify('failed', run.job, failed ? error : undefined)
     }

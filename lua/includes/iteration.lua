@@ -51,7 +51,7 @@ end
 -- Moves a due iteration (in `delayed`) into line, as promote-7.lua moves any job.
 local function promoteIteration(jobKey, q, id, now)
   redis.call('ZREM', q.delayed, id)
-  redis.call('HDEL', jobKey, 'dueAt')
+  redis.call('HDEL', jobKey, 'dueAt', 'lastDelay')
   enterWait(jobKey, q, id, now, false)
   emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
 end

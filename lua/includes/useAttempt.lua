@@ -1,6 +1,7 @@
 -- Spends one attempt of a job that has left `active`. While attempts remain and the error is not final
 -- (`retry.final`: the processor threw an UnrecoverableError), the job goes back to `wait` (at the front
--- when `retry.front`: a recovered stall is served next), or to `delayed` for `retry.delayMs` (a backoff);
+-- when `retry.front`: a recovered stall is served next), or to `delayed` for `retry.delayMs` (a backoff,
+-- kept in `lastDelay` while it waits);
 -- else to `failed` with `reason`, counted in meta's `failedNew` for the reaper's alarm. Emits as BullMQ
 -- does: `waiting` or `delayed` for a retry; for a final failure `failed`, then `retries-exhausted` when
 -- it used the last attempt. `q` holds the queue's keys { wait, delayed, marker, meta, events, listened }.
@@ -36,13 +37,15 @@ local function useAttempt(jobKey, q, id, now, reason, retry)
     end
     return 'failed'
   end
-  redis.call('HSET', jobKey, 'lastError', reason)
   if retry.delayMs > 0 then
+    -- `lastDelay`: BullMQ's job.delay is the backoff while the retry waits it out (job-codec.ts reads it).
+    redis.call('HSET', jobKey, 'lastError', reason, 'lastDelay', retry.delayMs)
     local due = now + retry.delayMs
     enterDelayed(jobKey, q, id, due)
     emit(q, 'delayed', 'jobId', id, 'delay', due)
     return 'delayed'
   end
+  redis.call('HSET', jobKey, 'lastError', reason)
   enterWait(jobKey, q, id, now, retry.front)
   emit(q, 'waiting', 'jobId', id, 'prev', 'active')
   return 'wait'

@@ -1,8 +1,8 @@
 /**
  * Flows on a real three-master Redis Cluster, every script under the key guard: a parent and its children
  * in queues whose hash tags live on different masters (so no script can reach both), the hand-off through
- * the child queue's outbox, a failure policy across slots, a sweep delivering an entry a crash left, and a
- * removal across slots. No command may fail with CROSSSLOT, nor touch a key it was not given.
+ * the child queue's outbox, children added by queue.addBulk to parents on other masters, a failure policy
+ * across slots, a sweep delivering an entry a crash left, and a removal across slots. No command may fail with CROSSSLOT, nor touch a key it was not given.
  */
 import type { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -71,6 +71,29 @@ describe('flows across slots', () => {
     const parents = queueOn(p)
     await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
     expect(runs).toEqual([{ [`emq:{${a}}:${flow.children?.[0]?.job.id}`]: 1, [`emq:{${b}}:${flow.children?.[1]?.job.id}`]: [3] }])
+  })
+
+  it('queue.addBulk adds children to parents on two other masters beside a plain job; each parent runs with their values', async () => {
+    const [p, a, b] = names
+    const producer = keep(new FlowProducer({ connection: client }))
+    const first = await producer.add({ name: 'first', queueName: p, children: [{ name: 'x', queueName: a, opts: { jobId: 'X' } }] })
+    const second = await producer.add({ name: 'second', queueName: b, children: [{ name: 'y', queueName: a, opts: { jobId: 'Y' } }] })
+    const kids = queueOn(a)
+    const jobs = await kids.addBulk([
+      { name: 'u', data: {}, opts: { jobId: 'U', parent: { id: first.job.id, queue: `emq:{${p}}` } } },
+      { name: 'plain', data: {} },
+      { name: 'v', data: {}, opts: { jobId: 'V', parent: { id: second.job.id, queue: `emq:{${b}}` } } },
+    ])
+    expect(jobs.map((j) => j.parentKey)).toEqual([`emq:{${p}}:${first.job.id}`, undefined, `emq:{${b}}:${second.job.id}`])
+    const values = new Map<string, unknown>()
+    worker(a, (job) => job.name)
+    for (const q of [p, b])
+      worker(q, async (job) => {
+        values.set(job.name, await job.getChildrenValues())
+      })
+    await waitFor(() => values.size === 2, { what: 'both parents ran' })
+    expect(values.get('first')).toEqual({ [`emq:{${a}}:X`]: 'x', [`emq:{${a}}:U`]: 'u' })
+    expect(values.get('second')).toEqual({ [`emq:{${a}}:Y`]: 'y', [`emq:{${a}}:V`]: 'v' })
   })
 
   it('failParentOnFailure across slots fails the parent; a removal across slots removes the children', async () => {

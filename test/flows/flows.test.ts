@@ -108,6 +108,25 @@ describe('FlowProducer input', () => {
     expect(await redis.client.keys('emq:{*')).toEqual([])
   })
 
+  it("a bad node's error names it, as a jobId used twice does: its flow and its path of children", async () => {
+    const p = producer()
+    const leaf = (queueName: string, extra: object = {}) => ({ name: 'c', queueName, ...extra })
+    const tree = (bad: object) => ({ name: 'p', queueName: 'q', children: [leaf('q'), { ...leaf('k'), children: [leaf('k'), bad] }] })
+    const cases: [object, string, string][] = [
+      [leaf('bad queue'), 'ERR_QUEUE_NAME', 'flow 1 child 1 child 1: expected a queue name'],
+      [{ name: '', queueName: 'q' }, 'ERR_JOB_NAME', 'flow 1 child 1 child 1: expected a job name'],
+      [leaf('q', { prefix: 'bad prefix' }), 'ERR_OPTIONS', 'flow 1 child 1 child 1: expected prefix'],
+      [leaf('q', { opts: { attempts: 0 } }), 'ERR_OPTIONS', 'flow 1 child 1 child 1: expected attempts'],
+      [leaf('q', { opts: { jobId: 'same' } }), 'ERR_JOB_ID', 'flow 1 child 1 child 1: job "same" of queue q appears twice'],
+    ]
+    for (const [bad, code, message] of cases) {
+      const flows = [{ name: 'p', queueName: 'q', opts: { jobId: 'same' } }, tree(bad)]
+      const err = (await p.addBulk(flows as never).catch((e: unknown) => e)) as EchoMQError
+      expect([err.code, err.message.slice(0, message.length)]).toEqual([code, message])
+    }
+    expect(await redis.client.keys('emq:{*')).toEqual([])
+  })
+
   it('adds a flow under an existing job (opts.parent on the root), and addBulk adds several trees', async () => {
     const p = producer()
     const top = await p.add({ name: 'top', queueName: 'q', children: [{ name: 'first', queueName: 'k' }] })

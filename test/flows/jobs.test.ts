@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, QueueEvents, sweep, WaitingChildrenError } from '../../lib/index.js'
 import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
+import { snapshot } from '../helpers/snapshot.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
@@ -63,6 +64,10 @@ describe('opts.parent on Queue.add', () => {
 
   it('refuses a parent that does not exist, or a bad one, with nothing written', async () => {
     const kids = fx.queue('kids')
+    // The Queue registers itself when made (the registry key), before any add: the ping comes after it.
+    await kids.waitUntilReady()
+    const before = await snapshot(redis.client)
+    expect(Object.keys(before)).toEqual(['emq:queues'])
     const missing = await kids.add('x', {}, { parent: { id: 'nope', queue: 'emq:{parents}' } }).catch((e: unknown) => e)
     expect((missing as EchoMQError).code).toBe('ERR_JOB_MISSING')
     for (const parent of [{ id: 'p' }, { id: 'p', queue: 'emq:{bad queue}' }, { id: 12, queue: 'emq:{parents}' }, 'emq:{parents}:p']) {
@@ -73,9 +78,73 @@ describe('opts.parent on Queue.add', () => {
       .add('x', {}, { parent: { id: 'p', queue: 'emq:{parents}' }, failParentOnFailure: true, ignoreDependencyOnFailure: true })
       .catch((e: unknown) => e)
     expect((both as EchoMQError).message).toMatch(/cannot be used together/)
-    // Only the registry of queues and the block of ids the queue reserved: no job, no parent's dependency.
-    expect((await redis.client.keys('*')).sort()).toEqual(['emq:queues', 'emq:{kids}:meta'])
-    expect(Object.keys(await redis.client.hgetall('emq:{kids}:meta'))).toEqual(['ids'])
+    // No job, no parent's dependency, not even a block of ids reserved for the child.
+    expect(await snapshot(redis.client)).toEqual(before)
+    // A custom id, and a generated one taken from a block already in hand (ids come in blocks of 1, 2, 4...,
+    // so after two adds one is left): nothing written either.
+    await kids.add('y', {})
+    await kids.add('y', {})
+    const withIds = await snapshot(redis.client)
+    for (const jobId of ['custom', undefined]) {
+      const opts = { ...(jobId ? { jobId } : {}), parent: { id: 'nope', queue: 'emq:{parents}' } }
+      const err = await kids.add('x', {}, opts).catch((e: unknown) => e)
+      expect((err as EchoMQError).code).toBe('ERR_JOB_MISSING')
+    }
+    expect(await snapshot(redis.client)).toEqual(withIds)
+  })
+})
+
+describe('opts.parent on Queue.addBulk', () => {
+  it('adds children to existing parents beside plain jobs, in order; each parent waits for its new ones', async () => {
+    const parents = fx.queue('parents')
+    const kids = fx.queue('kids')
+    const producer = fx.producer()
+    const p1 = await producer.add({ name: 'p1', queueName: 'parents', children: [{ name: 'a', queueName: 'kids', opts: { jobId: 'A' } }] })
+    const p2 = await producer.add({ name: 'p2', queueName: 'parents', children: [{ name: 'z', queueName: 'kids', opts: { jobId: 'Z' } }] })
+    const under = (id: string) => ({ parent: { id, queue: parents.qualifiedName } })
+    const jobs = await kids.addBulk([
+      { name: 'b', data: {}, opts: under(p1.job.id) },
+      { name: 'plain', data: {} },
+      { name: 'c', data: {}, opts: { ...under(p1.job.id), jobId: 'C' } },
+      { name: 'y', data: {}, opts: { ...under(p2.job.id), ignoreDependencyOnFailure: true } },
+    ])
+    expect(jobs.map((j) => [j.name, j.parentKey])).toEqual([
+      ['b', `emq:{parents}:${p1.job.id}`],
+      ['plain', undefined],
+      ['c', `emq:{parents}:${p1.job.id}`],
+      ['y', `emq:{parents}:${p2.job.id}`],
+    ])
+    expect(jobs[3]?.opts.ignoreDependencyOnFailure).toBe(true)
+    expect(await redis.client.zcard('emq:{parents}:adding')).toBe(0)
+    const values = new Map<string, unknown>()
+    fx.worker('kids', (job) => job.name)
+    fx.worker('parents', async (job) => {
+      values.set(job.name, await job.getChildrenValues())
+    })
+    await waitFor(async () => values.size === 2, { what: 'both parents completed' })
+    const [b, plain, , y] = jobs.map((j) => j.id)
+    expect(values.get('p1')).toEqual({ 'emq:{kids}:A': 'a', [`emq:{kids}:${b}`]: 'b', 'emq:{kids}:C': 'c' })
+    expect(values.get('p2')).toEqual({ 'emq:{kids}:Z': 'z', [`emq:{kids}:${y}`]: 'y' })
+    expect(await kids.getJobState(plain as string)).toBe('completed')
+  })
+
+  it('a missing parent among several rejects the whole call with nothing written', async () => {
+    fx.queue('parents')
+    const kids = fx.queue('kids')
+    const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'a', queueName: 'kids' }] })
+    const before = await snapshot(redis.client)
+    const err = (await kids
+      .addBulk([
+        { name: 'plain', data: {} },
+        { name: 'b', data: {}, opts: { parent: { id: flow.job.id, queue: 'emq:{parents}' } } },
+        { name: 'c', data: {}, opts: { parent: { id: 'nope', queue: 'emq:{parents}' } } },
+      ])
+      .catch((e: unknown) => e)) as EchoMQError
+    expect([err.code, err.message]).toEqual([
+      'ERR_JOB_MISSING',
+      'Missing key for parent job emq:{parents}:nope: no job added to queue kids',
+    ])
+    expect(await snapshot(redis.client)).toEqual(before)
   })
 })
 

@@ -35,10 +35,6 @@ export const FLOW_LIBRARIES: LibName[] = ['bullmq', 'echomq']
  * only, by a library list (`librariesFor`) rather than a skip, until EchoMQ has it; then the entry goes.
  */
 const GAPS = {
-  /** job.changeDelay(delay): EchoMQ's Job has no changeDelay (BullMQ: reschedules a delayed job). */
-  changeDelay: true,
-  /** job.delay after a retry's backoff: BullMQ stores the backoff in the job; EchoMQ keeps the added delay. */
-  backoffDelay: true,
   /** job.removeChildDependency(): not in EchoMQ's Job yet. */
   removeChildDependency: true,
   /** job.removeUnprocessedChildren(): not in EchoMQ's Job yet. */
@@ -56,6 +52,24 @@ const GAPS = {
   removeOnFailReleasesParent: true,
   /** A flow added again over a completed child of the same id: BullMQ runs the parent at once; EchoMQ waits. */
   readdOverCompletedChild: true,
+  /** FlowProducer.addBulk with one root whose parent is missing: BullMQ adds the others; EchoMQ rejects the call. */
+  addBulkPartialRoots: true,
+  /**
+   * moveToWaitingChildren on a running job whose failParentOnFailure child failed: BullMQ throws an
+   * UnrecoverableError (the job fails for good); EchoMQ's ERR_JOB_STATE is retried as any error.
+   */
+  failedChildUnrecoverable: true,
+  /** Job.create(queue, name, data, opts): EchoMQ's Job has no create (queue.add adds a job). */
+  jobCreate: true,
+  /** job.clearLogs(keepLogs?): not in EchoMQ's Job (BullMQ: trims or clears the job's log). */
+  clearLogs: true,
+  /**
+   * A failed attempt that will be retried: BullMQ stores its failedReason, and the job of the worker's `failed`
+   * event holds it and the stacktrace; EchoMQ stores no failedReason (only lastError), its event's job neither.
+   */
+  retriedAttemptReason: true,
+  /** job.returnvalue: a plain field in BullMQ (set, serialised); EchoMQ's is a getter, not in JSON.stringify(job). */
+  returnvalueField: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
@@ -126,6 +140,28 @@ export const differs = {
    * does not end a hold with a ttl (BullMQ's does): removeDeduplicationKey does").
    */
   removeEndsTtlHold: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * A finished job past its retention's `age`: BullMQ removes it at the queue's next finish; EchoMQ keeps
+   * "jobs past the age until the next trim or sweep; after a sweep of the queue the limits hold exactly"
+   * (docs/guide.md, "Retention").
+   */
+  ageTrimsAtFinish: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * `job.retry('completed')`: BullMQ runs a completed job again; EchoMQ refuses it with ERR_JOB_STATE ("add it
+   * again", docs/migrating-from-bullmq.md, "Left out").
+   */
+  retriesCompleted: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * The `timestamp` and `sizeLimit` job options: BullMQ takes them; EchoMQ refuses both with ERR_OPTIONS ("a
+   * job's creation time is Redis's clock"; "maxDataBytes on the Queue bounds data", docs/migrating-from-bullmq-queue.md).
+   */
+  takesTimestamp: (lib: LibName): boolean => lib === 'bullmq',
+  takesSizeLimit: (lib: LibName): boolean => lib === 'bullmq',
+  /**
+   * `jobId: ''`: BullMQ leaves it out (a numeric id); EchoMQ refuses it, ERR_JOB_ID ("1-256 characters",
+   * docs/migrating-from-bullmq-queue.md, "Job ids").
+   */
+  emptyJobIdIgnored: (lib: LibName): boolean => lib === 'bullmq',
   /*
    * Flows (docs/flows.md, "Differences from BullMQ 6.7", from branch `flows`): only read once EchoMQ is in
    * FLOW_LIBRARIES.

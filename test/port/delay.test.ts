@@ -7,7 +7,7 @@ import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { counted, differs, first, LIBRARIES, librariesFor, until, usePort } from './adapter.js'
+import { counted, differs, first, LIBRARIES, until, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -182,16 +182,17 @@ describe.each(LIBRARIES)('%s: delayed jobs', (name) => {
     const count = 43
     const order: number[] = []
     const done = counted<[Job]>(count)
-    const failed = counted<[Job | undefined, Error]>(1)
+    // A plain list, not counted(): no failure is expected, and a counted() left waiting rejects unheard later.
+    const failed: (string | undefined)[] = []
     const worker = t.worker((job) => {
       order.push(job.data.order)
     })
     worker.on('completed', done.listener)
-    worker.on('failed', failed.listener)
+    worker.on('failed', (job) => failed.push(job?.id))
     await t.queue.addBulk(Array.from({ length: count }, (_, i) => ({ name: 'test', data: { order: i + 1 }, opts: { delay: 500 } })))
     await done.done
     expect(order).toEqual(Array.from({ length: count }, (_, i) => i + 1))
-    expect(failed.calls).toEqual([])
+    expect(failed).toEqual([])
   })
 })
 
@@ -242,7 +243,7 @@ describe.each(LIBRARIES)('%s: promoting a delayed job', (name) => {
   })
 })
 
-describe.each(librariesFor('changeDelay'))('%s: changeDelay', (name) => {
+describe.each(LIBRARIES)('%s: changeDelay', (name) => {
   const t = usePort(redis, name)
 
   it('reschedules a delayed job', async () => {
@@ -268,7 +269,7 @@ describe.each(librariesFor('changeDelay'))('%s: changeDelay', (name) => {
   })
 })
 
-describe.each(librariesFor('backoffDelay'))('%s: job.delay after a backoff', (name) => {
+describe.each(LIBRARIES)('%s: job.delay after a backoff', (name) => {
   const t = usePort(redis, name)
 
   it("is the retry's backoff, on the failed job and the stored one", async () => {

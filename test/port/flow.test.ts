@@ -486,6 +486,30 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
       expect(await values.value).toEqual({ [keyOf(kid(tree, 0).job)]: 1, [keyOf(extra)]: 2 })
     })
 
+    it('jobs added by queue.addBulk with opts.parent become more children of that parent, beside a plain job', async () => {
+      const flow = t.flow()
+      const tree = await flow.add({
+        name: 'parent-job',
+        queueName: parentName(),
+        data: {},
+        children: [{ name: 'child-job', data: { n: 1 }, queueName: t.queueName }],
+      })
+      const parent = { id: tree.job.id as string, queue: tree.job.queueQualifiedName }
+      const added = await t.queue.addBulk([
+        { name: 'extra', data: { n: 2 }, opts: { parent } },
+        { name: 'plain', data: { n: 0 } },
+        { name: 'extra', data: { n: 3 }, opts: { parent, jobId: 'bulk-child' } },
+      ])
+      expect(added.map((j) => j.parentKey)).toEqual([keyOf(tree.job), undefined, keyOf(tree.job)])
+      expect(added[2]?.id).toBe('bulk-child')
+      expect(await tree.job.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 3 })
+      t.worker((job) => job.data.n)
+      const values = first<Record<string, unknown>>()
+      t.worker(async (job) => values.listener(await job.getChildrenValues()), { queueName: parentName() })
+      const [two, , three] = added as [Job, Job, Job]
+      expect(await values.value).toEqual({ [keyOf(kid(tree, 0).job)]: 1, [keyOf(two)]: 2, [keyOf(three)]: 3 })
+    })
+
     it('children removed on completion still give the parent their results', async () => {
       const flow = t.flow()
       const tree = await flow.add({

@@ -1,6 +1,6 @@
 /**
  * Changing a job in place (BullMQ 6.7's names): job.updateData, job.changePriority, job.moveToDelayed with
- * DelayedError, job.extendLock. Each refused call (no such job, wrong state, a token that does not hold
+ * DelayedError, job.changeDelay, job.extendLock. Each refused call (no such job, wrong state, a token that does not hold
  * the lease, bad input) throws a typed error and leaves Redis as it was.
  */
 import { describe, expect, it } from 'vitest'
@@ -235,6 +235,75 @@ describe('moveToDelayed with DelayedError', () => {
     await fx.queue.add('j', {}, { jobId: 'x', attempts: 1 })
     expect((await completed)[0].attemptsMade).toBe(1)
     expect(errors.map((e) => e.code)).toEqual(['ERR_JOB_STATE'])
+  })
+})
+
+/** Redis's clock (ms): a due time is set by it. */
+async function redisNow(): Promise<number> {
+  const [s, us] = await redis.client.time()
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000)
+}
+
+describe('changeDelay', () => {
+  it('reschedules a delayed job from now; job.delay says so while it waits, the added delay once promoted', async () => {
+    const job = await fx.queue.add('j', {}, { jobId: 'd', delay: 3_600_000 })
+    const before = await redisNow()
+    await job.changeDelay(60_000)
+    const after = await redisNow()
+    expect(job.delay).toBe(60_000)
+    const due = Number(await redis.client.zscore(fx.keys.delayed, 'd'))
+    expect(due).toBeGreaterThanOrEqual(before + 60_000)
+    expect(due).toBeLessThanOrEqual(after + 60_000)
+    expect(job.dueAt).toBe(Math.floor(due))
+    const stored = (await fx.queue.getJob('d')) as Job
+    expect([stored.state, stored.delay, stored.dueAt, stored.opts.delay]).toEqual(['delayed', 60_000, job.dueAt, 3_600_000])
+
+    await fx.queue.promoteJob('d')
+    expect(await redis.client.hexists(fx.keys.job('d'), 'lastDelay')).toBe(0)
+    expect((await fx.queue.getJob('d'))?.delay).toBe(3_600_000)
+  })
+
+  it('a retry waiting its backoff runs at the new time; job.delay is the backoff meanwhile', async () => {
+    const w = fx.worker((job: Job) => {
+      if (job.attemptsMade === 0) throw new Error('first run fails')
+      return 'second'
+    })
+    const failed = nextEvent<[Job]>(w, 'failed')
+    const completed = nextEvent<[Job, unknown]>(w, 'completed')
+    await fx.queue.add('j', {}, { jobId: 'b', attempts: 2, backoff: 3_600_000 })
+    const [failedJob] = await failed
+    expect([failedJob.state, failedJob.delay]).toEqual(['delayed', 3_600_000])
+    const waiting = (await fx.queue.getJob('b')) as Job
+    expect([waiting.delay, waiting.opts.delay]).toEqual([3_600_000, undefined])
+    await waiting.changeDelay(0)
+    expect((await completed)[1]).toBe('second')
+    const done = (await fx.queue.getJob('b')) as Job
+    expect([done.delay, done.lastDelay]).toEqual([0, undefined])
+  })
+
+  it("a job that is not delayed, a removed one, a scheduler's next run, a bad delay: refused, nothing changed", async () => {
+    const waiting = await fx.queue.add('j', {}, { jobId: 'w' })
+    const delayed = await fx.queue.add('j', {}, { jobId: 'd', delay: 3_600_000 })
+    const gone = await fx.queue.add('j', {}, { jobId: 'gone', delay: 3_600_000 })
+    await gone.remove()
+    // A scheduler's next run: its id says when it is due, so its schedule is changed, not its delay.
+    const run = (await fx.queue.upsertJobScheduler('nightly', { pattern: '0 30 2 * * *' })) as Job
+    expect(run.state).toBe('delayed')
+    const before = await snapshot()
+    const refusal = async (promise: Promise<unknown>) => {
+      const e = (await promise.catch((err: unknown) => err)) as EchoMQError
+      return [e.code, e.message]
+    }
+    expect(await refusal(waiting.changeDelay(1_000))).toEqual([
+      'ERR_JOB_STATE',
+      'job w of queue q is wait, not delayed: its delay was not changed',
+    ])
+    expect((await refusal(gone.changeDelay(1_000)))[0]).toBe('ERR_JOB_MISSING')
+    expect((await refusal(run.changeDelay(1_000)))[0]).toBe('ERR_JOB_STATE')
+    for (const bad of [-1, 1.5, Number.NaN, '1000', 366 * 24 * 3_600_000])
+      expect((await refusal(delayed.changeDelay(bad as number)))[0]).toBe('ERR_OPTIONS')
+    expect(await snapshot()).toEqual(before)
+    expect([waiting.delay, delayed.delay]).toEqual([0, 3_600_000])
   })
 })
 

@@ -2,8 +2,10 @@
  * Job ids as BullMQ 6.7 allows them: any text but an integer, ':' only in ids of three parts, '/' and
  * '@' fine, up to 256 characters; and the keys they make stay apart and in the queue's slot.
  */
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, MAX_JOB_ID_LENGTH } from '../../lib/index.js'
+import { QUEUE_KEY_NAMES } from '../../lib/redis/keys.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { snapshot } from '../helpers/snapshot.js'
@@ -92,6 +94,17 @@ describe('ids BullMQ 6.7 refuses, and those that would meet another key', () => 
   ])('%s is refused (ERR_JOB_ID), nothing written', async (_what, id) => {
     const before = await snapshot(redis.client)
     expect(await codeOf(fx.queue.add('x', {}, { jobId: id }))).toBe('ERR_JOB_ID')
+    expect(await snapshot(redis.client)).toEqual(before)
+  })
+
+  it("every queue key name is refused, flows' (waiting-children, handoffs, adding) too; the migrating page lists them all", async () => {
+    const page = readFileSync(new URL('../../docs/migrating-from-bullmq-queue.md', import.meta.url), 'utf8')
+    const paragraph = page.slice(page.indexOf("The queue's key names an id may not take"), page.indexOf('Keys stay apart'))
+    const listed = [...paragraph.matchAll(/`([\w-]+)`/g)].map((m) => m[1]).filter((n) => n !== 'QUEUE_KEY_NAMES' && n !== 'ERR_JOB_ID')
+    expect(listed.sort()).toEqual([...QUEUE_KEY_NAMES].sort())
+    expect(QUEUE_KEY_NAMES).toEqual(expect.arrayContaining(['waiting-children', 'handoffs', 'adding']))
+    const before = await snapshot(redis.client)
+    for (const id of QUEUE_KEY_NAMES) expect([id, await codeOf(fx.queue.add('x', {}, { jobId: id }))]).toEqual([id, 'ERR_JOB_ID'])
     expect(await snapshot(redis.client)).toEqual(before)
   })
 

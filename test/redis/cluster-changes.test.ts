@@ -18,7 +18,7 @@ beforeAll(() => {
 })
 
 describe('on a cluster, under the key guard', () => {
-  it('deduplicated adds and bulks, the holder read and released; updateData, changePriority, moveToDelayed, extendLock', async () => {
+  it('deduplicated adds and bulks, the holder read and released; updateData, changePriority, changeDelay, moveToDelayed, extendLock', async () => {
     // direct: on a Redis Cluster whose slots move, which is under test
     const queue = new Queue('cc', { connection: client })
     const errors: unknown[] = []
@@ -35,6 +35,8 @@ describe('on a cluster, under the key guard', () => {
       expect(bulk[1]?.id).not.toBe(t.id)
       expect(await queue.getDeduplicationJobId('t')).toBe(bulk[1]?.id)
       expect(await queue.removeDeduplicationKey('t')).toBe(1)
+      await bulk[1]?.changeDelay(30_000)
+      expect((await queue.getJob(bulk[1]?.id as string))?.delay).toBe(30_000)
       await a.updateData({ v: 2 })
       await a.changePriority({ priority: 1 })
 

@@ -1,6 +1,6 @@
 /**
  * The key guard (test/helpers/key-guard.ts) over changing a job and deduplication: every script these
- * features run (updateData, changePriority, moveToDelayed, extendLock, add with a deduplication, and the
+ * features run (updateData, changePriority, moveToDelayed, changeDelay, extendLock, add with a deduplication, and the
  * finish and remove that release an id) touches only keys passed in KEYS, so each works on a Redis Cluster.
  */
 import { describe, expect, it } from 'vitest'
@@ -11,7 +11,13 @@ import { nextEvent, waitFor } from '../helpers/wait.js'
 
 const { redis, fx } = useGuardedQueue()
 
-const FILES = [SCRIPT_FILES.updateData, SCRIPT_FILES.changePriority, SCRIPT_FILES.moveToDelayed, SCRIPT_FILES.extendLock]
+const FILES = [
+  SCRIPT_FILES.updateData,
+  SCRIPT_FILES.changePriority,
+  SCRIPT_FILES.moveToDelayed,
+  SCRIPT_FILES.changeDelay,
+  SCRIPT_FILES.extendLock,
+]
 
 /** The guarded source of each file is in Redis's script cache: it ran under the guard. */
 async function expectRan(files: string[]): Promise<void> {
@@ -26,6 +32,9 @@ describe('changing a job under the guard', () => {
     await waiting.changePriority({ priority: 1, lifo: true })
     await waiting.changePriority({ priority: 0 })
     await waiting.remove()
+    const delayed = await fx.queue.add('j', {}, { jobId: 'd', delay: 3_600_000 })
+    await delayed.changeDelay(1_000)
+    await delayed.remove()
 
     let runs = 0
     const w = fx.worker(async (job: Job) => {
