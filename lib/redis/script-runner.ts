@@ -100,8 +100,10 @@ export const nextDue = (inMs: number, at: number): NextDue => ({
 
 /**
  * Runs one script once per call in a single MULTI: all or none (a Redis that refuses one, out of memory,
- * refuses the transaction). The transaction runs EVAL (it cannot fall back from EVALSHA on NOSCRIPT midway);
- * SCRIPT LOAD first would need a second round trip for nothing. Resolves to each call's reply, in order.
+ * refuses the transaction). The first call is an EVAL (a transaction cannot fall back from EVALSHA on
+ * NOSCRIPT midway; SCRIPT LOAD first would need a second round trip for nothing), which caches the script,
+ * so the calls after it are EVALSHA: nothing runs between them, and each EVAL would carry the script's
+ * text again and have Redis hash it again. Resolves to each call's reply, in order.
  */
 export async function evalInTransaction(
   client: RedisClient,
@@ -110,7 +112,10 @@ export async function evalInTransaction(
 ): Promise<unknown[]> {
   const script = loadScript(file)
   const tx = client.multi()
-  for (const { keys, args } of calls) tx.eval(script.lua, keys.length, ...keys, ...args)
+  for (const [i, { keys, args }] of calls.entries()) {
+    if (i === 0) tx.eval(script.lua, keys.length, ...keys, ...args)
+    else tx.evalsha(script.sha, keys.length, ...keys, ...args)
+  }
   let replies: [Error | null, unknown][] | null
   try {
     replies = await tx.exec()
