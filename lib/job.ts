@@ -139,6 +139,21 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return moved
   }
 
+  /** Takes this child from its parent (BullMQ's): true when the parent waited for it; ERR_JOB_MISSING (docs/flows.md). */
+  async removeChildDependency(): Promise<boolean> {
+    const removed = await this.scope().flows().removeChildDependency(this)
+    if (removed) {
+      delete this.parent
+      delete this.parentKey
+    }
+    return removed
+  }
+
+  /** Removes this parent's children not yet started (and theirs), as BullMQ's; running and finished ones stay. */
+  removeUnprocessedChildren(): Promise<void> {
+    return this.scope().flows().removeUnprocessedChildren(this)
+  }
+
   /** BullMQ's name for createdOn. */
   get timestamp(): number {
     return this.createdOn
@@ -281,7 +296,10 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /** Removes the job; ERR_JOB_ACTIVE while it runs (BullMQ throws too: a running job is ended by its worker). */
   async remove(opts?: { removeChildren?: boolean }): Promise<void> {
     if ((await this.scope().queue().remove(this.id, opts)) === 0)
-      throw new EchoMQError('ERR_JOB_ACTIVE', `job ${this.id} could not be removed: it is in flight (BullMQ: locked by a worker)`)
+      throw new EchoMQError(
+        'ERR_JOB_ACTIVE',
+        `job ${this.id} could not be removed: it or a job of its tree is in flight (BullMQ: locked by a worker)`,
+      )
   }
 
   /** The job `id` of `queue`, undefined when there is none (BullMQ's Job.fromId: queue.getJob). */

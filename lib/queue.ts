@@ -216,12 +216,12 @@ export class Queue<
     return act.promoteJob(this.core, id)
   }
 
-  /** BullMQ's remove: 1, or 0 when the job is in flight and was left alone (removeJob says more). */
+  /** BullMQ's remove: 1, or 0 when the job (or a pending job of its tree) is in flight: nothing removed (removeJob says more). */
   remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {
     return act.remove(this.core, id, opts)
   }
 
-  /** EchoMQ's remove: resolves to whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight. */
+  /** EchoMQ's remove: whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight, or a tree with one. */
   removeJob(id: string): Promise<boolean> {
     return act.removeJob(this.core, id)
   }

@@ -48,6 +48,8 @@ local now = nowMs()
 -- Formatted once: Lua formats a number each time it passes one to Redis.
 local nowText = string.format('%d', now)
 local added = {}
+-- A job joined the line: the marker is told once, after the loop.
+local lined = false
 local short = F == 3
 local D = F == 13
 local per = D and 4 or 1
@@ -74,15 +76,24 @@ for i = 1, (#KEYS - 7) / per do
     if not short then
       putOptions(fields, a, deid)
     end
-    rcall('HSET', jobKey, unpack(fields))
-    emit(q, 'added', 'jobId', id, 'name', name)
     if delayMs > 0 then
+      rcall('HSET', jobKey, unpack(fields))
+      emit(q, 'added', 'jobId', id, 'name', name)
       enterDelayed(jobKey, q, id, now + delayMs)
       emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
     else
-      enterWait(jobKey, q, id, now, lifo, priority, true)
+      -- The state goes in with the job (enterWait would write it again): one HSET a job.
+      fields[#fields + 1] = 'state'
+      fields[#fields + 1] = priority > 0 and 'prioritized' or 'wait'
+      rcall('HSET', jobKey, unpack(fields))
+      emit(q, 'added', 'jobId', id, 'name', name)
+      joinLine(q, id, lifo, priority)
+      lined = true
       emit(q, 'waiting', 'jobId', id)
     end
   end
+end
+if lined then
+  rcall('ZADD', q.marker, '0', '0')
 end
 return { now, added }

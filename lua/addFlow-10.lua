@@ -31,7 +31,9 @@
     add-7.lua takes them); parentKey ("" for a root); parent (JSON, "" for a root); the keys of its
     children, one a line ("" for a leaf)
 
-  Returns { now (ms), { per node: 1 added, 0 existed (joined its parent), -7 it has another parent } }.
+  Returns { now (ms), { per node: 1 added, 0 existed (joined its parent), -7 it has another parent },
+  { id, entry, ... } the hand-offs written (the producer delivers them at once, as a finish's worker does,
+  so a parent added again over its ended child moves on now; a sweep delivers them if it stops first) }.
   Emits `added` then `waiting-children` (a parent), `waiting` or `delayed` per node added, `duplicated`.
 ]]
 local rcall = redis.call
@@ -50,6 +52,8 @@ local F = 15
 
 local now = nowMs()
 local nowText = string.format('%d', now)
+-- The hand-offs written here (an existing job that ended joined its parent): the producer delivers them.
+local handoffs = {}
 
 -- An existing job joins its new parent (BullMQ's updateExistingJobsParent); one that already ended hands
 -- its outcome off now, as its end would have.
@@ -57,15 +61,20 @@ local function join(jobKey, id, parentKey, parent)
   if parentKey == '' then
     return 0
   end
-  local f = rcall('HMGET', jobKey, 'parentKey', 'state', 'returnValue', 'failedReason')
+  local f = rcall('HMGET', jobKey, 'parentKey', 'state', 'returnValue', 'failedReason', 'retried')
   if f[1] and f[1] ~= parentKey then
     return -7
   end
   rcall('HSET', jobKey, 'parentKey', parentKey, 'parent', parent)
+  local entry = false
   if f[2] == 'completed' then
-    handOff(handoffsKey, id, parentKey, parent, 'completed', f[3] or 'null')
+    entry = handOff(handoffsKey, id, parentKey, parent, 'completed', f[3] or 'null', false, f[5])
   elseif f[2] == 'failed' then
-    handOff(handoffsKey, id, parentKey, parent, 'failed', f[4] or '')
+    entry = handOff(handoffsKey, id, parentKey, parent, 'failed', f[4] or '', false, f[5])
+  end
+  if entry then
+    handoffs[#handoffs + 1] = id
+    handoffs[#handoffs + 1] = entry
   end
   return 0
 end
@@ -129,4 +138,4 @@ for i = 0, (#KEYS - 10) / 2 - 1 do
     end
   end
 end
-return { now, codes }
+return { now, codes, handoffs }

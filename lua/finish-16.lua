@@ -132,7 +132,7 @@ for i = 0, m - 1 do
   -- of `active` (a sweep's recovery, an operator's retry) clears the field. The receipt costs no field.
   local holder = rcall('GET', lockKey)
   -- `parentKey`: a flow's child (absent for every other job: a queue without flows pays nothing more).
-  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn', 'deid', 'parentKey', 'parent', 'defa')
+  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn', 'deid', 'parentKey', 'parent', 'defa', 'retried')
   if not (job[1] == token and (holder == false or holder == token)) then
     local receipt = job[1] or ''
     local rest = string.sub(receipt, #token + 2)
@@ -156,7 +156,7 @@ for i = 0, m - 1 do
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
       releaseDeduplication(q.meta, job[8], id)
-      local entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'completed', value) or ''
+      local entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'completed', value, false, job[12]) or ''
       local keep = job[5] or keepOverride or DEFAULT_KEEP.completed
       if parseKeep(keep) == 0 then
         rcall('UNLINK', jobKey, logsKey)
@@ -182,14 +182,18 @@ for i = 0, m - 1 do
       local trimSet, entry = '', ''
       if state == 'failed' then
         rcall('HSET', jobKey, 'token', '=' .. token)
-        entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'failed', value) or ''
+        local keepFailed = job[6] or keepOverride or false
+        if job[9] then
+          local removedNow = parseKeep(keepFailed or DEFAULT_KEEP.failed) == 0
+          entry = handOff(handoffsKey, id, job[9], job[10], 'failed', value, removedNow, job[12]) or ''
+        end
         -- A parent failed by its child (failParentOnFailure): the deferred failure is spent (BullMQ's HDEL).
         if job[11] then
           rcall('HDEL', jobKey, 'defa')
         end
         failedCount = failedCount + 1
         -- Last for this run, as it may remove the job at once (retention "0").
-        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, job[6] or keepOverride or false)
+        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed)
       else
         rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
       end

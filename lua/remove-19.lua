@@ -31,9 +31,11 @@
   ARGV[2] "0" not to tell the job's parent (it is being removed), else "1"
   ARGV[3] "1": a parent (a job with any of the four keys of its children) is not removed but answered
           "parent", for the caller to read its children first; "0": removed all the same
+  ARGV[4] "1": a completed or failed job is not removed but answered "kept" (BullMQ's removeUnprocessedChildren
+          keeps the children that ran); absent or "0": removed all the same
 
   Returns { "removed", hand-off entry or "" }, { "missing" } (no such job), { "active" } (in flight;
-  nothing changed) or { "parent" } (see ARGV[3]; nothing changed). Emits `removed`
+  nothing changed), { "parent" } (see ARGV[3]; nothing changed) or { "kept" } (see ARGV[4]; nothing changed). Emits `removed`
   with `prev`, the state the job was removed from (BullMQ's key names: wait, prioritized, delayed,
   completed, failed).
 ]]
@@ -54,6 +56,9 @@ local f = rcall('HMGET', jobKey, 'state', 'deid', 'parentKey', 'parent')
 local state = f[1]
 if not state then
   return { 'missing' }
+end
+if ARGV[4] == '1' and (state == 'completed' or state == 'failed') then
+  return { 'kept' }
 end
 if ARGV[3] == '1' and rcall('EXISTS', KEYS[16], KEYS[17], KEYS[18], KEYS[19]) > 0 then
   return { 'parent' }
@@ -80,7 +85,9 @@ end
 releaseDeduplication(q.meta, f[2], id)
 local entry = ''
 if f[3] and state ~= 'completed' and ARGV[2] ~= '0' then
-  entry = handOff(KEYS[15], id, f[3], f[4], 'removed', '')
+  -- An outcome not yet told (a failure under a policy) is the one the parent must learn: it stays, and goes
+  -- back for the caller to deliver, rather than being overwritten by `removed`.
+  entry = rcall('HGET', KEYS[15], id) or handOff(KEYS[15], id, f[3], f[4], 'removed', '')
 end
 rcall('UNLINK', jobKey, logsKey, KEYS[16], KEYS[17], KEYS[18], KEYS[19])
 emit(q, 'removed', 'jobId', id, 'prev', state)

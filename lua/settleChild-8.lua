@@ -13,6 +13,14 @@
     failed under cpof  -> into the parent's `failed` (ignored failures); the parent moves on at once
     failed under idof  -> into the parent's `failed`; the last dependency moves the parent on
     failed under rdof  -> dropped; the last dependency moves the parent on
+    retried            -> a failed child sent back to wait (job.retry, retryJobs): out of the parent's
+                          `unsuccessful` or `failed` and back among its dependencies; the parent stays where it
+                          is (BullMQ's moveChildBackToParentDependencies: one that moved on is not sent back)
+  Deliveries of one child may cross (a worker delivers a run's failure while the child is retried, a sweep
+  delivers an entry late): each entry has a place in the child's history, 2g for the g-th retry and 2g + 1
+  for the outcome of the run after it, and once a child has been retried its parent's hash keeps the latest
+  place applied ("retried <child key>"). An entry from before it is "stale" and changes nothing. A child
+  never retried costs no field.
   A parent moves on only from `waiting-children` (ZREM: once, whoever delivers): to `delayed` when added
   with a delay, else to the front of `wait` or to `prioritized` (BullMQ's moveParentToWait), `waiting`
   (prev `waiting-children`) or `delayed` emitted.
@@ -31,12 +39,13 @@
   KEYS[12 + 5i]            HASH   <prefix>:{q}:<id>:failed
   KEYS[13 + 5i]            ZSET   <prefix>:{q}:<id>:unsuccessful
 
-  ARGV[1] .. ARGV[4] for the first child, four for each (ARGV[1 + 4i .. 4 + 4i] for child i): the parent's id; the child's key; its outcome: "completed",
-  "removed", or for a failure its policy ("fpof", "cpof", "idof", "rdof"); its return value (JSON) or
-  failed reason
+  ARGV[1] .. ARGV[5] for the first child, five for each (ARGV[1 + 5i .. 5 + 5i] for child i): the parent's
+  id; the child's key; its outcome: "completed", "removed", "retried", or for a failure its policy ("fpof",
+  "cpof", "idof", "rdof"); its return value (JSON) or failed reason; its generation (the child's `retried`
+  count when it ended, or the retry's; "0" for none)
 
-  Returns one code per child: "released" (its parent moved on), "settled", "done" (settled before) or
-  "missing" (no such parent).
+  Returns one code per child: "released" (its parent moved on), "settled", "done" (settled before),
+  "stale" (a run's outcome that a retry overtook) or "missing" (no such parent).
 ]]
 local rcall = redis.call
 local q = {
@@ -72,15 +81,37 @@ local function releaseIfWaiting(jobKey, id)
   return false
 end
 
+-- Whether an entry at `place` in its child's history is not older than the latest applied (then recorded,
+-- once the child has been retried: place > 1).
+local function inOrder(jobKey, childKey, place)
+  local field = 'retried ' .. childKey
+  local latest = tonumber(rcall('HGET', jobKey, field)) or 0
+  if place < latest then
+    return false
+  end
+  if place > latest and place > 1 then
+    rcall('HSET', jobKey, field, place)
+  end
+  return true
+end
+
 local out = {}
 for i = 0, (#KEYS - 8) / 5 - 1 do
   local k = 9 + 5 * i
   local jobKey, depsKey, processedKey, failedKey, unsuccessfulKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local a = 1 + 4 * i
-  local id, childKey, outcome, value = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local a = 1 + 5 * i
+  local id, childKey, outcome, value, gen = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
+  local place = outcome == 'retried' and 2 * gen or 2 * gen + 1
   local code = 'done'
   if rcall('EXISTS', jobKey) == 0 then
     code = 'missing'
+  elseif outcome ~= 'removed' and not inOrder(jobKey, childKey, place) then
+    code = 'stale'
+  elseif outcome == 'retried' then
+    if rcall('ZREM', unsuccessfulKey, childKey) == 1 or rcall('HDEL', failedKey, childKey) == 1 then
+      rcall('SADD', depsKey, childKey)
+      code = 'settled'
+    end
   elseif rcall('SREM', depsKey, childKey) == 1 then
     local released = false
     code = 'settled'

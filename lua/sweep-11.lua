@@ -48,7 +48,8 @@
   Returns { marked ids, recovered ids, failed ids, number of candidates left in active in place, done
   (1|0), trim (1 when `failed` is past its retention plus slack), the next page of candidates, the lease
   deadline of the first job recovered (false when none), the hand-offs written { id, entry, ... } (a
-  flow's child failed past the allowance under a failure policy: lua/includes/handoff.lua) } where done = 1 when a live deadline was
+  flow's child failed past the allowance under a failure policy, or removed at once by a retention of 0:
+  lua/includes/handoff.lua) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
   `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
@@ -76,6 +77,10 @@ local STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
 local maxStalled = nil
 local left, done, trim, firstDeadline = 0, 0, 0, false
 local handoffs = {}
+-- A flow's child failed here is removed at once when its retention in `failed` is 0 (read only for a child).
+local function failedRemovedNow(jobKey)
+  return parseKeep(rcall('HGET', jobKey, 'keepFailed') or DEFAULT_KEEP.failed) == 0
+end
 if n == 0 then
   return { marked, recovered, failed, left, done, trim, {}, firstDeadline, handoffs }
 end
@@ -164,7 +169,7 @@ for i = 0, n - 1 do
         firstDeadline = rcall('ZSCORE', activeKey, id)
       end
       gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid', 'parentKey', 'parent')
+      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid', 'parentKey', 'parent', 'retried')
       local stalls = (tonumber(f[2]) or 0) + 1
       local worker = f[1] or 'unknown'
       local reason = reasons[worker]
@@ -186,7 +191,7 @@ for i = 0, n - 1 do
         releaseDeduplication(q.meta, f[5], id)
         emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
         failed[#failed + 1] = id
-        local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN)
+        local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN, failedRemovedNow(jobKey), f[8])
         if entry then
           handoffs[#handoffs + 1] = id
           handoffs[#handoffs + 1] = entry

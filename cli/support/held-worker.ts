@@ -2,8 +2,8 @@
  * A worker in its own process, so the demo (and the tests) can SIGKILL and SIGSTOP it. Configured by
  * environment: REDIS_URL, QUEUE, PREFIX, LOCK_MS, HEARTBEAT_MS, CONCURRENCY, WORKER_NAME, STALLED_INTERVAL_MS,
  * MAX_STALLED_COUNT, SKIP_STALLED_CHECK, FREEZE_ON_COMPLETED (after reporting a completed job the process
- * freezes, its event loop blocked, until killed: a crash between a finish and what the worker does after
- * it, as telling a flow's parent). Each job is held until the
+ * freezes, its event loop blocked, until killed: a crash right after a finish; a flow child's parent is
+ * told before its event, so a test that needs the crash before that telling refuses it by ACL). Each job is held until the
  * parent sends { type: 'finish', id } (or its signal aborts); the result names this process. Reports
  * 'ready', 'active', 'completed', 'failed', 'lockLost' and 'error' to the parent over IPC.
  */

@@ -1,10 +1,12 @@
 /**
  * The second half of a flow's hand-off: a child's final outcome, left in its queue's outbox (`handoffs`) by
  * the script that ended it (lua/includes/handoff.lua), is told to its parent's queue (lua/settleChild-8.lua,
- * in the parent's slot), then deleted from the outbox. The worker that ended the child delivers at once; a
- * crash between the two steps leaves the entry, which every sweep of the child's queue delivers (lib/sweep.ts,
- * the workers' stalled check and the reaper). Settling is idempotent, so a late or repeated delivery changes
- * nothing: a parent moves on once, whoever delivers.
+ * in the parent's slot), then deleted from the outbox. The worker that ended the child delivers at once, and
+ * emits the child's `completed` or `failed` event only once the parent knows (BullMQ's order: a read in the
+ * event's handler sees the outcome at the parent). A crash between the two steps leaves the entry, which
+ * every sweep of the child's queue delivers (lib/sweep.ts, the workers' stalled check and the reaper).
+ * Settling is idempotent, so a late or repeated delivery changes nothing: a parent moves on once, whoever
+ * delivers; entries of a retried child are ordered by its retry count (lua/settleChild-8.lua).
  */
 import { type ChildOutcome, removeHandoffs, type Settlement, settleChildren } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
@@ -13,24 +15,25 @@ import { parseJobKey, type QueueKeys, queueKeys } from '../redis/keys.js'
 /** Most children one settle call tells their parents about. */
 const SETTLE_PER_CALL = 100
 
-const OUTCOMES: readonly string[] = ['completed', 'removed', 'fpof', 'cpof', 'idof', 'rdof']
+const OUTCOMES: readonly string[] = ['completed', 'removed', 'fpof', 'cpof', 'idof', 'rdof', 'retried']
 
 /** An outbox entry read back; undefined for one that is not an entry (dropped). */
-function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; value: string } | undefined {
+function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; value: string; gen: number } | undefined {
   try {
-    const e = JSON.parse(text) as { parentKey?: unknown; outcome?: unknown; value?: unknown }
+    const e = JSON.parse(text) as { parentKey?: unknown; outcome?: unknown; value?: unknown; gen?: unknown }
     if (typeof e.parentKey !== 'string' || typeof e.outcome !== 'string' || !OUTCOMES.includes(e.outcome)) return undefined
-    return { parentKey: e.parentKey, outcome: e.outcome as ChildOutcome, value: typeof e.value === 'string' ? e.value : '' }
+    const gen = typeof e.gen === 'number' && Number.isSafeInteger(e.gen) && e.gen > 0 ? e.gen : 0
+    return { parentKey: e.parentKey, outcome: e.outcome as ChildOutcome, value: typeof e.value === 'string' ? e.value : '', gen }
   } catch {
     return undefined
   }
 }
 
 /**
- * Delivers entries of `childKeys`' outbox (child id -> entry): one settle call per parent queue (and per
- * SETTLE_PER_CALL children), then one call that deletes them (each only if not rewritten meanwhile). Resolves to the parents that moved on.
+ * Tells the parents about entries of `childKeys`' outbox (child id -> entry): one settle call per parent queue
+ * (and per SETTLE_PER_CALL children). Resolves to the parents that moved on.
  */
-export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys, entries: [string, string][]): Promise<number> {
+async function settleHandoffs(client: RedisClient, childKeys: QueueKeys, entries: [string, string][]): Promise<number> {
   const byQueue = new Map<string, { keys: QueueKeys; settlements: Settlement[] }>()
   for (const [childId, text] of entries) {
     const entry = parseEntry(text)
@@ -42,7 +45,13 @@ export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys,
       group = { keys: queueKeys(parent.prefix, parent.queue), settlements: [] }
       byQueue.set(at, group)
     }
-    group.settlements.push({ parentId: parent.id, childKey: childKeys.job(childId), outcome: entry.outcome, value: entry.value })
+    group.settlements.push({
+      parentId: parent.id,
+      childKey: childKeys.job(childId),
+      outcome: entry.outcome,
+      value: entry.value,
+      gen: entry.gen,
+    })
   }
   let released = 0
   for (const { keys, settlements } of byQueue.values()) {
@@ -51,6 +60,22 @@ export async function deliverHandoffs(client: RedisClient, childKeys: QueueKeys,
       released += codes.filter((c) => c === 'released').length
     }
   }
+  return released
+}
+
+/**
+ * Delivers entries of `childKeys`' outbox: settles them, then deletes them. `settled` is called between the
+ * two, once every parent knows (the worker emits its children's events then). Resolves to the parents that
+ * moved on.
+ */
+export async function deliverHandoffs(
+  client: RedisClient,
+  childKeys: QueueKeys,
+  entries: [string, string][],
+  settled?: () => void,
+): Promise<number> {
+  const released = await settleHandoffs(client, childKeys, entries)
+  settled?.()
   await removeHandoffs(client, childKeys, entries)
   return released
 }

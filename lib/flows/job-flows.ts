@@ -10,6 +10,7 @@ import * as commands from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import { parseJobKey, type QueueKeys } from '../redis/keys.js'
 import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
+import { removeChildDependency, removeUnprocessedChildren } from './dependency.js'
 
 type Kind = commands.DependencyKind
 const KINDS: readonly Kind[] = ['processed', 'unprocessed', 'ignored', 'failed']
@@ -34,6 +35,8 @@ export interface JobFlows {
   getDependencies(job: Job, options: unknown): Promise<Dependencies>
   getDependenciesCount(job: Job, options: unknown): Promise<Partial<Record<Kind, number>>>
   moveToWaitingChildren(job: Job, token: string, options: unknown): Promise<boolean>
+  removeChildDependency(job: Job): Promise<boolean>
+  removeUnprocessedChildren(job: Job): Promise<void>
 }
 
 export interface JobFlowsContext {
@@ -108,6 +111,12 @@ export function jobFlows(ctx: JobFlowsContext): JobFlows {
       const kinds = kindsOf('getDependenciesCount', options)
       const counts = await call('count the dependencies of a job of queue', () => commands.countDependencies(client, keys, job.id, kinds))
       return Object.fromEntries(kinds.map((k, i) => [k, counts[i] ?? 0]))
+    },
+    removeChildDependency(job) {
+      return call('remove a child dependency of a job of queue', () => removeChildDependency(client, keys, queue, job.id, job.parentKey))
+    },
+    removeUnprocessedChildren(job) {
+      return call('remove the unprocessed children of a job of queue', () => removeUnprocessedChildren(client, keys, job.id))
     },
     async moveToWaitingChildren(job, token, options) {
       if (typeof token !== 'string') fail('ERR_OPTIONS', `expected token to be a string, got: ${describe(token)}`)

@@ -12,6 +12,7 @@ import { EchoMQError } from '../errors.js'
 import { addFlowNodes, adoptChildren, doneAdding, jobsExist, type NodeCode, settleChildren, TAKE_MAX_BYTES } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import { queueKeys } from '../redis/keys.js'
+import { deliverHandoffs } from './handoffs.js'
 import type { PlannedNode } from './tree.js'
 
 /** Most nodes, and bytes of their data and children's keys, in one script call (the calls of a MULTI). */
@@ -86,11 +87,15 @@ export async function writeFlows(client: RedisClient, roots: PlannedNode[], node
       [...byQueue.values()].map(async (group) => {
         const first = group[0] as PlannedNode
         const calls = callsOf(group)
-        const { createdOn, codes } = await addFlowNodes(
+        const keys = queueKeys(first.prefix, first.queue)
+        const { createdOn, codes, handoffs } = await addFlowNodes(
           client,
-          queueKeys(first.prefix, first.queue),
+          keys,
           calls.map((c) => c.map((n) => n.args)),
         )
+        // Existing jobs that had ended joined their new parents: told now (a parent added again over its
+        // completed child runs at once, as BullMQ's); its parent already counts all its children.
+        if (handoffs.length > 0) await deliverHandoffs(client, keys, handoffs)
         for (const [i, n] of calls.flat().entries()) {
           const code = codes[i] ?? 'added'
           out.set(n, { createdOn, code })

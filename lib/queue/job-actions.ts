@@ -4,6 +4,7 @@
  */
 
 import { EchoMQError } from '../errors.js'
+import { deliverHandoffs } from '../flows/handoffs.js'
 import { removeJob as removeFlowJob } from '../flows/removal.js'
 import type { Job, JobState } from '../job.js'
 import type { JobProgress } from '../listeners.js'
@@ -53,7 +54,11 @@ async function retryNamed(q: QueueCore, given: unknown): Promise<string[]> {
     fail('ERR_OPTIONS', `expected ids to be an array of 1-${MAX_JOBS_PER_CALL} job ids, got: ${describe(given)}`)
   }
   const ids = [...new Set(given.map((id) => validateJobId(id)))]
-  const { moved, notFailed } = await q.call('retry failed jobs of queue', () => commands.retry(q.client, q.keys, ids, true))
+  const { moved, notFailed } = await q.call('retry failed jobs of queue', async () => {
+    const reply = await commands.retry(q.client, q.keys, ids, true)
+    await tellParents(q, reply.handoffs)
+    return reply
+  })
   if (notFailed?.state === 'missing') {
     throw new EchoMQError('ERR_JOB_MISSING', `job ${notFailed.id} of queue ${q.name} does not exist; nothing was retried`)
   }
@@ -61,6 +66,14 @@ async function retryNamed(q: QueueCore, given: unknown): Promise<string[]> {
     throw new EchoMQError('ERR_JOB_STATE', `job ${notFailed.id} of queue ${q.name} is ${notFailed.state}, not failed; nothing was retried`)
   }
   return moved
+}
+
+/**
+ * A flow's children retried are their parents' pending dependencies again (lib/flows/handoffs.ts): told
+ * before the call resolves, as BullMQ's retry changes the parent in the same step.
+ */
+async function tellParents(q: QueueCore, handoffs: [string, string][]): Promise<void> {
+  if (handoffs.length > 0) await deliverHandoffs(q.client, q.keys, handoffs)
 }
 
 /** The oldest failed jobs, at most `limit`. */
@@ -80,7 +93,10 @@ async function retryOldest(q: QueueCore, limit: number): Promise<string[]> {
       const ids = read.filter((id) => !moved.has(id))
       skip += read.length - ids.length
       if (read.length === 0) return undefined
-      return ids.length === 0 ? [] : (await commands.retry(q.client, q.keys, ids, false, bound)).moved
+      if (ids.length === 0) return []
+      const reply = await commands.retry(q.client, q.keys, ids, false, bound)
+      await tellParents(q, reply.handoffs)
+      return reply.moved
     })
     if (batch === undefined) break
     for (const id of batch) moved.add(id)
@@ -109,27 +125,29 @@ export async function promoteJob(q: QueueCore, id: string): Promise<void> {
 
 /**
  * Removes a job that is not in flight, with its log, as BullMQ's remove: resolves to 1, or to 0 when the
- * job is in flight (BullMQ: locked) and was left alone. An id with no job resolves to 1, as in BullMQ
- * (nothing was locked); `removed` is emitted on this Queue for a 1. `opts.removeChildren` is accepted
- * (EchoMQ has no flows, so a job has no children). removeJob says more.
+ * job, or a pending job of its tree (`removeChildren`, the default), is in flight (BullMQ: locked) and
+ * nothing was removed. An id with no job resolves to 1, as in BullMQ (nothing was locked); `removed` is
+ * emitted on this Queue for a 1. removeJob says more.
  */
 export async function remove(q: QueueCore, id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {
   const o = checkKnown('remove', opts, ['removeChildren'])
   const outcome = await removeOutcome(q, id, o.removeChildren !== false)
-  if (outcome === 'active') return 0
+  if (outcome === 'active' || outcome === 'tree-active') return 0
   q.emitter.emit('removed', id)
   return 1
 }
 
-/** EchoMQ's remove: resolves to whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight. */
+/** EchoMQ's remove: whether there was such a job; ERR_JOB_ACTIVE (nothing removed) for one in flight, or a tree with one. */
 export async function removeJob(q: QueueCore, id: string): Promise<boolean> {
   const outcome = await removeOutcome(q, id)
   if (outcome === 'active') throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${q.name} is in flight; it was not removed`)
+  if (outcome === 'tree-active')
+    throw new EchoMQError('ERR_JOB_ACTIVE', `job ${id} of queue ${q.name} has a job of its tree in flight; nothing was removed`)
   if (outcome === 'removed') q.emitter.emit('removed', id)
   return outcome === 'removed'
 }
 
-async function removeOutcome(q: QueueCore, id: string, removeChildren = true): Promise<'removed' | 'missing' | 'active'> {
+async function removeOutcome(q: QueueCore, id: string, removeChildren = true): Promise<Awaited<ReturnType<typeof removeFlowJob>>> {
   q.assertOpen()
   validateJobId(id)
   return q.call('remove a job of queue', () => removeFlowJob(q.client, q.keys, id, removeChildren))

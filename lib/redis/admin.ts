@@ -8,18 +8,18 @@ import type { JobState } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
 import type { QueueKeys } from './keys.js'
-import { evalScript, eventKeys, jobAndLogs, prioritizedKeys } from './script-runner.js'
+import { evalScript, eventKeys, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const ADMIN_SCRIPTS = {
-  retry: 'retry-7.lua',
+  retry: 'retry-8.lua',
   remove: 'remove-19.lua',
   pause: 'pause-6.lua',
   progress: 'progress-5.lua',
   log: 'log-3.lua',
-  clean: 'clean-4.lua',
-  drain: 'drain-6.lua',
-  obliterate: 'obliterate-15.lua',
+  clean: 'clean-5.lua',
+  drain: 'drain-7.lua',
+  obliterate: 'obliterate-18.lua',
   limit: 'limit-1.lua',
   listen: 'listen-1.lua',
 } as const
@@ -27,7 +27,8 @@ export const ADMIN_SCRIPTS = {
 /**
  * Sends failed jobs back to `wait` with a fresh attempts budget. `strict`: every id must be failed, else
  * nothing changes and the first other id is returned as `notFailed`, with its state. `maxScore`: only
- * jobs that failed no later than this (their score in `failed`) move.
+ * jobs that failed no later than this (their score in `failed`) move. `handoffs`: the entries a flow's
+ * children left for their parents (lib/flows/handoffs.ts delivers them).
  */
 export async function retry(
   client: RedisClient,
@@ -35,27 +36,38 @@ export async function retry(
   ids: string[],
   strict: boolean,
   maxScore = Number.POSITIVE_INFINITY,
-): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined }> {
-  const [status, result, state] = (await evalScript(
+): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined; handoffs: [string, string][] }> {
+  const [status, result, third] = (await evalScript(
     client,
     ADMIN_SCRIPTS.retry,
-    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, ...ids.map((id) => keys.job(id))],
+    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, keys.handoffs, ...ids.map((id) => keys.job(id))],
     [strict ? 'strict' : 'any', Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
-  )) as ['ok', string[], undefined] | ['not-failed', string, JobState | 'missing']
-  return status === 'ok' ? { moved: result, notFailed: undefined } : { moved: [], notFailed: { id: result, state } }
+  )) as ['ok', string[], string[]] | ['not-failed', string, JobState | 'missing']
+  if (status !== 'ok') return { moved: [], notFailed: { id: result, state: third }, handoffs: [] }
+  const handoffs: [string, string][] = []
+  for (let i = 0; i + 1 < third.length; i += 2) handoffs.push([third[i] as string, third[i + 1] as string])
+  return { moved: result, notFailed: undefined, handoffs }
 }
+
+/** What remove-19.lua did: removed, or why not. */
+export type RemoveOutcome = 'removed' | 'missing' | 'active' | 'parent' | 'kept'
 
 /**
  * Removes a job that is not in flight, with a parent's own keys; a flow's child that had not completed
  * leaves the entry for its parent (`handoff`, lib/flows/handoffs.ts delivers it) unless `tellParent` is false.
- * With `parentCheck`, a parent is left as it is and answered `parent` (its children are read first).
+ * With `parentCheck`, a parent is left as it is and answered `parent` (its children are read first); with
+ * `keepFinished`, a completed or failed job is left as it is and answered `kept`.
  */
 export async function remove(
   client: RedisClient,
   keys: QueueKeys,
   id: string,
-  { tellParent = true, parentCheck = false }: { tellParent?: boolean; parentCheck?: boolean } = {},
-): Promise<{ outcome: 'removed' | 'missing' | 'active' | 'parent'; handoff?: string }> {
+  {
+    tellParent = true,
+    parentCheck = false,
+    keepFinished = false,
+  }: { tellParent?: boolean; parentCheck?: boolean; keepFinished?: boolean } = {},
+): Promise<{ outcome: RemoveOutcome; handoff?: string }> {
   const [outcome, handoff] = (await evalScript(
     client,
     ADMIN_SCRIPTS.remove,
@@ -77,8 +89,8 @@ export async function remove(
       keys.failedChildren(id),
       keys.unsuccessful(id),
     ],
-    [id, tellParent ? '1' : '0', parentCheck ? '1' : '0'],
-  )) as ['removed' | 'missing' | 'active' | 'parent', string?]
+    [id, tellParent ? '1' : '0', parentCheck ? '1' : '0', keepFinished ? '1' : '0'],
+  )) as [RemoveOutcome, string?]
   return handoff ? { outcome, handoff } : { outcome }
 }
 
@@ -146,38 +158,68 @@ export async function clearLogs(client: RedisClient, keys: QueueKeys, id: string
 
 // ---- clean, drain, obliterate ------------------------------------------------------------------------
 
-/** Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the first younger one. */
+/** A job's flow keys (a parent's children: BullMQ's dependencies, processed, failed, unsuccessful), removed with it. */
+const flowKeys = (k: QueueKeys, id: string) => [k.dependencies(id), k.processed(id), k.failedChildren(id), k.unsuccessful(id)]
+
+/**
+ * Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the
+ * first younger one. `handoffs`: the outbox entries of the failed flow children among them, to deliver.
+ */
 export async function clean(
   client: RedisClient,
   keys: QueueKeys,
   set: FinishedSet,
   graceMs: number,
   ids: string[],
-): Promise<{ removed: string[]; done: boolean }> {
-  const [removed, done] = (await evalScript(
+): Promise<{ removed: string[]; done: boolean; handoffs: [string, string][] }> {
+  const [removed, done, flat] = (await evalScript(
     client,
     ADMIN_SCRIPTS.clean,
-    [keys[set], ...eventKeys(keys), ...jobAndLogs(keys, ids)],
+    [keys[set], ...eventKeys(keys), keys.handoffs, ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)])],
     [graceMs, ...ids],
-  )) as [string[], number]
-  return { removed, done: done === 1 }
+  )) as [string[], number, string[]]
+  return { removed, done: done === 1, handoffs: pairs(flat) }
+}
+
+/** A flat list of pairs ([id, entry, id, entry...]) as tuples. */
+function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string])
+  return out
 }
 
 /** Where drain read the ids it passes. */
 export type DrainSource = 'wait' | 'reserved' | 'prioritized' | 'delayed'
 
-/** Removes the given waiting (or delayed) jobs that are still where they were read; resolves to the ids removed. */
-export async function drain(client: RedisClient, keys: QueueKeys, source: DrainSource, ids: string[]): Promise<string[]> {
-  return (await evalScript(
+/**
+ * Removes the given waiting (or delayed) jobs that are still where they were read; resolves to the ids
+ * removed and the outbox entries of the flow children among them, to deliver (child id -> entry).
+ */
+export async function drain(
+  client: RedisClient,
+  keys: QueueKeys,
+  source: DrainSource,
+  ids: string[],
+): Promise<{ removed: string[]; handoffs: [string, string][] }> {
+  const [removed, flat] = (await evalScript(
     client,
     ADMIN_SCRIPTS.drain,
-    [keys.wait, keys.reserved, keys.delayed, keys.marker, ...prioritizedKeys(keys), ...jobAndLogs(keys, ids)],
+    [
+      keys.wait,
+      keys.reserved,
+      keys.delayed,
+      keys.marker,
+      ...prioritizedKeys(keys),
+      keys.handoffs,
+      ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)]),
+    ],
     [source, ...ids],
-  )) as string[]
+  )) as [string[], string[]]
+  return { removed, handoffs: pairs(flat) }
 }
 
 /** Where obliterate read the ids it passes. */
-export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed'
+export type ObliterateSource = 'wait' | 'reserved' | 'active' | 'prioritized' | 'delayed' | 'completed' | 'failed' | 'waiting-children'
 
 const queueOwnKeys = (k: QueueKeys) => [
   k.wait,
@@ -195,6 +237,9 @@ const queueOwnKeys = (k: QueueKeys) => [
   k.prioritized,
   k.reservedScores,
   k.limiter,
+  k.waitingChildren,
+  k.handoffs,
+  k.adding,
 ]
 
 /**
@@ -206,15 +251,15 @@ export async function obliterate(
   keys: QueueKeys,
   force: boolean,
   step: { source: ObliterateSource; ids: string[] } | undefined,
-): Promise<{ status: 'active' | 'ok' | 'done' | 'more'; count: number }> {
+): Promise<{ status: 'active' | 'ok' | 'done' | 'more'; count: number; handoffs: [string, string][] }> {
   const ids = step?.ids ?? []
-  const [status, count] = (await evalScript(
+  const [status, count, flat] = (await evalScript(
     client,
     ADMIN_SCRIPTS.obliterate,
-    [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)])],
+    [...queueOwnKeys(keys), ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id), ...flowKeys(keys, id)])],
     [step ? 'jobs' : 'keys', force ? '1' : '0', step?.source ?? '', ...ids],
-  )) as ['active' | 'ok' | 'done' | 'more', number]
+  )) as ['active' | 'ok' | 'done' | 'more', number, string[]?]
   // The workers' sweep throttle (stalled-check, a plain key with a PX) goes with the queue's keys.
   if (status === 'done') await client.del(keys.stalledCheck)
-  return { status, count }
+  return { status, count, handoffs: pairs(flat ?? []) }
 }

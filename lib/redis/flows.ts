@@ -1,7 +1,7 @@
 /**
  * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-3 makes
  * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
- * moveToWaitingChildren-10 parks a running parent; and the plain reads and deletes of a parent's
+ * moveToWaitingChildren-10 parks a running parent, detachChild-2 takes a child from its parent; and the plain reads and deletes of a parent's
  * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
  */
 import type { RedisClient } from './connection.js'
@@ -16,6 +16,7 @@ export const FLOW_SCRIPTS = {
   settleChild: 'settleChild-8.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
   forgetHandoffs: 'forgetHandoffs-1.lua',
+  detachChild: 'detachChild-2.lua',
 } as const
 
 /** One node of a flow, as addFlow-10.lua writes it. */
@@ -54,13 +55,14 @@ export type NodeCode = 'added' | 'existed' | 'refused'
 
 /**
  * Writes nodes of one queue in calls sent in one MULTI (all or none); resolves to when they were
- * created (ms, Redis's clock) and a code per node, in order.
+ * created (ms, Redis's clock), a code per node, in order, and the hand-offs written (id, entry) by existing
+ * jobs that had ended.
  */
 export async function addFlowNodes(
   client: RedisClient,
   keys: QueueKeys,
   calls: FlowNodeArgs[][],
-): Promise<{ createdOn: number; codes: NodeCode[] }> {
+): Promise<{ createdOn: number; codes: NodeCode[]; handoffs: [string, string][] }> {
   const fixed = [
     keys.wait,
     keys.delayed,
@@ -81,12 +83,14 @@ export async function addFlowNodes(
   )
   let createdOn = 0
   const codes: NodeCode[] = []
+  const handoffs: [string, string][] = []
   for (const reply of replies) {
-    const [now, list] = reply as [number, number[]]
+    const [now, list, written] = reply as [number, number[], string[]]
     createdOn = now
     for (const c of list) codes.push(c === 1 ? 'added' : c === 0 ? 'existed' : 'refused')
+    for (let i = 0; i + 1 < written.length; i += 2) handoffs.push([written[i] as string, written[i + 1] as string])
   }
-  return { createdOn, codes }
+  return { createdOn, codes, handoffs }
 }
 
 /** Adds child keys to an existing job's dependencies; false (nothing written) when there is no such job. */
@@ -116,7 +120,7 @@ export function pendingChildren(client: RedisClient, keys: QueueKeys, id: string
 }
 
 /** A child's outcome for its parent: completed, removed, or a failure under its policy (BullMQ's fpof...). */
-export type ChildOutcome = 'completed' | 'removed' | 'fpof' | 'cpof' | 'idof' | 'rdof'
+export type ChildOutcome = 'completed' | 'removed' | 'fpof' | 'cpof' | 'idof' | 'rdof' | 'retried'
 
 export interface Settlement {
   parentId: string
@@ -124,9 +128,11 @@ export interface Settlement {
   outcome: ChildOutcome
   /** The return value (JSON) or the failed reason. */
   value: string
+  /** How many times the child had been retried when it ended (its run's generation; 0 when absent). */
+  gen?: number
 }
 
-export type SettleCode = 'released' | 'settled' | 'done' | 'missing'
+export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
 
 /** Tells parents of one queue what their children ended with (settleChild-8.lua); a code per entry. */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
@@ -138,7 +144,7 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
     keys.failedChildren(e.parentId),
     keys.unsuccessful(e.parentId),
   ])
-  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value])
+  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value, String(e.gen ?? 0)])
   return (await evalScript(client, FLOW_SCRIPTS.settleChild, [...fixed, ...perEntry], args)) as SettleCode[]
 }
 
@@ -174,6 +180,19 @@ export async function moveToWaitingChildren(
 export async function removeHandoffs(client: RedisClient, keys: QueueKeys, entries: [string, string][]): Promise<void> {
   if (entries.length === 0) return
   await evalScript(client, FLOW_SCRIPTS.forgetHandoffs, [keys.handoffs], [...entries.map(([id]) => id), ...entries.map(([, e]) => e)])
+}
+
+/** A page of a queue's outbox (HSCAN from `cursor`, about `count`): child id -> entry, and the next cursor ("0": the end). */
+export async function outboxPage(
+  client: RedisClient,
+  keys: QueueKeys,
+  cursor: string,
+  count: number,
+): Promise<{ next: string; entries: [string, string][] }> {
+  const [next, flat] = await client.hscan(keys.handoffs, cursor, 'COUNT', count)
+  const entries: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) entries.push([flat[i] as string, flat[i + 1] as string])
+  return { next, entries }
 }
 
 /** A parent's children, all of them: completed (key -> value JSON), pending keys, ignored failures, failing keys. */
@@ -249,4 +268,21 @@ export function readProcessed(client: RedisClient, keys: QueueKeys, id: string):
 /** A parent's ignored child failures: key -> failed reason. */
 export function readIgnoredFailures(client: RedisClient, keys: QueueKeys, id: string): Promise<Record<string, string>> {
   return client.hgetall(keys.failedChildren(id))
+}
+
+/** What detachChild-2.lua did: detached (the outbox entry to deliver), an entry still to deliver first, nothing. */
+export type DetachReply =
+  | { status: 'detached'; entry: string }
+  | { status: 'pending'; entry: string }
+  | { status: 'none' }
+  | { status: 'missing' }
+
+/** A child leaves its parent `parentKey` (detachChild-2.lua): its side, and the parent's entry in its outbox. */
+export async function detachChild(client: RedisClient, keys: QueueKeys, id: string, parentKey: string): Promise<DetachReply> {
+  const [status, entry] = (await evalScript(client, FLOW_SCRIPTS.detachChild, [keys.job(id), keys.handoffs], [id, parentKey])) as [
+    DetachReply['status'],
+    string?,
+  ]
+  if (status === 'detached' || status === 'pending') return { status, entry: entry ?? '' }
+  return status === 'missing' ? { status } : { status: 'none' }
 }

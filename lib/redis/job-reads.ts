@@ -257,9 +257,14 @@ export async function setEventsMaxLen(client: RedisClient, keys: QueueKeys, maxL
 }
 
 /** A page of ids of the tail of `wait` (next first), of `reserved` or of a sorted set's head: what drain and obliterate read. */
-export async function headIds(client: RedisClient, keys: QueueKeys, source: 'wait' | 'reserved' | JobSet, n: number): Promise<string[]> {
+export async function headIds(
+  client: RedisClient,
+  keys: QueueKeys,
+  source: 'wait' | 'reserved' | 'waiting-children' | JobSet,
+  n: number,
+): Promise<string[]> {
   if (source === 'wait') return (await client.lrange(keys.wait, -n, -1)).reverse()
-  return client.zrange(keys[source], '0', String(n - 1))
+  return client.zrange(source === 'waiting-children' ? keys.waitingChildren : keys[source], '0', String(n - 1))
 }
 
 /** The queue's sorted sets of jobs. */

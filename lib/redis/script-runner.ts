@@ -80,8 +80,6 @@ function refusedInScript(err: unknown, script: Script): unknown {
 }
 
 export const jobKeyPairs = (keys: QueueKeys, ids: string[]) => ids.flatMap((id) => [keys.job(id), keys.lock(id)])
-/** A job's hash and log: what is deleted with a job. */
-export const jobAndLogs = (keys: QueueKeys, ids: string[]) => ids.flatMap((id) => [keys.job(id), keys.logs(id)])
 /** What a script that emits events needs: meta (the stream's cap), the stream and the listened key. */
 export const eventKeys = (keys: QueueKeys) => [keys.meta, keys.events, keys.listened]
 /** Where reservations and prioritized jobs are kept: what every script that takes or hands back needs. */
@@ -102,8 +100,10 @@ export const nextDue = (inMs: number, at: number): NextDue => ({
 
 /**
  * Runs one script once per call in a single MULTI: all or none (a Redis that refuses one, out of memory,
- * refuses the transaction). The transaction runs EVAL (it cannot fall back from EVALSHA on NOSCRIPT midway);
- * SCRIPT LOAD first would need a second round trip for nothing. Resolves to each call's reply, in order.
+ * refuses the transaction). The first call is an EVAL (a transaction cannot fall back from EVALSHA on
+ * NOSCRIPT midway; SCRIPT LOAD first would need a second round trip for nothing), which caches the script,
+ * so the calls after it are EVALSHA: nothing runs between them, and each EVAL would carry the script's
+ * text again and have Redis hash it again. Resolves to each call's reply, in order.
  */
 export async function evalInTransaction(
   client: RedisClient,
@@ -112,7 +112,10 @@ export async function evalInTransaction(
 ): Promise<unknown[]> {
   const script = loadScript(file)
   const tx = client.multi()
-  for (const { keys, args } of calls) tx.eval(script.lua, keys.length, ...keys, ...args)
+  for (const [i, { keys, args }] of calls.entries()) {
+    if (i === 0) tx.eval(script.lua, keys.length, ...keys, ...args)
+    else tx.evalsha(script.sha, keys.length, ...keys, ...args)
+  }
   let replies: [Error | null, unknown][] | null
   try {
     replies = await tx.exec()

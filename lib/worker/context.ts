@@ -30,6 +30,12 @@ import type { TakeAhead } from './take-ahead.js'
  */
 export const IDLE: unique symbol = Symbol('echomq.worker.idle')
 export const HANDED_BACK: unique symbol = Symbol('echomq.worker.handedBack')
+/**
+ * An internal Worker option (keyed by this symbol, so no BullMQ program sets it): the most jobs the worker
+ * starts in its life. The worker-function handler gives its maxJobs: the worker then takes, reserves and
+ * reads into its hand no job it could not start, rather than hand the surplus back when it stops.
+ */
+export const MAX_STARTS: unique symbol = Symbol('echomq.worker.maxStarts')
 
 /**
  * BullMQ's processor: (job, token, signal). The token is the run's (job.token too); the signal aborts on a
@@ -43,7 +49,11 @@ export type Processor<Data = Untyped, Result = Untyped, Name extends string = st
 ) => Promise<Result> | Result
 
 /** How a run's finish call ended, and when. */
-export type FinishOutcome = RunOutcome & { finishedOn: number }
+export type FinishOutcome = RunOutcome & {
+  finishedOn: number
+  /** A flow's child: settles once its parent knows its outcome (or the delivery failed: a sweep retries it). */
+  delivered?: Promise<void>
+}
 
 /**
  * A run's phase, as close() sees it: `running` and `finishing` ones are waited for; `lost` ones are no
@@ -138,6 +148,8 @@ export interface RunContext {
   processing: number
   /** Jobs the take or finish calls in flight are taking, each for a slot free now. */
   incoming: number
+  /** Jobs the worker may still start (MAX_STARTS less those started; infinite without it). */
+  startsLeft: number
   /** worker.pause(): no job is taken until resume(). */
   pausedLocally: boolean
   /** A job started since the worker last found the queue empty (for the `drained` event). */

@@ -51,6 +51,9 @@ import { TakeAhead } from './take-ahead.js'
  */
 const RECONNECTS_PER_CALL = 20
 
+/** Finish calls a worker has out at once (worker/batcher.ts): one running in Redis, one on its way. */
+const FINISHES_IN_FLIGHT = 2
+
 export class WorkerCore implements RunContext {
   readonly keys: QueueKeys
   readonly conn: Connection
@@ -87,6 +90,7 @@ export class WorkerCore implements RunContext {
   processing = 0
   /** Jobs the take or finish calls in flight are taking, each for a slot free now. */
   incoming = 0
+  startsLeft: number
   /** worker.pause(): no job is taken until resume(). */
   pausedLocally = false
   /** A job started since the worker last found the queue empty (for the `drained` event). */
@@ -106,8 +110,10 @@ export class WorkerCore implements RunContext {
     readonly id: string,
     readonly processor: Processor,
     readonly settings: WorkerSettings,
+    maxStarts = Number.POSITIVE_INFINITY,
   ) {
     const { clock, lockDuration } = settings
+    this.startsLeft = maxStarts
     this.keys = queueKeys(settings.prefix, name)
     this.conn = openConnection(settings.connection, { redisOptions: resilient(RECONNECTS_PER_CALL) })
     const client = this.conn.client
@@ -128,6 +134,8 @@ export class WorkerCore implements RunContext {
       read: (n) => readCandidates(client, this.keys, n),
       giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids).then((n) => this.handedBack(n))),
       held: () => this.hand.size,
+      // Jobs that may still be taken or set aside: those the worker may start, less those calls in flight take.
+      budget: () => this.startsLeft - this.incoming,
       clock,
       onError: (err) => this.report(this.failure('return reserved jobs to wait in queue', err)),
     })
@@ -160,7 +168,7 @@ export class WorkerCore implements RunContext {
           held.map((s) => s.job.id),
         ),
     })
-    this.finishes = new Batcher(Math.max(1, Math.ceil(settings.concurrency / 2)), (runs) => finishRuns(this, runs))
+    this.finishes = new Batcher(Math.max(1, Math.ceil(settings.concurrency / 2)), (runs) => finishRuns(this, runs), FINISHES_IN_FLIGHT)
     this.stalledChecker = this.stalledCheck()
   }
 

@@ -53,25 +53,32 @@ export async function finishRuns(core: RunContext, runs: FinishRun[]): Promise<F
     }),
   )
   startReady(core)
-  handOff(
+  const delivered = handOff(
     core,
     reply.runs.flatMap((r, i) => (r.handoff === undefined ? [] : [[(runs[i] as FinishRun).run.id, r.handoff] as [string, string]])),
   )
-  return reply.runs.map((r) => ({ ...r, finishedOn: reply.finishedOn }))
+  return reply.runs.map((r) => ({ ...r, finishedOn: reply.finishedOn, ...(r.handoff === undefined || !delivered ? {} : { delivered }) }))
 }
 
 /**
- * Tells the parents of the flow children this call ended (lib/flows/handoffs.ts), after the runs' own
- * events (the next turn of the event loop): a failure leaves the entries to the queue's next sweep.
+ * Tells the parents of the flow children this call ended (lib/flows/handoffs.ts), at once: the runs' events
+ * wait for the returned promise, so a parent knows its child's outcome by the child's event (as in BullMQ).
+ * It resolves once the parents were told, or the delivery failed (the entries stay for the queue's next
+ * sweep); the outbox is cleaned after.
  */
-function handOff(core: RunContext, entries: [string, string][]): void {
-  if (entries.length === 0) return
-  const delivery = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
-    deliverHandoffs(core.conn.client, core.keys, entries).catch((err: unknown) => {
+function handOff(core: RunContext, entries: [string, string][]): Promise<void> | undefined {
+  if (entries.length === 0) return undefined
+  let settled: () => void = () => undefined
+  const delivered = new Promise<void>((resolve) => {
+    settled = resolve
+  })
+  const delivery = deliverHandoffs(core.conn.client, core.keys, entries, settled)
+    .catch((err: unknown) => {
       core.report(core.failure('tell the parents of flow jobs of queue', err))
-    }),
-  )
+    })
+    .finally(settled)
   void core.calls.track(delivery)
+  return delivered
 }
 
 /** What a call said of the jobs started from the hand: taken (their leases renewed from now on), or lost. */

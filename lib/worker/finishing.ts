@@ -47,6 +47,16 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
     if (reply.trim) core.trimmer.request(reply.trim)
     run.job.state = reply.state as JobState
     if (action === 'release') return
+    if (reply.delivered) {
+      // A flow's child: its event waits until its parent knows (worker/finish-batch.ts). Its job has ended:
+      // the run leaves now, so its slot is free to take for meanwhile (close() waits for the delivery).
+      if (core.runs.get(run.job.id) === run) {
+        core.locks.remove(run.job.id)
+        core.runs.delete(run.job.id)
+        core.wake?.()
+      }
+      await reply.delivered
+    }
     run.job.attemptsMade += 1
     if (reply.state === 'completed' || reply.state === 'failed') run.job.finishedOn = reply.finishedOn
     if (action === 'complete') {

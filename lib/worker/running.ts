@@ -46,6 +46,7 @@ function start(core: RunContext, { job, token, sentAt }: Started, fromHand = fal
   const controller = core.wantsSignal ? new AbortController() : undefined
   if (!fromHand) core.locks.add({ id: job.id, token }, sentAt)
   core.processing++
+  core.startsLeft--
   core.hadWork = true
   const run: Run = { job: new Job(job, core.scope, token), token, controller, phase: 'running', done: Promise.resolve() }
   core.runs.set(job.id, run)

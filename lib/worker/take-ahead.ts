@@ -54,6 +54,8 @@ export interface TakeAheadOptions {
   giveBack(ids: string[]): Promise<unknown>
   /** How many jobs the worker holds in hand (reserved ids read, not started). */
   held(): number
+  /** Jobs the worker may still take or set aside, those set aside included (none given: no bound). */
+  budget?(): number
   clock: Clock
   onError(err: unknown): void
 }
@@ -126,8 +128,8 @@ export class TakeAhead {
   /** Up to `n` candidates for a take: reserved ids first, else peeked ones, else ids read from `wait`. */
   async forTake(n: number): Promise<Lookahead> {
     const next = this.next(n)
-    if (next.ids.length > 0 || this.closed) return next
-    const ids = await this.o.read(n)
+    if (next.ids.length > 0 || this.closed || this.room() <= 0) return next
+    const ids = await this.o.read(Math.min(n, this.room()))
     for (const id of ids) this.claimed.add(id)
     return { ...nothing(this.o.clock.now()), ids }
   }
@@ -152,7 +154,7 @@ export class TakeAhead {
     const fresh = head !== undefined && look.at - (this.reservedAt.get(head) ?? look.at) < this.o.reserveMs / 4
     look.hand = fresh ? this.pool.splice(0, toRead) : []
     this.reading.push(...look.hand)
-    const { reserve, peek } = runs > 0 ? this.plan(runs) : { reserve: 0, peek: 0 }
+    const { reserve, peek } = runs > 0 ? this.plan(runs, look.ids.length) : { reserve: 0, peek: 0 }
     look.reserve = reserve
     look.peek = peek
     look.finish = true
@@ -269,6 +271,11 @@ export class TakeAhead {
     return this.pool.length + this.reserving + this.readingCount() + this.o.held()
   }
 
+  /** Jobs the worker may take or set aside beyond those it has set aside (the budget: MAX_STARTS). */
+  room(): number {
+    return (this.o.budget?.() ?? Number.POSITIVE_INFINITY) - this.setAside()
+  }
+
   private readingCount(): number {
     return this.reading.length - this.takenOver.size
   }
@@ -287,7 +294,9 @@ export class TakeAhead {
     reserved.push(...this.pool.splice(0, n - reserved.length))
     if (reserved.length > 0) return { ...nothing(at), ids: reserved, reserved: true }
     const ids: string[] = []
-    while (ids.length < n && this.hint.length > 0) {
+    // Ids not set aside count against the budget; reserved ones already do.
+    const most = Math.min(n, this.room())
+    while (ids.length < most && this.hint.length > 0) {
       const id = this.hint.shift() as string
       if (this.claimed.has(id) || this.o.running(id)) continue
       ids.push(id)
@@ -297,12 +306,14 @@ export class TakeAhead {
   }
 
   /**
-   * What a finish of `runs` runs sets aside for the calls after it: ids to reserve, or ids to peek at. What
-   * is set aside (reserved, in hand, or being reserved or read) stays within `concurrency + AHEAD_ROOM`.
+   * What a finish of `runs` runs sets aside for the calls after it (`taking` ids taken by the call itself):
+   * ids to reserve, or ids to peek at. What is set aside (reserved, in hand, or being reserved or read)
+   * stays within `concurrency + AHEAD_ROOM`, and within the budget.
    */
-  private plan(runs: number): { reserve: number; peek: number } {
+  private plan(runs: number, taking: number): { reserve: number; peek: number } {
     if (this.runMs < HOT_RUN_MS) {
-      const room = this.o.concurrency + AHEAD_ROOM - this.setAside()
+      // The call's candidates left what is set aside, and are not in flight yet: they count against the budget.
+      const room = Math.min(this.o.concurrency + AHEAD_ROOM - this.setAside(), this.room() - taking)
       // Two at a time while the pool still holds one: a reservation costs two commands whatever its size.
       const want = Math.max(0, Math.min(2 * runs, room))
       const reserve = want >= 2 || this.pool.length === 0 ? want : 0

@@ -62,7 +62,8 @@ async function takeRound(core: RunContext, idle: boolean): Promise<'again' | 'id
   // A slot a run's finish is taking for is not free (runs holds the finishing ones), nor one a call in flight fills.
   startReady(core)
   const free = concurrency - core.runs.size - core.incoming
-  if (free <= 0) {
+  // Every start the worker has left (MAX_STARTS) is promised to a job set aside or being taken: wait for those.
+  if (free <= 0 || (core.takeAhead.room() <= 0 && core.takeAhead.reservedCount === 0)) {
     await core.nap()
     return 'again'
   }

@@ -16,6 +16,19 @@ end
 -- a priority into `prioritized` (the front of its priority, or behind its equals). `priority` is the job's
 -- when the caller knows it, else read from the hash. `waitingSince` is when it joined the line; a job just
 -- added (`fresh`) goes without it: it joined at `createdOn`, which readers use when it is absent.
+-- Into the line only: `wait` (front or back), or `prioritized` for a job with a priority; the job's
+-- state and the marker are the caller's (add-7.lua writes the state with the job and tells the marker
+-- once per call, however many jobs it adds).
+local function joinLine(q, id, front, priority)
+  if priority > 0 then
+    redis.call('ZADD', q.prioritized, prioritizedScore(q, priority, front), id)
+  elseif front then
+    redis.call('RPUSH', q.wait, id)
+  else
+    redis.call('LPUSH', q.wait, id)
+  end
+end
+
 local function enterWait(jobKey, q, id, now, front, priority, fresh)
   priority = priority or tonumber(redis.call('HGET', jobKey, 'priority')) or 0
   local state = priority > 0 and 'prioritized' or 'wait'
@@ -24,16 +37,8 @@ local function enterWait(jobKey, q, id, now, front, priority, fresh)
   else
     redis.call('HSET', jobKey, 'state', state, 'waitingSince', now)
   end
-  if priority > 0 then
-    redis.call('ZADD', q.prioritized, prioritizedScore(q, priority, front), id)
-  else
-    if front then
-      redis.call('RPUSH', q.wait, id)
-    else
-      redis.call('LPUSH', q.wait, id)
-    end
-  end
-  redis.call('ZADD', q.marker, 0, '0')
+  joinLine(q, id, front, priority)
+  redis.call('ZADD', q.marker, '0', '0')
 end
 
 -- Into `delayed` until `due` (ms, Redis clock; scored in order within its millisecond, see score.lua).

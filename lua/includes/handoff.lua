@@ -17,15 +17,22 @@ local function flowPolicy(parent)
 end
 
 -- `outcome`: 'completed', 'removed' or 'failed'; the entry's outcome names a failure by its policy (what
--- settleChild-8.lua does with it).
-local function handOff(handoffsKey, id, parentKey, parent, outcome, value)
+-- settleChild-8.lua does with it). `removedNow`: a failed child removed as it fails (its retention in
+-- `failed` is 0): without a policy it leaves its parent's dependencies as a removed child does, so its
+-- parent is not left waiting for a job that is gone (BullMQ's removeParentDependencyKey in moveToFinished).
+-- `gen`: the child's `retried` count (its run's generation; false or nil for none), so its parent can tell
+-- a failure that arrives after the child's retry from the retried run's own (settleChild-8.lua).
+local function handOff(handoffsKey, id, parentKey, parent, outcome, value, removedNow, gen)
   if outcome == 'failed' then
     outcome = flowPolicy(parent)
-    if outcome == '' then
+    if outcome == '' and removedNow then
+      outcome = 'removed'
+    elseif outcome == '' then
       return false
     end
   end
-  local entry = cjson.encode({ parentKey = parentKey, outcome = outcome, value = value })
+  gen = tonumber(gen)
+  local entry = cjson.encode({ parentKey = parentKey, outcome = outcome, value = value, gen = (gen and gen > 0) and gen or nil })
   redis.call('HSET', handoffsKey, id, entry)
   return entry
 end

@@ -8,9 +8,37 @@ local JOB_FIELDS = {
   'token',
 }
 local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 23
--- The hand reads the same fields: `priority` says whether the job waited in `prioritized` (so its
--- reservation has a score kept in `reservedScores`, which its take then drops: confirmStarts).
-local HAND_FIELDS = JOB_FIELDS
+local FIELD_AT = {}
+for i, field in ipairs(JOB_FIELDS) do
+  FIELD_AT[field] = i
+end
+
+-- JOB_FIELDS of a job, as HMGET would give them (false for an absent one), from one HGETALL: a job hash
+-- holds few fields (a job with the default options, five at its take), and asking HMGET for 23 names
+-- scans the hash once per name and converts 23 replies. The hand reads the same fields: `priority` says
+-- whether the job waited in `prioritized` (so its reservation has a score kept in `reservedScores`, which
+-- its take then drops: confirmStarts).
+local function readJob(jobKey)
+  local all = redis.call('HGETALL', jobKey)
+  local f = { false, false, false, false, false, false, false, false, false, false, false, false, false, false, false,
+    false, false, false, false, false, false, false, false }
+  for i = 1, #all, 2 do
+    local at = FIELD_AT[all[i]]
+    if at then
+      f[at] = all[i + 1]
+    end
+  end
+  return f
+end
+
+-- The start number of a job's next run, as text: "1" for a job never taken (no token, no attemptsStarted),
+-- which needs no number formatted.
+local function nextStart(f)
+  if not (f[F_TOKEN] or f[F_STARTS]) then
+    return '1'
+  end
+  return tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
+end
 
 -- A job's fields as they travel back: the run's token is not among them (the worker builds it from its own
 -- token and the start number, `attemptsStarted`), and the absent fields at the end of the list are left
@@ -85,7 +113,7 @@ local function takeJobs(q, taker, now, at)
   local room, wait = admission(q, taker, now)
   -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
   -- long `wait` list never costs a full scan.
-  local window = 2 * n + 64
+  local window = tostring(2 * n + 64)
   -- Numbers reach redis.call as strings: Redis would otherwise format each one again.
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
   local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
@@ -100,13 +128,13 @@ local function takeJobs(q, taker, now, at)
     local jobKey, lockKey = KEYS[firstKey + 2 * i], KEYS[firstKey + 2 * i + 1]
     local reserved = at.reserved and redis.call('ZREM', q.reserved, id) == 1
     local from = reserved and 'reserved'
-    if not from and redis.call('LPOS', q.wait, id, 'RANK', -1, 'MAXLEN', window) then
+    if not from and redis.call('LPOS', q.wait, id, 'RANK', '-1', 'MAXLEN', window) then
       from = 'wait'
     elseif not from and redis.call('ZSCORE', q.prioritized, id) then
       from = 'prioritized'
     end
     if from then
-      local f = redis.call('HMGET', jobKey, unpack(JOB_FIELDS))
+      local f = readJob(jobKey)
       local size = f[F_DATA] and #f[F_DATA] or 0
       if #taken > 0 and bytes + size > taker.maxBytes then
         if reserved then
@@ -118,7 +146,7 @@ local function takeJobs(q, taker, now, at)
         break
       end
       if from == 'wait' then
-        redis.call('LREM', q.wait, -1, id)
+        redis.call('LREM', q.wait, '-1', id)
       elseif from == 'prioritized' then
         redis.call('ZREM', q.prioritized, id)
       elseif scoredReservations then
@@ -126,7 +154,7 @@ local function takeJobs(q, taker, now, at)
       end
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_NAME] then
-        local started = tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
+        local started = nextStart(f)
         local token = taker.token .. ':' .. started
         redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
         redis.call('ZADD', q.active, deadline, id)
@@ -152,7 +180,7 @@ local function takeJobs(q, taker, now, at)
           redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
           redis.call('ZADD', q.active, deadline, id)
         end
-        local g = redis.call('HMGET', jobKey, unpack(JOB_FIELDS))
+        local g = readJob(jobKey)
         g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
         taken[#taken + 1] = { id, replyFields(g), redis.call('HGET', jobKey, 'startedOn') }
       end
@@ -214,9 +242,9 @@ local function readHand(q, taker, at)
     return handed
   end
   for i = 0, at.count - 1 do
-    local f = redis.call('HMGET', KEYS[at.firstKey + 2 * i], unpack(HAND_FIELDS))
+    local f = readJob(KEYS[at.firstKey + 2 * i])
     if f[F_NAME] then
-      local started = tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
+      local started = nextStart(f)
       local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or 0
       f[F_STARTS] = started
       handed[#handed + 1] = { ARGV[at.firstArg + i], replyFields(f), scored }

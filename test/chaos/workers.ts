@@ -44,7 +44,12 @@ export async function spawnChaosWorker(env: Record<string, string>): Promise<Cha
       timeoutMs: 30_000,
       what: 'chaos worker to start',
     },
-  )
+  ).catch(async (err: unknown) => {
+    // Not left running untracked: a process that is too slow to start is killed before the error goes on.
+    proc.kill('SIGKILL')
+    await closed
+    throw err
+  })
   return { proc, pid: proc.pid ?? 0, wid: ready.wid ?? '', messages, killed: false, paused: false, closed }
 }
 

@@ -2,7 +2,9 @@
  * Flows on a real three-master Redis Cluster, every script under the key guard: a parent and its children
  * in queues whose hash tags live on different masters (so no script can reach both), the hand-off through
  * the child queue's outbox, children added by queue.addBulk to parents on other masters, a failure policy
- * across slots, a sweep delivering an entry a crash left, and a removal across slots. No command may fail with CROSSSLOT, nor touch a key it was not given.
+ * across slots, a sweep delivering an entry a crash left, and a removal across slots; a child's outcome at its
+ * parent by its own event, a retried child pending again, a child removed as it fails, and a flow added again
+ * over its ended child, across slots. No command may fail with CROSSSLOT, nor touch a key it was not given.
  */
 import type { Cluster } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -141,5 +143,82 @@ describe('flows across slots', () => {
     await sweep(cluster.url, a)
     expect(await parents.getJobState(flow.job.id)).toBe('waiting')
     expect(await client.hlen(ka.handoffs)).toBe(0)
+  })
+})
+
+describe("a child's outcome across slots, as BullMQ 6.7 has it", () => {
+  it("is at its parent by the child's own completed and failed events", async () => {
+    const [p, a] = names
+    const producer = keep(new FlowProducer({ connection: client }))
+    const flow = await producer.add({
+      name: 'parent',
+      queueName: p,
+      children: [
+        { name: 'good', queueName: a },
+        { name: 'bad', queueName: a, opts: { ignoreDependencyOnFailure: true } },
+      ],
+    })
+    const parent = (await queueOn(p).getJob(flow.job.id)) as Job
+    const seen: unknown[] = []
+    const w = worker(a, (job) => {
+      if (job.name === 'bad') throw new UnrecoverableError('no')
+      return 'ok'
+    })
+    w.on('completed', async (job) => seen.push(['completed', job.name, await parent.getDependenciesCount()]))
+    w.on('failed', async (job) => seen.push(['failed', job?.name, await parent.getDependenciesCount()]))
+    await waitFor(async () => seen.length === 2, { what: 'both events' })
+    // Each event's handler saw its own child's outcome at the parent.
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        ['completed', 'good', expect.objectContaining({ processed: 1 })],
+        ['failed', 'bad', expect.objectContaining({ ignored: 1 })],
+      ]),
+    )
+  })
+
+  it('a failed child retried is a pending dependency again; one removed as it fails leaves the dependencies', async () => {
+    const [p, a] = names
+    const producer = keep(new FlowProducer({ connection: client }))
+    const flow = await producer.add({
+      name: 'parent',
+      queueName: p,
+      children: [
+        { name: 'ignored', queueName: a, opts: { ignoreDependencyOnFailure: true } },
+        { name: 'gone', queueName: a, opts: { removeOnFail: true } },
+        { name: 'held', queueName: a, opts: { delay: 60_000 } },
+      ],
+    })
+    const w = worker(a, () => {
+      throw new UnrecoverableError('no')
+    })
+    const parents = queueOn(p)
+    const parent = (await parents.getJob(flow.job.id)) as Job
+    await waitFor(async () => (await parent.getDependenciesCount({ unprocessed: true })).unprocessed === 1, { what: 'two failures told' })
+    await w.close()
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, ignored: 1, failed: 0 })
+    const kids = queueOn(a)
+    await kids.retryJobs({ ids: [flow.children?.[0]?.job.id as string] })
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 2, ignored: 0, failed: 0 })
+    expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
+  })
+
+  it('a flow added again over its completed child in another slot: the parent runs at once', async () => {
+    const [p, a] = names
+    const producer = keep(new FlowProducer({ connection: client }))
+    const add = (removeOnComplete: boolean) =>
+      producer.add({
+        name: 'parent',
+        queueName: p,
+        opts: { jobId: 'again', removeOnComplete },
+        children: [{ name: 'c', queueName: a, opts: { jobId: 'again-child' } }],
+      })
+    worker(a, () => 'ok')
+    worker(p, () => 'ran')
+    const parents = queueOn(p)
+    await add(true)
+    await waitFor(async () => (await parents.getJobState('again')) === 'unknown', { what: 'the first parent ran and went' })
+    await add(false)
+    await waitFor(async () => (await parents.getJobState('again')) === 'completed', { what: 'the parent added again completed' })
+    expect(await client.hlen(queueKeys('emq', a).handoffs)).toBe(0)
   })
 })

@@ -1,12 +1,14 @@
 /**
  * Crash safety of a flow's hand-off (lib/flows/handoffs.ts), counted: a worker SIGKILLed after ending a
- * child but before telling its parent (the entry stays in the child queue's outbox, the sweep delivers it);
+ * child but before telling its parent (Redis refuses the telling by ACL, so the point is exact; the entry
+ * stays in the child queue's outbox, the sweep delivers it);
  * a child failed by the sweep for stalling too often (the sweep writes and delivers the entry); parents
  * whose last children end while sweeps of the child queue overlap. In each, no parent runs early, twice
  * or never.
  */
 import { describe, expect, it } from 'vitest'
-import { sweep } from '../../lib/index.js'
+import { deliverHandoffs } from '../../lib/flows/handoffs.js'
+import { type Job, sweep } from '../../lib/index.js'
 import { JOB_DEFAULTS } from '../../lib/job-options.js'
 import { addFlowNodes, type FlowNodeArgs, finishRuns, take } from '../../lib/redis/commands.js'
 import { encodeOptions } from '../../lib/redis/job-codec.js'
@@ -34,16 +36,22 @@ describe('a flow survives', () => {
   it('a worker SIGKILLed between ending the last child and telling its parent: the sweep tells it, the parent runs once', async () => {
     const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids' }] })
     const childId = flow.children?.[0]?.job.id as string
-    const child = await spawnWorker({ REDIS_URL: redis.url, QUEUE: 'kids', FREEZE_ON_COMPLETED: '1', SKIP_STALLED_CHECK: '1' })
+    // The worker may write its own queue's keys only: Redis refuses its hand-off to the parent (settleChild,
+    // in {parents}), so the entry stays as a crash right after the finish would leave it; the process then
+    // freezes at the child's event and is SIGKILLed.
+    await redis.client.call('ACL', 'SETUSER', 'kidsonly', 'reset', 'on', '>kidsonly', '~emq:{kids}:*', '~emq:queues', '%R~*', '&*', '+@all')
+    const url = redis.url.replace('redis://', 'redis://kidsonly:kidsonly@')
+    const child = await spawnWorker({ REDIS_URL: url, QUEUE: 'kids', FREEZE_ON_COMPLETED: '1', SKIP_STALLED_CHECK: '1' })
     try {
       await child.waitForMessage('active', childId)
       child.finish(childId)
-      // The child completed and its entry waits in the outbox; the process is frozen before delivering it.
-      await waitFor(async () => (await redis.client.hexists(kids.handoffs, childId)) === 1, { what: 'the hand-off entry' })
+      await child.waitForMessage('completed', childId)
       await child.stop()
     } finally {
       await child.stop()
+      await redis.client.call('ACL', 'DELUSER', 'kidsonly')
     }
+    expect(await redis.client.hexists(kids.handoffs, childId)).toBe(1)
     const parents = fx.queue('parents')
     expect(await fx.queue('kids').getJobState(childId)).toBe('completed')
     expect(await parents.getJobState(flow.job.id)).toBe('waiting-children')
@@ -88,6 +96,73 @@ describe('a flow survives', () => {
     const parent = await parents.getJob(flow.job.id)
     expect(await parent?.getIgnoredChildrenFailures()).toEqual({ [`emq:{kids}:${childId}`]: 'job stalled more than allowable limit' })
     expect(await redis.client.hlen(kids.handoffs)).toBe(0)
+  })
+
+  it('a child with no policy removed as the sweep fails it (removeOnFail): its parent stops waiting for it and runs', async () => {
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'parents',
+      children: [{ name: 'c', queueName: 'kids', opts: { removeOnFail: true } }],
+    })
+    const childId = flow.children?.[0]?.job.id as string
+    const child = await spawnWorker({
+      REDIS_URL: redis.url,
+      QUEUE: 'kids',
+      MAX_STALLED_COUNT: '0',
+      SKIP_STALLED_CHECK: '1',
+      LOCK_MS: '200',
+    })
+    try {
+      await child.waitForMessage('active', childId)
+    } finally {
+      await child.stop()
+    }
+    const runs = parentRuns()
+    const parents = fx.queue('parents')
+    await waitFor(async () => (await sweep(redis.url, 'kids', { graceMs: 0 })).failed.includes(childId), { what: 'the stall-fail' })
+    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    expect([...runs.entries()]).toEqual([[flow.job.id, 1]])
+    expect(await fx.queue('kids').getJob(childId)).toBeUndefined()
+    expect(await (await parents.getJob(flow.job.id))?.getDependenciesCount()).toEqual({
+      processed: 0,
+      unprocessed: 0,
+      ignored: 0,
+      failed: 0,
+    })
+  })
+
+  it('deliveries of a retried child that cross: a failure told after the retry, a retry told after the rerun, change nothing', async () => {
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'parents',
+      children: [{ name: 'c', queueName: 'kids', opts: { ignoreDependencyOnFailure: true } }],
+    })
+    const childId = flow.children?.[0]?.job.id as string
+    const childKey = kids.job(childId)
+    const parent = (await fx.queue('parents').getJob(flow.job.id)) as Job
+    // A worker fails the child, and has not told the parent yet: it holds the entry.
+    const failOnce = async (token: string) => {
+      const taken = await take(redis.client, kids, { workerToken: token, leaseMs: 5_000, workerName: token }, [childId])
+      const run = { id: childId, token: taken.taken[0]?.token as string }
+      const reply = await finishRuns(redis.client, kids, [{ run, action: 'fail-final', value: 'boom' }])
+      return [childId, reply.runs[0]?.handoff as string] as [string, string]
+    }
+    const first = await failOnce('w1')
+    // The child is retried meanwhile: the retry tells the parent before it resolves.
+    await fx.queue('kids').retryJobs({ ids: [childId] })
+    const retried = [childId, (await redis.client.hget(kids.handoffs, childId)) ?? ''] as [string, string]
+    expect(await parent.getDependencies()).toEqual({ processed: {}, unprocessed: [childKey], ignored: {}, failed: [] })
+    // The slow worker's failure arrives now: stale, the child stays pending.
+    await deliverHandoffs(redis.client, kids, [first])
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 1, ignored: 0, failed: 0 })
+    expect(await parent.getState()).toBe('waiting-children')
+    // The rerun fails too and is told: the parent moves on with it ignored.
+    await deliverHandoffs(redis.client, kids, [await failOnce('w2')])
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 1, failed: 0 })
+    // A sweep that read the retry's entry early delivers it now: stale too, the child is not pending again.
+    await deliverHandoffs(redis.client, kids, [retried])
+    expect(await parent.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 1, failed: 0 })
+    expect(await parent.getState()).toBe('waiting')
   })
 
   it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {

@@ -141,4 +141,39 @@ describe('a failed child', () => {
     expect(statesSeen).toEqual(['waiting-children', 'waiting-children', 'waiting-children'])
     expect(await (await parents.getJob(parentId))?.getIgnoredChildrenFailures()).toEqual({ [badKey]: 'boom 3' })
   })
+
+  it('with no policy but removed as it fails (removeOnFail), leaves the dependencies: the parent runs after its other children', async () => {
+    const { parentId, goodKey } = await family({ removeOnFail: true })
+    runKids()
+    fx.worker('parents', () => 'done')
+    const parents = fx.queue('parents')
+    await waitFor(async () => (await parents.getJobState(parentId)) === 'completed', { what: 'the parent completed' })
+    const parent = await parents.getJob(parentId)
+    expect(await parent?.getDependencies()).toEqual({ processed: { [goodKey]: 'ok' }, unprocessed: [], ignored: {}, failed: [] })
+    expect(await fx.queue('kids').getJobCounts('failed')).toEqual({ failed: 0 })
+  })
+
+  it("with no policy, removed as it fails by the worker's removeOnFail, lets the parent run the same way", async () => {
+    const { parentId } = await family({})
+    fx.worker(
+      'kids',
+      (job) => {
+        if (job.name === 'bad') throw new UnrecoverableError('boom')
+        return 'ok'
+      },
+      { removeOnFail: true },
+    )
+    fx.worker('parents', () => 'done')
+    await waitFor(async () => (await fx.queue('parents').getJobState(parentId)) === 'completed', { what: 'the parent completed' })
+  })
+
+  it('with no policy and kept when it fails (removeOnFail: 1), keeps its parent waiting', async () => {
+    const { parentId, badKey } = await family({ removeOnFail: 1 })
+    runKids()
+    const kids = fx.queue('kids')
+    await waitFor(async () => (await kids.getFailedCount()) === 1 && (await kids.getCompletedCount()) === 1, { what: 'both ended' })
+    const parent = await fx.queue('parents').getJob(parentId)
+    expect(await parent?.getState()).toBe('waiting-children')
+    expect((await parent?.getDependencies())?.unprocessed).toEqual([badKey])
+  })
 })

@@ -35,23 +35,12 @@ export const FLOW_LIBRARIES: LibName[] = ['bullmq', 'echomq']
  * only, by a library list (`librariesFor`) rather than a skip, until EchoMQ has it; then the entry goes.
  */
 const GAPS = {
-  /** job.removeChildDependency(): not in EchoMQ's Job yet. */
-  removeChildDependency: true,
-  /** job.removeUnprocessedChildren(): not in EchoMQ's Job yet. */
-  removeUnprocessedChildren: true,
-  /** parent.remove() while a job of its tree runs: EchoMQ removes it (BullMQ refuses: locked). */
-  removeLockedTree: true,
-  /**
-   * A child's outcome reaches its parent through the child queue's outbox a moment after the child's
-   * `completed` event (docs/flows.md); BullMQ writes it in the same script. A read right after the event differs.
-   */
-  outcomeAtEvent: true,
-  /** A child failed with ignoreDependencyOnFailure, then retried: EchoMQ leaves it among the ignored. */
-  retryIgnoredChild: true,
-  /** A last pending child with removeOnFail and no failure option: BullMQ releases the parent; EchoMQ keeps it waiting. */
-  removeOnFailReleasesParent: true,
-  /** A flow added again over a completed child of the same id: BullMQ runs the parent at once; EchoMQ waits. */
-  readdOverCompletedChild: true,
+  /** job.removeChildDependency(): in EchoMQ's Job (lib/flows/dependency.ts). */
+  removeChildDependency: false,
+  /** job.removeUnprocessedChildren(): in EchoMQ's Job (lib/flows/dependency.ts). */
+  removeUnprocessedChildren: false,
+  /** parent.remove() while a job of its tree runs: both refuse (EchoMQ: ERR_JOB_ACTIVE). */
+  removeLockedTree: false,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */

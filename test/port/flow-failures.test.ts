@@ -8,7 +8,7 @@ import type { FlowJob, Job, JobNode } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { caseNeeding, counted, differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
+import { counted, differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -288,7 +288,7 @@ describe.each(FLOW_LIBRARIES)('%s: a failing child', (name) => {
     })
   })
 
-  caseNeeding(name, 'retryIgnoredChild')('a child failed with ignoreDependencyOnFailure, retried, is a dependency again', async () => {
+  it('a child failed with ignoreDependencyOnFailure, retried, is a dependency again', async () => {
     const tree = await flowOf([{ name: 'child-job', data: { foo: 'bar' }, opts: { ignoreDependencyOnFailure: true, attempts: 1 } }])
     const failed = first<Job | undefined>()
     const worker = t.worker(fail)
@@ -332,7 +332,7 @@ describe.each(FLOW_LIBRARIES)('%s: a failing child', (name) => {
     expect(await t.queue.getJobCountByTypes('completed')).toBe(1)
   })
 
-  caseNeeding(name, 'removeOnFailReleasesParent')('a failed child removed on failure (removeOnFail) lets its parent run', async () => {
+  it('a failed child removed on failure (removeOnFail) lets its parent run', async () => {
     await t.flow().add({
       name: 'parent',
       data: {},

@@ -10,7 +10,7 @@ import type { FlowJob, Job, JobNode, Queue } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { caseNeeding, counted, differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
+import { counted, differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
 
 // A hash of more than 64 fields is stored as a table, so HSCAN's COUNT pages it (this server's default, 512,
 // would keep BullMQ's 72 processed children in one listpack, returned whole: BullMQ's remark on getDependencies).
@@ -437,7 +437,7 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
       expect(all[keyOf(kid(tree, 7).job)]).toEqual({ idx: 7 })
     })
 
-    caseNeeding(name, 'outcomeAtEvent')('getDependencies and getDependenciesCount split the children by state', async () => {
+    it('getDependencies and getDependenciesCount split the children by state', async () => {
       const flow = t.flow()
       const tree = await flow.add({
         name: 'parent-job',
@@ -569,7 +569,7 @@ describe.each(FLOW_LIBRARIES)('%s: flows', (name) => {
       expect((await t.queue.getJob('mon'))?.parentKey).toBe(`${t.queue.qualifiedName}:tue`)
     })
 
-    caseNeeding(name, 'readdOverCompletedChild')('a parent added again over its completed child runs at once', async () => {
+    it('a parent added again over its completed child runs at once', async () => {
       const done = first<Job>()
       t.worker(() => undefined).on('completed', (job) => {
         if (job.id === 'tue') done.listener(job)

@@ -37,8 +37,10 @@ describe('addBulk', () => {
         { name: 'bulk', data: { new: true }, opts: { jobId: 'taken' } },
       ])
       expect(jobs.map((j) => j.data)).toEqual([...Array.from({ length: 999 }, (_, i) => ({ i })), { old: true }])
-      // 1,000 jobs: five script calls in one transaction (and the read of the existing job).
-      expect(counting.sent.filter((c) => c === 'eval')).toHaveLength(5)
+      // 1,000 jobs: five script calls in one transaction (and the read of the existing job): the first an EVAL,
+      // which caches the script, the others EVALSHA (no script text sent or hashed again).
+      expect(counting.sent.filter((c) => c === 'eval')).toHaveLength(1)
+      expect(counting.sent.filter((c) => c === 'evalsha')).toHaveLength(4)
     } finally {
       counting.close()
     }

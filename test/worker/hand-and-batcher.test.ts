@@ -24,6 +24,37 @@ describe('Batcher', () => {
     expect(calls).toHaveLength(4)
   })
 
+  it('with maxInFlight, what is added while that many calls are out waits and goes out together when one returns', async () => {
+    const calls: number[][] = []
+    const replies: (() => void)[] = []
+    const b = new Batcher<number, number>(
+      3,
+      (items) => {
+        calls.push(items)
+        return new Promise((resolve) => replies.push(() => resolve(items)))
+      },
+      2,
+    )
+    const first = [b.add(1), b.add(2)]
+    await new Promise((resolve) => process.nextTick(resolve))
+    const second = b.add(3)
+    await new Promise((resolve) => process.nextTick(resolve))
+    const waiting = [b.add(4), b.add(5)]
+    await new Promise((resolve) => process.nextTick(resolve))
+    b.add(6)
+    await new Promise((resolve) => process.nextTick(resolve))
+    // Two calls out: 4, 5 and 6 wait for one of them.
+    expect(calls).toEqual([[1, 2], [3]])
+    replies[0]?.()
+    expect(await Promise.all(first)).toEqual([1, 2])
+    await new Promise((resolve) => process.nextTick(resolve))
+    expect(calls).toEqual([[1, 2], [3], [4, 5, 6]])
+    replies[1]?.()
+    replies[2]?.()
+    expect(await second).toBe(3)
+    expect(await Promise.all(waiting)).toEqual([4, 5])
+  })
+
   it('poke() sends one call this tick even with nothing added, and joins the items added in the same tick', async () => {
     const calls: number[][] = []
     const b = new Batcher<number, number>(2, async (items) => {

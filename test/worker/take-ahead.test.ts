@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest'
 import { AHEAD_ROOM, HOT_RUN_MS, RESERVATION_IDLE_MS, type Settled, TakeAhead } from '../../lib/worker/take-ahead.js'
 import { ManualClock } from '../helpers/manual-clock.js'
 
-function setup({ concurrency = 2, wait = ['w1', 'w2', 'w3'], running = new Set<string>(), hand = { held: 0 } } = {}) {
+function setup({
+  concurrency = 2,
+  wait = ['w1', 'w2', 'w3'],
+  running = new Set<string>(),
+  hand = { held: 0 },
+  budget = { left: Number.POSITIVE_INFINITY },
+} = {}) {
   const clock = new ManualClock()
   const reads: number[] = []
   const givenBack: string[][] = []
@@ -19,10 +25,11 @@ function setup({ concurrency = 2, wait = ['w1', 'w2', 'w3'], running = new Set<s
     },
     giveBack: async (ids) => void givenBack.push(ids),
     held: () => hand.held,
+    budget: () => budget.left,
     clock,
     onError: (err) => errors.push(err),
   })
-  return { clock, ahead, reads, givenBack, errors, running, hand }
+  return { clock, ahead, reads, givenBack, errors, running, hand, budget }
 }
 
 /** What a finish reply says: nothing taken of its candidates but `left`, and the ids it reserved or peeked at. */
@@ -34,6 +41,24 @@ describe('TakeAhead', () => {
     const look = await ahead.forTake(2)
     expect(look).toMatchObject({ ids: ['w1', 'w2'], reserved: false })
     expect(reads).toEqual([2])
+  })
+
+  it('a budget (MAX_STARTS) bounds what is read, reserved and taken from a peek, those set aside counted in it', async () => {
+    const { ahead, reads, budget } = setup({ concurrency: 4 })
+    budget.left = 3
+    expect((await ahead.forTake(4)).ids).toEqual(['w1', 'w2', 'w3'])
+    expect(reads).toEqual([3])
+    ahead.ran(HOT_RUN_MS / 2)
+    // Two in flight are taken already (not set aside): one job more may be reserved.
+    budget.left = 3 - 2
+    const look = ahead.forFinish(true, 2, 0)
+    expect(look.reserve).toBe(1)
+    ahead.settle(look, reply({ reservedNext: ['r1'] }))
+    // The reserved one is within the budget: it is taken, and nothing more is reserved beside it.
+    expect(ahead.forFinish(true, 1, 1)).toMatchObject({ ids: ['r1'], reserve: 0 })
+    budget.left = 0
+    expect(await ahead.forTake(2)).toMatchObject({ ids: [] })
+    expect(reads).toEqual([3])
   })
 
   it('with short jobs a finish reserves up to two ids a run, never past concurrency + AHEAD_ROOM set aside, and the next call takes them first', async () => {

@@ -2,6 +2,11 @@
   Sends failed jobs back to the back of `wait` with a fresh attempts budget, keeping their history: the
   last error moves to `lastError`, `attemptsStarted` (total runs) stays, `retried` counts the redrives.
   All or nothing: when a candidate is not in `failed`, nothing changes.
+  A flow's child becomes a pending dependency of its parent again (BullMQ 6.7's reprocessJob,
+  moveChildBackToParentDependencies): its parent may be in another slot, so the retry leaves a "retried"
+  entry in the outbox (lua/includes/handoff.lua) that the caller delivers at once (a sweep if it stops
+  first); settleChild-8.lua moves the child from the parent's failed ones back among its dependencies. A
+  job without a parent costs nothing more (`parentKey` is read in the read the retry already makes).
 
   KEYS[1] failed    ZSET   <prefix>:{q}:failed
   KEYS[2] wait      LIST   <prefix>:{q}:wait
@@ -10,7 +15,8 @@
   KEYS[5] events    STREAM <prefix>:{q}:events
   KEYS[6] listened  ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized ZSET <prefix>:{q}:prioritized (a job with a priority goes there, behind its equals)
-  KEYS[7 + i]       HASH   job i       (i = 1 .. n)
+  KEYS[8] handoffs  HASH   <prefix>:{q}:handoffs (a flow's outbox: child id -> what its parent must learn)
+  KEYS[8 + i]       HASH   job i       (i = 1 .. n)
 
   ARGV[1] "strict": every candidate must be failed (ids named by the caller), or "any": candidates no
           longer failed (retried or removed meanwhile) are skipped
@@ -18,7 +24,7 @@
           a "retry all" began is not retried by it a second time
   ARGV[2 + i] job id i
 
-  Returns { "ok", moved ids } or { "not-failed", the first id that is not in `failed`, its state or
+  Returns { "ok", moved ids, { id, entry, ... } the hand-offs written } or { "not-failed", the first id that is not in `failed`, its state or
   "missing" }. Emits `waiting` (prev `failed`) per job moved.
 ]]
 local rcall = redis.call
@@ -27,24 +33,26 @@ local q = {
 }
 local strict = ARGV[1] == 'strict'
 local maxScore = ARGV[2] == '+inf' and math.huge or tonumber(ARGV[2])
+local handoffsKey = KEYS[8]
 local n = #ARGV - 2
 -- @include now
 -- @include starts
 -- @include events
 -- @include score
 -- @include enter
+-- @include handoff
 
 if strict then
   for i = 1, n do
     if not rcall('ZSCORE', q.failed, ARGV[2 + i]) then
-      return { 'not-failed', ARGV[2 + i], rcall('HGET', KEYS[7 + i], 'state') or 'missing' }
+      return { 'not-failed', ARGV[2 + i], rcall('HGET', KEYS[8 + i], 'state') or 'missing' }
     end
   end
 end
 local now = nowMs()
-local moved = {}
+local moved, handoffs = {}, {}
 for i = 1, n do
-  local id, jobKey = ARGV[2 + i], KEYS[7 + i]
+  local id, jobKey = ARGV[2 + i], KEYS[8 + i]
   local score = rcall('ZSCORE', q.failed, id)
   if score and tonumber(score) <= maxScore then
     rcall('ZREM', q.failed, id)
@@ -52,14 +60,19 @@ for i = 1, n do
     if reason then
       rcall('HSET', jobKey, 'lastError', reason)
     end
-    local f = rcall('HMGET', jobKey, 'token', 'attemptsStarted')
+    local f = rcall('HMGET', jobKey, 'token', 'attemptsStarted', 'parentKey', 'parent')
     rcall('HSET', jobKey, 'attemptsStarted', startsOf(f[1], f[2]))
     rcall('HDEL', jobKey, 'failedReason', 'finishedOn', 'token', 'returnValue')
     rcall('HSET', jobKey, 'attemptsMade', 0)
-    rcall('HINCRBY', jobKey, 'retried', 1)
+    local gen = rcall('HINCRBY', jobKey, 'retried', 1)
+    if f[3] then
+      -- Overwrites an entry of its failure not delivered yet: the parent learns the retry instead.
+      handoffs[#handoffs + 1] = id
+      handoffs[#handoffs + 1] = handOff(handoffsKey, id, f[3], f[4], 'retried', '', false, gen)
+    end
     enterWait(jobKey, q, id, now, false)
     emit(q, 'waiting', 'jobId', id, 'prev', 'failed')
     moved[#moved + 1] = id
   end
 end
-return { 'ok', moved }
+return { 'ok', moved, handoffs }

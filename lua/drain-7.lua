@@ -2,7 +2,9 @@
   Removes waiting jobs (those in `wait` and `prioritized`, and those busy workers reserved), or delayed
   ones, with their logs: queue.drain's step. The caller passes ids it read from one source (the tail of
   `wait`, `reserved`, or the head of `prioritized` or `delayed`); each is removed only if it is still
-  there, so a job a worker took meanwhile is left to it. Emits nothing, as BullMQ's drain.
+  there, so a job a worker took meanwhile is left to it. Emits nothing, as BullMQ's drain. A flow's child
+  tells its parent it is gone, as a removed one does (lua/includes/handoff.lua: an outcome already in the
+  outbox is handed on instead), so the parent stops waiting for it; BullMQ's drain does too.
 
   KEYS[1] wait      LIST  <prefix>:{q}:wait
   KEYS[2] reserved  ZSET  <prefix>:{q}:reserved
@@ -10,18 +12,24 @@
   KEYS[4] marker    ZSET  <prefix>:{q}:marker
   KEYS[5] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[6] reservedScores  HASH  <prefix>:{q}:reservedScores
-  KEYS[5 + 2i]      HASH  job i        (i = 1 .. n)
-  KEYS[6 + 2i]      LIST  log of job i
+  KEYS[7] handoffs        HASH  <prefix>:{q}:handoffs (child id -> what its parent must learn)
+  KEYS[6i + 2]      HASH  job i        (i = 1 .. n)
+  KEYS[6i + 3]      LIST  log of job i
+  KEYS[6i + 4] .. KEYS[6i + 7]  SET, HASH, HASH, ZSET: job i's dependencies, processed, failed and
+                    unsuccessful children (a flow's parent that moved on; absent for any other job)
 
   ARGV[1] the source: "wait", "reserved", "prioritized" or "delayed"
   ARGV[1 + i] job id i (for "wait": read from its tail, where LREM from the tail finds it at once)
 
-  Returns the ids removed.
+  Returns { the ids removed, { child id, entry, ... } the outbox entries to deliver (lib/flows/handoffs.ts) }.
 ]]
 local rcall = redis.call
 local waitKey, reservedKey, delayedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prioritizedKey, reservedScoresKey = KEYS[5], KEYS[6]
+local prioritizedKey, reservedScoresKey, handoffsKey = KEYS[5], KEYS[6], KEYS[7]
 local source = ARGV[1]
+-- @include handoff
+
+local handoffs = {}
 
 local removed = {}
 for i = 1, #ARGV - 1 do
@@ -38,11 +46,17 @@ for i = 1, #ARGV - 1 do
     gone = rcall('ZREM', delayedKey, id)
   end
   if gone > 0 then
-    rcall('UNLINK', KEYS[5 + 2 * i], KEYS[6 + 2 * i])
+    local k = 6 * i + 2
+    local f = rcall('HMGET', KEYS[k], 'parentKey', 'parent')
+    if f[1] then
+      handoffs[#handoffs + 1] = id
+      handoffs[#handoffs + 1] = rcall('HGET', handoffsKey, id) or handOff(handoffsKey, id, f[1], f[2], 'removed', '')
+    end
+    rcall('UNLINK', KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
     removed[#removed + 1] = id
   end
 end
 if source == 'delayed' and rcall('ZCARD', delayedKey) == 0 then
   rcall('ZREM', markerKey, 'd')
 end
-return removed
+return { removed, handoffs }
