@@ -344,6 +344,11 @@ export function resilient(reconnectsPerCommand = RECONNECTS_PER_COMMAND, command
 /** How long QUIT may wait for the replies before it (a stalled link) before the socket is just closed. */
 export const QUIT_TIMEOUT_MS = 2_000
 
+/** Drops the link now: a connection the caller passed in is theirs (their other users share it), left as it is. */
+export function dropConnection(conn: Connection): void {
+  if (conn.owned) conn.client.disconnect()
+}
+
 export async function closeConnection(conn: Connection): Promise<void> {
   if (!conn.owned) return
   // QUIT on a connection that is not up would wait for a reconnect that may never come.

@@ -22,7 +22,7 @@
 import { settlesWithin } from '../clock.js'
 import { EchoMQError } from '../errors.js'
 import { CLOSE_MARGIN_MS } from '../options.js'
-import { closeConnection } from '../redis/connection.js'
+import { closeConnection, dropConnection } from '../redis/connection.js'
 import type { RunContext } from './context.js'
 
 const active = (core: RunContext) => [...core.runs.values()].filter((r) => r.phase === 'running' || r.phase === 'finishing')
@@ -148,7 +148,7 @@ export async function closeWorker(core: RunContext): Promise<void> {
 
   const pending = () => Promise.allSettled([core.loopDone, core.calls.settled()])
   if (await within(pending(), linkUp ? rest() : 0)) {
-    if (!(await within(closeLink(core), rest()))) core.conn.client.disconnect()
+    if (!(await within(closeLink(core), rest()))) dropConnection(core.conn)
     core.phase = 'closed'
     return
   }
@@ -158,10 +158,10 @@ export async function closeWorker(core: RunContext): Promise<void> {
   // A link that is down answers nothing: waiting would hold the process for a lease while ioredis
   // reconnects. Its unanswered calls fail now; whatever a take lost in the drop had reserved goes back
   // to `wait` unstarted with the next sweep (a reservation, not a run: no attempt, no stall).
-  if (core.conn.client.status !== 'ready') return core.conn.client.disconnect()
+  if (core.conn.client.status !== 'ready') return dropConnection(core.conn)
   // Calls still unanswered (a stalled link) keep the connection until they settle, so a job a late take
   // returns is handed back; at most one lease later, when the lease would have lapsed anyway.
   void within(pending(), lockDuration)
     .then(() => within(closeLink(core), CLOSE_MARGIN_MS))
-    .finally(() => core.conn.client.disconnect())
+    .finally(() => dropConnection(core.conn))
 }
