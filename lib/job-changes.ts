@@ -5,6 +5,7 @@
  * it, and a refused call (no such job, not in flight, a run that lost its lease) changes nothing and says
  * why with a typed EchoMQError. moveToDelayed and extendLock are fenced by the run's token, as in BullMQ;
  * updateData and changePriority are not (BullMQ's are not either).
+ * `job.clearLogs(keepLogs)` too: one command (LTRIM or DEL of the job's log), not fenced, as BullMQ's.
  */
 import { EchoMQError } from './errors.js'
 import type { Job } from './job.js'
@@ -27,6 +28,8 @@ export interface JobChanges {
   extendLock(job: Job, token: string, duration: number): Promise<number>
   /** Releases the job's deduplication id if the job holds it (lib/deduplication.ts). */
   removeDeduplicationKey(job: Job, deduplicationId: string): Promise<boolean>
+  /** Clears the job's log, or keeps its newest `keepLogs` lines (0 or undefined: none). */
+  clearLogs(job: Job, keepLogs: unknown): Promise<void>
 }
 
 export interface JobChangesContext {
@@ -43,6 +46,8 @@ export interface JobChangesContext {
 
 /** The longest lease extendLock gives (a day): a longer one hides a dead worker's job from the sweep. */
 const MAX_LOCK_MS = 24 * 3_600_000
+/** The most log lines clearLogs is asked to keep (as the keepLogs option's bound). */
+const MAX_LOG_LINES = 1_000_000_000
 /** The latest moveToDelayed accepts: the year 9999 in ms, well inside a double's exact integers. */
 const MAX_TIMESTAMP = 253_402_300_799_999
 
@@ -101,6 +106,10 @@ export function jobChanges(ctx: JobChangesContext): JobChanges {
       if (typeof token !== 'string' || token === '') fail('ERR_OPTIONS', `expected token to be a run's token, got: ${describe(token)}`)
       checkInteger('duration', duration, { min: 1, max: MAX_LOCK_MS, unit: 'ms' })
       return call('extend the lease of a job of queue', () => commands.extendLock(client, keys, job.id, token, duration))
+    },
+    async clearLogs(job, keepLogs) {
+      const keep = opt(keepLogs, 0, (v) => checkInteger('keepLogs', v, { min: 0, max: MAX_LOG_LINES }))
+      await call('clear the log of a job of queue', () => commands.clearLogs(client, keys, job.id, keep))
     },
     async removeDeduplicationKey(job, deduplicationId) {
       return (

@@ -6,13 +6,14 @@
  * `startedOn` also `processedOn`, `returnValue` also `returnvalue`) with a few methods that act through
  * the Queue or Worker it came from (its scope): `updateProgress` and `log` (fenced by the run's token for
  * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
- * compares, copies and serialises as its data.
+ * compares and copies as its data, and serialises as its data with BullMQ's names added (toJSON).
  */
 
 import { EchoMQError } from './errors.js'
-import type { Dependencies, DependenciesOptions, JobFlows } from './flows/job-flows.js'
-import type { JobChanges } from './job-changes.js'
-import type { JobOpts } from './job-options.js'
+import type { Dependencies, DependenciesOptions } from './flows/job-flows.js'
+import type { JobFields } from './job-fields.js'
+import type { JobOptions, JobOpts } from './job-options.js'
+import type { JobScope } from './job-scope.js'
 import type { Untyped } from './listeners.js'
 import { fieldsFromHash, type ParentRef } from './redis/job-codec.js'
 
@@ -25,80 +26,18 @@ export type StoredState = JobState | 'waiting-children'
 export const JOB_STATES: readonly JobState[] = ['wait', 'prioritized', 'delayed', 'active', 'completed', 'failed']
 
 export type { QueueCounts, SweepCounts } from './job-counts.js'
+export type { JobFields } from './job-fields.js'
+export type { JobQueue, JobScope } from './job-scope.js'
 
 /** A job's state under BullMQ's names (`waiting` for `wait`; `unknown` for a job that does not exist). */
 export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'completed' | 'failed' | 'waiting-children' | 'unknown'
 
-/** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
-export interface JobQueue {
-  remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1>
-  retryJobs(options: { ids: string[] }): Promise<string[]>
-  promoteJob(id: string): Promise<void>
-  getJobState(id: string): Promise<BullJobState>
-}
-
-/** What a Job's methods act through: the Queue or Worker that gave it out (their Redis boundary). */
-export interface JobScope {
-  updateProgress(job: Job, progress: unknown, token: string | undefined): Promise<void>
-  log(job: Job, row: string, token: string | undefined): Promise<number>
-  waitUntilFinished(job: Job, queueEvents: unknown, ttl: number | undefined): Promise<unknown>
-  queue(): JobQueue
-  /** updateData, changePriority, moveToDelayed, extendLock (lib/job-changes.ts). */
-  changes(): JobChanges
-  /** A parent's children and moveToWaitingChildren (lib/flows/job-flows.ts). */
-  flows(): JobFlows
-  /** The job's queue's qualified name, `<prefix>:{queue}` (BullMQ's queueQualifiedName). */
-  readonly qualifiedName: string
-}
-
-/** The fields a Job is made from (what a hash holds, decoded). */
-export interface JobFields<Data = Untyped, Result = Untyped, Name extends string = string> {
-  id: string
-  name: Name
-  data: Data
-  /** Total starts allowed. */
-  attempts: number
-  /** Attempts used: runs that completed or failed (a stall uses none: stalledCounter). A run returned by a closing worker uses none. */
-  attemptsMade: number
-  /** Times a worker took the job (all runs, including those before a retry from `failed`). */
-  attemptsStarted: number
-  state: StoredState
-  failedReason?: string
-  /** Error of the last attempt that did not succeed (kept when a failed job is retried). */
-  lastError?: string
-  returnValue?: Result
-  /** ms, Redis's clock. */
-  createdOn: number
-  startedOn?: number
-  finishedOn?: number
-  /** When a delayed job (or a retry in backoff) is due (ms, Redis's clock). */
-  dueAt?: number
-  /** A delayed job's delay given after its add (ms: a backoff, changeDelay, moveToDelayed), while it is delayed. */
-  lastDelay?: number
-  /** The `name` of the worker that took the job last. */
-  workerName?: string
-  /** Times the job was sent back from `failed` by retryJobs. */
-  retried?: number
-  /** What the processor last reported with updateProgress (0 until then). */
-  progress?: unknown
-  /** 0 for none, else 1 (highest) .. 2^21 - 1. */
-  priority?: number
-  /** The job scheduler that made this job (BullMQ's name), when one did. */
-  repeatJobKey?: string
-  /** The stacks of its failed runs, oldest first, at most `opts.stackTraceLimit` (BullMQ's name; [] for none). */
-  stacktrace?: string[]
-  /** The options it runs under (BullMQ's `opts`; see job-opts.ts), on every job. */
-  opts: JobOpts
-  /** The id of its `deduplication` option, when it was added with one (BullMQ's name). */
-  deduplicationId?: string
-  /** Times the stalled sweep recovered it (BullMQ's name; the queue's maxStalledCount bounds it). */
-  stalledCounter?: number
-  /** A flow's child: its parent's job key, `<prefix>:{queue}:<id>` (BullMQ's name). */
-  parentKey?: string
-  /** A flow's child: its parent's id and queue (`queueKey`, the qualified name) and its failure policy (BullMQ's shape). */
-  parent?: ParentRef
-  /** A parent a child failed (failParentOnFailure): the reason it fails with when next taken, unrun (BullMQ's name). */
-  deferredFailure?: string
+/** What a Job's JSON adds to its fields: BullMQ's names for those EchoMQ keeps under its own. */
+interface BullMQNames<Result> {
+  returnvalue: Result | undefined
+  timestamp: number
+  processedOn: number | undefined
+  delay: number
 }
 
 /**
@@ -189,7 +128,8 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /**
    * Parks the job, in flight, in `waiting-children` while it has pending children (or `child`): true when
    * moved (then throw `new WaitingChildrenError()`), false when none is pending. Fenced by `token` (the run's
-   * by default): ERR_LOCK_LOST, ERR_JOB_STATE (not in flight, or a child failed it).
+   * by default): ERR_LOCK_LOST, ERR_JOB_STATE (not in flight); an UnrecoverableError when a failParentOnFailure
+   * child failed it (BullMQ's: thrown on, the job fails at once).
    */
   async moveToWaitingChildren(token?: string, options?: { child?: { id: string; queue: string } }): Promise<boolean> {
     const moved = await this.scope()
@@ -242,6 +182,19 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.returnValue
   }
 
+  /** Settable, as BullMQ's field is (JSON.stringify(job) shows it: toJSON). */
+  set returnvalue(value: Result) {
+    this.returnValue = value
+  }
+
+  /**
+   * What JSON.stringify(job) shows: the job's fields and, as BullMQ's toJSON shows them, BullMQ's names for
+   * those EchoMQ keeps under its own (returnvalue, timestamp, processedOn, delay); never its queue or token.
+   */
+  toJSON(): JobFields<Data, Result, Name> & BullMQNames<Result> {
+    return { ...this, returnvalue: this.returnValue, timestamp: this.timestamp, processedOn: this.processedOn, delay: this.delay }
+  }
+
   /**
    * Records the job's progress (a number or a JSON-serialisable object) and emits a `progress` event. For
    * the job a processor runs, only while the run owns the job: a run whose lease was lost gets
@@ -255,6 +208,11 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /** Appends a line to the job's log; resolves to the number of lines kept (see the `keepLogs` option). */
   log(row: string): Promise<number> {
     return this.scope().log(this, row, this.#token)
+  }
+
+  /** Clears the job's log, or keeps its newest `keepLogs` lines (BullMQ's clearLogs; not fenced by a run). */
+  clearLogs(keepLogs?: number): Promise<void> {
+    return this.scope().changes().clearLogs(this, keepLogs)
   }
 
   /**
@@ -350,6 +308,16 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     id: string,
   ): Promise<Job<D, R, N> | undefined> {
     return queue.getJob(id) as Promise<Job<D, R, N> | undefined>
+  }
+
+  /** Adds a job to `queue` and resolves to it (BullMQ's Job.create: queue.add, its options validated the same). */
+  static create<D = Untyped, R = Untyped, N extends string = string>(
+    queue: { add(name: N, data: D, opts?: JobOptions): Promise<Job<Untyped, Untyped, Untyped>> },
+    name: N,
+    data: D,
+    opts?: JobOptions,
+  ): Promise<Job<D, R, N>> {
+    return queue.add(name, data, opts) as Promise<Job<D, R, N>>
   }
 
   /**

@@ -4,7 +4,7 @@
  * the run's token, with WaitingChildrenError). Plain reads of the parent's keys in its own queue; input is
  * validated first, and a refused move changes nothing and says why.
  */
-import { EchoMQError } from '../errors.js'
+import { EchoMQError, UnrecoverableError } from '../errors.js'
 import type { Job } from '../job.js'
 import * as commands from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
@@ -142,10 +142,8 @@ export function jobFlows(ctx: JobFlowsContext): JobFlows {
         case 'lost':
           throw new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${queue}: this run does not hold its lease; it was not moved`)
         case 'failed-children':
-          throw new EchoMQError(
-            'ERR_JOB_STATE',
-            `job ${job.id} of queue ${queue} has failed children (failParentOnFailure): it was not moved`,
-          )
+          // BullMQ's UnrecoverableError: thrown on by the processor, the job fails at once, whatever attempts remain.
+          throw new UnrecoverableError(`job ${job.id} of queue ${queue} has failed children (failParentOnFailure): it was not moved`)
         default:
           throw new EchoMQError(
             'ERR_JOB_STATE',

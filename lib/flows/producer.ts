@@ -22,7 +22,7 @@ import { withFlowFields } from '../redis/job-codec.js'
 import { checkKnown, describe, fail, opt } from '../validate.js'
 import { type FlowNodeQuery, type JobNode, readFlow } from './get-flow.js'
 import { type FlowJob, type FlowOpts, type PlannedNode, planFlows } from './tree.js'
-import { type Written, writeFlows } from './writing.js'
+import { type Written, withoutOrphans, writeFlows } from './writing.js'
 
 export type { JobNode } from './get-flow.js'
 export type { FlowChildJob, FlowJob, FlowOpts } from './tree.js'
@@ -61,11 +61,15 @@ export class FlowProducer extends EventEmitter {
     return node as JobNode
   }
 
-  /** Adds several flows, validated together first; resolves to their trees, in order. */
+  /**
+   * Adds several flows, validated together first; resolves to their trees, in order. A root whose
+   * `opts.parent` does not exist is left out with its tree, the others written (BullMQ 6.7's): its node is
+   * returned all the same, its job not in Redis (getState(): 'unknown').
+   */
   async addBulk(flows: FlowJob[]): Promise<JobNode[]> {
     if (!Array.isArray(flows)) fail('ERR_OPTIONS', `expected addBulk to be given an array of flows, got: ${describe(flows)}`)
     if (flows.length === 0) return []
-    return this.write(flows, undefined)
+    return this.write(flows, undefined, true)
   }
 
   /**
@@ -89,17 +93,21 @@ export class FlowProducer extends EventEmitter {
     await this.call('connect to Redis for queue', '', () => this.conn.client.ping())
   }
 
-  private async write(flows: unknown[], opts: FlowOpts | undefined): Promise<JobNode[]> {
+  /** `bulk`: roots under a missing parent are left out (addBulk), rather than refusing the call (add). */
+  private async write(flows: unknown[], opts: FlowOpts | undefined, bulk = false): Promise<JobNode[]> {
     this.assertOpen()
     const o = checkKnown('FlowProducer.add opts', opts ?? {}, ['queuesOptions'])
-    const { roots, nodes } = planFlows(flows, {
+    const plan = planFlows(flows, {
       prefix: this.prefix,
       maxDataBytes: this.maxDataBytes,
       queuesOptions: o.queuesOptions as FlowOpts['queuesOptions'],
     })
-    const queue = (roots[0] as PlannedNode).queue
-    const written = await this.call('add a flow to queue', queue, () => writeFlows(this.conn.client, roots, nodes))
-    return roots.map((r) => this.jobNode(r, written))
+    const queue = (plan.roots[0] as PlannedNode).queue
+    const written = await this.call('add a flow to queue', queue, async () => {
+      const { roots, nodes } = bulk ? await withoutOrphans(this.conn.client, plan) : plan
+      return writeFlows(this.conn.client, roots, nodes)
+    })
+    return plan.roots.map((r) => this.jobNode(r, written))
   }
 
   private jobNode(n: PlannedNode, written: Map<PlannedNode, Written>): JobNode {

@@ -9,7 +9,7 @@
  */
 import { batchesOf } from '../batches.js'
 import { EchoMQError } from '../errors.js'
-import { addFlowNodes, adoptChildren, doneAdding, type NodeCode, settleChildren, TAKE_MAX_BYTES } from '../redis/commands.js'
+import { addFlowNodes, adoptChildren, doneAdding, jobsExist, type NodeCode, settleChildren, TAKE_MAX_BYTES } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import { queueKeys } from '../redis/keys.js'
 import { deliverHandoffs } from './handoffs.js'
@@ -134,4 +134,26 @@ async function dropRefused(client: RedisClient, refused: PlannedNode[], parents:
   }
   const names = refused.map((n) => `${n.queue}/${n.args.id}`).join(', ')
   throw new EchoMQError('ERR_JOB_STATE', `The parent of job(s) ${names} cannot be replaced: they keep the parent they have (BullMQ's -7)`)
+}
+
+/**
+ * FlowProducer.addBulk's roots whose `opts.parent` does not exist, left out with their trees while the others
+ * are written, as BullMQ 6.7's addBulk leaves them (it resolves with every root's tree, those not in Redis).
+ * A parent removed after this read still refuses the whole call (adoptRoots), as `add` is refused.
+ */
+export async function withoutOrphans(client: RedisClient, plan: { roots: PlannedNode[]; nodes: PlannedNode[] }) {
+  const attached = plan.roots.flatMap((r) => (r.attachTo ? [{ root: r, parent: r.attachTo }] : []))
+  if (attached.length === 0) return plan
+  const exist = await jobsExist(
+    client,
+    attached.map(({ parent: p }) => queueKeys(p.prefix, p.queue).job(p.id)),
+  )
+  const left = new Set<PlannedNode>()
+  const leave = (n: PlannedNode): void => {
+    left.add(n)
+    for (const c of n.children) leave(c)
+  }
+  for (const [i, { root }] of attached.entries()) if (!exist[i]) leave(root)
+  if (left.size === 0) return plan
+  return { roots: plan.roots.filter((r) => !left.has(r)), nodes: plan.nodes.filter((n) => !left.has(n)) }
 }

@@ -150,6 +150,12 @@ export async function addLog(
   return { status, count }
 }
 
+/** Clears a job's log, or trims it to its newest `keep` lines (BullMQ's clearLogs: one command, not fenced by a run). */
+export async function clearLogs(client: RedisClient, keys: QueueKeys, id: string, keep: number): Promise<void> {
+  if (keep > 0) await client.ltrim(keys.logs(id), -keep, -1)
+  else await client.del(keys.logs(id))
+}
+
 // ---- clean, drain, obliterate ------------------------------------------------------------------------
 
 /** A job's flow keys (a parent's children: BullMQ's dependencies, processed, failed, unsuccessful), removed with it. */

@@ -33,13 +33,16 @@ ${state === 'active' ? '' : actionForm(path, view.token, 'remove', 'Remove', {},
 </p>`
 }
 
-/** A job's errors: the last one, the one before a retry, and the stack of each failed run, newest first. */
+/**
+ * A job's errors: the last one, the one before a retry, and the stack of each failed run, newest first. A job
+ * back in line holds its retried attempt's reason as failedReason too (BullMQ's): shown once, as lastError.
+ */
 function errorsOf(job: Job): Html {
   const stacks = job.stacktrace
   if (!job.failedReason && !job.lastError && stacks.length === 0) return html``
   const runs = stacks.map((s, i) => ({ s, n: stacks.length - i })).reverse()
   return html`<section aria-labelledby="errors-title"><h2 id="errors-title">Errors</h2>
-${job.failedReason ? html`<h3>Failed with</h3><pre class="error">${job.failedReason}</pre>` : ''}
+${job.failedReason && job.state === 'failed' ? html`<h3>Failed with</h3><pre class="error">${job.failedReason}</pre>` : ''}
 ${job.lastError ? html`<h3>Last error before a retry</h3><pre class="error">${job.lastError}</pre>` : ''}
 ${runs.map(({ s, n }) => html`<h3>Failed run ${n === stacks.length ? `${n} (the last)` : n} of those kept</h3><pre class="error">${s}</pre>`)}
 </section>`

@@ -3,7 +3,7 @@
  * worker/finish-batch.ts), fenced by the run's token; the reply says whether the run still owned its job.
  * Jobs the worker will not start (reserved, in hand, or taken after close() began) go back to `wait`.
  */
-import type { JobState } from '../job.js'
+import type { Job, JobState } from '../job.js'
 import { type FinishAction, finish as finishCall, type Taken, unreserve } from '../redis/commands.js'
 import { encodeKeep } from '../redis/job-codec.js'
 import type { Run, RunContext, RunPhase } from './context.js'
@@ -63,7 +63,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       run.job.returnValue = result
       core.notify('completed', run.job, result)
     } else {
-      if (reply.state === 'failed') run.job.failedReason = value
+      failedAttempt(run.job, value, stack, reply.state)
       // BullMQ's job.delay is the retry's backoff (as the stored job's, lastDelay).
       if (reply.backoffMs !== undefined) run.job.delay = reply.backoffMs
       // BullMQ's `failed` event: the value as the processor threw it.
@@ -73,6 +73,18 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
     // close() may have given up on the run meanwhile (past its timeout): its error is expected then.
     if ((run.phase as RunPhase) !== 'abandoned') core.report(core.failure(`finish job ${run.job.id} of queue`, err))
   }
+}
+
+/**
+ * The job of a failed attempt as its finish stored it (BullMQ's moveToFailed sets the same on its Job): the
+ * reason as failedReason (and lastError when retried), the stack appended to stacktrace, the newest
+ * opts.stackTraceLimit kept (lua/includes/useAttempt.lua).
+ */
+function failedAttempt(job: Job, reason: string, stack: string, state: string): void {
+  job.failedReason = reason
+  if (state !== 'failed') job.lastError = reason
+  const limit = job.opts.stackTraceLimit
+  if (stack !== '' && limit > 0) job.stacktrace = [...job.stacktrace, stack].slice(-limit)
 }
 
 /** The worker's removeOnComplete/removeOnFail, for a job with no retention of its own (lua/finish-16.lua). */

@@ -27,8 +27,11 @@ local function useAttempt(jobKey, q, id, now, reason, retry)
   local f = redis.call('HMGET', jobKey, 'attempts', 'stacktrace', 'stackTraceLimit', 'deid')
   local attempts = tonumber(f[1]) or DEFAULT_ATTEMPTS
   keepStack(jobKey, retry.stack, f[2], tonumber(f[3]) or DEFAULT_STACK_TRACE_LIMIT)
+  -- Every failed attempt's reason, retried or not, is the job's failedReason, as BullMQ stores it (a retried
+  -- one's is lastError too, kept past an operator's retry, which clears failedReason). A job that never fails has neither.
+  redis.call('HSET', jobKey, 'failedReason', reason)
   if made >= attempts or retry.final then
-    redis.call('HSET', jobKey, 'state', 'failed', 'failedReason', reason, 'finishedOn', now)
+    redis.call('HSET', jobKey, 'state', 'failed', 'finishedOn', now)
     redis.call('HINCRBY', q.meta, 'failedNew', 1)
     releaseDeduplication(q.meta, f[4], id)
     emit(q, 'failed', 'jobId', id, 'failedReason', reason, 'prev', 'active')

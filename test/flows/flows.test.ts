@@ -143,3 +143,30 @@ describe('FlowProducer input', () => {
     expect(tree?.children?.every((c) => c.children === undefined)).toBe(true)
   })
 })
+
+describe('FlowProducer.addBulk with a root under a missing parent', () => {
+  it('leaves that root and its tree out, writes the others and returns every tree (BullMQ 6.7); add still refuses', async () => {
+    const p = producer()
+    const top = await p.add({ name: 'top', queueName: 'q', children: [{ name: 'first', queueName: 'k' }] })
+    const orphanOf = { parent: { id: 'gone', queue: 'emq:{q}' } }
+    const [orphan, under, lone] = await p.addBulk([
+      {
+        name: 'orphan',
+        queueName: 'k',
+        opts: { ...orphanOf, jobId: 'o' },
+        children: [{ name: 'o-leaf', queueName: 'k', opts: { jobId: 'ol' } }],
+      },
+      { name: 'sub', queueName: 'k', opts: { parent: { id: top.job.id, queue: 'emq:{q}' } } },
+      { name: 'lone', queueName: 'q' },
+    ])
+    expect(orphan?.job.id).toBe('o')
+    expect(await orphan?.job.getState()).toBe('unknown')
+    expect(await queue('k').getJob('ol')).toBeUndefined()
+    expect(await queue('q').getJobState(lone?.job.id as string)).toBe('waiting')
+    expect(await (await queue('q').getJob(top.job.id))?.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 2 })
+    expect(await queue('k').getJobState(under?.job.id as string)).toBe('waiting')
+
+    const refused = await p.add({ name: 'again', queueName: 'k', opts: orphanOf }).catch((e: unknown) => e)
+    expect((refused as EchoMQError).code).toBe('ERR_JOB_MISSING')
+  })
+})

@@ -41,24 +41,6 @@ const GAPS = {
   removeUnprocessedChildren: false,
   /** parent.remove() while a job of its tree runs: both refuse (EchoMQ: ERR_JOB_ACTIVE). */
   removeLockedTree: false,
-  /** FlowProducer.addBulk with one root whose parent is missing: BullMQ adds the others; EchoMQ rejects the call. */
-  addBulkPartialRoots: true,
-  /**
-   * moveToWaitingChildren on a running job whose failParentOnFailure child failed: BullMQ throws an
-   * UnrecoverableError (the job fails for good); EchoMQ's ERR_JOB_STATE is retried as any error.
-   */
-  failedChildUnrecoverable: true,
-  /** Job.create(queue, name, data, opts): EchoMQ's Job has no create (queue.add adds a job). */
-  jobCreate: true,
-  /** job.clearLogs(keepLogs?): not in EchoMQ's Job (BullMQ: trims or clears the job's log). */
-  clearLogs: true,
-  /**
-   * A failed attempt that will be retried: BullMQ stores its failedReason, and the job of the worker's `failed`
-   * event holds it and the stacktrace; EchoMQ stores no failedReason (only lastError), its event's job neither.
-   */
-  retriedAttemptReason: true,
-  /** job.returnvalue: a plain field in BullMQ (set, serialised); EchoMQ's is a getter, not in JSON.stringify(job). */
-  returnvalueField: true,
 }
 
 /** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */

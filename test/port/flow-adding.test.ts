@@ -7,7 +7,7 @@
 import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
-import { caseNeeding, differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
+import { differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -72,24 +72,21 @@ describe.each(FLOW_LIBRARIES)('%s: adding flows over existing jobs', (name) => {
     expect(await tree.job.getState()).toBe('completed')
   })
 
-  caseNeeding(name, 'addBulkPartialRoots')(
-    'addBulk with one root refused (a missing parent) adds the others, each id read back right',
-    async () => {
-      const flow = t.flow()
-      // differs.flowRootDeduplicates: EchoMQ refuses deduplication on a flow node (docs/flows.md).
-      const dedup = differs.flowRootDeduplicates(name) ? { deduplication: { id: 'dedup-valid-on-partial-failure' } } : {}
-      const [valid, invalid] = await flow.addBulk([
-        { name: 'valid-root', data: {}, queueName: t.queueName, opts: { ...dedup, delay: 1000 } },
-        {
-          name: 'invalid-root',
-          data: {},
-          queueName: t.queueName,
-          opts: { parent: { id: 'missing-parent', queue: t.queue.qualifiedName } },
-        },
-      ])
-      expect(await t.queue.getJob(valid?.job.id as string)).toBeDefined()
-      expect(await t.queue.getJob(invalid?.job.id as string)).toBeUndefined()
-      expect(await t.queue.getJobCountByTypes()).toBe(1)
-    },
-  )
+  it('addBulk with one root refused (a missing parent) adds the others, each id read back right', async () => {
+    const flow = t.flow()
+    // differs.flowRootDeduplicates: EchoMQ refuses deduplication on a flow node (docs/flows.md).
+    const dedup = differs.flowRootDeduplicates(name) ? { deduplication: { id: 'dedup-valid-on-partial-failure' } } : {}
+    const [valid, invalid] = await flow.addBulk([
+      { name: 'valid-root', data: {}, queueName: t.queueName, opts: { ...dedup, delay: 1000 } },
+      {
+        name: 'invalid-root',
+        data: {},
+        queueName: t.queueName,
+        opts: { parent: { id: 'missing-parent', queue: t.queue.qualifiedName } },
+      },
+    ])
+    expect(await t.queue.getJob(valid?.job.id as string)).toBeDefined()
+    expect(await t.queue.getJob(invalid?.job.id as string)).toBeUndefined()
+    expect(await t.queue.getJobCountByTypes()).toBe(1)
+  })
 })

@@ -9,7 +9,7 @@ import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { caseNeeding, differs, FLOW_LIBRARIES, first, usePort } from './adapter.js'
+import { differs, FLOW_LIBRARIES, first, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -30,14 +30,15 @@ describe.each(FLOW_LIBRARIES)('%s: step jobs whose children fail', (name) => {
   const fail = () => {
     throw new Error('fail')
   }
-  /** The QueueEvents `failed` of job `id` (read from the stream's start: it may have failed already). */
-  const failedEvent = async (id: string | undefined) => {
+  /**
+   * The QueueEvents `failed` events from now on: call before the job is added (EchoMQ writes the events stream
+   * only while a QueueEvents listens, docs/migrating-from-bullmq.md), then wait for one job's.
+   */
+  const failedEvents = async () => {
     const events = await t.events()
-    const failed = first<Failed>()
-    events.on('failed', (args) => {
-      if (args.jobId === id) failed.listener(args)
-    })
-    return failed.value
+    const seen: Failed[] = []
+    events.on('failed', (args) => seen.push(args))
+    return (id: string | undefined) => waitFor(() => seen.find((f) => f.jobId === id), { what: `the failed event of job ${id}` })
   }
   /** A grandchild of `parent` that fails, under a child with failParentOnFailure (BullMQ's tree). */
   const addFailingTree = (flow: ReturnType<typeof t.flow>, parent: Job) =>
@@ -70,75 +71,72 @@ describe.each(FLOW_LIBRARIES)('%s: step jobs whose children fail', (name) => {
       await job.updateData({ step: 'finish' })
     })
     worker.on('completed', (job) => ended.listener(`completed ${job.id}`))
+    const failedOf = await failedEvents()
     const job = await t.queue.add('test', { step: 'initial' })
     if (!differs.pendingChildrenFailParent(name)) {
       // differs.pendingChildrenFailParent: EchoMQ completes it (docs/flows.md, "Differences from BullMQ 6.7").
       expect(await ended.value).toBe(`completed ${job.id}`)
       return
     }
-    const event = await failedEvent(job.id)
+    const event = await failedOf(job.id)
     expect(event.prev).toBe('active')
     expect(event.failedReason).toBe(`Job ${job.id} has pending dependencies. moveToFinished`)
   })
 
-  caseNeeding(name, 'failedChildUnrecoverable')(
-    'a job whose failParentOnFailure child failed while it ran fails as it moves to wait for it',
-    async () => {
-      const flow = t.flow()
-      t.worker(fail, { queueName: grandchildrenName() })
-      t.worker(() => undefined, { queueName: childrenName() })
-      const workerFailed = first<Job | undefined>()
-      const worker = t.worker(async (job, token) => {
-        if (job.data.step === 'initial') {
-          await addFailingTree(flow, job)
-          await job.updateData({ step: 'third' })
-        }
-        return waitAfterFailure(job, token)
-      })
-      worker.on('failed', workerFailed.listener)
-      const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
-      expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
-      const event = await failedEvent(job.id)
-      expect(event.prev).toBe('active')
-      expectFailedChild(event.failedReason, job.id as string)
-      expect(await t.queue.getActiveCount()).toBe(0)
-      expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
-    },
-  )
+  it('a job whose failParentOnFailure child failed while it ran fails as it moves to wait for it', async () => {
+    const flow = t.flow()
+    t.worker(fail, { queueName: grandchildrenName() })
+    t.worker(() => undefined, { queueName: childrenName() })
+    const workerFailed = first<Job | undefined>()
+    const worker = t.worker(async (job, token) => {
+      if (job.data.step === 'initial') {
+        await addFailingTree(flow, job)
+        await job.updateData({ step: 'third' })
+      }
+      return waitAfterFailure(job, token)
+    })
+    worker.on('failed', workerFailed.listener)
+    const failedOf = await failedEvents()
+    const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
+    expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
+    const event = await failedOf(job.id)
+    expect(event.prev).toBe('active')
+    expectFailedChild(event.failedReason, job.id as string)
+    expect(await t.queue.getActiveCount()).toBe(0)
+    expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
+  })
 
-  caseNeeding(name, 'failedChildUnrecoverable')(
-    'the same one level down: the child and then its parent fail as they move to wait',
-    async () => {
-      const flow = t.flow()
-      const asChild = (job: Job) => ({ parent: { id: job.id as string, queue: job.queueQualifiedName }, failParentOnFailure: true })
-      t.worker(fail, { queueName: grandchildrenName() })
-      t.worker(
-        async (job, token) => {
-          if (job.data.step === undefined) {
-            await flow.add({ name: 'grandchild-job', data: { idx: 0, foo: 'bar' }, queueName: grandchildrenName(), opts: asChild(job) })
-            await job.updateData({ step: 'second' })
-          }
-          return waitAfterFailure(job, token)
-        },
-        { queueName: childrenName() },
-      )
-      const workerFailed = first<Job | undefined>()
-      const worker = t.worker(async (job, token) => {
-        if (job.data.step === 'initial') {
-          await flow.add({ name: 'child-job', queueName: childrenName(), data: {}, opts: asChild(job) })
+  it('the same one level down: the child and then its parent fail as they move to wait', async () => {
+    const flow = t.flow()
+    const asChild = (job: Job) => ({ parent: { id: job.id as string, queue: job.queueQualifiedName }, failParentOnFailure: true })
+    t.worker(fail, { queueName: grandchildrenName() })
+    t.worker(
+      async (job, token) => {
+        if (job.data.step === undefined) {
+          await flow.add({ name: 'grandchild-job', data: { idx: 0, foo: 'bar' }, queueName: grandchildrenName(), opts: asChild(job) })
           await job.updateData({ step: 'second' })
         }
         return waitAfterFailure(job, token)
-      })
-      worker.on('failed', workerFailed.listener)
-      const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
-      expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
-      const event = await failedEvent(job.id)
-      expect(event.prev).toBe('active')
-      expectFailedChild(event.failedReason, job.id as string)
-      expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
-    },
-  )
+      },
+      { queueName: childrenName() },
+    )
+    const workerFailed = first<Job | undefined>()
+    const worker = t.worker(async (job, token) => {
+      if (job.data.step === 'initial') {
+        await flow.add({ name: 'child-job', queueName: childrenName(), data: {}, opts: asChild(job) })
+        await job.updateData({ step: 'second' })
+      }
+      return waitAfterFailure(job, token)
+    })
+    worker.on('failed', workerFailed.listener)
+    const failedOf = await failedEvents()
+    const job = await t.queue.add('test', { step: 'initial' }, { attempts: 3, backoff: 1000 })
+    expectFailedChild((await workerFailed.value)?.failedReason, job.id as string)
+    const event = await failedOf(job.id)
+    expect(event.prev).toBe('active')
+    expectFailedChild(event.failedReason, job.id as string)
+    expect(await job.getDependenciesCount()).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 1 })
+  })
 
   it('a job that fails on its own before it waits for its children fails with its own error', async () => {
     const flow = t.flow()
@@ -148,8 +146,9 @@ describe.each(FLOW_LIBRARIES)('%s: step jobs whose children fail', (name) => {
       await job.updateData({ step: 'third' })
       throw new Error('fail')
     })
+    const failedOf = await failedEvents()
     const job = await t.queue.add('test', { step: 'initial' })
-    const event = await failedEvent(job.id)
+    const event = await failedOf(job.id)
     expect(event.prev).toBe('active')
     expect(event.failedReason).toBe('fail')
   })

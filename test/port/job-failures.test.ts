@@ -10,7 +10,7 @@ import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { caseNeeding, counted, first, LIBRARIES, usePort } from './adapter.js'
+import { counted, first, LIBRARIES, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -55,21 +55,18 @@ describe.each(LIBRARIES)('%s: a failed job', (name) => {
     expect(await retried.value).toBe(1)
   })
 
-  caseNeeding(name, 'retriedAttemptReason')(
-    "a retried attempt's reason is stored, and its failed event's job holds it and the stack",
-    async () => {
-      const failedRun = first<Job | undefined>()
-      t.worker(() => {
-        throw new Error('test error')
-      }).on('failed', failedRun.listener)
-      await t.queue.add('test', { foo: 'bar' }, { attempts: 3, backoff: 10_000 })
-      const job = await failedRun.value
-      expect(job?.failedReason).toBe('test error')
-      expect(job?.stacktrace).toHaveLength(1)
-      expect(job?.stacktrace?.[0]).toContain('job-failures.test.ts')
-      expect((await t.queue.getJob(job?.id as string))?.failedReason).toBe('test error')
-    },
-  )
+  it("a retried attempt's reason is stored, and its failed event's job holds it and the stack", async () => {
+    const failedRun = first<Job | undefined>()
+    t.worker(() => {
+      throw new Error('test error')
+    }).on('failed', failedRun.listener)
+    await t.queue.add('test', { foo: 'bar' }, { attempts: 3, backoff: 10_000 })
+    const job = await failedRun.value
+    expect(job?.failedReason).toBe('test error')
+    expect(job?.stacktrace).toHaveLength(1)
+    expect(job?.stacktrace?.[0]).toContain('job-failures.test.ts')
+    expect((await t.queue.getJob(job?.id as string))?.failedReason).toBe('test error')
+  })
 
   it('with its last attempt failed, is failed', async () => {
     const job = await failOnce({ attempts: 1 })

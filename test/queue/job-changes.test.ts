@@ -1,6 +1,6 @@
 /**
  * Changing a job in place (BullMQ 6.7's names): job.updateData, job.changePriority, job.moveToDelayed with
- * DelayedError, job.changeDelay, job.extendLock. Each refused call (no such job, wrong state, a token that does not hold
+ * DelayedError, job.changeDelay, job.extendLock, job.clearLogs. Each refused call (no such job, wrong state, a token that does not hold
  * the lease, bad input) throws a typed error and leaves Redis as it was.
  */
 import { describe, expect, it } from 'vitest'
@@ -331,5 +331,22 @@ describe('extendLock', () => {
     await nextEvent(w, 'completed')
     expect(await job.extendLock(token, 1000)).toBe(0)
     expect(await redis.client.exists(fx.keys.lock('e'))).toBe(0)
+  })
+})
+
+describe('clearLogs', () => {
+  it("a processor trims its job's log; bad input is refused and changes nothing", async () => {
+    const trimmed = new Promise<string[]>((resolve) => {
+      fx.worker(async (job: Job) => {
+        for (const row of ['one', 'two', 'three']) await job.log(row)
+        await job.clearLogs(1)
+        resolve((await fx.queue.getJobLogs(job.id)).logs)
+      })
+    })
+    const job = await fx.queue.add('j', {}, { jobId: 'logs' })
+    expect(await trimmed).toEqual(['three'])
+
+    for (const bad of [-1, 1.5, '2', null]) expect(await codeOf(job.clearLogs(bad as number))).toBe('ERR_OPTIONS')
+    expect(await fx.queue.getJobLogs('logs')).toEqual({ logs: ['three'], count: 1 })
   })
 })

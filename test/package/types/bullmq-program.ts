@@ -4,7 +4,7 @@
  * type-checks it against EchoMQ and, with the import changed back to 'bullmq', against BullMQ 6.7, both
  * with `strict` and `exactOptionalPropertyTypes`. It is never run.
  */
-import { type ConnectionOptions, type Job, type JobsOptions, Queue, QueueEvents, Worker } from '../../../lib/index.js'
+import { type ConnectionOptions, Job, type JobsOptions, Queue, QueueEvents, Worker } from '../../../lib/index.js'
 
 interface EmailData {
   to: string
@@ -49,6 +49,14 @@ export async function producer(): Promise<void> {
   ])
   const found = await queue.getJob('welcome/ada@example.com')
   if (found) console.log(found.data.subject, await found.getState())
+  const created = await Job.create<EmailData, EmailResult, EmailName>(
+    queue,
+    'welcome',
+    { to: 'c@example.com', subject: 'Hi' },
+    { attempts: 2 },
+  )
+  await created.clearLogs(10)
+  console.log(created.data.to, JSON.stringify(created))
   const counts = await queue.getJobCounts('waiting', 'active', 'completed', 'failed', 'delayed', 'prioritized')
   console.log(counts.waiting, await queue.getWaitingCount(), await queue.count())
   const prioritized: Job<EmailData, EmailResult, EmailName>[] = await queue.getPrioritized(0, 9)
