@@ -76,7 +76,7 @@ it("a worker closed on a stalled link leaves the app's own client open once the 
   shared.on('error', () => undefined)
   try {
     await waitFor(async () => (await shared.ping().catch(() => '')) === 'PONG', { timeoutMs: 10_000, what: 'redis-server up' })
-    let release = () => undefined as void
+    let release: () => void = () => undefined
     const held = new Promise<void>((resolve) => (release = resolve))
     // direct: the worker is given the app's client, whose fate after close() is under test
     const worker = new Worker('q', () => held.then(() => 'ok'), { connection: shared, lockDuration: 500, closeTimeout: 200 })
