@@ -1,8 +1,7 @@
 /**
  * What "a queue used the feature once" means in the feature-off bench: each feature's one use on a queue,
  * through its own Queue, Worker, QueueEvents or handler, all closed before the measured workload starts (a
- * queue that used the feature and no longer does). The flow feature needs EchoMQ's FlowProducer (branch
- * flows): it is left out of FEATURES while this EchoMQ has none.
+ * queue that used the feature and no longer does).
  */
 import * as emq from '../lib/index.js'
 import { createWorkerHandler } from '../lib/lambda/index.js'
@@ -112,33 +111,23 @@ export const FEATURES: Feature[] = [
       }
     },
   },
-]
-
-type FlowProducerCtor = new (o: unknown) => { add(flow: unknown): Promise<unknown>; close(): Promise<void> }
-const FlowProducer = (emq as Record<string, unknown>).FlowProducer as FlowProducerCtor | undefined
-
-// Flows: a parent and one child, run; once FlowProducer is in this EchoMQ.
-if (FlowProducer)
-  FEATURES.push({
+  {
     name: 'flows',
     what: 'one flow (a parent and a child), run',
     use: async (t) => {
-      const producer = new FlowProducer({ connection: connection(t), prefix: EMQ_PREFIX })
+      const producer = new emq.FlowProducer({ connection: connection(t), prefix: EMQ_PREFIX })
       try {
-        await addAndRun(
-          t,
-          () =>
-            producer.add({
-              name: 'parent',
-              queueName: t.queue,
-              data: {},
-              prefix: EMQ_PREFIX,
-              children: [{ name: 'child', queueName: t.queue, data: {} }],
-            }),
-          2,
-        )
+        const flow = {
+          name: 'parent',
+          queueName: t.queue,
+          data: {},
+          prefix: EMQ_PREFIX,
+          children: [{ name: 'child', queueName: t.queue, data: {} }],
+        }
+        await addAndRun(t, () => producer.add(flow), 2)
       } finally {
         await producer.close()
       }
     },
-  })
+  },
+]
