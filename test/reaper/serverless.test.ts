@@ -342,7 +342,7 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
     expect(Object.keys(p.outputs)).toEqual(expect.arrayContaining(['AlarmTopicArn', 'DashboardName']))
   })
 
-  it('the package holds the minified bundle (Powertools Logger and Parameters in it) with the Lua scripts inside, under 310 KB zipped', async () => {
+  it('the package holds the minified bundle (Powertools Logger and Parameters in it) with the Lua scripts inside, under 320 KB zipped', async () => {
     const { stdout } = await run('unzip', ['-l', p.zip])
     expect(stdout).toContain('functions/sweep.cjs')
     // The scripts are text in the bundle (scripts/embed-lua.cjs), so the zip holds no lua/ directory.
@@ -352,8 +352,9 @@ describe.each(['dev', 'prod'])('npm run package --stage %s, offline: no AWS cred
       .split('\n')
       .find((l: string) => /^[\w ,.()-]{40,}$/.test(l.trim()))
     expect({ line, inBundle: line !== undefined && bundle.includes(line.trim()) }).toMatchObject({ inBundle: true })
-    // 300 KB until flows (lib/flows/, their scripts) came into the bundle: 303 KB with them.
-    expect(statSync(p.zip).size).toBeLessThan(310_000)
+    // 300 KB until flows (lib/flows/, their scripts) came into the bundle: 303 KB with them, 311 KB with flow
+    // removal, retried children and the job changes (every script is embedded, the reaper's or not).
+    expect(statSync(p.zip).size).toBeLessThan(320_000)
   })
 
   it('the worker function: its own zip, started by no one unless workerQueue names a queue (no WORKER_FUNCTIONS, no invoke grant)', async () => {
