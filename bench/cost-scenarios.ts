@@ -107,5 +107,5 @@ export const COST_SCENARIOS: Scenario[] = [
   { name: 'flow', chunks: () => [], flows, processor: noop, completions: (n) => flowCount(n) * FLOW_JOBS },
 ]
 
-/** Scenarios run unless --only names others: the flow row needs EchoMQ's FlowProducer (branch flows). */
-export const DEFAULT_SCENARIOS = COST_SCENARIOS.map((s) => s.name).filter((name) => name !== 'flow')
+/** Scenarios run unless --only names others: all of them. */
+export const DEFAULT_SCENARIOS = COST_SCENARIOS.map((s) => s.name)
