@@ -34,6 +34,7 @@ export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'c
 
 /** What a Job's JSON adds to its fields: BullMQ's names for those EchoMQ keeps under its own. */
 interface BullMQNames<Result> {
+  queueQualifiedName?: string
   returnvalue: Result | undefined
   timestamp: number
   processedOn: number | undefined
@@ -189,10 +190,13 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
 
   /**
    * What JSON.stringify(job) shows: the job's fields and, as BullMQ's toJSON shows them, BullMQ's names for
-   * those EchoMQ keeps under its own (returnvalue, timestamp, processedOn, delay); never its queue or token.
+   * those EchoMQ keeps under its own (returnvalue, timestamp, processedOn, delay) and its queue's qualified
+   * name (a string: never the queue object, nor the token).
    */
   toJSON(): JobFields<Data, Result, Name> & BullMQNames<Result> {
-    return { ...this, returnvalue: this.returnValue, timestamp: this.timestamp, processedOn: this.processedOn, delay: this.delay }
+    const queueQualifiedName = this.#scope?.qualifiedName
+    const names = { returnvalue: this.returnValue, timestamp: this.timestamp, processedOn: this.processedOn, delay: this.delay }
+    return { ...this, ...(queueQualifiedName === undefined ? {} : { queueQualifiedName }), ...names }
   }
 
   /**

@@ -100,6 +100,7 @@ describe.each(LIBRARIES)('%s: creating a job', (name) => {
       expect(parsed).toHaveProperty('data', data)
       expect(parsed).toHaveProperty('name', 'test')
       expect(parsed).toHaveProperty('progress', 20)
+      expect(parsed).toHaveProperty('queueQualifiedName', t.queue.qualifiedName)
       expect(parsed).not.toHaveProperty('queue')
     })
 
