@@ -12,6 +12,7 @@ import { FlowProducer, type Job, Queue, sweep, UnrecoverableError, Worker } from
 import { finishRuns, setScriptWrapper, take } from '../../lib/redis/commands.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { startCluster, type TestCluster } from '../helpers/cluster.js'
+import { useClosing } from '../helpers/fixture.js'
 import { keyGuard } from '../helpers/key-guard.js'
 import { waitFor } from '../helpers/wait.js'
 
@@ -19,7 +20,6 @@ let cluster: TestCluster
 let client: Cluster
 /** Three queue names whose slots are owned by three different masters. */
 let names: [string, string, string]
-const closers: (() => Promise<unknown>)[] = []
 const errors: string[] = []
 
 beforeAll(async () => {
@@ -32,15 +32,11 @@ afterAll(async () => {
   setScriptWrapper(undefined)
   await cluster?.stop()
 })
-afterEach(async () => {
-  await Promise.all(closers.splice(0).map((close) => close()))
+afterEach(() => {
   expect(errors).toEqual([])
 })
-
-const keep = <T extends { close(): Promise<unknown> }>(x: T): T => {
-  closers.push(() => x.close())
-  return x
-}
+// Registered after the check above, so it runs before it: errors raised while closing are counted.
+const keep = useClosing()
 // direct: a Queue on the cluster client
 const queueOn = (name: string) => keep(new Queue(name, { connection: client }))
 const worker = (name: string, fn: (job: Job) => unknown) => {

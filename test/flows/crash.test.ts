@@ -68,12 +68,13 @@ describe('a flow survives', () => {
     expect(parent?.returnValue).toEqual({ [`emq:{kids}:${childId}`]: { doneBy: expect.any(Number) } })
   })
 
-  it('a child that stalls past the allowance: the sweep fails it and tells its parent (ignoreDependencyOnFailure)', async () => {
-    const flow = await fx.producer().add({
-      name: 'p',
-      queueName: 'parents',
-      children: [{ name: 'c', queueName: 'kids', opts: { ignoreDependencyOnFailure: true } }],
-    })
+  /**
+   * A flow whose one child (with `opts`) is taken by a worker process that stops holding it, then failed by
+   * the sweep (0 stalls allowed: phase 1 marks the lapsed lease, phase 2 fails it and tells the parent);
+   * resolves once the parent completed.
+   */
+  async function stallFailChild(opts: Record<string, unknown>) {
+    const flow = await fx.producer().add({ name: 'p', queueName: 'parents', children: [{ name: 'c', queueName: 'kids', opts }] })
     const childId = flow.children?.[0]?.job.id as string
     const child = await spawnWorker({
       REDIS_URL: redis.url,
@@ -89,9 +90,13 @@ describe('a flow survives', () => {
     }
     const runs = parentRuns()
     const parents = fx.queue('parents')
-    // Phase 1 marks the lapsed lease, phase 2 fails the job (0 stalls allowed) and tells the parent.
     await waitFor(async () => (await sweep(redis.url, 'kids', { graceMs: 0 })).failed.includes(childId), { what: 'the stall-fail' })
     await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    return { flow, childId, runs, parents }
+  }
+
+  it('a child that stalls past the allowance: the sweep fails it and tells its parent (ignoreDependencyOnFailure)', async () => {
+    const { flow, childId, runs, parents } = await stallFailChild({ ignoreDependencyOnFailure: true })
     expect([...runs.entries()]).toEqual([[flow.job.id, 1]])
     const parent = await parents.getJob(flow.job.id)
     expect(await parent?.getIgnoredChildrenFailures()).toEqual({ [`emq:{kids}:${childId}`]: 'job stalled more than allowable limit' })
@@ -99,28 +104,7 @@ describe('a flow survives', () => {
   })
 
   it('a child with no policy removed as the sweep fails it (removeOnFail): its parent stops waiting for it and runs', async () => {
-    const flow = await fx.producer().add({
-      name: 'p',
-      queueName: 'parents',
-      children: [{ name: 'c', queueName: 'kids', opts: { removeOnFail: true } }],
-    })
-    const childId = flow.children?.[0]?.job.id as string
-    const child = await spawnWorker({
-      REDIS_URL: redis.url,
-      QUEUE: 'kids',
-      MAX_STALLED_COUNT: '0',
-      SKIP_STALLED_CHECK: '1',
-      LOCK_MS: '200',
-    })
-    try {
-      await child.waitForMessage('active', childId)
-    } finally {
-      await child.stop()
-    }
-    const runs = parentRuns()
-    const parents = fx.queue('parents')
-    await waitFor(async () => (await sweep(redis.url, 'kids', { graceMs: 0 })).failed.includes(childId), { what: 'the stall-fail' })
-    await waitFor(async () => (await parents.getJobState(flow.job.id)) === 'completed', { what: 'the parent completed' })
+    const { flow, childId, runs, parents } = await stallFailChild({ removeOnFail: true })
     expect([...runs.entries()]).toEqual([[flow.job.id, 1]])
     expect(await fx.queue('kids').getJob(childId)).toBeUndefined()
     expect(await (await parents.getJob(flow.job.id))?.getDependenciesCount()).toEqual({
