@@ -9,7 +9,7 @@
  * loosened for EchoMQ, the expected value is EchoMQ's documented one.
  */
 import * as bullmq from 'bullmq'
-import { afterEach, beforeEach, expect, it } from 'vitest'
+import { afterEach, beforeEach, expect } from 'vitest'
 import * as echomq from '../../lib/index.js'
 import type { TestRedis } from '../helpers/redis-server.js'
 
@@ -24,34 +24,8 @@ type Lib = Pick<
 /** Every ported file runs its cases on each of these. */
 export const LIBRARIES: LibName[] = ['bullmq', 'echomq']
 
-/**
- * The libraries the flow port (flow.test.ts) runs on. EchoMQ joins when its flows land (branch `flows`):
- * add 'echomq' here then; it is kept out rather than skipped so the flow cases stay green on BullMQ meanwhile.
- */
+/** The libraries the flow ports (flow*.test.ts) run on: both, as every other port. */
 export const FLOW_LIBRARIES: LibName[] = ['bullmq', 'echomq']
-
-/**
- * BullMQ 6.7 behaviour EchoMQ lacks and does not document as a difference: the cases of each run on BullMQ
- * only, by a library list (`librariesFor`) rather than a skip, until EchoMQ has it; then the entry goes.
- */
-const GAPS = {
-  /** job.removeChildDependency(): in EchoMQ's Job (lib/flows/dependency.ts). */
-  removeChildDependency: false,
-  /** job.removeUnprocessedChildren(): in EchoMQ's Job (lib/flows/dependency.ts). */
-  removeUnprocessedChildren: false,
-  /** parent.remove() while a job of its tree runs: both refuse (EchoMQ: ERR_JOB_ACTIVE). */
-  removeLockedTree: false,
-}
-
-/** The libraries a case needing `gap` runs on: both, once EchoMQ has it. */
-export function librariesFor(gap: keyof typeof GAPS): LibName[] {
-  return GAPS[gap] ? ['bullmq'] : LIBRARIES
-}
-
-/** `it` for a case needing `gap`: registered for BullMQ, and for EchoMQ once it has it (never skipped). */
-export function caseNeeding(name: LibName, gap: keyof typeof GAPS): typeof it | ((title: string, fn: () => unknown) => void) {
-  return librariesFor(gap).includes(name) ? it : () => undefined
-}
 
 function echoLib(): Lib {
   // FlowProducer and WaitingChildrenError are read by name: EchoMQ exports them only once flows land.
@@ -133,10 +107,7 @@ export const differs = {
    * docs/migrating-from-bullmq-queue.md, "Job ids").
    */
   emptyJobIdIgnored: (lib: LibName): boolean => lib === 'bullmq',
-  /*
-   * Flows (docs/flows.md, "Differences from BullMQ 6.7", from branch `flows`): only read once EchoMQ is in
-   * FLOW_LIBRARIES.
-   */
+  // Flows: docs/flows.md, "Differences from BullMQ 6.7".
   /** A childless flow root may take `deduplication` (BullMQ); EchoMQ refuses it on every flow node. */
   flowRootDeduplicates: (lib: LibName): boolean => lib === 'bullmq',
   /** A job that ends with children still pending: BullMQ fails it ("pending dependencies"), EchoMQ completes it. */

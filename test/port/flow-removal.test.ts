@@ -1,13 +1,13 @@
 /**
  * BullMQ's tests of removing parents and children (tests/flow.test.ts: `.remove`, removeChildDependency),
- * ported. They run on FLOW_LIBRARIES (adapter.ts): BullMQ now, EchoMQ once its flows land. BullMQ's
+ * ported, run on both libraries (FLOW_LIBRARIES, adapter.ts). BullMQ's
  * "locked job in the tree" takes the child with worker.getNextJob (manual processing, not in EchoMQ); here a
  * worker holds it running.
  */
 import type { FlowJob, Job, JobNode } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
-import { caseNeeding, differs, FLOW_LIBRARIES, first, gate, librariesFor, usePort } from './adapter.js'
+import { differs, FLOW_LIBRARIES, first, gate, usePort } from './adapter.js'
 
 const redis = useRedis()
 
@@ -81,7 +81,7 @@ describe.each(FLOW_LIBRARIES)('%s: removing flows', (name) => {
       expect(await tree.job.getState()).toBe('unknown')
     })
 
-    caseNeeding(name, 'removeLockedTree')('refuses, and removes nothing, while a job of the tree runs', async () => {
+    it('refuses, and removes nothing, while a job of the tree runs', async () => {
       const tree = await flowOf([child('bar'), child('baz')])
       const hold = gate()
       const running = first<string>()
@@ -137,128 +137,115 @@ describe.each(FLOW_LIBRARIES)('%s: removing flows', (name) => {
     })
   })
 
-  if (librariesFor('removeChildDependency').includes(name))
-    describe('removeChildDependency', () => {
-      caseNeeding(name, 'removeChildDependency')(
-        "the last child's moves the parent to wait; the parent then runs with no dependency",
-        async () => {
-          const tree = await t
-            .flow()
-            .add({ name: 'parent', data: {}, queueName: t.queueName, children: [{ name: 'child0', data: {}, queueName: t.queueName }] })
-          const only = kid(tree, 0).job
-          expect(await only.removeChildDependency()).toBe(true)
-          expect(only.parent).toBeUndefined()
-          expect(only.parentKey).toBeUndefined()
-          expect(await tree.job.getState()).toBe('waiting')
-          const counts = first<unknown>()
-          t.worker(() => undefined).on('completed', async (job) => {
-            if (job.name === 'parent') counts.listener(await job.getDependenciesCount())
-          })
-          expect(await counts.value).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 0 })
-        },
-      )
-
-      caseNeeding(name, 'removeChildDependency')('is kept: the child read again has no parent', async () => {
-        const tree = await t
-          .flow()
-          .add({ name: 'parent', data: {}, queueName: t.queueName, children: [{ name: 'child0', data: {}, queueName: t.queueName }] })
-        expect(await kid(tree, 0).job.removeChildDependency()).toBe(true)
-        const again = await t.queue.getJob(kid(tree, 0).job.id as string)
-        expect(again?.parent).toBeUndefined()
-        expect(again?.parentKey).toBeUndefined()
+  describe('removeChildDependency', () => {
+    it("the last child's moves the parent to wait; the parent then runs with no dependency", async () => {
+      const tree = await t
+        .flow()
+        .add({ name: 'parent', data: {}, queueName: t.queueName, children: [{ name: 'child0', data: {}, queueName: t.queueName }] })
+      const only = kid(tree, 0).job
+      expect(await only.removeChildDependency()).toBe(true)
+      expect(only.parent).toBeUndefined()
+      expect(only.parentKey).toBeUndefined()
+      expect(await tree.job.getState()).toBe('waiting')
+      const counts = first<unknown>()
+      t.worker(() => undefined).on('completed', async (job) => {
+        if (job.name === 'parent') counts.listener(await job.getDependenciesCount())
       })
+      expect(await counts.value).toEqual({ processed: 0, unprocessed: 0, ignored: 0, failed: 0 })
+    })
 
-      caseNeeding(name, 'removeChildDependency')('with other children pending, the parent keeps waiting for them', async () => {
-        const tree = await t.flow().add({
-          name: 'parent',
-          data: {},
-          queueName: t.queueName,
-          children: ['child0', 'child1'].map((n) => ({ name: n, data: {}, queueName: t.queueName })),
-        })
-        expect(await kid(tree, 0).job.removeChildDependency()).toBe(true)
-        expect(kid(tree, 0).job.parentKey).toBeUndefined()
-        expect(await tree.job.getState()).toBe('waiting-children')
-        const counts = first<unknown>()
-        t.worker(() => undefined).on('completed', async (job) => {
-          if (job.name === 'parent') counts.listener(await job.getDependenciesCount())
-        })
-        expect(await counts.value).toMatchObject({ unprocessed: 0, processed: 1 })
+    it('is kept: the child read again has no parent', async () => {
+      const tree = await t
+        .flow()
+        .add({ name: 'parent', data: {}, queueName: t.queueName, children: [{ name: 'child0', data: {}, queueName: t.queueName }] })
+      expect(await kid(tree, 0).job.removeChildDependency()).toBe(true)
+      const again = await t.queue.getJob(kid(tree, 0).job.id as string)
+      expect(again?.parent).toBeUndefined()
+      expect(again?.parentKey).toBeUndefined()
+    })
+
+    it('with other children pending, the parent keeps waiting for them', async () => {
+      const tree = await t.flow().add({
+        name: 'parent',
+        data: {},
+        queueName: t.queueName,
+        children: ['child0', 'child1'].map((n) => ({ name: n, data: {}, queueName: t.queueName })),
       })
-
-      caseNeeding(name, 'removeChildDependency')('refuses when the parent is gone', async () => {
-        const tree = await flowOf([child('bar'), child('baz')])
-        await tree.job.remove({ removeChildren: false })
-        const first0 = kid(tree, 0).job
-        await differs.refused(
-          name,
-          first0.removeChildDependency(),
-          `Missing key for parent job ${first0.parentKey}. removeChildDependency`,
-          {
-            code: 'ERR_JOB_MISSING',
-            mentions: keyOf(tree.job),
-          },
-        )
+      expect(await kid(tree, 0).job.removeChildDependency()).toBe(true)
+      expect(kid(tree, 0).job.parentKey).toBeUndefined()
+      expect(await tree.job.getState()).toBe('waiting-children')
+      const counts = first<unknown>()
+      t.worker(() => undefined).on('completed', async (job) => {
+        if (job.name === 'parent') counts.listener(await job.getDependenciesCount())
       })
+      expect(await counts.value).toMatchObject({ unprocessed: 0, processed: 1 })
+    })
 
-      caseNeeding(name, 'removeChildDependency')('refuses when the child is gone', async () => {
-        const tree = await flowOf([child('bar'), child('baz')])
-        const first0 = kid(tree, 0).job
-        await first0.remove()
-        await differs.missingJob(name, first0.removeChildDependency(), first0.id as string, 'removeChildDependency')
+    it('refuses when the parent is gone', async () => {
+      const tree = await flowOf([child('bar'), child('baz')])
+      await tree.job.remove({ removeChildren: false })
+      const first0 = kid(tree, 0).job
+      await differs.refused(name, first0.removeChildDependency(), `Missing key for parent job ${first0.parentKey}. removeChildDependency`, {
+        code: 'ERR_JOB_MISSING',
+        mentions: keyOf(tree.job),
       })
     })
 
-  if (librariesFor('removeUnprocessedChildren').includes(name))
-    describe('removeUnprocessedChildren', () => {
-      caseNeeding(name, 'removeUnprocessedChildren')(
-        'removes the children not started, keeps the completed, failed and running ones',
-        async () => {
-          const tree = await flowOf([
-            child('done'),
-            child('fails'),
-            child('runs'),
-            { ...child('prioritized'), opts: { priority: 1 } },
-            { ...child('delayed'), opts: { delay: 60_000 } },
-            child('waits'),
-            child('parent', [child('grandchild')]),
-          ])
-          const hold = gate()
-          const running = first<string>()
-          // One job at a time: 'done' completes, 'fails' fails, 'runs' is held running while the test removes.
-          t.worker(async (job) => {
-            if (job.data.foo === 'fails') throw new Error('failed job')
-            if (job.data.foo === 'runs') {
-              running.listener(job.id as string)
-              await hold.passed
-            }
-          })
-          expect(await running.value).toBe(kid(tree, 2).job.id)
-          const before = new Map<string, string>()
-          for (const c of kids(tree)) before.set(c.job.id as string, await c.job.getState())
-          expect([before.get(kid(tree, 0).job.id as string), before.get(kid(tree, 1).job.id as string)]).toEqual(['completed', 'failed'])
-          await tree.job.removeUnprocessedChildren()
-          for (const c of kids(tree)) {
-            const again = await t.queue.getJob(c.job.id as string)
-            const was = before.get(c.job.id as string) as string
-            if (['completed', 'failed', 'active'].includes(was)) {
-              expect(again?.parent, `${c.job.data.foo} (${was})`).toEqual({ id: tree.job.id, queueKey: tree.job.queueQualifiedName })
-            } else expect(again, `${c.job.data.foo} (${was})`).toBeUndefined()
-          }
-          hold.open()
-        },
-      )
-
-      caseNeeding(name, 'removeUnprocessedChildren')('removes nothing once every child completed', async () => {
-        const tree = await flowOf([child('a'), child('b'), child('c'), child('parent', [child('grandchild')])])
-        const parentDone = first<Job>()
-        t.worker(() => undefined, { queueName: parentName() }).on('completed', parentDone.listener)
-        t.worker(() => undefined)
-        await parentDone.value
-        expect(await t.queue.getJobCountByTypes('completed')).toBe(5)
-        await tree.job.removeUnprocessedChildren()
-        expect(await t.queue.getJobCountByTypes('completed')).toBe(5)
-      })
+    it('refuses when the child is gone', async () => {
+      const tree = await flowOf([child('bar'), child('baz')])
+      const first0 = kid(tree, 0).job
+      await first0.remove()
+      await differs.missingJob(name, first0.removeChildDependency(), first0.id as string, 'removeChildDependency')
     })
+  })
+
+  describe('removeUnprocessedChildren', () => {
+    it('removes the children not started, keeps the completed, failed and running ones', async () => {
+      const tree = await flowOf([
+        child('done'),
+        child('fails'),
+        child('runs'),
+        { ...child('prioritized'), opts: { priority: 1 } },
+        { ...child('delayed'), opts: { delay: 60_000 } },
+        child('waits'),
+        child('parent', [child('grandchild')]),
+      ])
+      const hold = gate()
+      const running = first<string>()
+      // One job at a time: 'done' completes, 'fails' fails, 'runs' is held running while the test removes.
+      t.worker(async (job) => {
+        if (job.data.foo === 'fails') throw new Error('failed job')
+        if (job.data.foo === 'runs') {
+          running.listener(job.id as string)
+          await hold.passed
+        }
+      })
+      expect(await running.value).toBe(kid(tree, 2).job.id)
+      const before = new Map<string, string>()
+      for (const c of kids(tree)) before.set(c.job.id as string, await c.job.getState())
+      expect([before.get(kid(tree, 0).job.id as string), before.get(kid(tree, 1).job.id as string)]).toEqual(['completed', 'failed'])
+      await tree.job.removeUnprocessedChildren()
+      for (const c of kids(tree)) {
+        const again = await t.queue.getJob(c.job.id as string)
+        const was = before.get(c.job.id as string) as string
+        if (['completed', 'failed', 'active'].includes(was)) {
+          expect(again?.parent, `${c.job.data.foo} (${was})`).toEqual({ id: tree.job.id, queueKey: tree.job.queueQualifiedName })
+        } else expect(again, `${c.job.data.foo} (${was})`).toBeUndefined()
+      }
+      hold.open()
+    })
+
+    it('removes nothing once every child completed', async () => {
+      const tree = await flowOf([child('a'), child('b'), child('c'), child('parent', [child('grandchild')])])
+      const parentDone = first<Job>()
+      t.worker(() => undefined, { queueName: parentName() }).on('completed', parentDone.listener)
+      t.worker(() => undefined)
+      await parentDone.value
+      expect(await t.queue.getJobCountByTypes('completed')).toBe(5)
+      await tree.job.removeUnprocessedChildren()
+      expect(await t.queue.getJobCountByTypes('completed')).toBe(5)
+    })
+  })
 
   it('removing a parent with a grandparent removes its children, not the grandparent', async () => {
     const grandparentQueue = t.queueOf(`${t.queueName}-grandparent`)
