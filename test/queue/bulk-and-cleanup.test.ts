@@ -48,6 +48,30 @@ describe('addBulk', () => {
     expect((await fx.queue.getJobs('wait', { start: 0, end: 2 })).map((j) => j.data)).toEqual([{ old: true }, { i: 0 }, { i: 1 }])
   })
 
+  it('sends the script text once per client: later bulks are EVALSHA only, and a Redis that lost its cache is sent it again', async () => {
+    const counting = await countingClient(redis.port)
+    const bulk = (tag: string) => Array.from({ length: 400 }, (_, i) => ({ name: tag, data: { i } }))
+    try {
+      // direct: a queue on a counting client, whose commands are under test
+      const q = new Queue('q', { connection: counting.client })
+      await q.addBulk(bulk('a'))
+      counting.reset()
+      await q.addBulk(bulk('b'))
+      expect(counting.sent.filter((c) => c === 'eval')).toHaveLength(0)
+      expect(counting.sent.filter((c) => c === 'evalsha')).toHaveLength(2)
+      // A restarted Redis: every call of the transaction answers NOSCRIPT, none ran; it is sent again, an EVAL first.
+      await redis.client.script('FLUSH')
+      counting.reset()
+      await q.addBulk(bulk('c'))
+      expect(counting.sent.filter((c) => c === 'eval')).toHaveLength(1)
+      expect(counting.sent.filter((c) => c === 'evalsha')).toHaveLength(3)
+    } finally {
+      counting.close()
+    }
+    // Each bulk added once: the one sent again after NOSCRIPT had not run.
+    expect((await fx.queue.counts()).wait).toBe(1200)
+  })
+
   it('validates every job first: one bad job and nothing is written', async () => {
     const bad = [
       { name: 'ok', data: {} },
