@@ -30,17 +30,43 @@ local rearm = ARGV[1] == '1'
 -- @include enter
 
 local now = nowMs()
+-- Formatted once: Lua formats a number it passes to Redis with printf's '%.17g'.
+local nowText = string.format('%d', now)
 local promoted = {}
-for i = 1, #ARGV - 1 do
-  local id = ARGV[1 + i]
-  local due = rcall('ZSCORE', q.delayed, id)
-  if due and tonumber(due) <= now then
-    rcall('ZREM', q.delayed, id)
-    rcall('HDEL', KEYS[7 + i], 'dueAt', 'lastDelay')
-    enterWait(KEYS[7 + i], q, id, now, false)
-    emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
-    promoted[#promoted + 1] = id
+-- The promoted jobs without a priority, pushed on `wait` in one command, in the order given (one LPUSH a job
+-- would leave the same list).
+local back = {}
+-- An id given twice is promoted once (its score is read for both before either moves).
+local seen = {}
+local n = #ARGV - 1
+if n > 0 then
+  local dues = rcall('ZMSCORE', q.delayed, unpack(ARGV, 2, n + 1))
+  for i = 1, n do
+    local id, due = ARGV[1 + i], dues[i]
+    if due and tonumber(due) <= now and not seen[id] then
+      seen[id] = true
+      local jobKey = KEYS[7 + i]
+      promoted[#promoted + 1] = id
+      rcall('HDEL', jobKey, 'dueAt', 'lastDelay')
+      -- As enterWait: the state and when it joined the line, into `prioritized` with a priority.
+      local priority = tonumber(rcall('HGET', jobKey, 'priority')) or 0
+      if priority > 0 then
+        rcall('HSET', jobKey, 'state', 'prioritized', 'waitingSince', nowText)
+        joinLine(q, id, false, priority)
+      else
+        rcall('HSET', jobKey, 'state', 'wait', 'waitingSince', nowText)
+        back[#back + 1] = id
+      end
+      emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
+    end
   end
+end
+if #promoted > 0 then
+  rcall('ZREM', q.delayed, unpack(promoted))
+  if #back > 0 then
+    rcall('LPUSH', q.wait, unpack(back))
+  end
+  rcall('ZADD', q.marker, '0', '0')
 end
 local nextDue = rcall('ZRANGE', q.delayed, 0, 0, 'WITHSCORES')[2]
 if nextDue and rearm then
