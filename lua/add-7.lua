@@ -12,26 +12,26 @@
   KEYS[6] listened     ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized  ZSET   <prefix>:{q}:prioritized (id -> priority * 2^32 + counter)
   KEYS[7 + i]          HASH   job i (i = 1 .. n)
-  With F = 5 (jobs with a deduplication, see deduplicate.lua), four keys per job instead, from KEYS[4 + 4i]:
+  With F = 4 (jobs with a deduplication, see deduplicate.lua), four keys per job instead, from KEYS[4 + 4i]:
   the job's HASH, its deduplication key STRING <prefix>:{q}:de:<id>, and the HASH and LIST (logs) of the
   id's holder the caller expects (the job's own keys when it expects none)
 
-  ARGV[1] fields per job (F): 3 when every job of the call has the default options, 4 with their options,
-    5 with also their deduplication
-  ARGV[2 + F(i-1) .. 1 + F i], for job i:
-    id; name; data (JSON text); with F >= 4 its options: those not at their default, each a letter and the
+  ARGV[1] fields per job (F): 2 when every job of the call has the default options, 3 with their options,
+    4 with also their deduplication
+  ARGV[2 + F(i-1) .. 1 + F i], for job i (its id is its key's last part: <prefix>:{q}:<id>, not sent again):
+    name; data (JSON text); with F >= 3 its options: those not at their default, each a letter and the
     value as the job hash stores it, joined by ';' ("" for none; letters: OPTION_FIELDS below; values:
     attempts, the total starts allowed; delay, ms; backoff, "<type>,<delay>,<maxDelay>,<jitter>", see
     backoff.lua; keep and keepFailed, the retention in `completed` and `failed`, "<count>,<ageMs>" or "0"
     to remove at once, see retention.lua; keepLogs, lines; priority, 1 = highest .. 2^21 - 1; lifo, "1" to
-    the front of `wait`; stackTraceLimit); with F = 5 its deduplication ("<ttl>,<extend>,<replace>,<holder
+    the front of `wait`; stackTraceLimit); with F = 4 its deduplication ("<ttl>,<extend>,<replace>,<holder
     expected>,<id>", see deduplicate.lua; "" for none)
   `delay` and `lifo` are stored when given (for job.opts), not read by any script.
   The caller leaves out an option at its default (lib/redis/job-codec.ts): the scripts read an absent field
   as its default, so a job with the defaults costs no byte for them, here or in its hash.
 
   Returns { now (ms, Redis's clock), codes }: codes one character a job, '1' added or '0' its id was taken;
-  with F = 5 a list instead, per job 1, 0, the holder's id (deduplicated) or '?<holder>' (not the holder
+  with F = 4 a list instead, per job 1, 0, the holder's id (deduplicated) or '?<holder>' (not the holder
   the caller expected: nothing done for that job).
   Emits `added` then `waiting` or `delayed` per job added, `duplicated` per id taken, `deduplicated`.
 ]]
@@ -57,9 +57,11 @@ local now = nowMs()
 -- printf's '%.17g', the largest cost of a delayed add before.
 local nowText = string.format('%d', now)
 local codes = {}
-local D = F == 5
+local D = F == 4
+-- A job's key is <prefix>:{q}:<id>: its id starts after the length of `wait`'s key less 'wait'.
+local base = #KEYS[1] - 4
 local per = D and 4 or 1
--- The codes as the reply gives them (a list of numbers with F = 5, else characters of one string).
+-- The codes as the reply gives them (a list of numbers with F = 4, else characters of one string).
 local ADDED, TAKEN = 1, 0
 if not D then
   ADDED, TAKEN = '1', '0'
@@ -134,23 +136,23 @@ for i = 1, (#KEYS - 7) / per do
   local a = 1 + F * (i - 1)
   local k = 8 + per * (i - 1)
   local jobKey = KEYS[k]
-  local id, name, data = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local id, name, data = string.sub(jobKey, base + 1), ARGV[a + 1], ARGV[a + 2]
   local held, deid
   if rcall('EXISTS', jobKey) == 1 then
     codes[i] = TAKEN
     emit(q, 'duplicated', 'jobId', id)
-  elseif D and ARGV[a + 5] ~= '' then
+  elseif D and ARGV[a + 4] ~= '' then
     -- A replaced holder leaves its line: the jobs before this one must be in theirs.
     file()
-    held, deid = deduplicate(q, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], id, ARGV[a + 5])
+    held, deid = deduplicate(q, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], id, ARGV[a + 4])
     codes[i] = held
   end
   if codes[i] == nil then
     codes[i] = ADDED
     local fields = { 'name', name, 'data', data, 'createdOn', nowText }
     local delayMs, priority, lifo = 0, 0, false
-    if F > 3 and ARGV[a + 4] ~= '' then
-      for letter, value in string.gmatch(ARGV[a + 4], '(%a)([^;]*)') do
+    if F > 2 and ARGV[a + 3] ~= '' then
+      for letter, value in string.gmatch(ARGV[a + 3], '(%a)([^;]*)') do
         fields[#fields + 1] = OPTION_FIELDS[letter] or error('add-7: no option ' .. letter)
         fields[#fields + 1] = value
         if letter == 'd' then

@@ -50,12 +50,12 @@ function packedOptions(j: NewJob): string {
   return out
 }
 
-/** A call whose jobs all have the default options sends only their id, name and data (add-7.lua). */
-const shortArgs = (j: NewJob) => [j.id, j.name, j.data]
-const ADD_FIELDS_SHORT = 3
-const ADD_FIELDS = 4
-/** A call with a deduplicated job: the 5th field its deduplication ("" for none). */
-const ADD_FIELDS_DEDUPLICATED = 5
+/** A call whose jobs all have the default options sends only their name and data (add-7.lua: the id is in the job's key). */
+const shortArgs = (j: NewJob) => [j.name, j.data]
+const ADD_FIELDS_SHORT = 2
+const ADD_FIELDS = 3
+/** A call with a deduplicated job: the 4th field its deduplication ("" for none). */
+const ADD_FIELDS_DEDUPLICATED = 4
 
 /** add-7.lua's arguments: the short form when every job has the default options (most producers' adds). */
 function addArgs(jobs: NewJob[]): (string | number)[] {
@@ -63,7 +63,6 @@ function addArgs(jobs: NewJob[]): (string | number)[] {
     return [
       ADD_FIELDS_DEDUPLICATED,
       ...jobs.flatMap((j) => [
-        j.id,
         j.name,
         j.data,
         packedOptions(j),
@@ -73,7 +72,7 @@ function addArgs(jobs: NewJob[]): (string | number)[] {
   }
   return jobs.every(hasDefaultOptions)
     ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)]
-    : [ADD_FIELDS, ...jobs.flatMap((j) => [j.id, j.name, j.data, packedOptions(j)])]
+    : [ADD_FIELDS, ...jobs.flatMap((j) => [j.name, j.data, packedOptions(j)])]
 }
 
 /** add-7.lua's KEYS: the queue's, then each job's hash (with a deduplication: its key and the holder's hash and logs). */
