@@ -12,9 +12,9 @@
   KEYS[6] listened     ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized  ZSET   <prefix>:{q}:prioritized (id -> priority * 2^32 + counter)
   KEYS[7 + i]          HASH   job i (i = 1 .. n)
-  With F = 4 (jobs with a deduplication, see deduplicate.lua), four keys per job instead, from KEYS[4 + 4i]:
-  the job's HASH, its deduplication key STRING <prefix>:{q}:de:<id>, and the HASH and LIST (logs) of the
-  id's holder the caller expects (the job's own keys when it expects none)
+  With F = 4 (a call with deduplicated jobs, see deduplicate.lua), after the queue's keys, per job in turn:
+  its HASH; with a deduplication, its deduplication key STRING <prefix>:{q}:de:<id>; and when the caller
+  expects a holder of that id, the holder's HASH and LIST (logs)
 
   ARGV[1] fields per job (F): 2 when every job of the call has the default options, 3 with their options,
     4 with also their deduplication
@@ -60,7 +60,6 @@ local codes = {}
 local D = F == 4
 -- A job's key is <prefix>:{q}:<id>: its id starts after the length of `wait`'s key less 'wait'.
 local base = #KEYS[1] - 4
-local per = D and 4 or 1
 -- The codes as the reply gives them (a list of numbers with F = 4, else characters of one string).
 local ADDED, TAKEN = 1, 0
 if not D then
@@ -132,19 +131,30 @@ local function file()
   end
 end
 
-for i = 1, (#KEYS - 7) / per do
+-- The next job's first key.
+local k = 8
+for i = 1, (#ARGV - 1) / F do
   local a = 1 + F * (i - 1)
-  local k = 8 + per * (i - 1)
   local jobKey = KEYS[k]
   local id, name, data = string.sub(jobKey, base + 1), ARGV[a + 1], ARGV[a + 2]
-  local held, deid
+  local held, deid, spec, dedupKey, holderKey, holderLogsKey
+  k = k + 1
+  if D and ARGV[a + 4] ~= '' then
+    spec = ARGV[a + 4]
+    dedupKey = KEYS[k]
+    k = k + 1
+    if expectedHolder(spec) ~= '' then
+      holderKey, holderLogsKey = KEYS[k], KEYS[k + 1]
+      k = k + 2
+    end
+  end
   if rcall('EXISTS', jobKey) == 1 then
     codes[i] = TAKEN
     emit(q, 'duplicated', 'jobId', id)
-  elseif D and ARGV[a + 4] ~= '' then
+  elseif spec then
     -- A replaced holder leaves its line: the jobs before this one must be in theirs.
     file()
-    held, deid = deduplicate(q, KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], id, ARGV[a + 4])
+    held, deid = deduplicate(q, dedupKey, holderKey, holderLogsKey, id, spec)
     codes[i] = held
   end
   if codes[i] == nil then

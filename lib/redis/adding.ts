@@ -75,7 +75,10 @@ function addArgs(jobs: NewJob[]): (string | number)[] {
     : [ADD_FIELDS, ...jobs.flatMap((j) => [j.name, j.data, packedOptions(j)])]
 }
 
-/** add-7.lua's KEYS: the queue's, then each job's hash (with a deduplication: its key and the holder's hash and logs). */
+/**
+ * add-7.lua's KEYS: the queue's, then each job's hash; in a call with a deduplication, after a job's hash
+ * its deduplication key, and the hash and logs of the holder it expects when it expects one.
+ */
 function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
   const queue = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized]
   if (!jobs.some((j) => j.deduplication)) return [...queue, ...jobs.map((j) => keys.job(j.id))]
@@ -83,9 +86,9 @@ function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
     ...queue,
     ...jobs.flatMap((j) => {
       const d = j.deduplication
-      // Without a holder (or a deduplication) the job's own keys stand in: the script does not touch them as a holder's.
-      const holder = d?.holder ?? j.id
-      return [keys.job(j.id), keys.deduplication(d?.spec.id ?? ''), keys.job(holder), keys.logs(holder)]
+      if (!d) return [keys.job(j.id)]
+      const holder = d.holder ? [keys.job(d.holder), keys.logs(d.holder)] : []
+      return [keys.job(j.id), keys.deduplication(d.spec.id), ...holder]
     }),
   ]
 }
