@@ -98,31 +98,38 @@ local function delayedScore(due, dueText)
   return string.format('%.17g', score)
 end
 
+-- `command` on `key` with the arguments in `list`, in slices (unpack's C stack holds some 8,000 values).
+local function each(command, key, list)
+  for i = 1, #list, 1000 do
+    rcall(command, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+
 -- Files the jobs gathered so far into their lines; the marker is told once per call, after the loop.
 local function file()
   if #back > 0 then
-    rcall('LPUSH', q.wait, unpack(back))
+    each('LPUSH', q.wait, back)
     back = {}
   end
   if #front > 0 then
-    rcall('RPUSH', q.wait, unpack(front))
+    each('RPUSH', q.wait, front)
     front = {}
   end
   if #ranked > 0 then
     -- The counter moves as it would one job at a time (prioritizedScore): the same scores.
     local n = #ranked / 2
-    local seq = rcall('HINCRBY', q.meta, 'pc', n) - n
+    local seq = rcall('HINCRBY', q.meta, 'pc', string.format('%d', n)) - n
     for j = 1, #ranked, 2 do
       seq = seq + 1
       ranked[j] = string.format('%d', ranked[j] * PRIORITY_SCALE + seq % PRIORITY_SCALE)
     end
-    rcall('ZADD', q.prioritized, unpack(ranked))
+    each('ZADD', q.prioritized, ranked)
     ranked = {}
   end
   if #later > 0 then
     -- The marker learns of a due time only when it is now the first (see enterDelayed).
-    local first = rcall('ZRANGE', q.delayed, 0, 0, 'WITHSCORES')[2]
-    rcall('ZADD', q.delayed, unpack(later))
+    local first = rcall('ZRANGE', q.delayed, '0', '0', 'WITHSCORES')[2]
+    each('ZADD', q.delayed, later)
     if not first or earliest < tonumber(first) then
       rcall('ZADD', q.marker, 'LT', string.format('%d', earliest), 'd')
     end
