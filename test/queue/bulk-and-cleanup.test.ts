@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { type BulkJob, type Job, Queue } from '../../lib/index.js'
-import { JOB_DEFAULTS } from '../../lib/job-options.js'
+import { JOB_DEFAULTS, type JobSettings } from '../../lib/job-options.js'
 import { add, type NewJob } from '../../lib/redis/adding.js'
 import { encodeOptions } from '../../lib/redis/job-codec.js'
 import { queueKeys } from '../../lib/redis/keys.js'
@@ -141,6 +141,29 @@ describe('addBulk', () => {
     expect(await redis.client.exists(fx.keys.job('h1'))).toBe(0)
     expect(await redis.client.zrange(fx.keys.delayed, '0', '-1')).toEqual(['h2'])
     expect(await fx.queue.getDeduplicationJobId('deb')).toBe('h2')
+  })
+
+  it('one add call of more jobs than its pushes take at once files them all, in order', async () => {
+    // direct: addBulk sends at most 200 jobs a call; add-7 pushes its lines 1,000 arguments at a time
+    const job = (i: number, opts: Partial<JobSettings>): NewJob => ({
+      id: `x${i}`,
+      name: 'j',
+      data: '{}',
+      ...encodeOptions({ ...JOB_DEFAULTS, ...opts }),
+    })
+    const n = 1100
+    const reply = await add(
+      redis.client,
+      fx.keys,
+      Array.from({ length: n }, (_, i) => job(i, i % 2 ? { delay: 60_000 } : {})),
+    )
+    expect(reply.added.every(Boolean)).toBe(true)
+    const wait = await redis.client.lrange(fx.keys.wait, '0', '-1')
+    expect(wait).toHaveLength(n / 2)
+    expect([wait[0], wait[n / 2 - 1]]).toEqual([`x${n - 2}`, 'x0'])
+    const delayed = await redis.client.zrange(fx.keys.delayed, '0', '-1')
+    expect(delayed).toHaveLength(n / 2)
+    expect([delayed[0], delayed[n / 2 - 1]]).toEqual(['x1', `x${n - 1}`])
   })
 
   it('validates every job first: one bad job and nothing is written', async () => {
