@@ -246,9 +246,9 @@ async function promoteAll(client: RedisClient, keys: QueueKeys, found: Probe, li
   let made = 0
   while (ids.length > 0 || sids.length > 0) {
     const step = await promoteDue(client, keys, ids, true, sids)
-    promoted += step.promoted.length
+    promoted += step.promoted
     made += step.made.length
-    if ((ids.length < limit && sids.length < limit) || step.promoted.length + step.made.length === 0) break
+    if ((ids.length < limit && sids.length < limit) || step.promoted + step.made.length === 0) break
     ;[ids, sids] = await Promise.all([
       ids.length < limit ? [] : dueDelayed(client, keys, found.now, limit),
       sids.length < limit ? [] : dueSchedulers(client, keys, found.now, limit),

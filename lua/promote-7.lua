@@ -10,14 +10,13 @@
   KEYS[5] events    STREAM <prefix>:{q}:events
   KEYS[6] listened  ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized ZSET <prefix>:{q}:prioritized (a job with a priority goes there, behind its equals)
-  KEYS[7 + i]       HASH   job i       (i = 1 .. n)
+  KEYS[7 + i]       HASH   job i       (i = 1 .. n; its id is the key's last part, <prefix>:{q}:<id>)
 
   ARGV[1] 1 to re-arm the marker for the next due time (a caller that will not wait for it itself,
           the sweep), else 0 (a worker, which sets its own timer from the reply)
-  ARGV[1 + i] job id i
 
-  Returns { promoted ids, ms until the next delayed job is due (-1 when none is left), its due time (ms,
-  Redis's clock; -1 when none) }. Emits `waiting` (prev `delayed`) per job promoted.
+  Returns { how many jobs it promoted, ms until the next delayed job is due (-1 when none is left), its due
+  time (ms, Redis's clock; -1 when none) }. Emits `waiting` (prev `delayed`) per job promoted.
 ]]
 local rcall = redis.call
 local q = {
@@ -30,23 +29,55 @@ local rearm = ARGV[1] == '1'
 -- @include enter
 
 local now = nowMs()
+-- Formatted once: Lua formats a number it passes to Redis with printf's '%.17g'.
+local nowText = string.format('%d', now)
 local promoted = {}
-for i = 1, #ARGV - 1 do
-  local id = ARGV[1 + i]
-  local due = rcall('ZSCORE', q.delayed, id)
-  if due and tonumber(due) <= now then
-    rcall('ZREM', q.delayed, id)
-    rcall('HDEL', KEYS[7 + i], 'dueAt', 'lastDelay')
-    enterWait(KEYS[7 + i], q, id, now, false)
-    emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
-    promoted[#promoted + 1] = id
+-- A job's key is <prefix>:{q}:<id>: its id starts after the length of `wait`'s key less 'wait'.
+local base = #q.wait - 4
+-- The promoted jobs without a priority, pushed on `wait` in one command, in the order given (one LPUSH a job
+-- would leave the same list).
+local back = {}
+-- An id given twice is promoted once (its score is read for both before either moves).
+local seen = {}
+local n = #KEYS - 7
+if n > 0 then
+  local ids = {}
+  for i = 1, n do
+    ids[i] = string.sub(KEYS[7 + i], base + 1)
   end
+  local dues = rcall('ZMSCORE', q.delayed, unpack(ids))
+  for i = 1, n do
+    local id, due = ids[i], dues[i]
+    if due and tonumber(due) <= now and not seen[id] then
+      seen[id] = true
+      local jobKey = KEYS[7 + i]
+      promoted[#promoted + 1] = id
+      rcall('HDEL', jobKey, 'dueAt', 'lastDelay')
+      -- As enterWait: the state and when it joined the line, into `prioritized` with a priority.
+      local priority = tonumber(rcall('HGET', jobKey, 'priority')) or 0
+      if priority > 0 then
+        rcall('HSET', jobKey, 'state', 'prioritized', 'waitingSince', nowText)
+        joinLine(q, id, false, priority)
+      else
+        rcall('HSET', jobKey, 'state', 'wait', 'waitingSince', nowText)
+        back[#back + 1] = id
+      end
+      emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
+    end
+  end
+end
+if #promoted > 0 then
+  rcall('ZREM', q.delayed, unpack(promoted))
+  if #back > 0 then
+    rcall('LPUSH', q.wait, unpack(back))
+  end
+  rcall('ZADD', q.marker, '0', '0')
 end
 local nextDue = rcall('ZRANGE', q.delayed, 0, 0, 'WITHSCORES')[2]
 if nextDue and rearm then
   rcall('ZADD', q.marker, 'LT', nextDue, 'd')
 end
 if not nextDue then
-  return { promoted, -1, -1 }
+  return { #promoted, -1, -1 }
 end
-return { promoted, math.max(0, tonumber(nextDue) - now), tonumber(nextDue) }
+return { #promoted, math.max(0, tonumber(nextDue) - now), tonumber(nextDue) }

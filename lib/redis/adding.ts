@@ -6,7 +6,7 @@
 import type { DeduplicationOptions } from '../deduplication.js'
 import type { RedisClient } from './connection.js'
 import { encodeDeduplication } from './deduplication.js'
-import { type EncodedOptions, hasDefaultOptions } from './job-codec.js'
+import { type EncodedOptions, hasDefaultOptions, storedOptionFields } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
 
@@ -25,39 +25,60 @@ export interface NewJob extends EncodedOptions {
   deduplication?: { spec: DeduplicationOptions; holder: string | null }
 }
 
-/** The ARGV of one job in add-7.lua, in its order. */
-const jobArgs = (j: NewJob) => [
-  j.id,
-  j.name,
-  j.data,
-  j.attempts,
-  j.delayMs,
-  j.backoff,
-  j.keep,
-  j.keepFailed,
-  j.keepLogs ?? '',
-  j.priority,
-  j.lifo ? '1' : '',
-  j.stackTraceLimit,
-]
-const ADD_FIELDS = 12
-/** A call whose jobs all have the default options sends only their id, name and data (add-7.lua). */
-const shortArgs = (j: NewJob) => [j.id, j.name, j.data]
-const ADD_FIELDS_SHORT = 3
+/** Each option's letter in add-7.lua (its OPTION_FIELDS), by the job hash's field. */
+const OPTION_LETTERS: Record<string, string> = {
+  attempts: 'a',
+  delay: 'd',
+  backoff: 'b',
+  keep: 'k',
+  keepFailed: 'f',
+  keepLogs: 'l',
+  priority: 'p',
+  lifo: 'o',
+  stackTraceLimit: 's',
+}
+
+/**
+ * A job's options as add-7.lua takes them: only those not at their default, each its letter and its value
+ * as the hash stores it, joined by ';' (no stored value holds one: numbers, a backoff's [A-Za-z][\w-]*
+ * type, a retention's "<count>,<age>"). "" for the defaults.
+ */
+function packedOptions(j: NewJob): string {
+  const fields = storedOptionFields(j)
+  let out = ''
+  for (let i = 0; i < fields.length; i += 2) out += `${out ? ';' : ''}${OPTION_LETTERS[fields[i] as string]}${fields[i + 1]}`
+  return out
+}
+
+/** A call whose jobs all have the default options sends only their name and data (add-7.lua: the id is in the job's key). */
+const shortArgs = (j: NewJob) => [j.name, j.data]
+const ADD_FIELDS_SHORT = 2
+const ADD_FIELDS = 3
+/** A call with a deduplicated job: the 4th field its deduplication ("" for none). */
+const ADD_FIELDS_DEDUPLICATED = 4
 
 /** add-7.lua's arguments: the short form when every job has the default options (most producers' adds). */
 function addArgs(jobs: NewJob[]): (string | number)[] {
-  if (jobs.some((j) => j.deduplication)) return [ADD_FIELDS + 1, ...jobs.flatMap(deduplicatedArgs)]
-  return jobs.every(hasDefaultOptions) ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)] : [ADD_FIELDS, ...jobs.flatMap(jobArgs)]
+  if (jobs.some((j) => j.deduplication)) {
+    return [
+      ADD_FIELDS_DEDUPLICATED,
+      ...jobs.flatMap((j) => [
+        j.name,
+        j.data,
+        packedOptions(j),
+        j.deduplication ? encodeDeduplication(j.deduplication.spec, j.deduplication.holder) : '',
+      ]),
+    ]
+  }
+  return jobs.every(hasDefaultOptions)
+    ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)]
+    : [ADD_FIELDS, ...jobs.flatMap((j) => [j.name, j.data, packedOptions(j)])]
 }
 
-/** A call with a deduplicated job: 13 fields a job, the 13th its deduplication ("" for none). */
-const deduplicatedArgs = (j: NewJob) => [
-  ...jobArgs(j),
-  j.deduplication ? encodeDeduplication(j.deduplication.spec, j.deduplication.holder) : '',
-]
-
-/** add-7.lua's KEYS: the queue's, then each job's hash (with a deduplication: its key and the holder's hash and logs). */
+/**
+ * add-7.lua's KEYS: the queue's, then each job's hash; in a call with a deduplication, after a job's hash
+ * its deduplication key, and the hash and logs of the holder it expects when it expects one.
+ */
 function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
   const queue = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized]
   if (!jobs.some((j) => j.deduplication)) return [...queue, ...jobs.map((j) => keys.job(j.id))]
@@ -65,15 +86,19 @@ function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
     ...queue,
     ...jobs.flatMap((j) => {
       const d = j.deduplication
-      // Without a holder (or a deduplication) the job's own keys stand in: the script does not touch them as a holder's.
-      const holder = d?.holder ?? j.id
-      return [keys.job(j.id), keys.deduplication(d?.spec.id ?? ''), keys.job(holder), keys.logs(holder)]
+      if (!d) return [keys.job(j.id)]
+      const holder = d.holder ? [keys.job(d.holder), keys.logs(d.holder)] : []
+      return [keys.job(j.id), keys.deduplication(d.spec.id), ...holder]
     }),
   ]
 }
 
 /** What add-7.lua says of one job: added (1), its id taken (0), the holder of its deduplication id, '?<holder>' (not the one expected). */
 type AddCode = number | string
+/** add-7.lua's codes: a list (a call with a deduplication), else one character a job ('1' added, '0' taken). */
+type AddCodes = AddCode[] | string
+
+const codeList = (codes: AddCodes): AddCode[] => (typeof codes === 'string' ? Array.from(codes, (c) => (c === '1' ? 1 : 0)) : codes)
 
 /**
  * The result of an add call, per job: added; held by (the holder's id, when deduplicated); stale, the
@@ -88,19 +113,22 @@ export interface AddResult {
 
 const isStale = (a: AddCode): a is string => typeof a === 'string' && a.startsWith('?')
 
-const addResult = (createdOn: number, codes: AddCode[]): AddResult => ({
-  createdOn,
-  added: codes.map((a) => a === 1),
-  heldBy: codes.map((a) => (typeof a === 'string' && !isStale(a) ? a : undefined)),
-  stale: codes.map((a) => (isStale(a) ? a.slice(1) || null : undefined)),
-})
+const addResult = (createdOn: number, reply: AddCodes): AddResult => {
+  const codes = codeList(reply)
+  return {
+    createdOn,
+    added: codes.map((a) => a === 1),
+    heldBy: codes.map((a) => (typeof a === 'string' && !isStale(a) ? a : undefined)),
+    stale: codes.map((a) => (isStale(a) ? a.slice(1) || null : undefined)),
+  }
+}
 
 /**
  * Stores jobs and pushes each on `wait` (or `delayed`); resolves to when they were created (ms, Redis's
  * clock) and, per job, whether it was added (false: its id was taken; nothing changed for it).
  */
 export async function add(client: RedisClient, keys: QueueKeys, jobs: NewJob[]): Promise<AddResult> {
-  const [createdOn, codes] = (await evalScript(client, ADD_SCRIPTS.add, addKeys(keys, jobs), addArgs(jobs))) as [number, AddCode[]]
+  const [createdOn, codes] = (await evalScript(client, ADD_SCRIPTS.add, addKeys(keys, jobs), addArgs(jobs))) as [number, AddCodes]
   return addResult(createdOn, codes)
 }
 
@@ -116,7 +144,7 @@ export async function addAll(client: RedisClient, keys: QueueKeys, calls: NewJob
     calls.map((jobs) => ({ keys: addKeys(keys, jobs), args: addArgs(jobs) })),
   )
   return replies.map((reply) => {
-    const [createdOn, codes] = reply as [number, AddCode[]]
+    const [createdOn, codes] = reply as [number, AddCodes]
     return addResult(createdOn, codes)
   })
 }

@@ -98,12 +98,20 @@ export const nextDue = (inMs: number, at: number): NextDue => ({
   nextDueAt: at < 0 ? undefined : at,
 })
 
+/** The scripts a client's Redis has run (so holds in its cache), by their sha: set after a call succeeds. */
+const cached = new WeakMap<object, Set<string>>()
+
+const isNoScript = (err: Error | null) => err instanceof Error && err.message.startsWith('NOSCRIPT')
+
 /**
  * Runs one script once per call in a single MULTI: all or none (a Redis that refuses one, out of memory,
- * refuses the transaction). The first call is an EVAL (a transaction cannot fall back from EVALSHA on
- * NOSCRIPT midway; SCRIPT LOAD first would need a second round trip for nothing), which caches the script,
- * so the calls after it are EVALSHA: nothing runs between them, and each EVAL would carry the script's
- * text again and have Redis hash it again. Resolves to each call's reply, in order.
+ * refuses the transaction). A transaction cannot fall back from EVALSHA on NOSCRIPT midway, so the first
+ * call is an EVAL (which caches the script; the calls after it are EVALSHA: each EVAL would carry the
+ * script's text again and have Redis hash it again) until this client has seen the script run; then every
+ * call is an EVALSHA, and the script's text (some 15 kB for add-7.lua) is not sent again. A Redis that
+ * lost its cache since (a restart, SCRIPT FLUSH) answers NOSCRIPT to every call of the transaction, none
+ * having run (nothing can load the script between them), and the transaction is sent again with an EVAL
+ * first. Resolves to each call's reply, in order.
  */
 export async function evalInTransaction(
   client: RedisClient,
@@ -111,9 +119,28 @@ export async function evalInTransaction(
   calls: { keys: string[]; args: (string | number)[] }[],
 ): Promise<unknown[]> {
   const script = loadScript(file)
+  const shas = cached.get(client) ?? new Set<string>()
+  cached.set(client, shas)
+  const known = shas.has(script.sha)
+  let replies = await transaction(client, script, calls, !known)
+  if (known && replies.every(([err]) => isNoScript(err))) replies = await transaction(client, script, calls, true)
+  const out = replies.map(([err, reply]) => {
+    if (err) throw err
+    return reply
+  })
+  shas.add(script.sha)
+  return out
+}
+
+async function transaction(
+  client: RedisClient,
+  script: Script,
+  calls: { keys: string[]; args: (string | number)[] }[],
+  evalFirst: boolean,
+): Promise<[Error | null, unknown][]> {
   const tx = client.multi()
   for (const [i, { keys, args }] of calls.entries()) {
-    if (i === 0) tx.eval(script.lua, keys.length, ...keys, ...args)
+    if (i === 0 && evalFirst) tx.eval(script.lua, keys.length, ...keys, ...args)
     else tx.evalsha(script.sha, keys.length, ...keys, ...args)
   }
   let replies: [Error | null, unknown][] | null
@@ -124,8 +151,5 @@ export async function evalInTransaction(
     throw (err as { previousErrors?: Error[] }).previousErrors?.[0] ?? err
   }
   if (!replies) throw new EchoMQError('ERR_SCRIPT', 'the bulk add transaction was aborted')
-  return replies.map(([err, reply]) => {
-    if (err) throw err
-    return reply
-  })
+  return replies
 }

@@ -258,7 +258,8 @@ export async function sweepStep(
 }
 
 export interface Promoted extends NextDue {
-  promoted: string[]
+  /** How many jobs moved (the ids are not sent back: no caller needs them). */
+  promoted: number
 }
 
 /**
@@ -269,9 +270,10 @@ export async function promote(client: RedisClient, keys: QueueKeys, ids: string[
   const [promoted, inMs, at] = (await evalScript(
     client,
     SWEEP_SCRIPTS.promote,
+    // The ids are in their keys (<prefix>:{q}:<id>): not sent again.
     [keys.delayed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, ...ids.map((id) => keys.job(id))],
-    [rearm ? 1 : 0, ...ids],
-  )) as [string[], number, number]
+    [rearm ? 1 : 0],
+  )) as [number, number, number]
   return { promoted, ...nextDue(inMs, at) }
 }
 

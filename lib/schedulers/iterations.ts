@@ -24,7 +24,7 @@ export { parseIteration } from '../redis/iteration-id.js'
 /** Tries of an advance that another one raced (each re-reads the scheduler). */
 const RACE_TRIES = 5
 
-/** What promoting due jobs did: the jobs moved from `delayed`, the runs made straight into line, the next due time. */
+/** What promoting due jobs did: how many jobs moved from `delayed`, the runs made straight into line, the next due time. */
 export interface Promotion extends Promoted {
   made: string[]
 }
@@ -62,7 +62,7 @@ export async function promoteDue(
   // An iteration its scheduler no longer points at (it ended, or was replaced) is a delayed job like any
   // other. Last, so its answer (the next due time) counts the runs just made.
   const rest = await promote(client, keys, [...plain, ...iterations.filter((id) => !promoted.includes(id))], rearm)
-  return { ...rest, promoted: [...promoted, ...rest.promoted], made }
+  return { ...rest, promoted: promoted.length + rest.promoted, made }
 }
 
 /**

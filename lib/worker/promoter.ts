@@ -58,7 +58,7 @@ export class Promoter {
         const ids = await oldestIds(this.client, this.keys.delayed, PROMOTE_BATCH)
         if (ids.length === 0) return
         const step = await promoteDue(this.client, this.keys, ids, false)
-        if (step.promoted.length < ids.length) return this.schedule(step)
+        if (step.promoted < ids.length) return this.schedule(step)
       }
     } finally {
       this.promoting = false

@@ -4,8 +4,15 @@
 -- released when its job completes or fails for good (releaseDeduplication.lua, called by the scripts
 -- that end a job) or is removed; a holder whose job is gone (drained, obliterated) or finished holds
 -- nothing: the next add takes the id over (BullMQ's stale-key recovery).
--- The caller names the holder it expects (the one it last saw: the holder's keys must be passed in KEYS);
--- another holder is answered '?<holder>' ('?' for none) with nothing done, and the caller sends it again.
+-- The caller names the holder it expects (the one it last saw: the holder's keys must be passed in KEYS,
+-- and only then); another holder is answered '?<holder>' ('?' for none) with nothing done, and the caller
+-- sends it again.
+
+-- The holder a deduplication "<ttl ms>,<extend 1|0>,<replace 1|0>,<holder id the caller expects, or
+-- empty>,<deduplication id>" expects ('' for none).
+local function expectedHolder(spec)
+  return string.match(spec, '^%d+,%d,%d,([^,]*),')
+end
 
 -- Holds `deid` for `id`: with a ttl the key (PX ttl; `keepTtl` keeps the key's remaining ttl), else meta's field.
 local function holdDeduplication(q, dedupKey, deid, id, ttl, keepTtl)
@@ -20,9 +27,10 @@ local function holdDeduplication(q, dedupKey, deid, id, ttl, keepTtl)
   end
 end
 
--- `spec` is "<ttl ms>,<extend 1|0>,<replace 1|0>,<holder id the caller expects, or empty>,<deduplication id>".
--- Returns nil and the deduplication id when the new job `id` now holds it (the caller adds the job and
--- records `deid`), or the holder's id when the add is deduplicated, or '?<holder>' (expected another).
+-- `spec` is as expectedHolder reads it; `holderKey` and `holderLogsKey` are the expected holder's (nil when none
+-- is expected: they are not read then). Returns nil and the deduplication id when the new job `id` now
+-- holds it (the caller adds the job and records `deid`), or the holder's id when the add is deduplicated,
+-- or '?<holder>' (expected another).
 local function deduplicate(q, dedupKey, holderKey, holderLogsKey, id, spec)
   local ttl, extend, replace, expected, deid = string.match(spec, '^(%d+),(%d),(%d),([^,]*),(.*)$')
   ttl = tonumber(ttl)

@@ -1,4 +1,4 @@
--- A new job's option fields as add-7.lua and addFlow-10.lua take them (ARGV[a + 4 .. a + 12]: attempts,
+-- A new job's option fields as addFlow-10.lua takes them (ARGV[a + 4 .. a + 12]: attempts,
 -- delay, backoff, keep, keepFailed, keepLogs, priority, lifo, stackTraceLimit), appended to `fields` as
 -- the job hash stores them: an option at its default is not stored (the scripts read an absent field as
 -- the default, see lib/redis/job-codec.ts).

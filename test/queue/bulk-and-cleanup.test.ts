@@ -3,14 +3,19 @@
  * getters as BullMQ users write them, on a real Redis.
  */
 import { describe, expect, it } from 'vitest'
-import { type Job, Queue } from '../../lib/index.js'
+import { type BulkJob, type Job, Queue } from '../../lib/index.js'
+import { JOB_DEFAULTS, type JobSettings } from '../../lib/job-options.js'
+import { add, type NewJob } from '../../lib/redis/adding.js'
+import { encodeOptions } from '../../lib/redis/job-codec.js'
+import { queueKeys } from '../../lib/redis/keys.js'
 import { countingClient } from '../helpers/counting.js'
-import { useQueue } from '../helpers/fixture.js'
+import { useClosing, useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
 const fx = useQueue(redis, { workers: { lockDuration: 1_000, closeTimeout: 500 } })
+const track = useClosing()
 
 /** Every key of queue q (its hash tag), by SCAN: for the tests only. */
 async function keysOfQueue(): Promise<string[]> {
@@ -46,6 +51,119 @@ describe('addBulk', () => {
     }
     expect((await fx.queue.counts()).wait).toBe(1000)
     expect((await fx.queue.getJobs('wait', { start: 0, end: 2 })).map((j) => j.data)).toEqual([{ old: true }, { i: 0 }, { i: 1 }])
+  })
+
+  it('sends the script text once per client: later bulks are EVALSHA only, and a Redis that lost its cache is sent it again', async () => {
+    const counting = await countingClient(redis.port)
+    const bulk = (tag: string) => Array.from({ length: 400 }, (_, i) => ({ name: tag, data: { i } }))
+    try {
+      // direct: a queue on a counting client, whose commands are under test
+      const q = new Queue('q', { connection: counting.client })
+      await q.addBulk(bulk('a'))
+      counting.reset()
+      await q.addBulk(bulk('b'))
+      expect(counting.sent.filter((c) => c === 'eval')).toHaveLength(0)
+      expect(counting.sent.filter((c) => c === 'evalsha')).toHaveLength(2)
+      // A restarted Redis: every call of the transaction answers NOSCRIPT, none ran; it is sent again, an EVAL first.
+      await redis.client.script('FLUSH')
+      counting.reset()
+      await q.addBulk(bulk('c'))
+      expect(counting.sent.filter((c) => c === 'eval')).toHaveLength(1)
+      expect(counting.sent.filter((c) => c === 'evalsha')).toHaveLength(3)
+    } finally {
+      counting.close()
+    }
+    // Each bulk added once: the one sent again after NOSCRIPT had not run.
+    expect((await fx.queue.counts()).wait).toBe(1200)
+  })
+
+  it('leaves the lines and the jobs as the same adds one at a time do (lifo, priorities, delays, options, taken ids)', async () => {
+    const jobs: BulkJob[] = [
+      { name: 'a', data: { n: 1 }, opts: { jobId: 'a' } },
+      { name: 'b', data: { n: 2 }, opts: { jobId: 'b', lifo: true } },
+      {
+        name: 'c',
+        data: { n: 3 },
+        opts: { jobId: 'c', priority: 3, attempts: 4, backoff: { type: 'exponential', delay: 50, jitter: 0.5 } },
+      },
+      { name: 'd', data: { n: 4 }, opts: { jobId: 'd', delay: 60_000, removeOnComplete: 7, keepLogs: 3 } },
+      { name: 'e', data: { n: 5 }, opts: { jobId: 'e', priority: 1, stackTraceLimit: 2, removeOnFail: { count: 5, age: 60 } } },
+      { name: 'f', data: { n: 6 }, opts: { jobId: 'f', lifo: true, removeOnComplete: true } },
+      { name: 'g', data: { n: 7 }, opts: { jobId: 'g', delay: 60_000, priority: 2 } },
+      { name: 'a2', data: { n: 8 }, opts: { jobId: 'a' } },
+      { name: 'h', data: { n: 9 }, opts: { jobId: 'h', priority: 3 } },
+      { name: 'i', data: { n: 10 }, opts: { jobId: 'i', delay: 90_000 } },
+      { name: 'j', data: { n: 11 }, opts: { jobId: 'j' } },
+    ]
+    const one = track(new Queue('one', { connection: redis.client }))
+    for (const j of jobs) await one.add(j.name, j.data, j.opts)
+    await fx.queue.addBulk(jobs)
+    const state = async (name: string) => {
+      const k = queueKeys('emq', name)
+      const c = redis.client
+      const hashes: Record<string, Record<string, string>> = {}
+      for (const id of 'abcdefghij') {
+        const { createdOn, dueAt, ...h } = await c.hgetall(k.job(id))
+        hashes[id] = { ...h, ...(dueAt ? { dueIn: String(Number(dueAt) - Number(createdOn)) } : {}) }
+      }
+      const prioritized = await c.zrange(k.prioritized, '0', '-1', 'WITHSCORES')
+      return {
+        wait: await c.lrange(k.wait, '0', '-1'),
+        // Priorities and the order within them (the counter's part differs between two queues only by its start).
+        prioritized: prioritized.flatMap((v, i) => (i % 2 === 0 ? [[v, Math.floor(Number(prioritized[i + 1]) / 2 ** 32)]] : [])),
+        delayed: await c.zrange(k.delayed, '0', '-1'),
+        marker: await c.zrange(k.marker, '0', '-1'),
+        hashes,
+      }
+    }
+    const bulk = await state('q')
+    expect(bulk).toEqual(await state('one'))
+    expect(bulk.wait).toEqual(['j', 'a', 'b', 'f'])
+    expect(bulk.prioritized.map(([id]) => id)).toEqual(['e', 'c', 'h'])
+    expect(bulk.delayed).toEqual(['d', 'g', 'i'])
+    expect(bulk.hashes.c).toMatchObject({ priority: '3', attempts: '4', backoff: 'exponential,50,0,0.5', state: 'prioritized' })
+    expect(bulk.hashes.d).toMatchObject({ delay: '60000', dueIn: '60000', state: 'delayed', keepLogs: '3' })
+  })
+
+  it('a deduplication that replaces a delayed holder added earlier in the same call leaves only the newest', async () => {
+    // direct: one add-7 call whose second job expects the first as its holder (a Queue learns a holder from
+    // a reply, so only a call sent by hand names one added in the same call)
+    const spec = { id: 'deb', ttl: 60_000, replace: true }
+    const job = (id: string, holder: string | null): NewJob => ({
+      id,
+      name: 'j',
+      data: '{}',
+      ...encodeOptions({ ...JOB_DEFAULTS, delay: 60_000 }),
+      deduplication: { spec, holder },
+    })
+    const reply = await add(redis.client, fx.keys, [job('h1', null), job('h2', 'h1')])
+    expect(reply.added).toEqual([true, true])
+    expect(await redis.client.exists(fx.keys.job('h1'))).toBe(0)
+    expect(await redis.client.zrange(fx.keys.delayed, '0', '-1')).toEqual(['h2'])
+    expect(await fx.queue.getDeduplicationJobId('deb')).toBe('h2')
+  })
+
+  it('one add call of more jobs than its pushes take at once files them all, in order', async () => {
+    // direct: addBulk sends at most 200 jobs a call; add-7 pushes its lines 1,000 arguments at a time
+    const job = (i: number, opts: Partial<JobSettings>): NewJob => ({
+      id: `x${i}`,
+      name: 'j',
+      data: '{}',
+      ...encodeOptions({ ...JOB_DEFAULTS, ...opts }),
+    })
+    const n = 1100
+    const reply = await add(
+      redis.client,
+      fx.keys,
+      Array.from({ length: n }, (_, i) => job(i, i % 2 ? { delay: 60_000 } : {})),
+    )
+    expect(reply.added.every(Boolean)).toBe(true)
+    const wait = await redis.client.lrange(fx.keys.wait, '0', '-1')
+    expect(wait).toHaveLength(n / 2)
+    expect([wait[0], wait[n / 2 - 1]]).toEqual([`x${n - 2}`, 'x0'])
+    const delayed = await redis.client.zrange(fx.keys.delayed, '0', '-1')
+    expect(delayed).toHaveLength(n / 2)
+    expect([delayed[0], delayed[n / 2 - 1]]).toEqual(['x1', `x${n - 1}`])
   })
 
   it('validates every job first: one bad job and nothing is written', async () => {
