@@ -278,31 +278,32 @@ export function withFlowFields(
 
 /** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
 const OPTION_AT = 10
-/** Where `attemptsStarted` is in takeJobs.lua's JOB_FIELDS (0-based): the start number of a run just taken. */
-export const ATTEMPTS_STARTED_AT = 4
+/** Where `attemptsStarted` is in takeJobs.lua's JOB_FIELDS (0-based): the start number of a run just taken (absent: 1). */
+export const ATTEMPTS_STARTED_AT = 3
 /** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
 const DEID_AT = OPTION_AT + OPTION_FIELDS.length
 
 /**
- * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
- * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
- * set (active, since `startedOn`, by `workerName`), then a flow's parentKey, parent and deferred failure.
- * Decoded without a detour through an object, as a busy worker does this for every job.
+ * Builds a Job just taken from takeJobs.lua's reply: its JOB_FIELDS in order (name, data, createdOn,
+ * attemptsStarted, attempts, attemptsMade, lastError, retried, progress, stacktrace, then the option
+ * fields of OPTION_FIELDS, then deid, parentKey, parent and a deferred failure; null, or past the end, for
+ * a field the hash lacks), with createdOn as ms before `now` (the call's time) and attemptsStarted absent
+ * for 1, and what the take set (active, since `startedOn`, by `workerName`). Decoded without a detour
+ * through an object, as a busy worker does this for every job.
  */
-export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
-  const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])
-  const createdOn = f[5] == null ? 0 : Number(f[5])
+export function jobFromFields(id: string, f: (string | null)[], now: number, startedOn: number, workerName: string): JobFields {
+  const attempts = f[4] == null ? JOB_DEFAULTS.attempts : Number(f[4])
+  const createdOn = f[2] == null ? 0 : now - Number(f[2])
   const job: JobFields = {
     id,
     name: f[0] ?? '',
     data: parseJson(f[1] ?? undefined),
     attempts,
-    attemptsMade: f[3] == null ? 0 : Number(f[3]),
-    attemptsStarted: f[ATTEMPTS_STARTED_AT] == null ? 0 : Number(f[ATTEMPTS_STARTED_AT]),
+    attemptsMade: f[5] == null ? 0 : Number(f[5]),
+    attemptsStarted: f[ATTEMPTS_STARTED_AT] == null ? 1 : Number(f[ATTEMPTS_STARTED_AT]),
     state: 'active',
     createdOn,
-    startedOn: Number(startedOn),
+    startedOn,
     workerName,
     stacktrace: stacksOf(f[9]),
     opts: jobOpts(id, createdOn, attempts, (name) => f[OPTION_AT + OPTION_FIELDS.indexOf(name)]),

@@ -32,16 +32,24 @@ export interface Taken {
   token: string
 }
 
-/** A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, no token. */
+/**
+ * A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, no token,
+ * attemptsStarted absent for 1, createdOn as ms before the call's time (job-codec.ts jobFromFields).
+ */
 type FieldsReply = (string | null)[]
 
-export type TakenReply = [string, FieldsReply, string][]
+/** Per job: its id, fields, and when it started when that is not the call's time (a run handed back again). */
+export type TakenReply = [string, FieldsReply, string?][]
 
 /** The run's token, which the reply leaves out: the taker's token and the start number (`attemptsStarted`). */
-const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT]}`
+const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT] ?? 1}`
 
-export const toTaken = (reply: TakenReply, taker: Taker): Taken[] =>
-  reply.map(([id, fields, startedOn]) => ({ job: jobFromFields(id, fields, startedOn, taker.workerName), token: tokenOf(taker, fields) }))
+/** `now`: the call's time (Redis's clock, ms), the reply's last element. */
+export const toTaken = (reply: TakenReply, now: number, taker: Taker): Taken[] =>
+  reply.map(([id, fields, startedOn]) => ({
+    job: jobFromFields(id, fields, now, startedOn === undefined ? now : Number(startedOn), taker.workerName),
+    token: tokenOf(taker, fields),
+  }))
 
 /** A job read into a worker's hand (reserved, not taken until it starts). */
 export interface Handed extends Taken {
@@ -49,12 +57,12 @@ export interface Handed extends Taken {
   scored: boolean
 }
 
-/** `startedOn` is when they were read, until they start. */
-export type HandedReply = [string, FieldsReply, number][]
+/** Per job: its id, fields, and 1 when it has a priority. `startedOn` is when they were read, until they start. */
+export type HandedReply = [string, FieldsReply, number?][]
 
-export const toHanded = (reply: HandedReply, readAt: number, taker: Taker): Handed[] =>
+export const toHanded = (reply: HandedReply, now: number, readAt: number, taker: Taker): Handed[] =>
   reply.map(([id, fields, scored]) => ({
-    job: jobFromFields(id, fields, String(readAt), taker.workerName),
+    job: jobFromFields(id, fields, now, readAt, taker.workerName),
     token: tokenOf(taker, fields),
     scored: scored === 1,
   }))
@@ -102,7 +110,7 @@ export async function take(
   reserved = false,
   onMiss: OnMiss = { max: 0, reserveMs: 1 },
 ): Promise<TakeResult> {
-  const [taken, left, dueIn, dueAt, waitMs, reservedNext] = (await evalScript(
+  const [taken, left, dueIn, dueAt, waitMs, reservedNext, now] = (await evalScript(
     client,
     TAKE_SCRIPTS.take,
     [
@@ -125,10 +133,9 @@ export async function take(
       ...limitArgs(taker),
       onMiss.max,
       onMiss.reserveMs,
-      ...ids,
     ],
-  )) as [TakenReply, string[], number, number, number, string[]]
-  return { taken: toTaken(taken, taker), left, ...nextDue(dueIn, dueAt), waitMs, reserved: reservedNext }
+  )) as [TakenReply, string[], number, number, number, string[], number]
+  return { taken: toTaken(taken, now, taker), left, ...nextDue(dueIn, dueAt), waitMs, reserved: reservedNext }
 }
 
 /** Returns up to `n` reservations past their expiry (a dead worker's) to the front of `wait`; resolves to how many. */

@@ -1,13 +1,14 @@
--- The job fields a worker needs, in the order lib/job.ts's jobFromFields reads them (one HMGET, not a
--- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back). The options
--- (backoff .. lifo) make job.opts; absent ones (the defaults) come back as nil. `token` stays last: it is
--- dropped from the reply (set to nil), which ends the list there.
+-- The job fields a worker needs, in the order lib/redis/job-codec.ts's jobFromFields reads them (from one
+-- HGETALL: bookkeeping fields, and what the take itself sets, do not travel back): those every job has
+-- first (name, data, createdOn, attemptsStarted), so a job with the default options ends its list there;
+-- then the options (backoff .. lifo), which make job.opts (absent ones, the defaults, come back as nil).
+-- `token` stays last: it is dropped from the reply (set to nil), which ends the list there.
 local JOB_FIELDS = {
-  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
+  'name', 'data', 'createdOn', 'attemptsStarted', 'attempts', 'attemptsMade', 'lastError', 'retried', 'progress', 'stacktrace',
   'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'parentKey', 'parent', 'defa',
   'token',
 }
-local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 23
+local F_NAME, F_DATA, F_CREATED, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 3, 4, 15, 23
 local FIELD_AT = {}
 for i, field in ipairs(JOB_FIELDS) do
   FIELD_AT[field] = i
@@ -31,6 +32,22 @@ local function readJob(jobKey)
   return f
 end
 
+-- A job's id from its key, `<prefix>:{q}:<id>`: the ids a caller names travel once, as their keys (the
+-- queue's keys share the part before the id with `active`, `<prefix>:{q}:active`).
+local function idOf(q, jobKey)
+  return string.sub(jobKey, #q.active - 5)
+end
+
+-- A run's token from what a call sends for it: a start number alone (digits, no ':') is a run of the
+-- calling worker, "<taker.token>:<n>", whose token then travels once per call; anything else is the
+-- whole token.
+local function tokenOf(taker, sent)
+  if taker.token ~= '' and not string.find(sent, ':', 1, true) then
+    return taker.token .. ':' .. sent
+  end
+  return sent
+end
+
 -- The start number of a job's next run, as text: "1" for a job never taken (no token, no attemptsStarted),
 -- which needs no number formatted.
 local function nextStart(f)
@@ -41,11 +58,19 @@ local function nextStart(f)
 end
 
 -- A job's fields as they travel back: the run's token is not among them (the worker builds it from its own
--- token and the start number, `attemptsStarted`), and the absent fields at the end of the list are left
--- off (the reply's list ends at the last field present): a job with the default options ends at
--- `createdOn`, 17 nil replies (85 bytes) fewer than the whole list.
-local function replyFields(f)
+-- token and the start number, `attemptsStarted`, absent for "1", a job's first run); createdOn travels as
+-- ms before `now` (the call's time, in its reply), a few digits rather than 13; and the absent fields at
+-- the end of the list are left off (the reply's list ends at the last field present): a job with the
+-- default options taken for the first time ends at createdOn.
+local function replyFields(f, now)
   f[F_TOKEN] = nil
+  if f[F_STARTS] == '1' then
+    f[F_STARTS] = false
+  end
+  local created = tonumber(f[F_CREATED])
+  if created then
+    f[F_CREATED] = tostring(now - created)
+  end
   for k = F_TOKEN - 1, 1, -1 do
     if f[k] then
       break
@@ -54,7 +79,6 @@ local function replyFields(f)
   end
   return f
 end
-
 
 -- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).
 local function holdOf(q)
@@ -93,19 +117,20 @@ end
 
 -- Takes candidate jobs and gives each a lease. `taker` is the worker: { token, leaseMs (a string, as
 -- Redis gets it), name, maxBytes, max, duration (its limiter; max 0 for none) }. `at` says where the
--- candidates are: candidate i (i = 0 .. at.count - 1) is ARGV[at.firstArg + i], with its job hash at
--- KEYS[at.firstKey + 2i] and its lease at KEYS[at.firstKey + 2i + 1]; `at.reserved` says they were
+-- candidates are: candidate i (i = 0 .. at.count - 1) has its job hash at KEYS[at.firstKey + 2i] (its id
+-- read from that key, idOf) and its lease at KEYS[at.firstKey + 2i + 1]; `at.reserved` says they were
 -- reserved by this worker (ZSET `q.reserved`), else read from the tail of `wait` or the head of
 -- `prioritized`. A candidate no longer there (another worker took it; a reservation that expired went
 -- back, where it is looked for too) is skipped. The reply holds whole jobs, so it is bounded in bytes:
 -- once a job is taken, a candidate whose data would bring the total past taker.maxBytes is left where it
 -- is, and so are the candidates after it; so are those beyond what admission() lets start. Each job
--- taken emits `active`.
--- Returns { { id, fields, startedOn }, ... } (fields as replyFields leaves them: the run's token is
--- "<taker.token>:<fields[F_STARTS]>"), the candidates left, and how long to wait before asking again
--- (ms; 0: no need, -1: the queue is paused).
+-- taken emits `active`. The reservations taken leave `reserved` in one ZREM, and the leases enter
+-- `active` in one ZADD, after the loop (nothing in it reads either set for a job it took).
+-- Returns { { id, fields[, startedOn] }, ... } (fields as replyFields leaves them: the run's token is
+-- "<taker.token>:<start number>"; startedOn only when it is not `now`, a run handed back again), the
+-- candidates left, and how long to wait before asking again (ms; 0: no need, -1: the queue is paused).
 local function takeJobs(q, taker, now, at)
-  local firstKey, firstArg, n = at.firstKey, at.firstArg, at.count
+  local firstKey, n = at.firstKey, at.count
   local taken, left, bytes = {}, {}, 0
   if n == 0 then
     return taken, left, 0
@@ -116,17 +141,24 @@ local function takeJobs(q, taker, now, at)
   local window = tostring(2 * n + 64)
   -- Numbers reach redis.call as strings: Redis would otherwise format each one again.
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
-  local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
+  local ids = {}
   for i = 0, n - 1 do
-    local id = ARGV[firstArg + i]
+    ids[i + 1] = idOf(q, KEYS[firstKey + 2 * i])
+  end
+  local held = at.reserved and redis.call('ZMSCORE', q.reserved, unpack(ids))
+  local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
+  -- `unreserved` also keeps an id named twice from being taken twice (its second turn finds it taken).
+  local unreserved, unreservedAt, indexed = {}, {}, {}
+  for i = 0, n - 1 do
+    local id = ids[i + 1]
     if #taken >= room then
       for k = i, n - 1 do
-        left[#left + 1] = ARGV[firstArg + k]
+        left[#left + 1] = ids[k + 1]
       end
       break
     end
     local jobKey, lockKey = KEYS[firstKey + 2 * i], KEYS[firstKey + 2 * i + 1]
-    local reserved = at.reserved and redis.call('ZREM', q.reserved, id) == 1
+    local reserved = held and held[i + 1] and not unreservedAt[id]
     local from = reserved and 'reserved'
     if not from and redis.call('LPOS', q.wait, id, 'RANK', '-1', 'MAXLEN', window) then
       from = 'wait'
@@ -137,11 +169,9 @@ local function takeJobs(q, taker, now, at)
       local f = readJob(jobKey)
       local size = f[F_DATA] and #f[F_DATA] or 0
       if #taken > 0 and bytes + size > taker.maxBytes then
-        if reserved then
-          redis.call('ZADD', q.reserved, deadline, id)
-        end
+        -- Left where it is: a reservation keeps its expiry.
         for k = i, n - 1 do
-          left[#left + 1] = ARGV[firstArg + k]
+          left[#left + 1] = ids[k + 1]
         end
         break
       end
@@ -149,22 +179,27 @@ local function takeJobs(q, taker, now, at)
         redis.call('LREM', q.wait, '-1', id)
       elseif from == 'prioritized' then
         redis.call('ZREM', q.prioritized, id)
-      elseif scoredReservations then
-        redis.call('HDEL', q.reservedScores, id)
+      else
+        unreserved[#unreserved + 1] = id
+        unreservedAt[id] = true
+        if scoredReservations then
+          redis.call('HDEL', q.reservedScores, id)
+        end
       end
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_NAME] then
         local started = nextStart(f)
         local token = taker.token .. ':' .. started
         redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
-        redis.call('ZADD', q.active, deadline, id)
+        indexed[#indexed + 1] = deadline
+        indexed[#indexed + 1] = id
         redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
         if taker.max > 0 then
           -- One member per start: the job and its start number (a run token alone repeats across jobs).
           redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
-        taken[#taken + 1] = { id, replyFields(f), nowText }
+        taken[#taken + 1] = { id, replyFields(f, now) }
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
@@ -178,13 +213,21 @@ local function takeJobs(q, taker, now, at)
       if token and string.sub(token, 1, #taker.token + 1) == taker.token .. ':' and (holder == false or holder == token) then
         if holder == token then
           redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
-          redis.call('ZADD', q.active, deadline, id)
+          indexed[#indexed + 1] = deadline
+          indexed[#indexed + 1] = id
         end
         local g = readJob(jobKey)
+        local startedOn = redis.call('HGET', jobKey, 'startedOn')
         g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
-        taken[#taken + 1] = { id, replyFields(g), redis.call('HGET', jobKey, 'startedOn') }
+        taken[#taken + 1] = { id, replyFields(g, now), startedOn ~= nowText and startedOn or nil }
       end
     end
+  end
+  if #unreserved > 0 then
+    redis.call('ZREM', q.reserved, unpack(unreserved))
+  end
+  if #indexed > 0 then
+    redis.call('ZADD', q.active, unpack(indexed))
   end
   if taker.max > 0 and #taken > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
@@ -233,21 +276,21 @@ end
 -- without taking it. The job stays reserved (waiting, as every count says) and unleased until it starts;
 -- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
 -- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
--- charged one. Nothing is read while the queue is paused. `at` = { firstKey, firstArg, count }: id i is
--- ARGV[at.firstArg + i], its hash KEYS[at.firstKey + 2i]. Returns { { id, fields, scored }, ... } (the
--- token as takeJobs says), scored 1 for a job with a priority (a job removed meanwhile is left out).
-local function readHand(q, taker, at)
+-- charged one. Nothing is read while the queue is paused. `at` = { firstKey, count }: job i's hash is
+-- KEYS[at.firstKey + 2i] (the key pair's lease is not read). Returns { { id, fields[, 1] }, ... } (the
+-- fields and token as takeJobs says; 1 for a job with a priority; a job removed meanwhile is left out).
+local function readHand(q, taker, now, at)
   local handed = {}
   if at.count == 0 or holdOf(q).paused then
     return handed
   end
   for i = 0, at.count - 1 do
-    local f = readJob(KEYS[at.firstKey + 2 * i])
+    local jobKey = KEYS[at.firstKey + 2 * i]
+    local f = readJob(jobKey)
     if f[F_NAME] then
-      local started = nextStart(f)
-      local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or 0
-      f[F_STARTS] = started
-      handed[#handed + 1] = { ARGV[at.firstArg + i], replyFields(f), scored }
+      local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or nil
+      f[F_STARTS] = nextStart(f)
+      handed[#handed + 1] = { idOf(q, jobKey), replyFields(f, now), scored }
     end
   end
   return handed
@@ -255,38 +298,54 @@ end
 
 -- Takes the jobs a worker started from its hand (readHand), each under the token it was read with: a
 -- job still reserved gets its lease, its deadline in `active`, its start stamped and `active` emitted,
--- as takeJobs would have done (so the hand costs no command more than a take). One whose reservation is
--- gone (it expired and a sweep returned it, or the job was removed) is lost to the run: code 0. A replay
--- of this call (its reply was lost) finds the job already under its token: code 1. `at` = { firstKey,
--- firstArg, count }: start i is ARGV[at.firstArg + 3i] (id), ARGV[at.firstArg + 3i + 1] (token),
--- ARGV[at.firstArg + 3i + 2] ("1" when readHand said scored), with its hash and lease at
--- KEYS[at.firstKey + 2i], KEYS[at.firstKey + 2i + 1]. Returns one code per job.
+-- as takeJobs would have done (so the hand costs no command more than a take; the reservations leave in
+-- one ZREM and the deadlines enter `active` in one ZADD). One whose reservation is gone (it expired and a
+-- sweep returned it, or the job was removed) is lost to the run: code 0. A replay of this call (its reply
+-- was lost) finds the job already under its token: code 1. `at` = { firstKey, firstArg, count }: start i
+-- has its hash and lease at KEYS[at.firstKey + 2i], KEYS[at.firstKey + 2i + 1] (its id read from the
+-- hash's key), its token at ARGV[at.firstArg + 2i] (as tokenOf reads it) and "1" at ARGV[at.firstArg +
+-- 2i + 1] when readHand said scored. Returns the codes, one character per job, in one string.
 local function confirmStarts(q, taker, now, at)
-  local codes = {}
   if at.count == 0 then
-    return codes
+    return ''
   end
+  local ids = {}
+  for i = 0, at.count - 1 do
+    ids[i + 1] = idOf(q, KEYS[at.firstKey + 2 * i])
+  end
+  local held = redis.call('ZMSCORE', q.reserved, unpack(ids))
+  local codes, unreserved, unreservedAt, unscored, indexed = {}, {}, {}, {}, {}
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
   for i = 0, at.count - 1 do
-    local a = at.firstArg + 3 * i
-    local id, token = ARGV[a], ARGV[a + 1]
+    local a = at.firstArg + 2 * i
+    local id, token = ids[i + 1], tokenOf(taker, ARGV[a])
     local jobKey, lockKey = KEYS[at.firstKey + 2 * i], KEYS[at.firstKey + 2 * i + 1]
-    if redis.call('ZREM', q.reserved, id) == 1 then
-      if ARGV[a + 2] == '1' then
-        redis.call('HDEL', q.reservedScores, id)
+    if held[i + 1] and not unreservedAt[id] then
+      unreserved[#unreserved + 1] = id
+      unreservedAt[id] = true
+      if ARGV[a + 1] == '1' then
+        unscored[#unscored + 1] = id
       end
       redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
-      redis.call('ZADD', q.active, deadline, id)
+      indexed[#indexed + 1] = deadline
+      indexed[#indexed + 1] = id
       redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
       emit(q, 'active', 'jobId', id, 'prev', 'waiting')
-      codes[i + 1] = 1
+      codes[i + 1] = '1'
     elseif redis.call('HGET', jobKey, 'token') == token then
-      codes[i + 1] = 1
+      codes[i + 1] = '1'
     else
-      codes[i + 1] = 0
+      codes[i + 1] = '0'
     end
   end
-  return codes
+  if #unreserved > 0 then
+    redis.call('ZREM', q.reserved, unpack(unreserved))
+    redis.call('ZADD', q.active, unpack(indexed))
+  end
+  if #unscored > 0 then
+    redis.call('HDEL', q.reservedScores, unpack(unscored))
+  end
+  return table.concat(codes)
 end
 
 -- The ids at the head of the line, next first, without taking them: the tail of `wait`, then the head
