@@ -68,10 +68,9 @@
   to trim, hand-off[, backoff] } (backoff: a retry's wait in `delayed`, ms, only then). The hand-off is
   the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to trim is
   "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the worker
-  then runs trim-2.lua, see retention.lua), else ""; taken is { { id, { job fields }[, startedOn] }, ...
-  } as in take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed
-  (nextDue.lua); handed is { { id, { job fields }[, 1 (it has a priority)] }, ... } for the jobs read into
-  the hand (fields as taken's); confirmed holds one character per start ("1" taken, "0" lost: its
+  then runs trim-2.lua, see retention.lua), else ""; taken is { id, { job fields }, ... } as in
+  take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
+  handed is { id, { job fields }, ... } for the jobs read into the hand (fields as taken's); confirmed holds one character per start ("1" taken, "0" lost: its
   reservation was gone).
 ]]
 local rcall = redis.call
@@ -107,6 +106,16 @@ local starts = { firstKey = 17 + 2 * c, firstArg = 16, count = v }
 
 local now = nowMs()
 local nowText = tostring(now)
+-- Whether a retention removes a job at once, parsed once per text (most runs of a call share one).
+local atOnce = {}
+local function removedAtOnce(keep)
+  local r = atOnce[keep]
+  if r == nil then
+    r = parseKeep(keep) == 0
+    atOnce[keep] = r
+  end
+  return r
+end
 -- Jobs started from the hand are taken first: a run started and ended in the same tick ends in this call too.
 local confirmed = confirmStarts(q, taker, now, starts)
 -- Per run its outcome: DONE (a run completed with nothing more to say, most of them) or its entry.
@@ -171,7 +180,8 @@ for i = 1, m do
       runs[i] = { 'lost', job[4] or 'missing', '', '' }
     end
   else
-    local made = (tonumber(job[2]) or 0) + 1
+    -- As text: Redis would format a number (a float, to Lua) again.
+    local made = job[2] and tostring((tonumber(job[2]) or 0) + 1) or '1'
     gone[#gone + 1] = id
     leases[#leases + 1] = lockKey
     if action == 'c' or action == 'C' then
@@ -181,7 +191,7 @@ for i = 1, m do
       releaseDeduplication(q.meta, job[8], id)
       local entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'completed', value, false, job[12]) or ''
       local keep = job[5] or keepOverride or DEFAULT_KEEP.completed
-      if parseKeep(keep) ~= 0 then
+      if not removedAtOnce(keep) then
         filed[#filed + 1] = id
         lastKeep, lastFiled = keep, i
       elseif logsKey then
@@ -201,7 +211,7 @@ for i = 1, m do
         state = 'wait'
       else
         local retry = {
-          front = false, final = action == 'F', delayMs = delayOverride or backoffDelay(job[3], made, roll), stack = stack,
+          front = false, final = action == 'F', delayMs = delayOverride or backoffDelay(job[3], tonumber(made), roll), stack = stack,
         }
         state = useAttempt(jobKey, q, id, now, value, retry)
         backoffMs = state == 'delayed' and retry.delayMs or nil

@@ -33,9 +33,9 @@
   ARGV[9] how long a reservation lasts (ms)
   (The candidates' ids are read from their job keys, KEYS[12 + 2i]: see takeJobs.lua idOf.)
 
-  Returns { { { id, { job fields }[, startedOn] }, ... } (the run's token is "<worker token>:<attemptsStarted>",
-  attemptsStarted absent for 1; createdOn as ms before `now`; the fields end at the last one present, see
-  takeJobs.lua replyFields; startedOn only when it is not `now`), candidates left, ms until the earliest
+  Returns { { id, { job fields }, id, { job fields }, ... } (the run's token is "<worker token>:<attemptsStarted>",
+  attemptsStarted absent for 1; createdOn as its digits after those it shares with `now`; the fields end
+  at the last one present, with startedOn last when it is not `now`: see takeJobs.lua replyFields), candidates left, ms until the earliest
   delayed job is due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1:
   paused), ids reserved in place of candidates found gone, now (ms, Redis's clock) } (see takeJobs.lua and
   nextDue.lua).
@@ -61,7 +61,7 @@ local missMax, reserveMs = tonumber(ARGV[8]), tonumber(ARGV[9])
 local now = nowMs()
 local taken, left, wait = takeJobs(q, taker, now, candidates)
 keepSkiplist(q.active)
-local gone = candidates.count - #taken - #left
+local gone = candidates.count - #taken / 2 - #left
 local reserved = reserveNext(q, taker, math.min(gone, missMax), now + reserveMs)
 -- Chain wake-ups: another idle worker wakes while work remains.
 if (#taken > 0 or #reserved > 0) and (rcall('LLEN', q.wait) > 0 or rcall('ZCARD', q.prioritized) > 0) then

@@ -6,7 +6,7 @@
 
 import type { JobFields } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { ATTEMPTS_STARTED_AT, jobFromFields } from './job-codec.js'
+import { ATTEMPTS_STARTED_AT, CREATED_ON_AT, jobFromFields, STARTED_ON_AT } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalScript, eventKeys, jobKeyPairs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
@@ -33,23 +33,46 @@ export interface Taken {
 }
 
 /**
- * A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, no token,
- * attemptsStarted absent for 1, createdOn as ms before the call's time (job-codec.ts jobFromFields).
+ * A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, attemptsStarted
+ * absent for 1, createdOn against the call's time, and in the token's place (last) when the run started
+ * before this call (a run handed back again) its startedOn (job-codec.ts jobFromFields).
  */
 type FieldsReply = (string | null)[]
 
-/** Per job: its id, fields, and when it started when that is not the call's time (a run handed back again). */
-export type TakenReply = [string, FieldsReply, string?][]
+/** Per job its id, then its fields: flat. */
+export type TakenReply = (string | FieldsReply)[]
 
 /** The run's token, which the reply leaves out: the taker's token and the start number (`attemptsStarted`). */
 const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT] ?? 1}`
 
+/** A list's name and createdOn as sent: absent, the job's before in the same list (takeJobs.lua replyFields). */
+function sameAsBefore(): (fields: FieldsReply) => FieldsReply {
+  let name: string | null = null
+  let created: string | null = null
+  return (fields) => {
+    if (fields[0] == null) fields[0] = name
+    else name = fields[0]
+    if (fields[CREATED_ON_AT] == null) fields[CREATED_ON_AT] = created
+    else created = fields[CREATED_ON_AT] as string
+    return fields
+  }
+}
+
 /** `now`: the call's time (Redis's clock, ms), the reply's last element. */
-export const toTaken = (reply: TakenReply, now: number, taker: Taker): Taken[] =>
-  reply.map(([id, fields, startedOn]) => ({
-    job: jobFromFields(id, fields, now, startedOn === undefined ? now : Number(startedOn), taker.workerName),
-    token: tokenOf(taker, fields),
-  }))
+export function toTaken(reply: TakenReply, now: number, taker: Taker): Taken[] {
+  const taken: Taken[] = []
+  const nowText = String(now)
+  const chain = sameAsBefore()
+  for (let i = 0; i + 1 < reply.length; i += 2) {
+    const fields = chain(reply[i + 1] as FieldsReply)
+    const startedOn = fields[STARTED_ON_AT]
+    taken.push({
+      job: jobFromFields(reply[i] as string, fields, nowText, startedOn == null ? now : Number(startedOn), taker.workerName),
+      token: tokenOf(taker, fields),
+    })
+  }
+  return taken
+}
 
 /** A job read into a worker's hand (reserved, not taken until it starts). */
 export interface Handed extends Taken {
@@ -57,15 +80,21 @@ export interface Handed extends Taken {
   scored: boolean
 }
 
-/** Per job: its id, fields, and 1 when it has a priority. `startedOn` is when they were read, until they start. */
-export type HandedReply = [string, FieldsReply, number?][]
+/** Per job its id, then its fields: flat. */
+export type HandedReply = TakenReply
 
-export const toHanded = (reply: HandedReply, now: number, readAt: number, taker: Taker): Handed[] =>
-  reply.map(([id, fields, scored]) => ({
-    job: jobFromFields(id, fields, now, readAt, taker.workerName),
-    token: tokenOf(taker, fields),
-    scored: scored === 1,
-  }))
+/** `startedOn` is when they were read (`readAt`), until they start; `now`, the call's time. */
+export function toHanded(reply: HandedReply, now: number, readAt: number, taker: Taker): Handed[] {
+  const handed: Handed[] = []
+  const nowText = String(now)
+  const chain = sameAsBefore()
+  for (let i = 0; i + 1 < reply.length; i += 2) {
+    const fields = chain(reply[i + 1] as FieldsReply)
+    const job = jobFromFields(reply[i] as string, fields, nowText, readAt, taker.workerName)
+    handed.push({ job, token: tokenOf(taker, fields), scored: (job.priority ?? 0) > 0 })
+  }
+  return handed
+}
 
 /** The worker taking jobs. */
 export interface Taker {

@@ -57,19 +57,47 @@ local function nextStart(f)
   return tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
 end
 
+-- What replyFields writes one reply's jobs against: the call's time (its text, and its first 8 digits), and
+-- the name and createdOn of the job before in the same list.
+local function replyClock(now)
+  local text = tostring(now)
+  return { text = text, head = string.sub(text, 1, 8) }
+end
+
 -- A job's fields as they travel back: the run's token is not among them (the worker builds it from its own
--- token and the start number, `attemptsStarted`, absent for "1", a job's first run); createdOn travels as
--- ms before `now` (the call's time, in its reply), a few digits rather than 13; and the absent fields at
--- the end of the list are left off (the reply's list ends at the last field present): a job with the
--- default options taken for the first time ends at createdOn.
-local function replyFields(f, now)
-  f[F_TOKEN] = nil
+-- token and the start number, `attemptsStarted`, absent for "1", a job's first run). The name and
+-- createdOn are absent when they are the job's before in the list (jobs added together: mostly all of
+-- them; a comparison, as Lua strings are interned); else createdOn travels as its digits after the 8 it
+-- shares with the call's time (in the reply; a job created in the last minute or so), or whole, with "="
+-- before a value shorter than the call's time (so that no whole value reads as such digits), and "" for a
+-- job without one. The absent fields at the end of the list are left off (the reply's list ends at the
+-- last field present): a job with the default options taken for the first time ends at its data, or at
+-- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place, last.
+local function replyFields(f, clock, startedOn)
+  f[F_TOKEN] = startedOn
   if f[F_STARTS] == '1' then
     f[F_STARTS] = false
   end
-  local created = tonumber(f[F_CREATED])
-  if created then
-    f[F_CREATED] = tostring(now - created)
+  local name, created = f[F_NAME], f[F_CREATED]
+  if name == clock.name then
+    f[F_NAME] = false
+  else
+    clock.name = name
+  end
+  if created == clock.created then
+    f[F_CREATED] = false
+  else
+    clock.created = created
+    if not created then
+      f[F_CREATED] = ''
+    elseif #created == #clock.text and string.sub(created, 1, 8) == clock.head then
+      f[F_CREATED] = string.sub(created, 9)
+    elseif #created < #clock.text then
+      f[F_CREATED] = '=' .. created
+    end
+  end
+  if startedOn then
+    return f
   end
   for k = F_TOKEN - 1, 1, -1 do
     if f[k] then
@@ -126,8 +154,8 @@ end
 -- is, and so are the candidates after it; so are those beyond what admission() lets start. Each job
 -- taken emits `active`. The reservations taken leave `reserved` in one ZREM, and the leases enter
 -- `active` in one ZADD, after the loop (nothing in it reads either set for a job it took).
--- Returns { { id, fields[, startedOn] }, ... } (fields as replyFields leaves them: the run's token is
--- "<taker.token>:<start number>"; startedOn only when it is not `now`, a run handed back again), the
+-- Returns { id, fields, id, fields, ... } (fields as replyFields leaves them: the run's token is
+-- "<taker.token>:<start number>"; startedOn last only when it is not `now`, a run handed back again), the
 -- candidates left, and how long to wait before asking again (ms; 0: no need, -1: the queue is paused).
 local function takeJobs(q, taker, now, at)
   local firstKey, n = at.firstKey, at.count
@@ -141,6 +169,7 @@ local function takeJobs(q, taker, now, at)
   local window = tostring(2 * n + 64)
   -- Numbers reach redis.call as strings: Redis would otherwise format each one again.
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
+  local clock = replyClock(now)
   local ids = {}
   for i = 0, n - 1 do
     ids[i + 1] = idOf(q, KEYS[firstKey + 2 * i])
@@ -151,7 +180,7 @@ local function takeJobs(q, taker, now, at)
   local unreserved, unreservedAt, indexed = {}, {}, {}
   for i = 0, n - 1 do
     local id = ids[i + 1]
-    if #taken >= room then
+    if #taken / 2 >= room then
       for k = i, n - 1 do
         left[#left + 1] = ids[k + 1]
       end
@@ -199,7 +228,8 @@ local function takeJobs(q, taker, now, at)
           redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
-        taken[#taken + 1] = { id, replyFields(f, now) }
+        taken[#taken + 1] = id
+        taken[#taken + 1] = replyFields(f, clock)
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
@@ -219,7 +249,8 @@ local function takeJobs(q, taker, now, at)
         local g = readJob(jobKey)
         local startedOn = redis.call('HGET', jobKey, 'startedOn')
         g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
-        taken[#taken + 1] = { id, replyFields(g, now), startedOn ~= nowText and startedOn or nil }
+        taken[#taken + 1] = id
+        taken[#taken + 1] = replyFields(g, clock, startedOn ~= nowText and startedOn or nil)
       end
     end
   end
@@ -232,7 +263,7 @@ local function takeJobs(q, taker, now, at)
   if taker.max > 0 and #taken > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
     redis.call('PEXPIRE', q.limiter, taker.duration)
-    if #taken >= room then
+    if #taken / 2 >= room then
       local _
       _, wait = admission(q, taker, now)
     end
@@ -277,20 +308,22 @@ end
 -- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
 -- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
 -- charged one. Nothing is read while the queue is paused. `at` = { firstKey, count }: job i's hash is
--- KEYS[at.firstKey + 2i] (the key pair's lease is not read). Returns { { id, fields[, 1] }, ... } (the
--- fields and token as takeJobs says; 1 for a job with a priority; a job removed meanwhile is left out).
+-- KEYS[at.firstKey + 2i] (the key pair's lease is not read). Returns { id, fields, id, fields, ... } (the
+-- fields and token as takeJobs says; a job removed meanwhile is left out). A job with a priority (its
+-- fields say) waited in `prioritized`: its start's confirm drops the score its reservation kept.
 local function readHand(q, taker, now, at)
   local handed = {}
   if at.count == 0 or holdOf(q).paused then
     return handed
   end
+  local clock = replyClock(now)
   for i = 0, at.count - 1 do
     local jobKey = KEYS[at.firstKey + 2 * i]
     local f = readJob(jobKey)
     if f[F_NAME] then
-      local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or nil
       f[F_STARTS] = nextStart(f)
-      handed[#handed + 1] = { idOf(q, jobKey), replyFields(f, now), scored }
+      handed[#handed + 1] = idOf(q, jobKey)
+      handed[#handed + 1] = replyFields(f, clock)
     end
   end
   return handed
