@@ -14,22 +14,25 @@ for i, field in ipairs(JOB_FIELDS) do
   FIELD_AT[field] = i
 end
 
--- JOB_FIELDS of a job, as HMGET would give them (false for an absent one), from one HGETALL: a job hash
--- holds few fields (a job with the default options, five at its take), and asking HMGET for 23 names
--- scans the hash once per name and converts 23 replies. The hand reads the same fields: `priority` says
--- whether the job waited in `prioritized` (so its reservation has a score kept in `reservedScores`, which
--- its take then drops: confirmStarts).
+-- JOB_FIELDS of a job (nil for an absent one), from one HGETALL: a job hash holds few fields (a job with
+-- the default options, five at its take), and asking HMGET for 23 names scans the hash once per name and
+-- converts 23 replies. Also returns the last of them present, the token aside (replyFields ends the
+-- reply's list there). The hand reads the same fields: `priority` says whether the job waited in
+-- `prioritized` (so its reservation has a score kept in `reservedScores`, which its take then drops:
+-- confirmStarts).
 local function readJob(jobKey)
   local all = redis.call('HGETALL', jobKey)
-  local f = { false, false, false, false, false, false, false, false, false, false, false, false, false, false, false,
-    false, false, false, false, false, false, false, false }
+  local f, top = {}, 0
   for i = 1, #all, 2 do
     local at = FIELD_AT[all[i]]
     if at then
       f[at] = all[i + 1]
+      if at > top and at < F_TOKEN then
+        top = at
+      end
     end
   end
-  return f
+  return f, top
 end
 
 -- A job's id from its key, `<prefix>:{q}:<id>`: the ids a caller names travel once, as their keys (the
@@ -73,23 +76,26 @@ end
 -- job without one. The absent fields at the end of the list are left off (the reply's list ends at the
 -- last field present): a job with the default options taken for the first time ends at its data, or at
 -- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place, last.
-local function replyFields(f, clock, startedOn)
+local function replyFields(f, top, clock, startedOn)
   f[F_TOKEN] = startedOn
   if f[F_STARTS] == '1' then
-    f[F_STARTS] = false
+    f[F_STARTS] = nil
+  elseif f[F_STARTS] and top < F_STARTS then
+    top = F_STARTS
   end
   local name, created = f[F_NAME], f[F_CREATED]
   if name == clock.name then
-    f[F_NAME] = false
+    f[F_NAME] = nil
   else
     clock.name = name
   end
   if created == clock.created then
-    f[F_CREATED] = false
+    f[F_CREATED] = nil
   else
     clock.created = created
     if not created then
       f[F_CREATED] = ''
+      top = math.max(top, F_CREATED)
     elseif #created == #clock.text and string.sub(created, 1, 8) == clock.head then
       f[F_CREATED] = string.sub(created, 9)
     elseif #created < #clock.text then
@@ -97,13 +103,16 @@ local function replyFields(f, clock, startedOn)
     end
   end
   if startedOn then
-    return f
+    top = F_TOKEN
   end
-  for k = F_TOKEN - 1, 1, -1 do
-    if f[k] then
-      break
+  while top > 0 and not f[top] do
+    top = top - 1
+  end
+  -- Redis ends a reply's list at its first nil: absent fields before the last present go as false.
+  for k = 1, top - 1 do
+    if f[k] == nil then
+      f[k] = false
     end
-    f[k] = nil
   end
   return f
 end
@@ -152,8 +161,8 @@ end
 -- back, where it is looked for too) is skipped. The reply holds whole jobs, so it is bounded in bytes:
 -- once a job is taken, a candidate whose data would bring the total past taker.maxBytes is left where it
 -- is, and so are the candidates after it; so are those beyond what admission() lets start. Each job
--- taken emits `active`. The reservations taken leave `reserved` in one ZREM, and the leases enter
--- `active` in one ZADD, after the loop (nothing in it reads either set for a job it took).
+-- taken emits `active`. The leases enter `active` in one ZADD, after the loop (nothing in it reads
+-- `active` for a job it took: an id named twice is found neither reserved nor waiting its second time).
 -- Returns { id, fields, id, fields, ... } (fields as replyFields leaves them: the run's token is
 -- "<taker.token>:<start number>"; startedOn last only when it is not `now`, a run handed back again), the
 -- candidates left, and how long to wait before asking again (ms; 0: no need, -1: the queue is paused).
@@ -174,10 +183,8 @@ local function takeJobs(q, taker, now, at)
   for i = 0, n - 1 do
     ids[i + 1] = idOf(q, KEYS[firstKey + 2 * i])
   end
-  local held = at.reserved and redis.call('ZMSCORE', q.reserved, unpack(ids))
   local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
-  -- `unreserved` also keeps an id named twice from being taken twice (its second turn finds it taken).
-  local unreserved, unreservedAt, indexed = {}, {}, {}
+  local indexed = {}
   for i = 0, n - 1 do
     local id = ids[i + 1]
     if #taken / 2 >= room then
@@ -187,7 +194,8 @@ local function takeJobs(q, taker, now, at)
       break
     end
     local jobKey, lockKey = KEYS[firstKey + 2 * i], KEYS[firstKey + 2 * i + 1]
-    local reserved = held and held[i + 1] and not unreservedAt[id]
+    -- One ZREM per id (ZMSCORE would answer for all in one call, but formats each score as a float).
+    local reserved = at.reserved and redis.call('ZREM', q.reserved, id) == 1
     local from = reserved and 'reserved'
     if not from and redis.call('LPOS', q.wait, id, 'RANK', '-1', 'MAXLEN', window) then
       from = 'wait'
@@ -195,10 +203,12 @@ local function takeJobs(q, taker, now, at)
       from = 'prioritized'
     end
     if from then
-      local f = readJob(jobKey)
+      local f, top = readJob(jobKey)
       local size = f[F_DATA] and #f[F_DATA] or 0
       if #taken > 0 and bytes + size > taker.maxBytes then
-        -- Left where it is: a reservation keeps its expiry.
+        if reserved then
+          redis.call('ZADD', q.reserved, deadline, id)
+        end
         for k = i, n - 1 do
           left[#left + 1] = ids[k + 1]
         end
@@ -208,12 +218,8 @@ local function takeJobs(q, taker, now, at)
         redis.call('LREM', q.wait, '-1', id)
       elseif from == 'prioritized' then
         redis.call('ZREM', q.prioritized, id)
-      else
-        unreserved[#unreserved + 1] = id
-        unreservedAt[id] = true
-        if scoredReservations then
-          redis.call('HDEL', q.reservedScores, id)
-        end
+      elseif scoredReservations then
+        redis.call('HDEL', q.reservedScores, id)
       end
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_NAME] then
@@ -229,7 +235,7 @@ local function takeJobs(q, taker, now, at)
         end
         f[F_STARTS] = started
         taken[#taken + 1] = id
-        taken[#taken + 1] = replyFields(f, clock)
+        taken[#taken + 1] = replyFields(f, top, clock)
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
@@ -246,16 +252,13 @@ local function takeJobs(q, taker, now, at)
           indexed[#indexed + 1] = deadline
           indexed[#indexed + 1] = id
         end
-        local g = readJob(jobKey)
+        local g, top = readJob(jobKey)
         local startedOn = redis.call('HGET', jobKey, 'startedOn')
         g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
         taken[#taken + 1] = id
-        taken[#taken + 1] = replyFields(g, clock, startedOn ~= nowText and startedOn or nil)
+        taken[#taken + 1] = replyFields(g, top, clock, startedOn ~= nowText and startedOn or nil)
       end
     end
-  end
-  if #unreserved > 0 then
-    redis.call('ZREM', q.reserved, unpack(unreserved))
   end
   if #indexed > 0 then
     redis.call('ZADD', q.active, unpack(indexed))
@@ -319,11 +322,11 @@ local function readHand(q, taker, now, at)
   local clock = replyClock(now)
   for i = 0, at.count - 1 do
     local jobKey = KEYS[at.firstKey + 2 * i]
-    local f = readJob(jobKey)
+    local f, top = readJob(jobKey)
     if f[F_NAME] then
       f[F_STARTS] = nextStart(f)
       handed[#handed + 1] = idOf(q, jobKey)
-      handed[#handed + 1] = replyFields(f, clock)
+      handed[#handed + 1] = replyFields(f, top, clock)
     end
   end
   return handed
@@ -331,8 +334,8 @@ end
 
 -- Takes the jobs a worker started from its hand (readHand), each under the token it was read with: a
 -- job still reserved gets its lease, its deadline in `active`, its start stamped and `active` emitted,
--- as takeJobs would have done (so the hand costs no command more than a take; the reservations leave in
--- one ZREM and the deadlines enter `active` in one ZADD). One whose reservation is gone (it expired and a
+-- as takeJobs would have done (so the hand costs no command more than a take; the deadlines enter
+-- `active` in one ZADD). One whose reservation is gone (it expired and a
 -- sweep returned it, or the job was removed) is lost to the run: code 0. A replay of this call (its reply
 -- was lost) finds the job already under its token: code 1. `at` = { firstKey, firstArg, count }: start i
 -- has its hash and lease at KEYS[at.firstKey + 2i], KEYS[at.firstKey + 2i + 1] (its id read from the
@@ -342,20 +345,13 @@ local function confirmStarts(q, taker, now, at)
   if at.count == 0 then
     return ''
   end
-  local ids = {}
-  for i = 0, at.count - 1 do
-    ids[i + 1] = idOf(q, KEYS[at.firstKey + 2 * i])
-  end
-  local held = redis.call('ZMSCORE', q.reserved, unpack(ids))
-  local codes, unreserved, unreservedAt, unscored, indexed = {}, {}, {}, {}, {}
+  local codes, unscored, indexed = {}, {}, {}
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
   for i = 0, at.count - 1 do
     local a = at.firstArg + 2 * i
-    local id, token = ids[i + 1], tokenOf(taker, ARGV[a])
     local jobKey, lockKey = KEYS[at.firstKey + 2 * i], KEYS[at.firstKey + 2 * i + 1]
-    if held[i + 1] and not unreservedAt[id] then
-      unreserved[#unreserved + 1] = id
-      unreservedAt[id] = true
+    local id, token = idOf(q, jobKey), tokenOf(taker, ARGV[a])
+    if redis.call('ZREM', q.reserved, id) == 1 then
       if ARGV[a + 1] == '1' then
         unscored[#unscored + 1] = id
       end
@@ -371,8 +367,7 @@ local function confirmStarts(q, taker, now, at)
       codes[i + 1] = '0'
     end
   end
-  if #unreserved > 0 then
-    redis.call('ZREM', q.reserved, unpack(unreserved))
+  if #indexed > 0 then
     redis.call('ZADD', q.active, unpack(indexed))
   end
   if #unscored > 0 then
