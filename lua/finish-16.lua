@@ -50,15 +50,17 @@
   ARGV[15] c, how many candidates
   ARGV[16 + 2s], ARGV[17 + 2s] for start s to confirm: the run's token (a start number alone for
            "<ARGV[3]>:<n>", see takeJobs.lua tokenOf), "1" when the hand read it with a priority (else "0")
-  ARGV[16 + 2v ..] for each run in turn: its action, its token (as a start's), its value, then for "f" and
-           "F" the error's stack (kept in the job's `stacktrace`, see useAttempt.lua). The action: "c" |
-           "C" complete ("c": the job stays filed whatever its retention, so its log's key is not sent;
-           a job whose retention is "0" is filed, for a trim to remove with its log) | "f" fail (uses an
-           attempt; a retry waits the job's backoff) | "F" fail-final (an UnrecoverableError: to `failed`
-           whatever attempts remain) | "r" release (back to wait, served next, no attempt used), then
-           optionally "@<ms>" (a fail's retry waits this, from the worker's settings.backoffStrategy) and
-           "#<keep>" (the worker's retention for a job with none of its own, as retention.lua reads it).
-           The value: the return value (JSON text) for complete, the error message for fail.
+  ARGV[16 + 2v ..] for each run in turn: its action, then its token when the action says "!", its value,
+           then for "f" and "F" the error's stack (kept in the job's `stacktrace`, see useAttempt.lua). The
+           action: "c" | "C" complete ("c": the job stays filed whatever its retention, so its log's key
+           is not sent; a job whose retention is "0" is filed, for a trim to remove with its log) | "f"
+           fail (uses an attempt; a retry waits the job's backoff) | "F" fail-final (an
+           UnrecoverableError: to `failed` whatever attempts remain) | "r" release (back to wait, served
+           next, no attempt used); then the run's start number when it is not 1 (the token is
+           "<ARGV[3]>:<n>"), or "!" (the token follows, whole); then optionally "@<ms>" (a fail's retry
+           waits this, from the worker's settings.backoffStrategy) and "#<keep>" (the worker's retention
+           for a job with none of its own, as retention.lua reads it). The value: the return value (JSON
+           text) for complete, the error message for fail.
 
   Returns { runs, details, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed
   job is due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1:
@@ -130,27 +132,36 @@ local released = false
 local replays, replayAt = 0, 0
 -- Runs have KEYS and ARGV of their own sizes (a completed job kept needs no log key, nor a stack): cursors.
 local k, a = 17 + 2 * c + 2 * v, 16 + 2 * v
+-- Most runs are a first start of this worker's: their token, built once.
+local firstRun = taker.token .. ':1'
 for i = 1, m do
-  local action, token, value, stack = ARGV[a], tokenOf(taker, ARGV[a + 1]), ARGV[a + 2], ''
+  local action, token = ARGV[a], firstRun
   local jobKey, lockKey, logsKey = KEYS[k], KEYS[k + 1], nil
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
   local delayOverride, keepOverride = nil, nil
   if #action > 1 then
-    local rest = string.sub(action, 2)
-    action = string.sub(action, 1, 1)
-    delayOverride = tonumber(string.match(rest, '^@(%d+)'))
+    local starts, rest
+    action, starts, rest = string.match(action, '^(.)(%d*)(.*)$')
+    if string.sub(rest, 1, 1) == '!' then
+      a = a + 1
+      token = ARGV[a]
+    elseif starts ~= '' then
+      token = taker.token .. ':' .. starts
+    end
+    delayOverride = tonumber(string.match(rest, '@(%d+)'))
     keepOverride = string.match(rest, '#(.*)$')
   end
+  local value, stack = ARGV[a + 1], ''
   if action == 'c' then
-    k, a = k + 2, a + 3
+    k, a = k + 2, a + 2
   else
     logsKey = KEYS[k + 2]
     k = k + 3
     if action == 'f' or action == 'F' then
-      stack = ARGV[a + 3]
-      a = a + 4
-    else
+      stack = ARGV[a + 2]
       a = a + 3
+    else
+      a = a + 2
     end
   end
   local id = idOf(q, jobKey)

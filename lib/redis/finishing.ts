@@ -175,7 +175,9 @@ export async function finishRuns(
     const kept = r.action === 'complete' && r.kept === true
     if (kept) keyList.push(k.job(r.run.id), k.lock(r.run.id))
     else keyList.push(k.job(r.run.id), k.lock(r.run.id), k.logs(r.run.id))
-    args.push((kept ? 'c' : code) + overrides, sentToken(r.run.token, wt), r.value)
+    const start = startOf(r.run.token, wt)
+    if (start === undefined) args.push(`${kept ? 'c' : code}!${overrides}`, r.run.token, r.value)
+    else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${overrides}`, r.value)
     if (code === 'f' || code === 'F') args.push(r.stack ?? '')
   }
   const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, args)) as [
@@ -230,8 +232,15 @@ const ACTION_CODES: Record<FinishAction, string> = { complete: 'C', fail: 'f', '
 /** A run that completed with nothing more to say (finish-16.lua's "c"). */
 const COMPLETED = (): RunOutcome => ({ status: 'ok', state: 'completed', trim: undefined, handoff: undefined })
 
+/** The start number of a run of the calling worker ("<workerToken>:<n>"), else undefined (its token is sent whole). */
+function startOf(token: string, workerToken: string): string | undefined {
+  if (workerToken === '' || !token.startsWith(`${workerToken}:`)) return undefined
+  const n = token.slice(workerToken.length + 1)
+  return /^\d+$/.test(n) ? n : undefined
+}
+
 /**
- * A run's token as a call sends it: the start number alone for a run of the calling worker (its token
+ * A start's token as a call sends it: the start number alone for a run of the calling worker (its token
  * travels once per call, ARGV[3]), else whole (takeJobs.lua tokenOf tells them apart by the ':').
  */
 const sentToken = (token: string, workerToken: string): string =>
