@@ -169,20 +169,10 @@ export async function finishRuns(
     keyList.push(k.job(s.id), k.lock(s.id))
     args.push(sentToken(s.token, wt), s.scored ? '1' : '0')
   }
-  for (const r of runs) {
-    const code = ACTION_CODES[r.action]
-    const overrides = `${r.delayMs === undefined ? '' : `@${r.delayMs}`}${r.keep === undefined ? '' : `#${r.keep}`}`
-    const kept = r.action === 'complete' && r.kept === true
-    if (kept) keyList.push(k.job(r.run.id), k.lock(r.run.id))
-    else keyList.push(k.job(r.run.id), k.lock(r.run.id), k.logs(r.run.id))
-    const start = startOf(r.run.token, wt)
-    if (start === undefined) args.push(`${kept ? 'c' : code}!${overrides}`, r.run.token, r.value)
-    else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${overrides}`, r.value)
-    if (code === 'f' || code === 'F') args.push(r.stack ?? '')
-  }
+  for (const r of runs) pushRun(keys, keyList, args, r, wt)
   const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, args)) as [
     string,
-    ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, number?][],
+    RunDetail[],
     TakenReply,
     string[],
     string[],
@@ -196,24 +186,8 @@ export async function finishRuns(
     number,
   ]
   const [codes, details, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed, now] = reply
-  let detail = 0
-  const outcomes: RunOutcome[] = []
-  for (let i = 0; i < codes.length; i++) {
-    if (codes[i] === 'c') {
-      outcomes.push(COMPLETED())
-      continue
-    }
-    const [status, state, trim, handoff, backoffMs] = details[detail++] as (typeof details)[number]
-    outcomes.push({
-      status,
-      state,
-      trim: trim === '' ? undefined : trim,
-      handoff: handoff === '' ? undefined : handoff,
-      ...(backoffMs === undefined ? {} : { backoffMs }),
-    })
-  }
   return {
-    runs: outcomes,
+    runs: outcomesOf(codes, details),
     taken: toTaken(taken, now, next),
     left,
     reserved,
@@ -224,6 +198,43 @@ export async function finishRuns(
     handed: toHanded(handed, now, finishedOn, next),
     confirmed: Array.from(confirmed, (code) => (code === '1' ? 'taken' : 'lost')),
   }
+}
+
+/** A run's KEYS and ARGV (finish-16.lua's header says which): a completed job kept sends no log key, a first start no number. */
+function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], r: FinishRun, workerToken: string): void {
+  const code = ACTION_CODES[r.action]
+  const overrides = `${r.delayMs === undefined ? '' : `@${r.delayMs}`}${r.keep === undefined ? '' : `#${r.keep}`}`
+  const kept = r.action === 'complete' && r.kept === true
+  if (kept) keyList.push(keys.job(r.run.id), keys.lock(r.run.id))
+  else keyList.push(keys.job(r.run.id), keys.lock(r.run.id), keys.logs(r.run.id))
+  const start = startOf(r.run.token, workerToken)
+  if (start === undefined) args.push(`${kept ? 'c' : code}!${overrides}`, r.run.token, r.value)
+  else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${overrides}`, r.value)
+  if (code === 'f' || code === 'F') args.push(r.stack ?? '')
+}
+
+/** A run's outcome as finish-16.lua details it (one that completed with nothing more to say is a "c"). */
+type RunDetail = ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, number?]
+
+/** The runs' outcomes, in order, from the reply's codes (one per run) and its details (one per "."). */
+function outcomesOf(codes: string, details: RunDetail[]): RunOutcome[] {
+  let detail = 0
+  const outcomes: RunOutcome[] = []
+  for (const code of codes) {
+    if (code === 'c') {
+      outcomes.push(COMPLETED())
+      continue
+    }
+    const [status, state, trim, handoff, backoffMs] = details[detail++] as RunDetail
+    outcomes.push({
+      status,
+      state,
+      trim: trim === '' ? undefined : trim,
+      handoff: handoff === '' ? undefined : handoff,
+      ...(backoffMs === undefined ? {} : { backoffMs }),
+    })
+  }
+  return outcomes
 }
 
 /** The actions as finish-16.lua reads them ("C": complete, its log's key sent; "c" for a job kept, see FinishRun.kept). */

@@ -179,6 +179,8 @@ local function takeJobs(q, taker, now, at)
   -- Numbers reach redis.call as strings: Redis would otherwise format each one again.
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
   local clock = replyClock(now)
+  -- Most jobs are taken for the first time: their token, built once.
+  local firstToken = taker.token .. ':1'
   local ids = {}
   for i = 0, n - 1 do
     ids[i + 1] = idOf(q, KEYS[firstKey + 2 * i])
@@ -224,7 +226,7 @@ local function takeJobs(q, taker, now, at)
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_NAME] then
         local started = nextStart(f)
-        local token = taker.token .. ':' .. started
+        local token = started == '1' and firstToken or taker.token .. ':' .. started
         redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
         indexed[#indexed + 1] = deadline
         indexed[#indexed + 1] = id
