@@ -25,10 +25,12 @@
   KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
   KEYS[15] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
   KEYS[16] handoffs        HASH   <prefix>:{q}:handoffs (a flow's child ended: what its parent must learn)
-  KEYS[17 + 2j], KEYS[18 + 2j]  HASH, STRING: job and lease of candidate j (j = 0 .. c-1): the k to take
-                                next, then the h to read into the hand
-  KEYS[17 + 2c + 2s], KEYS[18 + 2c + 2s]  HASH, STRING: job and lease of start s to confirm (s = 0 .. v-1)
-  KEYS[17 + 2c + 2v ..]         for each run in turn: HASH, STRING, then LIST unless its action is "c": its
+  KEYS[17 + 2j], KEYS[18 + 2j]  HASH, STRING: job and lease of candidate j to take (j = 0 .. k-1, k = c - h)
+  KEYS[17 + 2k + j]             HASH: job of candidate j to read into the hand (j = 0 .. h-1; a read takes
+                                no lease)
+  KEYS[17 + 2k + h + 2s], KEYS[18 + 2k + h + 2s]  HASH, STRING: job and lease of start s to confirm (s = 0 ..
+                                v-1)
+  KEYS[17 + 2k + h + 2v ..]    for each run in turn: HASH, STRING, then LIST unless its action is "c": its
                                 job, lease and log
   (Every id is read from its job's key: takeJobs.lua idOf.)
 
@@ -90,7 +92,7 @@ local reserve, reserveMs, peek = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(
 local h, v, c = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
 local candidates = { firstKey = 17, count = c - h, reserved = ARGV[7] == 'r' }
 local hand = { firstKey = 17 + 2 * (c - h), count = h }
-local starts = { firstKey = 17 + 2 * c, firstArg = 16, count = v }
+local starts = { firstKey = 17 + 2 * (c - h) + h, firstArg = 16, count = v }
 -- @include now
 -- @include starts
 -- @include events
@@ -131,7 +133,7 @@ local released = false
 -- A replayed call (its reply was lost to a dropped connection, and ioredis sent it again): when it ended.
 local replays, replayAt = 0, 0
 -- Runs have KEYS and ARGV of their own sizes (a completed job kept needs no log key, nor a stack): cursors.
-local k, a = 17 + 2 * c + 2 * v, 16 + 2 * v
+local k, a = starts.firstKey + 2 * v, 16 + 2 * v
 -- Most runs are a first start of this worker's: their token, built once.
 local firstRun = taker.token .. ':1'
 for i = 1, m do

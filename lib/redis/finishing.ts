@@ -164,7 +164,7 @@ export async function finishRuns(
   const wt = next.workerToken
   args.push(next.candidates.length + hand.length)
   for (const id of next.candidates) keyList.push(k.job(id), k.lock(id))
-  for (const id of hand) keyList.push(k.job(id), k.lock(id))
+  for (const id of hand) keyList.push(k.job(id))
   for (const s of starts) {
     keyList.push(k.job(s.id), k.lock(s.id))
     args.push(sentToken(s.token, wt), s.scored ? '1' : '0')

@@ -313,7 +313,7 @@ end
 -- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
 -- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
 -- charged one. Nothing is read while the queue is paused. `at` = { firstKey, count }: job i's hash is
--- KEYS[at.firstKey + 2i] (the key pair's lease is not read). Returns { id, fields, id, fields, ... } (the
+-- KEYS[at.firstKey + i] (a read needs no lease key). Returns { id, fields, id, fields, ... } (the
 -- fields and token as takeJobs says; a job removed meanwhile is left out). A job with a priority (its
 -- fields say) waited in `prioritized`: its start's confirm drops the score its reservation kept.
 local function readHand(q, taker, now, at)
@@ -323,7 +323,7 @@ local function readHand(q, taker, now, at)
   end
   local clock = replyClock(now)
   for i = 0, at.count - 1 do
-    local jobKey = KEYS[at.firstKey + 2 * i]
+    local jobKey = KEYS[at.firstKey + i]
     local f, top = readJob(jobKey)
     if f[F_NAME] then
       f[F_STARTS] = nextStart(f)
