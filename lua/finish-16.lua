@@ -25,15 +25,19 @@
   KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
   KEYS[15] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
   KEYS[16] handoffs        HASH   <prefix>:{q}:handoffs (a flow's child ended: what its parent must learn)
-  KEYS[17 + 3i], KEYS[18 + 3i], KEYS[19 + 3i]   HASH, STRING, LIST: job, lease and log of run i (i = 0 .. m-1)
-  KEYS[17 + 3m + 2j], KEYS[18 + 3m + 2j]        HASH, STRING: job and lease of candidate j (j = 0 .. c-1):
-                                                the k to take next, then the h to read into the hand
-  KEYS[17 + 3m + 2c + 2s], KEYS[18 + 3m + 2c + 2s] HASH, STRING: job and lease of start s to confirm
-                                                (s = 0 .. v-1)
+  KEYS[17 + 2j], KEYS[18 + 2j]  HASH, STRING: job and lease of candidate j to take (j = 0 .. k-1, k = c - h)
+  KEYS[17 + 2k + j]             HASH: job of candidate j to read into the hand (j = 0 .. h-1; a read takes
+                                no lease)
+  KEYS[17 + 2k + h + 2s], KEYS[18 + 2k + h + 2s]  HASH, STRING: job and lease of start s to confirm (s = 0 ..
+                                v-1)
+  KEYS[17 + 2k + h + 2v ..]    for each run in turn: HASH, STRING, then LIST unless its action is "c": its
+                                job, lease and log
+  (Every id is read from its job's key: takeJobs.lua idOf.)
 
   ARGV[1]  m, the number of runs
   ARGV[2]  a random number in [0, 1), for the backoffs' jitter
-  ARGV[3]  worker token, for the jobs taken next
+  ARGV[3]  worker token, for the jobs taken next, and the runs and starts sent by their start number ("" for
+           none: every token is sent whole)
   ARGV[4]  lease duration (ms), for the jobs taken next
   ARGV[5]  worker name, recorded on the jobs taken next
   ARGV[6]  most bytes of job data taken next (see takeJobs.lua)
@@ -45,29 +49,33 @@
   ARGV[12] the limiter's window (ms)
   ARGV[13] h, how many of the candidates (the last h) to read into the hand rather than take
   ARGV[14] v, how many starts to confirm
-  ARGV[15 + 5i .. 19 + 5i], for run i: job id; token of the run; action: "complete" | "fail" (uses an
-           attempt; a retry waits the job's backoff) | "fail-final" (an UnrecoverableError: to `failed`
-           whatever attempts remain) | "release" (back to wait, served next, no attempt used), then
-           optionally "@<ms>" (a fail's retry waits this, from the worker's settings.backoffStrategy) and
-           "#<keep>" (the worker's retention for a job with none of its own, as retention.lua reads it); the return
-           value (JSON text) for complete, the error message for fail; the error's stack for a failure
-           (kept in the job's `stacktrace`, see useAttempt.lua), else ""
-  ARGV[15 + 5m .. 14 + 5m + c] candidate job ids, in the order of their KEYS pairs
-  ARGV[15 + 5m + c + 3s .. 17 + 5m + c + 3s] for start s to confirm: the job id, the run token, "1" when
-           the hand read it with a priority (else "0")
+  ARGV[15] c, how many candidates
+  ARGV[16 + 2s], ARGV[17 + 2s] for start s to confirm: the run's token (a start number alone for
+           "<ARGV[3]>:<n>", see takeJobs.lua tokenOf), "1" when the hand read it with a priority (else "0")
+  ARGV[16 + 2v ..] for each run in turn: its action, then its token when the action says "!", its value,
+           then for "f" and "F" the error's stack (kept in the job's `stacktrace`, see useAttempt.lua). The
+           action: "c" | "C" complete ("c": the job stays filed whatever its retention, so its log's key
+           is not sent; a job whose retention is "0" is filed, for a trim to remove with its log) | "f"
+           fail (uses an attempt; a retry waits the job's backoff) | "F" fail-final (an
+           UnrecoverableError: to `failed` whatever attempts remain) | "r" release (back to wait, served
+           next, no attempt used); then the run's start number when it is not 1 (the token is
+           "<ARGV[3]>:<n>"), or "!" (the token follows, whole); then optionally "@<ms>" (a fail's retry
+           waits this, from the worker's settings.backoffStrategy) and "#<keep>" (the worker's retention
+           for a job with none of its own, as retention.lua reads it). The value: the return value (JSON
+           text) for complete, the error message for fail.
 
-  Returns { runs, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed job is
-  due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1: paused),
-  handed, confirmed },
-  where runs holds { "ok" | "lost", new (or current) state, set to trim, hand-off[, backoff] } per run, in
-  order (backoff: a retry's wait in `delayed`, ms, only then): the
-  hand-off is the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to
-  trim is "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the
-  worker then runs trim-2.lua, see retention.lua), else ""; taken is { { id, { job fields }, startedOn }, ... }
-  as in take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
-  handed is { { id, { job fields }, 1 | 0 (it has a priority) }, ... } for the jobs read into the
-  hand; confirmed holds one
-  code per start (1 taken, 0 lost: its reservation was gone).
+  Returns { runs, details, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed
+  job is due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1:
+  paused), handed, confirmed, now (ms, Redis's clock) },
+  where runs holds one character per run, in order: "c" when it completed with nothing more to say ({ "ok",
+  "completed", "", "" }), "." for the next entry of details: { "ok" | "lost", new (or current) state, set
+  to trim, hand-off[, backoff] } (backoff: a retry's wait in `delayed`, ms, only then). The hand-off is
+  the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to trim is
+  "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the worker
+  then runs trim-2.lua, see retention.lua), else ""; taken is { id, { job fields }, ... } as in
+  take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
+  handed is { id, { job fields }, ... } for the jobs read into the hand (fields as taken's); confirmed holds one character per start ("1" taken, "0" lost: its
+  reservation was gone).
 ]]
 local rcall = redis.call
 local q = {
@@ -81,11 +89,10 @@ local taker = {
   token = ARGV[3], leaseMs = ARGV[4], name = ARGV[5], maxBytes = tonumber(ARGV[6]), max = tonumber(ARGV[11]), duration = tonumber(ARGV[12]),
 }
 local reserve, reserveMs, peek = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local h, v = tonumber(ARGV[13]), tonumber(ARGV[14])
-local c = #ARGV - 14 - 5 * m - 3 * v
-local candidates = { firstKey = 17 + 3 * m, firstArg = 15 + 5 * m, count = c - h, reserved = ARGV[7] == 'r' }
-local hand = { firstKey = 17 + 3 * m + 2 * (c - h), firstArg = 15 + 5 * m + c - h, count = h }
-local starts = { firstKey = 17 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count = v }
+local h, v, c = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+local candidates = { firstKey = 17, count = c - h, reserved = ARGV[7] == 'r' }
+local hand = { firstKey = 17 + 2 * (c - h), count = h }
+local starts = { firstKey = 17 + 2 * (c - h) + h, firstArg = 16, count = v }
 -- @include now
 -- @include starts
 -- @include events
@@ -103,8 +110,20 @@ local starts = { firstKey = 17 + 3 * m + 2 * c, firstArg = 15 + 5 * m + c, count
 
 local now = nowMs()
 local nowText = tostring(now)
+-- Whether a retention removes a job at once, parsed once per text (most runs of a call share one).
+local atOnce = {}
+local function removedAtOnce(keep)
+  local r = atOnce[keep]
+  if r == nil then
+    r = parseKeep(keep) == 0
+    atOnce[keep] = r
+  end
+  return r
+end
 -- Jobs started from the hand are taken first: a run started and ended in the same tick ends in this call too.
 local confirmed = confirmStarts(q, taker, now, starts)
+-- Per run its outcome: DONE (a run completed with nothing more to say, most of them) or its entry.
+local DONE = {}
 local runs = {}
 -- What the runs that ended here leave behind, done once for all: `active`, `stalled` and their leases;
 -- the completed jobs filed (in order), with the limits of the last; the counts for the chart.
@@ -113,27 +132,53 @@ local lastKeep, lastFiled, completedCount, failedCount = nil, 0, 0, 0
 local released = false
 -- A replayed call (its reply was lost to a dropped connection, and ioredis sent it again): when it ended.
 local replays, replayAt = 0, 0
-for i = 0, m - 1 do
-  local jobKey, lockKey, logsKey = KEYS[17 + 3 * i], KEYS[18 + 3 * i], KEYS[19 + 3 * i]
-  local a = 15 + 5 * i
-  local id, token, action, value, stack = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+-- Runs have KEYS and ARGV of their own sizes (a completed job kept needs no log key, nor a stack): cursors.
+local k, a = starts.firstKey + 2 * v, 16 + 2 * v
+-- Most runs are a first start of this worker's: their token, built once.
+local firstRun = taker.token .. ':1'
+for i = 1, m do
+  local action, token = ARGV[a], firstRun
+  local jobKey, lockKey, logsKey = KEYS[k], KEYS[k + 1], nil
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
   local delayOverride, keepOverride = nil, nil
-  local verb, rest = string.match(action, '^([%a-]+)(.*)$')
-  if rest ~= '' then
-    action = verb
-    delayOverride = tonumber(string.match(rest, '^@(%d+)'))
+  if #action > 1 then
+    local starts, rest
+    action, starts, rest = string.match(action, '^(.)(%d*)(.*)$')
+    if string.sub(rest, 1, 1) == '!' then
+      a = a + 1
+      token = ARGV[a]
+    elseif starts ~= '' then
+      token = taker.token .. ':' .. starts
+    end
+    delayOverride = tonumber(string.match(rest, '@(%d+)'))
     keepOverride = string.match(rest, '#(.*)$')
   end
+  local value, stack = ARGV[a + 1], ''
+  if action == 'c' then
+    k, a = k + 2, a + 2
+  else
+    logsKey = KEYS[k + 2]
+    k = k + 3
+    if action == 'f' or action == 'F' then
+      stack = ARGV[a + 2]
+      a = a + 3
+    else
+      a = a + 2
+    end
+  end
+  local id = idOf(q, jobKey)
   -- Ownership is the run's token on the job: a job holds a token only while it is in flight. A lapsed
   -- lease that no sweep has recovered yet still belongs to the run; a lease held by another token never
-  -- does. A finish leaves its receipt in the same field: "=<token>" when the job ended (its state and
-  -- finishedOn say how and when), "=<token> <state> <ms>" when it went back in line; every other move out
-  -- of `active` (a sweep's recovery, an operator's retry) clears the field. The receipt costs no field.
-  local holder = rcall('GET', lockKey)
+  -- does, and needs no read here: a lease is written only with the job's token, in the same script (a
+  -- take, a start's confirm, reclaim-2.lua), and a job's token becomes a run's only with its lease (a
+  -- token names one run: "<worker>:<start number>"), so while the job holds this run's token its lease
+  -- is this run's or gone. A finish leaves its receipt in the same field: "=<token>" when the job ended
+  -- (its state and finishedOn say how and when), "=<token> <state> <ms>" when it went back in line;
+  -- every other move out of `active` (a sweep's recovery, an operator's retry) clears the field. The
+  -- receipt costs no field.
   -- `parentKey`: a flow's child (absent for every other job: a queue without flows pays nothing more).
   local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn', 'deid', 'parentKey', 'parent', 'defa', 'retried')
-  if not (job[1] == token and (holder == false or holder == token)) then
+  if job[1] ~= token then
     local receipt = job[1] or ''
     local rest = string.sub(receipt, #token + 2)
     if string.sub(receipt, 1, #token + 1) == '=' .. token and (rest == '' or string.sub(rest, 1, 1) == ' ') then
@@ -143,38 +188,43 @@ for i = 0, m - 1 do
         doneState, doneAt = string.sub(rest, 2, sep - 1), tonumber(string.sub(rest, sep + 1))
       end
       replays, replayAt = replays + 1, doneAt
-      runs[i + 1] = { 'ok', doneState, '', '' }
+      runs[i] = doneState == 'completed' and DONE or { 'ok', doneState, '', '' }
     else
-      runs[i + 1] = { 'lost', job[4] or 'missing', '', '' }
+      runs[i] = { 'lost', job[4] or 'missing', '', '' }
     end
   else
-    local made = (tonumber(job[2]) or 0) + 1
+    -- As text: Redis would format a number (a float, to Lua) again.
+    local made = job[2] and tostring((tonumber(job[2]) or 0) + 1) or '1'
     gone[#gone + 1] = id
     leases[#leases + 1] = lockKey
-    if action == 'complete' then
+    if action == 'c' or action == 'C' then
       rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
       releaseDeduplication(q.meta, job[8], id)
       local entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'completed', value, false, job[12]) or ''
       local keep = job[5] or keepOverride or DEFAULT_KEEP.completed
-      if parseKeep(keep) == 0 then
+      if not removedAtOnce(keep) then
+        filed[#filed + 1] = id
+        lastKeep, lastFiled = keep, i
+      elseif logsKey then
         rcall('UNLINK', jobKey, logsKey)
       else
+        -- Removed at once, but the worker judged it kept ("c": its own retention changed meanwhile) and
+        -- sent no log key: filed, under the set's limits as they are, for a trim to remove with its log.
         filed[#filed + 1] = id
-        lastKeep, lastFiled = keep, i + 1
       end
-      runs[i + 1] = { 'ok', 'completed', '', entry }
+      runs[i] = entry == '' and DONE or { 'ok', 'completed', '', entry }
     else
       local state, backoffMs
-      if action == 'release' then
+      if action == 'r' then
         released = true
         enterWait(jobKey, q, id, now, true)
         emit(q, 'waiting', 'jobId', id, 'prev', 'active')
         state = 'wait'
       else
         local retry = {
-          front = false, final = action == 'fail-final', delayMs = delayOverride or backoffDelay(job[3], made, roll), stack = stack,
+          front = false, final = action == 'F', delayMs = delayOverride or backoffDelay(job[3], tonumber(made), roll), stack = stack,
         }
         state = useAttempt(jobKey, q, id, now, value, retry)
         backoffMs = state == 'delayed' and retry.delayMs or nil
@@ -197,7 +247,7 @@ for i = 0, m - 1 do
       else
         rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
       end
-      runs[i + 1] = { 'ok', state, trimSet, entry, backoffMs }
+      runs[i] = { 'ok', state, trimSet, entry, backoffMs }
     end
   end
 end
@@ -209,9 +259,12 @@ end
 if #filed > 0 then
   local before = rcall('ZCARD', q.completed)
   rcall('ZADD', q.completed, unpack(scoredAt(q.completed, now, filed)))
-  keepLimits(q, 'completed', lastKeep)
-  if trimDue(parseKeep(lastKeep), before, before + #filed) then
-    runs[lastFiled][3] = 'completed'
+  if lastKeep then
+    keepLimits(q, 'completed', lastKeep)
+  end
+  if lastKeep and trimDue(parseKeep(lastKeep), before, before + #filed) then
+    local run = runs[lastFiled]
+    runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run[4] }
   end
 end
 if completedCount > 0 then
@@ -221,7 +274,7 @@ if failedCount > 0 then
   countFinished(metricsKey, 'failed', now, failedCount)
 end
 local taken, left, wait = takeJobs(q, taker, now, candidates)
-local handed = readHand(q, taker, hand)
+local handed = readHand(q, taker, now, hand)
 local reserved, finishedAt = nil, now
 if m > 0 and replays == m and replayAt > 0 then
   -- The ids the first call reserved are those still reserved until exactly its time plus the same
@@ -248,4 +301,13 @@ if #taken == 0 and #handed == 0 and not released and #gone > 0 and dueIn < 0 and
   and rcall('HEXISTS', q.meta, 'paused') == 0 then
   emit(q, 'drained')
 end
-return { runs, taken, reserved, peeked, left, dueIn, dueAt, finishedAt, wait, handed, confirmed }
+local codes, details = {}, {}
+for i = 1, m do
+  if runs[i] == DONE then
+    codes[i] = 'c'
+  else
+    codes[i] = '.'
+    details[#details + 1] = runs[i]
+  end
+end
+return { table.concat(codes), details, taken, reserved, peeked, left, dueIn, dueAt, finishedAt, wait, handed, confirmed, now }

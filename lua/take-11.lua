@@ -31,12 +31,14 @@
   ARGV[7] the limiter's window (ms)
   ARGV[8] most ids to reserve in place of candidates found gone (0 for none)
   ARGV[9] how long a reservation lasts (ms)
-  ARGV[10..] candidate job ids, in the order of KEYS pairs
+  (The candidates' ids are read from their job keys, KEYS[12 + 2i]: see takeJobs.lua idOf.)
 
-  Returns { { { id, { job fields }, startedOn }, ... } (the run's token is "<worker token>:<attemptsStarted>";
-  the fields end at the last one present, see takeJobs.lua replyFields), candidates left, ms until the earliest delayed job is
-  due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1: paused), ids
-  reserved in place of candidates found gone } (see takeJobs.lua and nextDue.lua).
+  Returns { { id, { job fields }, id, { job fields }, ... } (the run's token is "<worker token>:<attemptsStarted>",
+  attemptsStarted absent for 1; createdOn as its digits after those it shares with `now`; the fields end
+  at the last one present, with startedOn last when it is not `now`: see takeJobs.lua replyFields), candidates left, ms until the earliest
+  delayed job is due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1:
+  paused), ids reserved in place of candidates found gone, now (ms, Redis's clock) } (see takeJobs.lua and
+  nextDue.lua).
 ]]
 local rcall = redis.call
 local q = {
@@ -47,7 +49,7 @@ local taker = {
   token = ARGV[1], leaseMs = ARGV[2], name = ARGV[3], maxBytes = tonumber(ARGV[4]), max = tonumber(ARGV[6]),
   duration = tonumber(ARGV[7]),
 }
-local candidates = { firstKey = 12, firstArg = 10, count = #ARGV - 9, reserved = ARGV[5] == 'r' }
+local candidates = { firstKey = 12, count = (#KEYS - 11) / 2, reserved = ARGV[5] == 'r' }
 local missMax, reserveMs = tonumber(ARGV[8]), tonumber(ARGV[9])
 -- @include now
 -- @include starts
@@ -59,11 +61,11 @@ local missMax, reserveMs = tonumber(ARGV[8]), tonumber(ARGV[9])
 local now = nowMs()
 local taken, left, wait = takeJobs(q, taker, now, candidates)
 keepSkiplist(q.active)
-local gone = candidates.count - #taken - #left
+local gone = candidates.count - #taken / 2 - #left
 local reserved = reserveNext(q, taker, math.min(gone, missMax), now + reserveMs)
 -- Chain wake-ups: another idle worker wakes while work remains.
 if (#taken > 0 or #reserved > 0) and (rcall('LLEN', q.wait) > 0 or rcall('ZCARD', q.prioritized) > 0) then
   rcall('ZADD', q.marker, 0, '0')
 end
 local dueIn, dueAt = nextDue(q.delayed, now)
-return { taken, left, dueIn, dueAt, wait, reserved }
+return { taken, left, dueIn, dueAt, wait, reserved, now }

@@ -58,6 +58,11 @@ export interface FinishRun {
   delayMs?: number
   /** The worker's retention (encodeKeep), for a job with none of its own. */
   keep?: string
+  /**
+   * A completed job stays filed: neither its retention nor `keep` is "remove at once" (its log's key then
+   * need not travel). Unset: the script is told nothing, and decides.
+   */
+  kept?: boolean
 }
 
 export interface FinishManyResult extends NextDue {
@@ -154,19 +159,20 @@ export async function finishRuns(
     next.hand?.length ?? 0,
     next.starts?.length ?? 0,
   ]
-  for (const r of runs) {
-    keyList.push(k.job(r.run.id), k.lock(r.run.id), k.logs(r.run.id))
-    const overrides = `${r.delayMs === undefined ? '' : `@${r.delayMs}`}${r.keep === undefined ? '' : `#${r.keep}`}`
-    args.push(r.run.id, r.run.token, r.action + overrides, r.value, r.stack ?? '')
-  }
   const hand = next.hand ?? []
   const starts = next.starts ?? []
+  const wt = next.workerToken
+  args.push(next.candidates.length + hand.length)
   for (const id of next.candidates) keyList.push(k.job(id), k.lock(id))
-  for (const id of hand) keyList.push(k.job(id), k.lock(id))
-  for (const s of starts) keyList.push(k.job(s.id), k.lock(s.id))
-  const tail = [...next.candidates, ...hand, ...starts.flatMap((s) => [s.id, s.token, s.scored ? '1' : '0'])]
-  const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, [...args, ...tail])) as [
-    ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, number?][],
+  for (const id of hand) keyList.push(k.job(id))
+  for (const s of starts) {
+    keyList.push(k.job(s.id), k.lock(s.id))
+    args.push(sentToken(s.token, wt), s.scored ? '1' : '0')
+  }
+  for (const r of runs) pushRun(keys, keyList, args, r, wt)
+  const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, args)) as [
+    string,
+    RunDetail[],
     TakenReply,
     string[],
     string[],
@@ -176,28 +182,82 @@ export async function finishRuns(
     number,
     number,
     HandedReply,
-    number[],
+    string,
+    number,
   ]
-  const [outcomes, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed] = reply
+  const [codes, details, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed, now] = reply
   return {
-    runs: outcomes.map(([status, state, trim, handoff, backoffMs]) => ({
-      status,
-      state,
-      trim: trim === '' ? undefined : trim,
-      handoff: handoff === '' ? undefined : handoff,
-      ...(backoffMs === undefined ? {} : { backoffMs }),
-    })),
-    taken: toTaken(taken, next),
+    runs: outcomesOf(codes, details),
+    taken: toTaken(taken, now, next),
     left,
     reserved,
     peeked,
     ...nextDue(dueIn, dueAt),
     finishedOn,
     waitMs,
-    handed: toHanded(handed, finishedOn, next),
-    confirmed: confirmed.map((code) => (code === 1 ? 'taken' : 'lost')),
+    handed: toHanded(handed, now, finishedOn, next),
+    confirmed: Array.from(confirmed, (code) => (code === '1' ? 'taken' : 'lost')),
   }
 }
+
+/** A run's KEYS and ARGV (finish-16.lua's header says which): a completed job kept sends no log key, a first start no number. */
+function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], r: FinishRun, workerToken: string): void {
+  const code = ACTION_CODES[r.action]
+  const overrides = `${r.delayMs === undefined ? '' : `@${r.delayMs}`}${r.keep === undefined ? '' : `#${r.keep}`}`
+  const kept = r.action === 'complete' && r.kept === true
+  if (kept) keyList.push(keys.job(r.run.id), keys.lock(r.run.id))
+  else keyList.push(keys.job(r.run.id), keys.lock(r.run.id), keys.logs(r.run.id))
+  const start = startOf(r.run.token, workerToken)
+  if (start === undefined) args.push(`${kept ? 'c' : code}!${overrides}`, r.run.token, r.value)
+  else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${overrides}`, r.value)
+  if (code === 'f' || code === 'F') args.push(r.stack ?? '')
+}
+
+/** A run's outcome as finish-16.lua details it (one that completed with nothing more to say is a "c"). */
+type RunDetail = ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, number?]
+
+/** The runs' outcomes, in order, from the reply's codes (one per run) and its details (one per "."). */
+function outcomesOf(codes: string, details: RunDetail[]): RunOutcome[] {
+  let detail = 0
+  const outcomes: RunOutcome[] = []
+  for (const code of codes) {
+    if (code === 'c') {
+      outcomes.push(COMPLETED())
+      continue
+    }
+    const [status, state, trim, handoff, backoffMs] = details[detail++] as RunDetail
+    outcomes.push({
+      status,
+      state,
+      trim: trim === '' ? undefined : trim,
+      handoff: handoff === '' ? undefined : handoff,
+      ...(backoffMs === undefined ? {} : { backoffMs }),
+    })
+  }
+  return outcomes
+}
+
+/** The actions as finish-16.lua reads them ("C": complete, its log's key sent; "c" for a job kept, see FinishRun.kept). */
+const ACTION_CODES: Record<FinishAction, string> = { complete: 'C', fail: 'f', 'fail-final': 'F', release: 'r' }
+
+/** A run that completed with nothing more to say (finish-16.lua's "c"). */
+const COMPLETED = (): RunOutcome => ({ status: 'ok', state: 'completed', trim: undefined, handoff: undefined })
+
+/** The start number of a run of the calling worker ("<workerToken>:<n>"), else undefined (its token is sent whole). */
+function startOf(token: string, workerToken: string): string | undefined {
+  if (workerToken === '' || !token.startsWith(`${workerToken}:`)) return undefined
+  const n = token.slice(workerToken.length + 1)
+  return /^\d+$/.test(n) ? n : undefined
+}
+
+/**
+ * A start's token as a call sends it: the start number alone for a run of the calling worker (its token
+ * travels once per call, ARGV[3]), else whole (takeJobs.lua tokenOf tells them apart by the ':').
+ */
+const sentToken = (token: string, workerToken: string): string =>
+  workerToken !== '' && token.startsWith(`${workerToken}:`) && !token.includes(':', workerToken.length + 1)
+    ? token.slice(workerToken.length + 1)
+    : token
 
 /** Completes, fails or releases one run, fenced by its token; may take the next jobs in the same call. */
 export async function finish(

@@ -278,31 +278,48 @@ export function withFlowFields(
 
 /** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
 const OPTION_AT = 10
-/** Where `attemptsStarted` is in takeJobs.lua's JOB_FIELDS (0-based): the start number of a run just taken. */
-export const ATTEMPTS_STARTED_AT = 4
+/** Where `attemptsStarted` is in takeJobs.lua's JOB_FIELDS (0-based): the start number of a run just taken (absent: 1). */
+export const ATTEMPTS_STARTED_AT = 3
 /** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
 const DEID_AT = OPTION_AT + OPTION_FIELDS.length
+/** Where takeJobs.lua's reply puts a run's startedOn when it is not the call's time (the token's place, last). */
+export const STARTED_ON_AT = DEID_AT + 4
+
+/** Where `createdOn` is in takeJobs.lua's JOB_FIELDS (0-based). */
+export const CREATED_ON_AT = 2
 
 /**
- * Builds a Job just taken from takeJobs.lua's reply: an HMGET in its JOB_FIELDS order (name, data,
- * attempts, attemptsMade, attemptsStarted, createdOn, lastError, retried, progress, stacktrace, then the
- * option fields of job-opts.ts OPTION_FIELDS, then deid; null for a field the hash lacks), and what the take
- * set (active, since `startedOn`, by `workerName`), then a flow's parentKey, parent and deferred failure.
- * Decoded without a detour through an object, as a busy worker does this for every job.
+ * createdOn as takeJobs.lua's replyFields sends it against the call's time (`now`, its text): digits
+ * shorter than it are its last ones (the first are now's), "=" starts a whole value shorter than it, ""
+ * (or nothing) is none.
  */
-export function jobFromFields(id: string, f: (string | null)[], startedOn: string, workerName: string): JobFields {
-  const attempts = f[2] == null ? JOB_DEFAULTS.attempts : Number(f[2])
-  const createdOn = f[5] == null ? 0 : Number(f[5])
+function createdOnOf(sent: string | null | undefined, now: string): number {
+  if (sent == null || sent === '') return 0
+  if (sent.startsWith('=')) return Number(sent.slice(1))
+  return Number(sent.length < now.length ? now.slice(0, now.length - sent.length) + sent : sent)
+}
+
+/**
+ * Builds a Job just taken from takeJobs.lua's reply: its JOB_FIELDS in order (name, data, createdOn,
+ * attemptsStarted, attempts, attemptsMade, lastError, retried, progress, stacktrace, then the option
+ * fields of OPTION_FIELDS, then deid, parentKey, parent and a deferred failure; null, or past the end, for
+ * a field the hash lacks), with createdOn against `now` (the call's time, as text: createdOnOf) and
+ * attemptsStarted absent for 1, and what the take set (active, since `startedOn`, by `workerName`). Decoded without a detour
+ * through an object, as a busy worker does this for every job.
+ */
+export function jobFromFields(id: string, f: (string | null)[], now: string, startedOn: number, workerName: string): JobFields {
+  const attempts = f[4] == null ? JOB_DEFAULTS.attempts : Number(f[4])
+  const createdOn = createdOnOf(f[CREATED_ON_AT], now)
   const job: JobFields = {
     id,
     name: f[0] ?? '',
     data: parseJson(f[1] ?? undefined),
     attempts,
-    attemptsMade: f[3] == null ? 0 : Number(f[3]),
-    attemptsStarted: f[ATTEMPTS_STARTED_AT] == null ? 0 : Number(f[ATTEMPTS_STARTED_AT]),
+    attemptsMade: f[5] == null ? 0 : Number(f[5]),
+    attemptsStarted: f[ATTEMPTS_STARTED_AT] == null ? 1 : Number(f[ATTEMPTS_STARTED_AT]),
     state: 'active',
     createdOn,
-    startedOn: Number(startedOn),
+    startedOn,
     workerName,
     stacktrace: stacksOf(f[9]),
     opts: jobOpts(id, createdOn, attempts, (name) => f[OPTION_AT + OPTION_FIELDS.indexOf(name)]),

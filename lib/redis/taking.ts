@@ -6,7 +6,7 @@
 
 import type { JobFields } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { ATTEMPTS_STARTED_AT, jobFromFields } from './job-codec.js'
+import { ATTEMPTS_STARTED_AT, CREATED_ON_AT, jobFromFields, STARTED_ON_AT } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalScript, eventKeys, jobKeyPairs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
@@ -32,16 +32,47 @@ export interface Taken {
   token: string
 }
 
-/** A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, no token. */
+/**
+ * A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, attemptsStarted
+ * absent for 1, createdOn against the call's time, and in the token's place (last) when the run started
+ * before this call (a run handed back again) its startedOn (job-codec.ts jobFromFields).
+ */
 type FieldsReply = (string | null)[]
 
-export type TakenReply = [string, FieldsReply, string][]
+/** Per job its id, then its fields: flat. */
+export type TakenReply = (string | FieldsReply)[]
 
 /** The run's token, which the reply leaves out: the taker's token and the start number (`attemptsStarted`). */
-const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT]}`
+const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT] ?? 1}`
 
-export const toTaken = (reply: TakenReply, taker: Taker): Taken[] =>
-  reply.map(([id, fields, startedOn]) => ({ job: jobFromFields(id, fields, startedOn, taker.workerName), token: tokenOf(taker, fields) }))
+/** A list's name and createdOn as sent: absent, the job's before in the same list (takeJobs.lua replyFields). */
+function sameAsBefore(): (fields: FieldsReply) => FieldsReply {
+  let name: string | null = null
+  let created: string | null = null
+  return (fields) => {
+    if (fields[0] == null) fields[0] = name
+    else name = fields[0]
+    if (fields[CREATED_ON_AT] == null) fields[CREATED_ON_AT] = created
+    else created = fields[CREATED_ON_AT] as string
+    return fields
+  }
+}
+
+/** `now`: the call's time (Redis's clock, ms), the reply's last element. */
+export function toTaken(reply: TakenReply, now: number, taker: Taker): Taken[] {
+  const taken: Taken[] = []
+  const nowText = String(now)
+  const chain = sameAsBefore()
+  for (let i = 0; i + 1 < reply.length; i += 2) {
+    const fields = chain(reply[i + 1] as FieldsReply)
+    const startedOn = fields[STARTED_ON_AT]
+    taken.push({
+      job: jobFromFields(reply[i] as string, fields, nowText, startedOn == null ? now : Number(startedOn), taker.workerName),
+      token: tokenOf(taker, fields),
+    })
+  }
+  return taken
+}
 
 /** A job read into a worker's hand (reserved, not taken until it starts). */
 export interface Handed extends Taken {
@@ -49,15 +80,21 @@ export interface Handed extends Taken {
   scored: boolean
 }
 
-/** `startedOn` is when they were read, until they start. */
-export type HandedReply = [string, FieldsReply, number][]
+/** Per job its id, then its fields: flat. */
+export type HandedReply = TakenReply
 
-export const toHanded = (reply: HandedReply, readAt: number, taker: Taker): Handed[] =>
-  reply.map(([id, fields, scored]) => ({
-    job: jobFromFields(id, fields, String(readAt), taker.workerName),
-    token: tokenOf(taker, fields),
-    scored: scored === 1,
-  }))
+/** `startedOn` is when they were read (`readAt`), until they start; `now`, the call's time. */
+export function toHanded(reply: HandedReply, now: number, readAt: number, taker: Taker): Handed[] {
+  const handed: Handed[] = []
+  const nowText = String(now)
+  const chain = sameAsBefore()
+  for (let i = 0; i + 1 < reply.length; i += 2) {
+    const fields = chain(reply[i + 1] as FieldsReply)
+    const job = jobFromFields(reply[i] as string, fields, nowText, readAt, taker.workerName)
+    handed.push({ job, token: tokenOf(taker, fields), scored: (job.priority ?? 0) > 0 })
+  }
+  return handed
+}
 
 /** The worker taking jobs. */
 export interface Taker {
@@ -102,7 +139,7 @@ export async function take(
   reserved = false,
   onMiss: OnMiss = { max: 0, reserveMs: 1 },
 ): Promise<TakeResult> {
-  const [taken, left, dueIn, dueAt, waitMs, reservedNext] = (await evalScript(
+  const [taken, left, dueIn, dueAt, waitMs, reservedNext, now] = (await evalScript(
     client,
     TAKE_SCRIPTS.take,
     [
@@ -125,10 +162,9 @@ export async function take(
       ...limitArgs(taker),
       onMiss.max,
       onMiss.reserveMs,
-      ...ids,
     ],
-  )) as [TakenReply, string[], number, number, number, string[]]
-  return { taken: toTaken(taken, taker), left, ...nextDue(dueIn, dueAt), waitMs, reserved: reservedNext }
+  )) as [TakenReply, string[], number, number, number, string[], number]
+  return { taken: toTaken(taken, now, taker), left, ...nextDue(dueIn, dueAt), waitMs, reserved: reservedNext }
 }
 
 /** Returns up to `n` reservations past their expiry (a dead worker's) to the front of `wait`; resolves to how many. */

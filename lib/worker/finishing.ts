@@ -39,6 +39,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       stack,
       ...(delayMs === undefined || action !== 'fail' ? {} : { delayMs }),
       ...(keep === undefined ? {} : { keep }),
+      ...(action === 'complete' ? { kept: keep !== '0' && encodeKeep(run.job.opts.removeOnComplete) !== '0' } : {}),
     })
     if (reply.status === 'lost') {
       core.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)

@@ -1,34 +1,54 @@
--- The job fields a worker needs, in the order lib/job.ts's jobFromFields reads them (one HMGET, not a
--- whole HGETALL: bookkeeping fields, and what the take itself sets, do not travel back). The options
--- (backoff .. lifo) make job.opts; absent ones (the defaults) come back as nil. `token` stays last: it is
--- dropped from the reply (set to nil), which ends the list there.
+-- The job fields a worker needs, in the order lib/redis/job-codec.ts's jobFromFields reads them (from one
+-- HGETALL: bookkeeping fields, and what the take itself sets, do not travel back): those every job has
+-- first (name, data, createdOn, attemptsStarted), so a job with the default options ends its list there;
+-- then the options (backoff .. lifo), which make job.opts (absent ones, the defaults, come back as nil).
+-- `token` stays last: it is dropped from the reply (set to nil), which ends the list there.
 local JOB_FIELDS = {
-  'name', 'data', 'attempts', 'attemptsMade', 'attemptsStarted', 'createdOn', 'lastError', 'retried', 'progress', 'stacktrace',
+  'name', 'data', 'createdOn', 'attemptsStarted', 'attempts', 'attemptsMade', 'lastError', 'retried', 'progress', 'stacktrace',
   'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo', 'deid', 'parentKey', 'parent', 'defa',
   'token',
 }
-local F_NAME, F_DATA, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 5, 15, 23
+local F_NAME, F_DATA, F_CREATED, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 3, 4, 15, 23
 local FIELD_AT = {}
 for i, field in ipairs(JOB_FIELDS) do
   FIELD_AT[field] = i
 end
 
--- JOB_FIELDS of a job, as HMGET would give them (false for an absent one), from one HGETALL: a job hash
--- holds few fields (a job with the default options, five at its take), and asking HMGET for 23 names
--- scans the hash once per name and converts 23 replies. The hand reads the same fields: `priority` says
--- whether the job waited in `prioritized` (so its reservation has a score kept in `reservedScores`, which
--- its take then drops: confirmStarts).
+-- JOB_FIELDS of a job (nil for an absent one), from one HGETALL: a job hash holds few fields (a job with
+-- the default options, five at its take), and asking HMGET for 23 names scans the hash once per name and
+-- converts 23 replies. Also returns the last of them present, the token aside (replyFields ends the
+-- reply's list there). The hand reads the same fields: `priority` says whether the job waited in
+-- `prioritized` (so its reservation has a score kept in `reservedScores`, which its take then drops:
+-- confirmStarts).
 local function readJob(jobKey)
   local all = redis.call('HGETALL', jobKey)
-  local f = { false, false, false, false, false, false, false, false, false, false, false, false, false, false, false,
-    false, false, false, false, false, false, false, false }
+  local f, top = {}, 0
   for i = 1, #all, 2 do
     local at = FIELD_AT[all[i]]
     if at then
       f[at] = all[i + 1]
+      if at > top and at < F_TOKEN then
+        top = at
+      end
     end
   end
-  return f
+  return f, top
+end
+
+-- A job's id from its key, `<prefix>:{q}:<id>`: the ids a caller names travel once, as their keys (the
+-- queue's keys share the part before the id with `active`, `<prefix>:{q}:active`).
+local function idOf(q, jobKey)
+  return string.sub(jobKey, #q.active - 5)
+end
+
+-- A run's token from what a call sends for it: a start number alone (digits, no ':') is a run of the
+-- calling worker, "<taker.token>:<n>", whose token then travels once per call; anything else is the
+-- whole token.
+local function tokenOf(taker, sent)
+  if taker.token ~= '' and not string.find(sent, ':', 1, true) then
+    return taker.token .. ':' .. sent
+  end
+  return sent
 end
 
 -- The start number of a job's next run, as text: "1" for a job never taken (no token, no attemptsStarted),
@@ -40,21 +60,62 @@ local function nextStart(f)
   return tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
 end
 
+-- What replyFields writes one reply's jobs against: the call's time (its text, and its first 8 digits), and
+-- the name and createdOn of the job before in the same list.
+local function replyClock(now)
+  local text = tostring(now)
+  return { text = text, head = string.sub(text, 1, 8) }
+end
+
 -- A job's fields as they travel back: the run's token is not among them (the worker builds it from its own
--- token and the start number, `attemptsStarted`), and the absent fields at the end of the list are left
--- off (the reply's list ends at the last field present): a job with the default options ends at
--- `createdOn`, 17 nil replies (85 bytes) fewer than the whole list.
-local function replyFields(f)
-  f[F_TOKEN] = nil
-  for k = F_TOKEN - 1, 1, -1 do
-    if f[k] then
-      break
+-- token and the start number, `attemptsStarted`, absent for "1", a job's first run). The name and
+-- createdOn are absent when they are the job's before in the list (jobs added together: mostly all of
+-- them; a comparison, as Lua strings are interned); else createdOn travels as its digits after the 8 it
+-- shares with the call's time (in the reply; a job created in the last minute or so), or whole, with "="
+-- before a value shorter than the call's time (so that no whole value reads as such digits), and "" for a
+-- job without one. The absent fields at the end of the list are left off (the reply's list ends at the
+-- last field present): a job with the default options taken for the first time ends at its data, or at
+-- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place, last.
+local function replyFields(f, top, clock, startedOn)
+  f[F_TOKEN] = startedOn
+  if f[F_STARTS] == '1' then
+    f[F_STARTS] = nil
+  elseif f[F_STARTS] and top < F_STARTS then
+    top = F_STARTS
+  end
+  local name, created = f[F_NAME], f[F_CREATED]
+  if name == clock.name then
+    f[F_NAME] = nil
+  else
+    clock.name = name
+  end
+  if created == clock.created then
+    f[F_CREATED] = nil
+  else
+    clock.created = created
+    if not created then
+      f[F_CREATED] = ''
+      top = math.max(top, F_CREATED)
+    elseif #created == #clock.text and string.sub(created, 1, 8) == clock.head then
+      f[F_CREATED] = string.sub(created, 9)
+    elseif #created < #clock.text then
+      f[F_CREATED] = '=' .. created
     end
-    f[k] = nil
+  end
+  if startedOn then
+    top = F_TOKEN
+  end
+  while top > 0 and not f[top] do
+    top = top - 1
+  end
+  -- Redis ends a reply's list at its first nil: absent fields before the last present go as false.
+  for k = 1, top - 1 do
+    if f[k] == nil then
+      f[k] = false
+    end
   end
   return f
 end
-
 
 -- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).
 local function holdOf(q)
@@ -93,19 +154,20 @@ end
 
 -- Takes candidate jobs and gives each a lease. `taker` is the worker: { token, leaseMs (a string, as
 -- Redis gets it), name, maxBytes, max, duration (its limiter; max 0 for none) }. `at` says where the
--- candidates are: candidate i (i = 0 .. at.count - 1) is ARGV[at.firstArg + i], with its job hash at
--- KEYS[at.firstKey + 2i] and its lease at KEYS[at.firstKey + 2i + 1]; `at.reserved` says they were
+-- candidates are: candidate i (i = 0 .. at.count - 1) has its job hash at KEYS[at.firstKey + 2i] (its id
+-- read from that key, idOf) and its lease at KEYS[at.firstKey + 2i + 1]; `at.reserved` says they were
 -- reserved by this worker (ZSET `q.reserved`), else read from the tail of `wait` or the head of
 -- `prioritized`. A candidate no longer there (another worker took it; a reservation that expired went
 -- back, where it is looked for too) is skipped. The reply holds whole jobs, so it is bounded in bytes:
 -- once a job is taken, a candidate whose data would bring the total past taker.maxBytes is left where it
 -- is, and so are the candidates after it; so are those beyond what admission() lets start. Each job
--- taken emits `active`.
--- Returns { { id, fields, startedOn }, ... } (fields as replyFields leaves them: the run's token is
--- "<taker.token>:<fields[F_STARTS]>"), the candidates left, and how long to wait before asking again
--- (ms; 0: no need, -1: the queue is paused).
+-- taken emits `active`. The leases enter `active` in one ZADD, after the loop (nothing in it reads
+-- `active` for a job it took: an id named twice is found neither reserved nor waiting its second time).
+-- Returns { id, fields, id, fields, ... } (fields as replyFields leaves them: the run's token is
+-- "<taker.token>:<start number>"; startedOn last only when it is not `now`, a run handed back again), the
+-- candidates left, and how long to wait before asking again (ms; 0: no need, -1: the queue is paused).
 local function takeJobs(q, taker, now, at)
-  local firstKey, firstArg, n = at.firstKey, at.firstArg, at.count
+  local firstKey, n = at.firstKey, at.count
   local taken, left, bytes = {}, {}, 0
   if n == 0 then
     return taken, left, 0
@@ -116,16 +178,25 @@ local function takeJobs(q, taker, now, at)
   local window = tostring(2 * n + 64)
   -- Numbers reach redis.call as strings: Redis would otherwise format each one again.
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
-  local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
+  local clock = replyClock(now)
+  -- Most jobs are taken for the first time: their token, built once.
+  local firstToken = taker.token .. ':1'
+  local ids = {}
   for i = 0, n - 1 do
-    local id = ARGV[firstArg + i]
-    if #taken >= room then
+    ids[i + 1] = idOf(q, KEYS[firstKey + 2 * i])
+  end
+  local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
+  local indexed = {}
+  for i = 0, n - 1 do
+    local id = ids[i + 1]
+    if #taken / 2 >= room then
       for k = i, n - 1 do
-        left[#left + 1] = ARGV[firstArg + k]
+        left[#left + 1] = ids[k + 1]
       end
       break
     end
     local jobKey, lockKey = KEYS[firstKey + 2 * i], KEYS[firstKey + 2 * i + 1]
+    -- One ZREM per id (ZMSCORE would answer for all in one call, but formats each score as a float).
     local reserved = at.reserved and redis.call('ZREM', q.reserved, id) == 1
     local from = reserved and 'reserved'
     if not from and redis.call('LPOS', q.wait, id, 'RANK', '-1', 'MAXLEN', window) then
@@ -134,14 +205,14 @@ local function takeJobs(q, taker, now, at)
       from = 'prioritized'
     end
     if from then
-      local f = readJob(jobKey)
+      local f, top = readJob(jobKey)
       local size = f[F_DATA] and #f[F_DATA] or 0
       if #taken > 0 and bytes + size > taker.maxBytes then
         if reserved then
           redis.call('ZADD', q.reserved, deadline, id)
         end
         for k = i, n - 1 do
-          left[#left + 1] = ARGV[firstArg + k]
+          left[#left + 1] = ids[k + 1]
         end
         break
       end
@@ -155,16 +226,18 @@ local function takeJobs(q, taker, now, at)
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_NAME] then
         local started = nextStart(f)
-        local token = taker.token .. ':' .. started
+        local token = started == '1' and firstToken or taker.token .. ':' .. started
         redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
-        redis.call('ZADD', q.active, deadline, id)
+        indexed[#indexed + 1] = deadline
+        indexed[#indexed + 1] = id
         redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
         if taker.max > 0 then
           -- One member per start: the job and its start number (a run token alone repeats across jobs).
           redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
-        taken[#taken + 1] = { id, replyFields(f), nowText }
+        taken[#taken + 1] = id
+        taken[#taken + 1] = replyFields(f, top, clock)
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
@@ -178,18 +251,24 @@ local function takeJobs(q, taker, now, at)
       if token and string.sub(token, 1, #taker.token + 1) == taker.token .. ':' and (holder == false or holder == token) then
         if holder == token then
           redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
-          redis.call('ZADD', q.active, deadline, id)
+          indexed[#indexed + 1] = deadline
+          indexed[#indexed + 1] = id
         end
-        local g = readJob(jobKey)
+        local g, top = readJob(jobKey)
+        local startedOn = redis.call('HGET', jobKey, 'startedOn')
         g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
-        taken[#taken + 1] = { id, replyFields(g), redis.call('HGET', jobKey, 'startedOn') }
+        taken[#taken + 1] = id
+        taken[#taken + 1] = replyFields(g, top, clock, startedOn ~= nowText and startedOn or nil)
       end
     end
+  end
+  if #indexed > 0 then
+    redis.call('ZADD', q.active, unpack(indexed))
   end
   if taker.max > 0 and #taken > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
     redis.call('PEXPIRE', q.limiter, taker.duration)
-    if #taken >= room then
+    if #taken / 2 >= room then
       local _
       _, wait = admission(q, taker, now)
     end
@@ -233,21 +312,23 @@ end
 -- without taking it. The job stays reserved (waiting, as every count says) and unleased until it starts;
 -- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
 -- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
--- charged one. Nothing is read while the queue is paused. `at` = { firstKey, firstArg, count }: id i is
--- ARGV[at.firstArg + i], its hash KEYS[at.firstKey + 2i]. Returns { { id, fields, scored }, ... } (the
--- token as takeJobs says), scored 1 for a job with a priority (a job removed meanwhile is left out).
-local function readHand(q, taker, at)
+-- charged one. Nothing is read while the queue is paused. `at` = { firstKey, count }: job i's hash is
+-- KEYS[at.firstKey + i] (a read needs no lease key). Returns { id, fields, id, fields, ... } (the
+-- fields and token as takeJobs says; a job removed meanwhile is left out). A job with a priority (its
+-- fields say) waited in `prioritized`: its start's confirm drops the score its reservation kept.
+local function readHand(q, taker, now, at)
   local handed = {}
   if at.count == 0 or holdOf(q).paused then
     return handed
   end
+  local clock = replyClock(now)
   for i = 0, at.count - 1 do
-    local f = readJob(KEYS[at.firstKey + 2 * i])
+    local jobKey = KEYS[at.firstKey + i]
+    local f, top = readJob(jobKey)
     if f[F_NAME] then
-      local started = nextStart(f)
-      local scored = (tonumber(f[F_PRIORITY]) or 0) > 0 and 1 or 0
-      f[F_STARTS] = started
-      handed[#handed + 1] = { ARGV[at.firstArg + i], replyFields(f), scored }
+      f[F_STARTS] = nextStart(f)
+      handed[#handed + 1] = idOf(q, jobKey)
+      handed[#handed + 1] = replyFields(f, top, clock)
     end
   end
   return handed
@@ -255,38 +336,46 @@ end
 
 -- Takes the jobs a worker started from its hand (readHand), each under the token it was read with: a
 -- job still reserved gets its lease, its deadline in `active`, its start stamped and `active` emitted,
--- as takeJobs would have done (so the hand costs no command more than a take). One whose reservation is
--- gone (it expired and a sweep returned it, or the job was removed) is lost to the run: code 0. A replay
--- of this call (its reply was lost) finds the job already under its token: code 1. `at` = { firstKey,
--- firstArg, count }: start i is ARGV[at.firstArg + 3i] (id), ARGV[at.firstArg + 3i + 1] (token),
--- ARGV[at.firstArg + 3i + 2] ("1" when readHand said scored), with its hash and lease at
--- KEYS[at.firstKey + 2i], KEYS[at.firstKey + 2i + 1]. Returns one code per job.
+-- as takeJobs would have done (so the hand costs no command more than a take; the deadlines enter
+-- `active` in one ZADD). One whose reservation is gone (it expired and a
+-- sweep returned it, or the job was removed) is lost to the run: code 0. A replay of this call (its reply
+-- was lost) finds the job already under its token: code 1. `at` = { firstKey, firstArg, count }: start i
+-- has its hash and lease at KEYS[at.firstKey + 2i], KEYS[at.firstKey + 2i + 1] (its id read from the
+-- hash's key), its token at ARGV[at.firstArg + 2i] (as tokenOf reads it) and "1" at ARGV[at.firstArg +
+-- 2i + 1] when readHand said scored. Returns the codes, one character per job, in one string.
 local function confirmStarts(q, taker, now, at)
-  local codes = {}
   if at.count == 0 then
-    return codes
+    return ''
   end
+  local codes, unscored, indexed = {}, {}, {}
   local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
   for i = 0, at.count - 1 do
-    local a = at.firstArg + 3 * i
-    local id, token = ARGV[a], ARGV[a + 1]
+    local a = at.firstArg + 2 * i
     local jobKey, lockKey = KEYS[at.firstKey + 2 * i], KEYS[at.firstKey + 2 * i + 1]
+    local id, token = idOf(q, jobKey), tokenOf(taker, ARGV[a])
     if redis.call('ZREM', q.reserved, id) == 1 then
-      if ARGV[a + 2] == '1' then
-        redis.call('HDEL', q.reservedScores, id)
+      if ARGV[a + 1] == '1' then
+        unscored[#unscored + 1] = id
       end
       redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
-      redis.call('ZADD', q.active, deadline, id)
+      indexed[#indexed + 1] = deadline
+      indexed[#indexed + 1] = id
       redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
       emit(q, 'active', 'jobId', id, 'prev', 'waiting')
-      codes[i + 1] = 1
+      codes[i + 1] = '1'
     elseif redis.call('HGET', jobKey, 'token') == token then
-      codes[i + 1] = 1
+      codes[i + 1] = '1'
     else
-      codes[i + 1] = 0
+      codes[i + 1] = '0'
     end
   end
-  return codes
+  if #indexed > 0 then
+    redis.call('ZADD', q.active, unpack(indexed))
+  end
+  if #unscored > 0 then
+    redis.call('HDEL', q.reservedScores, unpack(unscored))
+  end
+  return table.concat(codes)
 end
 
 -- The ids at the head of the line, next first, without taking them: the tail of `wait`, then the head

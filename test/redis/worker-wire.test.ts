@@ -1,0 +1,85 @@
+/**
+ * The worker's calls in their compact form (lua/finish-16.lua, lua/take-11.lua, takeJobs.lua replyFields): a
+ * taken job's name and createdOn left out when they are the job's before, createdOn sent as the digits it
+ * does not share with the call's time, a run's token as its start number, and a completed job's log key
+ * left out when the worker judged the job kept. Each case checks what the worker gets (or what Redis
+ * holds) against the job as stored.
+ */
+import { describe, expect, it } from 'vitest'
+import { finish, finishRuns, take } from '../../lib/redis/commands.js'
+import { queueKeys } from '../../lib/redis/keys.js'
+import { useQueue } from '../helpers/fixture.js'
+import { useRedis } from '../helpers/redis-server.js'
+
+const redis = useRedis()
+const keys = queueKeys('emq', 'q')
+const fx = useQueue(redis)
+const taker = { workerToken: 'wire', leaseMs: 10_000, workerName: 'w' }
+
+describe('taken jobs', () => {
+  it('keep their names and createdOn, whether shared with the job before, older, short or absent', async () => {
+    const ids: string[] = []
+    for (const name of ['a', 'a', 'b', 'a']) ids.push((await fx.queue.add(name, { name })).id)
+    // Written by hand: an old createdOn (shares no digits with now), a short one, and none at all.
+    await redis.client.hset(keys.job(ids[1] as string), 'createdOn', '1000000000000')
+    await redis.client.hset(keys.job(ids[2] as string), 'createdOn', '42')
+    await redis.client.hdel(keys.job(ids[3] as string), 'createdOn')
+
+    const { taken } = await take(redis.client, keys, taker, ids)
+
+    const stored = await Promise.all(ids.map((id) => redis.client.hmget(keys.job(id), 'name', 'createdOn')))
+    expect(taken.map((t) => [t.job.name, t.job.createdOn])).toEqual(stored.map(([name, created]) => [name, Number(created ?? 0)]))
+    expect(taken.map((t) => t.token)).toEqual(ids.map(() => 'wire:1'))
+    expect(taken.map((t) => t.job.attemptsStarted)).toEqual([1, 1, 1, 1])
+  })
+
+  it('a second start travels with its number, and its finish names it by that number', async () => {
+    const job = await fx.queue.add('x', {}, { attempts: 2 })
+    const [first] = (await take(redis.client, keys, taker, [job.id])).taken
+    const failed = await finish(redis.client, keys, { id: job.id, token: first?.token as string }, 'fail', 'no', {
+      ...taker,
+      candidates: [],
+      reservedCandidates: false,
+      reserve: 0,
+      reserveMs: 1,
+      peek: 0,
+    })
+    expect(failed.state).toBe('wait')
+    const [second] = (await take(redis.client, keys, taker, [job.id])).taken
+    expect([second?.token, second?.job.attemptsStarted]).toEqual(['wire:2', 2])
+
+    // With the worker's token in the call, the run goes as "C2": the number alone.
+    const done = await finishRuns(
+      redis.client,
+      keys,
+      [{ run: { id: job.id, token: second?.token as string }, action: 'complete', value: '1' }],
+      { ...taker, candidates: [], reservedCandidates: false, reserve: 0, reserveMs: 1, peek: 0 },
+    )
+    expect(done.runs[0]).toMatchObject({ status: 'ok', state: 'completed' })
+    // The first run's token no longer finishes anything.
+    const stale = await finish(redis.client, keys, { id: job.id, token: first?.token as string }, 'complete', '1')
+    expect(stale.status).toBe('lost')
+  })
+})
+
+describe('a completed job judged kept', () => {
+  it('is filed when its own retention removes it at once (no log key came): a trim removes it with its log later', async () => {
+    const job = await fx.queue.add('x', {}, { removeOnComplete: true })
+    await redis.client.rpush(keys.logs(job.id), 'a line')
+    const [run] = (await take(redis.client, keys, taker, [job.id])).taken
+    const reply = await finishRuns(redis.client, keys, [
+      { run: { id: job.id, token: run?.token as string }, action: 'complete', value: '1', kept: true },
+    ])
+    expect(reply.runs[0]).toMatchObject({ status: 'ok', state: 'completed' })
+    expect(await redis.client.zscore(keys.completed, job.id)).not.toBeNull()
+    expect(await redis.client.llen(keys.logs(job.id))).toBe(1)
+  })
+
+  it('not judged kept, it goes at once with its log', async () => {
+    const job = await fx.queue.add('x', {}, { removeOnComplete: true })
+    await redis.client.rpush(keys.logs(job.id), 'a line')
+    const [run] = (await take(redis.client, keys, taker, [job.id])).taken
+    await finishRuns(redis.client, keys, [{ run: { id: job.id, token: run?.token as string }, action: 'complete', value: '1' }])
+    expect(await redis.client.exists(keys.job(job.id), keys.logs(job.id))).toBe(0)
+  })
+})
