@@ -15,7 +15,7 @@
   KEYS[1] wait              LIST   <prefix>:{q}:wait
   KEYS[2] delayed           ZSET   <prefix>:{q}:delayed
   KEYS[3] marker            ZSET   <prefix>:{q}:marker
-  KEYS[4] meta              HASH   <prefix>:{q}:meta
+  KEYS[4] meta              HASH   <prefix>:{q}:meta (`flows` set once a parent is written: trim-2.lua)
   KEYS[5] events            STREAM <prefix>:{q}:events
   KEYS[6] listened          ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized       ZSET   <prefix>:{q}:prioritized
@@ -79,8 +79,14 @@ local function join(jobKey, id, parentKey, parent)
   return 0
 end
 
--- A parent's children's keys, in batches (unpack's limit is about 8,000 values).
+-- A parent's children's keys, in batches (unpack's limit is about 8,000 values). The queue now holds flow
+-- keys: meta's `flows` tells trim-2.lua to remove a job's with it (a queue without parents sends none).
+local flagged = false
 local function addDependencies(depsKey, children)
+  if not flagged then
+    rcall('HSET', q.meta, 'flows', '1')
+    flagged = true
+  end
   local batch = {}
   for key in string.gmatch(children, '[^\n]+') do
     batch[#batch + 1] = key

@@ -1,5 +1,5 @@
 /**
- * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-3 makes
+ * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-4 makes
  * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
  * moveToWaitingChildren-10 parks a running parent, detachChild-2 takes a child from its parent; and the plain reads and deletes of a parent's
  * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
@@ -12,7 +12,7 @@ import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const FLOW_SCRIPTS = {
   addFlow: 'addFlow-10.lua',
-  adoptChild: 'adoptChild-3.lua',
+  adoptChild: 'adoptChild-4.lua',
   settleChild: 'settleChild-8.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
   forgetHandoffs: 'forgetHandoffs-1.lua',
@@ -98,7 +98,7 @@ export async function adoptChildren(client: RedisClient, keys: QueueKeys, parent
   const reply = await evalScript(
     client,
     FLOW_SCRIPTS.adoptChild,
-    [keys.job(parentId), keys.dependencies(parentId), keys.adding],
+    [keys.job(parentId), keys.dependencies(parentId), keys.adding, keys.meta],
     [parentId, ...childKeys],
   )
   return reply === 1

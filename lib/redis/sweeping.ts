@@ -289,6 +289,13 @@ export async function promoteJob(client: RedisClient, keys: QueueKeys, id: strin
   return status === 'ok' ? 'promoted' : (state ?? 'missing')
 }
 
+/**
+ * Queues (their meta key) this process saw holding flow keys: their trims send each job's four flow keys
+ * from the first call on. Only a hint: a trim sent without them on a queue that has them removes nothing
+ * and asks again, so a wrong guess costs a call, never a parent's keys.
+ */
+const queuesWithFlows = new Set<string>()
+
 /** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
 export async function trim(
   client: RedisClient,
@@ -296,23 +303,27 @@ export async function trim(
   set: FinishedSet,
   ids: string[],
 ): Promise<{ removed: string[]; done: boolean; near: boolean }> {
-  const [removed, done, near] = (await evalScript(
-    client,
-    SWEEP_SCRIPTS.trim,
-    [
-      keys[set],
-      keys.meta,
-      ...ids.flatMap((id) => [
+  const withFlows = queuesWithFlows.has(keys.meta)
+  const perJob = withFlows
+    ? (id: string) => [
         keys.job(id),
         keys.logs(id),
         keys.dependencies(id),
         keys.processed(id),
         keys.failedChildren(id),
         keys.unsuccessful(id),
-      ]),
-    ],
-    [set, ...ids],
-  )) as [string[], number, number]
+      ]
+    : (id: string) => [keys.job(id), keys.logs(id)]
+  const [removed, done, near, needsFlows] = (await evalScript(
+    client,
+    SWEEP_SCRIPTS.trim,
+    [keys[set], keys.meta, ...ids.flatMap(perJob)],
+    [set, withFlows ? 'f' : '', ...ids],
+  )) as [string[], number, number, number]
+  if (needsFlows === 1 && !withFlows) {
+    queuesWithFlows.add(keys.meta)
+    return trim(client, keys, set, ids)
+  }
   return { removed, done: done === 1, near: near === 1 }
 }
 

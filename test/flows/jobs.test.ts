@@ -235,6 +235,25 @@ describe('retention', () => {
     expect(await parents.getJobState(gone)).toBe('unknown')
     expect(await redis.client.exists(`emq:{parents}:${gone}:processed`)).toBe(0)
   })
+
+  it('a queue that never had a parent trims without flow keys; the first parent marks its queue, adopted or added', async () => {
+    const plain = fx.queue('plain-trim')
+    await plain.addBulk([0, 1, 2].map((i) => ({ name: 'j', data: { i }, opts: { removeOnComplete: 1 } })))
+    fx.worker('plain-trim', () => 'ok')
+    await waitFor(async () => (await plain.getCompletedCount()) === 3, { what: 'the plain jobs ran' })
+    await sweep(redis.url, 'plain-trim')
+    expect(await plain.getCompletedCount()).toBe(1)
+    expect(await redis.client.hexists('emq:{plain-trim}:meta', 'flows')).toBe(0)
+
+    const adopting = fx.queue('adopting')
+    const parent = await adopting.add('p', {}, { delay: 60_000 })
+    expect(await redis.client.hexists('emq:{adopting}:meta', 'flows')).toBe(0)
+    await fx.queue('kids').add('c', {}, { parent: { id: parent.id as string, queue: adopting.qualifiedName } })
+    expect(await redis.client.hget('emq:{adopting}:meta', 'flows')).toBe('1')
+    await fx.producer().add({ name: 'p', queueName: 'flowing', children: [{ name: 'c', queueName: 'kids' }] })
+    expect(await redis.client.hget('emq:{flowing}:meta', 'flows')).toBe('1')
+    expect(await redis.client.hexists('emq:{kids}:meta', 'flows')).toBe(0)
+  })
 })
 
 describe('a released parent', () => {

@@ -9,6 +9,7 @@
   KEYS[1] job           HASH <prefix>:{q}:<id>, the parent
   KEYS[2] dependencies  SET  <prefix>:{q}:<id>:dependencies
   KEYS[3] adding        ZSET <prefix>:{q}:adding
+  KEYS[4] meta          HASH <prefix>:{q}:meta (`flows`: the queue holds flow keys, trim-2.lua removes them)
 
   ARGV[1] the parent's id
   ARGV[2] .. ARGV[n] the children's job keys
@@ -19,6 +20,8 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
+local metaKey = KEYS[4]
 redis.call('SADD', KEYS[2], unpack(ARGV, 2))
+redis.call('HSET', metaKey, 'flows', '1')
 redis.call('ZADD', KEYS[3], nowMs(), ARGV[1])
 return 1
