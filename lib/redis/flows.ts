@@ -1,6 +1,6 @@
 /**
  * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-4 makes
- * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
+ * room for a child of an existing job, settleChild-9 tells parents what their children ended with,
  * moveToWaitingChildren-10 parks a running parent, detachChild-2 takes a child from its parent; and the plain reads and deletes of a parent's
  * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
  */
@@ -13,7 +13,7 @@ import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
 export const FLOW_SCRIPTS = {
   addFlow: 'addFlow-10.lua',
   adoptChild: 'adoptChild-4.lua',
-  settleChild: 'settleChild-8.lua',
+  settleChild: 'settleChild-9.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
   forgetHandoffs: 'forgetHandoffs-1.lua',
   detachChild: 'detachChild-2.lua',
@@ -130,22 +130,43 @@ export interface Settlement {
   value: string
   /** How many times the child had been retried when it ended (its run's generation; 0 when absent). */
   gen?: number
+  /**
+   * The child's id when it is a job of the parent's queue whose outbox entry this delivers: the call deletes
+   * the entry too (while it is unchanged), and the child's key goes as its id alone.
+   */
+  ownId?: string
 }
 
 export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
 
-/** Tells parents of one queue what their children ended with (settleChild-8.lua); a code per entry. */
+/**
+ * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry. Each
+ * parent's five keys go once per call, however many of its children the call settles.
+ */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
-  const fixed = [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys)]
-  const perEntry = entries.flatMap((e) => [
-    keys.job(e.parentId),
-    keys.dependencies(e.parentId),
-    keys.processed(e.parentId),
-    keys.failedChildren(e.parentId),
-    keys.unsuccessful(e.parentId),
+  const parents = new Map<string, number>()
+  for (const e of entries) if (!parents.has(e.parentId)) parents.set(e.parentId, parents.size + 1)
+  const perParent = [...parents.keys()].flatMap((id) => [
+    keys.job(id),
+    keys.dependencies(id),
+    keys.processed(id),
+    keys.failedChildren(id),
+    keys.unsuccessful(id),
   ])
-  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value, String(e.gen ?? 0)])
-  return (await evalScript(client, FLOW_SCRIPTS.settleChild, [...fixed, ...perEntry], args)) as SettleCode[]
+  const perChild = entries.flatMap((e) => [
+    parents.get(e.parentId) as number,
+    e.ownId === undefined ? e.childKey : '',
+    e.outcome,
+    e.value,
+    String(e.gen ?? 0),
+    e.ownId ?? '',
+  ])
+  return (await evalScript(
+    client,
+    FLOW_SCRIPTS.settleChild,
+    [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
+    [...parents.keys(), ...perChild],
+  )) as SettleCode[]
 }
 
 export type WaitingChildrenStatus = 'ok' | 'none' | 'failed-children' | 'missing' | 'lost' | 'not-active'

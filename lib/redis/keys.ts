@@ -44,7 +44,7 @@
  *   <prefix>:{q}:handoffs   HASH   the flows' outbox: child job id -> what a child's final outcome tells its
  *                                  parent (JSON: the parent's key, the outcome, the value, the policy),
  *                                  written by the script that ended the child, removed once the parent's
- *                                  queue recorded it (lib/flows/handoffs.ts; lua/settleChild-8.lua)
+ *                                  queue recorded it (lib/flows/handoffs.ts; lua/settleChild-9.lua)
  *   <prefix>:{q}:adding     ZSET   flow parent id -> when its producer began writing its children (ms, Redis
  *                                  clock), until it wrote them all (lib/flows/adding.ts: the sweep fails the
  *                                  children of a producer that stopped)
