@@ -23,13 +23,16 @@
   KEYS[9] handoffs          HASH   <prefix>:{q}:handoffs
   KEYS[10] adding           ZSET   <prefix>:{q}:adding (a parent -> when its add began, until the producer
                                    wrote all its children: lib/flows/adding.ts)
-  KEYS[11 + 2i]             HASH   <prefix>:{q}:<id>, node i (i = 0 .. n-1)
-  KEYS[12 + 2i]             SET    <prefix>:{q}:<id>:dependencies, its children's keys (a parent)
+  KEYS[11..]                       per node, in order: HASH <prefix>:{q}:<id>, then for a parent (a node
+                                   with children) SET <prefix>:{q}:<id>:dependencies, its children's keys
 
-  ARGV[1] .. ARGV[15] for the first node, fifteen for each (ARGV[1 + 15i .. 15 + 15i] for node i): id; name; data (JSON text); attempts; delay (ms); backoff;
-    retention in `completed`; retention in `failed`; keepLogs; priority; lifo; stackTraceLimit (all as
-    add-7.lua takes them); parentKey ("" for a root); parent (JSON, "" for a root); the keys of its
-    children, one a line ("" for a leaf)
+  ARGV[1] t, the number of distinct option sets; ARGV[2] p, the number of distinct parents
+  ARGV[3 .. 2 + 9t] the option sets, nine values each: attempts; delay (ms); backoff; retention in
+    `completed`; retention in `failed`; keepLogs; priority; lifo; stackTraceLimit (all as add-7.lua takes them)
+  ARGV[3 + 9t .. 2 + 9t + 2p] the parents, two values each: parentKey; parent (BullMQ's field, JSON)
+  Then six for each node: id; name; data (JSON text); its option set (1 .. t); its parent (1 .. p, 0 for a
+    root); the keys of its children, one a line ("" for a leaf)
+  (Nodes of one call mostly share their options and, a parent's children, their parent: each goes once.)
 
   Returns { now (ms), { per node: 1 added, 0 existed (joined its parent), -7 it has another parent },
   { id, entry, ... } the hand-offs written (the producer delivers them at once, as a finish's worker does,
@@ -42,7 +45,10 @@ local q = {
   waitingChildren = KEYS[8],
 }
 local handoffsKey, addingKey = KEYS[9], KEYS[10]
-local F = 15
+local F = 6
+local optionSets, parentCount = tonumber(ARGV[1]), tonumber(ARGV[2])
+local optionsAt, parentsAt = 3, 3 + 9 * optionSets
+local nodesAt = parentsAt + 2 * parentCount
 -- @include now
 -- @include events
 -- @include score
@@ -101,11 +107,22 @@ local function addDependencies(depsKey, children)
 end
 
 local codes = {}
-for i = 0, (#KEYS - 10) / 2 - 1 do
-  local a = F * i
-  local jobKey, depsKey = KEYS[11 + 2 * i], KEYS[12 + 2 * i]
-  local id, name, data = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local parentKey, parent, children = ARGV[a + 13], ARGV[a + 14], ARGV[a + 15]
+local k = 11
+for a = nodesAt, #ARGV - 1, F do
+  local id, name, data, children = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 5]
+  -- putOptions reads ARGV[o + 4 .. o + 12]: the node's option set.
+  local o = optionsAt + 9 * (tonumber(ARGV[a + 3]) - 1) - 4
+  local parentAt = tonumber(ARGV[a + 4])
+  local parentKey, parent = '', ''
+  if parentAt > 0 then
+    parentKey, parent = ARGV[parentsAt + 2 * parentAt - 2], ARGV[parentsAt + 2 * parentAt - 1]
+  end
+  local jobKey, depsKey = KEYS[k], false
+  k = k + 1
+  if children ~= '' then
+    depsKey = KEYS[k]
+    k = k + 1
+  end
   if rcall('EXISTS', jobKey) == 1 then
     codes[#codes + 1] = join(jobKey, id, parentKey, parent)
     -- An existing parent still waiting for its children waits for the new ones too (BullMQ adds them to its
@@ -117,7 +134,7 @@ for i = 0, (#KEYS - 10) / 2 - 1 do
   else
     codes[#codes + 1] = 1
     local fields = { 'name', name, 'data', data, 'createdOn', nowText }
-    putOptions(fields, a)
+    putOptions(fields, o)
     if parentKey ~= '' then
       fields[#fields + 1] = 'parentKey'
       fields[#fields + 1] = parentKey
@@ -133,12 +150,12 @@ for i = 0, (#KEYS - 10) / 2 - 1 do
       rcall('ZADD', addingKey, now, id)
       emit(q, 'waiting-children', 'jobId', id)
     else
-      local delayMs, priority = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 10])
+      local delayMs, priority = tonumber(ARGV[o + 5]), tonumber(ARGV[o + 10])
       if delayMs > 0 then
         enterDelayed(jobKey, q, id, now + delayMs)
         emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
       else
-        enterWait(jobKey, q, id, now, ARGV[a + 11] == '1', priority, true)
+        enterWait(jobKey, q, id, now, ARGV[o + 11] == '1', priority, true)
         emit(q, 'waiting', 'jobId', id)
       end
     end

@@ -32,10 +32,8 @@ export interface FlowNodeArgs extends EncodedOptions {
   children: string[]
 }
 
-const nodeArgs = (n: FlowNodeArgs) => [
-  n.id,
-  n.name,
-  n.data,
+/** A node's nine option values, as add-7.lua takes them (addFlow-10.lua's option sets). */
+const optionArgs = (n: FlowNodeArgs) => [
   n.attempts,
   n.delayMs,
   n.backoff,
@@ -45,10 +43,43 @@ const nodeArgs = (n: FlowNodeArgs) => [
   n.priority,
   n.lifo ? '1' : '',
   n.stackTraceLimit,
-  n.parentKey,
-  n.parent,
-  n.children.join('\n'),
 ]
+
+/**
+ * One addFlow-10.lua call's keys and arguments: the option sets and the parents the nodes share go once
+ * (a parent's children have one parent and mostly one set of options), each node names them by number.
+ */
+function addFlowCall(keys: QueueKeys, fixed: string[], nodes: FlowNodeArgs[]): { keys: string[]; args: (string | number)[] } {
+  const optionSets = new Map<string, number>()
+  const optionValues: (string | number)[] = []
+  const parents = new Map<string, number>()
+  const parentValues: string[] = []
+  const callKeys = [...fixed]
+  const nodeValues: (string | number)[] = []
+  for (const n of nodes) {
+    const values = optionArgs(n)
+    const set = values.join('\n')
+    let o = optionSets.get(set)
+    if (o === undefined) {
+      o = optionSets.size + 1
+      optionSets.set(set, o)
+      optionValues.push(...values)
+    }
+    let p = 0
+    if (n.parentKey !== '') {
+      const at = `${n.parentKey}\n${n.parent}`
+      p = parents.get(at) ?? parents.size + 1
+      if (!parents.has(at)) {
+        parents.set(at, p)
+        parentValues.push(n.parentKey, n.parent)
+      }
+    }
+    callKeys.push(keys.job(n.id))
+    if (n.children.length > 0) callKeys.push(keys.dependencies(n.id))
+    nodeValues.push(n.id, n.name, n.data, o, p, n.children.join('\n'))
+  }
+  return { keys: callKeys, args: [optionSets.size, parents.size, ...optionValues, ...parentValues, ...nodeValues] }
+}
 
 /** What addFlow-10.lua said of a node: added, existed (joined its parent), or refused (it has another parent). */
 export type NodeCode = 'added' | 'existed' | 'refused'
@@ -76,10 +107,7 @@ export async function addFlowNodes(
   const replies = await evalInTransaction(
     client,
     FLOW_SCRIPTS.addFlow,
-    calls.map((nodes) => ({
-      keys: [...fixed, ...nodes.flatMap((n) => [keys.job(n.id), keys.dependencies(n.id)])],
-      args: nodes.flatMap(nodeArgs),
-    })),
+    calls.map((nodes) => addFlowCall(keys, fixed, nodes)),
   )
   let createdOn = 0
   const codes: NodeCode[] = []
