@@ -98,12 +98,18 @@ export const nextDue = (inMs: number, at: number): NextDue => ({
   nextDueAt: at < 0 ? undefined : at,
 })
 
+/** Per client, the scripts a transaction of its has run: its next transactions send only their hashes. */
+const ranInTransaction = new WeakMap<object, Set<string>>()
+
 /**
  * Runs one script once per call in a single MULTI: all or none (a Redis that refuses one, out of memory,
- * refuses the transaction). The first call is an EVAL (a transaction cannot fall back from EVALSHA on
- * NOSCRIPT midway; SCRIPT LOAD first would need a second round trip for nothing), which caches the script,
- * so the calls after it are EVALSHA: nothing runs between them, and each EVAL would carry the script's
- * text again and have Redis hash it again. Resolves to each call's reply, in order.
+ * refuses the transaction). The first transaction of a script on a client opens with an EVAL (a
+ * transaction cannot fall back from EVALSHA on NOSCRIPT midway; SCRIPT LOAD first would need a second round
+ * trip for nothing), which caches the script, and its other calls are EVALSHA. Later ones are all EVALSHA,
+ * not the script's text (some 16 to 50 KB) once more: on a Redis that lost the script (a restart, a
+ * failover, SCRIPT FLUSH, another node of a cluster) every call of the transaction is refused alike, so
+ * nothing runs, and the transaction is sent again opening with an EVAL. Resolves to each call's reply, in
+ * order.
  */
 export async function evalInTransaction(
   client: RedisClient,
@@ -111,9 +117,32 @@ export async function evalInTransaction(
   calls: { keys: string[]; args: (string | number)[] }[],
 ): Promise<unknown[]> {
   const script = loadScript(file)
+  let ran = ranInTransaction.get(client)
+  if (!ran) {
+    ran = new Set()
+    ranInTransaction.set(client, ran)
+  }
+  const cached = ran.has(script.sha)
+  let replies = await transaction(client, script, calls, cached)
+  if (cached && replies.every(([err]) => err instanceof Error && err.message.startsWith('NOSCRIPT'))) {
+    replies = await transaction(client, script, calls, false)
+  }
+  ran.add(script.sha)
+  return replies.map(([err, reply]) => {
+    if (err) throw err
+    return reply
+  })
+}
+
+async function transaction(
+  client: RedisClient,
+  script: Script,
+  calls: { keys: string[]; args: (string | number)[] }[],
+  cached: boolean,
+): Promise<[Error | null, unknown][]> {
   const tx = client.multi()
   for (const [i, { keys, args }] of calls.entries()) {
-    if (i === 0) tx.eval(script.lua, keys.length, ...keys, ...args)
+    if (i === 0 && !cached) tx.eval(script.lua, keys.length, ...keys, ...args)
     else tx.evalsha(script.sha, keys.length, ...keys, ...args)
   }
   let replies: [Error | null, unknown][] | null
@@ -124,8 +153,5 @@ export async function evalInTransaction(
     throw (err as { previousErrors?: Error[] }).previousErrors?.[0] ?? err
   }
   if (!replies) throw new EchoMQError('ERR_SCRIPT', 'the bulk add transaction was aborted')
-  return replies.map(([err, reply]) => {
-    if (err) throw err
-    return reply
-  })
+  return replies
 }
