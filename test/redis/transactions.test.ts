@@ -18,7 +18,7 @@ describe('a transaction of script calls', () => {
       const monitor = await redis.client.duplicate().monitor()
       const flowSha = loadScript('addFlow-10.lua').sha
       const sent: string[] = []
-      let seenAll = () => undefined as void
+      let seenAll: () => void = () => undefined
       const allSeen = new Promise<void>((resolve) => {
         seenAll = resolve
       })
