@@ -23,8 +23,9 @@
   KEYS[9] handoffs          HASH   <prefix>:{q}:handoffs
   KEYS[10] adding           ZSET   <prefix>:{q}:adding (a parent -> when its add began, until the producer
                                    wrote all its children: lib/flows/adding.ts)
-  KEYS[11..]                       per node, in order: HASH <prefix>:{q}:<id>, then for a parent (a node
-                                   with children) SET <prefix>:{q}:<id>:dependencies, its children's keys
+  KEYS[11..]                       per node, in order: HASH <prefix>:{q}:<id> (a parent's holds `deps`: it
+                                   has flow keys, trim-2.lua), then for a parent (a node with children)
+                                   SET <prefix>:{q}:<id>:dependencies, its children's keys
 
   ARGV[1] t, the number of distinct option sets; ARGV[2] p, the number of distinct parents
   ARGV[3 .. 2 + 9t] the option sets, nine values each: attempts; delay (ms); backoff; retention in
@@ -86,7 +87,8 @@ local function join(jobKey, id, parentKey, parent)
 end
 
 -- A parent's children's keys, in batches (unpack's limit is about 8,000 values). The queue now holds flow
--- keys: meta's `flows` tells trim-2.lua to remove a job's with it (a queue without parents sends none).
+-- keys: meta's `flows` tells trim-2.lua to look for them (a queue without parents sends none), and the
+-- parent's `deps` that they are its (a flow's children have none: their trim sends none).
 local flagged = false
 local function addDependencies(depsKey, children)
   if not flagged then
@@ -128,6 +130,7 @@ for a = nodesAt, #ARGV - 1, F do
     -- An existing parent still waiting for its children waits for the new ones too (BullMQ adds them to its
     -- dependencies): else they would end unheard. One that runs or ended is not sent back to wait.
     if children ~= '' and rcall('HGET', jobKey, 'state') == 'waiting-children' then
+      rcall('HSET', jobKey, 'deps', '1')
       addDependencies(depsKey, children)
     end
     emit(q, 'duplicated', 'jobId', id)
@@ -141,11 +144,16 @@ for a = nodesAt, #ARGV - 1, F do
       fields[#fields + 1] = 'parent'
       fields[#fields + 1] = parent
     end
+    if children ~= '' then
+      fields[#fields + 1] = 'deps'
+      fields[#fields + 1] = '1'
+      fields[#fields + 1] = 'state'
+      fields[#fields + 1] = 'waiting-children'
+    end
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)
     if children ~= '' then
       addDependencies(depsKey, children)
-      rcall('HSET', jobKey, 'state', 'waiting-children')
       rcall('ZADD', q.waitingChildren, now, id)
       rcall('ZADD', addingKey, now, id)
       emit(q, 'waiting-children', 'jobId', id)
