@@ -22,7 +22,7 @@
   on a queue that has them, it removes nothing and says so (the caller calls again with "p"), so no
   parent's keys are left behind; with "p", only its parents' keys are sent (a flow's children have none).
 
-  Returns { removed ids, done (1 when the set is within its limits, 0 when more may be removed), near (1
+  Returns { how many it removed, done (1 when the set is within its limits, 0 when more may be removed), near (1
   when it is within them or past its count by at most half its slack: where a worker's trim stops, as the
   jobs that finished while it ran are left to the next one, retention.lua trimDue), 1 when the call needs
   "p" (nothing was removed) else 0, the parents left for a call with "f" ("p": counted as removed) }.
@@ -35,7 +35,7 @@ local set, withFlows, parentsApart = ARGV[1], ARGV[2] == 'f', ARGV[2] == 'p'
 
 local meta = rcall('HMGET', metaKey, KEEP_FIELDS[set].meta, 'flows')
 if meta[2] and not (withFlows or parentsApart) then
-  return { {}, 0, 0, 1, {} }
+  return { 0, 0, 0, 1, {} }
 end
 local count, age = parseKeep(meta[1])
 local now = nowMs()
@@ -74,10 +74,10 @@ if #removed > 0 then
   rcall('UNLINK', unpack(keys))
 end
 if kept then
-  return { removed, 1, 1, 0, parents }
+  return { #removed, 1, 1, 0, parents }
 end
 -- Every candidate went: is the set within its limits now, or near them?
 local oldest = rcall('ZRANGE', setKey, 0, 0, 'WITHSCORES')[2]
 local done = not (oldest and beyond(oldest))
 local near = done or not ((count ~= nil and size > count + math.floor(trimSlack(count) / 2)) or (age ~= nil and tonumber(oldest) <= now - age))
-return { removed, done and 1 or 0, near and 1 or 0, 0, parents }
+return { #removed, done and 1 or 0, near and 1 or 0, 0, parents }

@@ -297,15 +297,15 @@ export async function promoteJob(client: RedisClient, keys: QueueKeys, id: strin
  */
 const queuesWithFlows = new Set<string>()
 
-type TrimReply = [removed: string[], done: number, near: number, needsFlows: number, parents: string[]]
+type TrimReply = [removed: number, done: number, near: number, needsFlows: number, parents: string[]]
 
-/** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
+/** Removes the oldest jobs of a finished set past its retention: how many; `done` when the set is within it. */
 export async function trim(
   client: RedisClient,
   keys: QueueKeys,
   set: FinishedSet,
   ids: string[],
-): Promise<{ removed: string[]; done: boolean; near: boolean }> {
+): Promise<{ removed: number; done: boolean; near: boolean }> {
   const withFlows = queuesWithFlows.has(keys.meta)
   const call = (mode: '' | 'p' | 'f', some: string[]) => {
     const perJob =
@@ -333,7 +333,7 @@ export async function trim(
   }
   if (parents.length > 0) {
     const [gone, parentsDone, parentsNear] = await call('f', parents)
-    removed = [...removed, ...gone]
+    removed += gone
     done = parentsDone
     near = parentsNear
   }
