@@ -117,6 +117,8 @@ end
 
 local parents = (#KEYS - 9) / 5
 local out = {}
+-- Whether each parent exists, read once per parent of the call.
+local exists = {}
 for i = 0, (#ARGV - parents) / 6 - 1 do
   local a = parents + 1 + 6 * i
   local j = tonumber(ARGV[a]) - 1
@@ -129,7 +131,10 @@ for i = 0, (#ARGV - parents) / 6 - 1 do
   end
   local place = outcome == 'retried' and 2 * gen or 2 * gen + 1
   local code = 'done'
-  if rcall('EXISTS', jobKey) == 0 then
+  if exists[j] == nil then
+    exists[j] = rcall('EXISTS', jobKey) == 1
+  end
+  if not exists[j] then
     code = 'missing'
   elseif outcome ~= 'removed' and not inOrder(jobKey, childKey, place) then
     code = 'stale'
