@@ -50,8 +50,9 @@
   (same parent, outcome, value and generation: one rewritten meanwhile, after a retry, stays for its own
   delivery), so a flow within one queue needs no forgetHandoffs-1.lua call
 
-  Returns one code per child: "released" (its parent moved on), "settled", "done" (settled before),
-  "stale" (a run's outcome that a retry overtook) or "missing" (no such parent).
+  Returns one code per child, a number (a reply a few bytes per child): 1 released (its parent moved on),
+  2 settled, 3 done (settled before), 4 stale (a run's outcome that a retry overtook), 5 missing (no such
+  parent).
 ]]
 local rcall = redis.call
 local q = {
@@ -130,22 +131,22 @@ for i = 0, (#ARGV - parents) / 6 - 1 do
     childKey = queuePrefix .. ownId
   end
   local place = outcome == 'retried' and 2 * gen or 2 * gen + 1
-  local code = 'done'
+  local code = 3
   if exists[j] == nil then
     exists[j] = rcall('EXISTS', jobKey) == 1
   end
   if not exists[j] then
-    code = 'missing'
+    code = 5
   elseif outcome ~= 'removed' and not inOrder(jobKey, childKey, place) then
-    code = 'stale'
+    code = 4
   elseif outcome == 'retried' then
     if rcall('ZREM', unsuccessfulKey, childKey) == 1 or rcall('HDEL', failedKey, childKey) == 1 then
       rcall('SADD', depsKey, childKey)
-      code = 'settled'
+      code = 2
     end
   elseif rcall('SREM', depsKey, childKey) == 1 then
     local released = false
-    code = 'settled'
+    code = 2
     if outcome == 'completed' then
       rcall('HSET', processedKey, childKey, value)
       released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
@@ -174,7 +175,7 @@ for i = 0, (#ARGV - parents) / 6 - 1 do
       released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
     end
     if released then
-      code = 'released'
+      code = 1
     end
   end
   if ownId ~= '' then

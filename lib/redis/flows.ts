@@ -166,6 +166,8 @@ export interface Settlement {
 }
 
 export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
+/** settleChild-9.lua's codes, by number. */
+const SETTLE_CODES: readonly SettleCode[] = ['released', 'settled', 'done', 'stale', 'missing']
 
 /**
  * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry. Each
@@ -189,12 +191,13 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
     String(e.gen ?? 0),
     e.ownId ?? '',
   ])
-  return (await evalScript(
+  const codes = (await evalScript(
     client,
     FLOW_SCRIPTS.settleChild,
     [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
     [...parents.keys(), ...perChild],
-  )) as SettleCode[]
+  )) as number[]
+  return codes.map((c) => SETTLE_CODES[c - 1] as SettleCode)
 }
 
 export type WaitingChildrenStatus = 'ok' | 'none' | 'failed-children' | 'missing' | 'lost' | 'not-active'
