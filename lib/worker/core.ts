@@ -131,7 +131,7 @@ export class WorkerCore implements RunContext {
       },
       reserveMs: lockDuration,
       running: (jobId) => this.runs.has(jobId) || this.hand.has(jobId),
-      read: (n) => readCandidates(client, this.keys, n),
+      read: (n, more) => readCandidates(client, this.keys, n, more),
       giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids).then((n) => this.handedBack(n))),
       held: () => this.hand.size,
       // Jobs that may still be taken or set aside: those the worker may start, less those calls in flight take.
