@@ -12,6 +12,7 @@ const redis = useRedis()
 
 describe('a transaction of script calls', () => {
   it('sends the script once per client, and again (all or nothing) to a Redis that lost it', async () => {
+    // direct: its add and the producer's share one client, whose transactions the test follows
     const queue = new Queue('tx', { connection: redis.client })
     const flows = new FlowProducer({ connection: redis.client })
     try {
