@@ -41,13 +41,13 @@ import type { RedisClient } from './redis/connection.js'
 import { READY_TIMEOUT_MS, untilReady } from './redis/connection-failure.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
 import { closeWorker } from './worker/closing.js'
-import { type HANDED_BACK, type IDLE, MAX_STARTS, type Processor } from './worker/context.js'
+import { FINISH_TOGETHER, type HANDED_BACK, type IDLE, MAX_STARTS, type Processor } from './worker/context.js'
 import { WorkerCore } from './worker/core.js'
 import { watchConnection } from './worker/events.js'
 import { rateLimit } from './worker/rate-limit.js'
 import { takeLoop } from './worker/taking.js'
 
-export { HANDED_BACK, IDLE, MAX_STARTS, type Processor } from './worker/context.js'
+export { FINISH_TOGETHER, HANDED_BACK, IDLE, MAX_STARTS, type Processor } from './worker/context.js'
 
 /**
  * BullMQ's typed events (WorkerListener): `on('completed', (job, result) => ...)` gets typed arguments;
@@ -105,8 +105,11 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     this.name = validateQueueName(name)
     if (typeof processor !== 'function') throw new EchoMQError('ERR_OPTIONS', 'expected processor to be a function')
     const settings: WorkerSettings = workerSettings(options)
-    const maxStarts = (options as { [MAX_STARTS]?: number } | undefined)?.[MAX_STARTS]
-    this.core = new WorkerCore(this, this.name, this.id, processor as Processor, settings, maxStarts)
+    const internal = options as { [MAX_STARTS]?: number; [FINISH_TOGETHER]?: boolean } | undefined
+    this.core = new WorkerCore(this, this.name, this.id, processor as Processor, settings, {
+      maxStarts: internal?.[MAX_STARTS],
+      finishTogether: internal?.[FINISH_TOGETHER] === true,
+    })
     watchConnection(this.core)
     this.core.locks.start()
     this.core.loopDone = takeLoop(this.core)

@@ -15,7 +15,7 @@
   KEYS[1] wait              LIST   <prefix>:{q}:wait
   KEYS[2] delayed           ZSET   <prefix>:{q}:delayed
   KEYS[3] marker            ZSET   <prefix>:{q}:marker
-  KEYS[4] meta              HASH   <prefix>:{q}:meta
+  KEYS[4] meta              HASH   <prefix>:{q}:meta (`flows` set once a parent is written: trim-2.lua)
   KEYS[5] events            STREAM <prefix>:{q}:events
   KEYS[6] listened          ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized       ZSET   <prefix>:{q}:prioritized
@@ -23,13 +23,17 @@
   KEYS[9] handoffs          HASH   <prefix>:{q}:handoffs
   KEYS[10] adding           ZSET   <prefix>:{q}:adding (a parent -> when its add began, until the producer
                                    wrote all its children: lib/flows/adding.ts)
-  KEYS[11 + 2i]             HASH   <prefix>:{q}:<id>, node i (i = 0 .. n-1)
-  KEYS[12 + 2i]             SET    <prefix>:{q}:<id>:dependencies, its children's keys (a parent)
+  KEYS[11..]                       per node, in order: HASH <prefix>:{q}:<id> (a parent's holds `deps`: it
+                                   has flow keys, trim-2.lua), then for a parent (a node with children)
+                                   SET <prefix>:{q}:<id>:dependencies, its children's keys
 
-  ARGV[1] .. ARGV[15] for the first node, fifteen for each (ARGV[1 + 15i .. 15 + 15i] for node i): id; name; data (JSON text); attempts; delay (ms); backoff;
-    retention in `completed`; retention in `failed`; keepLogs; priority; lifo; stackTraceLimit (all as
-    add-7.lua takes them); parentKey ("" for a root); parent (JSON, "" for a root); the keys of its
-    children, one a line ("" for a leaf)
+  ARGV[1] t, the number of distinct option sets; ARGV[2] p, the number of distinct parents
+  ARGV[3 .. 2 + 9t] the option sets, nine values each: attempts; delay (ms); backoff; retention in
+    `completed`; retention in `failed`; keepLogs; priority; lifo; stackTraceLimit (all as add-7.lua takes them)
+  ARGV[3 + 9t .. 2 + 9t + 2p] the parents, two values each: parentKey; parent (BullMQ's field, JSON)
+  Then six for each node: id; name; data (JSON text); its option set (1 .. t); its parent (1 .. p, 0 for a
+    root); the keys of its children, one a line ("" for a leaf)
+  (Nodes of one call mostly share their options and, a parent's children, their parent: each goes once.)
 
   Returns { now (ms), { per node: 1 added, 0 existed (joined its parent), -7 it has another parent },
   { id, entry, ... } the hand-offs written (the producer delivers them at once, as a finish's worker does,
@@ -42,7 +46,10 @@ local q = {
   waitingChildren = KEYS[8],
 }
 local handoffsKey, addingKey = KEYS[9], KEYS[10]
-local F = 15
+local F = 6
+local optionSets, parentCount = tonumber(ARGV[1]), tonumber(ARGV[2])
+local optionsAt, parentsAt = 3, 3 + 9 * optionSets
+local nodesAt = parentsAt + 2 * parentCount
 -- @include now
 -- @include events
 -- @include score
@@ -79,8 +86,15 @@ local function join(jobKey, id, parentKey, parent)
   return 0
 end
 
--- A parent's children's keys, in batches (unpack's limit is about 8,000 values).
+-- A parent's children's keys, in batches (unpack's limit is about 8,000 values). The queue now holds flow
+-- keys: meta's `flows` tells trim-2.lua to look for them (a queue without parents sends none), and the
+-- parent's `deps` that they are its (a flow's children have none: their trim sends none).
+local flagged = false
 local function addDependencies(depsKey, children)
+  if not flagged then
+    rcall('HSET', q.meta, 'flows', '1')
+    flagged = true
+  end
   local batch = {}
   for key in string.gmatch(children, '[^\n]+') do
     batch[#batch + 1] = key
@@ -95,44 +109,61 @@ local function addDependencies(depsKey, children)
 end
 
 local codes = {}
-for i = 0, (#KEYS - 10) / 2 - 1 do
-  local a = F * i
-  local jobKey, depsKey = KEYS[11 + 2 * i], KEYS[12 + 2 * i]
-  local id, name, data = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local parentKey, parent, children = ARGV[a + 13], ARGV[a + 14], ARGV[a + 15]
+local k = 11
+for a = nodesAt, #ARGV - 1, F do
+  local id, name, data, children = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 5]
+  -- putOptions reads ARGV[o + 4 .. o + 12]: the node's option set.
+  local o = optionsAt + 9 * (tonumber(ARGV[a + 3]) - 1) - 4
+  local parentAt = tonumber(ARGV[a + 4])
+  local parentKey, parent = '', ''
+  if parentAt > 0 then
+    parentKey, parent = ARGV[parentsAt + 2 * parentAt - 2], ARGV[parentsAt + 2 * parentAt - 1]
+  end
+  local jobKey, depsKey = KEYS[k], false
+  k = k + 1
+  if children ~= '' then
+    depsKey = KEYS[k]
+    k = k + 1
+  end
   if rcall('EXISTS', jobKey) == 1 then
     codes[#codes + 1] = join(jobKey, id, parentKey, parent)
     -- An existing parent still waiting for its children waits for the new ones too (BullMQ adds them to its
     -- dependencies): else they would end unheard. One that runs or ended is not sent back to wait.
     if children ~= '' and rcall('HGET', jobKey, 'state') == 'waiting-children' then
+      rcall('HSET', jobKey, 'deps', '1')
       addDependencies(depsKey, children)
     end
     emit(q, 'duplicated', 'jobId', id)
   else
     codes[#codes + 1] = 1
     local fields = { 'name', name, 'data', data, 'createdOn', nowText }
-    putOptions(fields, a)
+    putOptions(fields, o)
     if parentKey ~= '' then
       fields[#fields + 1] = 'parentKey'
       fields[#fields + 1] = parentKey
       fields[#fields + 1] = 'parent'
       fields[#fields + 1] = parent
     end
+    if children ~= '' then
+      fields[#fields + 1] = 'deps'
+      fields[#fields + 1] = '1'
+      fields[#fields + 1] = 'state'
+      fields[#fields + 1] = 'waiting-children'
+    end
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)
     if children ~= '' then
       addDependencies(depsKey, children)
-      rcall('HSET', jobKey, 'state', 'waiting-children')
       rcall('ZADD', q.waitingChildren, now, id)
       rcall('ZADD', addingKey, now, id)
       emit(q, 'waiting-children', 'jobId', id)
     else
-      local delayMs, priority = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 10])
+      local delayMs, priority = tonumber(ARGV[o + 5]), tonumber(ARGV[o + 10])
       if delayMs > 0 then
         enterDelayed(jobKey, q, id, now + delayMs)
         emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
       else
-        enterWait(jobKey, q, id, now, ARGV[a + 11] == '1', priority, true)
+        enterWait(jobKey, q, id, now, ARGV[o + 11] == '1', priority, true)
         emit(q, 'waiting', 'jobId', id)
       end
     end

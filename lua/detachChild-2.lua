@@ -1,7 +1,7 @@
 --[[
   A child leaves its parent (BullMQ's job.removeChildDependency), the child's half: its `parentKey` and
   `parent` fields go, and a `removed` entry for the parent goes to this queue's outbox (`handoffs`,
-  lua/includes/handoff.lua), which lib/flows/handoffs.ts delivers to the parent's queue (settleChild-8.lua:
+  lua/includes/handoff.lua), which lib/flows/handoffs.ts delivers to the parent's queue (settleChild-9.lua:
   the parent stops waiting for it and, if it was the last, moves on), as a removed child's does. The parent
   lives in another slot, so this script decides from the child alone whether the parent still counts it:
     no parentKey, or another parent than ARGV[2]  -> "none" (nothing to detach)

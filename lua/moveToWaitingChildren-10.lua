@@ -1,7 +1,7 @@
 --[[
   Moves a job in flight to `waiting-children` while it has children not yet settled (BullMQ's
   job.moveToWaitingChildren(token, { child? }), then WaitingChildrenError): it runs again once the last one
-  settles (settleChild-8.lua moves it on). Fenced by the run's token as moveToDelayed-9.lua is; no attempt
+  settles (settleChild-9.lua moves it on). Fenced by the run's token as moveToDelayed-9.lua is; no attempt
   is used. The check and the move are one step in the parent's slot, where its children settle too, so a
   child that settles meanwhile either comes before (nothing pending: not moved) or after (it moves the
   parent on).

@@ -5,7 +5,7 @@
   A flow's child becomes a pending dependency of its parent again (BullMQ 6.7's reprocessJob,
   moveChildBackToParentDependencies): its parent may be in another slot, so the retry leaves a "retried"
   entry in the outbox (lua/includes/handoff.lua) that the caller delivers at once (a sweep if it stops
-  first); settleChild-8.lua moves the child from the parent's failed ones back among its dependencies. A
+  first); settleChild-9.lua moves the child from the parent's failed ones back among its dependencies. A
   job without a parent costs nothing more (`parentKey` is read in the read the retry already makes).
 
   KEYS[1] failed    ZSET   <prefix>:{q}:failed

@@ -7,25 +7,37 @@
 
   KEYS[1] set      ZSET  <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
   KEYS[2] meta     HASH  <prefix>:{q}:meta
-  KEYS[6i - 3]     HASH  job i       (i = 1 .. n)
-  KEYS[6i - 2]     LIST  log of job i
-  KEYS[6i - 1], KEYS[6i], KEYS[6i + 1], KEYS[6i + 2]  SET, HASH, HASH, ZSET: a flow's parent's dependencies,
-                   processed, failed and unsuccessful children (BullMQ's keys, removed with it)
+  Per job i (i = 1 .. n), two keys, or six when ARGV[2] is "f":
+    HASH  job i, LIST its log; with "f" also SET, HASH, HASH, ZSET: a flow's parent's dependencies,
+    processed, failed and unsuccessful children (BullMQ's keys, removed with it)
 
   ARGV[1] the set's name: "completed" or "failed"
-  ARGV[1 + i] job id i, oldest first
+  ARGV[2] "f" when each job's four flow keys follow its two; "p" when they do not and the queue has flow
+          keys: a parent (its hash's `deps`, set with its first child: addFlow-10.lua, adoptChild-4.lua) is
+          then left for a call with "f" and returned; "" when the queue has none
+  ARGV[2 + i] job id i, oldest first
 
-  Returns { removed ids, done (1 when the set is within its limits, 0 when more may be removed), near (1
+  A queue holds flow keys only once a job of it became a parent (meta's `flows`, set with `deps`): until
+  then a job's two keys are all it has, and a queue that never used flows sends only those. Called with ""
+  on a queue that has them, it removes nothing and says so (the caller calls again with "p"), so no
+  parent's keys are left behind; with "p", only its parents' keys are sent (a flow's children have none).
+
+  Returns { how many it removed, done (1 when the set is within its limits, 0 when more may be removed), near (1
   when it is within them or past its count by at most half its slack: where a worker's trim stops, as the
-  jobs that finished while it ran are left to the next one, retention.lua trimDue) }.
+  jobs that finished while it ran are left to the next one, retention.lua trimDue), 1 when the call needs
+  "p" (nothing was removed) else 0, the parents left for a call with "f" ("p": counted as removed) }.
 ]]
 local rcall = redis.call
 local setKey, metaKey = KEYS[1], KEYS[2]
-local set = ARGV[1]
+local set, withFlows, parentsApart = ARGV[1], ARGV[2] == 'f', ARGV[2] == 'p'
 -- @include now
 -- @include retention
 
-local count, age = parseKeep(rcall('HGET', metaKey, KEEP_FIELDS[set].meta))
+local meta = rcall('HMGET', metaKey, KEEP_FIELDS[set].meta, 'flows')
+if meta[2] and not (withFlows or parentsApart) then
+  return { 0, 0, 0, 1, {} }
+end
+local count, age = parseKeep(meta[1])
 local now = nowMs()
 local size = rcall('ZCARD', setKey)
 local function beyond(finishedAt)
@@ -33,9 +45,10 @@ local function beyond(finishedAt)
 end
 
 -- The candidates' scores in one read; those to go leave in one ZREM and one UNLINK.
-local n = #ARGV - 1
-local scores = n > 0 and rcall('ZMSCORE', setKey, unpack(ARGV, 2)) or {}
-local removed, keys = {}, {}
+local n = #ARGV - 2
+local stride = withFlows and 6 or 2
+local scores = n > 0 and rcall('ZMSCORE', setKey, unpack(ARGV, 3)) or {}
+local removed, keys, parents = {}, {}, {}
 local kept = false
 for i = 1, n do
   local finishedAt = scores[i]
@@ -45,9 +58,14 @@ for i = 1, n do
       break
     end
     size = size - 1
-    removed[#removed + 1] = ARGV[1 + i]
-    for k = -3, 2 do
-      keys[#keys + 1] = KEYS[6 * i + k]
+    local jobKey = KEYS[3 + stride * (i - 1)]
+    if parentsApart and rcall('HEXISTS', jobKey, 'deps') == 1 then
+      parents[#parents + 1] = ARGV[2 + i]
+    else
+      removed[#removed + 1] = ARGV[2 + i]
+      for k = 3 + stride * (i - 1), 2 + stride * i do
+        keys[#keys + 1] = KEYS[k]
+      end
     end
   end
 end
@@ -56,10 +74,10 @@ if #removed > 0 then
   rcall('UNLINK', unpack(keys))
 end
 if kept then
-  return { removed, 1, 1 }
+  return { #removed, 1, 1, 0, parents }
 end
 -- Every candidate went: is the set within its limits now, or near them?
 local oldest = rcall('ZRANGE', setKey, 0, 0, 'WITHSCORES')[2]
 local done = not (oldest and beyond(oldest))
 local near = done or not ((count ~= nil and size > count + math.floor(trimSlack(count) / 2)) or (age ~= nil and tonumber(oldest) <= now - age))
-return { removed, done and 1 or 0, near and 1 or 0 }
+return { #removed, done and 1 or 0, near and 1 or 0, 0, parents }

@@ -1,12 +1,13 @@
 /**
  * The second half of a flow's hand-off: a child's final outcome, left in its queue's outbox (`handoffs`) by
- * the script that ended it (lua/includes/handoff.lua), is told to its parent's queue (lua/settleChild-8.lua,
- * in the parent's slot), then deleted from the outbox. The worker that ended the child delivers at once, and
+ * the script that ended it (lua/includes/handoff.lua), is told to its parent's queue (lua/settleChild-9.lua,
+ * in the parent's slot), then deleted from the outbox: by the same call when the parent is in the child's
+ * queue, else by a second one in the child's slot (forgetHandoffs-1.lua). The worker that ended the child delivers at once, and
  * emits the child's `completed` or `failed` event only once the parent knows (BullMQ's order: a read in the
  * event's handler sees the outcome at the parent). A crash between the two steps leaves the entry, which
  * every sweep of the child's queue delivers (lib/sweep.ts, the workers' stalled check and the reaper).
  * Settling is idempotent, so a late or repeated delivery changes nothing: a parent moves on once, whoever
- * delivers; entries of a retried child are ordered by its retry count (lua/settleChild-8.lua).
+ * delivers; entries of a retried child are ordered by its retry count (lua/settleChild-9.lua).
  */
 import { type ChildOutcome, removeHandoffs, type Settlement, settleChildren } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
@@ -31,26 +32,40 @@ function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; v
 
 /**
  * Tells the parents about entries of `childKeys`' outbox (child id -> entry): one settle call per parent queue
- * (and per SETTLE_PER_CALL children). Resolves to the parents that moved on.
+ * (and per SETTLE_PER_CALL children). The entries of parents in the child's own queue leave the outbox in
+ * the same call. Resolves to the parents that moved on, and the entries still to delete.
  */
-async function settleHandoffs(client: RedisClient, childKeys: QueueKeys, entries: [string, string][]): Promise<number> {
+async function settleHandoffs(
+  client: RedisClient,
+  childKeys: QueueKeys,
+  entries: [string, string][],
+): Promise<{ released: number; left: [string, string][] }> {
   const byQueue = new Map<string, { keys: QueueKeys; settlements: Settlement[] }>()
-  for (const [childId, text] of entries) {
+  const left: [string, string][] = []
+  for (const pair of entries) {
+    const [childId, text] = pair
     const entry = parseEntry(text)
     const parent = entry && parseJobKey(entry.parentKey)
-    if (!entry || !parent || parent.id === '') continue
+    if (!entry || !parent || parent.id === '') {
+      left.push(pair)
+      continue
+    }
     const at = `${parent.prefix}\n${parent.queue}`
     let group = byQueue.get(at)
     if (!group) {
       group = { keys: queueKeys(parent.prefix, parent.queue), settlements: [] }
       byQueue.set(at, group)
     }
+    // Its own queue: the settle call deletes the entry (it compares what it delivers with what is held).
+    const own = group.keys.handoffs === childKeys.handoffs && group.keys.job(parent.id) === entry.parentKey
+    if (!own) left.push(pair)
     group.settlements.push({
       parentId: parent.id,
       childKey: childKeys.job(childId),
       outcome: entry.outcome,
       value: entry.value,
       gen: entry.gen,
+      ...(own ? { ownId: childId } : {}),
     })
   }
   let released = 0
@@ -60,7 +75,7 @@ async function settleHandoffs(client: RedisClient, childKeys: QueueKeys, entries
       released += codes.filter((c) => c === 'released').length
     }
   }
-  return released
+  return { released, left }
 }
 
 /**
@@ -74,8 +89,8 @@ export async function deliverHandoffs(
   entries: [string, string][],
   settled?: () => void,
 ): Promise<number> {
-  const released = await settleHandoffs(client, childKeys, entries)
+  const { released, left } = await settleHandoffs(client, childKeys, entries)
   settled?.()
-  await removeHandoffs(client, childKeys, entries)
+  await removeHandoffs(client, childKeys, left)
   return released
 }

@@ -3,7 +3,7 @@
  * trees of any depth, children in the same or other queues, and resolve to BullMQ's JobNode shape
  * `{ job, children? }`; `getFlow({ id, queueName, prefix?, depth?, maxChildren? })` reads one back; `close()`.
  * A parent waits in `waiting-children` until all its children have settled, then goes to `wait` (or
- * `delayed`, or `prioritized`) and runs once (lua/settleChild-8.lua); its processor reads their results with
+ * `delayed`, or `prioritized`) and runs once (lua/settleChild-9.lua); its processor reads their results with
  * job.getChildrenValues(). How a child's outcome reaches a parent in another slot: lib/flows/handoffs.ts.
  *
  * Options: connection (as a Queue's), prefix ('emq', for the nodes that name none), maxDataBytes (1 MiB).

@@ -1,11 +1,11 @@
 /**
  * A flow as FlowProducer.add takes it (BullMQ's FlowJob: { name, queueName, data?, prefix?, opts?, children? }),
- * validated and laid out before any Redis call: each node's id (its jobId, else a random UUID, as BullMQ's),
+ * validated and laid out before any Redis call: each node's id (its jobId, else a random one, FLOW_ID_BYTES),
  * its options encoded as the job hash stores them, its parent's fields, its children's keys, and its depth,
  * by which the producer writes the tree top-down. A bad node (name, queue, data, options, a jobId used twice)
  * rejects the whole call with a typed error, and nothing is written.
  */
-import { randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { EchoMQError } from '../errors.js'
 import { addSettings, JOB_DEFAULTS, type JobOptions, type JobSettings, jobSettings } from '../job-options.js'
 import { toJson } from '../json.js'
@@ -45,6 +45,16 @@ export interface PlannedNode {
   /** The root of a flow added under an existing job (its `opts.parent`). */
   attachTo?: ParentRefOption
 }
+
+/**
+ * A generated node id: 96 random bits in 16 characters (base64url). BullMQ's is a UUID (36 characters, 122
+ * bits); the id is in every key and argument that names the job (its add, take, finish, its hand-off to its
+ * parent, its trim: some twenty times per job), and 96 bits are as safe from a collision in any queue's life.
+ * Not the queue's numbers (lib/queue/job-ids.ts): an existing id joins its new parent (addFlow-10.lua), so a
+ * number already taken (its counter reset while jobs remained) would join a stranger's job to the flow.
+ */
+const FLOW_ID_BYTES = 12
+const flowId = () => randomBytes(FLOW_ID_BYTES).toString('base64url')
 
 /** Most jobs one add or addBulk of flows writes: each level of each queue goes in one MULTI. */
 const MAX_FLOW_JOBS = 10_000
@@ -125,7 +135,7 @@ function nodeOf(
   const settings = addSettings(o.opts, base, `${where} opts`)
   if (settings.deduplication) fail('ERR_OPTIONS', `${where}: deduplication cannot be used on a flow's jobs`)
   if (settings.flow.parent && parent) fail('ERR_OPTIONS', `${where}: a child's parent is its place in the tree, not opts.parent`)
-  const id = settings.jobId === undefined ? randomUUID() : validateNewJobId(settings.jobId)
+  const id = settings.jobId === undefined ? flowId() : validateNewJobId(settings.jobId)
   const keys = queueKeys(prefix, queue)
   const key = keys.job(id)
   if (seen.has(key)) fail('ERR_JOB_ID', `${where}: job ${describe(id)} of queue ${queue} appears twice in the flow`)

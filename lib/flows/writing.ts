@@ -1,6 +1,6 @@
 /**
  * Writes planned flows (tree.ts) top-down: first a root added under an existing job joins that job's
- * dependencies (adoptChild-3.lua; a missing parent refuses the call with nothing written), then the tree a
+ * dependencies (adoptChild-4.lua; a missing parent refuses the call with nothing written), then the tree a
  * level at a time, each level's nodes of one queue in one MULTI (addFlow-10.lua: a parent with all its
  * children's keys already in its dependencies), the queues of a level side by side. A parent is thus
  * complete before any child exists: no child can end before its parent counts it, and no parent runs early.

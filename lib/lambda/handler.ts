@@ -27,7 +27,7 @@ import { EchoMQError, RateLimitError, redisError } from '../errors.js'
 import type { Job } from '../job.js'
 import { validateQueueName } from '../options.js'
 import { queueKeys } from '../redis/keys.js'
-import { HANDED_BACK, IDLE, MAX_STARTS, type Processor, Worker } from '../worker.js'
+import { FINISH_TOGETHER, HANDED_BACK, IDLE, MAX_STARTS, type Processor, Worker } from '../worker.js'
 import { WorkerConnection } from './connection.js'
 import { parseWorkerEvent } from './event.js'
 import { InvocationMark } from './invocation.js'
@@ -155,8 +155,8 @@ async function invoke(
     skipStalledCheck: true,
     clock,
     ...(settings.worker.limiter ? { limiter: settings.worker.limiter } : {}),
-    // It takes, reserves and reads ahead no job past maxJobs: none is taken only to be handed back.
-    ...(Number.isFinite(maxJobs) ? { [MAX_STARTS]: maxJobs } : {}),
+    // No job past maxJobs is taken only to be handed back; its finishes go in as few calls as its slots allow.
+    ...{ [FINISH_TOGETHER]: true, ...(Number.isFinite(maxJobs) ? { [MAX_STARTS]: maxJobs } : {}) },
   })
   worker.on('error', (err) => errors.push(err))
   worker.on('completed', () => result.completed++)

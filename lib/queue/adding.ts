@@ -203,7 +203,7 @@ function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown)
 /**
  * Jobs added as children of existing jobs (BullMQ's `parent` option, on add or addBulk), written as a
  * flow's roots are (lib/flows/writing.ts): each child's key joins its parent's dependencies first
- * (adoptChild-3.lua), then the children are written in this queue with their parents' fields
+ * (adoptChild-4.lua), then the children are written in this queue with their parents' fields
  * (addFlow-10.lua), so none can end before its parent counts it; parents in other slots are other calls.
  * A missing parent refuses the call with nothing written: when ids must be reserved for the children (a
  * write to the queue's counter), or several parents are named, the parents are looked for first; a lone

@@ -1,6 +1,6 @@
 /**
- * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-3 makes
- * room for a child of an existing job, settleChild-8 tells parents what their children ended with,
+ * Flows (parents and children, lib/flows/): addFlow-10 writes one queue's nodes of a tree, adoptChild-4 makes
+ * room for a child of an existing job, settleChild-9 tells parents what their children ended with,
  * moveToWaitingChildren-10 parks a running parent, detachChild-2 takes a child from its parent; and the plain reads and deletes of a parent's
  * dependencies and a queue's outbox (`handoffs`). Each function owns its script's KEYS and ARGV order.
  */
@@ -12,8 +12,8 @@ import { evalInTransaction, evalScript, eventKeys } from './script-runner.js'
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const FLOW_SCRIPTS = {
   addFlow: 'addFlow-10.lua',
-  adoptChild: 'adoptChild-3.lua',
-  settleChild: 'settleChild-8.lua',
+  adoptChild: 'adoptChild-4.lua',
+  settleChild: 'settleChild-9.lua',
   moveToWaitingChildren: 'moveToWaitingChildren-10.lua',
   forgetHandoffs: 'forgetHandoffs-1.lua',
   detachChild: 'detachChild-2.lua',
@@ -32,10 +32,8 @@ export interface FlowNodeArgs extends EncodedOptions {
   children: string[]
 }
 
-const nodeArgs = (n: FlowNodeArgs) => [
-  n.id,
-  n.name,
-  n.data,
+/** A node's nine option values, as add-7.lua takes them (addFlow-10.lua's option sets). */
+const optionArgs = (n: FlowNodeArgs) => [
   n.attempts,
   n.delayMs,
   n.backoff,
@@ -45,10 +43,43 @@ const nodeArgs = (n: FlowNodeArgs) => [
   n.priority,
   n.lifo ? '1' : '',
   n.stackTraceLimit,
-  n.parentKey,
-  n.parent,
-  n.children.join('\n'),
 ]
+
+/**
+ * One addFlow-10.lua call's keys and arguments: the option sets and the parents the nodes share go once
+ * (a parent's children have one parent and mostly one set of options), each node names them by number.
+ */
+function addFlowCall(keys: QueueKeys, fixed: string[], nodes: FlowNodeArgs[]): { keys: string[]; args: (string | number)[] } {
+  const optionSets = new Map<string, number>()
+  const optionValues: (string | number)[] = []
+  const parents = new Map<string, number>()
+  const parentValues: string[] = []
+  const callKeys = [...fixed]
+  const nodeValues: (string | number)[] = []
+  for (const n of nodes) {
+    const values = optionArgs(n)
+    const set = values.join('\n')
+    let o = optionSets.get(set)
+    if (o === undefined) {
+      o = optionSets.size + 1
+      optionSets.set(set, o)
+      optionValues.push(...values)
+    }
+    let p = 0
+    if (n.parentKey !== '') {
+      const at = `${n.parentKey}\n${n.parent}`
+      p = parents.get(at) ?? parents.size + 1
+      if (!parents.has(at)) {
+        parents.set(at, p)
+        parentValues.push(n.parentKey, n.parent)
+      }
+    }
+    callKeys.push(keys.job(n.id))
+    if (n.children.length > 0) callKeys.push(keys.dependencies(n.id))
+    nodeValues.push(n.id, n.name, n.data, o, p, n.children.join('\n'))
+  }
+  return { keys: callKeys, args: [optionSets.size, parents.size, ...optionValues, ...parentValues, ...nodeValues] }
+}
 
 /** What addFlow-10.lua said of a node: added, existed (joined its parent), or refused (it has another parent). */
 export type NodeCode = 'added' | 'existed' | 'refused'
@@ -76,10 +107,7 @@ export async function addFlowNodes(
   const replies = await evalInTransaction(
     client,
     FLOW_SCRIPTS.addFlow,
-    calls.map((nodes) => ({
-      keys: [...fixed, ...nodes.flatMap((n) => [keys.job(n.id), keys.dependencies(n.id)])],
-      args: nodes.flatMap(nodeArgs),
-    })),
+    calls.map((nodes) => addFlowCall(keys, fixed, nodes)),
   )
   let createdOn = 0
   const codes: NodeCode[] = []
@@ -98,7 +126,7 @@ export async function adoptChildren(client: RedisClient, keys: QueueKeys, parent
   const reply = await evalScript(
     client,
     FLOW_SCRIPTS.adoptChild,
-    [keys.job(parentId), keys.dependencies(parentId), keys.adding],
+    [keys.job(parentId), keys.dependencies(parentId), keys.adding, keys.meta],
     [parentId, ...childKeys],
   )
   return reply === 1
@@ -130,22 +158,46 @@ export interface Settlement {
   value: string
   /** How many times the child had been retried when it ended (its run's generation; 0 when absent). */
   gen?: number
+  /**
+   * The child's id when it is a job of the parent's queue whose outbox entry this delivers: the call deletes
+   * the entry too (while it is unchanged), and the child's key goes as its id alone.
+   */
+  ownId?: string
 }
 
 export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
+/** settleChild-9.lua's codes, by number. */
+const SETTLE_CODES: readonly SettleCode[] = ['released', 'settled', 'done', 'stale', 'missing']
 
-/** Tells parents of one queue what their children ended with (settleChild-8.lua); a code per entry. */
+/**
+ * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry. Each
+ * parent's five keys go once per call, however many of its children the call settles.
+ */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
-  const fixed = [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys)]
-  const perEntry = entries.flatMap((e) => [
-    keys.job(e.parentId),
-    keys.dependencies(e.parentId),
-    keys.processed(e.parentId),
-    keys.failedChildren(e.parentId),
-    keys.unsuccessful(e.parentId),
+  const parents = new Map<string, number>()
+  for (const e of entries) if (!parents.has(e.parentId)) parents.set(e.parentId, parents.size + 1)
+  const perParent = [...parents.keys()].flatMap((id) => [
+    keys.job(id),
+    keys.dependencies(id),
+    keys.processed(id),
+    keys.failedChildren(id),
+    keys.unsuccessful(id),
   ])
-  const args = entries.flatMap((e) => [e.parentId, e.childKey, e.outcome, e.value, String(e.gen ?? 0)])
-  return (await evalScript(client, FLOW_SCRIPTS.settleChild, [...fixed, ...perEntry], args)) as SettleCode[]
+  const perChild = entries.flatMap((e) => [
+    parents.get(e.parentId) as number,
+    e.ownId === undefined ? e.childKey : '',
+    e.outcome,
+    e.value,
+    String(e.gen ?? 0),
+    e.ownId ?? '',
+  ])
+  const codes = (await evalScript(
+    client,
+    FLOW_SCRIPTS.settleChild,
+    [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
+    [...parents.keys(), ...perChild],
+  )) as number[]
+  return codes.map((c) => SETTLE_CODES[c - 1] as SettleCode)
 }
 
 export type WaitingChildrenStatus = 'ok' | 'none' | 'failed-children' | 'missing' | 'lost' | 'not-active'

@@ -10,11 +10,17 @@ import { serverTimeMs } from './server.js'
 
 /**
  * Up to `n` ids next in line, the next first: the tail of `wait`, then (jobs without a priority run first)
- * the head of `prioritized`. The candidates for `take`; both read in one round trip.
+ * the head of `prioritized`. The candidates for `take`; both read in one round trip. With `more`, up to
+ * that many of `wait`'s ids after them follow (none of `prioritized`: a prioritized job that fails goes back
+ * there, and may rank ahead of the ids read after it; one of `wait` goes behind them).
  */
-export async function readCandidates(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
-  const [waiting, prioritized] = await Promise.all([client.lrange(keys.wait, -n, -1), client.zrange(keys.prioritized, '0', String(n - 1))])
-  return [...waiting.reverse(), ...prioritized].slice(0, n)
+export async function readCandidates(client: RedisClient, keys: QueueKeys, n: number, more = 0): Promise<string[]> {
+  const [waiting, prioritized] = await Promise.all([
+    client.lrange(keys.wait, -(n + more), -1),
+    client.zrange(keys.prioritized, '0', String(n - 1)),
+  ])
+  waiting.reverse()
+  return [...[...waiting, ...prioritized].slice(0, n), ...waiting.slice(n)]
 }
 
 /** A job's hash, {} when there is none. */

@@ -20,7 +20,8 @@
  *                                  them, lua/claim-1.lua), `keepCompleted` / `keepFailed` (the sets'
  *                                  retention limits), `maxStalledCount` and `maxLenEvents` (the workers' and
  *                                  the queue's settings the scripts read), `de:<did>` (a deduplication id
- *                                  held without a ttl: the holder's job id)
+ *                                  held without a ttl: the holder's job id), `flows` (a job of the queue
+ *                                  became a parent: trim-2.lua removes flow keys with its jobs)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists
@@ -43,7 +44,7 @@
  *   <prefix>:{q}:handoffs   HASH   the flows' outbox: child job id -> what a child's final outcome tells its
  *                                  parent (JSON: the parent's key, the outcome, the value, the policy),
  *                                  written by the script that ended the child, removed once the parent's
- *                                  queue recorded it (lib/flows/handoffs.ts; lua/settleChild-8.lua)
+ *                                  queue recorded it (lib/flows/handoffs.ts; lua/settleChild-9.lua)
  *   <prefix>:{q}:adding     ZSET   flow parent id -> when its producer began writing its children (ms, Redis
  *                                  clock), until it wrote them all (lib/flows/adding.ts: the sweep fails the
  *                                  children of a producer that stopped)

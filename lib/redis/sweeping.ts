@@ -291,30 +291,54 @@ export async function promoteJob(client: RedisClient, keys: QueueKeys, id: strin
   return status === 'ok' ? 'promoted' : (state ?? 'missing')
 }
 
-/** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
+/**
+ * Queues (their meta key) this process saw holding flow keys: their trims ask the script to set parents
+ * apart ("p"), whose four flow keys then go in a second call. Only a hint: a trim sent without "p" on a
+ * queue that has flow keys removes nothing and asks again, so a wrong guess costs a call, never a parent's
+ * keys.
+ */
+const queuesWithFlows = new Set<string>()
+
+type TrimReply = [removed: number, done: number, near: number, needsFlows: number, parents: string[]]
+
+/** Removes the oldest jobs of a finished set past its retention: how many; `done` when the set is within it. */
 export async function trim(
   client: RedisClient,
   keys: QueueKeys,
   set: FinishedSet,
   ids: string[],
-): Promise<{ removed: string[]; done: boolean; near: boolean }> {
-  const [removed, done, near] = (await evalScript(
-    client,
-    SWEEP_SCRIPTS.trim,
-    [
-      keys[set],
-      keys.meta,
-      ...ids.flatMap((id) => [
-        keys.job(id),
-        keys.logs(id),
-        keys.dependencies(id),
-        keys.processed(id),
-        keys.failedChildren(id),
-        keys.unsuccessful(id),
-      ]),
-    ],
-    [set, ...ids],
-  )) as [string[], number, number]
+): Promise<{ removed: number; done: boolean; near: boolean }> {
+  const withFlows = queuesWithFlows.has(keys.meta)
+  const call = (mode: '' | 'p' | 'f', some: string[]) => {
+    const perJob =
+      mode === 'f'
+        ? (id: string) => [
+            keys.job(id),
+            keys.logs(id),
+            keys.dependencies(id),
+            keys.processed(id),
+            keys.failedChildren(id),
+            keys.unsuccessful(id),
+          ]
+        : (id: string) => [keys.job(id), keys.logs(id)]
+    return evalScript(
+      client,
+      SWEEP_SCRIPTS.trim,
+      [keys[set], keys.meta, ...some.flatMap(perJob)],
+      [set, mode, ...some],
+    ) as Promise<TrimReply>
+  }
+  let [removed, done, near, needsFlows, parents] = await call(withFlows ? 'p' : '', ids)
+  if (needsFlows === 1 && !withFlows) {
+    queuesWithFlows.add(keys.meta)
+    return trim(client, keys, set, ids)
+  }
+  if (parents.length > 0) {
+    const [gone, parentsDone, parentsNear] = await call('f', parents)
+    removed += gone
+    done = parentsDone
+    near = parentsNear
+  }
   return { removed, done: done === 1, near: near === 1 }
 }
 

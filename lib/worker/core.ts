@@ -110,10 +110,10 @@ export class WorkerCore implements RunContext {
     readonly id: string,
     readonly processor: Processor,
     readonly settings: WorkerSettings,
-    maxStarts = Number.POSITIVE_INFINITY,
+    internal: { maxStarts?: number | undefined; finishTogether?: boolean } = {},
   ) {
     const { clock, lockDuration } = settings
-    this.startsLeft = maxStarts
+    this.startsLeft = internal.maxStarts ?? Number.POSITIVE_INFINITY
     this.keys = queueKeys(settings.prefix, name)
     this.conn = openConnection(settings.connection, { redisOptions: resilient(RECONNECTS_PER_CALL) })
     const client = this.conn.client
@@ -131,7 +131,7 @@ export class WorkerCore implements RunContext {
       },
       reserveMs: lockDuration,
       running: (jobId) => this.runs.has(jobId) || this.hand.has(jobId),
-      read: (n) => readCandidates(client, this.keys, n),
+      read: (n, more) => readCandidates(client, this.keys, n, more),
       giveBack: (ids) => this.calls.track(unreserve(client, this.keys, ids).then((n) => this.handedBack(n))),
       held: () => this.hand.size,
       // Jobs that may still be taken or set aside: those the worker may start, less those calls in flight take.
@@ -168,7 +168,9 @@ export class WorkerCore implements RunContext {
           held.map((s) => s.job.id),
         ),
     })
-    this.finishes = new Batcher(Math.max(1, Math.ceil(settings.concurrency / 2)), (runs) => finishRuns(this, runs), FINISHES_IN_FLIGHT)
+    this.finishes = internal.finishTogether
+      ? new Batcher(settings.concurrency, (runs) => finishRuns(this, runs), 1)
+      : new Batcher(Math.max(1, Math.ceil(settings.concurrency / 2)), (runs) => finishRuns(this, runs), FINISHES_IN_FLIGHT)
     this.stalledChecker = this.stalledCheck()
   }
 

@@ -48,8 +48,11 @@ export interface TakeAheadOptions {
   reserveMs: number
   /** The worker runs this job already (a reply read late must not hand it out again). */
   running(id: string): boolean
-  /** Up to n ids from the tail of `wait`, next first (lib/redis/queries.ts readCandidates). */
-  read(n: number): Promise<string[]>
+  /**
+   * Up to n ids next in line, next first, then up to `more` of `wait`'s after them (lib/redis/queries.ts
+   * readCandidates).
+   */
+  read(n: number, more?: number): Promise<string[]>
   /** Returns reserved ids to the front of `wait` (lib/redis/commands.ts unreserve). */
   giveBack(ids: string[]): Promise<unknown>
   /** How many jobs the worker holds in hand (reserved ids read, not started). */
@@ -129,8 +132,14 @@ export class TakeAhead {
   async forTake(n: number): Promise<Lookahead> {
     const next = this.next(n)
     if (next.ids.length > 0 || this.closed || this.room() <= 0) return next
-    const ids = await this.o.read(Math.min(n, this.room()))
+    // The ids of `wait` after them are what the first finish takes (as a peek's): a worker that starts
+    // takes its second round of jobs in that finish, not in a take of its own once the finish reserved them
+    // (a worker function starts every invocation).
+    const first = Math.min(n, this.room())
+    const read = await this.o.read(first, Math.max(0, Math.min(this.o.concurrency, this.room() - first)))
+    const ids = read.slice(0, first)
     for (const id of ids) this.claimed.add(id)
+    if (this.hint.length === 0) this.hint = read.slice(first)
     return { ...nothing(this.o.clock.now()), ids }
   }
 

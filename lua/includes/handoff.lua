@@ -1,7 +1,7 @@
 -- A flow's child reached a final outcome (completed; failed for good; removed): what its parent must learn
 -- goes to the child's queue's outbox, `handoffs` (child id -> JSON), in the step that ended the child. The
 -- parent lives in another queue's slot (on a Redis Cluster, maybe another node), so no script can reach
--- both: the worker, or a later sweep of this queue, delivers the entry with settleChild-8.lua (idempotent)
+-- both: the worker, or a later sweep of this queue, delivers the entry with settleChild-9.lua (idempotent)
 -- and then deletes it (lib/flows/handoffs.ts). The entry holds all it needs, so it outlives the child's
 -- hash (a retention of 0 removes it at once). A failed child tells its parent only under one of the
 -- failure policies (BullMQ's failParentOnFailure, continueParentOnFailure, ignoreDependencyOnFailure,
@@ -17,11 +17,11 @@ local function flowPolicy(parent)
 end
 
 -- `outcome`: 'completed', 'removed' or 'failed'; the entry's outcome names a failure by its policy (what
--- settleChild-8.lua does with it). `removedNow`: a failed child removed as it fails (its retention in
+-- settleChild-9.lua does with it). `removedNow`: a failed child removed as it fails (its retention in
 -- `failed` is 0): without a policy it leaves its parent's dependencies as a removed child does, so its
 -- parent is not left waiting for a job that is gone (BullMQ's removeParentDependencyKey in moveToFinished).
 -- `gen`: the child's `retried` count (its run's generation; false or nil for none), so its parent can tell
--- a failure that arrives after the child's retry from the retried run's own (settleChild-8.lua).
+-- a failure that arrives after the child's retry from the retried run's own (settleChild-9.lua).
 local function handOff(handoffsKey, id, parentKey, parent, outcome, value, removedNow, gen)
   if outcome == 'failed' then
     outcome = flowPolicy(parent)

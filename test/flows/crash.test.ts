@@ -149,6 +149,35 @@ describe('a flow survives', () => {
     expect(await parent.getState()).toBe('waiting')
   })
 
+  it("a parent in its child's queue: the settle call deletes the entry it delivered, and keeps one rewritten since", async () => {
+    const solo = queueKeys('emq', 'solo')
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'solo',
+      children: [{ name: 'c', queueName: 'solo', opts: { ignoreDependencyOnFailure: true } }],
+    })
+    const childId = flow.children?.[0]?.job.id as string
+    const failOnce = async (token: string) => {
+      const taken = await take(redis.client, solo, { workerToken: token, leaseMs: 5_000, workerName: token }, [childId])
+      const run = { id: childId, token: taken.taken[0]?.token as string }
+      const reply = await finishRuns(redis.client, solo, [{ run, action: 'fail-final', value: 'boom' }])
+      return [childId, reply.runs[0]?.handoff as string] as [string, string]
+    }
+    const first = await failOnce('w1')
+    await fx.queue('solo').retryJobs({ ids: [childId] })
+    const held = await redis.client.hget(solo.handoffs, childId)
+    expect(held).not.toBe(first[1])
+    // The slow worker's entry is stale: settled as such, and the retry's entry stays in the outbox.
+    await deliverHandoffs(redis.client, solo, [first])
+    expect(await redis.client.hget(solo.handoffs, childId)).toBe(held)
+    await deliverHandoffs(redis.client, solo, [[childId, held as string]])
+    expect(await redis.client.hexists(solo.handoffs, childId)).toBe(0)
+    const second = await failOnce('w2')
+    await deliverHandoffs(redis.client, solo, [second])
+    expect(await redis.client.hlen(solo.handoffs)).toBe(0)
+    expect(await fx.queue('solo').getJobState(flow.job.id)).toBe('waiting')
+  })
+
   it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {
     const parents = queueKeys('emq', 'parents')
     const node = (id: string, children: string[], parentKey = '', parent = ''): FlowNodeArgs => ({

@@ -235,6 +235,53 @@ describe('retention', () => {
     expect(await parents.getJobState(gone)).toBe('unknown')
     expect(await redis.client.exists(`emq:{parents}:${gone}:processed`)).toBe(0)
   })
+
+  it('a queue that never had a parent trims without flow keys; the first parent marks its queue, adopted or added', async () => {
+    const plain = fx.queue('plain-trim')
+    await plain.addBulk([0, 1, 2].map((i) => ({ name: 'j', data: { i }, opts: { removeOnComplete: 1 } })))
+    fx.worker('plain-trim', () => 'ok')
+    await waitFor(async () => (await plain.getCompletedCount()) === 3, { what: 'the plain jobs ran' })
+    await sweep(redis.url, 'plain-trim')
+    expect(await plain.getCompletedCount()).toBe(1)
+    expect(await redis.client.hexists('emq:{plain-trim}:meta', 'flows')).toBe(0)
+
+    const adopting = fx.queue('adopting')
+    const parent = await adopting.add('p', {}, { delay: 60_000 })
+    expect(await redis.client.hexists('emq:{adopting}:meta', 'flows')).toBe(0)
+    await fx.queue('kids').add('c', {}, { parent: { id: parent.id as string, queue: adopting.qualifiedName } })
+    expect(await redis.client.hget('emq:{adopting}:meta', 'flows')).toBe('1')
+    expect(await redis.client.hget(`emq:{adopting}:${parent.id}`, 'deps')).toBe('1')
+    await fx.producer().add({ name: 'p', queueName: 'flowing', children: [{ name: 'c', queueName: 'kids' }] })
+    expect(await redis.client.hget('emq:{flowing}:meta', 'flows')).toBe('1')
+    expect(await redis.client.hexists('emq:{kids}:meta', 'flows')).toBe(0)
+  })
+
+  it('a queue of parents and children trims both: the children without flow keys, the parents with theirs', async () => {
+    const mixed = fx.queue('mixed')
+    const parents: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const f = await fx.producer().add({
+        name: 'p',
+        queueName: 'mixed',
+        opts: { removeOnComplete: 1 },
+        children: [0, 1].map((c) => ({ name: 'c', queueName: 'mixed', data: { c }, opts: { removeOnComplete: 1 } })),
+      })
+      parents.push(f.job.id)
+    }
+    fx.worker('mixed', () => 'v')
+    await waitFor(
+      async () => (await mixed.getJobCounts('waiting-children', 'wait', 'active')).active === 0 && (await mixed.getCompletedCount()) === 9,
+      {
+        what: 'the three flows completed',
+      },
+    )
+    await sweep(redis.url, 'mixed')
+    expect(await mixed.getCompletedCount()).toBe(1)
+    // A parent is gone with its children's values, or (the one job kept) still has both.
+    const left = await Promise.all(parents.map((id) => redis.client.exists(`emq:{mixed}:${id}`, `emq:{mixed}:${id}:processed`)))
+    expect(left.filter((n) => n === 0).length).toBeGreaterThanOrEqual(2)
+    expect(left.filter((n) => n !== 0 && n !== 2)).toEqual([])
+  })
 })
 
 describe('a released parent', () => {

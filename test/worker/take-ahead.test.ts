@@ -19,9 +19,9 @@ function setup({
     taker: { workerToken: 'wt', leaseMs: 1_000, workerName: 'w' },
     reserveMs: 1_000,
     running: (id) => running.has(id),
-    read: async (n) => {
-      reads.push(n)
-      return wait.slice(0, n)
+    read: async (n, more = 0) => {
+      reads.push(n + more)
+      return wait.slice(0, n + more)
     },
     giveBack: async (ids) => void givenBack.push(ids),
     held: () => hand.held,
@@ -36,11 +36,14 @@ function setup({
 const reply = (over: Partial<Settled> = {}): Settled => ({ left: [], taken: 1, ...over })
 
 describe('TakeAhead', () => {
-  it('reads candidates from wait when nothing is reserved or peeked', async () => {
+  it('reads candidates from wait when nothing is reserved or peeked, and the ids after them for the first finish', async () => {
     const { ahead, reads } = setup()
     const look = await ahead.forTake(2)
     expect(look).toMatchObject({ ids: ['w1', 'w2'], reserved: false })
-    expect(reads).toEqual([2])
+    // A concurrency's worth more: the first finish takes them as a peek's, in its own call.
+    expect(reads).toEqual([4])
+    ahead.settle(look, reply({ taken: 2 }))
+    expect(ahead.forFinish(true, 2, 2)).toMatchObject({ ids: ['w3'], reserved: false })
   })
 
   it('a budget (MAX_STARTS) bounds what is read, reserved and taken from a peek, those set aside counted in it', async () => {

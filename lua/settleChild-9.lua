@@ -33,19 +33,26 @@
   KEYS[6] meta             HASH   <prefix>:{q}:meta (the priority counter, the events' cap)
   KEYS[7] events           STREAM <prefix>:{q}:events
   KEYS[8] listened         ZSET   <prefix>:{q}:listened
-  KEYS[9 + 5i]             HASH   <prefix>:{q}:<id>, the parent of child i (i = 0 .. n-1)
-  KEYS[10 + 5i]            SET    <prefix>:{q}:<id>:dependencies
-  KEYS[11 + 5i]            HASH   <prefix>:{q}:<id>:processed
-  KEYS[12 + 5i]            HASH   <prefix>:{q}:<id>:failed
-  KEYS[13 + 5i]            ZSET   <prefix>:{q}:<id>:unsuccessful
+  KEYS[9] handoffs         HASH   <prefix>:{q}:handoffs, this queue's outbox (child id -> entry)
+  KEYS[10 + 5j]            HASH   <prefix>:{q}:<id>, parent j (j = 0 .. p-1), each parent of the call once
+  KEYS[11 + 5j]            SET    <prefix>:{q}:<id>:dependencies
+  KEYS[12 + 5j]            HASH   <prefix>:{q}:<id>:processed
+  KEYS[13 + 5j]            HASH   <prefix>:{q}:<id>:failed
+  KEYS[14 + 5j]            ZSET   <prefix>:{q}:<id>:unsuccessful
 
-  ARGV[1] .. ARGV[5] for the first child, five for each (ARGV[1 + 5i .. 5 + 5i] for child i): the parent's
-  id; the child's key; its outcome: "completed", "removed", "retried", or for a failure its policy ("fpof",
-  "cpof", "idof", "rdof"); its return value (JSON) or failed reason; its generation (the child's `retried`
-  count when it ended, or the retry's; "0" for none)
+  ARGV[1] .. ARGV[p] the parents' ids, in the order of their keys
+  ARGV[p + 1 + 6i .. p + 6 + 6i] for child i (i = 0 .. n-1): its parent's number (1 .. p); the child's key
+  ("" for a child of this queue named by the last argument: its key is this queue's key and its id); its
+  outcome: "completed", "removed", "retried", or for a failure its policy ("fpof", "cpof", "idof", "rdof");
+  its return value (JSON) or failed reason; its generation (the child's `retried` count when it ended, or
+  the retry's; "0" for none); the child's id when it is of this queue and its entry in this queue's outbox
+  is delivered by this call ("" when not): the entry is deleted here, while it is still the one delivered
+  (same parent, outcome, value and generation: one rewritten meanwhile, after a retry, stays for its own
+  delivery), so a flow within one queue needs no forgetHandoffs-1.lua call
 
-  Returns one code per child: "released" (its parent moved on), "settled", "done" (settled before),
-  "stale" (a run's outcome that a retry overtook) or "missing" (no such parent).
+  Returns one code per child, a number (a reply a few bytes per child): 1 released (its parent moved on),
+  2 settled, 3 done (settled before), 4 stale (a run's outcome that a retry overtook), 5 missing (no such
+  parent).
 ]]
 local rcall = redis.call
 local q = {
@@ -95,26 +102,51 @@ local function inOrder(jobKey, childKey, place)
   return true
 end
 
+-- A delivered entry of this queue's outbox leaves it, unless it was rewritten since (another run's outcome).
+local handoffsKey = KEYS[9]
+local queuePrefix = string.sub(handoffsKey, 1, -9)
+local function forget(childId, parentKey, outcome, value, gen)
+  local held = rcall('HGET', handoffsKey, childId)
+  if not held then
+    return
+  end
+  local e = cjson.decode(held)
+  if e.parentKey == parentKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen then
+    rcall('HDEL', handoffsKey, childId)
+  end
+end
+
+local parents = (#KEYS - 9) / 5
 local out = {}
-for i = 0, (#KEYS - 8) / 5 - 1 do
-  local k = 9 + 5 * i
+-- Whether each parent exists, read once per parent of the call.
+local exists = {}
+for i = 0, (#ARGV - parents) / 6 - 1 do
+  local a = parents + 1 + 6 * i
+  local j = tonumber(ARGV[a]) - 1
+  local k = 10 + 5 * j
   local jobKey, depsKey, processedKey, failedKey, unsuccessfulKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local a = 1 + 5 * i
-  local id, childKey, outcome, value, gen = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
+  local id, childKey, outcome, value, gen = ARGV[j + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
+  local ownId = ARGV[a + 5]
+  if childKey == '' then
+    childKey = queuePrefix .. ownId
+  end
   local place = outcome == 'retried' and 2 * gen or 2 * gen + 1
-  local code = 'done'
-  if rcall('EXISTS', jobKey) == 0 then
-    code = 'missing'
+  local code = 3
+  if exists[j] == nil then
+    exists[j] = rcall('EXISTS', jobKey) == 1
+  end
+  if not exists[j] then
+    code = 5
   elseif outcome ~= 'removed' and not inOrder(jobKey, childKey, place) then
-    code = 'stale'
+    code = 4
   elseif outcome == 'retried' then
     if rcall('ZREM', unsuccessfulKey, childKey) == 1 or rcall('HDEL', failedKey, childKey) == 1 then
       rcall('SADD', depsKey, childKey)
-      code = 'settled'
+      code = 2
     end
   elseif rcall('SREM', depsKey, childKey) == 1 then
     local released = false
-    code = 'settled'
+    code = 2
     if outcome == 'completed' then
       rcall('HSET', processedKey, childKey, value)
       released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
@@ -143,8 +175,11 @@ for i = 0, (#KEYS - 8) / 5 - 1 do
       released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
     end
     if released then
-      code = 'released'
+      code = 1
     end
+  end
+  if ownId ~= '' then
+    forget(ownId, jobKey, outcome, value, gen)
   end
   out[#out + 1] = code
 end

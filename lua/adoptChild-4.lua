@@ -6,9 +6,10 @@
   steps is found by the parent queue's sweep). A parent that does not exist is refused (BullMQ's -5,
   "Missing key for parent job") and nothing is written.
 
-  KEYS[1] job           HASH <prefix>:{q}:<id>, the parent
+  KEYS[1] job           HASH <prefix>:{q}:<id>, the parent (`deps`: it has flow keys, trim-2.lua removes them)
   KEYS[2] dependencies  SET  <prefix>:{q}:<id>:dependencies
   KEYS[3] adding        ZSET <prefix>:{q}:adding
+  KEYS[4] meta          HASH <prefix>:{q}:meta (`flows`: the queue holds flow keys, trim-2.lua removes them)
 
   ARGV[1] the parent's id
   ARGV[2] .. ARGV[n] the children's job keys
@@ -19,6 +20,9 @@
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
+local metaKey = KEYS[4]
 redis.call('SADD', KEYS[2], unpack(ARGV, 2))
+redis.call('HSET', KEYS[1], 'deps', '1')
+redis.call('HSET', metaKey, 'flows', '1')
 redis.call('ZADD', KEYS[3], nowMs(), ARGV[1])
 return 1
