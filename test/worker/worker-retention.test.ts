@@ -72,7 +72,7 @@ it('a trim re-checks its candidates: one no longer among the oldest is neither r
   expect(step).toEqual({ removed: ['j0', 'j2'], done: true, near: true })
   expect(await redis.client.exists(fx.keys.job('gone'))).toBe(1) // never in the set: its hash stays
   expect(await redis.client.exists(fx.keys.job('j1'))).toBe(1) // left the set before: not this trim's to remove
-  expect(await redis.client.zrange(fx.keys.completed, 0, -1)).toEqual(['j3', 'j4'])
+  expect(await redis.client.zrange(fx.keys.completed, '0', '-1')).toEqual(['j3', 'j4'])
 
   // Within the count, the age decides, job by job from the oldest: j3 finished at 1003 ms (long ago), j4 now.
   await redis.client.zadd(fx.keys.completed, String(Date.now()), 'j4')
