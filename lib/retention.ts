@@ -14,8 +14,8 @@ import { oldestIds } from './redis/queries.js'
 const TRIM_BATCH = 100
 
 /**
- * Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns the ids
- * removed. `near`: stop once the set is near its limits (a worker's trim: the few jobs that finished while
+ * Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns how many
+ * jobs were removed. `near`: stop once the set is near its limits (a worker's trim: the few jobs that finished while
  * it ran go with the next trim, rather than cost a read and a call of their own), else exactly to them.
  */
 export async function trimFinished(
@@ -24,13 +24,13 @@ export async function trimFinished(
   set: FinishedSet,
   first?: string[],
   near = false,
-): Promise<string[]> {
-  const removed: string[] = []
+): Promise<number> {
+  let removed = 0
   let ids = first ?? (await oldestIds(client, keys[set], TRIM_BATCH))
   while (ids.length > 0) {
     const step = await trim(client, keys, set, ids)
-    removed.push(...step.removed)
-    if (step.done || (near && step.near) || step.removed.length === 0) break
+    removed += step.removed
+    if (step.done || (near && step.near) || step.removed === 0) break
     ids = await oldestIds(client, keys[set], TRIM_BATCH)
   }
   return removed

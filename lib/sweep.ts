@@ -161,8 +161,7 @@ export async function sweepQueue(
   const trimmed = { completed: 0, failed: 0 }
   for (const set of ['completed', 'failed'] as const) {
     const first = found.trim[set]
-    if (first.length > 0 || trims.has(set))
-      trimmed[set] = (await trimFinished(client, keys, set, first.length > 0 ? first : undefined)).length
+    if (first.length > 0 || trims.has(set)) trimmed[set] = await trimFinished(client, keys, set, first.length > 0 ? first : undefined)
   }
   // The probe's counts, moved on by what this pass did.
   const c = found.counts

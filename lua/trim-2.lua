@@ -18,7 +18,8 @@
   ARGV[1] the set's name: "completed" or "failed"
   ARGV[1 + i] job id i, oldest first
 
-  Returns { removed ids, done (1 when the set is within its limits, 0 when more may be removed), near (1
+  Returns { jobs removed (a count: no caller needs their ids, which cost the reply a few bytes a job), done
+  (1 when the set is within its limits, 0 when more may be removed), near (1
   when it is within them or past its count by at most half its slack: where a worker's trim stops, as the
   jobs that finished while it ran are left to the next one, retention.lua trimDue) }.
 ]]
@@ -70,10 +71,10 @@ if #removed > 0 then
   rcall('UNLINK', unpack(keys))
 end
 if kept then
-  return { removed, 1, 1 }
+  return { #removed, 1, 1 }
 end
 -- Every candidate went: is the set within its limits now, or near them?
 local oldest = rcall('ZRANGE', setKey, 0, 0, 'WITHSCORES')[2]
 local done = not (oldest and beyond(oldest))
 local near = done or not ((count ~= nil and size > count + math.floor(trimSlack(count) / 2)) or (age ~= nil and tonumber(oldest) <= now - age))
-return { removed, done and 1 or 0, near and 1 or 0 }
+return { #removed, done and 1 or 0, near and 1 or 0 }

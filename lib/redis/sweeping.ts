@@ -289,13 +289,13 @@ export async function promoteJob(client: RedisClient, keys: QueueKeys, id: strin
   return status === 'ok' ? 'promoted' : (state ?? 'missing')
 }
 
-/** Removes the oldest jobs of a finished set past its retention; `done` when the set is within it. */
+/** Removes the oldest jobs of a finished set past its retention: how many; `done` when the set is within it. */
 export async function trim(
   client: RedisClient,
   keys: QueueKeys,
   set: FinishedSet,
   ids: string[],
-): Promise<{ removed: string[]; done: boolean; near: boolean }> {
+): Promise<{ removed: number; done: boolean; near: boolean }> {
   const [removed, done, near] = (await evalScript(
     client,
     SWEEP_SCRIPTS.trim,
@@ -312,7 +312,7 @@ export async function trim(
       ]),
     ],
     [set, ...ids],
-  )) as [string[], number, number]
+  )) as [number, number, number]
   return { removed, done: done === 1, near: near === 1 }
 }
 
