@@ -6,9 +6,13 @@
  * lockRenewTime / 2 (lockRenewTime defaults to half the lock: 500 ms) and renews the locks it last
  * renewed more than lockRenewTime / 2 ago, so its actual rate is measured, not assumed.
  *
- * Each run: the manager starts; its first tick is not measured; then CONFIG RESETSTAT and SLOWLOG RESET,
- * and the window runs from the end of that tick to the end of the first tick at least WINDOW ms later
- * (whole renewal periods). Server time: EVALSHA usec from INFO commandstats; per call: SLOWLOG at a
+ * Each run: the manager starts; its first tick is not measured; then SLOWLOG RESET, and the window runs
+ * from the end of that tick to the end of the first tick at least WINDOW ms later (whole renewal periods):
+ * at least WINDOW_TICKS of EchoMQ's ticks, as a tick's server time varies with how cold Redis's caches
+ * are after a second idle (a window of 3 ticks let one slow tick move a run's figure by half). Server
+ * time: EVALSHA usec, the growth of INFO commandstats over the window (no CONFIG RESETSTAT: it frees
+ * Redis's per-command latency histograms, and the first call after it would pay for allocating one for
+ * each command it runs, which charges the side running more kinds of command); per call: SLOWLOG at a
  * SLOW_US threshold (script-inner entries left out), cross-checked against the call count. Renewals and
  * index refreshes are counted on the client. Between runs the leases are parked with a long lease (not
  * measured), so both sides' leases live in the same Redis while the other side is measured. ROUNDS
@@ -23,7 +27,7 @@ import { queueKeys } from '../lib/redis/keys.js'
 import { LockManager } from '../lib/worker/lock-manager.js'
 import { BULL_PREFIX, bullActive, bullConnection, closeBull, EMQ_PREFIX, emqAdd, emqTake } from './build.js'
 import { fmt, fs, type Target, table, x, xs } from './format.js'
-import { commandStats, resetStats, SCRIPT_CMDS, slowlogThreshold, subtract, sum, topLevelSlowlog, withoutMeter } from './meter.js'
+import { commandStats, SCRIPT_CMDS, slowlogThreshold, subtract, sum, topLevelSlowlog, withoutMeter } from './meter.js'
 import { alternate, type Ctx, median, ROUNDS, ratios, type Spread, spreadOf } from './util.js'
 
 const LEASE_MS = 2_000
@@ -32,6 +36,8 @@ const PARKED_MS = 600_000
 /** SLOWLOG threshold while measuring (µs): every renewal call is slower, few script-inner commands are. */
 const SLOW_US = 10
 const BATCH = 500
+/** A window spans at least this many EchoMQ ticks (heartbeatInterval apart). */
+const WINDOW_TICKS = 8
 
 /** One measured window of one side. */
 export interface HeartbeatRun {
@@ -123,7 +129,7 @@ async function measure(meter: Redis, ticks: Ticks, leases: number, windowMs: num
   try {
     const t0 = await ticks.ended()
     await slowlogThreshold(meter, SLOW_US)
-    await resetStats(meter)
+    await meter.slowlog('RESET')
     const before = await commandStats(meter)
     ticks.reset()
     let t1 = t0
@@ -258,7 +264,7 @@ const summary = (runs: HeartbeatRun[]): HeartbeatSide => ({
 
 export async function runHeartbeat(ctx: Ctx): Promise<HeartbeatResults> {
   const sizes = ctx.quick ? [1_000] : [100, 1_000, 5_000]
-  const windowMs = ctx.quick ? 1_000 : 3_000
+  const windowMs = ctx.quick ? 1_000 : Math.max(3_000, WINDOW_TICKS * workerSettings({ lockDuration: LEASE_MS }).heartbeatInterval)
   const rows: HeartbeatRow[] = []
   let emqIntervalMs = 0
   let bullLockRenewTimeMs = 0

@@ -28,25 +28,28 @@ local n = #KEYS - 2
 -- @include skiplist
 
 local deadline = tostring(nowMs() + leaseMs)
-local holders = rcall('MGET', unpack(KEYS, 3, n + 2))
-local codes, index, renewed = {}, {}, {}
+-- The loop runs once per lease, so it does little besides the PEXPIREAT: KEYS and ARGV are read through
+-- locals (a global is a table lookup by name each time), the index grows by a counter rather than by `#`,
+-- and a code is stored only for a lease not renewed (normally none: the reply is then all RENEWED).
+local keys, argv = KEYS, ARGV
+local holders = rcall('MGET', unpack(keys, 3, n + 2))
+local failed, index, m = {}, {}, 0
 for i = 1, n do
   local holder = holders[i]
-  if holder == ARGV[2 + i] then
-    rcall('PEXPIREAT', KEYS[2 + i], deadline)
+  if holder == argv[2 + i] then
+    rcall('PEXPIREAT', keys[2 + i], deadline)
     if i <= k then
-      index[#index + 1] = deadline
-      index[#index + 1] = ARGV[2 + n + i]
+      index[m + 1] = deadline
+      index[m + 2] = argv[2 + n + i]
+      m = m + 2
     end
-    renewed[#renewed + 1] = i
-    codes[i] = RENEWED
   elseif holder == false then
-    codes[i] = LAPSED
+    failed[i] = LAPSED
   else
-    codes[i] = LOST
+    failed[i] = LOST
   end
 end
-if #index > 0 then
+if m > 0 then
   keepSkiplist(activeKey)
   rcall('ZADD', activeKey, 'XX', unpack(index))
 end
@@ -54,11 +57,18 @@ end
 -- lease key is gone, and reclaim-2.lua clears the mark as it writes the lease back, so a lease found here
 -- carries no mark; this stays as a guard, for the leases re-indexed (those sent with their id): each
 -- lease every other renewal.
-if #index > 0 and rcall('ZCARD', stalledKey) > 0 then
+if m > 0 and rcall('ZCARD', stalledKey) > 0 then
   local ids = {}
-  for j = 2, #index, 2 do
+  for j = 2, m, 2 do
     ids[#ids + 1] = index[j]
   end
   rcall('ZREM', stalledKey, unpack(ids))
+end
+if next(failed) == nil then
+  return string.rep(RENEWED, n)
+end
+local codes = {}
+for i = 1, n do
+  codes[i] = failed[i] or RENEWED
 end
 return table.concat(codes)

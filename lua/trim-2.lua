@@ -2,8 +2,11 @@
   Removes the oldest finished jobs of one set past its retention: while the set holds more than its
   count, or its oldest job is older than its age. The limits are the set's, from `meta` (the last
   finished job's, see retention.lua). The caller passes the oldest ids (ZRANGE set 0 n-1); the script
-  re-checks each in order and stops at the first one it keeps, so the cost is the jobs removed (their
-  scores read at once, then one ZREM and one UNLINK).
+  re-checks each in order and stops at the first one it keeps, so the cost is the jobs removed (the
+  set's oldest ids read at once, then one ZREM and one UNLINK). A job is removed only while it is still
+  among the set's oldest. A job past the count goes whatever its age, so its score is not read (Redis
+  formats each score it replies, a few microseconds apiece); within the count a score is read only for
+  the age, one job at a time.
 
   KEYS[1] set      ZSET  <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
   KEYS[2] meta     HASH  <prefix>:{q}:meta
@@ -44,25 +47,36 @@ local function beyond(finishedAt)
   return (count ~= nil and size > count) or (age ~= nil and tonumber(finishedAt) <= now - age)
 end
 
--- The candidates' scores in one read; those to go leave in one ZREM and one UNLINK.
+-- Which candidates are still in the set: its oldest n, read at once (a candidate that left, or came back
+-- later, is not among them and is skipped); those to go leave in one ZREM and one UNLINK.
 local n = #ARGV - 2
 local stride = withFlows and 6 or 2
-local scores = n > 0 and rcall('ZMSCORE', setKey, unpack(ARGV, 3)) or {}
+local present = {}
+if n > 0 then
+  for _, id in ipairs(rcall('ZRANGE', setKey, 0, n - 1)) do
+    present[id] = true
+  end
+end
 local removed, keys, parents = {}, {}, {}
 local kept = false
 for i = 1, n do
-  local finishedAt = scores[i]
-  if finishedAt then
-    if not beyond(finishedAt) then
+  local id = ARGV[2 + i]
+  if present[id] then
+    local past = count ~= nil and size > count
+    if not past and age ~= nil then
+      past = beyond(rcall('ZSCORE', setKey, id))
+    end
+    if not past then
       kept = true
       break
     end
+    present[id] = nil
     size = size - 1
     local jobKey = KEYS[3 + stride * (i - 1)]
     if parentsApart and rcall('HEXISTS', jobKey, 'deps') == 1 then
-      parents[#parents + 1] = ARGV[2 + i]
+      parents[#parents + 1] = id
     else
-      removed[#removed + 1] = ARGV[2 + i]
+      removed[#removed + 1] = id
       for k = 3 + stride * (i - 1), 2 + stride * i do
         keys[#keys + 1] = KEYS[k]
       end

@@ -81,6 +81,29 @@ describe('sweep: the two-phase decision, one case per branch', () => {
     expect(await redis.client.get(keys.lock(id as string))).toBe('dead-worker:1')
   })
 
+  it('one renewal call answers each lease in its place: renewed (and re-indexed), lost, reclaimed', async () => {
+    await addJobs(redis.client, 'q', ['a', 'b', 'c'])
+    const held = await holdJobs(redis.client, 'q', 3, { leaseMs: 60_000, workerToken: 'w' })
+    const token = (id: string) => held.find((h) => h.id === id)?.token as string
+    await redis.client.set(keys.lock('b'), 'other:1', 'PX', 60_000) // taken over by another worker
+    await redis.client.del(keys.lock('c')) // lapsed, not yet swept
+
+    const statuses = await extend(redis.client, keys, 30_000, [
+      { id: 'b', token: token('b'), index: true },
+      { id: 'a', token: token('a'), index: true },
+      { id: 'c', token: token('c'), index: false },
+    ])
+
+    expect(statuses).toEqual(['lost', 'renewed', 'reclaimed'])
+    const [seconds] = await redis.client.time()
+    const rescored = Number(await redis.client.zscore(keys.active, 'a'))
+    expect(rescored).toBeLessThan(Number(seconds) * 1000 + 40_000) // re-indexed at the new, shorter lease
+    expect(await redis.client.pttl(keys.lock('a'))).toBeLessThanOrEqual(30_000)
+    expect(await redis.client.get(keys.lock('b'))).toBe('other:1')
+    expect(await redis.client.pttl(keys.lock('b'))).toBeGreaterThan(30_000) // another worker's lease untouched
+    expect(await redis.client.get(keys.lock('c'))).toBe(token('c'))
+  })
+
   it('re-scores a live lease whose recorded deadline is stale (the index is refreshed every other tick), and marks a dead one behind it', async () => {
     await addJobs(redis.client, 'q', ['live'])
     await holdJobs(redis.client, 'q', 1, { leaseMs: 60_000, workerToken: 'w' })

@@ -3,6 +3,7 @@
  * with age in SECONDS), for the jobs that have no retention of their own; a job's own wins.
  */
 import { expect, it } from 'vitest'
+import { trim } from '../../lib/redis/commands.js'
 import { trimFinished } from '../../lib/retention.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -59,4 +60,25 @@ it('a worker\u2019s trim stops near the count (the jobs that finished meanwhile 
   expect(exact).toBe(3)
   expect(await redis.client.zcard(fx.keys.completed)).toBe(50)
   expect(await redis.client.zrange(fx.keys.completed, '0', '0')).toEqual(['j103'])
+})
+
+it('a trim re-checks its candidates: one no longer among the oldest is neither removed nor counted; a score is read only for the age', async () => {
+  await redis.client.zadd(fx.keys.completed, ...Array.from({ length: 5 }, (_, i) => [String(1000 + i), `j${i}`]).flat())
+  for (const id of ['j0', 'j1', 'gone']) await redis.client.hset(fx.keys.job(id), 'state', id === 'gone' ? 'wait' : 'completed')
+  await redis.client.zrem(fx.keys.completed, 'j1') // removed meanwhile (by another trim, or an operator)
+  await redis.client.hset(fx.keys.meta, 'keepCompleted', '2,')
+
+  const step = await trim(redis.client, fx.keys, 'completed', ['gone', 'j0', 'j1', 'j2', 'j3', 'j4'])
+
+  expect(step).toEqual({ removed: 2, done: true, near: true })
+  expect(await redis.client.exists(fx.keys.job('gone'))).toBe(1) // never in the set: its hash stays
+  expect(await redis.client.exists(fx.keys.job('j1'))).toBe(1) // left the set before: not this trim's to remove
+  expect(await redis.client.zrange(fx.keys.completed, '0', '-1')).toEqual(['j3', 'j4']) // j0 and j2 went
+  expect(await redis.client.exists(fx.keys.job('j0'))).toBe(0)
+
+  // Within the count, the age decides, job by job from the oldest: j3 finished at 1003 ms (long ago), j4 now.
+  await redis.client.zadd(fx.keys.completed, String(Date.now()), 'j4')
+  await redis.client.hset(fx.keys.meta, 'keepCompleted', '2,3600')
+  expect(await trim(redis.client, fx.keys, 'completed', ['j3', 'j4'])).toEqual({ removed: 1, done: true, near: true })
+  expect(await redis.client.zrange(fx.keys.completed, '0', '-1')).toEqual(['j4'])
 })
