@@ -210,9 +210,10 @@ for i = 1, m do
       elseif logsKey then
         rcall('UNLINK', jobKey, logsKey)
       else
-        -- Removed at once, but the worker judged it kept ("c": its own retention changed meanwhile) and
-        -- sent no log key: filed, under the set's limits as they are, for a trim to remove with its log.
+        -- Removed at once, but the worker judged it kept (its own retention changed meanwhile) and sent no
+        -- log key: filed under these limits, so the trim they ask for removes it with its log.
         filed[#filed + 1] = id
+        lastKeep, lastFiled = keep, i
       end
       runs[i] = entry == '' and DONE or { 'ok', 'completed', '', entry }
     else

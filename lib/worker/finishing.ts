@@ -39,7 +39,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       stack,
       ...(delayMs === undefined || action !== 'fail' ? {} : { delayMs }),
       ...(keep === undefined ? {} : { keep }),
-      ...(action === 'complete' ? { kept: keep !== '0' && encodeKeep(run.job.opts.removeOnComplete) !== '0' } : {}),
+      ...(action === 'complete' ? { kept: !removesAtOnce(keep) && !removesAtOnce(encodeKeep(run.job.opts.removeOnComplete)) } : {}),
     })
     if (reply.status === 'lost') {
       core.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
@@ -86,6 +86,13 @@ function failedAttempt(job: Job, reason: string, stack: string, state: string): 
   if (state !== 'failed') job.lastError = reason
   const limit = job.opts.stackTraceLimit
   if (stack !== '' && limit > 0) job.stacktrace = [...job.stacktrace, stack].slice(-limit)
+}
+
+/** Whether an encoded retention removes a job at once: its count is 0 ("0", or "0," from the number 0), as retention.lua parseKeep reads it. */
+function removesAtOnce(keep: string | undefined): boolean {
+  if (!keep) return false
+  const count = keep.split(',', 1)[0]
+  return count !== '' && Number(count) === 0
 }
 
 /** The worker's removeOnComplete/removeOnFail, for a job with no retention of its own (lua/finish-16.lua). */

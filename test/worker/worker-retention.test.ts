@@ -24,6 +24,26 @@ it('removeOnComplete: true removes a job without its own retention as it complet
   expect(await fx.queue.getJob('kept')).toMatchObject({ state: 'completed' })
 })
 
+it('removeOnComplete: 0 (a count of none, as BullMQ reads it) removes a job at once, its log too: the job\u2019s own and the worker\u2019s', async () => {
+  const w = fx.worker(
+    async (job) => {
+      await job.log('a line')
+      return 'ok'
+    },
+    { removeOnComplete: 0 },
+  )
+  const done: string[] = []
+  w.on('completed', (job) => done.push(job.id))
+  await fx.queue.add('x', {}, { jobId: 'by-worker' })
+  await fx.queue.add('x', {}, { jobId: 'by-job', removeOnComplete: 0 })
+  await waitFor(() => done.length === 2, { what: 'both jobs done' })
+
+  for (const id of ['by-worker', 'by-job']) {
+    expect(await redis.client.exists(fx.keys.job(id), fx.keys.logs(id))).toBe(0)
+  }
+  expect(await redis.client.zcard(fx.keys.completed)).toBe(0)
+})
+
 it('{ count, age }: age counts seconds, as BullMQ\u2019s (an hour is kept an hour, not 3.6 s)', async () => {
   const w = fx.worker(
     () => {
