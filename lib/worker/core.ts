@@ -53,6 +53,12 @@ const RECONNECTS_PER_CALL = 20
 
 /** Finish calls a worker has out at once (worker/batcher.ts): one running in Redis, one on its way. */
 const FINISHES_IN_FLIGHT = 2
+/**
+ * Most runs one finish call ends, whatever the concurrency: each run brings its keys and arguments, and
+ * finish-16.lua unpacks their ids into single commands, so a call stays well under Redis's argument and Lua
+ * stack limits (about 8,000 values) and a few milliseconds.
+ */
+const MAX_RUNS_PER_FINISH = 250
 
 export class WorkerCore implements RunContext {
   readonly keys: QueueKeys
@@ -169,8 +175,12 @@ export class WorkerCore implements RunContext {
         ),
     })
     this.finishes = internal.finishTogether
-      ? new Batcher(settings.concurrency, (runs) => finishRuns(this, runs), 1)
-      : new Batcher(Math.max(1, Math.ceil(settings.concurrency / 2)), (runs) => finishRuns(this, runs), FINISHES_IN_FLIGHT)
+      ? new Batcher(Math.min(settings.concurrency, MAX_RUNS_PER_FINISH), (runs) => finishRuns(this, runs), 1)
+      : new Batcher(
+          Math.min(Math.ceil(settings.concurrency / 2), MAX_RUNS_PER_FINISH),
+          (runs) => finishRuns(this, runs),
+          FINISHES_IN_FLIGHT,
+        )
     this.stalledChecker = this.stalledCheck()
   }
 
