@@ -24,8 +24,8 @@
     attempts, the total starts allowed; delay, ms; backoff, "<type>,<delay>,<maxDelay>,<jitter>", see
     backoff.lua; keep and keepFailed, the retention in `completed` and `failed`, "<count>,<ageMs>" or "0"
     to remove at once, see retention.lua; keepLogs, lines; priority, 1 = highest .. 2^21 - 1; lifo, "1" to
-    the front of `wait`; stackTraceLimit); with F = 4 its deduplication ("<ttl>,<extend>,<replace>,<holder
-    expected>,<id>", see deduplicate.lua; "" for none)
+    the front of `wait`; stackTraceLimit); with F = 4 its deduplication ("<ttl>,<extend>,<replace>,<n>,<holder
+    expected, n bytes><id>", see deduplicate.lua; "" for none)
   `delay` and `lifo` are stored when given (for job.opts), not read by any script.
   The caller leaves out an option at its default (lib/redis/job-codec.ts): the scripts read an absent field
   as its default, so a job with the defaults costs no byte for them, here or in its hash.

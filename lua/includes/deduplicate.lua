@@ -8,10 +8,19 @@
 -- and only then); another holder is answered '?<holder>' ('?' for none) with nothing done, and the caller
 -- sends it again.
 
--- The holder a deduplication "<ttl ms>,<extend 1|0>,<replace 1|0>,<holder id the caller expects, or
--- empty>,<deduplication id>" expects ('' for none).
+-- A deduplication as the caller sends it, "<ttl ms>,<extend 1|0>,<replace 1|0>,<n>,<holder><deduplication
+-- id>", where the holder the caller expects is its first n bytes ('' for none): either id may hold commas.
+-- Returns ttl, extend, replace (text), the expected holder, the deduplication id.
+local function parseDeduplication(spec)
+  local ttl, extend, replace, n, rest = string.match(spec, '^(%d+),(%d),(%d),(%d+),(.*)$')
+  n = tonumber(n)
+  return ttl, extend, replace, string.sub(rest, 1, n), string.sub(rest, n + 1)
+end
+
+-- The holder a deduplication expects ('' for none).
 local function expectedHolder(spec)
-  return string.match(spec, '^%d+,%d,%d,([^,]*),')
+  local _, _, _, expected = parseDeduplication(spec)
+  return expected
 end
 
 -- Holds `deid` for `id`: with a ttl the key (PX ttl; `keepTtl` keeps the key's remaining ttl), else meta's field.
@@ -32,7 +41,7 @@ end
 -- holds it (the caller adds the job and records `deid`), or the holder's id when the add is deduplicated,
 -- or '?<holder>' (expected another).
 local function deduplicate(q, dedupKey, holderKey, holderLogsKey, id, spec)
-  local ttl, extend, replace, expected, deid = string.match(spec, '^(%d+),(%d),(%d),([^,]*),(.*)$')
+  local ttl, extend, replace, expected, deid = parseDeduplication(spec)
   ttl = tonumber(ttl)
   local field = 'de:' .. deid
   local inMeta = redis.call('HGET', q.meta, field)

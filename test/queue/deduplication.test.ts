@@ -54,6 +54,20 @@ describe('an id held without a ttl', () => {
     }
   })
 
+  it('ids with commas and other bytes: a holder whose job id has commas deduplicates, once known or not', async () => {
+    const first = await fx.queue.add('j', { n: 1 }, { jobId: 'a,b,ü', deduplication: { id: 'x,y' } })
+    // A fresh Queue does not know the holder (it guesses none), this one does: both are answered the holder.
+    const other = new Queue('q', { connection: redis.client })
+    try {
+      expect((await other.add('j', { n: 2 }, { deduplication: { id: 'x,y' } })).id).toBe(first.id)
+    } finally {
+      await other.close()
+    }
+    expect((await fx.queue.add('j', { n: 3 }, { deduplication: { id: 'x,y' } })).id).toBe(first.id)
+    expect(await fx.queue.getDeduplicationJobId('x,y')).toBe('a,b,ü')
+    expect(await fx.queue.counts()).toMatchObject({ wait: 1 })
+  })
+
   it('is released when the job fails for good or is removed, not by a retry', async () => {
     const w = fx.worker(() => {
       throw new Error('no')
