@@ -23,7 +23,7 @@
   KEYS[12] metrics         HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
   KEYS[13] prioritized     ZSET   <prefix>:{q}:prioritized
   KEYS[14] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
-  KEYS[15] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
+  KEYS[15] limiter         ZSET   <prefix>:{q}:limiter (<job id>:<start number> -> start time, ms)
   KEYS[16] handoffs        HASH   <prefix>:{q}:handoffs (a flow's child ended: what its parent must learn)
   KEYS[17 + 2j], KEYS[18 + 2j]  HASH, STRING: job and lease of candidate j to take (j = 0 .. k-1, k = c - h)
   KEYS[17 + 2k + j]             HASH: job of candidate j to read into the hand (j = 0 .. h-1; a read takes

@@ -18,7 +18,7 @@
   KEYS[8]  listened        ZSET   <prefix>:{q}:listened
   KEYS[9]  prioritized     ZSET   <prefix>:{q}:prioritized
   KEYS[10] reservedScores  HASH   <prefix>:{q}:reservedScores (reserved id -> its score in prioritized)
-  KEYS[11] limiter         ZSET   <prefix>:{q}:limiter (run token -> start time, ms)
+  KEYS[11] limiter         ZSET   <prefix>:{q}:limiter (<job id>:<start number> -> start time, ms)
   KEYS[12 + 2i]            HASH   job i       (i = 0 .. n-1)
   KEYS[13 + 2i]            STRING lease of job i
 
