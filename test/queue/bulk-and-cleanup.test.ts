@@ -95,6 +95,7 @@ describe('addBulk', () => {
       { name: 'i', data: { n: 10 }, opts: { jobId: 'i', delay: 90_000 } },
       { name: 'j', data: { n: 11 }, opts: { jobId: 'j' } },
     ]
+    // direct: a second queue beside the fixture's, its jobs added one at a time to compare with the bulk
     const one = track(new Queue('one', { connection: redis.client }))
     for (const j of jobs) await one.add(j.name, j.data, j.opts)
     await fx.queue.addBulk(jobs)

@@ -56,7 +56,7 @@ describe('an id held without a ttl', () => {
 
   it('ids with commas and other bytes: a holder whose job id has commas deduplicates, once known or not', async () => {
     const first = await fx.queue.add('j', { n: 1 }, { jobId: 'a,b,ü', deduplication: { id: 'x,y' } })
-    // A fresh Queue does not know the holder (it guesses none), this one does: both are answered the holder.
+    // direct: a second Queue on the same queue, which does not know the holder this one saw
     const other = new Queue('q', { connection: redis.client })
     try {
       expect((await other.add('j', { n: 2 }, { deduplication: { id: 'x,y' } })).id).toBe(first.id)
