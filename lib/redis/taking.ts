@@ -36,7 +36,7 @@ export interface Taken {
  * A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, attemptsStarted
  * absent for 1, createdOn against the call's time, and in the token's place (last) when the run started
  * before this call (a run handed back again) its startedOn (job-codec.ts jobFromFields); those after
- * attemptsStarted coded (fieldsOf).
+ * data coded (fieldsOf).
  */
 type FieldsReply = (string | null)[]
 
@@ -46,12 +46,12 @@ export type TakenReply = (string | FieldsReply)[]
 /** The run's token, which the reply leaves out: the taker's token and the start number (`attemptsStarted`). */
 const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT] ?? 1}`
 
-/** The first fields sent by place (name .. attemptsStarted); the rest each as a letter and its value. */
-const CODED_FROM = ATTEMPTS_STARTED_AT + 1
+/** The first fields sent by place (name, data); the rest each as a letter and its value. */
+const CODED_FROM = CREATED_ON_AT
 
 /**
  * A job's fields by place (JOB_FIELDS' order, job-codec.ts jobFromFields) from what takeJobs.lua's replyFields
- * sent: after attemptsStarted only the fields present, each as the letter of its place ('a' + its index) and
+ * sent: after data only the fields present, each as the letter of its place ('a' + its index) and
  * its value. An absent field is left a hole (undefined).
  */
 function fieldsOf(sent: FieldsReply): FieldsReply {
