@@ -68,7 +68,9 @@
   job is due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1:
   paused), handed, confirmed, now (ms, Redis's clock) },
   where runs holds one character per run, in order: "c" when it completed with nothing more to say ({ "ok",
-  "completed", "", "" }), "." for the next entry of details: { "ok" | "lost", new (or current) state, set
+  "completed", "", "" }), "w" when it went back to wait with nothing more to say ({ "ok", "wait", "", "" }),
+  "d" when it went to `delayed` with nothing more to say but its backoff (ms), the next entry of details,
+  "." for the next entry of details: { "ok" | "lost", new (or current) state, set
   to trim, hand-off[, backoff] } (backoff: a retry's wait in `delayed`, ms, only then). The hand-off is
   the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to trim is
   "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the worker
@@ -304,11 +306,20 @@ if #taken == 0 and #handed == 0 and not released and #gone > 0 and dueIn < 0 and
 end
 local codes, details = {}, {}
 for i = 1, m do
-  if runs[i] == DONE then
+  local run = runs[i]
+  if run == DONE then
     codes[i] = 'c'
+  elseif run[1] == 'ok' and run[3] == '' and run[4] == '' and (run[2] == 'wait' or (run[2] == 'delayed' and run[5])) then
+    -- A retry (or a release) with nothing more to say: its entry was most of a failed run's reply.
+    if run[2] == 'wait' then
+      codes[i] = 'w'
+    else
+      codes[i] = 'd'
+      details[#details + 1] = run[5]
+    end
   else
     codes[i] = '.'
-    details[#details + 1] = runs[i]
+    details[#details + 1] = run
   end
 end
 return { table.concat(codes), details, taken, reserved, peeked, left, dueIn, dueAt, finishedAt, wait, handed, confirmed, now }

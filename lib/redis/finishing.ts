@@ -172,7 +172,7 @@ export async function finishRuns(
   for (const r of runs) pushRun(keys, keyList, args, r, wt)
   const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, args)) as [
     string,
-    RunDetail[],
+    (RunDetail | number)[],
     TakenReply,
     string[],
     string[],
@@ -216,13 +216,22 @@ function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], 
 /** A run's outcome as finish-16.lua details it (one that completed with nothing more to say is a "c"). */
 type RunDetail = ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, number?]
 
-/** The runs' outcomes, in order, from the reply's codes (one per run) and its details (one per "."). */
-function outcomesOf(codes: string, details: RunDetail[]): RunOutcome[] {
+/**
+ * The runs' outcomes, in order, from the reply's codes (one per run) and its details (one per ".", a
+ * backoff per "d": a retry in `delayed`; "w": back in `wait`).
+ */
+function outcomesOf(codes: string, details: (RunDetail | number)[]): RunOutcome[] {
   let detail = 0
   const outcomes: RunOutcome[] = []
   for (const code of codes) {
     if (code === 'c') {
       outcomes.push(COMPLETED())
+      continue
+    }
+    if (code === 'w' || code === 'd') {
+      const state = code === 'w' ? 'wait' : 'delayed'
+      const backoff = code === 'd' ? { backoffMs: details[detail++] as number } : {}
+      outcomes.push({ status: 'ok', state, trim: undefined, handoff: undefined, ...backoff })
       continue
     }
     const [status, state, trim, handoff, backoffMs] = details[detail++] as RunDetail

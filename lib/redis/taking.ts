@@ -35,7 +35,8 @@ export interface Taken {
 /**
  * A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, attemptsStarted
  * absent for 1, createdOn against the call's time, and in the token's place (last) when the run started
- * before this call (a run handed back again) its startedOn (job-codec.ts jobFromFields).
+ * before this call (a run handed back again) its startedOn (job-codec.ts jobFromFields); those after
+ * data coded (fieldsOf).
  */
 type FieldsReply = (string | null)[]
 
@@ -45,11 +46,30 @@ export type TakenReply = (string | FieldsReply)[]
 /** The run's token, which the reply leaves out: the taker's token and the start number (`attemptsStarted`). */
 const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT] ?? 1}`
 
+/** The first fields sent by place (name, data); the rest each as a letter and its value. */
+const CODED_FROM = CREATED_ON_AT
+
+/**
+ * A job's fields by place (JOB_FIELDS' order, job-codec.ts jobFromFields) from what takeJobs.lua's replyFields
+ * sent: after data only the fields present, each as the letter of its place ('a' + its index) and
+ * its value. An absent field is left a hole (undefined).
+ */
+function fieldsOf(sent: FieldsReply): FieldsReply {
+  if (sent.length <= CODED_FROM) return sent
+  const fields = sent.slice(0, CODED_FROM)
+  for (let i = CODED_FROM; i < sent.length; i++) {
+    const coded = sent[i] as string
+    fields[coded.charCodeAt(0) - 97] = coded.slice(1)
+  }
+  return fields
+}
+
 /** A list's name and createdOn as sent: absent, the job's before in the same list (takeJobs.lua replyFields). */
-function sameAsBefore(): (fields: FieldsReply) => FieldsReply {
+function sameAsBefore(): (sent: FieldsReply) => FieldsReply {
   let name: string | null = null
   let created: string | null = null
-  return (fields) => {
+  return (sent) => {
+    const fields = fieldsOf(sent)
     if (fields[0] == null) fields[0] = name
     else name = fields[0]
     if (fields[CREATED_ON_AT] == null) fields[CREATED_ON_AT] = created

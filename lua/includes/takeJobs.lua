@@ -13,6 +13,12 @@ local FIELD_AT = {}
 for i, field in ipairs(JOB_FIELDS) do
   FIELD_AT[field] = i
 end
+-- The letter a field after data travels under (replyFields): the one at its place in JOB_FIELDS, 'c' for
+-- createdOn (the third) .. 'w' for the token's place (lib/redis/taking.ts fieldsOf reads it back).
+local CODE = {}
+for i = F_CREATED, F_TOKEN do
+  CODE[i] = string.char(96 + i)
+end
 
 -- JOB_FIELDS of a job (nil for an absent one), from one HGETALL: a job hash holds few fields (a job with
 -- the default options, five at its take), and asking HMGET for 23 names scans the hash once per name and
@@ -75,7 +81,8 @@ end
 -- before a value shorter than the call's time (so that no whole value reads as such digits), and "" for a
 -- job without one. The absent fields at the end of the list are left off (the reply's list ends at the
 -- last field present): a job with the default options taken for the first time ends at its data, or at
--- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place, last.
+-- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place, last. Name
+-- and data go by place; the fields after them only when present, each prefixed by CODE.
 local function replyFields(f, top, clock, startedOn)
   f[F_TOKEN] = startedOn
   if f[F_STARTS] == '1' then
@@ -109,12 +116,25 @@ local function replyFields(f, top, clock, startedOn)
     top = top - 1
   end
   -- Redis ends a reply's list at its first nil: absent fields before the last present go as false.
-  for k = 1, top - 1 do
-    if f[k] == nil then
-      f[k] = false
+  if top < F_CREATED then
+    for k = 1, top - 1 do
+      if f[k] == nil then
+        f[k] = false
+      end
+    end
+    return f
+  end
+  -- The fields after data travel only when present, each as CODE[k] .. value: an absent one cost a null
+  -- (5 bytes) when a later one was present (a priority: twelve of them at most), a present one now costs
+  -- one byte more.
+  local sent, n = { f[F_NAME] or false, f[F_DATA] or false }, F_DATA
+  for k = F_CREATED, top do
+    if f[k] then
+      n = n + 1
+      sent[n] = CODE[k] .. f[k]
     end
   end
-  return f
+  return sent
 end
 
 -- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).

@@ -1,12 +1,15 @@
 /**
  * The worker's calls in their compact form (lua/finish-16.lua, lua/take-11.lua, takeJobs.lua replyFields): a
  * taken job's name and createdOn left out when they are the job's before, createdOn sent as the digits it
- * does not share with the call's time, a run's token as its start number, and a completed job's log key
+ * does not share with the call's time, the fields after data sent only when present (each under a letter),
+ * a retry's outcome as one character, a run's token as its start number, and a completed job's log key
  * left out when the worker judged the job kept. Each case checks what the worker gets (or what Redis
  * holds) against the job as stored.
  */
 import { describe, expect, it } from 'vitest'
+import type { JobFields } from '../../lib/job.js'
 import { finish, finishRuns, take } from '../../lib/redis/commands.js'
+import { fieldsFromHash } from '../../lib/redis/job-codec.js'
 import { queueKeys } from '../../lib/redis/keys.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -31,6 +34,45 @@ describe('taken jobs', () => {
     expect(taken.map((t) => [t.job.name, t.job.createdOn])).toEqual(stored.map(([name, created]) => [name, Number(created ?? 0)]))
     expect(taken.map((t) => t.token)).toEqual(ids.map(() => 'wire:1'))
     expect(taken.map((t) => t.job.attemptsStarted)).toEqual([1, 1, 1, 1])
+  })
+
+  it('keep their options and the fields after data (each sent only when present) as getJob reads them', async () => {
+    const withOptions = await fx.queue.add(
+      'a',
+      { n: 1 },
+      {
+        priority: 3,
+        attempts: 4,
+        backoff: { type: 'fixed', delay: 5 },
+        removeOnComplete: 7,
+        keepLogs: 2,
+        stackTraceLimit: 3,
+        deduplication: { id: 'd1' },
+      },
+    )
+    const plain = await fx.queue.add('a', { n: 2 })
+    const lifo = await fx.queue.add('b', { n: 3 }, { lifo: true, attempts: 2, removeOnFail: { age: 60 } })
+    const next = { ...taker, candidates: [], reservedCandidates: false, reserve: 0, reserveMs: 1, peek: 0 }
+    const asStored = async (id: string) => fieldsFromHash(id, await redis.client.hgetall(keys.job(id)))
+    // A take does not send failedReason (a retried job's is its lastError, which it sends).
+    const sameAs = ({ failedReason: _, ...job }: JobFields) => ({ ...job, state: 'active', workerName: 'w' })
+
+    const { taken } = await take(redis.client, keys, taker, [withOptions.id, plain.id, lifo.id])
+    expect(taken).toHaveLength(3)
+    for (const t of taken) expect(t.job).toEqual(sameAs(await asStored(t.job.id)))
+
+    // A retry with a backoff says only how long it waits; one without, that it waits; and its second take
+    // brings back attemptsMade, lastError and the stack.
+    const [first, , last] = taken as { job: JobFields; token: string }[]
+    const delayed = await finish(redis.client, keys, { id: withOptions.id, token: first?.token as string }, 'fail', 'no', next, 'Error: no')
+    expect(delayed).toMatchObject({ status: 'ok', state: 'delayed', backoffMs: 5, trim: undefined, handoff: undefined })
+    const waiting = await finish(redis.client, keys, { id: lifo.id, token: last?.token as string }, 'fail', 'no', next, 'Error: no\n at x')
+    expect(waiting).toMatchObject({ status: 'ok', state: 'wait', trim: undefined, handoff: undefined })
+    expect(waiting.backoffMs).toBeUndefined()
+    const [second] = (await take(redis.client, keys, taker, [lifo.id])).taken
+    const stored = await asStored(lifo.id)
+    expect(stored).toMatchObject({ attemptsMade: 1, lastError: 'no', stacktrace: ['Error: no\n at x'] })
+    expect(second?.job).toEqual(sameAs(stored))
   })
 
   it('a second start travels with its number, and its finish names it by that number', async () => {
