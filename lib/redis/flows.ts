@@ -166,6 +166,16 @@ export interface Settlement {
 }
 
 export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
+/** settleChild-9.lua's outcome letters (a child's head names its outcome in one). */
+const OUTCOME_LETTERS: Record<ChildOutcome, string> = {
+  completed: 'c',
+  removed: 'r',
+  retried: 't',
+  fpof: 'f',
+  cpof: 'p',
+  idof: 'i',
+  rdof: 'd',
+}
 /** settleChild-9.lua's codes, by number. */
 const SETTLE_CODES: readonly SettleCode[] = ['released', 'settled', 'done', 'stale', 'missing']
 
@@ -184,18 +194,14 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
     keys.unsuccessful(id),
   ])
   const perChild = entries.flatMap((e) => [
-    parents.get(e.parentId) as number,
-    e.ownId === undefined ? e.childKey : '',
-    e.outcome,
+    `${parents.get(e.parentId)}${OUTCOME_LETTERS[e.outcome]}${e.gen ? e.gen : ''}${e.ownId === undefined ? `:${e.childKey}` : `=${e.ownId}`}`,
     e.value,
-    String(e.gen ?? 0),
-    e.ownId ?? '',
   ])
   const codes = (await evalScript(
     client,
     FLOW_SCRIPTS.settleChild,
     [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
-    [...parents.keys(), ...perChild],
+    perChild,
   )) as number[]
   return codes.map((c) => SETTLE_CODES[c - 1] as SettleCode)
 }
