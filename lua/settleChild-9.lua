@@ -40,16 +40,17 @@
   KEYS[13 + 5j]            HASH   <prefix>:{q}:<id>:failed
   KEYS[14 + 5j]            ZSET   <prefix>:{q}:<id>:unsuccessful
 
-  ARGV[1 + 2i], ARGV[2 + 2i] for child i (i = 0 .. n-1) (a parent's id is read from its key, this queue's
-  prefix and the id): first its head, "<parent's number (1 .. p)><outcome><generation><sep><child>", then its
-  return value (JSON) or failed reason. The outcome is one letter: c completed, r removed, t retried, or for a
-  failure its policy: f fpof, p cpof, i idof, d rdof. The generation is the child's `retried` count when it
-  ended, or the retry's (empty for none). After `:` comes the child's key; after `=` the child's id: a child
-  of this queue (its key is this queue's prefix and the id) whose entry in this queue's outbox is delivered
-  by this call: the entry is deleted here, while it is still the one delivered (same parent, outcome, value
-  and generation: one rewritten meanwhile, after a retry, stays for its own delivery), so a flow within one
-  queue needs no forgetHandoffs-1.lua call. (Two arguments a child, not six: a worker's settle call sends
-  one per child it ended.)
+  ARGV[1 + 2i], ARGV[2 + 2i] for child i (i = 0 .. n-1; ARGV[1] the first child's head; a parent's id is
+  read from its key, this queue's prefix and the id): first its head,
+  "<parent's number (1 .. p)><outcome><generation><sep><child>", then its return value (JSON) or failed
+  reason. The outcome is one letter: c completed, r removed, t retried, or for a failure its policy: f fpof,
+  p cpof, i idof, d rdof. The generation is the child's `retried` count when it ended, or the retry's (empty
+  for none). After `:` comes the child's key; after `=` the child's id: a child of this queue (its key is
+  this queue's prefix and the id) whose entry in this queue's outbox is delivered by this call: the entry is
+  deleted here, while it is still the one delivered (same parent, outcome, value and generation: one
+  rewritten meanwhile, after a retry, stays for its own delivery), so a flow within one queue needs no
+  forgetHandoffs-1.lua call. (Two arguments a child, not six: a worker's settle call sends one per child it
+  ended.)
 
   Returns one code per child, a number (a reply a few bytes per child): 1 released (its parent moved on),
   2 settled, 3 done (settled before), 4 stale (a run's outcome that a retry overtook), 5 missing (no such
