@@ -65,6 +65,7 @@ local q = {
 -- @include events
 -- @include score
 -- @include enter
+-- @include handoff
 
 local now = nowMs()
 
@@ -107,13 +108,20 @@ end
 -- A delivered entry of this queue's outbox leaves it, unless it was rewritten since (another run's outcome).
 local handoffsKey = KEYS[9]
 local queuePrefix = string.sub(handoffsKey, 1, -9)
-local function forget(childId, parentKey, outcome, value, gen)
+local function forget(childId, parentKey, outcome, value, gen, letter, genText)
   local held = rcall('HGET', handoffsKey, childId)
   if not held then
     return
   end
-  local e = cjson.decode(held)
-  if e.parentKey == parentKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen then
+  local same
+  if string.byte(held, 1) == 123 then
+    -- "{": an entry as JSON (lua/includes/handoff.lua)
+    local e = cjson.decode(held)
+    same = e.parentKey == parentKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
+  else
+    same = held == handoffEntry(letter, genText, parentKey, value)
+  end
+  if same then
     rcall('HDEL', handoffsKey, childId)
   end
 end
@@ -184,7 +192,7 @@ for a = 1, #ARGV - 1, 2 do
     end
   end
   if ownId ~= '' then
-    forget(ownId, jobKey, outcome, value, gen)
+    forget(ownId, jobKey, outcome, value, gen, letter, genText)
   end
   out[#out + 1] = code
 end
