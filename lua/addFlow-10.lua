@@ -31,8 +31,10 @@
   ARGV[3 .. 2 + 9t] the option sets, nine values each: attempts; delay (ms); backoff; retention in
     `completed`; retention in `failed`; keepLogs; priority; lifo; stackTraceLimit (all as add-7.lua takes them)
   ARGV[3 + 9t .. 2 + 9t + 2p] the parents, two values each: parentKey; parent (BullMQ's field, JSON)
-  Then six for each node: id; name; data (JSON text); its option set (1 .. t); its parent (1 .. p, 0 for a
-    root); the keys of its children, one a line ("" for a leaf)
+  Then four for each node (its id is read from its key, this queue's prefix and the id): name; data (JSON
+    text); "<its option set (1 .. t)>.<its parent (1 .. p, 0 for a root)>"; its children, one a line ("" for
+    a leaf): first the ids of those of this queue (their keys are this queue's prefix and the id), then, after
+    an empty line, the keys of those of other queues
   (Nodes of one call mostly share their options and, a parent's children, their parent: each goes once.)
 
   Returns { now (ms), { per node: 1 added, 0 existed (joined its parent), -7 it has another parent },
@@ -46,7 +48,10 @@ local q = {
   waitingChildren = KEYS[8],
 }
 local handoffsKey, addingKey = KEYS[9], KEYS[10]
-local F = 6
+local F = 4
+-- This queue's key prefix (`<prefix>:{q}:`): a job's key is it and the id.
+local queuePrefix = string.sub(KEYS[1], 1, -5)
+local prefixLength = #queuePrefix
 local optionSets, parentCount = tonumber(ARGV[1]), tonumber(ARGV[2])
 local optionsAt, parentsAt = 3, 3 + 9 * optionSets
 local nodesAt = parentsAt + 2 * parentCount
@@ -96,11 +101,17 @@ local function addDependencies(depsKey, children)
     flagged = true
   end
   local batch = {}
-  for key in string.gmatch(children, '[^\n]+') do
-    batch[#batch + 1] = key
-    if #batch == 1000 then
-      rcall('SADD', depsKey, unpack(batch))
-      batch = {}
+  -- Ids of this queue's children, then (after an empty line) other queues' keys: ids and keys are never empty.
+  local own = true
+  for line in string.gmatch(children, '([^\n]*)\n?') do
+    if line == '' then
+      own = false
+    else
+      batch[#batch + 1] = own and queuePrefix .. line or line
+      if #batch == 1000 then
+        rcall('SADD', depsKey, unpack(batch))
+        batch = {}
+      end
     end
   end
   if #batch > 0 then
@@ -111,15 +122,17 @@ end
 local codes = {}
 local k = 11
 for a = nodesAt, #ARGV - 1, F do
-  local id, name, data, children = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 5]
+  local name, data, children = ARGV[a], ARGV[a + 1], ARGV[a + 3]
+  local optionSet, parentAt = string.match(ARGV[a + 2], '^(%d+)%.(%d+)$')
   -- putOptions reads ARGV[o + 4 .. o + 12]: the node's option set.
-  local o = optionsAt + 9 * (tonumber(ARGV[a + 3]) - 1) - 4
-  local parentAt = tonumber(ARGV[a + 4])
+  local o = optionsAt + 9 * (tonumber(optionSet) - 1) - 4
+  parentAt = tonumber(parentAt)
   local parentKey, parent = '', ''
   if parentAt > 0 then
     parentKey, parent = ARGV[parentsAt + 2 * parentAt - 2], ARGV[parentsAt + 2 * parentAt - 1]
   end
   local jobKey, depsKey = KEYS[k], false
+  local id = string.sub(jobKey, prefixLength + 1)
   k = k + 1
   if children ~= '' then
     depsKey = KEYS[k]

@@ -40,15 +40,17 @@
   KEYS[13 + 5j]            HASH   <prefix>:{q}:<id>:failed
   KEYS[14 + 5j]            ZSET   <prefix>:{q}:<id>:unsuccessful
 
-  ARGV[1] .. ARGV[p] the parents' ids, in the order of their keys
-  ARGV[p + 1 + 6i .. p + 6 + 6i] for child i (i = 0 .. n-1): its parent's number (1 .. p); the child's key
-  ("" for a child of this queue named by the last argument: its key is this queue's key and its id); its
-  outcome: "completed", "removed", "retried", or for a failure its policy ("fpof", "cpof", "idof", "rdof");
-  its return value (JSON) or failed reason; its generation (the child's `retried` count when it ended, or
-  the retry's; "0" for none); the child's id when it is of this queue and its entry in this queue's outbox
-  is delivered by this call ("" when not): the entry is deleted here, while it is still the one delivered
-  (same parent, outcome, value and generation: one rewritten meanwhile, after a retry, stays for its own
-  delivery), so a flow within one queue needs no forgetHandoffs-1.lua call
+  ARGV[1 + 2i], ARGV[2 + 2i] for child i (i = 0 .. n-1; ARGV[1] the first child's head; a parent's id is
+  read from its key, this queue's prefix and the id): first its head,
+  "<parent's number (1 .. p)><outcome><generation><sep><child>", then its return value (JSON) or failed
+  reason. The outcome is one letter: c completed, r removed, t retried, or for a failure its policy: f fpof,
+  p cpof, i idof, d rdof. The generation is the child's `retried` count when it ended, or the retry's (empty
+  for none). After `:` comes the child's key; after `=` the child's id: a child of this queue (its key is
+  this queue's prefix and the id) whose entry in this queue's outbox is delivered by this call: the entry is
+  deleted here, while it is still the one delivered (same parent, outcome, value and generation: one
+  rewritten meanwhile, after a retry, stays for its own delivery), so a flow within one queue needs no
+  forgetHandoffs-1.lua call. (Two arguments a child, not six: a worker's settle call sends one per child it
+  ended.)
 
   Returns one code per child, a number (a reply a few bytes per child): 1 released (its parent moved on),
   2 settled, 3 done (settled before), 4 stale (a run's outcome that a retry overtook), 5 missing (no such
@@ -63,6 +65,7 @@ local q = {
 -- @include events
 -- @include score
 -- @include enter
+-- @include handoff
 
 local now = nowMs()
 
@@ -105,30 +108,40 @@ end
 -- A delivered entry of this queue's outbox leaves it, unless it was rewritten since (another run's outcome).
 local handoffsKey = KEYS[9]
 local queuePrefix = string.sub(handoffsKey, 1, -9)
-local function forget(childId, parentKey, outcome, value, gen)
+local function forget(childId, parentKey, outcome, value, gen, letter, genText)
   local held = rcall('HGET', handoffsKey, childId)
   if not held then
     return
   end
-  local e = cjson.decode(held)
-  if e.parentKey == parentKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen then
+  local same
+  if string.byte(held, 1) == 123 then
+    -- "{": an entry as JSON (lua/includes/handoff.lua)
+    local e = cjson.decode(held)
+    same = e.parentKey == parentKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
+  else
+    same = held == handoffEntry(letter, genText, parentKey, value)
+  end
+  if same then
     rcall('HDEL', handoffsKey, childId)
   end
 end
 
-local parents = (#KEYS - 9) / 5
+local OUTCOMES = { c = 'completed', r = 'removed', t = 'retried', f = 'fpof', p = 'cpof', i = 'idof', d = 'rdof' }
+local prefixLength = #queuePrefix
 local out = {}
 -- Whether each parent exists, read once per parent of the call.
 local exists = {}
-for i = 0, (#ARGV - parents) / 6 - 1 do
-  local a = parents + 1 + 6 * i
-  local j = tonumber(ARGV[a]) - 1
+for a = 1, #ARGV - 1, 2 do
+  local parentNo, letter, genText, sep, child = string.match(ARGV[a], '^(%d+)(%a)(%d*)([:=])(.*)$')
+  local j = tonumber(parentNo) - 1
   local k = 10 + 5 * j
   local jobKey, depsKey, processedKey, failedKey, unsuccessfulKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local id, childKey, outcome, value, gen = ARGV[j + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], tonumber(ARGV[a + 4])
-  local ownId = ARGV[a + 5]
-  if childKey == '' then
-    childKey = queuePrefix .. ownId
+  local id = string.sub(jobKey, prefixLength + 1)
+  local outcome, value, gen = OUTCOMES[letter], ARGV[a + 1], tonumber(genText) or 0
+  local childKey, ownId = child, ''
+  if sep == '=' then
+    ownId = child
+    childKey = queuePrefix .. child
   end
   local place = outcome == 'retried' and 2 * gen or 2 * gen + 1
   local code = 3
@@ -179,7 +192,7 @@ for i = 0, (#ARGV - parents) / 6 - 1 do
     end
   end
   if ownId ~= '' then
-    forget(ownId, jobKey, outcome, value, gen)
+    forget(ownId, jobKey, outcome, value, gen, letter, genText)
   end
   out[#out + 1] = code
 end

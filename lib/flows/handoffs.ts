@@ -18,8 +18,32 @@ const SETTLE_PER_CALL = 100
 
 const OUTCOMES: readonly string[] = ['completed', 'removed', 'fpof', 'cpof', 'idof', 'rdof', 'retried']
 
-/** An outbox entry read back; undefined for one that is not an entry (dropped). */
+/** An entry's outcome letter (lua/includes/handoff.lua). */
+const LETTER_OUTCOMES: Record<string, ChildOutcome> = {
+  c: 'completed',
+  r: 'removed',
+  t: 'retried',
+  f: 'fpof',
+  p: 'cpof',
+  i: 'idof',
+  d: 'rdof',
+}
+
+/**
+ * An outbox entry read back; undefined for one that is not an entry (dropped). Entries are
+ * "<outcome letter><generation>\n<parent's key>\n<value>", or JSON (a parent key with a newline, or an entry
+ * written before that format).
+ */
 function parseEntry(text: string): { parentKey: string; outcome: ChildOutcome; value: string; gen: number } | undefined {
+  if (typeof text !== 'string') return undefined
+  if (!text.startsWith('{')) {
+    const head = /^([a-z])(\d*)\n/.exec(text)
+    const outcome = head && LETTER_OUTCOMES[head[1] as string]
+    const end = head ? text.indexOf('\n', head[0].length) : -1
+    if (!head || !outcome || end < 0) return undefined
+    const gen = head[2] === '' ? 0 : Number(head[2])
+    return { parentKey: text.slice(head[0].length, end), outcome, value: text.slice(end + 1), gen: Number.isSafeInteger(gen) ? gen : 0 }
+  }
   try {
     const e = JSON.parse(text) as { parentKey?: unknown; outcome?: unknown; value?: unknown; gen?: unknown }
     if (typeof e.parentKey !== 'string' || typeof e.outcome !== 'string' || !OUTCOMES.includes(e.outcome)) return undefined

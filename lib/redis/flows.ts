@@ -45,6 +45,18 @@ const optionArgs = (n: FlowNodeArgs) => [
   n.stackTraceLimit,
 ]
 
+/** A node's children as addFlow-10.lua takes them: ids of this queue's, then (after an empty line) other keys. */
+function childLines(keys: QueueKeys, children: string[]): string {
+  const prefix = keys.job('')
+  const own: string[] = []
+  const other: string[] = []
+  for (const key of children) {
+    if (key.startsWith(prefix) && key.length > prefix.length) own.push(key.slice(prefix.length))
+    else other.push(key)
+  }
+  return other.length === 0 ? own.join('\n') : `${own.join('\n')}\n\n${other.join('\n')}`
+}
+
 /**
  * One addFlow-10.lua call's keys and arguments: the option sets and the parents the nodes share go once
  * (a parent's children have one parent and mostly one set of options), each node names them by number.
@@ -76,7 +88,7 @@ function addFlowCall(keys: QueueKeys, fixed: string[], nodes: FlowNodeArgs[]): {
     }
     callKeys.push(keys.job(n.id))
     if (n.children.length > 0) callKeys.push(keys.dependencies(n.id))
-    nodeValues.push(n.id, n.name, n.data, o, p, n.children.join('\n'))
+    nodeValues.push(n.name, n.data, `${o}.${p}`, childLines(keys, n.children))
   }
   return { keys: callKeys, args: [optionSets.size, parents.size, ...optionValues, ...parentValues, ...nodeValues] }
 }
@@ -166,6 +178,16 @@ export interface Settlement {
 }
 
 export type SettleCode = 'released' | 'settled' | 'done' | 'missing' | 'stale'
+/** settleChild-9.lua's outcome letters (a child's head names its outcome in one). */
+const OUTCOME_LETTERS: Record<ChildOutcome, string> = {
+  completed: 'c',
+  removed: 'r',
+  retried: 't',
+  fpof: 'f',
+  cpof: 'p',
+  idof: 'i',
+  rdof: 'd',
+}
 /** settleChild-9.lua's codes, by number. */
 const SETTLE_CODES: readonly SettleCode[] = ['released', 'settled', 'done', 'stale', 'missing']
 
@@ -184,18 +206,14 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
     keys.unsuccessful(id),
   ])
   const perChild = entries.flatMap((e) => [
-    parents.get(e.parentId) as number,
-    e.ownId === undefined ? e.childKey : '',
-    e.outcome,
+    `${parents.get(e.parentId)}${OUTCOME_LETTERS[e.outcome]}${e.gen ? e.gen : ''}${e.ownId === undefined ? `:${e.childKey}` : `=${e.ownId}`}`,
     e.value,
-    String(e.gen ?? 0),
-    e.ownId ?? '',
   ])
   const codes = (await evalScript(
     client,
     FLOW_SCRIPTS.settleChild,
     [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
-    [...parents.keys(), ...perChild],
+    perChild,
   )) as number[]
   return codes.map((c) => SETTLE_CODES[c - 1] as SettleCode)
 }

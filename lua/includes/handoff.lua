@@ -1,5 +1,5 @@
 -- A flow's child reached a final outcome (completed; failed for good; removed): what its parent must learn
--- goes to the child's queue's outbox, `handoffs` (child id -> JSON), in the step that ended the child. The
+-- goes to the child's queue's outbox, `handoffs` (child id -> entry), in the step that ended the child. The
 -- parent lives in another queue's slot (on a Redis Cluster, maybe another node), so no script can reach
 -- both: the worker, or a later sweep of this queue, delivers the entry with settleChild-9.lua (idempotent)
 -- and then deletes it (lib/flows/handoffs.ts). The entry holds all it needs, so it outlives the child's
@@ -8,6 +8,16 @@
 -- removeDependencyOnFailure, kept in the `parent` field as BullMQ keeps them: fpof, cpof, idof, rdof):
 -- without one, it stays among the parent's dependencies, as in BullMQ. A job with no parent costs nothing
 -- here: the callers read `parentKey` in the read they already make. Returns the entry, or false for none.
+-- An entry's text: "<outcome letter><generation>\n<parent's key>\n<value>" (lib/flows/handoffs.ts parses
+-- it; settleChild-9.lua rebuilds it to compare), a third of the JSON it replaced, which the worker's finish
+-- reply carries once per child. The generation is empty for none. A parent key holding a newline (no id
+-- EchoMQ makes has one) is still written as JSON { parentKey, outcome, value, gen }, which both readers
+-- also take (entries written before this format, too).
+local HANDOFF_LETTERS = { completed = 'c', removed = 'r', retried = 't', fpof = 'f', cpof = 'p', idof = 'i', rdof = 'd' }
+local function handoffEntry(letter, genText, parentKey, value)
+  return letter .. genText .. '\n' .. parentKey .. '\n' .. value
+end
+
 local function flowPolicy(parent)
   if not parent then
     return ''
@@ -32,7 +42,12 @@ local function handOff(handoffsKey, id, parentKey, parent, outcome, value, remov
     end
   end
   gen = tonumber(gen)
-  local entry = cjson.encode({ parentKey = parentKey, outcome = outcome, value = value, gen = (gen and gen > 0) and gen or nil })
+  local entry
+  if string.find(parentKey, '\n', 1, true) then
+    entry = cjson.encode({ parentKey = parentKey, outcome = outcome, value = value, gen = (gen and gen > 0) and gen or nil })
+  else
+    entry = handoffEntry(HANDOFF_LETTERS[outcome], (gen and gen > 0) and string.format('%d', gen) or '', parentKey, value)
+  end
   redis.call('HSET', handoffsKey, id, entry)
   return entry
 end

@@ -178,6 +178,33 @@ describe('a flow survives', () => {
     expect(await fx.queue('solo').getJobState(flow.job.id)).toBe('waiting')
   })
 
+  it('an outbox entry as JSON (written before the compact format) is still delivered, and deleted with its settle', async () => {
+    const solo = queueKeys('emq', 'legacy')
+    const flow = await fx.producer().add({
+      name: 'p',
+      queueName: 'legacy',
+      children: [
+        { name: 'a', queueName: 'legacy' },
+        { name: 'b', queueName: 'legacy' },
+      ],
+    })
+    const [a, b] = (flow.children ?? []).map((c) => c.job.id as string)
+    // The compact form: a completed child's entry, then a JSON one as an older EchoMQ wrote it.
+    const compact = `c\n${solo.job(flow.job.id as string)}\n"va"`
+    const legacy = JSON.stringify({ parentKey: solo.job(flow.job.id as string), outcome: 'completed', value: '"vb"' })
+    await redis.client.hset(solo.handoffs, a as string, compact, b as string, legacy)
+    await deliverHandoffs(redis.client, solo, [
+      [a as string, compact],
+      [b as string, legacy],
+    ])
+    expect(await redis.client.hlen(solo.handoffs)).toBe(0)
+    expect(await redis.client.hgetall(solo.processed(flow.job.id as string))).toEqual({
+      [solo.job(a as string)]: '"va"',
+      [solo.job(b as string)]: '"vb"',
+    })
+    expect(await fx.queue('legacy').getJobState(flow.job.id as string)).toBe('waiting')
+  })
+
   it('a producer that stops between two levels: the sweep fails the parent for the child never written', async () => {
     const parents = queueKeys('emq', 'parents')
     const node = (id: string, children: string[], parentKey = '', parent = ''): FlowNodeArgs => ({
