@@ -136,7 +136,7 @@ export function luaDefaults(): string {
   ].join('\n')
 }
 
-/** The option fields of a job hash, in the order takeJobs.lua's JOB_FIELDS lists them after `stacktrace`. */
+/** The option fields of a job hash, in the order takeJobs.lua's FIELD_AT lists them after `stacktrace`. */
 const OPTION_FIELDS = ['backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit', 'delay', 'lifo'] as const
 export type OptionField = (typeof OPTION_FIELDS)[number]
 
@@ -276,16 +276,16 @@ export function withFlowFields(
   for (const [flag, name] of POLICY_OPTIONS) if (ref[flag]) opts[name] = true
 }
 
-/** Where the option fields start in takeJobs.lua's JOB_FIELDS (0-based). */
+/** Where the option fields start in takeJobs.lua's FIELD_AT (0-based). */
 const OPTION_AT = 10
-/** Where `attemptsStarted` is in takeJobs.lua's JOB_FIELDS (0-based): the start number of a run just taken (absent: 1). */
+/** Where `attemptsStarted` is in takeJobs.lua's FIELD_AT (0-based): the start number of a run just taken (absent: 1). */
 export const ATTEMPTS_STARTED_AT = 3
-/** Where `deid` is in takeJobs.lua's JOB_FIELDS (0-based): after the option fields. */
+/** Where `deid` is in takeJobs.lua's FIELD_AT (0-based): after the option fields. */
 const DEID_AT = OPTION_AT + OPTION_FIELDS.length
 /** Where takeJobs.lua's reply puts a run's startedOn when it is not the call's time (the token's place, last). */
 export const STARTED_ON_AT = DEID_AT + 4
 
-/** Where `createdOn` is in takeJobs.lua's JOB_FIELDS (0-based). */
+/** Where `createdOn` is in takeJobs.lua's FIELD_AT (0-based). */
 export const CREATED_ON_AT = 2
 
 /**
@@ -300,7 +300,7 @@ function createdOnOf(sent: string | null | undefined, now: string): number {
 }
 
 /**
- * Builds a Job just taken from takeJobs.lua's reply: its JOB_FIELDS in order (name, data, createdOn,
+ * Builds a Job just taken from takeJobs.lua's reply: its FIELD_AT fields in order (name, data, createdOn,
  * attemptsStarted, attempts, attemptsMade, lastError, retried, progress, stacktrace, then the option
  * fields of OPTION_FIELDS, then deid, parentKey, parent and a deferred failure; null, or past the end, for
  * a field the hash lacks), with createdOn against `now` (the call's time, as text: createdOnOf) and

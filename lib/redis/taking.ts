@@ -33,7 +33,7 @@ export interface Taken {
 }
 
 /**
- * A job's fields as takeJobs.lua sends them back: its JOB_FIELDS up to the last one present, attemptsStarted
+ * A job's fields as takeJobs.lua sends them back: its FIELD_AT fields up to the last one present, attemptsStarted
  * absent for 1, createdOn against the call's time, and in the token's place (last) when the run started
  * before this call (a run handed back again) its startedOn (job-codec.ts jobFromFields); those after
  * data coded (fieldsOf).
@@ -50,7 +50,7 @@ const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerTo
 const CODED_FROM = CREATED_ON_AT
 
 /**
- * A job's fields by place (JOB_FIELDS' order, job-codec.ts jobFromFields) from what takeJobs.lua's replyFields
+ * A job's fields by place (FIELD_AT's order, job-codec.ts jobFromFields) from what takeJobs.lua's replyFields
  * sent: after data only the fields present, each as the letter of its place ('a' + its index) and
  * its value. An absent field is left a hole (undefined).
  */
