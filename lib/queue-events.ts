@@ -196,7 +196,22 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
     this.blocking.disconnect()
     await this.leave()
     await closeConnection(this.conn)
-    await this.running?.catch(() => undefined)
+    await this.readLoopEnded()
+  }
+
+  /**
+   * Waits for the read loop to see the close, at most LEAVE_TIMEOUT_MS: its command in flight fails with the
+   * disconnect, except on a client already waiting to reconnect (Redis gone), where ioredis holds it until
+   * a reconnect that now never comes. The loop then ends with that command, if ever; nothing waits on it.
+   */
+  private async readLoopEnded(): Promise<void> {
+    if (!this.running) return
+    let timer: NodeJS.Timeout | undefined
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, LEAVE_TIMEOUT_MS)
+    })
+    await Promise.race([this.running.catch(() => undefined), bound])
+    clearTimeout(timer)
   }
 
   /**

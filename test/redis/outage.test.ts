@@ -167,3 +167,21 @@ describe('queue.close() with Redis stopped or gone', () => {
     expect(await waiting).toMatchObject({ code: 'ERR_CLOSED' })
   })
 })
+
+describe('queueEvents.close() with Redis gone', () => {
+  // Called 0 to 600 ms after Redis went, close() never returned: the read loop's command waited in ioredis
+  // for a reconnect that the close had cancelled.
+  for (const afterMs of [0, 200, 600]) {
+    it(`returns within its bounds when called ${afterMs} ms after Redis went`, async () => {
+      const own = await startRedis()
+      // direct: queue events on a Redis this test kills
+      const events = new QueueEvents('q', { connection: own.url, blockingTimeout: 200 })
+      await events.waitUntilReady()
+      await own.stop()
+      if (afterMs > 0) await new Promise((resolve) => setTimeout(resolve, afterMs))
+      const started = performance.now()
+      await events.close()
+      expect(performance.now() - started).toBeLessThan(QUIT_TIMEOUT_MS + 1_500)
+    })
+  }
+})
