@@ -83,7 +83,17 @@ export async function addBulk(q: QueueCore, jobs: BulkJob[]): Promise<Job[]> {
   if (jobs.length === 0) return []
   const news = jobs.map((j, i) => {
     const o = checkKnown(`addBulk job ${i}`, j, ['name', 'data', 'opts'])
-    return newJob(q, o.name, o.data, o.opts)
+    try {
+      return newJob(q, o.name, o.data, o.opts)
+    } catch (err) {
+      // Which job of the bulk: the error alone does not say.
+      if (!(err instanceof EchoMQError)) throw err
+      const { variable, hint } = err
+      throw new EchoMQError(err.code, `addBulk job ${i}: ${err.message}`, {
+        ...(variable === undefined ? {} : { variable }),
+        ...(hint === undefined ? {} : { hint }),
+      })
+    }
   })
   // Children of existing jobs (opts.parent) first: a missing parent refuses the call before any job is written.
   const parented = news.flatMap((job, i) => (job.flow?.parent ? [i] : []))

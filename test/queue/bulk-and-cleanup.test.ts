@@ -172,8 +172,11 @@ describe('addBulk', () => {
       { name: 'ok', data: {} },
       { name: '', data: {} },
     ]
-    await expect(fx.queue.addBulk(bad)).rejects.toMatchObject({ code: 'ERR_JOB_NAME' })
-    await expect(fx.queue.addBulk([{ name: 'ok', data: 1n } as never])).rejects.toMatchObject({ code: 'ERR_JOB_DATA' })
+    await expect(fx.queue.addBulk(bad)).rejects.toMatchObject({ code: 'ERR_JOB_NAME', message: expect.stringMatching(/^addBulk job 1: /) })
+    await expect(fx.queue.addBulk([{ name: 'ok', data: 1n } as never])).rejects.toMatchObject({
+      code: 'ERR_JOB_DATA',
+      message: expect.stringMatching(/^addBulk job 0: /),
+    })
     await expect(fx.queue.addBulk([{ name: 'ok', data: {}, opts: { atempts: 2 } } as never])).rejects.toMatchObject({
       code: 'ERR_OPTIONS',
     })
