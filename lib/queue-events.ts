@@ -58,6 +58,16 @@ const RETRY_MS = 1_000
 const LEAVE_TIMEOUT_MS = 1_000
 const STREAM_ID = /^(\d+-\d+|\d+|\$)$/
 
+/** Waits for `work` to settle (its outcome ignored), at most `ms`. */
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms)
+  })
+  await Promise.race([work.catch(() => undefined), bound])
+  clearTimeout(timer)
+}
+
 /** BullMQ's fields that hold something other than text: parsed back. */
 function payload(event: string, fields: string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -205,13 +215,7 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
    * a reconnect that now never comes. The loop then ends with that command, if ever; nothing waits on it.
    */
   private async readLoopEnded(): Promise<void> {
-    if (!this.running) return
-    let timer: NodeJS.Timeout | undefined
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, LEAVE_TIMEOUT_MS)
-    })
-    await Promise.race([this.running.catch(() => undefined), bound])
-    clearTimeout(timer)
+    if (this.running) await settledWithin(this.running, LEAVE_TIMEOUT_MS)
   }
 
   /**
@@ -269,17 +273,12 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
 
   /** Takes the mark away, so the scripts stop writing for this listener now; bounded, Redis may be gone. */
   private async leave(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, LEAVE_TIMEOUT_MS)
-    })
     const leaving = (async () => {
       await this.marking.catch(() => undefined)
       if (this.marksSet === 0 || this.conn.client.status !== 'ready') return
       await listen(this.conn.client, this.keys, this.listenerId, 0)
-    })().catch(() => undefined)
-    await Promise.race([leaving, timeout])
-    clearTimeout(timer)
+    })()
+    await settledWithin(leaving, LEAVE_TIMEOUT_MS)
   }
 
   private async consume(): Promise<void> {

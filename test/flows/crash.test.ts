@@ -20,6 +20,17 @@ import { spawnWorker } from '../helpers/worker-process.js'
 
 const redis = useRedis()
 const fx = useFlows(redis)
+
+/**
+ * Takes `childId` as worker `token` and fails it for good, as a worker whose finish reached Redis but not
+ * yet the parent: returns the outbox entry that finish wrote, [childId, entry], for deliverHandoffs.
+ */
+async function failChildFinally(keys: ReturnType<typeof queueKeys>, childId: string, token: string): Promise<[string, string]> {
+  const taken = await take(redis.client, keys, { workerToken: token, leaseMs: 5_000, workerName: token }, [childId])
+  const run = { id: childId, token: taken.taken[0]?.token as string }
+  const reply = await finishRuns(redis.client, keys, [{ run, action: 'fail-final', value: 'boom' }])
+  return [childId, reply.runs[0]?.handoff as string]
+}
 const kids = queueKeys('emq', 'kids')
 
 /** Runs of each parent, by id, as the `parents` worker sees them. */
@@ -125,12 +136,7 @@ describe('a flow survives', () => {
     const childKey = kids.job(childId)
     const parent = (await fx.queue('parents').getJob(flow.job.id)) as Job
     // A worker fails the child, and has not told the parent yet: it holds the entry.
-    const failOnce = async (token: string) => {
-      const taken = await take(redis.client, kids, { workerToken: token, leaseMs: 5_000, workerName: token }, [childId])
-      const run = { id: childId, token: taken.taken[0]?.token as string }
-      const reply = await finishRuns(redis.client, kids, [{ run, action: 'fail-final', value: 'boom' }])
-      return [childId, reply.runs[0]?.handoff as string] as [string, string]
-    }
+    const failOnce = (token: string) => failChildFinally(kids, childId, token)
     const first = await failOnce('w1')
     // The child is retried meanwhile: the retry tells the parent before it resolves.
     await fx.queue('kids').retryJobs({ ids: [childId] })
@@ -157,12 +163,7 @@ describe('a flow survives', () => {
       children: [{ name: 'c', queueName: 'solo', opts: { ignoreDependencyOnFailure: true } }],
     })
     const childId = flow.children?.[0]?.job.id as string
-    const failOnce = async (token: string) => {
-      const taken = await take(redis.client, solo, { workerToken: token, leaseMs: 5_000, workerName: token }, [childId])
-      const run = { id: childId, token: taken.taken[0]?.token as string }
-      const reply = await finishRuns(redis.client, solo, [{ run, action: 'fail-final', value: 'boom' }])
-      return [childId, reply.runs[0]?.handoff as string] as [string, string]
-    }
+    const failOnce = (token: string) => failChildFinally(solo, childId, token)
     const first = await failOnce('w1')
     await fx.queue('solo').retryJobs({ ids: [childId] })
     const held = await redis.client.hget(solo.handoffs, childId)
