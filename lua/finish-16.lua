@@ -59,7 +59,9 @@
            fail (uses an attempt; a retry waits the job's backoff) | "F" fail-final (an
            UnrecoverableError: to `failed` whatever attempts remain) | "r" release (back to wait, served
            next, no attempt used); then the run's start number when it is not 1 (the token is
-           "<ARGV[3]>:<n>"), or "!" (the token follows, whole); then optionally "@<ms>" (a fail's retry
+           "<ARGV[3]>:<n>"), or "!" (the token follows, whole); then "+" unless the run is plain (its job,
+           as taken, had none of attemptsMade, keep, deid and parentKey, which fields a plain run's finish
+           does not read: none of them is written while the run holds the job); then optionally "@<ms>" (a fail's retry
            waits this, from the worker's settings.backoffStrategy) and "#<keep>" (the worker's retention
            for a job with none of its own, as retention.lua reads it). The value: the return value (JSON
            text) for complete, the error message for fail.
@@ -142,16 +144,18 @@ for i = 1, m do
   local action, token = ARGV[a], firstRun
   local jobKey, lockKey, logsKey = KEYS[k], KEYS[k + 1], nil
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
-  local delayOverride, keepOverride = nil, nil
+  local delayOverride, keepOverride, plain = nil, nil, true
   if #action > 1 then
     local starts, rest
     action, starts, rest = string.match(action, '^(.)(%d*)(.*)$')
     if string.sub(rest, 1, 1) == '!' then
       a = a + 1
       token = ARGV[a]
+      rest = string.sub(rest, 2)
     elseif starts ~= '' then
       token = taker.token .. ':' .. starts
     end
+    plain = string.sub(rest, 1, 1) ~= '+'
     delayOverride = tonumber(string.match(rest, '@(%d+)'))
     keepOverride = string.match(rest, '#(.*)$')
   end
@@ -179,12 +183,22 @@ for i = 1, m do
   -- every other move out of `active` (a sweep's recovery, an operator's retry) clears the field. The
   -- receipt costs no field.
   -- `parentKey`: a flow's child (absent for every other job: a queue without flows pays nothing more).
-  local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'backoff', 'state', 'keep', 'keepFailed', 'finishedOn', 'deid', 'parentKey', 'parent', 'defa', 'retried')
-  if job[1] ~= token then
-    local receipt = job[1] or ''
+  -- Only what a completed run reads is read here, and of that only the token for a plain run (see ARGV):
+  -- each field asked for is a scan of the hash, an absent one the whole of it. The rest when a run needs
+  -- it: a flow's child's parent, a failure's, a replay's.
+  local held, attemptsMade, keepOwn, deid, parentKey
+  if plain then
+    held = rcall('HGET', jobKey, 'token')
+  else
+    local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'keep', 'deid', 'parentKey')
+    held, attemptsMade, keepOwn, deid, parentKey = job[1], job[2], job[3], job[4], job[5]
+  end
+  if held ~= token then
+    local receipt = held or ''
     local rest = string.sub(receipt, #token + 2)
+    local done = rcall('HMGET', jobKey, 'state', 'finishedOn')
     if string.sub(receipt, 1, #token + 1) == '=' .. token and (rest == '' or string.sub(rest, 1, 1) == ' ') then
-      local doneState, doneAt = job[4], tonumber(job[7]) or 0
+      local doneState, doneAt = done[1], tonumber(done[2]) or 0
       if rest ~= '' then
         local sep = string.find(rest, ' ', 2, true)
         doneState, doneAt = string.sub(rest, 2, sep - 1), tonumber(string.sub(rest, sep + 1))
@@ -192,20 +206,25 @@ for i = 1, m do
       replays, replayAt = replays + 1, doneAt
       runs[i] = doneState == 'completed' and DONE or { 'ok', doneState, '', '' }
     else
-      runs[i] = { 'lost', job[4] or 'missing', '', '' }
+      runs[i] = { 'lost', done[1] or 'missing', '', '' }
     end
   else
+    local parent, retried = false, false
+    if parentKey then
+      local p = rcall('HMGET', jobKey, 'parent', 'retried')
+      parent, retried = p[1], p[2]
+    end
     -- As text: Redis would format a number (a float, to Lua) again.
-    local made = job[2] and tostring((tonumber(job[2]) or 0) + 1) or '1'
+    local made = attemptsMade and tostring((tonumber(attemptsMade) or 0) + 1) or '1'
     gone[#gone + 1] = id
     leases[#leases + 1] = lockKey
     if action == 'c' or action == 'C' then
       rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
-      releaseDeduplication(q.meta, job[8], id)
-      local entry = job[9] and handOff(handoffsKey, id, job[9], job[10], 'completed', value, false, job[12]) or ''
-      local keep = job[5] or keepOverride or DEFAULT_KEEP.completed
+      releaseDeduplication(q.meta, deid, id)
+      local entry = parentKey and handOff(handoffsKey, id, parentKey, parent, 'completed', value, false, retried) or ''
+      local keep = keepOwn or keepOverride or DEFAULT_KEEP.completed
       if not removedAtOnce(keep) then
         filed[#filed + 1] = id
         lastKeep, lastFiled = keep, i
@@ -219,15 +238,16 @@ for i = 1, m do
       end
       runs[i] = entry == '' and DONE or { 'ok', 'completed', '', entry }
     else
-      local state, backoffMs
+      local state, backoffMs, failing
       if action == 'r' then
         released = true
         enterWait(jobKey, q, id, now, true)
         emit(q, 'waiting', 'jobId', id, 'prev', 'active')
         state = 'wait'
       else
+        failing = rcall('HMGET', jobKey, 'backoff', 'keepFailed', 'defa')
         local retry = {
-          front = false, final = action == 'F', delayMs = delayOverride or backoffDelay(job[3], tonumber(made), roll), stack = stack,
+          front = false, final = action == 'F', delayMs = delayOverride or backoffDelay(failing[1], tonumber(made), roll), stack = stack,
         }
         state = useAttempt(jobKey, q, id, now, value, retry)
         backoffMs = state == 'delayed' and retry.delayMs or nil
@@ -235,13 +255,13 @@ for i = 1, m do
       local trimSet, entry = '', ''
       if state == 'failed' then
         rcall('HSET', jobKey, 'token', '=' .. token)
-        local keepFailed = job[6] or keepOverride or false
-        if job[9] then
+        local keepFailed = failing[2] or keepOverride or false
+        if parentKey then
           local removedNow = parseKeep(keepFailed or DEFAULT_KEEP.failed) == 0
-          entry = handOff(handoffsKey, id, job[9], job[10], 'failed', value, removedNow, job[12]) or ''
+          entry = handOff(handoffsKey, id, parentKey, parent, 'failed', value, removedNow, retried) or ''
         end
         -- A parent failed by its child (failParentOnFailure): the deferred failure is spent (BullMQ's HDEL).
-        if job[11] then
+        if failing[3] then
           rcall('HDEL', jobKey, 'defa')
         end
         failedCount = failedCount + 1
@@ -261,7 +281,7 @@ if #gone > 0 then
 end
 if #filed > 0 then
   local before = rcall('ZCARD', q.completed)
-  rcall('ZADD', q.completed, unpack(scoredAt(q.completed, now, filed)))
+  zaddMany(q.completed, scoredAt(q.completed, now, filed))
   if lastKeep then
     keepLimits(q, 'completed', lastKeep)
   end

@@ -59,6 +59,11 @@ export interface FinishRun {
   /** The worker's retention (encodeKeep), for a job with none of its own. */
   keep?: string
   /**
+   * The job, as taken, had none of the fields a finish reads besides the token (Taken.plain): its finish
+   * reads the token alone. Unset: it reads them all.
+   */
+  plain?: boolean
+  /**
    * A completed job stays filed: neither its retention nor `keep` is "remove at once" (its log's key then
    * need not travel). Unset: the script is told nothing, and decides.
    */
@@ -208,8 +213,9 @@ function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], 
   if (kept) keyList.push(keys.job(r.run.id), keys.lock(r.run.id))
   else keyList.push(keys.job(r.run.id), keys.lock(r.run.id), keys.logs(r.run.id))
   const start = startOf(r.run.token, workerToken)
-  if (start === undefined) args.push(`${kept ? 'c' : code}!${overrides}`, r.run.token, r.value)
-  else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${overrides}`, r.value)
+  const marks = `${r.plain === true ? '' : '+'}${overrides}`
+  if (start === undefined) args.push(`${kept ? 'c' : code}!${marks}`, r.run.token, r.value)
+  else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${marks}`, r.value)
   if (code === 'f' || code === 'F') args.push(r.stack ?? '')
 }
 

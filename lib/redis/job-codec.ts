@@ -300,6 +300,14 @@ function createdOnOf(sent: string | null | undefined, now: string): number {
 }
 
 /**
+ * Whether a finish of a run of this job (its fields as taken, as jobFromFields reads them) needs to read
+ * only its token: it has none of attemptsMade, keep, deid and parentKey (finish-16.lua's "plain" run).
+ */
+export function plainRun(f: (string | null)[]): boolean {
+  return f[5] == null && f[OPTION_AT + OPTION_FIELDS.indexOf('keep')] == null && f[DEID_AT] == null && f[DEID_AT + 1] == null
+}
+
+/**
  * Builds a Job just taken from takeJobs.lua's reply: its FIELD_AT fields in order (name, data, createdOn,
  * attemptsStarted, attempts, attemptsMade, lastError, retried, progress, stacktrace, then the option
  * fields of OPTION_FIELDS, then deid, parentKey, parent and a deferred failure; null, or past the end, for

@@ -6,7 +6,7 @@
 
 import type { JobFields } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { ATTEMPTS_STARTED_AT, CREATED_ON_AT, jobFromFields, STARTED_ON_AT } from './job-codec.js'
+import { ATTEMPTS_STARTED_AT, CREATED_ON_AT, jobFromFields, plainRun, STARTED_ON_AT } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalScript, eventKeys, jobKeyPairs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
@@ -30,6 +30,8 @@ export interface Taken {
   job: JobFields
   /** The run's token: `<worker token>:<start number>`, the value of its lease. */
   token: string
+  /** Its finish need read only its token (job-codec.ts plainRun): FinishRun.plain. */
+  plain: boolean
 }
 
 /**
@@ -89,6 +91,7 @@ export function toTaken(reply: TakenReply, now: number, taker: Taker): Taken[] {
     taken.push({
       job: jobFromFields(reply[i] as string, fields, nowText, startedOn == null ? now : Number(startedOn), taker.workerName),
       token: tokenOf(taker, fields),
+      plain: plainRun(fields),
     })
   }
   return taken
@@ -111,7 +114,7 @@ export function toHanded(reply: HandedReply, now: number, readAt: number, taker:
   for (let i = 0; i + 1 < reply.length; i += 2) {
     const fields = chain(reply[i + 1] as FieldsReply)
     const job = jobFromFields(reply[i] as string, fields, nowText, readAt, taker.workerName)
-    handed.push({ job, token: tokenOf(taker, fields), scored: (job.priority ?? 0) > 0 })
+    handed.push({ job, token: tokenOf(taker, fields), plain: plainRun(fields), scored: (job.priority ?? 0) > 0 })
   }
   return handed
 }

@@ -79,6 +79,8 @@ export type RunPhase = 'running' | 'finishing' | 'lost' | 'abandoned' | 'moved'
 export interface Run {
   job: Job
   token: string
+  /** Its finish reads only the token (Taken.plain). */
+  plain: boolean
   /** Made only for a processor that declares its `signal` parameter (creating one costs a few µs a job). */
   controller: AbortController | undefined
   /** close() aborted its processor: a failure it then reports goes back in line, no attempt used. */

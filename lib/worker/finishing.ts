@@ -34,6 +34,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
     const keep = workerKeep(core, action)
     const reply = await core.finishes.add({
       run: { id: run.job.id, token: run.token },
+      plain: run.plain,
       action,
       value,
       stack,

@@ -1,14 +1,28 @@
--- Keeps a sorted set that is updated many members at a time (the lease index) in Redis's skiplist
--- encoding. Below zset-max-listpack-entries (128) Redis stores it as a listpack, where every update
--- scans and moves the whole list: a heartbeat re-scoring half of 100 leases then costs more than the
--- renewals. A member longer than zset-max-listpack-value converts the set for good (Redis never converts
--- back while the set lives, but an RDB load does, hence the check); it is removed in the same call, so
--- no one ever sees it. Small sets (a worker at low concurrency) stay compact.
+-- Keeps a sorted set that is updated many members at a time (the lease index, the reservations, the
+-- finished) in Redis's skiplist encoding. Below zset-max-listpack-entries (128) Redis stores it as a
+-- listpack, where every update scans and moves the whole list: a ZADD of 50 leases into a listpack cost
+-- twice what it costs into a skiplist, and each member removed scans the list again. A member longer
+-- than zset-max-listpack-value converts the set for good (Redis never converts back while the set lives,
+-- but an RDB load does, hence keepSkiplist's check); it is removed in the same call, so no one ever sees
+-- it. Small sets (a worker at low concurrency) stay compact.
 local SKIPLIST_FROM = 16
+local SKIPLIST_MEMBER = string.rep('~', 256)
 local function keepSkiplist(zsetKey)
   if redis.call('ZCARD', zsetKey) >= SKIPLIST_FROM and redis.call('OBJECT', 'ENCODING', zsetKey) == 'listpack' then
-    local long = string.rep('~', 256)
-    redis.call('ZADD', zsetKey, 0, long)
-    redis.call('ZREM', zsetKey, long)
+    redis.call('ZADD', zsetKey, 0, SKIPLIST_MEMBER)
+    redis.call('ZREM', zsetKey, SKIPLIST_MEMBER)
   end
+end
+
+-- ZADD of `scored` (score, member, ...). A batch of SKIPLIST_FROM members or more goes in behind the long
+-- member: Redis creates a set whose first member is long as a skiplist, and converts a listpack one before
+-- the batch rather than scanning it per member (most sets such batches fill were emptied since their last:
+-- `active` and `reserved` drain between a worker's calls). Returns ZADD's reply.
+local function zaddMany(zsetKey, scored)
+  if #scored < 2 * SKIPLIST_FROM then
+    return redis.call('ZADD', zsetKey, unpack(scored))
+  end
+  local added = redis.call('ZADD', zsetKey, 0, SKIPLIST_MEMBER, unpack(scored))
+  redis.call('ZREM', zsetKey, SKIPLIST_MEMBER)
+  return added - 1
 end

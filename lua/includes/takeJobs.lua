@@ -24,7 +24,8 @@ local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 
 -- drops: confirmStarts).
 local function readJob(jobKey)
   local all = redis.call('HGETALL', jobKey)
-  local f, top = {}, 0
+  -- Room for the fields every job has, made at once: a table grown from empty rehashes at each of them.
+  local f, top = { nil, nil, nil, nil }, 0
   for i = 1, #all, 2 do
     local at = FIELD_AT[all[i]]
     if at then
@@ -279,7 +280,7 @@ local function takeJobs(q, taker, now, at)
     end
   end
   if #indexed > 0 then
-    redis.call('ZADD', q.active, unpack(indexed))
+    zaddMany(q.active, indexed)
   end
   if taker.max > 0 and #taken > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
@@ -319,7 +320,7 @@ local function reserveNext(q, taker, n, until_)
     end
   end
   if #ids > 0 then
-    redis.call('ZADD', q.reserved, unpack(scored))
+    zaddMany(q.reserved, scored)
   end
   return ids
 end
@@ -386,7 +387,7 @@ local function confirmStarts(q, taker, now, at)
     end
   end
   if #indexed > 0 then
-    redis.call('ZADD', q.active, unpack(indexed))
+    zaddMany(q.active, indexed)
   end
   if #unscored > 0 then
     redis.call('HDEL', q.reservedScores, unpack(unscored))

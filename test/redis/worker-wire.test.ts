@@ -125,3 +125,45 @@ describe('a completed job judged kept', () => {
     expect(await redis.client.exists(keys.job(job.id), keys.logs(job.id))).toBe(0)
   })
 })
+
+describe('a plain run', () => {
+  it("is one whose job has none of attemptsMade, keep, deid and parentKey: its finish reads only the token, and every other run's reads them", async () => {
+    const plain = await fx.queue.add('x', { n: 1 })
+    const removed = await fx.queue.add('x', { n: 2 }, { removeOnComplete: true })
+    const deduplicated = await fx.queue.add('x', { n: 3 }, { deduplication: { id: 'only' } })
+    const retried = await fx.queue.add('x', { n: 4 }, { attempts: 2 })
+    const [firstRun] = (await take(redis.client, keys, taker, [retried.id])).taken
+    await finish(redis.client, keys, { id: retried.id, token: firstRun?.token as string }, 'fail', 'no')
+
+    const { taken } = await take(redis.client, keys, taker, [plain.id, removed.id, deduplicated.id, retried.id])
+    expect(taken.map((t) => [t.job.id, t.plain])).toEqual([
+      [plain.id, true],
+      [removed.id, false],
+      [deduplicated.id, false],
+      [retried.id, false],
+    ])
+
+    // Only the plain run's finish reads its job with one HGET (Redis counts the commands its scripts run).
+    const finishOne = async (t: (typeof taken)[number]) => {
+      await redis.client.config('RESETSTAT')
+      const reply = await finishRuns(redis.client, keys, [
+        { run: { id: t.job.id, token: t.token }, plain: t.plain, action: 'complete', value: '1' },
+      ])
+      const stats = await redis.client.info('commandstats')
+      return { state: reply.runs[0]?.state, hmget: /cmdstat_hmget:calls=(\d+)/.test(stats) }
+    }
+    const outcomes = []
+    for (const t of taken) outcomes.push(await finishOne(t))
+    expect(outcomes).toEqual([
+      { state: 'completed', hmget: false },
+      { state: 'completed', hmget: true },
+      { state: 'completed', hmget: true },
+      { state: 'completed', hmget: true },
+    ])
+    // What each read was for: the job's own retention, its deduplication released, its attempts counted.
+    expect(await redis.client.exists(keys.job(removed.id))).toBe(0)
+    expect(await fx.queue.getDeduplicationJobId('only')).toBeFalsy()
+    expect(await redis.client.hmget(keys.job(plain.id), 'attemptsMade', 'state')).toEqual(['1', 'completed'])
+    expect(await redis.client.hget(keys.job(retried.id), 'attemptsMade')).toBe('2')
+  })
+})
