@@ -203,7 +203,8 @@ local function takeJobs(q, taker, now, at)
     ids[i + 1] = idOf(q, KEYS[firstKey + 2 * i])
   end
   local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
-  local indexed = {}
+  -- The taken reservations' kept scores (reservations.lua), dropped in one HDEL after the loop.
+  local indexed, unscored = {}, {}
   for i = 0, n - 1 do
     local id = ids[i + 1]
     if #taken / 2 >= room then
@@ -238,7 +239,7 @@ local function takeJobs(q, taker, now, at)
       elseif from == 'prioritized' then
         redis.call('ZREM', q.prioritized, id)
       elseif scoredReservations then
-        redis.call('HDEL', q.reservedScores, id)
+        unscored[#unscored + 1] = id
       end
       -- A job removed meanwhile leaves only its id behind: drop it.
       if f[F_NAME] then
@@ -282,6 +283,9 @@ local function takeJobs(q, taker, now, at)
   if #indexed > 0 then
     zaddMany(q.active, indexed)
   end
+  if #unscored > 0 then
+    redis.call('HDEL', q.reservedScores, unpack(unscored))
+  end
   if taker.max > 0 and #taken > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
     redis.call('PEXPIRE', q.limiter, taker.duration)
@@ -311,12 +315,20 @@ local function reserveNext(q, taker, n, until_)
     scored[2 * i - 1], scored[2 * i] = score, id
   end
   if #ids < n then
+    -- ZPOPMIN's reply is id, score, ...: what `reservedScores` keeps, in one HSET.
     local popped = redis.call('ZPOPMIN', q.prioritized, n - #ids)
     for j = 1, #popped, 2 do
       ids[#ids + 1] = popped[j]
       scored[#scored + 1] = score
       scored[#scored + 1] = popped[j]
-      redis.call('HSET', q.reservedScores, popped[j], popped[j + 1])
+    end
+    if #popped >= 2 * SKIPLIST_FROM then
+      -- Behind a long field, so Redis makes (or keeps) it a hash table: as a listpack, each id set and
+      -- dropped would scan all the others (skiplist.lua says why for sorted sets).
+      redis.call('HSET', q.reservedScores, SKIPLIST_MEMBER, '', unpack(popped))
+      redis.call('HDEL', q.reservedScores, SKIPLIST_MEMBER)
+    elseif #popped > 0 then
+      redis.call('HSET', q.reservedScores, unpack(popped))
     end
   end
   if #ids > 0 then
