@@ -76,9 +76,9 @@
   to trim, hand-off[, backoff] } (backoff: a retry's wait in `delayed`, ms, only then). The hand-off is
   the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to trim is
   "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the worker
-  then runs trim-2.lua, see retention.lua), else ""; taken is { id, { job fields }, ... } as in
+  then runs trim-2.lua, see retention.lua), else ""; taken is { id, n, n job fields, ... } as in
   take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
-  handed is { id, { job fields }, ... } for the jobs read into the hand (fields as taken's); confirmed holds one character per start ("1" taken, "0" lost: its
+  handed is { id, n, n job fields, ... } for the jobs read into the hand (fields as taken's); confirmed holds one character per start ("1" taken, "0" lost: its
   reservation was gone).
 ]]
 local rcall = redis.call

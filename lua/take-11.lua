@@ -33,7 +33,7 @@
   ARGV[9] how long a reservation lasts (ms)
   (The candidates' ids are read from their job keys, KEYS[12 + 2i]: see takeJobs.lua idOf.)
 
-  Returns { { id, { job fields }, id, { job fields }, ... } (the run's token is "<worker token>:<attemptsStarted>",
+  Returns { { id, n, n job fields, id, n, n job fields, ... } (the run's token is "<worker token>:<attemptsStarted>",
   attemptsStarted absent for 1; createdOn as its digits after those it shares with `now`; name and data by
   place, then only the fields present, each prefixed by the letter of its place, with startedOn last when
   it is not `now`: see takeJobs.lua replyFields), candidates left, ms until the earliest
@@ -60,9 +60,9 @@ local missMax, reserveMs = tonumber(ARGV[8]), tonumber(ARGV[9])
 -- @include nextDue
 
 local now = nowMs()
-local taken, left, wait = takeJobs(q, taker, now, candidates)
+local taken, left, wait, takenCount = takeJobs(q, taker, now, candidates)
 keepSkiplist(q.active)
-local gone = candidates.count - #taken / 2 - #left
+local gone = candidates.count - takenCount - #left
 local reserved = reserveNext(q, taker, math.min(gone, missMax), now + reserveMs)
 -- Chain wake-ups: another idle worker wakes while work remains.
 if (#taken > 0 or #reserved > 0) and (rcall('LLEN', q.wait) > 0 or rcall('ZCARD', q.prioritized) > 0) then

@@ -42,8 +42,17 @@ export interface Taken {
  */
 type FieldsReply = (string | null)[]
 
-/** Per job its id, then its fields: flat. */
-export type TakenReply = (string | FieldsReply)[]
+/** Per job its id, how many fields, then the fields: all in one list (a list per job cost Redis a table each). */
+export type TakenReply = (string | number | null)[]
+
+/** Calls `each` with every job of a flat reply: its id and its fields as sent. */
+function eachJob(reply: TakenReply, each: (id: string, sent: FieldsReply) => void): void {
+  for (let i = 0; i + 1 < reply.length; ) {
+    const n = Number(reply[i + 1])
+    each(reply[i] as string, reply.slice(i + 2, i + 2 + n) as FieldsReply)
+    i += 2 + n
+  }
+}
 
 /** The run's token, which the reply leaves out: the taker's token and the start number (`attemptsStarted`). */
 const tokenOf = (taker: Taker, fields: FieldsReply): string => `${taker.workerToken}:${fields[ATTEMPTS_STARTED_AT] ?? 1}`
@@ -85,15 +94,15 @@ export function toTaken(reply: TakenReply, now: number, taker: Taker): Taken[] {
   const taken: Taken[] = []
   const nowText = String(now)
   const chain = sameAsBefore()
-  for (let i = 0; i + 1 < reply.length; i += 2) {
-    const fields = chain(reply[i + 1] as FieldsReply)
+  eachJob(reply, (id, sent) => {
+    const fields = chain(sent)
     const startedOn = fields[STARTED_ON_AT]
     taken.push({
-      job: jobFromFields(reply[i] as string, fields, nowText, startedOn == null ? now : Number(startedOn), taker.workerName),
+      job: jobFromFields(id, fields, nowText, startedOn == null ? now : Number(startedOn), taker.workerName),
       token: tokenOf(taker, fields),
       plain: plainRun(fields),
     })
-  }
+  })
   return taken
 }
 
@@ -103,7 +112,7 @@ export interface Handed extends Taken {
   scored: boolean
 }
 
-/** Per job its id, then its fields: flat. */
+/** As TakenReply. */
 export type HandedReply = TakenReply
 
 /** `startedOn` is when they were read (`readAt`), until they start; `now`, the call's time. */
@@ -111,11 +120,11 @@ export function toHanded(reply: HandedReply, now: number, readAt: number, taker:
   const handed: Handed[] = []
   const nowText = String(now)
   const chain = sameAsBefore()
-  for (let i = 0; i + 1 < reply.length; i += 2) {
-    const fields = chain(reply[i + 1] as FieldsReply)
-    const job = jobFromFields(reply[i] as string, fields, nowText, readAt, taker.workerName)
+  eachJob(reply, (id, sent) => {
+    const fields = chain(sent)
+    const job = jobFromFields(id, fields, nowText, readAt, taker.workerName)
     handed.push({ job, token: tokenOf(taker, fields), plain: plainRun(fields), scored: (job.priority ?? 0) > 0 })
-  }
+  })
   return handed
 }
 

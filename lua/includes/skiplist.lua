@@ -6,11 +6,16 @@
 -- but an RDB load does, hence keepSkiplist's check); it is removed in the same call, so no one ever sees
 -- it. Small sets (a worker at low concurrency) stay compact.
 local SKIPLIST_FROM = 16
-local SKIPLIST_MEMBER = string.rep('~', 256)
+-- Made when first needed: a script's top level runs on every call, and string.rep costs as much as a command.
+local skiplistMember
+local function longMember()
+  skiplistMember = skiplistMember or string.rep('~', 256)
+  return skiplistMember
+end
 local function keepSkiplist(zsetKey)
   if redis.call('ZCARD', zsetKey) >= SKIPLIST_FROM and redis.call('OBJECT', 'ENCODING', zsetKey) == 'listpack' then
-    redis.call('ZADD', zsetKey, 0, SKIPLIST_MEMBER)
-    redis.call('ZREM', zsetKey, SKIPLIST_MEMBER)
+    redis.call('ZADD', zsetKey, 0, longMember())
+    redis.call('ZREM', zsetKey, longMember())
   end
 end
 
@@ -22,7 +27,7 @@ local function zaddMany(zsetKey, scored)
   if #scored < 2 * SKIPLIST_FROM then
     return redis.call('ZADD', zsetKey, unpack(scored))
   end
-  local added = redis.call('ZADD', zsetKey, 0, SKIPLIST_MEMBER, unpack(scored))
-  redis.call('ZREM', zsetKey, SKIPLIST_MEMBER)
+  local added = redis.call('ZADD', zsetKey, 0, longMember(), unpack(scored))
+  redis.call('ZREM', zsetKey, longMember())
   return added - 1
 end

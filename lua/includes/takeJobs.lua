@@ -80,7 +80,7 @@ end
 -- last field present): a job with the default options taken for the first time ends at its data, or at
 -- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place, last. Name
 -- and data go by place; the fields after them only when present, each prefixed by CODE.
-local function replyFields(f, top, clock, startedOn)
+local function replyFields(out, len, f, top, clock, startedOn)
   f[F_TOKEN] = startedOn
   if f[F_STARTS] == '1' then
     f[F_STARTS] = nil
@@ -112,26 +112,29 @@ local function replyFields(f, top, clock, startedOn)
   while top > 0 and not f[top] do
     top = top - 1
   end
-  -- Redis ends a reply's list at its first nil: absent fields before the last present go as false.
+  -- Into the caller's flat list: how many fields, then each (an absent one before the last present as
+  -- false, which Redis sends as a null; a nil would end the list). A list of its own per job cost each
+  -- reply a table, and Redis's conversion of a table (it looks for seven special fields in each) more.
   if top < F_CREATED then
-    for k = 1, top - 1 do
-      if f[k] == nil then
-        f[k] = false
-      end
+    out[len + 1] = top
+    for k = 1, top do
+      out[len + 1 + k] = f[k] or false
     end
-    return f
+    return len + 1 + top
   end
   -- The fields after data travel only when present, each as CODE[k] .. value: an absent one cost a null
   -- (5 bytes) when a later one was present (a priority: twelve of them at most), a present one now costs
   -- one byte more.
-  local sent, n = { f[F_NAME] or false, f[F_DATA] or false }, F_DATA
+  out[len + 2], out[len + 3] = f[F_NAME] or false, f[F_DATA] or false
+  local n = F_DATA
   for k = F_CREATED, top do
     if f[k] then
       n = n + 1
-      sent[n] = CODE[k] .. f[k]
+      out[len + 1 + n] = CODE[k] .. f[k]
     end
   end
-  return sent
+  out[len + 1] = n
+  return len + 1 + n
 end
 
 -- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).
@@ -180,14 +183,16 @@ end
 -- is, and so are the candidates after it; so are those beyond what admission() lets start. Each job
 -- taken emits `active`. The leases enter `active` in one ZADD, after the loop (nothing in it reads
 -- `active` for a job it took: an id named twice is found neither reserved nor waiting its second time).
--- Returns { id, fields, id, fields, ... } (fields as replyFields leaves them: the run's token is
+-- Returns { id, n, field 1 .. field n, id, n, ... } (the fields as replyFields sends them: the run's token is
 -- "<taker.token>:<start number>"; startedOn last only when it is not `now`, a run handed back again), the
--- candidates left, and how long to wait before asking again (ms; 0: no need, -1: the queue is paused).
+-- candidates left, how long to wait before asking again (ms; 0: no need, -1: the queue is paused), and how
+-- many jobs were taken.
 local function takeJobs(q, taker, now, at)
   local firstKey, n = at.firstKey, at.count
-  local taken, left, bytes = {}, {}, 0
+  -- `taken` is flat (see replyFields): `len` its length, `count` the jobs in it.
+  local taken, left, bytes, len, count = {}, {}, 0, 0, 0
   if n == 0 then
-    return taken, left, 0
+    return taken, left, 0, 0
   end
   local room, wait = admission(q, taker, now)
   -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
@@ -207,7 +212,7 @@ local function takeJobs(q, taker, now, at)
   local indexed, unscored = {}, {}
   for i = 0, n - 1 do
     local id = ids[i + 1]
-    if #taken / 2 >= room then
+    if count >= room then
       for k = i, n - 1 do
         left[#left + 1] = ids[k + 1]
       end
@@ -225,7 +230,7 @@ local function takeJobs(q, taker, now, at)
     if from then
       local f, top = readJob(jobKey)
       local size = f[F_DATA] and #f[F_DATA] or 0
-      if #taken > 0 and bytes + size > taker.maxBytes then
+      if count > 0 and bytes + size > taker.maxBytes then
         if reserved then
           redis.call('ZADD', q.reserved, deadline, id)
         end
@@ -254,8 +259,9 @@ local function takeJobs(q, taker, now, at)
           redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
-        taken[#taken + 1] = id
-        taken[#taken + 1] = replyFields(f, top, clock)
+        taken[len + 1] = id
+        len = replyFields(taken, len + 1, f, top, clock)
+        count = count + 1
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
@@ -275,8 +281,9 @@ local function takeJobs(q, taker, now, at)
         local g, top = readJob(jobKey)
         local startedOn = redis.call('HGET', jobKey, 'startedOn')
         g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
-        taken[#taken + 1] = id
-        taken[#taken + 1] = replyFields(g, top, clock, startedOn ~= nowText and startedOn or nil)
+        taken[len + 1] = id
+        len = replyFields(taken, len + 1, g, top, clock, startedOn ~= nowText and startedOn or nil)
+        count = count + 1
       end
     end
   end
@@ -286,15 +293,15 @@ local function takeJobs(q, taker, now, at)
   if #unscored > 0 then
     redis.call('HDEL', q.reservedScores, unpack(unscored))
   end
-  if taker.max > 0 and #taken > 0 then
+  if taker.max > 0 and count > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
     redis.call('PEXPIRE', q.limiter, taker.duration)
-    if #taken / 2 >= room then
+    if count >= room then
       local _
       _, wait = admission(q, taker, now)
     end
   end
-  return taken, left, wait
+  return taken, left, wait, count
 end
 
 -- Reserves up to `n` ids for this worker's next calls: from the tail of `wait` (the next to be served),
@@ -325,8 +332,8 @@ local function reserveNext(q, taker, n, until_)
     if #popped >= 2 * SKIPLIST_FROM then
       -- Behind a long field, so Redis makes (or keeps) it a hash table: as a listpack, each id set and
       -- dropped would scan all the others (skiplist.lua says why for sorted sets).
-      redis.call('HSET', q.reservedScores, SKIPLIST_MEMBER, '', unpack(popped))
-      redis.call('HDEL', q.reservedScores, SKIPLIST_MEMBER)
+      redis.call('HSET', q.reservedScores, longMember(), '', unpack(popped))
+      redis.call('HDEL', q.reservedScores, longMember())
     elseif #popped > 0 then
       redis.call('HSET', q.reservedScores, unpack(popped))
     end
@@ -342,11 +349,11 @@ end
 -- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
 -- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
 -- charged one. Nothing is read while the queue is paused. `at` = { firstKey, count }: job i's hash is
--- KEYS[at.firstKey + i] (a read needs no lease key). Returns { id, fields, id, fields, ... } (the
--- fields and token as takeJobs says; a job removed meanwhile is left out). A job with a priority (its
+-- KEYS[at.firstKey + i] (a read needs no lease key). Returns { id, n, n fields, ... } (the
+-- fields and token as takeJobs says, as flat; a job removed meanwhile is left out). A job with a priority (its
 -- fields say) waited in `prioritized`: its start's confirm drops the score its reservation kept.
 local function readHand(q, taker, now, at)
-  local handed = {}
+  local handed, len = {}, 0
   if at.count == 0 or holdOf(q).paused then
     return handed
   end
@@ -356,8 +363,8 @@ local function readHand(q, taker, now, at)
     local f, top = readJob(jobKey)
     if f[F_NAME] then
       f[F_STARTS] = nextStart(f)
-      handed[#handed + 1] = idOf(q, jobKey)
-      handed[#handed + 1] = replyFields(f, top, clock)
+      handed[len + 1] = idOf(q, jobKey)
+      len = replyFields(handed, len + 1, f, top, clock)
     end
   end
   return handed
