@@ -68,7 +68,8 @@
 
   Returns { runs, details, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed
   job is due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1:
-  paused), handed, confirmed, now (ms, Redis's clock) },
+  paused), handed, confirmed, now (ms, Redis's clock) }, each list (details, taken, the ids, handed) false
+  (a null) when empty,
   where runs holds one character per run, in order: "c" when it completed with nothing more to say ({ "ok",
   "completed", "", "" }), "w" when it went back to wait with nothing more to say ({ "ok", "wait", "", "" }),
   "d" when it went to `delayed` with nothing more to say but its backoff (ms), the next entry of details,
@@ -88,12 +89,19 @@ local q = {
   limiter = KEYS[15],
 }
 local metricsKey, handoffsKey = KEYS[12], KEYS[16]
-local m, roll = tonumber(ARGV[1]), tonumber(ARGV[2])
+-- A count sent as text: most are "0", and tonumber parses with strtod, as costly as a small command.
+local function count(text)
+  if text == '0' then
+    return 0
+  end
+  return tonumber(text)
+end
+local m, roll = count(ARGV[1]), tonumber(ARGV[2])
 local taker = {
-  token = ARGV[3], leaseMs = ARGV[4], name = ARGV[5], maxBytes = tonumber(ARGV[6]), max = tonumber(ARGV[11]), duration = tonumber(ARGV[12]),
+  token = ARGV[3], leaseMs = ARGV[4], name = ARGV[5], maxBytes = tonumber(ARGV[6]), max = count(ARGV[11]), duration = count(ARGV[12]),
 }
-local reserve, reserveMs, peek = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local h, v, c = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
+local reserve, reserveMs, peek = count(ARGV[8]), tonumber(ARGV[9]), count(ARGV[10])
+local h, v, c = count(ARGV[13]), count(ARGV[14]), count(ARGV[15])
 local candidates = { firstKey = 17, count = c - h, reserved = ARGV[7] == 'r' }
 local hand = { firstKey = 17 + 2 * (c - h), count = h }
 local starts = { firstKey = 17 + 2 * (c - h) + h, firstArg = 16, count = v }
@@ -342,4 +350,12 @@ for i = 1, m do
     details[#details + 1] = run
   end
 end
-return { table.concat(codes), details, taken, reserved, peeked, left, dueIn, dueAt, finishedAt, wait, handed, confirmed, now }
+-- An empty list goes as false (a null): Redis converts a table in a reply by looking for seven special
+-- fields in it first, the largest part of a call's reply when it holds mostly empty lists.
+local function listOrNull(t)
+  return t[1] ~= nil and t
+end
+return {
+  table.concat(codes), listOrNull(details), listOrNull(taken), listOrNull(reserved), listOrNull(peeked), listOrNull(left), dueIn, dueAt,
+  finishedAt, wait, listOrNull(handed), confirmed, now,
+}

@@ -177,30 +177,31 @@ export async function finishRuns(
   for (const r of runs) pushRun(keys, keyList, args, r, wt)
   const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, args)) as [
     string,
-    (RunDetail | number)[],
-    TakenReply,
-    string[],
-    string[],
-    string[],
+    (RunDetail | number)[] | null,
+    TakenReply | null,
+    string[] | null,
+    string[] | null,
+    string[] | null,
     number,
     number,
     number,
     number,
-    HandedReply,
+    HandedReply | null,
     string,
     number,
   ]
+  // An empty list comes back as a null (finish-16.lua listOrNull).
   const [codes, details, taken, reserved, peeked, left, dueIn, dueAt, finishedOn, waitMs, handed, confirmed, now] = reply
   return {
-    runs: outcomesOf(codes, details),
-    taken: toTaken(taken, now, next),
-    left,
-    reserved,
-    peeked,
+    runs: outcomesOf(codes, details ?? []),
+    taken: toTaken(taken ?? [], now, next),
+    left: left ?? [],
+    reserved: reserved ?? [],
+    peeked: peeked ?? [],
     ...nextDue(dueIn, dueAt),
     finishedOn,
     waitMs,
-    handed: toHanded(handed, now, finishedOn, next),
+    handed: toHanded(handed ?? [], now, finishedOn, next),
     confirmed: Array.from(confirmed, (code) => (code === '1' ? 'taken' : 'lost')),
   }
 }
