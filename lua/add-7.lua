@@ -46,9 +46,11 @@ local F = string.byte(ARGV[1]) - 48
 local distinct = #ARGV[1] > 1
 -- @include now
 -- @include events
--- @include score
--- @include enter
 -- @include deduplicate
+-- score.lua's step between members of one millisecond and enter.lua's priority scale: add-7 files its lines
+-- itself, and the functions of those includes would be made on every call for nothing.
+local SCORE_STEP = 1 / 4096
+local PRIORITY_SCALE = 4294967296
 
 -- The options' letters (ARGV above), by their byte ('a' is 97), and the job hash's field for each.
 local OPTION_FIELDS = {
