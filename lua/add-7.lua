@@ -52,8 +52,9 @@ local distinct = #ARGV[1] > 1
 local SCORE_STEP = 1 / 4096
 local PRIORITY_SCALE = 4294967296
 
--- The options' letters (ARGV above), by their byte ('a' is 97), and the job hash's field for each.
-local OPTION_FIELDS = {
+-- The options' letters (ARGV above), by their byte ('a' is 97), and the job hash's field for each (made
+-- only for a call that sends options).
+local OPTION_FIELDS = F > 2 and {
   [97] = 'attempts', [100] = 'delay', [98] = 'backoff', [107] = 'keep', [102] = 'keepFailed', [108] = 'keepLogs', [112] = 'priority',
   [111] = 'lifo', [115] = 'stackTraceLimit',
 }
