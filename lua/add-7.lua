@@ -85,6 +85,7 @@ local back, front, ranked, later = {}, {}, {}, {}
 -- score.lua: jobs due in one millisecond in the order they came): `delayed` is read once per due time.
 local earliest
 local lastAt = {}
+local lastDue, lastDueText
 local lined = false
 
 local function delayedScore(due, dueText)
@@ -253,7 +254,11 @@ for i = 1, n do
     end
     if delayMs > 0 then
       local due = now + delayMs
-      local dueText = string.format('%d', due)
+      -- Jobs of a call mostly share their delay: its due time is formatted once.
+      if due ~= lastDue then
+        lastDue, lastDueText = due, string.format('%d', due)
+      end
+      local dueText = lastDueText
       -- The state goes in with the job: one HSET a job.
       extra[e + 1], extra[e + 2], extra[e + 3], extra[e + 4] = 'state', 'delayed', 'dueAt', dueText
       rcall('HSET', jobKey, 'name', name, 'data', data, 'createdOn', nowText, unpack(extra, 1, e + 4))
