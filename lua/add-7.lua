@@ -80,15 +80,17 @@ local listened = listening(q)
 -- The call's jobs go into their lines together, a command a line rather than one a job: `back` and
 -- `front` of `wait`, `ranked` (priority, id in turn) for `prioritized`, `later` (score, id) for `delayed`.
 -- Each end of `wait` is pushed in the order the jobs came, so the lines end as one push a job left them.
-local back, front, ranked, later = {}, {}, {}, {}
+-- All but `back` made when first needed: an empty table costs a call an allocation and its collection.
+local back, front, ranked, later = {}, nil, nil, nil
 -- The earliest due time of the delayed jobs not yet filed, and the last score given per due time (see
 -- score.lua: jobs due in one millisecond in the order they came): `delayed` is read once per due time.
 local earliest
-local lastAt = {}
+local lastAt
 local lastDue, lastDueText
 local lined = false
 
 local function delayedScore(due, dueText)
+  lastAt = lastAt or {}
   local last = lastAt[due]
   if last == nil then
     last = tonumber(rcall('ZREVRANGEBYSCORE', q.delayed, '(' .. string.format('%d', due + 1), dueText, 'WITHSCORES', 'LIMIT', '0', '1')[2])
@@ -123,11 +125,11 @@ local function file()
     each('LPUSH', q.wait, back)
     back = {}
   end
-  if #front > 0 then
+  if front then
     each('RPUSH', q.wait, front)
-    front = {}
+    front = nil
   end
-  if #ranked > 0 then
+  if ranked then
     -- The counter moves as it would one job at a time (prioritizedScore): the same scores.
     local count = #ranked / 2
     local seq = rcall('HINCRBY', q.meta, 'pc', string.format('%d', count)) - count
@@ -136,16 +138,16 @@ local function file()
       ranked[j] = string.format('%d', ranked[j] * PRIORITY_SCALE + seq % PRIORITY_SCALE)
     end
     each('ZADD', q.prioritized, ranked)
-    ranked = {}
+    ranked = nil
   end
-  if #later > 0 then
+  if later then
     -- The marker learns of a due time only when it is now the first (see enterDelayed).
     local first = rcall('ZRANGE', q.delayed, '0', '0', 'WITHSCORES')[2]
     each('ZADD', q.delayed, later)
     if not first or earliest < tonumber(first) then
       rcall('ZADD', q.marker, 'LT', string.format('%d', earliest), 'd')
     end
-    later = {}
+    later = nil
     earliest = nil
   end
 end
@@ -262,6 +264,7 @@ for i = 1, n do
       -- The state goes in with the job: one HSET a job.
       extra[e + 1], extra[e + 2], extra[e + 3], extra[e + 4] = 'state', 'delayed', 'dueAt', dueText
       rcall('HSET', jobKey, 'name', name, 'data', data, 'createdOn', nowText, unpack(extra, 1, e + 4))
+      later = later or {}
       later[#later + 1] = delayedScore(due, dueText)
       later[#later + 1] = id
       if not earliest or due < earliest then
@@ -280,9 +283,11 @@ for i = 1, n do
         rcall('HSET', jobKey, 'name', name, 'data', data, 'createdOn', nowText, unpack(extra, 1, e + 2))
       end
       if priority > 0 then
+        ranked = ranked or {}
         ranked[#ranked + 1] = priority
         ranked[#ranked + 1] = id
       elseif lifo then
+        front = front or {}
         front[#front + 1] = id
       else
         back[#back + 1] = id
