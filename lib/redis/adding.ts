@@ -57,11 +57,23 @@ const ADD_FIELDS = 3
 /** A call with a deduplicated job: the 4th field its deduplication ("" for none). */
 const ADD_FIELDS_DEDUPLICATED = 4
 
+/**
+ * Whether the jobs' ids are distinct: add-7.lua then checks them all with one EXISTS for the call. Ids the
+ * Queue generates are (one counter, and a custom id is never an integer); custom ones are compared.
+ */
+function distinctIds(jobs: NewJob[]): boolean {
+  if (jobs.length < 2) return true
+  return new Set(jobs.map((j) => j.id)).size === jobs.length
+}
+
+/** add-7.lua's ARGV[1]: the fields per job, and 'u' when the ids are distinct. */
+const fieldsArg = (fields: number, jobs: NewJob[]) => (distinctIds(jobs) ? `${fields}u` : String(fields))
+
 /** add-7.lua's arguments: the short form when every job has the default options (most producers' adds). */
-function addArgs(jobs: NewJob[]): (string | number)[] {
+function addArgs(jobs: NewJob[]): string[] {
   if (jobs.some((j) => j.deduplication)) {
     return [
-      ADD_FIELDS_DEDUPLICATED,
+      fieldsArg(ADD_FIELDS_DEDUPLICATED, jobs),
       ...jobs.flatMap((j) => [
         j.name,
         j.data,
@@ -71,25 +83,26 @@ function addArgs(jobs: NewJob[]): (string | number)[] {
     ]
   }
   return jobs.every(hasDefaultOptions)
-    ? [ADD_FIELDS_SHORT, ...jobs.flatMap(shortArgs)]
-    : [ADD_FIELDS, ...jobs.flatMap((j) => [j.name, j.data, packedOptions(j)])]
+    ? [fieldsArg(ADD_FIELDS_SHORT, jobs), ...jobs.flatMap(shortArgs)]
+    : [fieldsArg(ADD_FIELDS, jobs), ...jobs.flatMap((j) => [j.name, j.data, packedOptions(j)])]
 }
 
 /**
- * add-7.lua's KEYS: the queue's, then each job's hash; in a call with a deduplication, after a job's hash
- * its deduplication key, and the hash and logs of the holder it expects when it expects one.
+ * add-7.lua's KEYS: the queue's, then each job's hash; in a call with a deduplication, then the
+ * deduplication key of each job that has one, then the hash of each holder a job expects (and its logs,
+ * with `replace`).
  */
 function addKeys(keys: QueueKeys, jobs: NewJob[]): string[] {
   const queue = [keys.wait, keys.delayed, keys.marker, ...eventKeys(keys), keys.prioritized]
-  if (!jobs.some((j) => j.deduplication)) return [...queue, ...jobs.map((j) => keys.job(j.id))]
+  const hashes = jobs.map((j) => keys.job(j.id))
+  if (!jobs.some((j) => j.deduplication)) return [...queue, ...hashes]
+  const deduplicated = jobs.flatMap((j) => (j.deduplication ? [j.deduplication] : []))
   return [
     ...queue,
-    ...jobs.flatMap((j) => {
-      const d = j.deduplication
-      if (!d) return [keys.job(j.id)]
-      const holder = d.holder ? [keys.job(d.holder), keys.logs(d.holder)] : []
-      return [keys.job(j.id), keys.deduplication(d.spec.id), ...holder]
-    }),
+    ...hashes,
+    ...deduplicated.map((d) => keys.deduplication(d.spec.id)),
+    // The holder's logs only for a replace, which deletes them.
+    ...deduplicated.flatMap((d) => (d.holder ? (d.spec.replace ? [keys.job(d.holder), keys.logs(d.holder)] : [keys.job(d.holder)]) : [])),
   ]
 }
 

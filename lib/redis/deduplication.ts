@@ -7,13 +7,13 @@ import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
 
 /**
- * The script's form of the option with the holder the call expects: "<ttl>,<extend>,<replace>,<holder's
- * length in bytes>,<holder><id>". Both ids may hold any character, commas too: the length says where the
- * holder ends (in bytes, as Lua's string.sub counts).
+ * The script's form of the option with the holder the call expects: "<ttl>,<extend><replace><holder's
+ * length in bytes>,<holder><id>", each flag 0 or 1. Both ids may hold any character, commas too: the
+ * length says where the holder ends (in bytes, as Lua's string.sub counts).
  */
 export function encodeDeduplication(d: DeduplicationOptions, holder: string | null): string {
   const h = holder ?? ''
-  return `${d.ttl ?? 0},${d.extend ? 1 : 0},${d.replace ? 1 : 0},${Buffer.byteLength(h)},${h}${d.id}`
+  return `${d.ttl ?? 0},${d.extend ? 1 : 0}${d.replace ? 1 : 0}${Buffer.byteLength(h)},${h}${d.id}`
 }
 
 /**

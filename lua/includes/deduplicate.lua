@@ -7,82 +7,165 @@
 -- The caller names the holder it expects (the one it last saw: the holder's keys must be passed in KEYS,
 -- and only then); another holder is answered '?<holder>' ('?' for none) with nothing done, and the caller
 -- sends it again.
+-- An add call reads the holds of all its jobs at once (readHolds: one HMGET of meta, and one MGET of the
+-- keys when any of them exists), decides each job in turn against that view and what the call itself
+-- changed (deduplicate), and writes the holds without a ttl to meta once, at its end (writeHolds): a
+-- command per call rather than two or three a job.
 
--- A deduplication as the caller sends it, "<ttl ms>,<extend 1|0>,<replace 1|0>,<n>,<holder><deduplication
--- id>", where the holder the caller expects is its first n bytes ('' for none): either id may hold commas.
--- Returns ttl, extend, replace (text), the expected holder, the deduplication id.
-local function parseDeduplication(spec)
-  local ttl, extend, replace, n, rest = string.match(spec, '^(%d+),(%d),(%d),(%d+),(.*)$')
-  n = tonumber(n)
-  return ttl, extend, replace, string.sub(rest, 1, n), string.sub(rest, n + 1)
-end
-
--- The holder a deduplication expects ('' for none).
-local function expectedHolder(spec)
-  local _, _, _, expected = parseDeduplication(spec)
-  return expected
-end
-
--- Holds `deid` for `id`: with a ttl the key (PX ttl; `keepTtl` keeps the key's remaining ttl), else meta's field.
-local function holdDeduplication(q, dedupKey, deid, id, ttl, keepTtl)
-  if ttl > 0 then
-    if keepTtl and redis.call('PTTL', dedupKey) > 0 then
-      redis.call('SET', dedupKey, id, 'KEEPTTL')
-    else
-      redis.call('SET', dedupKey, id, 'PX', ttl)
-    end
-  else
-    redis.call('HSET', q.meta, 'de:' .. deid, id)
+-- The functions below, made only by a call that has deduplicated jobs (a call without pays for one closure,
+-- not six): parseDeduplication, readHolds, deduplicate, writeHolds.
+local HOLDS_NOTE = 'deduplication ids held without a ttl are the fields de:<id> (see lua/includes/deduplicate.lua)'
+local function deduplication()
+  -- A deduplication as the caller sends it, "<ttl ms>,<extend 0|1><replace 0|1><n>,<holder><deduplication
+  -- id>", where the holder the caller expects is its first n bytes ('' for none): either id may hold commas.
+  -- Returns ttl (a number), extend, replace (booleans), the expected holder, the deduplication id. Plain
+  -- finds rather than a pattern: string.match costs several times as much.
+  local function parseDeduplication(spec)
+    local c1 = string.find(spec, ',', 1, true)
+    local extend, replace, digit = string.byte(spec, c1 + 1, c1 + 3)
+    local c2 = string.find(spec, ',', c1 + 3, true)
+    -- A number of one digit (a ttl of 0, a holder's length under 10) read from its byte.
+    local ttl = c1 == 2 and string.byte(spec) - 48 or tonumber(string.sub(spec, 1, c1 - 1))
+    local n = c2 == c1 + 4 and digit - 48 or tonumber(string.sub(spec, c1 + 3, c2 - 1))
+    local expected = n == 0 and '' or string.sub(spec, c2 + 1, c2 + n)
+    return ttl, extend == 49, replace == 49, expected, string.sub(spec, c2 + n + 1)
   end
-end
 
--- `spec` is as expectedHolder reads it; `holderKey` and `holderLogsKey` are the expected holder's (nil when none
--- is expected: they are not read then). Returns nil and the deduplication id when the new job `id` now
--- holds it (the caller adds the job and records `deid`), or the holder's id when the add is deduplicated,
--- or '?<holder>' (expected another).
-local function deduplicate(q, dedupKey, holderKey, holderLogsKey, id, spec)
-  local ttl, extend, replace, expected, deid = parseDeduplication(spec)
-  ttl = tonumber(ttl)
-  local field = 'de:' .. deid
-  local inMeta = redis.call('HGET', q.meta, field)
-  local holder = inMeta or redis.call('GET', dedupKey)
-  if (holder or '') ~= expected then
-    return '?' .. (holder or '')
-  end
-  if holder then
-    local state = redis.call('HGET', holderKey, 'state')
-    -- A hold with a ttl lasts the ttl whatever its job does (removed by its retention too), as in BullMQ.
-    local live = not inMeta or (state and state ~= 'completed' and state ~= 'failed')
-    if not live then
-      if inMeta then
-        redis.call('HDEL', q.meta, field)
+  -- A read, `command` on `key` (false: none) with the values in `list`, in slices (unpack's C stack holds some
+  -- 8,000 values): the replies' lists joined.
+  local function sliced(command, key, list)
+    local out, n = {}, 0
+    for i = 1, #list, 1000 do
+      local last = math.min(i + 999, #list)
+      local reply
+      if key then
+        reply = redis.call(command, key, unpack(list, i, last))
       else
-        redis.call('DEL', dedupKey)
+        reply = redis.call(command, unpack(list, i, last))
       end
-      holder = nil
-    elseif replace == '1' then
-      if state ~= 'delayed' then
+      for j = 1, #reply do
+        out[n + j] = reply[j]
+      end
+      n = n + #reply
+    end
+    return out
+  end
+
+  -- The holds of a call's deduplicated jobs: `fields` their meta fields ('de:<id>', by the job's place among
+  -- them), `keys` their keys (the same order), `anyKey` false when none of the keys exists (not read then).
+  -- `changed` is what the call did since, by field: the holder's id, or false (released); `inMeta` holds
+  -- without a ttl, `inKey` with one. `fileLines` files the jobs gathered into their lines (add-7.lua).
+  local function readHolds(q, fields, keys, anyKey, fileLines)
+    return {
+      meta = sliced('HMGET', q.meta, fields),
+      key = anyKey and sliced('MGET', false, keys) or {},
+      inMeta = {},
+      inKey = {},
+      fileLines = fileLines,
+    }
+  end
+
+  -- Holds the id of `field` for `id`: with a ttl the key (PX ttl; `keepTtl` keeps the key's remaining ttl),
+  -- else meta's field (written by writeHolds).
+  local function holdDeduplication(h, field, dedupKey, id, ttl, keepTtl)
+    if ttl > 0 then
+      if keepTtl and redis.call('PTTL', dedupKey) > 0 then
+        redis.call('SET', dedupKey, id, 'KEEPTTL')
+      else
+        redis.call('SET', dedupKey, id, 'PX', ttl)
+      end
+      h.inKey[field] = id
+    else
+      h.inMeta[field] = id
+    end
+  end
+
+  -- Job `id`, the j-th deduplicated job of the call (`field`, `dedupKey` its deduplication's; `holderKey` and
+  -- `holderLogsKey` the expected holder's, nil when none is expected: not read then (its logs only with
+  -- `replace`); the rest as
+  -- parseDeduplication gives them). Returns nil and the deduplication id when the new job now holds it (the
+  -- caller adds the job and records `deid`), or the holder's id when the add is deduplicated, or
+  -- '?<holder>' (expected another).
+  local function deduplicate(q, h, j, field, dedupKey, holderKey, holderLogsKey, id, ttl, extend, replace, expected, deid)
+    local inMeta = h.inMeta[field]
+    if inMeta == nil then
+      inMeta = h.meta[j]
+    end
+    local holder = inMeta
+    if not inMeta then
+      holder = h.inKey[field]
+      if holder == nil then
+        holder = h.key[j] or false
+      end
+    end
+    if (holder or '') ~= expected then
+      return '?' .. (holder or '')
+    end
+    if holder then
+      -- A hold with a ttl lasts the ttl whatever its job does (removed by its retention too), as in BullMQ:
+      -- its holder's state matters only to a replace.
+      local state
+      if inMeta or replace then
+        state = redis.call('HGET', holderKey, 'state')
+      end
+      local live = not inMeta or (state and state ~= 'completed' and state ~= 'failed')
+      if not live then
+        h.inMeta[field] = false
+        holder = nil
+      elseif replace then
+        if state ~= 'delayed' then
+          return holder
+        end
+        -- Debounce: the newest add replaces a holder still waiting out its delay. The holder may be one of
+        -- this call's jobs: the jobs before this one must be in their lines.
+        h.fileLines()
+        redis.call('ZREM', q.delayed, holder)
+        redis.call('UNLINK', holderKey, holderLogsKey)
+        emit(q, 'removed', 'jobId', holder, 'prev', 'delayed')
+        emit(q, 'deduplicated', 'jobId', id, 'deduplicationId', deid, 'deduplicatedJobId', holder)
+        if inMeta then
+          h.inMeta[field] = id
+        else
+          holdDeduplication(h, field, dedupKey, id, ttl, not extend)
+        end
+        return nil, deid
+      else
+        if extend and ttl > 0 and not inMeta then
+          redis.call('SET', dedupKey, holder, 'PX', ttl)
+        end
+        emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
         return holder
       end
-      -- Debounce: the newest add replaces a holder still waiting out its delay.
-      redis.call('ZREM', q.delayed, holder)
-      redis.call('UNLINK', holderKey, holderLogsKey)
-      emit(q, 'removed', 'jobId', holder, 'prev', 'delayed')
-      emit(q, 'deduplicated', 'jobId', id, 'deduplicationId', deid, 'deduplicatedJobId', holder)
-      if inMeta then
-        redis.call('HSET', q.meta, field, id)
+    end
+    holdDeduplication(h, field, dedupKey, id, ttl, false)
+    return nil, deid
+  end
+
+  -- Writes the holds without a ttl the call made or released: one HSET and one HDEL at most. With the
+  -- holds goes meta's field `de`, whose value, longer than hash-max-listpack-value (64 bytes by default),
+  -- makes meta a hash table for good: a listpack hash (up to hash-max-listpack-entries fields, 512 by default)
+  -- is scanned field by field at each read and write, some 7,000 instructions a field at 500 holds, where a
+  -- hash table finds one in a few hundred.
+  local function writeHolds(q, h)
+    local set, released = { 'de', HOLDS_NOTE }, {}
+    for field, id in pairs(h.inMeta) do
+      if id then
+        set[#set + 1] = field
+        set[#set + 1] = id
       else
-        holdDeduplication(q, dedupKey, deid, id, ttl, extend ~= '1')
+        released[#released + 1] = field
       end
-      return nil, deid
-    else
-      if extend == '1' and ttl > 0 and not inMeta then
-        redis.call('SET', dedupKey, holder, 'PX', ttl)
-      end
-      emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
-      return holder
+    end
+    if #set == 2 then
+      set = {}
+    end
+    for i = 1, #set, 1000 do
+      redis.call('HSET', q.meta, unpack(set, i, math.min(i + 999, #set)))
+    end
+    for i = 1, #released, 1000 do
+      redis.call('HDEL', q.meta, unpack(released, i, math.min(i + 999, #released)))
     end
   end
-  holdDeduplication(q, dedupKey, deid, id, ttl, false)
-  return nil, deid
+
+  return parseDeduplication, readHolds, deduplicate, writeHolds
 end

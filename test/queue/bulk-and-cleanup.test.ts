@@ -17,6 +17,9 @@ const redis = useRedis()
 const fx = useQueue(redis, { workers: { lockDuration: 1_000, closeTimeout: 500 } })
 const track = useClosing()
 
+/** Calls of `command` in INFO commandstats' text, scripts' inner calls included. */
+const callsOf = (stats: string, command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+
 /** Every key of queue q (its hash tag), by SCAN: for the tests only. */
 async function keysOfQueue(): Promise<string[]> {
   const found: string[] = []
@@ -51,6 +54,43 @@ describe('addBulk', () => {
     }
     expect((await fx.queue.counts()).wait).toBe(1000)
     expect((await fx.queue.getJobs('wait', { start: 0, end: 2 })).map((j) => j.data)).toEqual([{ old: true }, { i: 0 }, { i: 1 }])
+  })
+
+  it('checks the job ids of a call with one EXISTS, not one a job; an existing custom id is still taken, in a bulk or alone', async () => {
+    await fx.queue.add('x', { old: true }, { jobId: 'taken' })
+    await redis.client.config('RESETSTAT')
+    const jobs = await fx.queue.addBulk(Array.from({ length: 1000 }, (_, i) => ({ name: 'bulk', data: { i } })))
+    expect(new Set(jobs.map((j) => j.id)).size).toBe(1000)
+    // Five script calls of 200 jobs: each an EXISTS of its jobs' keys and one of the events' listeners.
+    const stats = await redis.client.info('commandstats')
+    expect(callsOf(stats, 'exists')).toBe(10)
+    expect(callsOf(stats, 'hset')).toBe(1000)
+
+    // Generated ids with a custom one that exists: the stored job is returned, unchanged, the others added.
+    const mixed = await fx.queue.addBulk([
+      { name: 'bulk', data: { i: 'a' } },
+      { name: 'bulk', data: { new: true }, opts: { jobId: 'taken' } },
+      { name: 'bulk', data: { i: 'b' } },
+    ])
+    expect(mixed.map((j) => j.data)).toEqual([{ i: 'a' }, { old: true }, { i: 'b' }])
+    expect((await fx.queue.add('x', { new: true }, { jobId: 'taken' })).data).toEqual({ old: true })
+    // The same custom id twice in one bulk (ids not distinct: each job looked at): the second is the first's.
+    const twice = await fx.queue.addBulk([
+      { name: 'bulk', data: { n: 1 }, opts: { jobId: 'twice' } },
+      { name: 'bulk', data: { n: 2 }, opts: { jobId: 'twice' } },
+    ])
+    expect(twice.map((j) => [j.id, j.data])).toEqual([
+      ['twice', { n: 1 }],
+      ['twice', { n: 1 }],
+    ])
+    // Every id of a call taken: none added.
+    const again = await fx.queue.addBulk([
+      { name: 'bulk', data: { n: 3 }, opts: { jobId: 'taken' } },
+      { name: 'bulk', data: { n: 4 }, opts: { jobId: 'twice' } },
+    ])
+    expect(again.map((j) => j.data)).toEqual([{ old: true }, { n: 1 }])
+    expect((await fx.queue.getJob('taken'))?.data).toEqual({ old: true })
+    expect((await fx.queue.counts()).wait).toBe(1 + 1000 + 2 + 1)
   })
 
   it('sends the script text once per client: later bulks are EVALSHA only, and a Redis that lost its cache is sent it again', async () => {

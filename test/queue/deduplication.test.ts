@@ -191,6 +191,53 @@ describe('addBulk and the cost of the option', () => {
     expect(await fx.queue.getDeduplicationJobId('b2')).toBe(jobs[1]?.id)
   })
 
+  it('a bulk reads the holds once a call: one HMGET, no EXISTS, HGET or GET a job; only a repeat reads its holder', async () => {
+    await redis.client.config('RESETSTAT')
+    const held = Array.from({ length: 300 }, (_, i) => ({ name: 'j', data: { i }, opts: { deduplication: { id: `d${i}` } } }))
+    const first = await fx.queue.addBulk(held)
+    const again = await fx.queue.addBulk(held.map((j) => ({ ...j, data: { again: true } })))
+    const stats = await redis.client.info('commandstats')
+    expect(again.map((j) => j.id)).toEqual(first.map((j) => j.id))
+    expect(await fx.queue.counts()).toMatchObject({ wait: 300 })
+    expect(await fx.queue.getDeduplicationJobId('d7')).toBe(first[7]?.id)
+    // Two bulks of two calls (200 + 100 jobs): per call an EXISTS of its keys, one of the events' listeners,
+    // one HMGET of the holds; the first bulk's calls each write their holds with one HSET of meta.
+    const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0)
+    expect([calls('exists'), calls('hmget'), calls('get'), calls('mget')]).toEqual([8, 4, 0, 0])
+    expect(calls('hset')).toBe(300 + 2)
+    // The repeats' holders' states (alive?), one HGET each.
+    expect(calls('hget')).toBe(300)
+    // Meta holds the ids as a hash table: a listpack would be scanned field by field at each lookup.
+    expect(await redis.client.object('ENCODING', fx.keys.meta)).toBe('hashtable')
+  })
+
+  it('in one call: an id held with a ttl holds for an add without one, a gone holder is taken over, a repeat finds the first', async () => {
+    const withTtl = await fx.queue.add('j', { n: 0 }, { deduplication: { id: 't', ttl: 60_000 } })
+    const gone = await fx.queue.add('j', { n: 0 }, { deduplication: { id: 's' } })
+    await fx.queue.drain()
+    await fx.queue.add('j', { n: 0 }, { delay: 60_000, deduplication: { id: 't2', ttl: 60_000 } })
+    const jobs = await fx.queue.addBulk([
+      { name: 'j', data: { n: 1 }, opts: { deduplication: { id: 't' } } },
+      { name: 'j', data: { n: 2 }, opts: { deduplication: { id: 's' } } },
+      { name: 'j', data: { n: 3 }, opts: { deduplication: { id: 'u', ttl: 60_000 } } },
+      { name: 'j', data: { n: 4 }, opts: { deduplication: { id: 'u' } } },
+      { name: 'j', data: { n: 5 }, opts: { deduplication: { id: 'v' } } },
+      { name: 'j', data: { n: 6 }, opts: { deduplication: { id: 'v', ttl: 60_000 } } },
+    ])
+    const [t, s, u, u2, v, v2] = jobs.map((j) => j.id)
+    expect(t).toBe(withTtl.id)
+    expect(s).not.toBe(gone.id)
+    expect(await fx.queue.getDeduplicationJobId('s')).toBe(s)
+    expect(u2).toBe(u)
+    expect(v2).toBe(v)
+    expect(await redis.client.pttl(fx.keys.deduplication('u'))).toBeGreaterThan(0)
+    expect(await redis.client.hget(fx.keys.meta, 'de:u')).toBeNull()
+    expect(await redis.client.hget(fx.keys.meta, 'de:v')).toBe(v)
+    expect(await redis.client.exists(fx.keys.deduplication('v'))).toBe(0)
+    // Added: the new holders of s, u and v (the drained holder's job is gone).
+    expect(await fx.queue.counts()).toMatchObject({ wait: 3 })
+  })
+
   it('a job without the option stores nothing for it; a job with one stores its id', async () => {
     const plain = await fx.queue.add('j', { n: 1 })
     expect(Object.keys(await redis.client.hgetall(fx.keys.job(plain.id))).sort()).toEqual(['createdOn', 'data', 'name', 'state'])

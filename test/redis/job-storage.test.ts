@@ -72,6 +72,21 @@ describe('job ids', () => {
       await other.close()
     }
   })
+  it('in a bulk too: generated ids taken after a reset of the counter are skipped, the others added, none merged', async () => {
+    const first = await fx.queue.addBulk(Array.from({ length: 3 }, (_, n) => ({ name: 'x', data: { n } })))
+    await redis.client.hdel(fx.queue.keys.meta, 'ids')
+    // direct: a second producer, whose own id counter is under test
+    const other = new Queue('q', { connection: redis.url })
+    try {
+      const again = await other.addBulk(Array.from({ length: 5 }, (_, n) => ({ name: 'x', data: { again: n } })))
+      expect(again.map((j) => j.data)).toEqual(Array.from({ length: 5 }, (_, n) => ({ again: n })))
+      expect(again.map((j) => j.id).filter((id) => first.some((f) => f.id === id))).toEqual([])
+      for (const j of [...first, ...again]) expect((await other.getJob(j.id))?.data).toEqual(j.data)
+      expect((await other.counts()).wait).toBe(8)
+    } finally {
+      await other.close()
+    }
+  })
 })
 
 describe('what a job stores', () => {
