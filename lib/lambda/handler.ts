@@ -20,17 +20,25 @@
  * Freeze-safe: when the returned promise settles the Worker is closed (no heartbeat, promoter, hand or
  * guard timer; the blocking connection is never opened: IDLE stops the Worker before it would block) and
  * the invocation's mark has left; the container's connection stays open, idle, for the next invocation.
+ *
+ * Round trips: a warm invocation of n jobs at concurrency c makes 2 + ceil(n / c) writes to Redis (each a
+ * wake-up of Redis, which costs it kernel time that callgrind's count does not show): the mark with the
+ * Worker's first commands (lib/lambda/one-write.ts), the first take, and one finish per c jobs, the last
+ * with the leave. It was 6 + ceil(n / c): the mark, the registration and the two reads each on their own
+ * write, and the leave after the last finish's reply.
  */
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.js'
 import { EchoMQError, RateLimitError, redisError } from '../errors.js'
 import type { Job } from '../job.js'
 import { validateQueueName } from '../options.js'
+import type { RedisClient } from '../redis/connection.js'
 import { queueKeys } from '../redis/keys.js'
-import { FINISH_TOGETHER, HANDED_BACK, IDLE, MAX_STARTS, type Processor, Worker } from '../worker.js'
+import { FINISH_TOGETHER, HANDED_BACK, IDLE, MAX_STARTS, type Processor, Worker, type WorkerOptions } from '../worker.js'
 import { WorkerConnection } from './connection.js'
 import { parseWorkerEvent } from './event.js'
 import { InvocationMark } from './invocation.js'
+import { inOneWrite } from './one-write.js'
 import { type WorkerHandlerOptions, type WorkerHandlerSettings, workerHandlerSettings } from './options.js'
 
 /** What the handler reads of Lambda's context (Lambda's own Context fits it). */
@@ -109,20 +117,25 @@ async function invoke(
   }
 
   const client = await connection.client()
-  const keys = queueKeys(prefix, queue)
   const id = invocationId ?? context.awsRequestId ?? randomBytes(9).toString('base64url')
   const errors: unknown[] = []
-  const mark = new InvocationMark(client, keys, id, lockDuration, clock, (err) => errors.push(err))
-  await enter(mark, settings.redisTimeoutMs, clock, connection.where, queue)
+  const mark = new InvocationMark(client, queueKeys(prefix, queue), id, lockDuration, clock, (err) => errors.push(err))
 
   let reason: StopReason | undefined
+  let refused = false // the mark could not be entered: the invocation fails, and runs nothing a take in flight returns
   let started = 0
+  let running = 0 // processors running now (a job handed back never runs one)
   let worker: Worker | undefined
   let deadlineTimer: unknown
+  // Once no processor runs and none will start, the invocation leaves, in the write of the last run's finish.
+  const leaveIfDone = () => {
+    if (reason !== undefined && running === 0) inOneWrite(client, () => void mark.leave())
+  }
   const stop = (why: StopReason) => {
     if (reason !== undefined) return
     reason = why
     clock.clearTimeout(deadlineTimer)
+    leaveIfDone()
     void worker?.close()
   }
   const watchDeadline = () => {
@@ -130,34 +143,70 @@ async function invoke(
     if (slack <= 0) stop('deadline')
     else deadlineTimer = clock.setTimeout(watchDeadline, slack)
   }
-
   const run = async (job: Job, token: string, signal: AbortSignal): Promise<unknown> => {
     // A job that starts after the stop (from the hand, or a take in flight): back to the front, no attempt used.
-    if (reason !== undefined || started >= maxJobs) {
+    if (refused || reason !== undefined || started >= maxJobs) {
       result.handedBack++
       throw new RateLimitError()
     }
     started++
     result.processed++
+    running++
     if (started >= maxJobs) stop('maxJobs')
-    return runBounded(processor, job, token, signal, Math.min(jobTimeoutMs, left()), clock)
+    try {
+      return await runBounded(processor, job, token, signal, Math.min(jobTimeoutMs, left()), clock)
+    } finally {
+      running--
+      leaveIfDone()
+    }
   }
 
-  worker = new Worker(queue, run, {
+  // The mark goes in the same write as the Worker's first commands (its registration and its read of
+  // candidates), and first: Redis enters it before the Worker can take a job.
+  let entering: Promise<void> = Promise.resolve()
+  worker = inOneWrite(client, () => {
+    entering = enter(mark, settings.redisTimeoutMs, clock, connection, queue)
+    return new Worker(queue, run, workerOptions(settings, client, id, maxJobs))
+  })
+  count(worker, result, errors)
+  worker.on(IDLE, () => stop('drained'))
+  const closed = new Promise<void>((resolve) => worker?.once('closed', () => resolve()))
+  await entered(entering, worker, () => {
+    refused = true
+  })
+  if (reason === undefined) watchDeadline()
+  try {
+    await closed
+  } finally {
+    clock.clearTimeout(deadlineTimer)
+    await mark.leave()
+  }
+  for (const err of errors) console.error(`[echomq] worker function for queue ${queue}:`, (err as Error)?.message ?? err)
+  return { ...result, reason: reason ?? 'drained', ms: Math.round(clock.now() - begun) }
+}
+
+/** The invocation's Worker: the handler's settings, as one run of a function needs them. */
+function workerOptions(settings: WorkerHandlerSettings, client: RedisClient, id: string, maxJobs: number): WorkerOptions {
+  const { worker, jobTimeoutMs } = settings
+  return {
     connection: client,
-    prefix,
-    name: `${settings.worker.name}:${id}`,
-    concurrency: settings.worker.concurrency,
-    lockDuration,
-    heartbeatInterval: settings.worker.heartbeatInterval,
+    prefix: worker.prefix,
+    name: `${worker.name}:${id}`,
+    concurrency: worker.concurrency,
+    lockDuration: worker.lockDuration,
+    heartbeatInterval: worker.heartbeatInterval,
     closeTimeout: jobTimeoutMs + CLOSE_EXTRA_MS,
     // The reaper that starts worker functions sweeps the queue: an invocation does not.
     skipStalledCheck: true,
-    clock,
-    ...(settings.worker.limiter ? { limiter: settings.worker.limiter } : {}),
+    clock: worker.clock,
+    ...(worker.limiter ? { limiter: worker.limiter } : {}),
     // No job past maxJobs is taken only to be handed back; its finishes go in as few calls as its slots allow.
     ...{ [FINISH_TOGETHER]: true, ...(Number.isFinite(maxJobs) ? { [MAX_STARTS]: maxJobs } : {}) },
-  })
+  }
+}
+
+/** The result's counts, from the Worker's events. */
+function count(worker: Worker, result: Omit<WorkerInvocationResult, 'reason' | 'ms'>, errors: unknown[]): void {
   worker.on('error', (err) => errors.push(err))
   worker.on('completed', () => result.completed++)
   worker.on('failed', (_job, err) => {
@@ -165,16 +214,20 @@ async function invoke(
     if (!(err instanceof RateLimitError)) result.failed++
   })
   worker.on(HANDED_BACK, (n: number) => (result.handedBack += n))
-  worker.on(IDLE, () => stop('drained'))
-  watchDeadline()
+}
+
+/**
+ * Waits for the mark. When it could not be entered the invocation fails, after closing the Worker sent with
+ * it (`refuse` first: whatever a take in flight returns goes back unstarted), so no timer is left.
+ */
+async function entered(entering: Promise<void>, worker: Worker, refuse: () => void): Promise<void> {
   try {
-    await new Promise<void>((resolve) => worker?.once('closed', () => resolve()))
-  } finally {
-    clock.clearTimeout(deadlineTimer)
-    await mark.leave()
+    await entering
+  } catch (err) {
+    refuse()
+    await worker.close()
+    throw err
   }
-  for (const err of errors) console.error(`[echomq] worker function for queue ${queue}:`, (err as Error)?.message ?? err)
-  return { ...result, reason: reason ?? 'drained', ms: Math.round(clock.now() - begun) }
 }
 
 /** Said out loud: a function whose timeout is shorter than this would never run a job at all. */
@@ -185,9 +238,16 @@ function warnNoTime(queue: string, remainingMs: number, jobTimeoutMs: number, re
   )
 }
 
-/** Marks the invocation in Redis (the reaper counts it), within `timeoutMs`; an unreachable Redis is ERR_CONNECTION. */
-async function enter(mark: InvocationMark, timeoutMs: number, clock: Clock, where: string, queue: string): Promise<void> {
+/**
+ * Marks the invocation in Redis (the reaper counts it), within `timeoutMs`; an unreachable Redis is
+ * ERR_CONNECTION. With no answer in time the connection is dropped at once: the Worker's first commands,
+ * sent with the mark and unanswered too, then fail, and its close does not wait for them (nor can a take
+ * have gone out: the reads it follows are answered after the mark).
+ */
+async function enter(mark: InvocationMark, timeoutMs: number, clock: Clock, connection: WorkerConnection, queue: string): Promise<void> {
+  const where = connection.where
   await bounded(mark.enter(), timeoutMs, clock).catch((err) => {
+    if (err instanceof NoAnswer) connection.discard()
     throw new EchoMQError('ERR_CONNECTION', `${where} is unreachable: ${(err as Error).message}`, {
       cause: redisError(queue, 'enter a worker invocation of queue', err),
     })
@@ -228,13 +288,16 @@ async function runBounded(
   }
 }
 
+/** A call Redis did not answer in time (its connection may still be up: a stalled link). */
+class NoAnswer extends Error {}
+
 async function bounded<T>(work: Promise<T>, ms: number, clock: WorkerHandlerSettings['worker']['clock']): Promise<T> {
   let timer: unknown
   try {
     return await Promise.race([
       work,
       new Promise<never>((_, reject) => {
-        timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+        timer = clock.setTimeout(() => reject(new NoAnswer(`no answer within ${ms} ms`)), ms)
       }),
     ])
   } finally {

@@ -1,9 +1,10 @@
 /**
  * An invocation's mark in Redis (`<prefix>:{q}:invocations`, lua/invocation-1.lua), so the reaper knows how
- * many worker functions are alive before it starts more: entered with a lease of one lockDuration,
- * renewed every half lease while the invocation runs, removed when it returns. A function killed or
- * frozen stops renewing and stops counting within one lease. Only queues served by worker functions have
- * the key; nothing else reads or writes it.
+ * many worker functions are alive before it starts more: entered with a lease of one lockDuration (in the
+ * write of the Worker's first commands), renewed every half lease while the invocation runs, removed once
+ * no processor of it runs and none will start (in the write of its last finish), or when it returns. A
+ * function killed or frozen stops renewing and stops counting within one lease. Only queues served by
+ * worker functions have the key; nothing else reads or writes it.
  */
 import type { Clock } from '../clock.js'
 import { invocation } from '../redis/commands.js'
@@ -13,6 +14,7 @@ import type { QueueKeys } from '../redis/keys.js'
 export class InvocationMark {
   private timer: unknown
   private stopped = false
+  private leaving: Promise<void> | undefined
 
   constructor(
     private readonly client: RedisClient,
@@ -30,11 +32,19 @@ export class InvocationMark {
     return live
   }
 
-  /** Stops renewing and leaves (a failure to leave only means the mark lasts its lease). */
-  async leave(): Promise<void> {
+  /**
+   * Stops renewing and leaves, once: a second call returns the first's promise (a failure to leave only
+   * means the mark lasts its lease).
+   */
+  leave(): Promise<void> {
+    if (this.leaving) return this.leaving
     this.stopped = true
     this.clock.clearTimeout(this.timer)
-    await invocation(this.client, this.keys, 'leave', this.id, 0).catch(() => undefined)
+    this.leaving = invocation(this.client, this.keys, 'leave', this.id, 0).then(
+      () => undefined,
+      () => undefined,
+    )
+    return this.leaving
   }
 
   private arm(): void {

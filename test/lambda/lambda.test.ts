@@ -11,7 +11,7 @@ import { sweep } from '../../lib/index.js'
 import { createWorkerHandler } from '../../lib/lambda/index.js'
 import { backlog } from '../../lib/redis/commands.js'
 import { useQueue } from '../helpers/fixture.js'
-import { freePort, useRedis } from '../helpers/redis-server.js'
+import { freePort, startRedis, useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 
 const redis = useRedis()
@@ -171,6 +171,77 @@ it('honours event.maxJobs: starts that many, hands the rest back unstarted', asy
   const waiting = await fx.queue.getJobs(['wait'])
   expect(waiting.length).toBe(7)
   expect(waiting.every((j) => j.attemptsMade === 0)).toBe(true)
+})
+
+/** Reads Redis did for its clients (each a wake-up: a write of a client's), less the INFO that asks. */
+const readsSince = async (before?: number) => {
+  const reads = Number(/total_reads_processed:(\d+)/.exec(await redis.client.info('stats'))?.[1])
+  return before === undefined ? reads : reads - before - 1
+}
+
+it('a warm invocation reaches Redis in as few writes as it can: its mark with its first read, its leave with its last finish', async () => {
+  const handler = createWorkerHandler('q', async () => 'ok', { connection: redis.url, concurrency: 10 })
+  const context = { getRemainingTimeInMillis: () => 60_000 }
+  try {
+    await addJobs(5, {})
+    expect(await handler({ maxJobs: 5 }, context)).toMatchObject({ completed: 5 })
+    await addJobs(30, {}, 100)
+    const before = await readsSince()
+    expect(await handler({ maxJobs: 20 }, context)).toMatchObject({ processed: 20, completed: 20, reason: 'maxJobs' })
+    // Mark, registration and read of candidates; the take; two finishes of 10 (the second with the leave).
+    // The mark was entered and left as before: one write each at the edges instead of five (8 reads).
+    expect(await readsSince(before)).toBeLessThanOrEqual(4)
+    expect(await redis.client.exists(keys.invocations)).toBe(0)
+    expect(await fx.queue.getJobCounts('wait', 'active', 'completed')).toEqual({ wait: 10, active: 0, completed: 25 })
+  } finally {
+    await handler.close()
+  }
+})
+
+it('an invocation whose mark cannot be entered runs no job: what its first take returned goes back unstarted', async () => {
+  let ran = 0
+  const handler = createWorkerHandler(
+    'q',
+    async () => {
+      ran++
+      return 'ok'
+    },
+    { connection: redis.url, concurrency: 4 },
+  )
+  const context = { getRemainingTimeInMillis: () => 60_000 }
+  try {
+    await addJobs(6, {})
+    // invocation-1.lua fails on a key of the wrong type; the Worker's first commands went in the same write.
+    await redis.client.set(keys.invocations, 'not a sorted set')
+    await expect(handler({}, context)).rejects.toMatchObject({ code: 'ERR_CONNECTION', message: /WRONGTYPE/ })
+    expect(ran).toBe(0)
+    const waiting = await fx.queue.getJobs(['wait'])
+    expect(waiting.length).toBe(6)
+    expect(waiting.every((j) => j.attemptsMade === 0)).toBe(true)
+    expect(await fx.queue.getJobCounts('active')).toEqual({ active: 0 })
+
+    await redis.client.del(keys.invocations)
+    expect(await handler({}, context)).toMatchObject({ processed: 6, completed: 6, reason: 'drained' })
+  } finally {
+    await handler.close()
+  }
+})
+
+it('a warm connection to a Redis that stops answering: ERR_CONNECTION within redisTimeoutMs, not a wait for the Worker sent with the mark', async () => {
+  const own = await startRedis()
+  const handler = createWorkerHandler('q', async () => 'ok', { connection: own.url, redisTimeoutMs: 300 })
+  const context = { getRemainingTimeInMillis: () => 60_000 }
+  try {
+    expect(await handler({}, context)).toMatchObject({ reason: 'drained' })
+    own.process.kill('SIGSTOP')
+    const started = performance.now()
+    await expect(handler({}, context)).rejects.toMatchObject({ code: 'ERR_CONNECTION', message: /no answer within 300 ms/ })
+    expect(performance.now() - started).toBeLessThan(3_000)
+  } finally {
+    own.process.kill('SIGCONT')
+    await handler.close()
+    await own.stop()
+  }
 })
 
 it('killed with SIGKILL while holding a job: the sweep recovers it, and the invocation stops counting within its lease', async () => {
