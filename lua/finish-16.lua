@@ -140,6 +140,8 @@ local runs = {}
 -- What the runs that ended here leave behind, done once for all: `active`, `stalled` and their leases;
 -- the completed jobs filed (in order), with the limits of the last; the counts for the chart.
 local gone, leases, filed = {}, {}, {}
+-- The deduplication ids the completed runs held, released together after the loop, and their jobs.
+local holds, holders = {}, {}
 local lastKeep, lastFiled, completedCount, failedCount = nil, 0, 0, 0
 local released = false
 -- A replayed call (its reply was lost to a dropped connection, and ioredis sent it again): when it ended.
@@ -230,7 +232,9 @@ for i = 1, m do
       rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
-      releaseDeduplication(q.meta, deid, id)
+      if deid then
+        holds[#holds + 1], holders[#holders + 1] = deid, id
+      end
       local entry = parentKey and handOff(handoffsKey, id, parentKey, parent, 'completed', value, false, retried) or ''
       local keep = keepOwn or keepOverride or DEFAULT_KEEP.completed
       if not removedAtOnce(keep) then
@@ -298,6 +302,7 @@ if #filed > 0 then
     runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run[4] }
   end
 end
+releaseDeduplications(q.meta, holds, holders)
 if completedCount > 0 then
   countFinished(metricsKey, 'completed', now, completedCount)
 end

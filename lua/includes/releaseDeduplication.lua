@@ -9,3 +9,25 @@ local function releaseDeduplication(metaKey, deid, id)
     end
   end
 end
+
+-- The same for the jobs of `ids` at once, `deids` theirs (a finish's completed runs): one HMGET and at
+-- most one HDEL a call, however many jobs.
+local function releaseDeduplications(metaKey, deids, ids)
+  if #deids == 0 then
+    return
+  end
+  local fields = {}
+  for i, deid in ipairs(deids) do
+    fields[i] = 'de:' .. deid
+  end
+  local holders = redis.call('HMGET', metaKey, unpack(fields))
+  local held = {}
+  for i = 1, #fields do
+    if holders[i] == ids[i] then
+      held[#held + 1] = fields[i]
+    end
+  end
+  if #held > 0 then
+    redis.call('HDEL', metaKey, unpack(held))
+  end
+end
