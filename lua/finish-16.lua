@@ -293,7 +293,7 @@ if #gone > 0 then
 end
 if #filed > 0 then
   local before = rcall('ZCARD', q.completed)
-  zaddMany(q.completed, scoredAt(q.completed, now, filed))
+  zaddMany(q.completed, scoredAt(now, filed))
   if lastKeep then
     keepLimits(q, 'completed', lastKeep)
   end

@@ -20,7 +20,8 @@
  *                                  them, lua/claim-1.lua), `keepCompleted` / `keepFailed` (the sets'
  *                                  retention limits), `maxStalledCount` and `maxLenEvents` (the workers' and
  *                                  the queue's settings the scripts read), `de:<did>` (a deduplication id
- *                                  held without a ttl: the holder's job id), `flows` (a job of the queue
+ *                                  held without a ttl: the holder's job id; with them `de`, a note long
+ *                                  enough to keep meta a hash table), `flows` (a job of the queue
  *                                  became a parent: trim-2.lua removes flow keys with its jobs)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take

@@ -69,6 +69,11 @@ function fieldsOf(expr: string, file: string): string[] {
     expect(read(file)).toMatch(/local field = 'de:' \.\. deid/)
     return ['de:<>']
   }
+  // The holds a call reads, writes or releases together: their fields are built as above, and writeHolds
+  // sets `de` (the field that keeps meta a hash table) with them.
+  if (/^unpack\((fields|held|released|set)\b/.test(expr) && /(deduplicate|releaseDeduplication)\.lua$/.test(file)) {
+    return expr.startsWith('unpack(set') ? ['de', 'de:<>'] : ['de:<>']
+  }
   if ((expr === 'field' && file.endsWith('retention.lua')) || expr === 'KEEP_FIELDS[set].meta') {
     const keep = /local KEEP_FIELDS = (\{.*\})/.exec(read(path.join('lua', 'includes', 'retention.lua')))?.[1] ?? ''
     return [...keep.matchAll(/meta = '(\w+)'/g)].map((m) => m[1] as string)
