@@ -44,7 +44,7 @@ local n = #KEYS - 7
 -- twice is promoted once (`due` forgets it).
 local due = {}
 if n > 0 then
-  local first = rcall('ZRANGEBYSCORE', q.delayed, '-inf', nowText, 'LIMIT', '0', n)
+  local first = rcall('ZRANGEBYSCORE', q.delayed, '-inf', nowText, 'LIMIT', '0', string.format('%d', n))
   for i = 1, #first do
     due[first[i]] = true
   end
@@ -84,7 +84,7 @@ if #promoted > 0 then
   end
   rcall('ZADD', q.marker, '0', '0')
 end
-local nextDue = rcall('ZRANGE', q.delayed, 0, 0, 'WITHSCORES')[2]
+local nextDue = rcall('ZRANGE', q.delayed, '0', '0', 'WITHSCORES')[2]
 if nextDue and rearm then
   rcall('ZADD', q.marker, 'LT', nextDue, 'd')
 end

@@ -38,6 +38,6 @@ local f = rcall('HMGET', jobKey, 'priority', 'lastDelay')
 if f[2] then
   rcall('HDEL', jobKey, 'lastDelay')
 end
-enterWait(jobKey, q, id, nowMs(), false, tonumber(f[1]) or 0)
+enterWait(jobKey, q, id, string.format('%d', nowMs()), false, tonumber(f[1]) or 0)
 emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
 return { 'ok' }
