@@ -250,37 +250,35 @@ for i = 1, m do
       end
       runs[i] = entry == '' and DONE or { 'ok', 'completed', '', entry }
     else
+      -- One read and one write a run (the job's new state, the failure's record and the run's receipt
+      -- together: useAttempt, enterWait); `made` and `deid` were read with the token (none for a plain run).
       local state, backoffMs, failing
       if action == 'r' then
         released = true
-        enterWait(jobKey, q, id, now, true)
+        enterWait(jobKey, q, id, nowText, true, nil, false, { 'token', '=' .. token .. ' wait ' .. nowText })
         emit(q, 'waiting', 'jobId', id, 'prev', 'active')
         state = 'wait'
       else
-        failing = rcall('HMGET', jobKey, 'backoff', 'keepFailed', 'defa')
-        local retry = {
-          front = false, final = action == 'F', delayMs = delayOverride or backoffDelay(failing[1], tonumber(made), roll), stack = stack,
-        }
-        state = useAttempt(jobKey, q, id, now, value, retry)
-        backoffMs = state == 'delayed' and retry.delayMs or nil
+        failing = rcall('HMGET', jobKey, 'attempts', 'backoff', 'priority', 'stacktrace', 'stackTraceLimit', 'keepFailed', 'defa')
+        state, backoffMs = useAttempt(jobKey, q, id, now, nowText, value, {
+          job = failing, made = made, deid = deid, final = action == 'F', delayMs = delayOverride, roll = roll, stack = stack,
+          receipt = '=' .. token,
+        })
       end
       local trimSet, entry = '', ''
       if state == 'failed' then
-        rcall('HSET', jobKey, 'token', '=' .. token)
-        local keepFailed = failing[2] or keepOverride or false
+        local keepFailed = failing[6] or keepOverride or false
         if parentKey then
           local removedNow = parseKeep(keepFailed or DEFAULT_KEEP.failed) == 0
           entry = handOff(handoffsKey, id, parentKey, parent, 'failed', value, removedNow, retried) or ''
         end
         -- A parent failed by its child (failParentOnFailure): the deferred failure is spent (BullMQ's HDEL).
-        if failing[3] then
+        if failing[7] then
           rcall('HDEL', jobKey, 'defa')
         end
         failedCount = failedCount + 1
         -- Last for this run, as it may remove the job at once (retention "0").
         trimSet = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed)
-      else
-        rcall('HSET', jobKey, 'token', '=' .. token .. ' ' .. state .. ' ' .. nowText)
       end
       runs[i] = { 'ok', state, trimSet, entry, backoffMs }
     end

@@ -47,11 +47,12 @@ if not held or string.find('=~', string.sub(held, 1, 1), 1, true) then
   return { 'not-active', rcall('HGET', jobKey, 'state') or 'missing' }
 end
 local now = nowMs()
-local due = math.max(tonumber(ARGV[3]) or now, now)
+-- Whole ms, as every due time.
+local due = math.floor(math.max(tonumber(ARGV[3]) or now, now))
 leaveActive(lockKey, activeKey, stalledKey, id)
-rcall('HSET', jobKey, 'token', '~' .. held)
-enterDelayed(jobKey, q, id, due)
--- BullMQ's job.delay: the delay left (its `delay` field; EchoMQ's is the add's option, see changeDelay-6.lua).
-rcall('HSET', jobKey, 'lastDelay', due - now)
-emit(q, 'delayed', 'jobId', id, 'delay', due)
+-- One write: the state, the token taken away, and BullMQ's job.delay, the delay left (its `delay` field;
+-- EchoMQ's is the add's option, see changeDelay-6.lua).
+local dueText = string.format('%d', due)
+enterDelayed(jobKey, q, id, dueText, { 'token', '~' .. held, 'lastDelay', string.format('%d', due - now) })
+emit(q, 'delayed', 'jobId', id, 'delay', dueText)
 return { 'ok', due }

@@ -37,24 +37,35 @@ local base = #q.wait - 4
 -- The promoted jobs without a priority, pushed on `wait` in one command, in the order given (one LPUSH a job
 -- would leave the same list).
 local back = {}
--- An id given twice is promoted once (its score is read for both before either moves).
-local seen = {}
 local n = #KEYS - 7
+-- The given ids that are due: the first n due in `delayed`, by member (a score read back costs Redis a
+-- printf a member). The caller gives the earliest ids, so these are them, unless earlier ones came
+-- meanwhile: only then (n due, and not all of them given) are the rest asked for by score. An id given
+-- twice is promoted once (`due` forgets it).
+local due = {}
 if n > 0 then
-  local ids = {}
-  for i = 1, n do
-    ids[i] = string.sub(KEYS[7 + i], base + 1)
+  local first = rcall('ZRANGEBYSCORE', q.delayed, '-inf', nowText, 'LIMIT', '0', string.format('%d', n))
+  for i = 1, #first do
+    due[first[i]] = true
   end
-  local dues = rcall('ZMSCORE', q.delayed, unpack(ids))
   for i = 1, n do
-    local id, due = ids[i], dues[i]
-    if due and tonumber(due) <= now and not seen[id] then
-      seen[id] = true
-      local jobKey = KEYS[7 + i]
+    local jobKey = KEYS[7 + i]
+    local id = string.sub(jobKey, base + 1)
+    if due[id] == nil and #first == n then
+      local score = rcall('ZSCORE', q.delayed, id)
+      due[id] = score ~= false and tonumber(score) <= now
+    end
+    if due[id] then
+      due[id] = false
       promoted[#promoted + 1] = id
-      rcall('HDEL', jobKey, 'dueAt', 'lastDelay')
-      -- As enterWait: the state and when it joined the line, into `prioritized` with a priority.
-      local priority = tonumber(rcall('HGET', jobKey, 'priority')) or 0
+      -- As enterWait, in one write: the state, and when it joined the line. The due time stays (read only
+      -- while delayed, written again on every way in); a delay of its own (a retry's backoff, a
+      -- moveToDelayed, a changeDelay) is BullMQ's job.delay only while it waits, so it goes.
+      local f = rcall('HMGET', jobKey, 'priority', 'lastDelay')
+      if f[2] then
+        rcall('HDEL', jobKey, 'lastDelay')
+      end
+      local priority = tonumber(f[1]) or 0
       if priority > 0 then
         rcall('HSET', jobKey, 'state', 'prioritized', 'waitingSince', nowText)
         joinLine(q, id, false, priority)
@@ -73,7 +84,7 @@ if #promoted > 0 then
   end
   rcall('ZADD', q.marker, '0', '0')
 end
-local nextDue = rcall('ZRANGE', q.delayed, 0, 0, 'WITHSCORES')[2]
+local nextDue = rcall('ZRANGE', q.delayed, '0', '0', 'WITHSCORES')[2]
 if nextDue and rearm then
   rcall('ZADD', q.marker, 'LT', nextDue, 'd')
 end

@@ -33,7 +33,11 @@ local q = {
 if rcall('ZREM', q.delayed, id) == 0 then
   return { 'not-delayed', rcall('HGET', jobKey, 'state') or 'missing' }
 end
-rcall('HDEL', jobKey, 'dueAt', 'lastDelay')
-enterWait(jobKey, q, id, nowMs(), false)
+-- As promote-7.lua: the due time stays (read only while delayed), a delay of its own goes.
+local f = rcall('HMGET', jobKey, 'priority', 'lastDelay')
+if f[2] then
+  rcall('HDEL', jobKey, 'lastDelay')
+end
+enterWait(jobKey, q, id, string.format('%d', nowMs()), false, tonumber(f[1]) or 0)
 emit(q, 'waiting', 'jobId', id, 'prev', 'delayed')
 return { 'ok' }

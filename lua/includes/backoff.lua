@@ -5,25 +5,38 @@
 -- longest delay `add` accepts (lib/job-options.ts), so an exponential backoff with no maxDelay stops
 -- growing there.
 local MAX_BACKOFF_MS = 31536000000
+-- Specs parsed in this call, by text (the jobs failing in one call mostly share theirs): a pattern match
+-- and three numbers read cost some 10k instructions a job. `false` for a spec that is no backoff.
+local backoffSpecs = {}
+local function parsedBackoff(spec)
+  local p = backoffSpecs[spec]
+  if p == nil then
+    local kind, delay, maxDelay, jitter = string.match(spec, '^([%w_-]+),(%d+),(%d+),([%d.]+)$')
+    delay = tonumber(delay)
+    p = delay and { kind == 'exponential', delay, tonumber(maxDelay), tonumber(jitter) } or false
+    backoffSpecs[spec] = p
+  end
+  return p
+end
+
 local function backoffDelay(spec, retry, roll)
   if spec == false or spec == nil or spec == '' then
     return 0
   end
-  local kind, delay, maxDelay, jitter = string.match(spec, '^([%w_-]+),(%d+),(%d+),([%d.]+)$')
-  delay, maxDelay, jitter = tonumber(delay), tonumber(maxDelay), tonumber(jitter)
-  if not delay then
+  local p = parsedBackoff(spec)
+  if not p then
     return 0
   end
-  local d = delay
-  if kind == 'exponential' then
-    d = delay * math.pow(2, math.min(retry - 1, 60))
+  local d = p[2]
+  if p[1] then
+    d = d * math.pow(2, math.min(retry - 1, 60))
   end
-  if maxDelay > 0 then
-    d = math.min(d, maxDelay)
+  if p[3] > 0 then
+    d = math.min(d, p[3])
   end
   d = math.min(d, MAX_BACKOFF_MS)
-  if jitter > 0 then
-    d = d * (1 - jitter) + d * jitter * roll
+  if p[4] > 0 then
+    d = d * (1 - p[4]) + d * p[4] * roll
   end
   return math.floor(d)
 end

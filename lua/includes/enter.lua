@@ -7,8 +7,11 @@
 -- so the lowest number runs first and jobs of one priority in the order they came (BullMQ's scoring).
 -- At the front of its priority (a recovery, a release) the counter part is 0.
 local PRIORITY_SCALE = 4294967296
+-- No more fields to write (enterWait, enterDelayed). Numbers go to Redis as text where they can: one Lua
+-- passes is formatted with printf's '%.17g', some 2,500 instructions.
+local NO_FIELDS = {}
 local function prioritizedScore(q, priority, front)
-  local seq = front and 0 or (redis.call('HINCRBY', q.meta, 'pc', 1) % PRIORITY_SCALE)
+  local seq = front and 0 or (redis.call('HINCRBY', q.meta, 'pc', '1') % PRIORITY_SCALE)
   return string.format('%.0f', priority * PRIORITY_SCALE + seq)
 end
 
@@ -29,27 +32,35 @@ local function joinLine(q, id, front, priority)
   end
 end
 
-local function enterWait(jobKey, q, id, now, front, priority, fresh)
+-- `more`: fields the caller writes with the state (field, value, ...), in the same HSET: a finish's receipt,
+-- a failed attempt's record. The marker is told once per call (`q.woken`): nothing in a script takes it
+-- back between two jobs entering the line.
+local function enterWait(jobKey, q, id, now, front, priority, fresh, more)
   priority = priority or tonumber(redis.call('HGET', jobKey, 'priority')) or 0
   local state = priority > 0 and 'prioritized' or 'wait'
   if fresh then
-    redis.call('HSET', jobKey, 'state', state)
+    redis.call('HSET', jobKey, 'state', state, unpack(more or NO_FIELDS))
   else
-    redis.call('HSET', jobKey, 'state', state, 'waitingSince', now)
+    redis.call('HSET', jobKey, 'state', state, 'waitingSince', now, unpack(more or NO_FIELDS))
   end
   joinLine(q, id, front, priority)
-  redis.call('ZADD', q.marker, '0', '0')
+  if not q.woken then
+    redis.call('ZADD', q.marker, '0', '0')
+    q.woken = true
+  end
 end
 
--- Into `delayed` until `due` (ms, Redis clock; scored in order within its millisecond, see score.lua).
+-- Into `delayed` until `due` (ms, Redis clock; scored in order within its millisecond, see score.lua), with
+-- `more` written with the state as enterWait's.
 -- The marker is told only when the job is now the first due: whoever waits for an earlier one learns of
 -- this one when it promotes (promote's reply), and busy workers from their next take or finish, so a
--- burst of delayed adds wakes no worker more than once. Needs the score include.
-local function enterDelayed(jobKey, q, id, due)
-  redis.call('HSET', jobKey, 'state', 'delayed', 'dueAt', due)
-  local first = redis.call('ZRANGE', q.delayed, 0, 0, 'WITHSCORES')[2]
+-- burst of delayed adds wakes no worker more than once. Whether it is first is asked after the ZADD, by
+-- member: a score read back is formatted by Redis (printf's %.17g), several times the cost of an id.
+-- Needs the score include.
+local function enterDelayed(jobKey, q, id, due, more)
+  redis.call('HSET', jobKey, 'state', 'delayed', 'dueAt', due, unpack(more or NO_FIELDS))
   redis.call('ZADD', q.delayed, scoreAt(q.delayed, due), id)
-  if not first or due < tonumber(first) then
+  if redis.call('ZRANGE', q.delayed, '0', '0')[1] == id then
     redis.call('ZADD', q.marker, 'LT', due, 'd')
   end
 end

@@ -1,55 +1,76 @@
--- Spends one attempt of a job that has left `active`. While attempts remain and the error is not final
--- (`retry.final`: the processor threw an UnrecoverableError), the job goes back to `wait` (at the front
--- when `retry.front`: a recovered stall is served next), or to `delayed` for `retry.delayMs` (a backoff,
--- kept in `lastDelay` while it waits);
--- else to `failed` with `reason`, counted in meta's `failedNew` for the reaper's alarm. Emits as BullMQ
--- does: `waiting` or `delayed` for a retry; for a final failure `failed`, then `retries-exhausted` when
--- it used the last attempt. `q` holds the queue's keys { wait, delayed, marker, meta, events, listened }.
--- `retry.stack` is the error's stack (the processor's; none for a stall): kept in the job's `stacktrace`.
--- Returns the new state; a failed job is filed under `failed` by the caller, with its retention
--- (fileFinished, retention.lua). Needs the releaseDeduplication include.
+-- Spends one attempt of a run that failed and has left `active`. While attempts remain and the error is not
+-- final (`run.final`: the processor threw an UnrecoverableError), the job goes back to the back of `wait`,
+-- or to `delayed` for its backoff (`run.delayMs`, the worker's strategy, else the job's `backoff`: see
+-- backoff.lua; kept in `lastDelay` while it waits); else to `failed` with `reason`, counted in meta's
+-- `failedNew` for the reaper's alarm, its deduplication id released. Emits as BullMQ does: `waiting` or
+-- `delayed` for a retry; for a final failure `failed`, then `retries-exhausted` when it used the last
+-- attempt. `q` holds the queue's keys { wait, prioritized, delayed, marker, meta, events, listened }.
+-- What the failure changes in the job is one HSET, with the run's receipt (`run.receipt`, the token field
+-- a finish leaves: followed by the state and `nowText` for a retry): the attempt made (`run.made`, text:
+-- the run's attemptsMade), the reason (failedReason; a retried one's is lastError too, kept past an
+-- operator's retry, which clears failedReason; a job that never fails has neither), the stack.
+-- `run.job` is what the caller read of the job, in one HMGET: FAILING_FIELDS. `run.deid`: its
+-- deduplication id (nil for none). Returns the new state, and a retry's wait in `delayed` (ms); a failed
+-- job is filed under `failed` by the caller, with its retention (fileFinished, retention.lua). Needs the
+-- releaseDeduplication, backoff and enter includes.
+-- The fields read for a failed run, in the order of `run.job` (the caller's HMGET names them as literals).
+-- attempts, backoff, priority, stacktrace, stackTraceLimit, keepFailed, defa
+local F_ATTEMPTS, F_BACKOFF, F_PRIORITY, F_STACKS, F_STACK_LIMIT = 1, 2, 3, 4, 5
+
 -- The stacks of a job's failed runs, BullMQ's `stacktrace`: a JSON array, oldest first, of at most the
--- job's stackTraceLimit newest (0: none kept). Written only when a run fails with a stack.
-local function keepStack(jobKey, stack, stored, limit)
+-- job's stackTraceLimit newest (0: none kept). Nil (nothing to write) when the run has no stack. A first
+-- stack is encoded alone: no table, no array to decode.
+local function stacksWith(stack, stored, limit)
   if stack == nil or stack == '' or limit <= 0 then
-    return
+    return nil
   end
-  local list = stored and cjson.decode(stored) or {}
+  if not stored then
+    return '[' .. cjson.encode(stack) .. ']'
+  end
+  local list = cjson.decode(stored)
   list[#list + 1] = stack
   while #list > limit do
     table.remove(list, 1)
   end
-  redis.call('HSET', jobKey, 'stacktrace', cjson.encode(list))
+  return cjson.encode(list)
 end
 
-local function useAttempt(jobKey, q, id, now, reason, retry)
-  local made = redis.call('HINCRBY', jobKey, 'attemptsMade', 1)
-  local f = redis.call('HMGET', jobKey, 'attempts', 'stacktrace', 'stackTraceLimit', 'deid')
-  local attempts = tonumber(f[1]) or DEFAULT_ATTEMPTS
-  keepStack(jobKey, retry.stack, f[2], tonumber(f[3]) or DEFAULT_STACK_TRACE_LIMIT)
-  -- Every failed attempt's reason, retried or not, is the job's failedReason, as BullMQ stores it (a retried
-  -- one's is lastError too, kept past an operator's retry, which clears failedReason). A job that never fails has neither.
-  redis.call('HSET', jobKey, 'failedReason', reason)
-  if made >= attempts or retry.final then
-    redis.call('HSET', jobKey, 'state', 'failed', 'finishedOn', now)
-    redis.call('HINCRBY', q.meta, 'failedNew', 1)
-    releaseDeduplication(q.meta, f[4], id)
+local function useAttempt(jobKey, q, id, now, nowText, reason, run)
+  local f = run.job
+  local made = run.made
+  local stacks = stacksWith(run.stack, f[F_STACKS], tonumber(f[F_STACK_LIMIT]) or DEFAULT_STACK_TRACE_LIMIT)
+  local exhausted = tonumber(made) >= (tonumber(f[F_ATTEMPTS]) or DEFAULT_ATTEMPTS)
+  if exhausted or run.final then
+    if stacks then
+      redis.call('HSET', jobKey, 'state', 'failed', 'finishedOn', nowText, 'attemptsMade', made, 'failedReason', reason, 'token', run.receipt,
+        'stacktrace', stacks)
+    else
+      redis.call('HSET', jobKey, 'state', 'failed', 'finishedOn', nowText, 'attemptsMade', made, 'failedReason', reason, 'token', run.receipt)
+    end
+    redis.call('HINCRBY', q.meta, 'failedNew', '1')
+    releaseDeduplication(q.meta, run.deid, id)
     emit(q, 'failed', 'jobId', id, 'failedReason', reason, 'prev', 'active')
-    if made >= attempts then
+    if exhausted then
       emit(q, 'retries-exhausted', 'jobId', id, 'attemptsMade', made)
     end
     return 'failed'
   end
-  if retry.delayMs > 0 then
+  local delayMs = run.delayMs or backoffDelay(f[F_BACKOFF], tonumber(made), run.roll)
+  if delayMs > 0 then
+    local due = now + delayMs
+    local dueText = string.format('%d', due)
     -- `lastDelay`: BullMQ's job.delay is the backoff while the retry waits it out (job-codec.ts reads it).
-    redis.call('HSET', jobKey, 'lastError', reason, 'lastDelay', retry.delayMs)
-    local due = now + retry.delayMs
-    enterDelayed(jobKey, q, id, due)
-    emit(q, 'delayed', 'jobId', id, 'delay', due)
-    return 'delayed'
+    enterDelayed(jobKey, q, id, dueText, {
+      'attemptsMade', made, 'failedReason', reason, 'lastError', reason, 'lastDelay', string.format('%d', delayMs),
+      'token', run.receipt .. ' delayed ' .. nowText, stacks and 'stacktrace', stacks, -- nil ends the list
+    })
+    emit(q, 'delayed', 'jobId', id, 'delay', dueText)
+    return 'delayed', delayMs
   end
-  redis.call('HSET', jobKey, 'lastError', reason)
-  enterWait(jobKey, q, id, now, retry.front)
+  enterWait(jobKey, q, id, nowText, false, tonumber(f[F_PRIORITY]) or 0, false, {
+    'attemptsMade', made, 'failedReason', reason, 'lastError', reason, 'token', run.receipt .. ' wait ' .. nowText,
+    stacks and 'stacktrace', stacks, -- nil ends the list
+  })
   emit(q, 'waiting', 'jobId', id, 'prev', 'active')
   return 'wait'
 end
