@@ -69,131 +69,255 @@ local q = {
 
 local now = nowMs()
 
+-- What a parent of the call holds, read once at its first child (lib/redis/flows.ts groups a worker's
+-- children by parent, so a call settles several children of each): its delay and priority (moveOn),
+-- whether it exists, the `retried` places of the call's children (inOrder) and which of them are still
+-- among its dependencies. A completed child's writes (SREM, its return value into `processed`) wait in the
+-- parent's record and go in one command each at the end; the parent's dependency count is read once, when
+-- the call's last pending child of it leaves. Any other outcome first writes what waits and then reads and
+-- writes one child at a time (`direct`), as rare as retries and failures under a policy.
+local parents = {}
+local OUTCOMES = { c = 'completed', r = 'removed', t = 'retried', f = 'fpof', p = 'cpof', i = 'idof', d = 'rdof' }
+local handoffsKey = KEYS[9]
+local queuePrefix = string.sub(handoffsKey, 1, -9)
+local prefixLength = #queuePrefix
+
 -- A parent out of waiting-children: delayed when added with a delay (not when it leaves `delayed` for a
 -- failure), else at the front of the line.
-local function moveOn(jobKey, id, ignoreDelay)
-  local f = rcall('HMGET', jobKey, 'delay', 'priority')
-  local delay = ignoreDelay and 0 or (tonumber(f[1]) or 0)
+local function moveOn(P, ignoreDelay)
+  local delay = ignoreDelay and 0 or (tonumber(P.delay) or 0)
   if delay > 0 then
-    enterDelayed(jobKey, q, id, now + delay)
-    emit(q, 'delayed', 'jobId', id, 'delay', now + delay)
+    enterDelayed(P.jobKey, q, P.id, now + delay)
+    emit(q, 'delayed', 'jobId', P.id, 'delay', now + delay)
   else
-    enterWait(jobKey, q, id, now, true, tonumber(f[2]) or 0)
-    emit(q, 'waiting', 'jobId', id, 'prev', 'waiting-children')
+    enterWait(P.jobKey, q, P.id, now, true, tonumber(P.priority) or 0)
+    emit(q, 'waiting', 'jobId', P.id, 'prev', 'waiting-children')
   end
 end
 
-local function releaseIfWaiting(jobKey, id)
-  if rcall('ZREM', q.waitingChildren, id) == 1 then
-    moveOn(jobKey, id, false)
+local function releaseIfWaiting(P)
+  if rcall('ZREM', q.waitingChildren, P.id) == 1 then
+    moveOn(P, false)
     return true
   end
   return false
 end
 
+-- Each parent's children in the call, in order (a child's place among them is its slot), and the
+-- ARGV index of each one's value; this queue's children's ids whose outbox entries the call delivers. A
+-- parent's record is built whole (its fields presized): a Lua table grown key by key rehashes as it grows,
+-- so a child adds as few keys as it can (the replies of HMGET and SMISMEMBER hold its state by slot). A
+-- call names each child of a parent once (lib/redis/flows.ts).
+local HEAD = '^(%d+)(%a)(%d*)([:=])(.*)$'
+local own = {}
+for a = 1, #ARGV - 1, 2 do
+  local parentNo, _, _, sep, child = string.match(ARGV[a], HEAD)
+  local j = tonumber(parentNo)
+  local P = parents[j]
+  if not P then
+    local k = 5 + 5 * j
+    local jobKey = KEYS[k]
+    P = {
+      jobKey = jobKey, depsKey = KEYS[k + 1], processedKey = KEYS[k + 2], failedKey = KEYS[k + 3], unsuccessfulKey = KEYS[k + 4],
+      id = string.sub(jobKey, prefixLength + 1), children = {}, argAt = {}, next = 0, loaded = false, exists = false, direct = false,
+      delay = false, priority = false, latest = false, member = false, left = 0, removed = 0, placed = false,
+    }
+    parents[j] = P
+  end
+  local n = #P.children + 1
+  if sep == '=' then
+    own[#own + 1] = child
+    P.children[n] = queuePrefix .. child
+  else
+    P.children[n] = child
+  end
+  P.argAt[n] = a + 1
+end
+
+-- A parent's one read: `createdOn` (every job's) says it exists without an EXISTS; its children's
+-- `retried` places; then which of them are among its dependencies (1, 2 once removed here).
+local function loadParent(P)
+  local fields = { 'createdOn', 'delay', 'priority' }
+  for i, childKey in ipairs(P.children) do
+    fields[3 + i] = 'retried ' .. childKey
+  end
+  local f = rcall('HMGET', P.jobKey, unpack(fields))
+  P.exists = f[1] ~= false or rcall('EXISTS', P.jobKey) == 1
+  P.loaded = true
+  if not P.exists then
+    return
+  end
+  P.delay, P.priority, P.latest = f[2], f[3], f
+  P.member = rcall('SMISMEMBER', P.depsKey, unpack(P.children))
+  for _, m in ipairs(P.member) do
+    P.left = P.left + m
+  end
+end
+
+-- The completed children's writes that wait (before a direct step, and at the end).
+local function flush(P)
+  if P.removed == 0 then
+    return
+  end
+  local removed, values = P.children, {}
+  if P.removed < #P.children then
+    removed = {}
+  end
+  for slot, m in ipairs(P.member) do
+    if m == 2 then
+      local childKey = P.children[slot]
+      if P.removed < #P.children then
+        removed[#removed + 1] = childKey
+      end
+      values[#values + 1] = childKey
+      values[#values + 1] = ARGV[P.argAt[slot]]
+      P.member[slot] = 0
+    end
+  end
+  P.removed = 0
+  rcall('SREM', P.depsKey, unpack(removed))
+  rcall('HSET', P.processedKey, unpack(values))
+end
+
 -- Whether an entry at `place` in its child's history is not older than the latest applied (then recorded,
--- once the child has been retried: place > 1).
-local function inOrder(jobKey, childKey, place)
-  local field = 'retried ' .. childKey
-  local latest = tonumber(rcall('HGET', jobKey, field)) or 0
+-- once the child has been retried: place > 1; written at the end, nothing here reads it but this).
+local function inOrder(P, slot, place)
+  local latest = tonumber(P.latest[3 + slot]) or 0
   if place < latest then
     return false
   end
   if place > latest and place > 1 then
-    rcall('HSET', jobKey, field, place)
+    P.latest[3 + slot] = place
+    P.placed = P.placed or {}
+    P.placed[#P.placed + 1] = 'retried ' .. P.children[slot]
+    P.placed[#P.placed + 1] = place
   end
   return true
 end
 
--- A delivered entry of this queue's outbox leaves it, unless it was rewritten since (another run's outcome).
-local handoffsKey = KEYS[9]
-local queuePrefix = string.sub(handoffsKey, 1, -9)
-local function forget(childId, parentKey, outcome, value, gen, letter, genText)
-  local held = rcall('HGET', handoffsKey, childId)
-  if not held then
-    return
+-- Outcomes other than completed, one child at a time with its own reads (the parent's writes that waited
+-- went first). Returns the child's code.
+local function settleDirect(P, childKey, outcome, value)
+  if outcome == 'retried' then
+    if rcall('ZREM', P.unsuccessfulKey, childKey) == 1 or rcall('HDEL', P.failedKey, childKey) == 1 then
+      rcall('SADD', P.depsKey, childKey)
+      return 2
+    end
+    return 3
   end
-  local same
-  if string.byte(held, 1) == 123 then
-    -- "{": an entry as JSON (lua/includes/handoff.lua)
-    local e = cjson.decode(held)
-    same = e.parentKey == parentKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
+  if rcall('SREM', P.depsKey, childKey) == 0 then
+    return 3
+  end
+  local released = false
+  if outcome == 'completed' then
+    rcall('HSET', P.processedKey, childKey, value)
+    released = rcall('SCARD', P.depsKey) == 0 and releaseIfWaiting(P)
+  elseif outcome == 'fpof' then
+    rcall('ZADD', P.unsuccessfulKey, now, childKey)
+    local reason = 'child ' .. childKey .. ' failed'
+    if rcall('ZREM', q.waitingChildren, P.id) == 1 then
+      rcall('HSET', P.jobKey, 'defa', reason)
+      moveOn(P, false)
+      released = true
+    elseif rcall('ZREM', q.delayed, P.id) == 1 then
+      rcall('HSET', P.jobKey, 'defa', reason)
+      moveOn(P, true)
+      released = true
+    elseif rcall('HGET', P.jobKey, 'state') ~= 'failed' then
+      rcall('HSET', P.jobKey, 'defa', reason)
+    end
+  elseif outcome == 'cpof' then
+    rcall('HSET', P.failedKey, childKey, value)
+    released = releaseIfWaiting(P)
   else
-    same = held == handoffEntry(letter, genText, parentKey, value)
+    -- idof, rdof, removed
+    if outcome == 'idof' then
+      rcall('HSET', P.failedKey, childKey, value)
+    end
+    released = rcall('SCARD', P.depsKey) == 0 and releaseIfWaiting(P)
   end
-  if same then
-    rcall('HDEL', handoffsKey, childId)
-  end
+  return released and 1 or 2
 end
 
-local OUTCOMES = { c = 'completed', r = 'removed', t = 'retried', f = 'fpof', p = 'cpof', i = 'idof', d = 'rdof' }
-local prefixLength = #queuePrefix
+-- A completed child of a parent read at once: its writes wait; once the call's last pending child of the
+-- parent leaves, they go, and the parent's dependencies are counted.
+local function settleCompleted(P, slot)
+  if P.member[slot] ~= 1 then
+    return 3
+  end
+  P.member[slot] = 2
+  P.removed = P.removed + 1
+  P.left = P.left - 1
+  if P.left == 0 then
+    flush(P)
+    if rcall('SCARD', P.depsKey) == 0 and releaseIfWaiting(P) then
+      return 1
+    end
+  end
+  return 2
+end
+
+-- This queue's outbox entries delivered here, read at once (nothing here writes them).
+local held = #own > 0 and rcall('HMGET', handoffsKey, unpack(own)) or {}
+local gone = {}
+local ownAt = 0
 local out = {}
--- Whether each parent exists, read once per parent of the call.
-local exists = {}
+local i = 0
 for a = 1, #ARGV - 1, 2 do
-  local parentNo, letter, genText, sep, child = string.match(ARGV[a], '^(%d+)(%a)(%d*)([:=])(.*)$')
-  local j = tonumber(parentNo) - 1
-  local k = 10 + 5 * j
-  local jobKey, depsKey, processedKey, failedKey, unsuccessfulKey = KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local id = string.sub(jobKey, prefixLength + 1)
-  local outcome, value, gen = OUTCOMES[letter], ARGV[a + 1], tonumber(genText) or 0
-  local childKey, ownId = child, ''
-  if sep == '=' then
-    ownId = child
-    childKey = queuePrefix .. child
+  local parentNo, letter, genText, sep, child = string.match(ARGV[a], HEAD)
+  local P = parents[tonumber(parentNo)]
+  local slot = P.next + 1
+  P.next = slot
+  if not P.loaded then
+    loadParent(P)
   end
+  local outcome, gen = OUTCOMES[letter], tonumber(genText) or 0
   local place = outcome == 'retried' and 2 * gen or 2 * gen + 1
-  local code = 3
-  if exists[j] == nil then
-    exists[j] = rcall('EXISTS', jobKey) == 1
-  end
-  if not exists[j] then
+  local childKey, value = P.children[slot], ARGV[a + 1]
+  local code
+  if not P.exists then
     code = 5
-  elseif outcome ~= 'removed' and not inOrder(jobKey, childKey, place) then
+  elseif outcome ~= 'removed' and not inOrder(P, slot, place) then
     code = 4
-  elseif outcome == 'retried' then
-    if rcall('ZREM', unsuccessfulKey, childKey) == 1 or rcall('HDEL', failedKey, childKey) == 1 then
-      rcall('SADD', depsKey, childKey)
-      code = 2
+  elseif outcome == 'completed' and not P.direct then
+    code = settleCompleted(P, slot)
+  else
+    if not P.direct then
+      flush(P)
+      P.direct = true
     end
-  elseif rcall('SREM', depsKey, childKey) == 1 then
-    local released = false
-    code = 2
-    if outcome == 'completed' then
-      rcall('HSET', processedKey, childKey, value)
-      released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
-    elseif outcome == 'fpof' then
-      rcall('ZADD', unsuccessfulKey, now, childKey)
-      local reason = 'child ' .. childKey .. ' failed'
-      if rcall('ZREM', q.waitingChildren, id) == 1 then
-        rcall('HSET', jobKey, 'defa', reason)
-        moveOn(jobKey, id, false)
-        released = true
-      elseif rcall('ZREM', q.delayed, id) == 1 then
-        rcall('HSET', jobKey, 'defa', reason)
-        moveOn(jobKey, id, true)
-        released = true
-      elseif rcall('HGET', jobKey, 'state') ~= 'failed' then
-        rcall('HSET', jobKey, 'defa', reason)
+    code = settleDirect(P, childKey, outcome, value)
+  end
+  if sep == '=' then
+    -- Delivered: it leaves the outbox unless it was rewritten since (another run's outcome).
+    ownAt = ownAt + 1
+    local h = held[ownAt]
+    if h then
+      local same
+      if string.byte(h, 1) == 123 then
+        -- "{": an entry as JSON (lua/includes/handoff.lua)
+        local e = cjson.decode(h)
+        same = e.parentKey == P.jobKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
+      else
+        same = h == handoffEntry(letter, genText, P.jobKey, value)
       end
-    elseif outcome == 'cpof' then
-      rcall('HSET', failedKey, childKey, value)
-      released = releaseIfWaiting(jobKey, id)
-    else
-      -- idof, rdof, removed
-      if outcome == 'idof' then
-        rcall('HSET', failedKey, childKey, value)
+      if same then
+        gone[#gone + 1] = child
       end
-      released = rcall('SCARD', depsKey) == 0 and releaseIfWaiting(jobKey, id)
-    end
-    if released then
-      code = 1
     end
   end
-  if ownId ~= '' then
-    forget(ownId, jobKey, outcome, value, gen, letter, genText)
+  i = i + 1
+  out[i] = code
+end
+for _, P in pairs(parents) do
+  if P.exists then
+    flush(P)
+    if P.placed then
+      rcall('HSET', P.jobKey, unpack(P.placed))
+    end
   end
-  out[#out + 1] = code
+end
+if #gone > 0 then
+  rcall('HDEL', handoffsKey, unpack(gone))
 end
 return out
