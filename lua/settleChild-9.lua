@@ -40,21 +40,23 @@
   KEYS[13 + 5j]            HASH   <prefix>:{q}:<id>:failed
   KEYS[14 + 5j]            ZSET   <prefix>:{q}:<id>:unsuccessful
 
-  ARGV[1 + 2i], ARGV[2 + 2i] for child i (i = 0 .. n-1; ARGV[1] the first child's head; a parent's id is
-  read from its key, this queue's prefix and the id): first its head,
-  "<parent's number (1 .. p)><outcome><generation><sep><child>", then its return value (JSON) or failed
+  ARGV, for each parent of the call in turn (a parent's id is read from its key, this queue's prefix and
+  the id): its number j (1 .. p: its keys are KEYS[5 + 5j ..]), how many of its children follow, then two
+  arguments per child: its head, "<outcome><generation><sep><child>", and its return value (JSON) or failed
   reason. The outcome is one letter: c completed, r removed, t retried, or for a failure its policy: f fpof,
   p cpof, i idof, d rdof. The generation is the child's `retried` count when it ended, or the retry's (empty
   for none). After `:` comes the child's key; after `=` the child's id: a child of this queue (its key is
   this queue's prefix and the id) whose entry in this queue's outbox is delivered by this call: the entry is
   deleted here, while it is still the one delivered (same parent, outcome, value and generation: one
   rewritten meanwhile, after a retry, stays for its own delivery), so a flow within one queue needs no
-  forgetHandoffs-1.lua call. (Two arguments a child, not six: a worker's settle call sends one per child it
-  ended.)
+  forgetHandoffs-1.lua call. A parent's children in one call are distinct (lib/redis/flows.ts sends a child
+  named twice in another call). A worker's finish ends children of a few parents at once: each parent is
+  read once for all of them (its fields, and their dependencies with SMISMEMBER), and its completed
+  children's writes go in one SREM and one HSET (a child's own reads and writes only for the other
+  outcomes, rare).
 
-  Returns one code per child, a number (a reply a few bytes per child): 1 released (its parent moved on),
-  2 settled, 3 done (settled before), 4 stale (a run's outcome that a retry overtook), 5 missing (no such
-  parent).
+  Returns a string of one digit per child, in ARGV order: 1 released (its parent moved on), 2 settled, 3
+  done (settled before), 4 stale (a run's outcome that a retry overtook), 5 missing (no such parent).
 ]]
 local rcall = redis.call
 local q = {
@@ -69,14 +71,12 @@ local q = {
 
 local now = nowMs()
 
--- What a parent of the call holds, read once at its first child (lib/redis/flows.ts groups a worker's
--- children by parent, so a call settles several children of each): its delay and priority (moveOn),
+-- What a parent of the call holds, read once before its children: its delay and priority (moveOn),
 -- whether it exists, the `retried` places of the call's children (inOrder) and which of them are still
 -- among its dependencies. A completed child's writes (SREM, its return value into `processed`) wait in the
--- parent's record and go in one command each at the end; the parent's dependency count is read once, when
+-- parent's record and go in one command each after its children; its dependencies are counted once, when
 -- the call's last pending child of it leaves. Any other outcome first writes what waits and then reads and
 -- writes one child at a time (`direct`), as rare as retries and failures under a policy.
-local parents = {}
 local OUTCOMES = { c = 'completed', r = 'removed', t = 'retried', f = 'fpof', p = 'cpof', i = 'idof', d = 'rdof' }
 local handoffsKey = KEYS[9]
 local queuePrefix = string.sub(handoffsKey, 1, -9)
@@ -103,47 +103,61 @@ local function releaseIfWaiting(P)
   return false
 end
 
--- Each parent's children in the call, in order (a child's place among them is its slot), and the
--- ARGV index of each one's value; this queue's children's ids whose outbox entries the call delivers. A
--- parent's record is built whole (its fields presized): a Lua table grown key by key rehashes as it grows,
--- so a child adds as few keys as it can (the replies of HMGET and SMISMEMBER hold its state by slot). A
--- call names each child of a parent once (lib/redis/flows.ts).
-local HEAD = '^(%d+)(%a)(%d*)([:=])(.*)$'
+-- The call's parents, each with its children in the call (a child's place among them is its slot) and
+-- where they are in ARGV; this queue's children's ids whose outbox entries the call delivers. A parent's
+-- record is built whole (its fields presized): a Lua table grown key by key rehashes as it grows, so a
+-- child adds as few keys as it can (the replies of HMGET and SMISMEMBER hold its state by slot), and its
+-- head is read with string.byte and string.sub (a string.match costs several times more) but for a
+-- generation.
+local sbyte, ssub, argv = string.byte, string.sub, ARGV
+-- A child's code as a digit (a number would be formatted as text by table.concat, each apart).
+local CODES = { '1', '2', '3', '4', '5' }
+local SEP_OWN, SEP_KEY = 61, 58 -- "=", ":"
 local own = {}
-for a = 1, #ARGV - 1, 2 do
-  local parentNo, _, _, sep, child = string.match(ARGV[a], HEAD)
-  local j = tonumber(parentNo)
-  local P = parents[j]
-  if not P then
+local groups = {}
+do
+  local a = 1
+  while a < #argv do
+    local j, count = tonumber(argv[a]), tonumber(argv[a + 1])
     local k = 5 + 5 * j
     local jobKey = KEYS[k]
-    P = {
+    local P = {
       jobKey = jobKey, depsKey = KEYS[k + 1], processedKey = KEYS[k + 2], failedKey = KEYS[k + 3], unsuccessfulKey = KEYS[k + 4],
-      id = string.sub(jobKey, prefixLength + 1), children = {}, argAt = {}, next = 0, loaded = false, exists = false, direct = false,
-      delay = false, priority = false, latest = false, member = false, left = 0, removed = 0, placed = false,
+      id = ssub(jobKey, prefixLength + 1), children = {}, fields = { 'createdOn', 'delay', 'priority' }, at = a + 2, count = count,
+      exists = false, direct = false, delay = false, priority = false, latest = false, member = false, left = 0, removed = 0,
+      placed = false,
     }
-    parents[j] = P
+    groups[#groups + 1] = P
+    local children, fields = P.children, P.fields
+    for slot = 1, count do
+      local head = argv[a + 2 * slot]
+      local sep = sbyte(head, 2)
+      local childKey
+      if sep ~= SEP_OWN and sep ~= SEP_KEY then
+        local _, rest
+        _, _, sep, rest = string.match(head, '^(%a)(%d*)([:=])(.*)$')
+        sep = sbyte(sep)
+        head = '..' .. rest
+      end
+      if sep == SEP_OWN then
+        local id = ssub(head, 3)
+        own[#own + 1] = id
+        childKey = queuePrefix .. id
+      else
+        childKey = ssub(head, 3)
+      end
+      children[slot] = childKey
+      fields[3 + slot] = 'retried ' .. childKey
+    end
+    a = a + 2 + 2 * count
   end
-  local n = #P.children + 1
-  if sep == '=' then
-    own[#own + 1] = child
-    P.children[n] = queuePrefix .. child
-  else
-    P.children[n] = child
-  end
-  P.argAt[n] = a + 1
 end
 
 -- A parent's one read: `createdOn` (every job's) says it exists without an EXISTS; its children's
 -- `retried` places; then which of them are among its dependencies (1, 2 once removed here).
 local function loadParent(P)
-  local fields = { 'createdOn', 'delay', 'priority' }
-  for i, childKey in ipairs(P.children) do
-    fields[3 + i] = 'retried ' .. childKey
-  end
-  local f = rcall('HMGET', P.jobKey, unpack(fields))
+  local f = rcall('HMGET', P.jobKey, unpack(P.fields))
   P.exists = f[1] ~= false or rcall('EXISTS', P.jobKey) == 1
-  P.loaded = true
   if not P.exists then
     return
   end
@@ -170,7 +184,7 @@ local function flush(P)
         removed[#removed + 1] = childKey
       end
       values[#values + 1] = childKey
-      values[#values + 1] = ARGV[P.argAt[slot]]
+      values[#values + 1] = argv[P.at + 2 * slot - 1]
       P.member[slot] = 0
     end
   end
@@ -182,7 +196,8 @@ end
 -- Whether an entry at `place` in its child's history is not older than the latest applied (then recorded,
 -- once the child has been retried: place > 1; written at the end, nothing here reads it but this).
 local function inOrder(P, slot, place)
-  local latest = tonumber(P.latest[3 + slot]) or 0
+  local latest = P.latest[3 + slot]
+  latest = latest and tonumber(latest) or 0
   if place < latest then
     return false
   end
@@ -263,53 +278,53 @@ local gone = {}
 local ownAt = 0
 local out = {}
 local i = 0
-for a = 1, #ARGV - 1, 2 do
-  local parentNo, letter, genText, sep, child = string.match(ARGV[a], HEAD)
-  local P = parents[tonumber(parentNo)]
-  local slot = P.next + 1
-  P.next = slot
-  if not P.loaded then
-    loadParent(P)
-  end
-  local outcome, gen = OUTCOMES[letter], tonumber(genText) or 0
-  local place = outcome == 'retried' and 2 * gen or 2 * gen + 1
-  local childKey, value = P.children[slot], ARGV[a + 1]
-  local code
-  if not P.exists then
-    code = 5
-  elseif outcome ~= 'removed' and not inOrder(P, slot, place) then
-    code = 4
-  elseif outcome == 'completed' and not P.direct then
-    code = settleCompleted(P, slot)
-  else
-    if not P.direct then
-      flush(P)
-      P.direct = true
+for _, P in ipairs(groups) do
+  loadParent(P)
+  for slot = 1, P.count do
+    local head, value = argv[P.at + 2 * slot - 2], argv[P.at + 2 * slot - 1]
+    local letter, genText = ssub(head, 1, 1), ''
+    local sep = sbyte(head, 2)
+    if sep ~= SEP_OWN and sep ~= SEP_KEY then
+      local sepText
+      letter, genText, sepText = string.match(head, '^(%a)(%d*)([:=])')
+      sep = sbyte(sepText)
     end
-    code = settleDirect(P, childKey, outcome, value)
-  end
-  if sep == '=' then
-    -- Delivered: it leaves the outbox unless it was rewritten since (another run's outcome).
-    ownAt = ownAt + 1
-    local h = held[ownAt]
-    if h then
-      local same
-      if string.byte(h, 1) == 123 then
-        -- "{": an entry as JSON (lua/includes/handoff.lua)
-        local e = cjson.decode(h)
-        same = e.parentKey == P.jobKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
-      else
-        same = h == handoffEntry(letter, genText, P.jobKey, value)
+    local outcome, gen = OUTCOMES[letter], genText == '' and 0 or tonumber(genText)
+    local code
+    if not P.exists then
+      code = 5
+    elseif outcome ~= 'removed' and not inOrder(P, slot, outcome == 'retried' and 2 * gen or 2 * gen + 1) then
+      code = 4
+    elseif outcome == 'completed' and not P.direct then
+      code = settleCompleted(P, slot)
+    else
+      if not P.direct then
+        flush(P)
+        P.direct = true
       end
-      if same then
-        gone[#gone + 1] = child
+      code = settleDirect(P, P.children[slot], outcome, value)
+    end
+    if sep == SEP_OWN then
+      -- Delivered: it leaves the outbox unless it was rewritten since (another run's outcome).
+      ownAt = ownAt + 1
+      local h = held[ownAt]
+      if h then
+        local same
+        if sbyte(h, 1) == 123 then
+          -- "{": an entry as JSON (lua/includes/handoff.lua)
+          local e = cjson.decode(h)
+          same = e.parentKey == P.jobKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
+        else
+          same = h == handoffEntry(letter, genText, P.jobKey, value)
+        end
+        if same then
+          gone[#gone + 1] = own[ownAt]
+        end
       end
     end
+    i = i + 1
+    out[i] = CODES[code]
   end
-  i = i + 1
-  out[i] = code
-end
-for _, P in pairs(parents) do
   if P.exists then
     flush(P)
     if P.placed then
@@ -320,4 +335,4 @@ end
 if #gone > 0 then
   rcall('HDEL', handoffsKey, unpack(gone))
 end
-return out
+return table.concat(out)

@@ -192,30 +192,60 @@ const OUTCOME_LETTERS: Record<ChildOutcome, string> = {
 const SETTLE_CODES: readonly SettleCode[] = ['released', 'settled', 'done', 'stale', 'missing']
 
 /**
- * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry. Each
- * parent's five keys go once per call, however many of its children the call settles.
+ * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry, in order.
+ * Each parent's five keys go once per call, and its children together (the script reads a parent once for
+ * all of them); a child named twice for one parent goes in a later call (the script takes it once a call).
  */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
-  const parents = new Map<string, number>()
-  for (const e of entries) if (!parents.has(e.parentId)) parents.set(e.parentId, parents.size + 1)
-  const perParent = [...parents.keys()].flatMap((id) => [
-    keys.job(id),
-    keys.dependencies(id),
-    keys.processed(id),
-    keys.failedChildren(id),
-    keys.unsuccessful(id),
-  ])
-  const perChild = entries.flatMap((e) => [
-    `${parents.get(e.parentId)}${OUTCOME_LETTERS[e.outcome]}${e.gen ? e.gen : ''}${e.ownId === undefined ? `:${e.childKey}` : `=${e.ownId}`}`,
-    e.value,
-  ])
-  const codes = (await evalScript(
-    client,
-    FLOW_SCRIPTS.settleChild,
-    [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
-    perChild,
-  )) as number[]
-  return codes.map((c) => SETTLE_CODES[c - 1] as SettleCode)
+  const codes: SettleCode[] = new Array(entries.length)
+  let rest = entries.map((e, i) => ({ e, i }))
+  while (rest.length > 0) {
+    const seen = new Set<string>()
+    const now: { e: Settlement; i: number }[] = []
+    const later: { e: Settlement; i: number }[] = []
+    for (const x of rest) {
+      const at = `${x.e.parentId}\n${x.e.childKey}`
+      if (seen.has(at)) later.push(x)
+      else {
+        seen.add(at)
+        now.push(x)
+      }
+    }
+    const byParent = new Map<string, { e: Settlement; i: number }[]>()
+    for (const x of now) {
+      const group = byParent.get(x.e.parentId)
+      if (group) group.push(x)
+      else byParent.set(x.e.parentId, [x])
+    }
+    const perParent = [...byParent.keys()].flatMap((id) => [
+      keys.job(id),
+      keys.dependencies(id),
+      keys.processed(id),
+      keys.failedChildren(id),
+      keys.unsuccessful(id),
+    ])
+    const args: (string | number)[] = []
+    const order: number[] = []
+    let j = 0
+    for (const group of byParent.values()) {
+      args.push(++j, group.length)
+      for (const { e, i } of group) {
+        args.push(`${OUTCOME_LETTERS[e.outcome]}${e.gen ? e.gen : ''}${e.ownId === undefined ? `:${e.childKey}` : `=${e.ownId}`}`, e.value)
+        order.push(i)
+      }
+    }
+    const reply = String(
+      await evalScript(
+        client,
+        FLOW_SCRIPTS.settleChild,
+        [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
+        args,
+      ),
+    )
+    for (const [n, i] of order.entries()) codes[i] = SETTLE_CODES[Number(reply[n]) - 1] as SettleCode
+    rest = later
+  }
+  return codes
 }
 
 export type WaitingChildrenStatus = 'ok' | 'none' | 'failed-children' | 'missing' | 'lost' | 'not-active'
