@@ -156,18 +156,33 @@ for i = 1, #jobKeys, 1000 do
     break
   end
 end
+-- Each option set read once for the call (its stored fields, delay, priority, lifo), not once a node: a
+-- tonumber costs a strtod. putOptions reads ARGV[o + 4 .. o + 12]: the set's nine values.
+local sets = {}
+for t = 1, optionSets do
+  local o = optionsAt + 9 * (t - 1) - 4
+  local stored = {}
+  putOptions(stored, o)
+  sets[t] = { stored = stored, delayMs = tonumber(ARGV[o + 5]), priority = tonumber(ARGV[o + 10]), lifo = ARGV[o + 11] == '1' }
+end
+-- A node's "<option set>.<parent>", read once per distinct text (a parent's children share theirs).
+local specs = {}
+
 local codes = {}
 local k = 11
 for a = nodesAt, #ARGV - 1, F do
   local name, data, children = ARGV[a], ARGV[a + 1], ARGV[a + 3]
-  local optionSet, parentAt = string.match(ARGV[a + 2], '^(%d+)%.(%d+)$')
-  -- putOptions reads ARGV[o + 4 .. o + 12]: the node's option set.
-  local o = optionsAt + 9 * (tonumber(optionSet) - 1) - 4
-  parentAt = tonumber(parentAt)
-  local parentKey, parent = '', ''
-  if parentAt > 0 then
-    parentKey, parent = ARGV[parentsAt + 2 * parentAt - 2], ARGV[parentsAt + 2 * parentAt - 1]
+  local spec = specs[ARGV[a + 2]]
+  if not spec then
+    local optionSet, parentAt = string.match(ARGV[a + 2], '^(%d+)%.(%d+)$')
+    parentAt = tonumber(parentAt)
+    spec = { set = sets[tonumber(optionSet)], parentKey = '', parent = '' }
+    if parentAt > 0 then
+      spec.parentKey, spec.parent = ARGV[parentsAt + 2 * parentAt - 2], ARGV[parentsAt + 2 * parentAt - 1]
+    end
+    specs[ARGV[a + 2]] = spec
   end
+  local set, parentKey, parent = spec.set, spec.parentKey, spec.parent
   local jobKey, depsKey = KEYS[k], false
   local id = string.sub(jobKey, prefixLength + 1)
   k = k + 1
@@ -187,14 +202,16 @@ for a = nodesAt, #ARGV - 1, F do
   else
     codes[#codes + 1] = 1
     local fields = { 'name', name, 'data', data, 'createdOn', nowText }
-    putOptions(fields, o)
+    for _, v in ipairs(set.stored) do
+      fields[#fields + 1] = v
+    end
     if parentKey ~= '' then
       fields[#fields + 1] = 'parentKey'
       fields[#fields + 1] = parentKey
       fields[#fields + 1] = 'parent'
       fields[#fields + 1] = parent
     end
-    local delayMs, priority = tonumber(ARGV[o + 5]), tonumber(ARGV[o + 10])
+    local delayMs, priority = set.delayMs, set.priority
     if children ~= '' then
       fields[#fields + 1] = 'deps'
       fields[#fields + 1] = '1'
@@ -215,7 +232,7 @@ for a = nodesAt, #ARGV - 1, F do
       enterDelayed(jobKey, q, id, now + delayMs)
       emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
     else
-      local lifo = ARGV[o + 11] == '1'
+      local lifo = set.lifo
       if priority > 0 then
         joinLine(q, id, lifo, priority)
       elseif lifo then
