@@ -157,11 +157,13 @@ end
 -- `retried` places; then which of them are among its dependencies (1, 2 once removed here).
 local function loadParent(P)
   local f = rcall('HMGET', P.jobKey, unpack(P.fields))
+  P.latest = f
   P.exists = f[1] ~= false or rcall('EXISTS', P.jobKey) == 1
   if not P.exists then
+    P.member = {}
     return
   end
-  P.delay, P.priority, P.latest = f[2], f[3], f
+  P.delay, P.priority = f[2], f[3]
   P.member = rcall('SMISMEMBER', P.depsKey, unpack(P.children))
   for _, m in ipairs(P.member) do
     P.left = P.left + m
@@ -173,19 +175,20 @@ local function flush(P)
   if P.removed == 0 then
     return
   end
-  local removed, values = P.children, {}
-  if P.removed < #P.children then
+  local children, member, all = P.children, P.member, P.removed == P.count
+  local removed, values = children, {}
+  if not all then
     removed = {}
   end
-  for slot, m in ipairs(P.member) do
-    if m == 2 then
-      local childKey = P.children[slot]
-      if P.removed < #P.children then
+  for slot = 1, P.count do
+    if member[slot] == 2 then
+      local childKey = children[slot]
+      if not all then
         removed[#removed + 1] = childKey
       end
       values[#values + 1] = childKey
       values[#values + 1] = argv[P.at + 2 * slot - 1]
-      P.member[slot] = 0
+      member[slot] = 0
     end
   end
   P.removed = 0
@@ -278,47 +281,83 @@ local gone = {}
 local ownAt = 0
 local out = {}
 local i = 0
+local COMPLETED = sbyte('c')
 for _, P in ipairs(groups) do
   loadParent(P)
+  -- A completed child's entry, generation 0, as handoff.lua writes it: this head and its value.
+  local entryHead = 'c\n' .. P.jobKey .. '\n'
+  local member, latest = P.member, P.latest
   for slot = 1, P.count do
     local head, value = argv[P.at + 2 * slot - 2], argv[P.at + 2 * slot - 1]
-    local letter, genText = ssub(head, 1, 1), ''
-    local sep = sbyte(head, 2)
-    if sep ~= SEP_OWN and sep ~= SEP_KEY then
-      local sepText
-      letter, genText, sepText = string.match(head, '^(%a)(%d*)([:=])')
-      sep = sbyte(sepText)
-    end
-    local outcome, gen = OUTCOMES[letter], genText == '' and 0 or tonumber(genText)
+    local b1, sep = sbyte(head, 1, 2)
     local code
-    if not P.exists then
-      code = 5
-    elseif outcome ~= 'removed' and not inOrder(P, slot, outcome == 'retried' and 2 * gen or 2 * gen + 1) then
-      code = 4
-    elseif outcome == 'completed' and not P.direct then
-      code = settleCompleted(P, slot)
-    else
-      if not P.direct then
-        flush(P)
-        P.direct = true
-      end
-      code = settleDirect(P, P.children[slot], outcome, value)
-    end
-    if sep == SEP_OWN then
-      -- Delivered: it leaves the outbox unless it was rewritten since (another run's outcome).
-      ownAt = ownAt + 1
-      local h = held[ownAt]
-      if h then
-        local same
-        if sbyte(h, 1) == 123 then
-          -- "{": an entry as JSON (lua/includes/handoff.lua)
-          local e = cjson.decode(h)
-          same = e.parentKey == P.jobKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
-        else
-          same = h == handoffEntry(letter, genText, P.jobKey, value)
+    local simple = sep == SEP_OWN or sep == SEP_KEY
+    if simple and b1 == COMPLETED and P.exists and not P.direct and not latest[3 + slot] then
+      -- The common case: completed, never retried (place 1, nothing to record), settled with the parent's
+      -- writes that wait (settleCompleted, inline).
+      if member[slot] ~= 1 then
+        code = 3
+      else
+        member[slot] = 2
+        P.removed = P.removed + 1
+        P.left = P.left - 1
+        code = 2
+        if P.left == 0 then
+          flush(P)
+          if rcall('SCARD', P.depsKey) == 0 and releaseIfWaiting(P) then
+            code = 1
+          end
         end
-        if same then
+      end
+      if sep == SEP_OWN then
+        ownAt = ownAt + 1
+        local h = held[ownAt]
+        if h and h == entryHead .. value then
           gone[#gone + 1] = own[ownAt]
+        elseif h and sbyte(h, 1) == 123 then
+          local e = cjson.decode(h)
+          if e.parentKey == P.jobKey and e.outcome == 'completed' and e.value == value and (tonumber(e.gen) or 0) == 0 then
+            gone[#gone + 1] = own[ownAt]
+          end
+        end
+      end
+    else
+      local letter, genText = ssub(head, 1, 1), ''
+      if not simple then
+        local sepText
+        letter, genText, sepText = string.match(head, '^(%a)(%d*)([:=])')
+        sep = sbyte(sepText)
+      end
+      local outcome, gen = OUTCOMES[letter], genText == '' and 0 or tonumber(genText)
+      if not P.exists then
+        code = 5
+      elseif outcome ~= 'removed' and not inOrder(P, slot, outcome == 'retried' and 2 * gen or 2 * gen + 1) then
+        code = 4
+      elseif outcome == 'completed' and not P.direct then
+        code = settleCompleted(P, slot)
+      else
+        if not P.direct then
+          flush(P)
+          P.direct = true
+        end
+        code = settleDirect(P, P.children[slot], outcome, value)
+      end
+      if sep == SEP_OWN then
+        -- Delivered: it leaves the outbox unless it was rewritten since (another run's outcome).
+        ownAt = ownAt + 1
+        local h = held[ownAt]
+        if h then
+          local same
+          if sbyte(h, 1) == 123 then
+            -- "{": an entry as JSON (lua/includes/handoff.lua)
+            local e = cjson.decode(h)
+            same = e.parentKey == P.jobKey and e.outcome == outcome and e.value == value and (tonumber(e.gen) or 0) == gen
+          else
+            same = h == handoffEntry(letter, genText, P.jobKey, value)
+          end
+          if same then
+            gone[#gone + 1] = own[ownAt]
+          end
         end
       end
     end
