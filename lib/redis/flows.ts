@@ -194,28 +194,23 @@ const SETTLE_CODES: readonly SettleCode[] = ['released', 'settled', 'done', 'sta
 /**
  * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry, in order.
  * Each parent's five keys go once per call, and its children together (the script reads a parent once for
- * all of them); a child named twice for one parent goes in a later call (the script takes it once a call).
+ * all of them); a child named twice for one parent starts another call (the script takes it once a call).
  */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
   const codes: SettleCode[] = new Array(entries.length)
-  let rest = entries.map((e, i) => ({ e, i }))
-  while (rest.length > 0) {
+  for (let start = 0; start < entries.length; ) {
+    // A call takes the entries up to the first that names a child of its parent again (they go in order).
     const seen = new Set<string>()
-    const now: { e: Settlement; i: number }[] = []
-    const later: { e: Settlement; i: number }[] = []
-    for (const x of rest) {
-      const at = `${x.e.parentId}\n${x.e.childKey}`
-      if (seen.has(at)) later.push(x)
-      else {
-        seen.add(at)
-        now.push(x)
-      }
-    }
-    const byParent = new Map<string, { e: Settlement; i: number }[]>()
-    for (const x of now) {
-      const group = byParent.get(x.e.parentId)
-      if (group) group.push(x)
-      else byParent.set(x.e.parentId, [x])
+    const byParent = new Map<string, number[]>()
+    let end = start
+    for (; end < entries.length; end++) {
+      const e = entries[end] as Settlement
+      const at = `${e.parentId}\n${e.childKey}`
+      if (seen.has(at)) break
+      seen.add(at)
+      const group = byParent.get(e.parentId)
+      if (group) group.push(end)
+      else byParent.set(e.parentId, [end])
     }
     const perParent = [...byParent.keys()].flatMap((id) => [
       keys.job(id),
@@ -229,7 +224,8 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
     let j = 0
     for (const group of byParent.values()) {
       args.push(++j, group.length)
-      for (const { e, i } of group) {
+      for (const i of group) {
+        const e = entries[i] as Settlement
         args.push(`${OUTCOME_LETTERS[e.outcome]}${e.gen ? e.gen : ''}${e.ownId === undefined ? `:${e.childKey}` : `=${e.ownId}`}`, e.value)
         order.push(i)
       }
@@ -243,7 +239,7 @@ export async function settleChildren(client: RedisClient, keys: QueueKeys, entri
       ),
     )
     for (const [n, i] of order.entries()) codes[i] = SETTLE_CODES[Number(reply[n]) - 1] as SettleCode
-    rest = later
+    start = end
   }
   return codes
 }
