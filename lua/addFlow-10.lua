@@ -119,18 +119,70 @@ local function addDependencies(depsKey, children)
   end
 end
 
+-- Leaves bound for `wait` (at its back, or its front for lifo), and parents for `waiting-children` and
+-- `adding`: each set written once at the end of the call, as add-7.lua does (the order within each is the
+-- nodes' order: the same lists one command per node would make).
+local back, front, waiting = {}, {}, {}
+local lined = false
+local function each(command, key, values)
+  for i = 1, #values, 1000 do
+    rcall(command, key, unpack(values, i, math.min(i + 999, #values)))
+  end
+end
+local function scored(ids)
+  local args = {}
+  for i, id in ipairs(ids) do
+    args[2 * i - 1] = now
+    args[2 * i] = id
+  end
+  return args
+end
+
+-- The nodes' job keys (KEYS[11..], a parent's followed by its dependencies' key) and whether any exists
+-- already: one EXISTS for the call (a fresh flow's nodes do not), then one a node only when one does.
+-- A call's nodes are distinct jobs (the producer refuses a jobId used twice: lib/flows/tree.ts).
+local jobKeys = {}
+do
+  local k = 11
+  for a = nodesAt, #ARGV - 1, F do
+    jobKeys[#jobKeys + 1] = KEYS[k]
+    k = k + (ARGV[a + 3] ~= '' and 2 or 1)
+  end
+end
+local anyExisted = false
+for i = 1, #jobKeys, 1000 do
+  if rcall('EXISTS', unpack(jobKeys, i, math.min(i + 999, #jobKeys))) > 0 then
+    anyExisted = true
+    break
+  end
+end
+-- Each option set read once for the call (its stored fields, delay, priority, lifo), not once a node: a
+-- tonumber costs a strtod. putOptions reads ARGV[o + 4 .. o + 12]: the set's nine values.
+local sets = {}
+for t = 1, optionSets do
+  local o = optionsAt + 9 * (t - 1) - 4
+  local stored = {}
+  putOptions(stored, o)
+  sets[t] = { stored = stored, delayMs = tonumber(ARGV[o + 5]), priority = tonumber(ARGV[o + 10]), lifo = ARGV[o + 11] == '1' }
+end
+-- A node's "<option set>.<parent>", read once per distinct text (a parent's children share theirs).
+local specs = {}
+
 local codes = {}
 local k = 11
 for a = nodesAt, #ARGV - 1, F do
   local name, data, children = ARGV[a], ARGV[a + 1], ARGV[a + 3]
-  local optionSet, parentAt = string.match(ARGV[a + 2], '^(%d+)%.(%d+)$')
-  -- putOptions reads ARGV[o + 4 .. o + 12]: the node's option set.
-  local o = optionsAt + 9 * (tonumber(optionSet) - 1) - 4
-  parentAt = tonumber(parentAt)
-  local parentKey, parent = '', ''
-  if parentAt > 0 then
-    parentKey, parent = ARGV[parentsAt + 2 * parentAt - 2], ARGV[parentsAt + 2 * parentAt - 1]
+  local spec = specs[ARGV[a + 2]]
+  if not spec then
+    local optionSet, parentAt = string.match(ARGV[a + 2], '^(%d+)%.(%d+)$')
+    parentAt = tonumber(parentAt)
+    spec = { set = sets[tonumber(optionSet)], parentKey = '', parent = '' }
+    if parentAt > 0 then
+      spec.parentKey, spec.parent = ARGV[parentsAt + 2 * parentAt - 2], ARGV[parentsAt + 2 * parentAt - 1]
+    end
+    specs[ARGV[a + 2]] = spec
   end
+  local set, parentKey, parent = spec.set, spec.parentKey, spec.parent
   local jobKey, depsKey = KEYS[k], false
   local id = string.sub(jobKey, prefixLength + 1)
   k = k + 1
@@ -138,7 +190,7 @@ for a = nodesAt, #ARGV - 1, F do
     depsKey = KEYS[k]
     k = k + 1
   end
-  if rcall('EXISTS', jobKey) == 1 then
+  if anyExisted and rcall('EXISTS', jobKey) == 1 then
     codes[#codes + 1] = join(jobKey, id, parentKey, parent)
     -- An existing parent still waiting for its children waits for the new ones too (BullMQ adds them to its
     -- dependencies): else they would end unheard. One that runs or ended is not sent back to wait.
@@ -150,36 +202,57 @@ for a = nodesAt, #ARGV - 1, F do
   else
     codes[#codes + 1] = 1
     local fields = { 'name', name, 'data', data, 'createdOn', nowText }
-    putOptions(fields, o)
+    for _, v in ipairs(set.stored) do
+      fields[#fields + 1] = v
+    end
     if parentKey ~= '' then
       fields[#fields + 1] = 'parentKey'
       fields[#fields + 1] = parentKey
       fields[#fields + 1] = 'parent'
       fields[#fields + 1] = parent
     end
+    local delayMs, priority = set.delayMs, set.priority
     if children ~= '' then
       fields[#fields + 1] = 'deps'
       fields[#fields + 1] = '1'
       fields[#fields + 1] = 'state'
       fields[#fields + 1] = 'waiting-children'
+    elseif delayMs <= 0 then
+      -- The state goes in with the job (enterWait would write it again).
+      fields[#fields + 1] = 'state'
+      fields[#fields + 1] = priority > 0 and 'prioritized' or 'wait'
     end
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)
     if children ~= '' then
       addDependencies(depsKey, children)
-      rcall('ZADD', q.waitingChildren, now, id)
-      rcall('ZADD', addingKey, now, id)
+      waiting[#waiting + 1] = id
       emit(q, 'waiting-children', 'jobId', id)
+    elseif delayMs > 0 then
+      enterDelayed(jobKey, q, id, now + delayMs)
+      emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
     else
-      local delayMs, priority = tonumber(ARGV[o + 5]), tonumber(ARGV[o + 10])
-      if delayMs > 0 then
-        enterDelayed(jobKey, q, id, now + delayMs)
-        emit(q, 'delayed', 'jobId', id, 'delay', now + delayMs)
+      local lifo = set.lifo
+      if priority > 0 then
+        joinLine(q, id, lifo, priority)
+      elseif lifo then
+        front[#front + 1] = id
       else
-        enterWait(jobKey, q, id, now, ARGV[o + 11] == '1', priority, true)
-        emit(q, 'waiting', 'jobId', id)
+        back[#back + 1] = id
       end
+      lined = true
+      emit(q, 'waiting', 'jobId', id)
     end
   end
+end
+each('LPUSH', q.wait, back)
+each('RPUSH', q.wait, front)
+if #waiting > 0 then
+  local args = scored(waiting)
+  each('ZADD', q.waitingChildren, args)
+  each('ZADD', addingKey, args)
+end
+if lined then
+  rcall('ZADD', q.marker, '0', '0')
 end
 return { now, codes, handoffs }

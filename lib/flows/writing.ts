@@ -81,7 +81,9 @@ export async function writeFlows(client: RedisClient, roots: PlannedNode[], node
     const byQueue = new Map<string, PlannedNode[]>()
     for (const n of level) {
       const q = `${n.prefix}\n${n.queue}`
-      byQueue.set(q, [...(byQueue.get(q) ?? []), n])
+      const group = byQueue.get(q)
+      if (group) group.push(n)
+      else byQueue.set(q, [n])
     }
     await Promise.all(
       [...byQueue.values()].map(async (group) => {

@@ -192,30 +192,56 @@ const OUTCOME_LETTERS: Record<ChildOutcome, string> = {
 const SETTLE_CODES: readonly SettleCode[] = ['released', 'settled', 'done', 'stale', 'missing']
 
 /**
- * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry. Each
- * parent's five keys go once per call, however many of its children the call settles.
+ * Tells parents of one queue what their children ended with (settleChild-9.lua); a code per entry, in order.
+ * Each parent's five keys go once per call, and its children together (the script reads a parent once for
+ * all of them); a child named twice for one parent starts another call (the script takes it once a call).
  */
 export async function settleChildren(client: RedisClient, keys: QueueKeys, entries: Settlement[]): Promise<SettleCode[]> {
-  const parents = new Map<string, number>()
-  for (const e of entries) if (!parents.has(e.parentId)) parents.set(e.parentId, parents.size + 1)
-  const perParent = [...parents.keys()].flatMap((id) => [
-    keys.job(id),
-    keys.dependencies(id),
-    keys.processed(id),
-    keys.failedChildren(id),
-    keys.unsuccessful(id),
-  ])
-  const perChild = entries.flatMap((e) => [
-    `${parents.get(e.parentId)}${OUTCOME_LETTERS[e.outcome]}${e.gen ? e.gen : ''}${e.ownId === undefined ? `:${e.childKey}` : `=${e.ownId}`}`,
-    e.value,
-  ])
-  const codes = (await evalScript(
-    client,
-    FLOW_SCRIPTS.settleChild,
-    [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
-    perChild,
-  )) as number[]
-  return codes.map((c) => SETTLE_CODES[c - 1] as SettleCode)
+  const codes: SettleCode[] = new Array(entries.length)
+  for (let start = 0; start < entries.length; ) {
+    // A call takes the entries up to the first that names a child of its parent again (they go in order).
+    const seen = new Set<string>()
+    const byParent = new Map<string, number[]>()
+    let end = start
+    for (; end < entries.length; end++) {
+      const e = entries[end] as Settlement
+      const at = `${e.parentId}\n${e.childKey}`
+      if (seen.has(at)) break
+      seen.add(at)
+      const group = byParent.get(e.parentId)
+      if (group) group.push(end)
+      else byParent.set(e.parentId, [end])
+    }
+    const perParent = [...byParent.keys()].flatMap((id) => [
+      keys.job(id),
+      keys.dependencies(id),
+      keys.processed(id),
+      keys.failedChildren(id),
+      keys.unsuccessful(id),
+    ])
+    const args: (string | number)[] = []
+    const order: number[] = []
+    let j = 0
+    for (const group of byParent.values()) {
+      args.push(++j, group.length)
+      for (const i of group) {
+        const e = entries[i] as Settlement
+        args.push(`${OUTCOME_LETTERS[e.outcome]}${e.gen ? e.gen : ''}${e.ownId === undefined ? `:${e.childKey}` : `=${e.ownId}`}`, e.value)
+        order.push(i)
+      }
+    }
+    const reply = String(
+      await evalScript(
+        client,
+        FLOW_SCRIPTS.settleChild,
+        [keys.waitingChildren, keys.wait, keys.prioritized, keys.delayed, keys.marker, ...eventKeys(keys), keys.handoffs, ...perParent],
+        args,
+      ),
+    )
+    for (const [n, i] of order.entries()) codes[i] = SETTLE_CODES[Number(reply[n]) - 1] as SettleCode
+    start = end
+  }
+  return codes
 }
 
 export type WaitingChildrenStatus = 'ok' | 'none' | 'failed-children' | 'missing' | 'lost' | 'not-active'

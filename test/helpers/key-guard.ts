@@ -62,6 +62,7 @@ const FIRST_ARG_KEY = [
   'SADD',
   'SREM',
   'SISMEMBER',
+  'SMISMEMBER',
   'SMEMBERS',
   'SCARD',
   'XADD',
