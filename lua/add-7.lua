@@ -119,6 +119,22 @@ local function each(command, key, list)
   end
 end
 
+-- ZADD of a batch's (score, member) `list` in slices. A batch of 16 members or more goes in behind a long
+-- member (removed at once): Redis then keeps the set as a skiplist, where a listpack (a set under 128
+-- members, as `delayed` and `prioritized` often are while workers keep up) is scanned for each member
+-- added (lua/includes/skiplist.lua says more).
+local function zaddEach(key, list)
+  if #list < 32 then
+    return each('ZADD', key, list)
+  end
+  local long = string.rep('~', 256)
+  rcall('ZADD', key, '0', long, unpack(list, 1, math.min(1000, #list)))
+  rcall('ZREM', key, long)
+  for i = 1001, #list, 1000 do
+    rcall('ZADD', key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+
 -- Files the jobs gathered so far into their lines; the marker is told once per call, after the loop.
 local function file()
   if #back > 0 then
@@ -137,13 +153,13 @@ local function file()
       seq = seq + 1
       ranked[j] = string.format('%d', ranked[j] * PRIORITY_SCALE + seq % PRIORITY_SCALE)
     end
-    each('ZADD', q.prioritized, ranked)
+    zaddEach(q.prioritized, ranked)
     ranked = nil
   end
   if later then
     -- The marker learns of a due time only when it is now the first (see enterDelayed).
     local first = rcall('ZRANGE', q.delayed, '0', '0', 'WITHSCORES')[2]
-    each('ZADD', q.delayed, later)
+    zaddEach(q.delayed, later)
     if not first or earliest < tonumber(first) then
       rcall('ZADD', q.marker, 'LT', string.format('%d', earliest), 'd')
     end

@@ -73,6 +73,7 @@
   where runs holds one character per run, in order: "c" when it completed with nothing more to say ({ "ok",
   "completed", "", "" }), "w" when it went back to wait with nothing more to say ({ "ok", "wait", "", "" }),
   "d" when it went to `delayed` with nothing more to say but its backoff (ms), the next entry of details,
+  "h" when a flow's child completed with nothing more to say but its hand-off, the next entry of details,
   "." for the next entry of details: { "ok" | "lost", new (or current) state, set
   to trim, hand-off[, backoff] } (backoff: a retry's wait in `delayed`, ms, only then). The hand-off is
   the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to trim is
@@ -142,6 +143,8 @@ local runs = {}
 local gone, leases, filed = {}, {}, {}
 -- The deduplication ids the completed runs held, released together after the loop, and their jobs.
 local holds, holders = {}, {}
+-- The completed children's hand-offs (id, entry, ...), written to `handoffs` in one HSET after the loop.
+local outbox = {}
 local lastKeep, lastFiled, completedCount, failedCount = nil, 0, 0, 0
 local released = false
 -- A replayed call (its reply was lost to a dropped connection, and ioredis sent it again): when it ended.
@@ -196,8 +199,14 @@ for i = 1, m do
   -- Only what a completed run reads is read here, and of that only the token for a plain run (see ARGV):
   -- each field asked for is a scan of the hash, an absent one the whole of it. The rest when a run needs
   -- it: a flow's child's parent, a failure's, a replay's.
-  local held, attemptsMade, keepOwn, deid, parentKey
-  if plain then
+  local held, attemptsMade, keepOwn, deid, parentKey, failing
+  if action == 'f' or action == 'F' then
+    -- A failure's own fields in the same read (useAttempt's `job`: attempts .. defa).
+    local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'keep', 'deid', 'parentKey', 'attempts', 'backoff', 'priority',
+      'stacktrace', 'stackTraceLimit', 'keepFailed', 'defa')
+    held, attemptsMade, keepOwn, deid, parentKey = job[1], job[2], job[3], job[4], job[5]
+    failing = { job[6], job[7], job[8], job[9], job[10], job[11], job[12] }
+  elseif plain then
     held = rcall('HGET', jobKey, 'token')
   else
     local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'keep', 'deid', 'parentKey')
@@ -235,7 +244,7 @@ for i = 1, m do
       if deid then
         holds[#holds + 1], holders[#holders + 1] = deid, id
       end
-      local entry = parentKey and handOff(handoffsKey, id, parentKey, parent, 'completed', value, false, retried) or ''
+      local entry = parentKey and handOff(handoffsKey, id, parentKey, parent, 'completed', value, false, retried, outbox) or ''
       local keep = keepOwn or keepOverride or DEFAULT_KEEP.completed
       if not removedAtOnce(keep) then
         filed[#filed + 1] = id
@@ -248,18 +257,18 @@ for i = 1, m do
         filed[#filed + 1] = id
         lastKeep, lastFiled = keep, i
       end
-      runs[i] = entry == '' and DONE or { 'ok', 'completed', '', entry }
+      -- A completed child's outcome is its hand-off entry alone (a string; see the codes below).
+      runs[i] = entry == '' and DONE or entry
     else
       -- One read and one write a run (the job's new state, the failure's record and the run's receipt
-      -- together: useAttempt, enterWait); `made` and `deid` were read with the token (none for a plain run).
-      local state, backoffMs, failing
+      -- together: useAttempt, enterWait); everything they read was read with the token.
+      local state, backoffMs
       if action == 'r' then
         released = true
         enterWait(jobKey, q, id, nowText, true, nil, false, { 'token', '=' .. token .. ' wait ' .. nowText })
         emit(q, 'waiting', 'jobId', id, 'prev', 'active')
         state = 'wait'
       else
-        failing = rcall('HMGET', jobKey, 'attempts', 'backoff', 'priority', 'stacktrace', 'stackTraceLimit', 'keepFailed', 'defa')
         state, backoffMs = useAttempt(jobKey, q, id, now, nowText, value, {
           job = failing, made = made, deid = deid, final = action == 'F', delayMs = delayOverride, roll = roll, stack = stack,
           receipt = '=' .. token,
@@ -297,10 +306,13 @@ if #filed > 0 then
   end
   if lastKeep and trimDue(parseKeep(lastKeep), before, before + #filed) then
     local run = runs[lastFiled]
-    runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run[4] }
+    runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run }
   end
 end
 releaseDeduplications(q.meta, holds, holders)
+if #outbox > 0 then
+  rcall('HSET', handoffsKey, unpack(outbox))
+end
 if completedCount > 0 then
   countFinished(metricsKey, 'completed', now, completedCount)
 end
@@ -340,6 +352,10 @@ for i = 1, m do
   local run = runs[i]
   if run == DONE then
     codes[i] = 'c'
+  elseif type(run) == 'string' then
+    -- A flow's child that completed: its hand-off alone (a table a child cost Redis a conversion).
+    codes[i] = 'h'
+    details[#details + 1] = run
   elseif run[1] == 'ok' and run[3] == '' and run[4] == '' and (run[2] == 'wait' or (run[2] == 'delayed' and run[5])) then
     -- A retry (or a release) with nothing more to say: its entry was most of a failed run's reply.
     if run[2] == 'wait' then

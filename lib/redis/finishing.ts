@@ -177,7 +177,7 @@ export async function finishRuns(
   for (const r of runs) pushRun(keys, keyList, args, r, wt)
   const reply = (await evalScript(client, FINISH_SCRIPTS.finish, keyList, args)) as [
     string,
-    (RunDetail | number)[] | null,
+    (RunDetail | number | string)[] | null,
     TakenReply | null,
     string[] | null,
     string[] | null,
@@ -227,12 +227,16 @@ type RunDetail = ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string,
  * The runs' outcomes, in order, from the reply's codes (one per run) and its details (one per ".", a
  * backoff per "d": a retry in `delayed`; "w": back in `wait`).
  */
-function outcomesOf(codes: string, details: (RunDetail | number)[]): RunOutcome[] {
+function outcomesOf(codes: string, details: (RunDetail | number | string)[]): RunOutcome[] {
   let detail = 0
   const outcomes: RunOutcome[] = []
   for (const code of codes) {
     if (code === 'c') {
       outcomes.push(COMPLETED())
+      continue
+    }
+    if (code === 'h') {
+      outcomes.push({ ...COMPLETED(), handoff: details[detail++] as unknown as string })
       continue
     }
     if (code === 'w' || code === 'd') {

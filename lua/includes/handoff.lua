@@ -32,7 +32,9 @@ end
 -- parent is not left waiting for a job that is gone (BullMQ's removeParentDependencyKey in moveToFinished).
 -- `gen`: the child's `retried` count (its run's generation; false or nil for none), so its parent can tell
 -- a failure that arrives after the child's retry from the retried run's own (settleChild-9.lua).
-local function handOff(handoffsKey, id, parentKey, parent, outcome, value, removedNow, gen)
+-- `outbox`: a list the caller writes to `handoffs` itself, in one HSET for many children (id, entry, ...);
+-- without it the entry is written here.
+local function handOff(handoffsKey, id, parentKey, parent, outcome, value, removedNow, gen, outbox)
   if outcome == 'failed' then
     outcome = flowPolicy(parent)
     if outcome == '' and removedNow then
@@ -48,6 +50,11 @@ local function handOff(handoffsKey, id, parentKey, parent, outcome, value, remov
   else
     entry = handoffEntry(HANDOFF_LETTERS[outcome], (gen and gen > 0) and string.format('%d', gen) or '', parentKey, value)
   end
-  redis.call('HSET', handoffsKey, id, entry)
+  if outbox then
+    outbox[#outbox + 1] = id
+    outbox[#outbox + 1] = entry
+  else
+    redis.call('HSET', handoffsKey, id, entry)
+  end
   return entry
 end
