@@ -15,7 +15,8 @@
   KEYS[1] wait              LIST   <prefix>:{q}:wait
   KEYS[2] delayed           ZSET   <prefix>:{q}:delayed
   KEYS[3] marker            ZSET   <prefix>:{q}:marker
-  KEYS[4] meta              HASH   <prefix>:{q}:meta (`flows` set once a parent is written: trim-2.lua)
+  KEYS[4] meta              HASH   <prefix>:{q}:meta (`flows` set once a parent is written: trim-2.lua;
+                                   `adopted` once an unfinished job joined a parent: finish-16.lua)
   KEYS[5] events            STREAM <prefix>:{q}:events
   KEYS[6] listened          ZSET   <prefix>:{q}:listened
   KEYS[7] prioritized       ZSET   <prefix>:{q}:prioritized
@@ -78,6 +79,11 @@ local function join(jobKey, id, parentKey, parent)
     return -7
   end
   rcall('HSET', jobKey, 'parentKey', parentKey, 'parent', parent)
+  if not f[1] and f[2] ~= 'completed' and f[2] ~= 'failed' then
+    -- It may be running, or in a worker's hand, taken as a job with no parent: its finish would read only
+    -- its token (finish-16.lua's plain runs). meta's `adopted` makes every finish of the queue read all.
+    rcall('HSET', q.meta, 'adopted', '1')
+  end
   local entry = false
   if f[2] == 'completed' then
     entry = handOff(handoffsKey, id, parentKey, parent, 'completed', f[3] or 'null', false, f[5])

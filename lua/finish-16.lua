@@ -61,7 +61,8 @@
            next, no attempt used); then the run's start number when it is not 1 (the token is
            "<ARGV[3]>:<n>"), or "!" (the token follows, whole); then "+" unless the run is plain (its job,
            as taken, had none of attemptsMade, keep, deid and parentKey, which fields a plain run's finish
-           does not read: none of them is written while the run holds the job); then optionally "@<ms>" (a fail's retry
+           does not read: none of them is written while the run holds the job, but for a job that joins a parent,
+           which sets meta's `adopted`: then no run is read as plain); then optionally "@<ms>" (a fail's retry
            waits this, from the worker's settings.backoffStrategy) and "#<keep>" (the worker's retention
            for a job with none of its own, as retention.lua reads it). The value: the return value (JSON
            text) for complete, the error message for fail.
@@ -153,11 +154,14 @@ local replays, replayAt = 0, 0
 local k, a = starts.firstKey + 2 * v, 16 + 2 * v
 -- Most runs are a first start of this worker's: their token, built once.
 local firstRun = taker.token .. ':1'
+-- A job that joined a parent while it ran or waited (addFlow-10.lua join) was taken as plain: once the
+-- queue has had one, no run is read as plain.
+local anyPlain = m == 0 or not holdOf(q).adopted
 for i = 1, m do
   local action, token = ARGV[a], firstRun
   local jobKey, lockKey, logsKey = KEYS[k], KEYS[k + 1], nil
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
-  local delayOverride, keepOverride, plain = nil, nil, true
+  local delayOverride, keepOverride, plain = nil, nil, anyPlain
   if #action > 1 then
     local starts, rest
     action, starts, rest = string.match(action, '^(.)(%d*)(.*)$')
@@ -168,7 +172,7 @@ for i = 1, m do
     elseif starts ~= '' then
       token = taker.token .. ':' .. starts
     end
-    plain = string.sub(rest, 1, 1) ~= '+'
+    plain = anyPlain and string.sub(rest, 1, 1) ~= '+'
     delayOverride = tonumber(string.match(rest, '@(%d+)'))
     keepOverride = string.match(rest, '#(.*)$')
   end

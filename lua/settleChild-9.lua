@@ -40,8 +40,8 @@
   KEYS[13 + 5j]            HASH   <prefix>:{q}:<id>:failed
   KEYS[14 + 5j]            ZSET   <prefix>:{q}:<id>:unsuccessful
 
-  ARGV, for each parent of the call in turn (a parent's id is read from its key, this queue's prefix and
-  the id): its number j (1 .. p: its keys are KEYS[5 + 5j ..]), how many of its children follow, then two
+  ARGV[1] on, for each parent of the call in turn (a parent's id is read from its key, this queue's prefix
+  and the id): its number j (1 .. p: its keys are KEYS[5 + 5j ..]), how many of its children follow, then two
   arguments per child: its head, "<outcome><generation><sep><child>", and its return value (JSON) or failed
   reason. The outcome is one letter: c completed, r removed, t retried, or for a failure its policy: f fpof,
   p cpof, i idof, d rdof. The generation is the child's `retried` count when it ended, or the retry's (empty

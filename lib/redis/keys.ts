@@ -22,7 +22,8 @@
  *                                  the queue's settings the scripts read), `de:<did>` (a deduplication id
  *                                  held without a ttl: the holder's job id; with them `de`, a note long
  *                                  enough to keep meta a hash table), `flows` (a job of the queue
- *                                  became a parent: trim-2.lua removes flow keys with its jobs)
+ *                                  became a parent: trim-2.lua removes flow keys with its jobs), `adopted`
+ *                                  (an unfinished job joined a parent: no finish reads a run as plain)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists

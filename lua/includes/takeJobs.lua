@@ -137,11 +137,12 @@ local function replyFields(out, len, f, top, clock, startedOn)
   return len + 1 + n
 end
 
--- meta's `paused` and `limitedUntil`, read once per call however many steps ask (cached in `q`).
+-- meta's `paused`, `limitedUntil` and `adopted` (finish-16.lua), read once per call however many steps ask
+-- (cached in `q`).
 local function holdOf(q)
   if q.hold == nil then
-    local meta = redis.call('HMGET', q.meta, 'paused', 'limitedUntil')
-    q.hold = { paused = meta[1] ~= false, limitedUntil = tonumber(meta[2]) }
+    local meta = redis.call('HMGET', q.meta, 'paused', 'limitedUntil', 'adopted')
+    q.hold = { paused = meta[1] ~= false, limitedUntil = tonumber(meta[2]), adopted = meta[3] ~= false }
   end
   return q.hold
 end

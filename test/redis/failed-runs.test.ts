@@ -10,6 +10,7 @@ import type { JobFields } from '../../lib/job.js'
 import { finish, finishRuns, promote, take } from '../../lib/redis/commands.js'
 import { fieldsFromHash } from '../../lib/redis/job-codec.js'
 import { queueKeys } from '../../lib/redis/keys.js'
+import { commandsOnKey } from '../helpers/commands-on-key.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -28,29 +29,7 @@ async function counted<T>(run: () => Promise<T>): Promise<{ result: T; calls: Re
   return { result, calls }
 }
 
-/** The commands Redis ran (scripts' included) on `key` during `run`, by name, from MONITOR. */
-async function onKey<T>(key: string, run: () => Promise<T>): Promise<{ result: T; calls: Record<string, number> }> {
-  const monitor = await redis.client.monitor()
-  const calls: Record<string, number> = {}
-  let ended: () => void = () => undefined
-  const end = new Promise<void>((resolve) => {
-    ended = resolve
-  })
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    const name = (args[0] as string).toLowerCase()
-    if (name === 'echo' && args[1] === 'feed-end') ended()
-    else if (args[1] === key) calls[name] = (calls[name] ?? 0) + 1
-  })
-  try {
-    const result = await run()
-    // MONITOR's feed comes apart from the replies: an ECHO after the run marks where it ends.
-    await redis.client.echo('feed-end')
-    await end
-    return { result, calls }
-  } finally {
-    monitor.disconnect()
-  }
-}
+const onKey = <T>(key: string, run: () => Promise<T>) => commandsOnKey(redis.client, key, run)
 
 const stored = async (id: string): Promise<JobFields> => fieldsFromHash(id, await redis.client.hgetall(keys.job(id)))
 

@@ -11,6 +11,7 @@ import type { JobFields } from '../../lib/job.js'
 import { finish, finishRuns, take } from '../../lib/redis/commands.js'
 import { fieldsFromHash } from '../../lib/redis/job-codec.js'
 import { queueKeys } from '../../lib/redis/keys.js'
+import { commandsOnKey } from '../helpers/commands-on-key.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 
@@ -143,27 +144,39 @@ describe('a plain run', () => {
       [retried.id, false],
     ])
 
-    // Only the plain run's finish reads its job with one HGET (Redis counts the commands its scripts run).
+    // Only the plain run's finish reads its job with one HGET, the token alone (MONITOR on the job's key);
+    // every other run's reads the fields with it, in one HMGET.
     const finishOne = async (t: (typeof taken)[number]) => {
-      await redis.client.config('RESETSTAT')
-      const reply = await finishRuns(redis.client, keys, [
-        { run: { id: t.job.id, token: t.token }, plain: t.plain, action: 'complete', value: '1' },
-      ])
-      const stats = await redis.client.info('commandstats')
-      return { state: reply.runs[0]?.state, hmget: /cmdstat_hmget:calls=(\d+)/.test(stats) }
+      const { result, calls } = await commandsOnKey(redis.client, keys.job(t.job.id), () =>
+        finishRuns(redis.client, keys, [{ run: { id: t.job.id, token: t.token }, plain: t.plain, action: 'complete', value: '1' }]),
+      )
+      return { state: result.runs[0]?.state, reads: Object.keys(calls).filter((c) => c === 'hget' || c === 'hmget') }
     }
     const outcomes = []
     for (const t of taken) outcomes.push(await finishOne(t))
     expect(outcomes).toEqual([
-      { state: 'completed', hmget: false },
-      { state: 'completed', hmget: true },
-      { state: 'completed', hmget: true },
-      { state: 'completed', hmget: true },
+      { state: 'completed', reads: ['hget'] },
+      { state: 'completed', reads: ['hmget'] },
+      { state: 'completed', reads: ['hmget'] },
+      { state: 'completed', reads: ['hmget'] },
     ])
     // What each read was for: the job's own retention, its deduplication released, its attempts counted.
     expect(await redis.client.exists(keys.job(removed.id))).toBe(0)
     expect(await fx.queue.getDeduplicationJobId('only')).toBeFalsy()
     expect(await redis.client.hmget(keys.job(plain.id), 'attemptsMade', 'state')).toEqual(['1', 'completed'])
     expect(await redis.client.hget(keys.job(retried.id), 'attemptsMade')).toBe('2')
+  })
+
+  it('is not read as plain once a job joined a parent while it ran (meta `adopted`): its finish hands off', async () => {
+    const child = await fx.queue.add('x', { n: 1 })
+    const [run] = (await take(redis.client, keys, taker, [child.id])).taken
+    expect(run?.plain).toBe(true)
+    await redis.client.hset(keys.job(child.id), 'parentKey', 'emq:{q}:parent', 'parent', '{"id":"parent","queueKey":"emq:q"}')
+    await redis.client.hset(keys.meta, 'adopted', '1')
+    const reply = await finishRuns(redis.client, keys, [
+      { run: { id: child.id, token: run?.token as string }, plain: true, action: 'complete', value: '1' },
+    ])
+    expect(reply.runs[0]).toMatchObject({ status: 'ok', state: 'completed' })
+    expect(reply.runs[0]?.handoff).toBeTruthy()
   })
 })
