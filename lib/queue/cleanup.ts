@@ -9,7 +9,7 @@ import { deliverHandoffs } from '../flows/handoffs.js'
 import { clean, type DrainSource, drain, type FinishedSet, type ObliterateSource, obliterate, outboxPage } from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { dropFromRegistry, headIds, oldestIds, stateSize } from '../redis/queries.js'
+import { deleteDeduplicationHolds, dropFromRegistry, headIds, oldestIds, stateSize } from '../redis/queries.js'
 import { parseIteration } from '../schedulers/iterations.js'
 import { listSchedulers, removeScheduler } from '../schedulers/schedulers.js'
 
@@ -62,8 +62,8 @@ export async function cleanSet(client: RedisClient, keys: QueueKeys, set: Finish
 
 /**
  * Deletes the whole queue: every job with its lease and log (a parent with its flow keys; parents waiting
- * for children too), the outbox's outcomes delivered to their parents, then the queue's own keys and its
- * registry entry. Refused (ERR_QUEUE_ACTIVE, nothing deleted) while jobs are in flight, unless `force`.
+ * for children too), the outbox's outcomes delivered to their parents, then the queue's own keys, the
+ * deduplication ids it holds with a ttl and its registry entry. Refused (ERR_QUEUE_ACTIVE, nothing deleted) while jobs are in flight, unless `force`.
  */
 export async function obliterateQueue(client: RedisClient, keys: QueueKeys, prefix: string, queue: string, force: boolean): Promise<void> {
   if (!force && (await stateSize(client, keys, 'active')) > 0) throw refused(queue)
@@ -95,6 +95,9 @@ export async function obliterateQueue(client: RedisClient, keys: QueueKeys, pref
     if (round >= 10)
       throw new EchoMQError('ERR_QUEUE_ACTIVE', `queue ${queue} kept receiving jobs while being obliterated; stop its producers`)
   }
+  // A deduplication id held with a ttl is a key of its own, which would outlive the queue and swallow the
+  // next add of that id (its holder gone, it would still be answered as the holder).
+  await deleteDeduplicationHolds(client, keys)
   await dropFromRegistry(client, prefix, queue)
 }
 

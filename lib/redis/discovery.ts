@@ -3,7 +3,7 @@
  */
 import { Cluster } from 'ioredis'
 import type { RedisClient } from './connection.js'
-import { discoveryKey, prefixPattern, registryKey, sweptKeyPattern } from './keys.js'
+import { deduplicationPattern, discoveryKey, prefixPattern, type QueueKeys, registryKey, sweptKeyPattern } from './keys.js'
 
 export async function addToRegistry(client: RedisClient, prefix: string, queue: string): Promise<void> {
   await client.sadd(registryKey(prefix), queue)
@@ -50,6 +50,21 @@ export async function discoveryDueInMs(client: RedisClient, prefix: string): Pro
 /** Records a finished discovery pass for `ms`. */
 export async function markDiscovered(client: RedisClient, prefix: string, ms: number): Promise<void> {
   await client.set(discoveryKey(prefix), '1', 'PX', ms)
+}
+
+/**
+ * Deletes the deduplication ids a queue holds with a ttl (its obliterate): keys named by what the user chose,
+ * so no script can list them. The queue's keys share one slot: one node of a cluster holds them all.
+ */
+export async function deleteDeduplicationHolds(client: RedisClient, keys: QueueKeys): Promise<void> {
+  for (const node of scanNodes(client)) {
+    let cursor = '0'
+    do {
+      const [next, found] = await node.scan(cursor, 'MATCH', deduplicationPattern(keys), 'COUNT', 1000)
+      cursor = next
+      if (found.length > 0) await node.unlink(...found)
+    } while (cursor !== '0')
+  }
 }
 
 /**

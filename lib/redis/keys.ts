@@ -227,6 +227,11 @@ export function queueOfSweptKey(prefix: string, key: string): string | undefined
   return (SWEPT_KEY_NAMES as readonly string[]).includes(name) ? key.slice(head.length, close) : undefined
 }
 
+/** A SCAN pattern matching the deduplication ids a queue holds with a ttl (`keys.deduplication`). */
+export function deduplicationPattern(keys: QueueKeys): string {
+  return `${escapeGlob(keys.deduplication(''))}*`
+}
+
 /** A SCAN pattern matching every key under `prefix`. */
 export function prefixPattern(prefix: string): string {
   return `${escapeGlob(prefix)}:*`

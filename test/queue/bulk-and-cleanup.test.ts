@@ -293,6 +293,19 @@ describe('drain, clean, obliterate', () => {
     expect(await redis.client.sismember('emq:queues', 'q')).toBe(0)
     await expect(fx.queue.obliterate({ forse: true } as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
   })
+
+  it('obliterate deletes the deduplication ids held with a ttl: the next add of such an id is a new job', async () => {
+    const held = await fx.queue.add('x', { v: 1 }, { deduplication: { id: 'D', ttl: 60_000 } })
+    await fx.queue.add('x', { v: 1 }, { deduplication: { id: 'U' } })
+    expect(await fx.queue.getDeduplicationJobId('D')).toBe(held.id)
+
+    await fx.queue.obliterate({ force: true })
+    expect(await keysOfQueue()).toEqual([])
+
+    const again = await fx.queue.add('x', { v: 2 }, { deduplication: { id: 'D', ttl: 60_000 } })
+    expect((await fx.queue.getJob(again.id))?.data).toEqual({ v: 2 })
+    expect(await fx.queue.getDeduplicationJobId('D')).toBe(again.id)
+  })
 })
 
 describe('getters as BullMQ users write them', () => {
