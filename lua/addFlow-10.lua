@@ -135,14 +135,6 @@ local function each(command, key, values)
     rcall(command, key, unpack(values, i, math.min(i + 999, #values)))
   end
 end
-local function scored(ids)
-  local args = {}
-  for i, id in ipairs(ids) do
-    args[2 * i - 1] = now
-    args[2 * i] = id
-  end
-  return args
-end
 
 -- The nodes' job keys (KEYS[11..], a parent's followed by its dependencies' key) and whether any exists
 -- already: one EXISTS for the call (a fresh flow's nodes do not), then one a node only when one does.
@@ -254,7 +246,7 @@ end
 each('LPUSH', q.wait, back)
 each('RPUSH', q.wait, front)
 if #waiting > 0 then
-  local args = scored(waiting)
+  local args = scoredAt(now, waiting)
   each('ZADD', q.waitingChildren, args)
   each('ZADD', addingKey, args)
 end

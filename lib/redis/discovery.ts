@@ -57,14 +57,9 @@ export async function markDiscovered(client: RedisClient, prefix: string, ms: nu
  * so no script can list them. The queue's keys share one slot: one node of a cluster holds them all.
  */
 export async function deleteDeduplicationHolds(client: RedisClient, keys: QueueKeys): Promise<void> {
-  for (const node of scanNodes(client)) {
-    let cursor = '0'
-    do {
-      const [next, found] = await node.scan(cursor, 'MATCH', deduplicationPattern(keys), 'COUNT', 1000)
-      cursor = next
-      if (found.length > 0) await node.unlink(...found)
-    } while (cursor !== '0')
-  }
+  await eachScanPage(client, deduplicationPattern(keys), async (node, found) => {
+    if (found.length > 0) await node.unlink(...found)
+  })
 }
 
 /**
@@ -72,13 +67,24 @@ export async function deleteDeduplicationHolds(client: RedisClient, keys: QueueK
  * node by node, one key at a time there (keys of different queues live in different slots).
  */
 export async function deleteUnderPrefix(client: RedisClient, prefix: string): Promise<void> {
+  await eachScanPage(client, prefixPattern(prefix), async (_node, keys) => {
+    if (client instanceof Cluster) await Promise.all(keys.map((k) => client.del(k)))
+    else if (keys.length > 0) await client.del(...keys)
+  })
+}
+
+/** Calls `page` with each SCAN page of keys matching `pattern`, master by master, one page at a time. */
+async function eachScanPage(
+  client: RedisClient,
+  pattern: string,
+  page: (node: RedisClient, keys: string[]) => Promise<void>,
+): Promise<void> {
   for (const node of scanNodes(client)) {
     let cursor = '0'
     do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', prefixPattern(prefix), 'COUNT', 1000)
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
       cursor = next
-      if (client instanceof Cluster) await Promise.all(keys.map((k) => client.del(k)))
-      else if (keys.length > 0) await client.del(...keys)
+      await page(node, keys)
     } while (cursor !== '0')
   }
 }
