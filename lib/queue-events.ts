@@ -364,7 +364,7 @@ export async function waitUntilFinished(
     const check = () =>
       read().then(
         ({ state, returnValue, failedReason }) => {
-          if (state === 'completed') settle(() => resolve(returnValue === undefined ? undefined : parseResult(returnValue)))
+          if (state === 'completed') settle(() => resolve(returnValue === undefined ? null : parseResult(returnValue)))
           else if (state === 'failed') failed(failedReason ?? 'failed')
           else if (state === undefined) {
             const message = `Missing key for job ${job.id} of queue ${job.queue}: it was removed (or removed on completion)`

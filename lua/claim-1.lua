@@ -45,5 +45,5 @@ if claimed == 0 then
   end
   return { 0, 0 }
 end
-rcall('HSET', metaKey, 'failedClaim', token, 'failedClaimed', claimed, 'failedClaimUntil', tostring(now + leaseMs))
+rcall('HSET', metaKey, 'failedClaim', token, 'failedClaimed', claimed, 'failedClaimUntil', string.format('%d', now + leaseMs))
 return { claimed, takenOver }

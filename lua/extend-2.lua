@@ -27,7 +27,7 @@ local n = #KEYS - 2
 -- @include now
 -- @include skiplist
 
-local deadline = tostring(nowMs() + leaseMs)
+local deadline = string.format('%d', nowMs() + leaseMs)
 -- The loop runs once per lease, so it does little besides the PEXPIREAT: KEYS and ARGV are read through
 -- locals (a global is a table lookup by name each time), the index grows by a counter rather than by `#`,
 -- and a code is stored only for a lease not renewed (normally none: the reply is then all RENEWED).

@@ -53,7 +53,8 @@
   ARGV[16 + 2s], ARGV[17 + 2s] for start s to confirm: the run's token (a start number alone for
            "<ARGV[3]>:<n>", see takeJobs.lua tokenOf), "1" when the hand read it with a priority (else "0")
   ARGV[16 + 2v ..] for each run in turn: its action, then its token when the action says "!", its value,
-           then for "f" and "F" the error's stack (kept in the job's `stacktrace`, see useAttempt.lua). The
+           then for "f" and "F" the error's stack (kept in the job's `stacktrace`, see useAttempt.lua; or with
+           "$" the stacktrace to store). The
            action: "c" | "C" complete ("c": the job stays filed whatever its retention, so its log's key
            is not sent; a job whose retention is "0" is filed, for a trim to remove with its log) | "f"
            fail (uses an attempt; a retry waits the job's backoff) | "F" fail-final (an
@@ -62,7 +63,9 @@
            "<ARGV[3]>:<n>"), or "!" (the token follows, whole); then "+" unless the run is plain (its job,
            as taken, had none of attemptsMade, keep, deid and parentKey, which fields a plain run's finish
            does not read: none of them is written while the run holds the job, but for a job that joins a parent,
-           which sets meta's `adopted`: then no run is read as plain); then optionally "@<ms>" (a fail's retry
+           which sets meta's `adopted`: then no run is read as plain); then "$" when a fail's stack is the
+           job's stacktrace as it is to be stored (JSON text, "" for no change: the worker has the stored list
+           and the job's stackTraceLimit), else it is the run's stack alone; then optionally "@<ms>" (a fail's retry
            waits this, from the worker's settings.backoffStrategy) and "#<keep>" (the worker's retention
            for a job with none of its own, as retention.lua reads it). The value: the return value (JSON
            text) for complete, the error message for fail.
@@ -112,18 +115,30 @@ local starts = { firstKey = 17 + 2 * (c - h) + h, firstArg = 16, count = v }
 -- @include events
 -- @include score
 -- @include retention
--- @include enter
--- @include backoff
--- @include releaseDeduplication
--- @include useAttempt
 -- @include skiplist
 -- @include takeJobs
 -- @include nextDue
 -- @include minutes
--- @include handoff
+
+-- What only a failure, a release, a deduplicated job or a flow's child needs, made the first time a run of
+-- the call does: each function a script defines is a closure made on every call (with its upvalues, and
+-- collected after), and most calls end plain completions only.
+local rare
+local function rarely()
+  if not rare then
+    -- @include enter
+    -- @include backoff
+    -- @include releaseDeduplication
+    -- @include useAttempt
+    -- @include handoff
+    rare = { enterWait = enterWait, useAttempt = useAttempt, releaseDeduplications = releaseDeduplications, handOff = handOff }
+  end
+  return rare
+end
 
 local now = nowMs()
-local nowText = tostring(now)
+-- Integers are formatted with '%d': tostring formats a number with printf's '%.14g', several times the cost.
+local nowText = string.format('%d', now)
 -- Whether a retention removes a job at once, parsed once per text (most runs of a call share one).
 local atOnce = {}
 local function removedAtOnce(keep)
@@ -161,7 +176,7 @@ for i = 1, m do
   local action, token = ARGV[a], firstRun
   local jobKey, lockKey, logsKey = KEYS[k], KEYS[k + 1], nil
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
-  local delayOverride, keepOverride, plain = nil, nil, anyPlain
+  local delayOverride, keepOverride, plain, encoded = nil, nil, anyPlain, false
   if #action > 1 then
     local starts, rest
     action, starts, rest = string.match(action, '^(.)(%d*)(.*)$')
@@ -173,6 +188,7 @@ for i = 1, m do
       token = taker.token .. ':' .. starts
     end
     plain = anyPlain and string.sub(rest, 1, 1) ~= '+'
+    encoded = string.find(rest, '$', 1, true) ~= nil
     delayOverride = tonumber(string.match(rest, '@(%d+)'))
     keepOverride = string.match(rest, '#(.*)$')
   end
@@ -238,17 +254,28 @@ for i = 1, m do
       parent, retried = p[1], p[2]
     end
     -- As text: Redis would format a number (a float, to Lua) again.
-    local made = attemptsMade and tostring((tonumber(attemptsMade) or 0) + 1) or '1'
+    local made = attemptsMade and string.format('%d', (tonumber(attemptsMade) or 0) + 1) or '1'
     gone[#gone + 1] = id
     leases[#leases + 1] = lockKey
     if action == 'c' or action == 'C' then
-      rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
+      -- A completed job's hash leaves out what its readers can tell (lib/redis/job-codec.ts): a first attempt
+      -- (no `attemptsMade` when it had none) and a result of null (most processors return nothing). Each
+      -- field a job's hash gains is a scan of it and a reallocation, some 2,500 instructions a job.
+      if value == 'null' and not attemptsMade then
+        rcall('HSET', jobKey, 'state', 'completed', 'finishedOn', nowText, 'token', '=' .. token)
+      elseif not attemptsMade then
+        rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'token', '=' .. token)
+      elseif value == 'null' then
+        rcall('HSET', jobKey, 'state', 'completed', 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
+      else
+        rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
+      end
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
       if deid then
         holds[#holds + 1], holders[#holders + 1] = deid, id
       end
-      local entry = parentKey and handOff(handoffsKey, id, parentKey, parent, 'completed', value, false, retried, outbox) or ''
+      local entry = parentKey and rarely().handOff(handoffsKey, id, parentKey, parent, 'completed', value, false, retried, outbox) or ''
       local keep = keepOwn or keepOverride or DEFAULT_KEEP.completed
       if not removedAtOnce(keep) then
         filed[#filed + 1] = id
@@ -269,12 +296,13 @@ for i = 1, m do
       local state, backoffMs
       if action == 'r' then
         released = true
-        enterWait(jobKey, q, id, nowText, true, nil, false, { 'token', '=' .. token .. ' wait ' .. nowText })
+        rarely().enterWait(jobKey, q, id, nowText, true, nil, false, { 'token', '=' .. token .. ' wait ' .. nowText })
         emit(q, 'waiting', 'jobId', id, 'prev', 'active')
         state = 'wait'
       else
-        state, backoffMs = useAttempt(jobKey, q, id, now, nowText, value, {
+        state, backoffMs = rarely().useAttempt(jobKey, q, id, now, nowText, value, {
           job = failing, made = made, deid = deid, final = action == 'F', delayMs = delayOverride, roll = roll, stack = stack,
+          encoded = encoded,
           receipt = '=' .. token,
         })
       end
@@ -283,7 +311,7 @@ for i = 1, m do
         local keepFailed = failing[6] or keepOverride or false
         if parentKey then
           local removedNow = parseKeep(keepFailed or DEFAULT_KEEP.failed) == 0
-          entry = handOff(handoffsKey, id, parentKey, parent, 'failed', value, removedNow, retried) or ''
+          entry = rarely().handOff(handoffsKey, id, parentKey, parent, 'failed', value, removedNow, retried) or ''
         end
         -- A parent failed by its child (failParentOnFailure): the deferred failure is spent (BullMQ's HDEL).
         if failing[7] then
@@ -313,7 +341,9 @@ if #filed > 0 then
     runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run }
   end
 end
-releaseDeduplications(q.meta, holds, holders)
+if #holds > 0 then
+  rarely().releaseDeduplications(q.meta, holds, holders)
+end
 if #outbox > 0 then
   rcall('HSET', handoffsKey, unpack(outbox))
 end
@@ -330,7 +360,7 @@ if m > 0 and replays == m and replayAt > 0 then
   -- The ids the first call reserved are those still reserved until exactly its time plus the same
   -- reservation length. Another worker's finish in the same millisecond may share that score: handing
   -- its ids here only lets this worker take them first (a take re-checks each), never twice.
-  local until_ = tostring(replayAt + reserveMs)
+  local until_ = string.format('%d', replayAt + reserveMs)
   reserved = reserve > 0 and rcall('ZRANGEBYSCORE', q.reserved, until_, until_, 'LIMIT', 0, reserve) or {}
   finishedAt = replayAt
 else

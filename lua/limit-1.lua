@@ -21,5 +21,5 @@ if ms == 0 then
   return now
 end
 local until_ = math.max(now + ms, tonumber(rcall('HGET', metaKey, 'limitedUntil')) or 0)
-rcall('HSET', metaKey, 'limitedUntil', tostring(until_))
+rcall('HSET', metaKey, 'limitedUntil', string.format('%d', until_))
 return until_

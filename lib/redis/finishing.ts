@@ -54,6 +54,13 @@ export interface FinishRun {
   value: string
   /** The error's stack, for a failure. */
   stack?: string
+  /**
+   * For a failure, instead of `stack`: the job's stacktrace with this run's stack, as it is to be stored (JSON
+   * text; "" to leave it as it is). The worker has the stored list (the take sent it), and one the script
+   * builds costs Redis every byte of the stack three more times (cjson's escaping, the list's brackets, each
+   * string hashed by Lua).
+   */
+  stacks?: string
   /** A fail's retry waits this (ms), not the job's backoff: the worker's settings.backoffStrategy said so. */
   delayMs?: number
   /** The worker's retention (encodeKeep), for a job with none of its own. */
@@ -214,10 +221,11 @@ function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], 
   if (kept) keyList.push(keys.job(r.run.id), keys.lock(r.run.id))
   else keyList.push(keys.job(r.run.id), keys.lock(r.run.id), keys.logs(r.run.id))
   const start = startOf(r.run.token, workerToken)
-  const marks = `${r.plain === true ? '' : '+'}${overrides}`
+  const encoded = r.stacks !== undefined && (code === 'f' || code === 'F')
+  const marks = `${r.plain === true ? '' : '+'}${encoded ? '$' : ''}${overrides}`
   if (start === undefined) args.push(`${kept ? 'c' : code}!${marks}`, r.run.token, r.value)
   else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${marks}`, r.value)
-  if (code === 'f' || code === 'F') args.push(r.stack ?? '')
+  if (code === 'f' || code === 'F') args.push(encoded ? (r.stacks as string) : (r.stack ?? ''))
 }
 
 /** A run's outcome as finish-16.lua details it (one that completed with nothing more to say is a "c"). */

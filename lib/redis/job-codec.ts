@@ -194,7 +194,8 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
     name: h.name ?? '',
     data: parseJson(h.data),
     attempts,
-    attemptsMade: Number(h.attemptsMade ?? 0),
+    // A completed job's hash has no attemptsMade after a first attempt, nor a null result (finish-16.lua).
+    attemptsMade: Number(h.attemptsMade ?? (h.state === 'completed' ? 1 : 0)),
     attemptsStarted: startsOf(h.token, h.attemptsStarted),
     state: (h.state ?? 'wait') as JobState,
     createdOn,
@@ -204,6 +205,7 @@ export function fieldsFromHash(id: string, hash: Record<string, string> | string
   if (h.failedReason !== undefined) job.failedReason = h.failedReason
   if (h.lastError !== undefined) job.lastError = h.lastError
   if (h.returnValue !== undefined) job.returnValue = parseJson(h.returnValue)
+  else if (h.state === 'completed') job.returnValue = null
   const startedOn = optionalNumber(h.startedOn)
   if (startedOn !== undefined) job.startedOn = startedOn
   const finishedOn = optionalNumber(h.finishedOn)

@@ -32,10 +32,13 @@ export function setScriptWrapper(fn: ((lua: string) => string) | undefined): voi
 
 /** A script's source as it is run, before any test wrapper: its includes spliced in, the defaults declared. */
 export function scriptSource(file: string): string {
-  const body = luaFile(file).replace(/^-- @include (\w+)\s*$/gm, (_, name: string) => luaFile(`includes/${name}.lua`))
+  // An include may be indented: inside a function, its functions are made only when that function runs.
+  const body = luaFile(file).replace(/^[ \t]*-- @include (\w+)\s*$/gm, (_, name: string) => luaFile(`includes/${name}.lua`))
   // The comments stay in the files: Redis gets the code. They were two fifths of each script's text, which a
   // fresh server receives, hashes and parses once per script (a few thousand instructions per job of a
   // 10,000-job run). The first line names the file, for SCRIPT and error messages.
+  // An include not spliced in would go with the comments below, silently.
+  if (/^[ \t]*-- @include/m.test(body)) throw new EchoMQError('ERR_SCRIPT', `script file ${file} has an include that is not resolved`)
   const headerEnd = body.startsWith('--[[') ? body.indexOf(']]') + 3 : 0
   const code = body
     .slice(headerEnd)

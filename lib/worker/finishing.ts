@@ -38,6 +38,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       action,
       value,
       stack,
+      ...(action.startsWith('fail') ? { stacks: keepsStack(run.job, stack) ? JSON.stringify(stacksAfter(run.job, stack)) : '' } : {}),
       ...(delayMs === undefined || action !== 'fail' ? {} : { delayMs }),
       ...(keep === undefined ? {} : { keep }),
       ...(action === 'complete' ? { kept: !removesAtOnce(keep) && !removesAtOnce(encodeKeep(run.job.opts.removeOnComplete)) } : {}),
@@ -85,9 +86,14 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
 function failedAttempt(job: Job, reason: string, stack: string, state: string): void {
   job.failedReason = reason
   if (state !== 'failed') job.lastError = reason
-  const limit = job.opts.stackTraceLimit
-  if (stack !== '' && limit > 0) job.stacktrace = [...job.stacktrace, stack].slice(-limit)
+  if (keepsStack(job, stack)) job.stacktrace = stacksAfter(job, stack)
 }
+
+/** Whether a failed run's stack joins its job's stacktrace: it has one, and the job keeps any (opts.stackTraceLimit). */
+const keepsStack = (job: Job, stack: string): boolean => stack !== '' && job.opts.stackTraceLimit > 0
+
+/** The job's stacktrace once a failed run's stack joins it: the newest opts.stackTraceLimit kept. */
+const stacksAfter = (job: Job, stack: string): string[] => [...job.stacktrace, stack].slice(-job.opts.stackTraceLimit)
 
 /** Whether an encoded retention removes a job at once: its count is 0 ("0", or "0," from the number 0), as retention.lua parseKeep reads it. */
 function removesAtOnce(keep: string | undefined): boolean {

@@ -31,7 +31,7 @@ local function createIteration(schedulerKey, jobKey, q, sid, id, due, now, inLin
     q.jobName = t[1] or sid
     q.priority = tonumber(t[8]) or 0
   end
-  q.template[2] = tostring(now)
+  q.template[2] = string.format('%d', now)
   redis.call('HSET', jobKey, unpack(q.template))
   emit(q, 'added', 'jobId', id, 'name', q.jobName)
   if not inLine then

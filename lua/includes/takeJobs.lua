@@ -24,8 +24,17 @@ local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 
 -- drops: confirmStarts).
 local function readJob(jobKey)
   local all = redis.call('HGETALL', jobKey)
-  -- Room for the fields every job has, made at once: a table grown from empty rehashes at each of them.
-  local f, top = { nil, nil, nil, nil }, 0
+  -- Room made at once, as a table grown from empty rehashes as it grows: for the fields every job has, or
+  -- (a hash of more than those and its state: a job with options, or taken before) for every field, which
+  -- keeps them all in the table's array (a field past its size went to a hash part made for it).
+  local f, top
+  if #all > 8 then
+    f, top = {
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+    }, 0
+  else
+    f, top = { nil, nil, nil, nil }, 0
+  end
   for i = 1, #all, 2 do
     local at = FIELD_AT[all[i]]
     if at then
@@ -60,13 +69,13 @@ local function nextStart(f)
   if not (f[F_TOKEN] or f[F_STARTS]) then
     return '1'
   end
-  return tostring(startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
+  return string.format('%d', startsOf(f[F_TOKEN], f[F_STARTS]) + 1)
 end
 
 -- What replyFields writes one reply's jobs against: the call's time (its text, and its first 8 digits), and
 -- the name and createdOn of the job before in the same list.
 local function replyClock(now)
-  local text = tostring(now)
+  local text = string.format('%d', now)
   return { text = text, head = string.sub(text, 1, 8) }
 end
 
@@ -164,7 +173,7 @@ local function admission(q, taker, now)
   if taker.max <= 0 then
     return math.huge, 0
   end
-  redis.call('ZREMRANGEBYSCORE', q.limiter, '-inf', tostring(now - taker.duration))
+  redis.call('ZREMRANGEBYSCORE', q.limiter, '-inf', string.format('%d', now - taker.duration))
   local room = taker.max - redis.call('ZCARD', q.limiter)
   if room > 0 then
     return room, 0
@@ -198,9 +207,9 @@ local function takeJobs(q, taker, now, at)
   local room, wait = admission(q, taker, now)
   -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
   -- long `wait` list never costs a full scan.
-  local window = tostring(2 * n + 64)
+  local window = string.format('%d', 2 * n + 64)
   -- Numbers reach redis.call as strings: Redis would otherwise format each one again.
-  local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
+  local nowText, deadline = string.format('%d', now), string.format('%d', now + tonumber(taker.leaseMs))
   local clock = replyClock(now)
   -- Most jobs are taken for the first time: their token, built once.
   local firstToken = taker.token .. ':1'
@@ -281,7 +290,7 @@ local function takeJobs(q, taker, now, at)
         end
         local g, top = readJob(jobKey)
         local startedOn = redis.call('HGET', jobKey, 'startedOn')
-        g[F_STARTS] = tostring(startsOf(g[F_TOKEN], g[F_STARTS]))
+        g[F_STARTS] = string.format('%d', startsOf(g[F_TOKEN], g[F_STARTS]))
         taken[len + 1] = id
         len = replyFields(taken, len + 1, g, top, clock, startedOn ~= nowText and startedOn or nil)
         count = count + 1
@@ -318,7 +327,7 @@ local function reserveNext(q, taker, n, until_)
     return {}
   end
   local ids = redis.call('RPOP', q.wait, n) or {}
-  local scored, score = {}, tostring(until_)
+  local scored, score = {}, string.format('%d', until_)
   for i, id in ipairs(ids) do
     scored[2 * i - 1], scored[2 * i] = score, id
   end
@@ -385,7 +394,7 @@ local function confirmStarts(q, taker, now, at)
     return ''
   end
   local codes, unscored, indexed = {}, {}, {}
-  local nowText, deadline = tostring(now), tostring(now + tonumber(taker.leaseMs))
+  local nowText, deadline = string.format('%d', now), string.format('%d', now + tonumber(taker.leaseMs))
   for i = 0, at.count - 1 do
     local a = at.firstArg + 2 * i
     local jobKey, lockKey = KEYS[at.firstKey + 2 * i], KEYS[at.firstKey + 2 * i + 1]

@@ -9,7 +9,8 @@
 -- a finish leaves: followed by the state and `nowText` for a retry): the attempt made (`run.made`, text:
 -- the run's attemptsMade), the reason (failedReason; a retried one's is lastError too, kept past an
 -- operator's retry, which clears failedReason; a job that never fails has neither), the stack.
--- `run.job` is what the caller read of the job, in one HMGET: FAILING_FIELDS. `run.deid`: its
+-- `run.job` is what the caller read of the job, in one HMGET: FAILING_FIELDS. `run.stack` is the run's stack,
+-- or with `run.encoded` the job's new stacktrace already built by the worker ("" for no change). `run.deid`: its
 -- deduplication id (nil for none). Returns the new state, and a retry's wait in `delayed` (ms); a failed
 -- job is filed under `failed` by the caller, with its retention (fileFinished, retention.lua). Needs the
 -- releaseDeduplication, backoff and enter includes.
@@ -38,7 +39,12 @@ end
 local function useAttempt(jobKey, q, id, now, nowText, reason, run)
   local f = run.job
   local made = run.made
-  local stacks = stacksWith(run.stack, f[F_STACKS], tonumber(f[F_STACK_LIMIT]) or DEFAULT_STACK_TRACE_LIMIT)
+  local stacks
+  if run.encoded then
+    stacks = run.stack ~= '' and run.stack or nil
+  else
+    stacks = stacksWith(run.stack, f[F_STACKS], tonumber(f[F_STACK_LIMIT]) or DEFAULT_STACK_TRACE_LIMIT)
+  end
   local exhausted = tonumber(made) >= (tonumber(f[F_ATTEMPTS]) or DEFAULT_ATTEMPTS)
   if exhausted or run.final then
     if stacks then

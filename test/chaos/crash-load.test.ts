@@ -314,8 +314,9 @@ it(`${sizes.jobs} jobs, ${sizes.workers} worker processes killed and paused at r
     const state = h.state
     const inCompleted = completed.has(id)
     const inFailed = failed.has(id)
-    // Absent until an attempt is used: a job the sweep failed for stalling may have used none.
-    const made = Number(h.attemptsMade ?? 0)
+    // Absent until an attempt is used (a job the sweep failed for stalling may have used none), and on a job
+    // completed by its first attempt: the codec's reading.
+    const made = fieldsFromHash(id, h).attemptsMade
     // A stall uses no attempt: it is counted apart (stalledCounter), so a run ends in one of the two.
     const stalls = Number(h.stalledCounter ?? 0)
     const started = fieldsFromHash(id, h).attemptsStarted

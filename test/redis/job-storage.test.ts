@@ -93,10 +93,10 @@ describe('what a job stores', () => {
   it('a waiting job added with the defaults holds name, data, createdOn and state; a completed one adds only its run', async () => {
     await fx.queue.add('x', { n: 1 }, { jobId: 'w' })
     expect(await fields('w')).toEqual(['createdOn', 'data', 'name', 'state'])
-    fx.worker(() => 'done')
+    fx.worker((job) => (job.id === 'w' ? 'done' : undefined))
     await waitFor(async () => (await fx.queue.getJob('w'))?.state === 'completed', { what: 'the job to complete' })
+    // No attemptsMade for a first attempt (read as 1 once completed: lua/finish-16.lua).
     expect(await fields('w')).toEqual([
-      'attemptsMade',
       'createdOn',
       'data',
       'finishedOn',
@@ -110,6 +110,11 @@ describe('what a job stores', () => {
     const job = (await fx.queue.getJob('w')) as Job
     expect(job).toMatchObject({ attempts: 1, attemptsMade: 1, attemptsStarted: 1, returnValue: 'done', stacktrace: [], priority: 0 })
     expect(job.createdOn).toBeGreaterThan(0)
+    // Nor a returnValue for a result of null (a processor that returned nothing): read as null.
+    await fx.queue.add('x', { n: 2 }, { jobId: 'nothing' })
+    await waitFor(async () => (await fx.queue.getJob('nothing'))?.state === 'completed', { what: 'the second job to complete' })
+    expect(await fields('nothing')).toEqual(['createdOn', 'data', 'finishedOn', 'name', 'startedOn', 'state', 'token', 'workerName'])
+    expect(await fx.queue.getJob('nothing')).toMatchObject({ attemptsMade: 1, returnValue: null })
   })
 
   it('an option given with its default value is not stored either; any other value is', async () => {

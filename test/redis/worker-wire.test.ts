@@ -163,8 +163,11 @@ describe('a plain run', () => {
     // What each read was for: the job's own retention, its deduplication released, its attempts counted.
     expect(await redis.client.exists(keys.job(removed.id))).toBe(0)
     expect(await fx.queue.getDeduplicationJobId('only')).toBeFalsy()
-    expect(await redis.client.hmget(keys.job(plain.id), 'attemptsMade', 'state')).toEqual(['1', 'completed'])
+    // A first attempt's completion stores no attemptsMade (read as 1); a result travels and is kept.
+    expect(await redis.client.hmget(keys.job(plain.id), 'attemptsMade', 'state', 'returnValue')).toEqual([null, 'completed', '1'])
+    expect((await fx.queue.getJob(plain.id))?.attemptsMade).toBe(1)
     expect(await redis.client.hget(keys.job(retried.id), 'attemptsMade')).toBe('2')
+    expect((await fx.queue.getJob(retried.id))?.attemptsMade).toBe(2)
   })
 
   it('is not read as plain once a job joined a parent while it ran (meta `adopted`): its finish hands off', async () => {
