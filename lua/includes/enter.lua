@@ -11,7 +11,7 @@ local PRIORITY_SCALE = 4294967296
 -- passes is formatted with printf's '%.17g', some 2,500 instructions.
 local NO_FIELDS = {}
 local function prioritizedScore(q, priority, front)
-  local seq = front and 0 or (redis.call('HINCRBY', q.meta, 'pc', '1') % PRIORITY_SCALE)
+  local seq = front and 0 or (rcall('HINCRBY', q.meta, 'pc', '1') % PRIORITY_SCALE)
   return string.format('%.0f', priority * PRIORITY_SCALE + seq)
 end
 
@@ -24,11 +24,11 @@ end
 -- once per call, however many jobs it adds).
 local function joinLine(q, id, front, priority)
   if priority > 0 then
-    redis.call('ZADD', q.prioritized, prioritizedScore(q, priority, front), id)
+    rcall('ZADD', q.prioritized, prioritizedScore(q, priority, front), id)
   elseif front then
-    redis.call('RPUSH', q.wait, id)
+    rcall('RPUSH', q.wait, id)
   else
-    redis.call('LPUSH', q.wait, id)
+    rcall('LPUSH', q.wait, id)
   end
 end
 
@@ -36,16 +36,16 @@ end
 -- a failed attempt's record. The marker is told once per call (`q.woken`): nothing in a script takes it
 -- back between two jobs entering the line.
 local function enterWait(jobKey, q, id, now, front, priority, fresh, more)
-  priority = priority or tonumber(redis.call('HGET', jobKey, 'priority')) or 0
+  priority = priority or tonumber(rcall('HGET', jobKey, 'priority')) or 0
   local state = priority > 0 and 'prioritized' or 'wait'
   if fresh then
-    redis.call('HSET', jobKey, 'state', state, unpack(more or NO_FIELDS))
+    rcall('HSET', jobKey, 'state', state, unpack(more or NO_FIELDS))
   else
-    redis.call('HSET', jobKey, 'state', state, 'waitingSince', now, unpack(more or NO_FIELDS))
+    rcall('HSET', jobKey, 'state', state, 'waitingSince', now, unpack(more or NO_FIELDS))
   end
   joinLine(q, id, front, priority)
   if not q.woken then
-    redis.call('ZADD', q.marker, '0', '0')
+    rcall('ZADD', q.marker, '0', '0')
     q.woken = true
   end
 end
@@ -58,9 +58,9 @@ end
 -- member: a score read back is formatted by Redis (printf's %.17g), several times the cost of an id.
 -- Needs the score include.
 local function enterDelayed(jobKey, q, id, due, more)
-  redis.call('HSET', jobKey, 'state', 'delayed', 'dueAt', due, unpack(more or NO_FIELDS))
-  redis.call('ZADD', q.delayed, scoreAt(q.delayed, due), id)
-  if redis.call('ZRANGE', q.delayed, '0', '0')[1] == id then
-    redis.call('ZADD', q.marker, 'LT', due, 'd')
+  rcall('HSET', jobKey, 'state', 'delayed', 'dueAt', due, unpack(more or NO_FIELDS))
+  rcall('ZADD', q.delayed, scoreAt(q.delayed, due), id)
+  if rcall('ZRANGE', q.delayed, '0', '0')[1] == id then
+    rcall('ZADD', q.marker, 'LT', due, 'd')
   end
 end

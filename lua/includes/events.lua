@@ -8,9 +8,9 @@
 local EVENTS_MAXLEN_DEFAULT = 10000
 local function listening(q)
   if q.listening == nil then
-    q.listening = redis.call('EXISTS', q.listened) == 1
+    q.listening = rcall('EXISTS', q.listened) == 1
     if q.listening then
-      q.maxLen = redis.call('HGET', q.meta, 'maxLenEvents') or tostring(EVENTS_MAXLEN_DEFAULT)
+      q.maxLen = rcall('HGET', q.meta, 'maxLenEvents') or tostring(EVENTS_MAXLEN_DEFAULT)
     end
   end
   return q.listening
@@ -18,6 +18,6 @@ end
 
 local function emit(q, event, ...)
   if listening(q) then
-    redis.call('XADD', q.events, 'MAXLEN', '~', q.maxLen, '*', 'event', event, ...)
+    rcall('XADD', q.events, 'MAXLEN', '~', q.maxLen, '*', 'event', event, ...)
   end
 end

@@ -6,10 +6,10 @@
 local function countFinished(metricsKey, state, now, n)
   n = n or 1
   local minute = math.floor(now / 60000)
-  if redis.call('HINCRBY', metricsKey, (state == 'completed' and 'c' or 'f') .. minute, n) ~= n then
+  if rcall('HINCRBY', metricsKey, (state == 'completed' and 'c' or 'f') .. minute, n) ~= n then
     return
   end
-  local last = tonumber(redis.call('HGET', metricsKey, 'last'))
+  local last = tonumber(rcall('HGET', metricsKey, 'last'))
   if last == minute then
     return
   end
@@ -20,8 +20,8 @@ local function countFinished(metricsKey, state, now, n)
       stale[#stale + 1] = 'f' .. m
     end
     if #stale > 0 then
-      redis.call('HDEL', metricsKey, unpack(stale))
+      rcall('HDEL', metricsKey, unpack(stale))
     end
   end
-  redis.call('HSET', metricsKey, 'last', minute)
+  rcall('HSET', metricsKey, 'last', minute)
 end

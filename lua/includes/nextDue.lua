@@ -3,7 +3,7 @@
 -- the calls it makes anyway (take, finish) tell it, and its promoter's timer moves the job to `wait`
 -- when it falls due, however long `wait` is.
 local function nextDue(delayedKey, now)
-  local first = redis.call('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')[2]
+  local first = rcall('ZRANGE', delayedKey, '0', '0', 'WITHSCORES')[2]
   if not first then
     return -1, -1
   end

@@ -7,17 +7,17 @@ local function putBack(q, ids)
   if #ids == 0 then
     return 0
   end
-  local scored = redis.call('HLEN', q.reservedScores) > 0
+  local scored = rcall('HLEN', q.reservedScores) > 0
   for i = #ids, 1, -1 do
     local id = ids[i]
-    local score = scored and redis.call('HGET', q.reservedScores, id)
+    local score = scored and rcall('HGET', q.reservedScores, id)
     if score then
-      redis.call('ZADD', q.prioritized, score, id)
-      redis.call('HDEL', q.reservedScores, id)
+      rcall('ZADD', q.prioritized, score, id)
+      rcall('HDEL', q.reservedScores, id)
     else
-      redis.call('RPUSH', q.wait, id)
+      rcall('RPUSH', q.wait, id)
     end
   end
-  redis.call('ZADD', q.marker, 0, '0')
+  rcall('ZADD', q.marker, 0, '0')
   return #ids
 end

@@ -42,8 +42,8 @@ end
 -- The set's limits become those of the job that finished last: a read, not a write, per call.
 local function keepLimits(q, state, keep)
   local field = KEEP_FIELDS[state].meta
-  if redis.call('HGET', q.meta, field) ~= keep then
-    redis.call('HSET', q.meta, field, keep)
+  if rcall('HGET', q.meta, field) ~= keep then
+    rcall('HSET', q.meta, field, keep)
   end
 end
 
@@ -55,24 +55,24 @@ local function fileFinished(jobKey, logsKey, q, state, id, now, keep)
   local fields = KEEP_FIELDS[state]
   local setKey = q[state]
   if keep == nil then
-    keep = redis.call('HGET', jobKey, fields.job)
+    keep = rcall('HGET', jobKey, fields.job)
   end
   if keep == false then
     keep = DEFAULT_KEEP[state]
   end
   local count = parseKeep(keep)
   if count == 0 then
-    redis.call('UNLINK', jobKey, logsKey)
+    rcall('UNLINK', jobKey, logsKey)
     return ''
   end
-  redis.call('ZADD', setKey, scoreAt(setKey, now), id)
+  rcall('ZADD', setKey, scoreAt(setKey, now), id)
   keepLimits(q, state, keep)
   -- One finish asks for a trim each time the set grows by another `slack` jobs past its count (trimDue).
   -- No lease is held, so a worker that dies (or closes) mid-trim only means the next such finish asks
   -- another: a set holds at most count + 2 * slack jobs between sweeps, plus those finished while a trim
   -- runs. Two trims that overlap are harmless (trim-2.lua re-checks each id).
   if count ~= nil then
-    local size = redis.call('ZCARD', setKey)
+    local size = rcall('ZCARD', setKey)
     if trimDue(count, size - 1, size) then
       return state
     end

@@ -5,7 +5,7 @@
 -- formatted with every digit (a number given to redis.call as is keeps only 14).
 local SCORE_STEP = 1 / 4096
 local function scoreAt(key, ms)
-  local last = redis.call('ZREVRANGEBYSCORE', key, '(' .. string.format('%d', ms + 1), string.format('%d', ms), 'WITHSCORES', 'LIMIT', '0', '1')[2]
+  local last = rcall('ZREVRANGEBYSCORE', key, '(' .. string.format('%d', ms + 1), string.format('%d', ms), 'WITHSCORES', 'LIMIT', '0', '1')[2]
   local score = ms
   if last then
     score = math.min(tonumber(last) + SCORE_STEP, ms + 1 - SCORE_STEP)

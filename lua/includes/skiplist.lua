@@ -13,9 +13,9 @@ local function longMember()
   return skiplistMember
 end
 local function keepSkiplist(zsetKey)
-  if redis.call('ZCARD', zsetKey) >= SKIPLIST_FROM and redis.call('OBJECT', 'ENCODING', zsetKey) == 'listpack' then
-    redis.call('ZADD', zsetKey, 0, longMember())
-    redis.call('ZREM', zsetKey, longMember())
+  if rcall('ZCARD', zsetKey) >= SKIPLIST_FROM and rcall('OBJECT', 'ENCODING', zsetKey) == 'listpack' then
+    rcall('ZADD', zsetKey, 0, longMember())
+    rcall('ZREM', zsetKey, longMember())
   end
 end
 
@@ -25,9 +25,9 @@ end
 -- `active` and `reserved` drain between a worker's calls). Returns ZADD's reply.
 local function zaddMany(zsetKey, scored)
   if #scored < 2 * SKIPLIST_FROM then
-    return redis.call('ZADD', zsetKey, unpack(scored))
+    return rcall('ZADD', zsetKey, unpack(scored))
   end
-  local added = redis.call('ZADD', zsetKey, 0, longMember(), unpack(scored))
-  redis.call('ZREM', zsetKey, longMember())
+  local added = rcall('ZADD', zsetKey, 0, longMember(), unpack(scored))
+  rcall('ZREM', zsetKey, longMember())
   return added - 1
 end

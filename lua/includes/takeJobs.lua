@@ -23,7 +23,7 @@ local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 
 -- job waited in `prioritized` (so its reservation has a score kept in `reservedScores`, which its take then
 -- drops: confirmStarts).
 local function readJob(jobKey)
-  local all = redis.call('HGETALL', jobKey)
+  local all = rcall('HGETALL', jobKey)
   -- Room made at once, as a table grown from empty rehashes as it grows: for the fields every job has, or
   -- (a hash of more than those and its state: a job with options, or taken before) for every field, which
   -- keeps them all in the table's array (a field past its size went to a hash part made for it).
@@ -150,7 +150,7 @@ end
 -- (cached in `q`).
 local function holdOf(q)
   if q.hold == nil then
-    local meta = redis.call('HMGET', q.meta, 'paused', 'limitedUntil', 'adopted')
+    local meta = rcall('HMGET', q.meta, 'paused', 'limitedUntil', 'adopted')
     q.hold = { paused = meta[1] ~= false, limitedUntil = tonumber(meta[2]), adopted = meta[3] ~= false }
   end
   return q.hold
@@ -173,12 +173,12 @@ local function admission(q, taker, now)
   if taker.max <= 0 then
     return math.huge, 0
   end
-  redis.call('ZREMRANGEBYSCORE', q.limiter, '-inf', string.format('%d', now - taker.duration))
-  local room = taker.max - redis.call('ZCARD', q.limiter)
+  rcall('ZREMRANGEBYSCORE', q.limiter, '-inf', string.format('%d', now - taker.duration))
+  local room = taker.max - rcall('ZCARD', q.limiter)
   if room > 0 then
     return room, 0
   end
-  local oldest = tonumber(redis.call('ZRANGE', q.limiter, 0, 0, 'WITHSCORES')[2]) or now
+  local oldest = tonumber(rcall('ZRANGE', q.limiter, 0, 0, 'WITHSCORES')[2]) or now
   return 0, math.max(1, oldest + taker.duration - now)
 end
 
@@ -217,7 +217,7 @@ local function takeJobs(q, taker, now, at)
   for i = 0, n - 1 do
     ids[i + 1] = idOf(q, KEYS[firstKey + 2 * i])
   end
-  local scoredReservations = at.reserved and redis.call('HLEN', q.reservedScores) > 0
+  local scoredReservations = at.reserved and rcall('HLEN', q.reservedScores) > 0
   -- The taken reservations' kept scores (reservations.lua), dropped in one HDEL after the loop.
   local indexed, unscored = {}, {}
   for i = 0, n - 1 do
@@ -230,11 +230,11 @@ local function takeJobs(q, taker, now, at)
     end
     local jobKey, lockKey = KEYS[firstKey + 2 * i], KEYS[firstKey + 2 * i + 1]
     -- One ZREM per id (ZMSCORE would answer for all in one call, but formats each score as a float).
-    local reserved = at.reserved and redis.call('ZREM', q.reserved, id) == 1
+    local reserved = at.reserved and rcall('ZREM', q.reserved, id) == 1
     local from = reserved and 'reserved'
-    if not from and redis.call('LPOS', q.wait, id, 'RANK', '-1', 'MAXLEN', window) then
+    if not from and rcall('LPOS', q.wait, id, 'RANK', '-1', 'MAXLEN', window) then
       from = 'wait'
-    elseif not from and redis.call('ZSCORE', q.prioritized, id) then
+    elseif not from and rcall('ZSCORE', q.prioritized, id) then
       from = 'prioritized'
     end
     if from then
@@ -242,7 +242,7 @@ local function takeJobs(q, taker, now, at)
       local size = f[F_DATA] and #f[F_DATA] or 0
       if count > 0 and bytes + size > taker.maxBytes then
         if reserved then
-          redis.call('ZADD', q.reserved, deadline, id)
+          rcall('ZADD', q.reserved, deadline, id)
         end
         for k = i, n - 1 do
           left[#left + 1] = ids[k + 1]
@@ -250,9 +250,9 @@ local function takeJobs(q, taker, now, at)
         break
       end
       if from == 'wait' then
-        redis.call('LREM', q.wait, '-1', id)
+        rcall('LREM', q.wait, '-1', id)
       elseif from == 'prioritized' then
-        redis.call('ZREM', q.prioritized, id)
+        rcall('ZREM', q.prioritized, id)
       elseif scoredReservations then
         unscored[#unscored + 1] = id
       end
@@ -260,13 +260,14 @@ local function takeJobs(q, taker, now, at)
       if f[F_NAME] then
         local started = nextStart(f)
         local token = started == '1' and firstToken or taker.token .. ':' .. started
-        redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
+        -- GET: its reply is the lease before (none), not an "OK" status, which Lua receives as a table.
+        rcall('SET', lockKey, token, 'PX', taker.leaseMs, 'GET')
         indexed[#indexed + 1] = deadline
         indexed[#indexed + 1] = id
-        redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
+        rcall('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
         if taker.max > 0 then
           -- One member per start: the job and its start number (a run token alone repeats across jobs).
-          redis.call('ZADD', q.limiter, nowText, id .. ':' .. started)
+          rcall('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
         f[F_STARTS] = started
         taken[len + 1] = id
@@ -275,21 +276,21 @@ local function takeJobs(q, taker, now, at)
         bytes = bytes + size
         emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       end
-    elseif redis.call('ZSCORE', q.active, id) then
+    elseif rcall('ZSCORE', q.active, id) then
       -- In flight under this worker's token: a replay of a call whose reply was lost (or a run the worker
       -- already has, which it skips). Hand it back rather than strand it until a sweep charges a stall.
       -- A live lease is renewed; a lapsed one is left for the worker's heartbeat to reclaim (reclaim-2.lua
       -- clears a sweep's mark as it writes the lease: a marked job has had no lease since, see sweep-11).
-      local token = redis.call('HGET', jobKey, 'token')
-      local holder = redis.call('GET', lockKey)
+      local token = rcall('HGET', jobKey, 'token')
+      local holder = rcall('GET', lockKey)
       if token and string.sub(token, 1, #taker.token + 1) == taker.token .. ':' and (holder == false or holder == token) then
         if holder == token then
-          redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
+          rcall('SET', lockKey, token, 'PX', taker.leaseMs)
           indexed[#indexed + 1] = deadline
           indexed[#indexed + 1] = id
         end
         local g, top = readJob(jobKey)
-        local startedOn = redis.call('HGET', jobKey, 'startedOn')
+        local startedOn = rcall('HGET', jobKey, 'startedOn')
         g[F_STARTS] = string.format('%d', startsOf(g[F_TOKEN], g[F_STARTS]))
         taken[len + 1] = id
         len = replyFields(taken, len + 1, g, top, clock, startedOn ~= nowText and startedOn or nil)
@@ -301,11 +302,11 @@ local function takeJobs(q, taker, now, at)
     zaddMany(q.active, indexed)
   end
   if #unscored > 0 then
-    redis.call('HDEL', q.reservedScores, unpack(unscored))
+    rcall('HDEL', q.reservedScores, unpack(unscored))
   end
   if taker.max > 0 and count > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
-    redis.call('PEXPIRE', q.limiter, taker.duration)
+    rcall('PEXPIRE', q.limiter, taker.duration)
     if count >= room then
       local _
       _, wait = admission(q, taker, now)
@@ -326,14 +327,14 @@ local function reserveNext(q, taker, n, until_)
   if n <= 0 or taker.max > 0 or holdOf(q).paused then
     return {}
   end
-  local ids = redis.call('RPOP', q.wait, n) or {}
+  local ids = rcall('RPOP', q.wait, n) or {}
   local scored, score = {}, string.format('%d', until_)
   for i, id in ipairs(ids) do
     scored[2 * i - 1], scored[2 * i] = score, id
   end
   if #ids < n then
     -- ZPOPMIN's reply is id, score, ...: what `reservedScores` keeps, in one HSET.
-    local popped = redis.call('ZPOPMIN', q.prioritized, n - #ids)
+    local popped = rcall('ZPOPMIN', q.prioritized, n - #ids)
     for j = 1, #popped, 2 do
       ids[#ids + 1] = popped[j]
       scored[#scored + 1] = score
@@ -342,10 +343,10 @@ local function reserveNext(q, taker, n, until_)
     if #popped >= 2 * SKIPLIST_FROM then
       -- Behind a long field, so Redis makes (or keeps) it a hash table: as a listpack, each id set and
       -- dropped would scan all the others (skiplist.lua says why for sorted sets).
-      redis.call('HSET', q.reservedScores, longMember(), '', unpack(popped))
-      redis.call('HDEL', q.reservedScores, longMember())
+      rcall('HSET', q.reservedScores, longMember(), '', unpack(popped))
+      rcall('HDEL', q.reservedScores, longMember())
     elseif #popped > 0 then
-      redis.call('HSET', q.reservedScores, unpack(popped))
+      rcall('HSET', q.reservedScores, unpack(popped))
     end
   end
   if #ids > 0 then
@@ -399,17 +400,17 @@ local function confirmStarts(q, taker, now, at)
     local a = at.firstArg + 2 * i
     local jobKey, lockKey = KEYS[at.firstKey + 2 * i], KEYS[at.firstKey + 2 * i + 1]
     local id, token = idOf(q, jobKey), tokenOf(taker, ARGV[a])
-    if redis.call('ZREM', q.reserved, id) == 1 then
+    if rcall('ZREM', q.reserved, id) == 1 then
       if ARGV[a + 1] == '1' then
         unscored[#unscored + 1] = id
       end
-      redis.call('SET', lockKey, token, 'PX', taker.leaseMs)
+      rcall('SET', lockKey, token, 'PX', taker.leaseMs, 'GET')
       indexed[#indexed + 1] = deadline
       indexed[#indexed + 1] = id
-      redis.call('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
+      rcall('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
       emit(q, 'active', 'jobId', id, 'prev', 'waiting')
       codes[i + 1] = '1'
-    elseif redis.call('HGET', jobKey, 'token') == token then
+    elseif rcall('HGET', jobKey, 'token') == token then
       codes[i + 1] = '1'
     else
       codes[i + 1] = '0'
@@ -419,7 +420,7 @@ local function confirmStarts(q, taker, now, at)
     zaddMany(q.active, indexed)
   end
   if #unscored > 0 then
-    redis.call('HDEL', q.reservedScores, unpack(unscored))
+    rcall('HDEL', q.reservedScores, unpack(unscored))
   end
   return table.concat(codes)
 end
@@ -430,13 +431,13 @@ local function peekNext(q, n)
   if n <= 0 then
     return {}
   end
-  local tail = redis.call('LRANGE', q.wait, -n, -1)
+  local tail = rcall('LRANGE', q.wait, -n, -1)
   local ids = {}
   for i = #tail, 1, -1 do
     ids[#ids + 1] = tail[i]
   end
   if #ids < n then
-    for _, id in ipairs(redis.call('ZRANGE', q.prioritized, 0, n - #ids - 1)) do
+    for _, id in ipairs(rcall('ZRANGE', q.prioritized, 0, n - #ids - 1)) do
       ids[#ids + 1] = id
     end
   end
