@@ -153,6 +153,17 @@ export class UnrecoverableError extends Error {
 }
 
 /**
+ * A thrown value as text for a message, never throwing itself: a value can throw when read (a getter on its
+ * message or name, a Proxy, a toString that throws).
+ */
+export function thrownText(value: unknown): string {
+  try {
+    return String((value as { message?: unknown } | null)?.message ?? value)
+  } catch {
+    return 'a value that cannot be read'
+  }
+}
+/**
  * Thrown by a processor that learnt it must back off (an API said 429): the job goes back to the front of
  * the line without using an attempt, as BullMQ does; pair it with `queue.rateLimit(ms)`, which holds every
  * worker of the queue for that long. `throw Worker.RateLimitError()` makes one.

@@ -3,7 +3,8 @@
  * named as in BullMQ, every duration in ms. An option given to `add` wins over the queue's default, which
  * wins over EchoMQ's (defaults.json).
  *
- *   attempts          total runs allowed (1, BullMQ's default; a crashed run is a stall, counted apart)
+ *   attempts          total runs allowed (1, BullMQ's default; 0 is read as 1, as BullMQ runs such a job once; a
+ *                     crashed run is a stall, counted apart)
  *   jobId             the job's id, not an integer ("1", "2", ... per queue, as BullMQ's); an existing id
  *                     returns the stored job, changing nothing
  *   delay             ms before the job may run (0)
@@ -174,7 +175,7 @@ export function retention(name: string) {
 export function jobSettings(what: string, options: unknown, base: JobSettings): JobSettings {
   const o = checkKnown(what, options, JOB_OPTION_NAMES)
   return {
-    attempts: opt(o.attempts, base.attempts, (v) => checkInteger('attempts', v, RANGES.attempts)),
+    attempts: opt(o.attempts, base.attempts, (v) => Math.max(1, checkInteger('attempts', v, { ...RANGES.attempts, min: 0 }))),
     delay: opt(o.delay, base.delay, (v) => checkInteger('delay', v, DELAY)),
     backoff: opt(o.backoff, base.backoff, backoff),
     removeOnComplete: opt(o.removeOnComplete, base.removeOnComplete, retention('removeOnComplete')),

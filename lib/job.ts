@@ -35,7 +35,7 @@ export type BullJobState = 'waiting' | 'prioritized' | 'delayed' | 'active' | 'c
 /** What a Job's JSON adds to its fields: BullMQ's names for those EchoMQ keeps under its own. */
 interface BullMQNames<Result> {
   queueQualifiedName?: string
-  returnvalue: Result | undefined
+  returnvalue: Result | null
   timestamp: number
   processedOn: number | undefined
   delay: number
@@ -178,9 +178,9 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     this.#delay = ms
   }
 
-  /** BullMQ's name for returnValue. */
-  get returnvalue(): Result | undefined {
-    return this.returnValue
+  /** BullMQ's name for returnValue; null (BullMQ's value) while the job has none: it has not completed. */
+  get returnvalue(): Result | null {
+    return this.returnValue === undefined ? null : this.returnValue
   }
 
   /** Settable, as BullMQ's field is (JSON.stringify(job) shows it: toJSON). */
@@ -195,7 +195,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
    */
   toJSON(): JobFields<Data, Result, Name> & BullMQNames<Result> {
     const queueQualifiedName = this.#scope?.qualifiedName
-    const names = { returnvalue: this.returnValue, timestamp: this.timestamp, processedOn: this.processedOn, delay: this.delay }
+    const names = { returnvalue: this.returnvalue, timestamp: this.timestamp, processedOn: this.processedOn, delay: this.delay }
     return { ...this, ...(queueQualifiedName === undefined ? {} : { queueQualifiedName }), ...names }
   }
 

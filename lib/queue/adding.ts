@@ -195,9 +195,10 @@ function newJob(q: QueueCore, jobName: unknown, data: unknown, options: unknown)
   return {
     ...(flow.parent ? { flow } : {}),
     ...(deduplication ? { deduplication: { spec: deduplication, holder: null } } : {}),
+    // BullMQ stores a job added without data as {}.
     id: jobId === undefined ? '' : validateNewJobId(jobId),
     name,
-    data: toJson(data, 'job data', q.settings.maxDataBytes, 'maxDataBytes'),
+    data: data === undefined ? '{}' : toJson(data, 'job data', q.settings.maxDataBytes, 'maxDataBytes'),
     attempts,
     delayMs: delay,
     backoff: encodeBackoff(backoff),

@@ -6,7 +6,7 @@
  * and delegates to those functions.
  */
 import type { EventEmitter } from 'node:events'
-import { EchoMQError } from '../errors.js'
+import { EchoMQError, thrownText } from '../errors.js'
 import type { JobScope } from '../job.js'
 import {
   MAX_STALLED_COUNT_DEFAULT,
@@ -256,11 +256,7 @@ export class WorkerCore implements RunContext {
     try {
       this.emitter.emit(event, ...args)
     } catch (err) {
-      this.report(
-        new EchoMQError('ERR_OPTIONS', `a '${event}' listener of worker ${this.name} threw: ${(err as Error)?.message ?? String(err)}`, {
-          cause: err,
-        }),
-      )
+      this.report(new EchoMQError('ERR_OPTIONS', `a '${event}' listener of worker ${this.name} threw: ${thrownText(err)}`, { cause: err }))
     }
   }
 

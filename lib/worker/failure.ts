@@ -10,7 +10,7 @@
  *     any other name) comes from the worker's settings.backoffStrategy(attemptsMade, type, err, job): its
  *     ms; -1 fails the job instead of retrying (BullMQ's rule); another negative, or not a number, retries at once.
  */
-import { isDelayed, isRateLimit, isUnrecoverable, isWaitingChildren } from '../errors.js'
+import { isDelayed, isRateLimit, isUnrecoverable, isWaitingChildren, thrownText } from '../errors.js'
 import type { BackoffStrategy } from '../options.js'
 import type { FinishAction } from '../redis/commands.js'
 
@@ -23,15 +23,26 @@ export interface Failure {
   action: FinishAction
   reason: string
   stack: string
+  /** The run already ended by job.moveToDelayed or job.moveToWaitingChildren says so by this error's name. */
+  moved?: 'DelayedError' | 'WaitingChildrenError'
 }
 
+/**
+ * Never throws: a thrown value can throw in turn when read (a getter on its message, stack or name, a
+ * Proxy, a toString that throws). Such a value fails the job like any error, its reason saying what happened,
+ * rather than escaping the run (which would leave its slot taken and its job in `active`).
+ */
 export function failureOf(err: unknown): Failure {
-  const action: FinishAction =
-    isRateLimit(err) || isDelayed(err) || isWaitingChildren(err) ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
-  const e = err as { message?: unknown; stack?: unknown } | null | undefined
-  const message = e !== null && e !== undefined && e.message !== undefined ? String(e.message) : 'null'
-  const stack = e !== null && e !== undefined && typeof e.stack === 'string' ? e.stack : ''
-  return { action, reason: truncate(message), stack: action === 'release' ? '' : truncate(stack) }
+  try {
+    const moved = isDelayed(err) ? 'DelayedError' : isWaitingChildren(err) ? 'WaitingChildrenError' : undefined
+    const action: FinishAction = isRateLimit(err) || moved ? 'release' : isUnrecoverable(err) ? 'fail-final' : 'fail'
+    const e = err as { message?: unknown; stack?: unknown } | null | undefined
+    const message = e !== null && e !== undefined && e.message !== undefined ? String(e.message) : 'null'
+    const stack = e !== null && e !== undefined && typeof e.stack === 'string' ? e.stack : ''
+    return { action, reason: truncate(message), stack: action === 'release' ? '' : truncate(stack), ...(moved ? { moved } : {}) }
+  } catch (readErr) {
+    return { action: 'fail', reason: truncate(`the processor threw a value that could not be read (${thrownText(readErr)})`), stack: '' }
+  }
 }
 
 const BUILT_IN = new Set(['fixed', 'exponential'])

@@ -3,7 +3,7 @@
  * worker/finishing.ts. A job whose take came back after close() began, or that finds no slot, goes back
  * to `wait` unstarted.
  */
-import { EchoMQError, isDelayed, isWaitingChildren, UnrecoverableError } from '../errors.js'
+import { EchoMQError, UnrecoverableError } from '../errors.js'
 import { Job } from '../job.js'
 import { toJson } from '../json.js'
 import { DEFAULTS } from '../options.js'
@@ -69,10 +69,19 @@ function start(core: RunContext, { job, token, plain, sentAt }: Started, fromHan
 async function execute(core: RunContext, run: Run): Promise<void> {
   core.notify('active', run.job)
   const started = core.settings.clock.now()
-  const ended = await processed(core, run)
-  core.processing--
-  startReady(core)
-  core.takeAhead.ran(core.settings.clock.now() - started)
+  let ended: Ended
+  try {
+    ended = await processed(core, run)
+  } catch (err) {
+    // Not the processor's throw (processed() catches that) but ours: the run still ends, its slot freed and
+    // its job failed, rather than left in `active` with a slot that never comes back.
+    core.report(new EchoMQError('ERR_JOB_STATE', `worker ${core.name} could not judge the run of job ${run.job.id}`, { cause: err }))
+    ended = { action: 'fail', value: 'the worker could not judge this run', error: err, failed: true, stack: '' }
+  } finally {
+    core.processing--
+    startReady(core)
+    core.takeAhead.ran(core.settings.clock.now() - started)
+  }
   await finish(core, run, ended)
 }
 
@@ -87,10 +96,9 @@ async function processed(core: RunContext, run: Run): Promise<Ended> {
     const result = await core.processor(run.job, run.token, run.controller?.signal as AbortSignal)
     return { action: 'complete', value: resultJson(core, run.job.id, result), result, failed: false, stack: '' }
   } catch (err) {
-    const { action, reason, stack } = failureOf(err)
+    const { action, reason, stack, moved: name } = failureOf(err)
     // A DelayedError after a moveToDelayed ended the run there (its phase is `moved`, see below); a
     // WaitingChildrenError after a moveToWaitingChildren the same.
-    const name = isDelayed(err) ? 'DelayedError' : isWaitingChildren(err) ? 'WaitingChildrenError' : undefined
     if (name !== undefined && run.phase !== 'moved') {
       const move = name === 'DelayedError' ? 'job.moveToDelayed' : 'a successful job.moveToWaitingChildren'
       core.report(

@@ -84,7 +84,7 @@ describe('FlowProducer input', () => {
     const bad: unknown[] = [
       { name: 'p', queueName: 'bad queue' },
       { name: '', queueName: 'q' },
-      { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'q', opts: { attempts: 0 } }] },
+      { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'q', opts: { attempts: -1 } }] },
       { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'k', opts: { parent: { id: 'x', queue: 'emq:{q}' } } }] },
       { name: 'p', queueName: 'q', opts: { jobId: 'same' }, children: [{ name: 'c', queueName: 'q', opts: { jobId: 'same' } }] },
       { name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'q', opts: { jobId: '42' } }] },
@@ -116,7 +116,7 @@ describe('FlowProducer input', () => {
       [leaf('bad queue'), 'ERR_QUEUE_NAME', 'flow 1 child 1 child 1: expected a queue name'],
       [{ name: '', queueName: 'q' }, 'ERR_JOB_NAME', 'flow 1 child 1 child 1: expected a job name'],
       [leaf('q', { prefix: 'bad prefix' }), 'ERR_OPTIONS', 'flow 1 child 1 child 1: expected prefix'],
-      [leaf('q', { opts: { attempts: 0 } }), 'ERR_OPTIONS', 'flow 1 child 1 child 1: expected attempts'],
+      [leaf('q', { opts: { attempts: -1 } }), 'ERR_OPTIONS', 'flow 1 child 1 child 1: expected attempts'],
       [leaf('q', { opts: { jobId: 'same' } }), 'ERR_JOB_ID', 'flow 1 child 1 child 1: job "same" of queue q appears twice'],
     ]
     for (const [bad, code, message] of cases) {

@@ -84,7 +84,6 @@ describe('job data and names', () => {
   it.each([
     ['a BigInt', { n: 1n }],
     ['a circular object', circular],
-    ['undefined', undefined],
     ['a function', () => 1],
     ['a symbol', Symbol('s')],
     ['NaN', Number.NaN],
@@ -166,7 +165,7 @@ describe('options', () => {
   })
 
   it.each([
-    [{ attempts: 0 }, /attempts/],
+    [{ attempts: -1 }, /attempts/],
     [{ attempts: 1.5 }, /attempts/],
     [{ attempt: 3 }, /did you mean "attempts"/],
   ])('add rejects %j', async (options, message) => {

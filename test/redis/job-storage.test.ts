@@ -119,6 +119,10 @@ describe('what a job stores', () => {
 
   it('an option given with its default value is not stored either; any other value is', async () => {
     await fx.queue.add('x', {}, { jobId: 'same', attempts: 1, removeOnComplete: { count: 1000, age: 86_400 }, stackTraceLimit: 10 })
+    // attempts 0 is BullMQ's "no retries", as 1: a single run, stored as the default is (not at all).
+    await fx.queue.add('x', {}, { jobId: 'zero', attempts: 0 })
+    expect(await fields('zero')).toEqual(['createdOn', 'data', 'name', 'state'])
+    expect((await fx.queue.getJob('zero'))?.opts.attempts).toBe(1)
     await fx.queue.add('x', {}, { jobId: 'other', attempts: 4, removeOnComplete: 5, stackTraceLimit: 2 })
     expect(await fields('same')).toEqual(['createdOn', 'data', 'name', 'state'])
     expect(await fields('other')).toEqual(['attempts', 'createdOn', 'data', 'keep', 'name', 'stackTraceLimit', 'state'])

@@ -34,6 +34,10 @@ it('a completion with nothing to return stores neither attemptsMade nor returnVa
     const stillWaiting = await fx.queue.getJob(waiting.id)
     expect(stillWaiting?.attemptsMade).toBe(0)
     expect(stillWaiting?.returnValue).toBeUndefined()
+    // BullMQ's name reads null until the job completes, as BullMQ's Job does: on the job add() gave back too.
+    expect(stillWaiting?.returnvalue).toBeNull()
+    expect(waiting.returnvalue).toBeNull()
+    expect(JSON.parse(JSON.stringify(waiting)).returnvalue).toBeNull()
   } finally {
     await events.close()
   }
@@ -69,7 +73,7 @@ it('a job that keeps no stacks (stackTraceLimit 0) stores none; a final failure 
   })
   const keys = fx.keys
   expect(await redis.client.hexists(keys.job(none.id), 'stacktrace')).toBe(0)
-  expect(await fx.queue.getJob(none.id)).toMatchObject({ attemptsMade: 2, stacktrace: [] })
+  expect(await fx.queue.getJob(none.id)).toMatchObject({ attemptsMade: 2, stacktrace: [], returnvalue: null })
   const last = await fx.queue.getJob(one.id)
   expect(last?.stacktrace).toHaveLength(1)
   expect(last?.stacktrace[0]).toContain('always')

@@ -31,3 +31,63 @@ for (const [what, thrown, reason] of cases) {
     expect(job?.failedReason).not.toBe('[object Object]')
   })
 }
+
+// Values that throw when read: a getter on message or name, a Proxy that throws on every look. Each fails its
+// job like any error (its reason says what happened), frees its slot (the next job of a worker at concurrency 1
+// runs) and starts once: none escapes the run as an unhandled rejection.
+const hostile: [string, () => unknown][] = [
+  [
+    'object whose message getter throws',
+    () => ({
+      get message(): string {
+        throw new Error('getter boom')
+      },
+    }),
+  ],
+  [
+    'Error whose message getter throws',
+    () =>
+      Object.defineProperty(new Error('x'), 'message', {
+        get() {
+          throw new Error('getter boom')
+        },
+      }),
+  ],
+  [
+    'Proxy that throws on every look',
+    () =>
+      new Proxy(
+        {},
+        {
+          get() {
+            throw new Error('proxy boom')
+          },
+          getPrototypeOf() {
+            throw new Error('proxy boom')
+          },
+        },
+      ),
+  ],
+]
+
+for (const [what, make] of hostile) {
+  it(`a thrown ${what} fails its job, frees its slot and runs once`, async () => {
+    const w = fx.worker(
+      (job) => {
+        if (job.name === 'bad') throw make()
+        return 'ok'
+      },
+      { concurrency: 1 },
+    )
+    const failed = nextEvent<[unknown, unknown]>(w, 'failed')
+    const completed = nextEvent(w, 'completed')
+    await fx.queue.add('bad', {}, { jobId: 'bad' })
+    await fx.queue.add('good', {}, { jobId: 'good' })
+    await Promise.all([failed, completed])
+
+    const bad = await fx.queue.getJob('bad')
+    expect(bad).toMatchObject({ state: 'failed', attemptsMade: 1, attemptsStarted: 1 })
+    expect(bad?.failedReason).toContain('could not be read')
+    expect(await fx.queue.getJob('good')).toMatchObject({ state: 'completed', returnvalue: 'ok' })
+  })
+}
