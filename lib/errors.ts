@@ -163,6 +163,7 @@ export function thrownText(value: unknown): string {
     return 'a value that cannot be read'
   }
 }
+
 /**
  * Thrown by a processor that learnt it must back off (an API said 429): the job goes back to the front of
  * the line without using an attempt, as BullMQ does; pair it with `queue.rateLimit(ms)`, which holds every

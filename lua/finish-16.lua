@@ -261,14 +261,18 @@ for i = 1, m do
       -- A completed job's hash leaves out what its readers can tell (lib/redis/job-codec.ts): a first attempt
       -- (no `attemptsMade` when it had none) and a result of null (most processors return nothing). Each
       -- field a job's hash gains is a scan of it and a reallocation, some 2,500 instructions a job.
-      if value == 'null' and not attemptsMade then
-        rcall('HSET', jobKey, 'state', 'completed', 'finishedOn', nowText, 'token', '=' .. token)
-      elseif not attemptsMade then
-        rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'token', '=' .. token)
+      local receipt = '=' .. token
+      if attemptsMade then
+        -- A retried job's completion (rarer): its fields listed, the result only when not null.
+        local fields = { 'state', 'completed', 'finishedOn', nowText, 'attemptsMade', made, 'token', receipt }
+        if value ~= 'null' then
+          fields[9], fields[10] = 'returnValue', value
+        end
+        rcall('HSET', jobKey, unpack(fields))
       elseif value == 'null' then
-        rcall('HSET', jobKey, 'state', 'completed', 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
+        rcall('HSET', jobKey, 'state', 'completed', 'finishedOn', nowText, 'token', receipt)
       else
-        rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'attemptsMade', made, 'token', '=' .. token)
+        rcall('HSET', jobKey, 'state', 'completed', 'returnValue', value, 'finishedOn', nowText, 'token', receipt)
       end
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1

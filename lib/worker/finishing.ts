@@ -32,13 +32,14 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
   if (run.phase === 'running') run.phase = 'finishing'
   try {
     const keep = workerKeep(core, action)
+    // A failure's stacktrace as it is to be stored, made here from the list the take sent (undefined: unchanged).
+    const stacks = action.startsWith('fail') && stack !== '' && run.job.opts.stackTraceLimit > 0 ? stacksAfter(run.job, stack) : undefined
     const reply = await core.finishes.add({
       run: { id: run.job.id, token: run.token },
       plain: run.plain,
       action,
       value,
-      stack,
-      ...(action.startsWith('fail') ? { stacks: keepsStack(run.job, stack) ? JSON.stringify(stacksAfter(run.job, stack)) : '' } : {}),
+      ...(action.startsWith('fail') ? { stacks: stacks ? JSON.stringify(stacks) : '' } : {}),
       ...(delayMs === undefined || action !== 'fail' ? {} : { delayMs }),
       ...(keep === undefined ? {} : { keep }),
       ...(action === 'complete' ? { kept: !removesAtOnce(keep) && !removesAtOnce(encodeKeep(run.job.opts.removeOnComplete)) } : {}),
@@ -66,7 +67,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       run.job.returnValue = result
       core.notify('completed', run.job, result)
     } else {
-      failedAttempt(run.job, value, stack, reply.state)
+      failedAttempt(run.job, value, stacks, reply.state)
       // BullMQ's job.delay is the retry's backoff (as the stored job's, lastDelay).
       if (reply.backoffMs !== undefined) run.job.delay = reply.backoffMs
       // BullMQ's `failed` event: the value as the processor threw it.
@@ -80,17 +81,14 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
 
 /**
  * The job of a failed attempt as its finish stored it (BullMQ's moveToFailed sets the same on its Job): the
- * reason as failedReason (and lastError when retried), the stack appended to stacktrace, the newest
- * opts.stackTraceLimit kept (lua/includes/useAttempt.lua).
+ * reason as failedReason (and lastError when retried), and the stacktrace the finish sent to be stored
+ * (`stacks`; undefined when the run's stack joined none).
  */
-function failedAttempt(job: Job, reason: string, stack: string, state: string): void {
+function failedAttempt(job: Job, reason: string, stacks: string[] | undefined, state: string): void {
   job.failedReason = reason
   if (state !== 'failed') job.lastError = reason
-  if (keepsStack(job, stack)) job.stacktrace = stacksAfter(job, stack)
+  if (stacks) job.stacktrace = stacks
 }
-
-/** Whether a failed run's stack joins its job's stacktrace: it has one, and the job keeps any (opts.stackTraceLimit). */
-const keepsStack = (job: Job, stack: string): boolean => stack !== '' && job.opts.stackTraceLimit > 0
 
 /** The job's stacktrace once a failed run's stack joins it: the newest opts.stackTraceLimit kept. */
 const stacksAfter = (job: Job, stack: string): string[] => [...job.stacktrace, stack].slice(-job.opts.stackTraceLimit)
