@@ -15,7 +15,7 @@
   KEYS[1] wait              LIST   <prefix>:{q}:wait
   KEYS[2] delayed           ZSET   <prefix>:{q}:delayed
   KEYS[3] marker            ZSET   <prefix>:{q}:marker
-  KEYS[4] meta              HASH   <prefix>:{q}:meta (`flows` set once a parent is written: trim-2.lua;
+  KEYS[4] meta              HASH   <prefix>:{q}:meta (`parents`, its jobs that hold flow keys: trim-2.lua;
                                    `adopted` once an unfinished job joined a parent: finish-16.lua)
   KEYS[5] events            STREAM <prefix>:{q}:events
   KEYS[6] listened          ZSET   <prefix>:{q}:listened
@@ -97,15 +97,8 @@ local function join(jobKey, id, parentKey, parent)
   return 0
 end
 
--- A parent's children's keys, in batches (unpack's limit is about 8,000 values). The queue now holds flow
--- keys: meta's `flows` tells trim-2.lua to look for them (a queue without parents sends none), and the
--- parent's `deps` that they are its (a flow's children have none: their trim sends none).
-local flagged = false
+-- A parent's children's keys, in batches (unpack's limit is about 8,000 values).
 local function addDependencies(depsKey, children)
-  if not flagged then
-    rcall('HSET', q.meta, 'flows', '1')
-    flagged = true
-  end
   local batch = {}
   -- Ids of this queue's children, then (after an empty line) other queues' keys: ids and keys are never empty.
   local own = true
@@ -165,6 +158,10 @@ for t = 1, optionSets do
 end
 -- A node's "<option set>.<parent>", read once per distinct text (a parent's children share theirs).
 local specs = {}
+-- The jobs whose `deps` this call sets first: they now hold flow keys, and meta's `parents` counts them
+-- (trim-2.lua looks for parents only while it is above 0; a flow's children have none, and a queue
+-- without parents sends none), in one HINCRBY for the call.
+local newParents = 0
 
 local codes = {}
 local k = 11
@@ -193,7 +190,7 @@ for a = nodesAt, #ARGV - 1, F do
     -- An existing parent still waiting for its children waits for the new ones too (BullMQ adds them to its
     -- dependencies): else they would end unheard. One that runs or ended is not sent back to wait.
     if children ~= '' and rcall('HGET', jobKey, 'state') == 'waiting-children' then
-      rcall('HSET', jobKey, 'deps', '1')
+      newParents = newParents + rcall('HSET', jobKey, 'deps', '1')
       addDependencies(depsKey, children)
     end
     emit(q, 'duplicated', 'jobId', id)
@@ -223,6 +220,7 @@ for a = nodesAt, #ARGV - 1, F do
     rcall('HSET', jobKey, unpack(fields))
     emit(q, 'added', 'jobId', id, 'name', name)
     if children ~= '' then
+      newParents = newParents + 1
       addDependencies(depsKey, children)
       waiting[#waiting + 1] = id
       emit(q, 'waiting-children', 'jobId', id)
@@ -252,5 +250,8 @@ if #waiting > 0 then
 end
 if lined then
   rcall('ZADD', q.marker, '0', '0')
+end
+if newParents > 0 then
+  rcall('HINCRBY', q.meta, 'parents', newParents)
 end
 return { now, codes, handoffs }

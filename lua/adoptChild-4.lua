@@ -9,7 +9,7 @@
   KEYS[1] job           HASH <prefix>:{q}:<id>, the parent (`deps`: it has flow keys, trim-2.lua removes them)
   KEYS[2] dependencies  SET  <prefix>:{q}:<id>:dependencies
   KEYS[3] adding        ZSET <prefix>:{q}:adding
-  KEYS[4] meta          HASH <prefix>:{q}:meta (`flows`: the queue holds flow keys, trim-2.lua removes them)
+  KEYS[4] meta          HASH <prefix>:{q}:meta (`parents`: how many of its jobs hold flow keys, trim-2.lua)
 
   ARGV[1] the parent's id
   ARGV[2] .. ARGV[n] the children's job keys
@@ -22,7 +22,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 local metaKey = KEYS[4]
 redis.call('SADD', KEYS[2], unpack(ARGV, 2))
-redis.call('HSET', KEYS[1], 'deps', '1')
-redis.call('HSET', metaKey, 'flows', '1')
+-- A parent is counted once, when it first gets children (it may be adopted into again).
+if redis.call('HSET', KEYS[1], 'deps', '1') == 1 then
+  redis.call('HINCRBY', metaKey, 'parents', 1)
+end
 redis.call('ZADD', KEYS[3], nowMs(), ARGV[1])
 return 1

@@ -6,7 +6,7 @@
   was still among the parent's dependencies, and the last lets the parent move on.
 
   KEYS[1] set       ZSET   <prefix>:{q}:completed or <prefix>:{q}:failed (id -> finish time, ms)
-  KEYS[2] meta      HASH   <prefix>:{q}:meta
+  KEYS[2] meta      HASH   <prefix>:{q}:meta (`parents`: the parents removed are counted out, trim-2.lua)
   KEYS[3] events    STREAM <prefix>:{q}:events
   KEYS[4] listened  ZSET   <prefix>:{q}:listened
   KEYS[5] handoffs  HASH   <prefix>:{q}:handoffs (child id -> what its parent must learn)
@@ -29,9 +29,11 @@ local grace = tonumber(ARGV[1])
 -- @include now
 -- @include events
 -- @include handoff
+-- @include parents
 
 local bound = nowMs() - grace
 local removed, done, handoffs = {}, 0, {}
+local parents = 0
 for i = 1, #ARGV - 1 do
   local id = ARGV[1 + i]
   local finishedAt = rcall('ZSCORE', setKey, id)
@@ -43,7 +45,10 @@ for i = 1, #ARGV - 1 do
     rcall('ZREM', setKey, id)
     local k = 6 * i
     -- A completed child's outcome was told (or waits in the outbox, and stays there to be).
-    local f = rcall('HMGET', KEYS[k], 'state', 'parentKey', 'parent')
+    local f = rcall('HMGET', KEYS[k], 'state', 'parentKey', 'parent', 'deps')
+    if f[4] then
+      parents = parents + 1
+    end
     if f[1] == 'failed' and f[2] then
       handoffs[#handoffs + 1] = id
       handoffs[#handoffs + 1] = rcall('HGET', handoffsKey, id) or handOff(handoffsKey, id, f[2], f[3], 'removed', '')
@@ -52,6 +57,7 @@ for i = 1, #ARGV - 1 do
     removed[#removed + 1] = id
   end
 end
+countOutParents(q.meta, parents)
 if done == 0 and rcall('ZCARD', setKey) == 0 then
   done = 1
 end

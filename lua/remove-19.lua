@@ -14,7 +14,7 @@
   KEYS[5]  completed  ZSET   <prefix>:{q}:completed
   KEYS[6]  failed     ZSET   <prefix>:{q}:failed
   KEYS[7]  reserved   ZSET   <prefix>:{q}:reserved
-  KEYS[8]  meta       HASH   <prefix>:{q}:meta
+  KEYS[8]  meta       HASH   <prefix>:{q}:meta (`parents`: a parent removed is counted out, trim-2.lua)
   KEYS[9]  events     STREAM <prefix>:{q}:events
   KEYS[10] listened   ZSET   <prefix>:{q}:listened
   KEYS[11] logs       LIST   <prefix>:{q}:<id>:logs
@@ -48,11 +48,12 @@ local id = ARGV[1]
 -- @include events
 -- @include releaseDeduplication
 -- @include handoff
+-- @include parents
 
 if rcall('ZSCORE', activeKey, id) then
   return { 'active' }
 end
-local f = rcall('HMGET', jobKey, 'state', 'deid', 'parentKey', 'parent')
+local f = rcall('HMGET', jobKey, 'state', 'deid', 'parentKey', 'parent', 'deps')
 local state = f[1]
 if not state then
   return { 'missing' }
@@ -90,5 +91,8 @@ if f[3] and state ~= 'completed' and ARGV[2] ~= '0' then
   entry = rcall('HGET', KEYS[15], id) or handOff(KEYS[15], id, f[3], f[4], 'removed', '')
 end
 rcall('UNLINK', jobKey, logsKey, KEYS[16], KEYS[17], KEYS[18], KEYS[19])
+if f[5] then
+  countOutParents(q.meta, 1)
+end
 emit(q, 'removed', 'jobId', id, 'prev', state)
 return { 'removed', entry }

@@ -21,9 +21,14 @@
  *                                  retention limits), `maxStalledCount` and `maxLenEvents` (the workers' and
  *                                  the queue's settings the scripts read), `de:<did>` (a deduplication id
  *                                  held without a ttl: the holder's job id; with them `de`, a note long
- *                                  enough to keep meta a hash table), `flows` (a job of the queue
- *                                  became a parent: trim-2.lua removes flow keys with its jobs), `adopted`
- *                                  (an unfinished job joined a parent: no finish reads a run as plain)
+ *                                  enough to keep meta a hash table), `parents` (how many of the queue's
+ *                                  jobs hold flow keys, their hash's field deps: while above 0, trim-2.lua
+ *                                  looks for them among the jobs it removes; dropped at 0, never negative:
+ *                                  lua/includes/parents.lua), `flows` (legacy, written only by earlier
+ *                                  versions, which did not count parents: '1' once a job became a parent;
+ *                                  read, never written or cleared: its queue's trims look for parents for
+ *                                  good), `adopted` (an unfinished job joined a parent: no finish reads a
+ *                                  run as plain)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists

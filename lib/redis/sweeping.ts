@@ -295,11 +295,12 @@ export async function promoteJob(client: RedisClient, keys: QueueKeys, id: strin
  * Queues (their meta key) this process saw holding flow keys: their trims ask the script to set parents
  * apart ("p"), whose four flow keys then go in a second call. Only a hint: a trim sent without "p" on a
  * queue that has flow keys removes nothing and asks again, so a wrong guess costs a call, never a parent's
- * keys.
+ * keys; one sent "p" on a queue whose parents all went checks no job and says so, and the queue leaves.
  */
 const queuesWithFlows = new Set<string>()
 
-type TrimReply = [removed: number, done: number, near: number, needsFlows: number, parents: string[]]
+/** `needsFlows`: 1 the call needs "p" (nothing was removed), -1 it was sent "p" and the queue has no parents. */
+type TrimReply = [removed: number, done: number, near: number, needsFlows: -1 | 0 | 1, parents: string[]]
 
 /** Removes the oldest jobs of a finished set past its retention: how many; `done` when the set is within it. */
 export async function trim(
@@ -333,6 +334,7 @@ export async function trim(
     queuesWithFlows.add(keys.meta)
     return trim(client, keys, set, ids)
   }
+  if (needsFlows === -1) queuesWithFlows.delete(keys.meta)
   if (parents.length > 0) {
     const [gone, parentsDone, parentsNear] = await call('f', parents)
     removed += gone

@@ -14,6 +14,39 @@ import { waitFor } from '../helpers/wait.js'
 const redis = useRedis()
 const fx = useFlows(redis)
 
+/**
+ * While `run` runs (MONITOR, scripts' commands included): the HEXISTS of a job's `deps` Redis ran (a trim's
+ * check for a parent), and the mode (ARGV[2]: '', 'p' or 'f') of each trim-2.lua call on `queue`'s `completed`.
+ */
+async function trimsOf(queue: string, run: () => Promise<unknown>): Promise<{ depsChecks: number; modes: string[] }> {
+  const monitor = await redis.client.monitor()
+  const completed = `emq:{${queue}}:completed`
+  let depsChecks = 0
+  const modes: string[] = []
+  let ended: () => void = () => undefined
+  const end = new Promise<void>((resolve) => {
+    ended = resolve
+  })
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    const name = (args[0] as string).toLowerCase()
+    if (name === 'echo' && args[1] === 'feed-end') ended()
+    else if (name === 'hexists' && args[2] === 'deps') depsChecks++
+    else if ((name === 'evalsha' || name === 'eval') && args[3] === completed && args[4] === `emq:{${queue}}:meta`) {
+      const argv = 3 + Number(args[2])
+      if (args[argv] === 'completed') modes.push(args[argv + 1] as string)
+    }
+  })
+  try {
+    await run()
+    // MONITOR's feed comes apart from the replies: an ECHO after the run marks where it ends.
+    await redis.client.echo('feed-end')
+    await end
+    return { depsChecks, modes }
+  } finally {
+    monitor.disconnect()
+  }
+}
+
 describe('opts.parent on Queue.add', () => {
   it('adds a child to an existing parent, which waits for it and then runs with its value', async () => {
     const parents = fx.queue('parents')
@@ -236,24 +269,27 @@ describe('retention', () => {
     expect(await redis.client.exists(`emq:{parents}:${gone}:processed`)).toBe(0)
   })
 
-  it('a queue that never had a parent trims without flow keys; the first parent marks its queue, adopted or added', async () => {
+  it('a queue that never had a parent trims without flow keys; the first parent counts in its queue, adopted or added', async () => {
     const plain = fx.queue('plain-trim')
     await plain.addBulk([0, 1, 2].map((i) => ({ name: 'j', data: { i }, opts: { removeOnComplete: 1 } })))
     fx.worker('plain-trim', () => 'ok')
     await waitFor(async () => (await plain.getCompletedCount()) === 3, { what: 'the plain jobs ran' })
-    await sweep(redis.url, 'plain-trim')
+    const { depsChecks, modes } = await trimsOf('plain-trim', () => sweep(redis.url, 'plain-trim'))
     expect(await plain.getCompletedCount()).toBe(1)
-    expect(await redis.client.hexists('emq:{plain-trim}:meta', 'flows')).toBe(0)
+    expect({ depsChecks, modes }).toEqual({ depsChecks: 0, modes: [''] })
+    expect(await redis.client.hmget('emq:{plain-trim}:meta', 'parents', 'flows')).toEqual([null, null])
 
     const adopting = fx.queue('adopting')
     const parent = await adopting.add('p', {}, { delay: 60_000 })
-    expect(await redis.client.hexists('emq:{adopting}:meta', 'flows')).toBe(0)
+    expect(await redis.client.hexists('emq:{adopting}:meta', 'parents')).toBe(0)
     await fx.queue('kids').add('c', {}, { parent: { id: parent.id as string, queue: adopting.qualifiedName } })
-    expect(await redis.client.hget('emq:{adopting}:meta', 'flows')).toBe('1')
+    expect(await redis.client.hget('emq:{adopting}:meta', 'parents')).toBe('1')
     expect(await redis.client.hget(`emq:{adopting}:${parent.id}`, 'deps')).toBe('1')
     await fx.producer().add({ name: 'p', queueName: 'flowing', children: [{ name: 'c', queueName: 'kids' }] })
-    expect(await redis.client.hget('emq:{flowing}:meta', 'flows')).toBe('1')
-    expect(await redis.client.hexists('emq:{kids}:meta', 'flows')).toBe(0)
+    expect(await redis.client.hget('emq:{flowing}:meta', 'parents')).toBe('1')
+    expect(await redis.client.hexists('emq:{kids}:meta', 'parents')).toBe(0)
+    // `flows` is the mark of earlier versions: never written now.
+    for (const q of ['adopting', 'flowing', 'kids']) expect(await redis.client.hexists(`emq:{${q}}:meta`, 'flows')).toBe(0)
   })
 
   it('a queue of parents and children trims both: the children without flow keys, the parents with theirs', async () => {
@@ -281,6 +317,154 @@ describe('retention', () => {
     const left = await Promise.all(parents.map((id) => redis.client.exists(`emq:{mixed}:${id}`, `emq:{mixed}:${id}:processed`)))
     expect(left.filter((n) => n === 0).length).toBeGreaterThanOrEqual(2)
     expect(left.filter((n) => n !== 0 && n !== 2)).toEqual([])
+  })
+})
+
+describe("meta's count of parents", () => {
+  const parentsOf = (queue: string) => redis.client.hget(`emq:{${queue}}:meta`, 'parents')
+
+  /** A parent in `queue` (its options `opts`) with one child in `kids`. */
+  const flowIn = (queue: string, opts: Record<string, unknown> = {}) =>
+    fx.producer().add({ name: 'p', queueName: queue, opts, children: [{ name: 'c', queueName: 'kids' }] })
+
+  /** Plain jobs finished past a retention of 1 are trimmed by a sweep with no parent checked: no HEXISTS, one call. */
+  async function expectPlainTrims(queue: string, kept = 1): Promise<string[]> {
+    const q = fx.queue(queue)
+    const before = await q.getCompletedCount()
+    await q.addBulk([0, 1, 2].map((i) => ({ name: 'j', data: { i }, opts: { removeOnComplete: kept } })))
+    await waitFor(async () => (await q.getCompletedCount()) === before + 3, { what: `the plain jobs of ${queue} ran` })
+    const { depsChecks, modes } = await trimsOf(queue, () => sweep(redis.url, queue))
+    expect(await q.getCompletedCount()).toBe(kept)
+    expect(depsChecks).toBe(0)
+    return modes
+  }
+
+  it('counts a parent once however often it gets children, and each parent', async () => {
+    const counted = fx.queue('counted')
+    const kids = fx.queue('kids')
+    const parent = await counted.add('p', {}, { delay: 60_000 })
+    const under = { parent: { id: parent.id as string, queue: counted.qualifiedName } }
+    await kids.add('c1', {}, under)
+    await kids.add('c2', {}, under)
+    expect(await parentsOf('counted')).toBe('1')
+    // A parent still waiting for its children, added again with new ones (addFlow-10.lua), is not counted twice.
+    const again = () =>
+      fx.producer().add({
+        name: 'p',
+        queueName: 'counted',
+        opts: { jobId: 'P1' },
+        children: [{ name: 'c', queueName: 'kids' }],
+      })
+    await again()
+    expect(await parentsOf('counted')).toBe('2')
+    await again()
+    expect(await parentsOf('counted')).toBe('2')
+    expect(await (await counted.getJob('P1'))?.getDependenciesCount({ unprocessed: true })).toEqual({ unprocessed: 2 })
+    // A tree's second level is one call here writing two parents (each child has a child of its own).
+    await fx.producer().add({
+      name: 'p',
+      queueName: 'counted',
+      children: [0, 1].map((i) => ({ name: 'c', queueName: 'counted', data: { i }, children: [{ name: 'g', queueName: 'kids' }] })),
+    })
+    expect(await parentsOf('counted')).toBe('5')
+    expect(await parentsOf('kids')).toBe(null)
+  })
+
+  it('falls to 0 and goes when the last parent is trimmed; then a trim checks no job', async () => {
+    const trimmed = fx.queue('trimmed')
+    const flows = [await flowIn('trimmed', { removeOnComplete: 1 }), await flowIn('trimmed', { removeOnComplete: 1 })]
+    expect(await parentsOf('trimmed')).toBe('2')
+    fx.worker('kids', () => 'v')
+    fx.worker('trimmed', () => 'done')
+    await waitFor(async () => (await trimmed.getCompletedCount()) === 2, { what: 'both parents completed' })
+    await trimmed.add('j', {}, { removeOnComplete: 1 })
+    await waitFor(async () => (await trimmed.getCompletedCount()) === 3, { what: 'the plain job completed' })
+    const { modes } = await trimsOf('trimmed', () => sweep(redis.url, 'trimmed'))
+    // The queue had parents: the first call asks for them apart, the second sends their flow keys.
+    expect(modes).toEqual(['', 'p', 'f'])
+    expect(await trimmed.getCompletedCount()).toBe(1)
+    for (const f of flows) {
+      expect(await trimmed.getJobState(f.job.id)).toBe('unknown')
+      expect(await redis.client.exists(`emq:{trimmed}:${f.job.id}:processed`)).toBe(0)
+    }
+    expect(await parentsOf('trimmed')).toBe(null)
+    // This process still took the queue for one with parents: its next trim, sent "p", checks no job and
+    // says so; the one after it is sent plain.
+    expect(await expectPlainTrims('trimmed')).toEqual(['p'])
+    expect(await expectPlainTrims('trimmed')).toEqual([''])
+  })
+
+  it('falls to 0 and goes when the last parent is removed, by queue.remove or job.remove', async () => {
+    const removing = fx.queue('removing')
+    const a = await flowIn('removing')
+    const b = await removing.add('p', {}, { delay: 60_000 })
+    await fx.queue('kids').add('c', {}, { parent: { id: b.id as string, queue: removing.qualifiedName } })
+    expect(await parentsOf('removing')).toBe('2')
+    await removing.remove(a.job.id)
+    expect(await parentsOf('removing')).toBe('1')
+    await ((await removing.getJob(b.id as string)) as Job).remove()
+    expect(await parentsOf('removing')).toBe(null)
+    expect(await redis.client.exists(`emq:{removing}:${b.id}:dependencies`)).toBe(0)
+    // A child removed is no parent: the count is not touched.
+    const c = await flowIn('removing')
+    await fx.queue('kids').remove(c.children?.[0]?.job.id as string)
+    expect(await parentsOf('removing')).toBe('1')
+    await removing.remove(c.job.id)
+    expect(await parentsOf('removing')).toBe(null)
+    fx.worker('removing', () => 'ok')
+    expect(await expectPlainTrims('removing')).toEqual([''])
+  })
+
+  it('falls to 0 and goes when the last parent is cleaned', async () => {
+    const cleaning = fx.queue('cleaning')
+    const f = await flowIn('cleaning')
+    fx.worker('kids', () => 'v')
+    fx.worker('cleaning', () => 'done')
+    await waitFor(async () => (await cleaning.getJobState(f.job.id)) === 'completed', { what: 'the parent completed' })
+    expect(await parentsOf('cleaning')).toBe('1')
+    expect(await cleaning.clean(0, 100, 'completed')).toEqual([f.job.id])
+    expect(await parentsOf('cleaning')).toBe(null)
+    expect(await redis.client.exists(`emq:{cleaning}:${f.job.id}:processed`)).toBe(0)
+    expect(await expectPlainTrims('cleaning')).toEqual([''])
+  })
+
+  it('falls to 0 and goes when the last parent is drained (its children completed, it waits in wait)', async () => {
+    const draining = fx.queue('draining')
+    const f = await flowIn('draining')
+    fx.worker('kids', () => 'v')
+    await waitFor(async () => (await draining.getJobState(f.job.id)) === 'waiting', { what: 'the parent waiting' })
+    expect(await parentsOf('draining')).toBe('1')
+    await draining.drain()
+    expect(await draining.getJobState(f.job.id)).toBe('unknown')
+    expect(await parentsOf('draining')).toBe(null)
+    expect(await redis.client.exists(`emq:{draining}:${f.job.id}:processed`)).toBe(0)
+    fx.worker('draining', () => 'ok')
+    expect(await expectPlainTrims('draining')).toEqual([''])
+  })
+
+  it("a queue marked by an earlier version (meta's `flows`, parents not counted) still trims parents with their flow keys", async () => {
+    const legacy = fx.queue('legacy')
+    const f = await flowIn('legacy', { removeOnComplete: 1 })
+    // What an earlier version left: the mark, and no count.
+    await redis.client.hset('emq:{legacy}:meta', 'flows', '1')
+    await redis.client.hdel('emq:{legacy}:meta', 'parents')
+    fx.worker('kids', () => 'v')
+    fx.worker('legacy', () => 'done')
+    await waitFor(async () => (await legacy.getJobState(f.job.id)) === 'completed', { what: 'the parent completed' })
+    await legacy.add('j', {}, { removeOnComplete: 1 })
+    await waitFor(async () => (await legacy.getCompletedCount()) === 2, { what: 'the plain job completed' })
+    await sweep(redis.url, 'legacy')
+    expect(await legacy.getJobState(f.job.id)).toBe('unknown')
+    expect(await redis.client.exists(`emq:{legacy}:${f.job.id}:processed`)).toBe(0)
+    // The parent was never counted in: the count does not go below nothing, and the mark stays.
+    expect(await redis.client.hmget('emq:{legacy}:meta', 'parents', 'flows')).toEqual([null, '1'])
+    // Its trims still ask each job whether it is a parent.
+    await legacy.addBulk([0, 1, 2].map((i) => ({ name: 'j', data: { i }, opts: { removeOnComplete: 1 } })))
+    await waitFor(async () => (await legacy.getCompletedCount()) === 4, { what: 'the plain jobs ran' })
+    const { depsChecks } = await trimsOf('legacy', () => sweep(redis.url, 'legacy'))
+    expect(depsChecks).toBe(3)
+    expect(await legacy.getCompletedCount()).toBe(1)
+    expect(await redis.client.hget('emq:{legacy}:meta', 'flows')).toBe('1')
   })
 })
 

@@ -13,9 +13,10 @@
   KEYS[5] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[6] reservedScores  HASH  <prefix>:{q}:reservedScores
   KEYS[7] handoffs        HASH  <prefix>:{q}:handoffs (child id -> what its parent must learn)
-  KEYS[6i + 2]      HASH  job i        (i = 1 .. n)
-  KEYS[6i + 3]      LIST  log of job i
-  KEYS[6i + 4] .. KEYS[6i + 7]  SET, HASH, HASH, ZSET: job i's dependencies, processed, failed and
+  KEYS[8] meta            HASH  <prefix>:{q}:meta (`parents`: the parents removed are counted out, trim-2.lua)
+  KEYS[6i + 3]      HASH  job i        (i = 1 .. n)
+  KEYS[6i + 4]      LIST  log of job i
+  KEYS[6i + 5] .. KEYS[6i + 8]  SET, HASH, HASH, ZSET: job i's dependencies, processed, failed and
                     unsuccessful children (a flow's parent that moved on; absent for any other job)
 
   ARGV[1] the source: "wait", "reserved", "prioritized" or "delayed"
@@ -25,13 +26,15 @@
 ]]
 local rcall = redis.call
 local waitKey, reservedKey, delayedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prioritizedKey, reservedScoresKey, handoffsKey = KEYS[5], KEYS[6], KEYS[7]
+local prioritizedKey, reservedScoresKey, handoffsKey, metaKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local source = ARGV[1]
 -- @include handoff
+-- @include parents
 
 local handoffs = {}
 
 local removed = {}
+local parents = 0
 for i = 1, #ARGV - 1 do
   local id = ARGV[1 + i]
   local gone = 0
@@ -46,8 +49,11 @@ for i = 1, #ARGV - 1 do
     gone = rcall('ZREM', delayedKey, id)
   end
   if gone > 0 then
-    local k = 6 * i + 2
-    local f = rcall('HMGET', KEYS[k], 'parentKey', 'parent')
+    local k = 6 * i + 3
+    local f = rcall('HMGET', KEYS[k], 'parentKey', 'parent', 'deps')
+    if f[3] then
+      parents = parents + 1
+    end
     if f[1] then
       handoffs[#handoffs + 1] = id
       handoffs[#handoffs + 1] = rcall('HGET', handoffsKey, id) or handOff(handoffsKey, id, f[1], f[2], 'removed', '')
@@ -56,6 +62,7 @@ for i = 1, #ARGV - 1 do
     removed[#removed + 1] = id
   end
 end
+countOutParents(metaKey, parents)
 if source == 'delayed' and rcall('ZCARD', delayedKey) == 0 then
   rcall('ZREM', markerKey, 'd')
 end
