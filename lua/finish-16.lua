@@ -16,7 +16,7 @@
   KEYS[5]  failed          ZSET   <prefix>:{q}:failed
   KEYS[6]  marker          ZSET   <prefix>:{q}:marker
   KEYS[7]  delayed         ZSET   <prefix>:{q}:delayed
-  KEYS[8]  meta            HASH   <prefix>:{q}:meta (failedNew count, retention limits)
+  KEYS[8]  meta            HASH   <prefix>:{q}:meta (failedNew count, retention limits, `parents`, `adopted`)
   KEYS[9]  reserved        ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
   KEYS[10] events          STREAM <prefix>:{q}:events
   KEYS[11] listened        ZSET   <prefix>:{q}:listened
@@ -31,7 +31,8 @@
   KEYS[17 + 2k + h + 2s], KEYS[18 + 2k + h + 2s]  HASH, STRING: job and lease of start s to confirm (s = 0 ..
                                 v-1)
   KEYS[17 + 2k + h + 2v ..]    for each run in turn: HASH, STRING, then LIST unless its action is "c": its
-                                job, lease and log
+                                job, lease and log; then with "&" (see ARGV) SET, HASH, HASH, ZSET: its
+                                dependencies, processed, failed and unsuccessful (a flow's parent's keys)
   (Every id is read from its job's key: takeJobs.lua idOf.)
 
   ARGV[1]  m, the number of runs
@@ -65,7 +66,10 @@
            does not read: none of them is written while the run holds the job, but for a job that joins a parent,
            which sets meta's `adopted`: then no run is read as plain); then "$" when a fail's stack is the
            job's stacktrace as it is to be stored (JSON text, "" for no change: the worker has the stored list
-           and the job's stackTraceLimit), else it is the run's stack alone; then optionally "@<ms>" (a fail's retry
+           and the job's stackTraceLimit), else it is the run's stack alone; then "&" when the job is a flow's
+           parent (its hash's `deps`, as taken, or as a "p" said) and the action is not "c": its four flow
+           keys follow its log's, and go with it when the run removes it at once (counted out of meta's
+           `parents`, parents.lua); then optionally "@<ms>" (a fail's retry
            waits this, from the worker's settings.backoffStrategy) and "#<keep>" (the worker's retention
            for a job with none of its own, as retention.lua reads it). The value: the return value (JSON
            text) for complete, the error message for fail.
@@ -78,6 +82,9 @@
   "completed", "", "" }), "w" when it went back to wait with nothing more to say ({ "ok", "wait", "", "" }),
   "d" when it went to `delayed` with nothing more to say but its backoff (ms), the next entry of details,
   "h" when a flow's child completed with nothing more to say but its hand-off, the next entry of details,
+  "p" when the run changed nothing, as its job is a parent (it became one while the run held it, which a
+  non-plain run reads: adoptChild-4.lua sets meta's `adopted`) that the run would remove at once without its
+  flow keys, which did not come: the worker sends it again with "&",
   "." for the next entry of details: { "ok" | "lost", new (or current) state, set
   to trim, hand-off[, backoff] } (backoff: a retry's wait in `delayed`, ms, only then). The hand-off is
   the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to trim is
@@ -131,7 +138,11 @@ local function rarely()
     -- @include releaseDeduplication
     -- @include useAttempt
     -- @include handoff
-    rare = { enterWait = enterWait, useAttempt = useAttempt, releaseDeduplications = releaseDeduplications, handOff = handOff }
+    -- @include parents
+    rare = {
+      enterWait = enterWait, useAttempt = useAttempt, releaseDeduplications = releaseDeduplications, handOff = handOff,
+      countOutParents = countOutParents,
+    }
   end
   return rare
 end
@@ -165,6 +176,11 @@ local lastKeep, lastFiled, completedCount, failedCount = nil, 0, 0, 0
 local released = false
 -- A replayed call (its reply was lost to a dropped connection, and ioredis sent it again): when it ended.
 local replays, replayAt = 0, 0
+-- Parents removed at once with their flow keys, counted out of meta's `parents` together after the loop.
+local parentsGone = 0
+-- A run whose job became a parent while it ran, left as it was for the worker to send again ("p"). Not a
+-- table: most calls have none, and a table is made on every call.
+local AGAIN = false
 -- Runs have KEYS and ARGV of their own sizes (a completed job kept needs no log key, nor a stack): cursors.
 local k, a = starts.firstKey + 2 * v, 16 + 2 * v
 -- Most runs are a first start of this worker's: their token, built once.
@@ -174,9 +190,9 @@ local firstRun = taker.token .. ':1'
 local anyPlain = m == 0 or not holdOf(q).adopted
 for i = 1, m do
   local action, token = ARGV[a], firstRun
-  local jobKey, lockKey, logsKey = KEYS[k], KEYS[k + 1], nil
+  local jobKey, lockKey, logsKey, flowKeys = KEYS[k], KEYS[k + 1], nil, nil
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
-  local delayOverride, keepOverride, plain, encoded = nil, nil, anyPlain, false
+  local delayOverride, keepOverride, plain, encoded, flows = nil, nil, anyPlain, false, false
   if #action > 1 then
     local starts, rest
     action, starts, rest = string.match(action, '^(.)(%d*)(.*)$')
@@ -189,6 +205,7 @@ for i = 1, m do
     end
     plain = anyPlain and string.sub(rest, 1, 1) ~= '+'
     encoded = string.find(rest, '$', 1, true) ~= nil
+    flows = string.find(rest, '&', 1, true) ~= nil
     delayOverride = tonumber(string.match(rest, '@(%d+)'))
     keepOverride = string.match(rest, '#(.*)$')
   end
@@ -198,6 +215,10 @@ for i = 1, m do
   else
     logsKey = KEYS[k + 2]
     k = k + 3
+    if flows then
+      flowKeys = { KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3] }
+      k = k + 4
+    end
     if action == 'f' or action == 'F' then
       stack = ARGV[a + 2]
       a = a + 3
@@ -216,21 +237,22 @@ for i = 1, m do
   -- every other move out of `active` (a sweep's recovery, an operator's retry) clears the field. The
   -- receipt costs no field.
   -- `parentKey`: a flow's child (absent for every other job: a queue without flows pays nothing more).
+  -- `deps`: a flow's parent (a plain run's, as taken, came with "&").
   -- Only what a completed run reads is read here, and of that only the token for a plain run (see ARGV):
   -- each field asked for is a scan of the hash, an absent one the whole of it. The rest when a run needs
   -- it: a flow's child's parent, a failure's, a replay's.
-  local held, attemptsMade, keepOwn, deid, parentKey, failing
+  local held, attemptsMade, keepOwn, deid, parentKey, deps, failing
   if action == 'f' or action == 'F' then
     -- A failure's own fields in the same read (useAttempt's `job`: attempts .. defa).
     local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'keep', 'deid', 'parentKey', 'attempts', 'backoff', 'priority',
-      'stacktrace', 'stackTraceLimit', 'keepFailed', 'defa')
-    held, attemptsMade, keepOwn, deid, parentKey = job[1], job[2], job[3], job[4], job[5]
+      'stacktrace', 'stackTraceLimit', 'keepFailed', 'defa', 'deps')
+    held, attemptsMade, keepOwn, deid, parentKey, deps = job[1], job[2], job[3], job[4], job[5], job[13]
     failing = { job[6], job[7], job[8], job[9], job[10], job[11], job[12] }
   elseif plain then
     held = rcall('HGET', jobKey, 'token')
   else
-    local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'keep', 'deid', 'parentKey')
-    held, attemptsMade, keepOwn, deid, parentKey = job[1], job[2], job[3], job[4], job[5]
+    local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'keep', 'deid', 'parentKey', 'deps')
+    held, attemptsMade, keepOwn, deid, parentKey, deps = job[1], job[2], job[3], job[4], job[5], job[6]
   end
   if held ~= token then
     local receipt = held or ''
@@ -247,6 +269,12 @@ for i = 1, m do
     else
       runs[i] = { 'lost', done[1] or 'missing', '', '' }
     end
+  elseif deps and not flowKeys and logsKey and action ~= 'r'
+    and removedAtOnce(failing and (failing[6] or keepOverride or DEFAULT_KEEP.failed) or keepOwn or keepOverride or DEFAULT_KEEP.completed) then
+    -- A parent its worker took as none (a child adopted into it since): removed now, it would leave its
+    -- flow keys for good, and filed instead it would change the set's limits or outlive them. A failure
+    -- with attempts left asks too (rare: the worker's second call retries it as the first would have).
+    runs[i] = AGAIN
   else
     local parent, retried = false, false
     if parentKey then
@@ -284,6 +312,9 @@ for i = 1, m do
       if not removedAtOnce(keep) then
         filed[#filed + 1] = id
         lastKeep, lastFiled = keep, i
+      elseif flowKeys then
+        rcall('UNLINK', jobKey, logsKey, flowKeys[1], flowKeys[2], flowKeys[3], flowKeys[4])
+        parentsGone = parentsGone + 1
       elseif logsKey then
         rcall('UNLINK', jobKey, logsKey)
       else
@@ -322,8 +353,12 @@ for i = 1, m do
           rcall('HDEL', jobKey, 'defa')
         end
         failedCount = failedCount + 1
-        -- Last for this run, as it may remove the job at once (retention "0").
-        trimSet = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed)
+        -- Last for this run, as it may remove the job at once (retention "0"), a parent with its flow keys.
+        local removed
+        trimSet, removed = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed, flowKeys)
+        if removed and flowKeys then
+          parentsGone = parentsGone + 1
+        end
       end
       runs[i] = { 'ok', state, trimSet, entry, backoffMs }
     end
@@ -350,6 +385,9 @@ if #holds > 0 then
 end
 if #outbox > 0 then
   rcall('HSET', handoffsKey, unpack(outbox))
+end
+if parentsGone > 0 then
+  rarely().countOutParents(q.meta, parentsGone)
 end
 if completedCount > 0 then
   countFinished(metricsKey, 'completed', now, completedCount)
@@ -390,6 +428,8 @@ for i = 1, m do
   local run = runs[i]
   if run == DONE then
     codes[i] = 'c'
+  elseif run == AGAIN then
+    codes[i] = 'p'
   elseif type(run) == 'string' then
     -- A flow's child that completed: its hand-off alone (a table a child cost Redis a conversion).
     codes[i] = 'h'

@@ -14,7 +14,11 @@
                                        past the queue's maxStalledCount (meta's `maxStalledCount`, written
                                        only when not the default, 1), to `failed` ("job stalled more than
                                        allowable limit"; a stall never uses an attempt), releasing its
-                                       deduplication id (releaseDeduplication.lua)
+                                       deduplication id (releaseDeduplication.lua); a flow's parent
+                                       (its hash's `deps`) that its retention of 0 removes at once goes
+                                       with its four flow keys, and is set apart (left as it is, and
+                                       returned) when they did not come: the caller then sends it again
+                                       in mode "parents", with them
     marked more recently            -> leave it for a later sweep
   (A marked job's lease is not looked at: whatever writes a lease again clears the mark in that step.)
   A candidate whose deadline is still ahead ends the step: every later one in the index is alive too.
@@ -27,7 +31,7 @@
   KEYS[3] wait      LIST   <prefix>:{q}:wait
   KEYS[4] failed    ZSET   <prefix>:{q}:failed
   KEYS[5] marker    ZSET   <prefix>:{q}:marker
-  KEYS[6] meta      HASH   <prefix>:{q}:meta (failedNew count, retention limits, maxStalledCount)
+  KEYS[6] meta      HASH   <prefix>:{q}:meta (failedNew count, retention limits, maxStalledCount, `parents`)
   KEYS[7] events    STREAM <prefix>:{q}:events
   KEYS[8] listened  ZSET   <prefix>:{q}:listened
   KEYS[9] metrics   HASH   <prefix>:{q}:metrics (finished jobs per minute, see minutes.lua)
@@ -36,9 +40,13 @@
   KEYS[12 + 3i]     HASH   job i        (i = 0 .. n-1)
   KEYS[13 + 3i]     STRING lease of job i
   KEYS[14 + 3i]     LIST   log of job i (removed with a failed job whose retention is "0")
+  In mode "parents", seven keys per job: KEYS[12 + 7i] .. KEYS[14 + 7i] as above, then KEYS[15 + 7i] ..
+  KEYS[18 + 7i] SET, HASH, HASH, ZSET: its dependencies, processed, failed and unsuccessful (a flow's
+  parent's keys, removed with it, counted out of meta's `parents`: parents.lua)
 
   ARGV[1] grace between mark and recovery (ms)
-  ARGV[2] mode: "deadline" (candidates in deadline order) or "audit"
+  ARGV[2] mode: "deadline" (candidates in deadline order), "audit", or "parents" (the parents a call set
+          apart, with their flow keys: judged as in the deadline walk)
   ARGV[3] next page: in the deadline walk, how many candidates to return for the next call when this one
           had that many and did not reach a live deadline (0: none)
   ARGV[4] candidates of the walk before this call that stay in place (marked, within grace): the next
@@ -49,7 +57,8 @@
   (1|0), trim (1 when `failed` is past its retention plus slack), the next page of candidates, the lease
   deadline of the first job recovered (false when none), the hand-offs written { id, entry, ... } (a
   flow's child failed past the allowance under a failure policy, or removed at once by a retention of 0:
-  lua/includes/handoff.lua) } where done = 1 when a live deadline was
+  lua/includes/handoff.lua), the parents set apart (ids, for a call in mode "parents"; counted in the
+  candidates left in place) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
   `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
@@ -60,6 +69,9 @@ local q = {
   wait = KEYS[3], failed = KEYS[4], marker = KEYS[5], meta = KEYS[6], events = KEYS[7], listened = KEYS[8], prioritized = KEYS[10],
 }
 local graceMs, audit, pageSize, passed = tonumber(ARGV[1]), ARGV[2] == 'audit', tonumber(ARGV[3]), tonumber(ARGV[4])
+local withFlows = ARGV[2] == 'parents'
+-- Keys per candidate: its job, lease and log, and with flows a parent's four.
+local stride = withFlows and 7 or 3
 local n = #ARGV - 4
 -- @include now
 -- @include events
@@ -69,6 +81,7 @@ local n = #ARGV - 4
 -- @include releaseDeduplication
 -- @include minutes
 -- @include handoff
+-- @include parents
 
 local now = nowMs()
 local marked, recovered, failed = {}, {}, {}
@@ -77,12 +90,14 @@ local STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
 local maxStalled = nil
 local left, done, trim, firstDeadline = 0, 0, 0, false
 local handoffs = {}
+-- Parents that would go at once but whose flow keys did not come (see mode "parents").
+local setApart = {}
 -- A flow's child failed here is removed at once when its retention in `failed` is 0 (read only for a child).
 local function failedRemovedNow(jobKey)
   return parseKeep(rcall('HGET', jobKey, 'keepFailed') or DEFAULT_KEEP.failed) == 0
 end
 if n == 0 then
-  return { marked, recovered, failed, left, done, trim, {}, firstDeadline, handoffs }
+  return { marked, recovered, failed, left, done, trim, {}, firstDeadline, handoffs, setApart }
 end
 -- Per job only what cannot be batched (for a recovery its hash, read once and written once; a live
 -- lease's TTL); the sets and the leases are read and written once per call. Numbers written per job are
@@ -125,7 +140,7 @@ for i = 1, n do
       break
     end
     if not (audit and deadline <= now) then
-      lockKeys[#lockKeys + 1] = KEYS[10 + 3 * i]
+      lockKeys[#lockKeys + 1] = KEYS[13 + stride * (i - 1)]
       lockAt[i] = #lockKeys
     end
   end
@@ -138,7 +153,8 @@ local reasons = {}
 for i = 0, n - 1 do
   -- In the deadline walk a marked job's deadline is past (see above) and not read: 0 stands for it.
   local id, deadline = ids[5 + i], (marks[i + 1] and not audit) and 0 or deadlines[i + 1]
-  local jobKey, lockKey, logsKey = KEYS[12 + 3 * i], KEYS[13 + 3 * i], KEYS[14 + 3 * i]
+  local at = 12 + stride * i
+  local jobKey, lockKey, logsKey = KEYS[at], KEYS[at + 1], KEYS[at + 2]
   local hasLease = lockAt[i + 1] and leases[lockAt[i + 1]]
   -- The audit looks only at live deadlines: expired ones are the deadline pass's (maybe this very sweep's).
   if deadline and not (audit and tonumber(deadline) <= now) then
@@ -165,56 +181,70 @@ for i = 0, n - 1 do
     elseif now - tonumber(markedAt) < graceMs then
       left = left + 1
     else
-      if #gone == 0 and not audit then
-        firstDeadline = rcall('ZSCORE', activeKey, id)
-      end
-      gone[#gone + 1] = id
-      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid', 'parentKey', 'parent', 'retried')
+      local f = rcall('HMGET', jobKey, 'workerName', 'stalledCounter', 'priority', 'token', 'deid', 'parentKey', 'parent', 'retried',
+        'deps')
       local stalls = (tonumber(f[2]) or 0) + 1
-      local worker = f[1] or 'unknown'
-      local reason = reasons[worker]
-      if not reason then
-        reason = 'job stalled: lease expired (worker ' .. worker .. ')'
-        reasons[worker] = reason
-      end
-      -- The run's token, taken away: "~<token>" matches no run and no receipt, and keeps the start number.
-      local takenAway = '~' .. (f[4] or ':0')
       if maxStalled == nil then
         maxStalled = tonumber(rcall('HGET', q.meta, 'maxStalledCount')) or DEFAULT_MAX_STALLED_COUNT
       end
-      if stalls > maxStalled then
-        -- Stalled once too often (a job that crashes its worker): failed as a final run would fail it
-        -- (useAttempt.lua's failed branch), with no attempt used: a stall is counted apart.
-        rcall('HSET', jobKey, 'token', takenAway, 'stalledCounter', stalls, 'state', 'failed', 'failedReason', STALLED_TOO_OFTEN,
-          'finishedOn', nowText)
-        rcall('HINCRBY', q.meta, 'failedNew', 1)
-        releaseDeduplication(q.meta, f[5], id)
-        emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
-        failed[#failed + 1] = id
-        local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN, failedRemovedNow(jobKey), f[8])
-        if entry then
-          handoffs[#handoffs + 1] = id
-          handoffs[#handoffs + 1] = entry
-        end
-        countFinished(KEYS[9], 'failed', now)
-        if fileFinished(jobKey, logsKey, q, 'failed', id, now) ~= '' then
-          trim = 1
-        end
+      if stalls > maxStalled and f[9] and not withFlows and failedRemovedNow(jobKey) then
+        -- A parent failed now would go at once without its flow keys, left for good: the caller sends it
+        -- again with them (mode "parents"). Until then nothing changed: it is left in place.
+        left = left + 1
+        setApart[#setApart + 1] = id
       else
-        -- Back in line, served next (useAttempt's retry without a backoff, done here in one write).
-        local priority = tonumber(f[3]) or 0
-        rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', nowText, 'lastError', reason,
-          'stalledCounter', stalls, 'token', takenAway)
-        if priority > 0 then
-          rcall('ZADD', q.prioritized, prioritizedScore(q, priority, true), id)
+        if #gone == 0 and not audit then
+          firstDeadline = rcall('ZSCORE', activeKey, id)
+        end
+        gone[#gone + 1] = id
+        local worker = f[1] or 'unknown'
+        local reason = reasons[worker]
+        if not reason then
+          reason = 'job stalled: lease expired (worker ' .. worker .. ')'
+          reasons[worker] = reason
+        end
+        -- The run's token, taken away: "~<token>" matches no run and no receipt, and keeps the start number.
+        local takenAway = '~' .. (f[4] or ':0')
+        if stalls > maxStalled then
+          -- Stalled once too often (a job that crashes its worker): failed as a final run would fail it
+          -- (useAttempt.lua's failed branch), with no attempt used: a stall is counted apart.
+          rcall('HSET', jobKey, 'token', takenAway, 'stalledCounter', stalls, 'state', 'failed', 'failedReason', STALLED_TOO_OFTEN,
+            'finishedOn', nowText)
+          rcall('HINCRBY', q.meta, 'failedNew', 1)
+          releaseDeduplication(q.meta, f[5], id)
+          emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
+          failed[#failed + 1] = id
+          local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN, failedRemovedNow(jobKey), f[8])
+          if entry then
+            handoffs[#handoffs + 1] = id
+            handoffs[#handoffs + 1] = entry
+          end
+          countFinished(KEYS[9], 'failed', now)
+          -- A parent's flow keys came only in mode "parents" (its `deps` read again here, as it may have gone).
+          local flowKeys = withFlows and f[9] and { KEYS[at + 3], KEYS[at + 4], KEYS[at + 5], KEYS[at + 6] } or nil
+          local trimSet, removed = fileFinished(jobKey, logsKey, q, 'failed', id, now, nil, flowKeys)
+          if trimSet ~= '' then
+            trim = 1
+          end
+          if removed and flowKeys then
+            countOutParents(q.meta, 1)
+          end
         else
-          toWait[#toWait + 1] = id
+          -- Back in line, served next (useAttempt's retry without a backoff, done here in one write).
+          local priority = tonumber(f[3]) or 0
+          rcall('HSET', jobKey, 'state', priority > 0 and 'prioritized' or 'wait', 'waitingSince', nowText, 'lastError', reason,
+            'stalledCounter', stalls, 'token', takenAway)
+          if priority > 0 then
+            rcall('ZADD', q.prioritized, prioritizedScore(q, priority, true), id)
+          else
+            toWait[#toWait + 1] = id
+          end
+          if listening(q) then
+            emit(q, 'waiting', 'jobId', id, 'prev', 'active')
+            emit(q, 'stalled', 'jobId', id)
+          end
+          recovered[#recovered + 1] = id
         end
-        if listening(q) then
-          emit(q, 'waiting', 'jobId', id, 'prev', 'active')
-          emit(q, 'stalled', 'jobId', id)
-        end
-        recovered[#recovered + 1] = id
       end
     end
   end
@@ -241,4 +271,4 @@ local page = {}
 if pageSize > 0 and done == 0 and n >= pageSize then
   page = rcall('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', passed + left, pageSize)
 end
-return { marked, recovered, failed, left, done, trim, page, firstDeadline, handoffs }
+return { marked, recovered, failed, left, done, trim, page, firstDeadline, handoffs, setApart }

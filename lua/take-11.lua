@@ -35,8 +35,8 @@
 
   Returns { { id, n, n job fields, id, n, n job fields, ... } (the run's token is "<worker token>:<attemptsStarted>",
   attemptsStarted absent for 1; createdOn as its digits after those it shares with `now`; name and data by
-  place, then only the fields present, each prefixed by the letter of its place, with startedOn last when
-  it is not `now`: see takeJobs.lua replyFields), candidates left, ms until the earliest
+  place, then only the fields present, each prefixed by the letter of its place, with startedOn in the
+  token's place when it is not `now`: see takeJobs.lua replyFields), candidates left, ms until the earliest
   delayed job is due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1:
   paused), ids reserved in place of candidates found gone, now (ms, Redis's clock) } (see takeJobs.lua and
   nextDue.lua).

@@ -7,7 +7,7 @@
 import type { JobState } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
-import type { QueueKeys } from './keys.js'
+import { flowKeys, type QueueKeys } from './keys.js'
 import { evalScript, eventKeys, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
@@ -159,7 +159,6 @@ export async function clearLogs(client: RedisClient, keys: QueueKeys, id: string
 // ---- clean, drain, obliterate ------------------------------------------------------------------------
 
 /** A job's flow keys (a parent's children: BullMQ's dependencies, processed, failed, unsuccessful), removed with it. */
-const flowKeys = (k: QueueKeys, id: string) => [k.dependencies(id), k.processed(id), k.failedChildren(id), k.unsuccessful(id)]
 
 /**
  * Removes, of the oldest `ids` of a finished set, those that finished `graceMs` ago or more; `done` at the

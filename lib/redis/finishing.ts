@@ -5,7 +5,7 @@
 
 import type { JobState } from '../job.js'
 import type { RedisClient } from './connection.js'
-import type { QueueKeys } from './keys.js'
+import { flowKeys, type QueueKeys } from './keys.js'
 import { evalScript, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 import {
   type Handed,
@@ -34,9 +34,13 @@ export type FinishAction = 'complete' | 'fail' | 'fail-final' | 'release'
 /** A finished set past its retention plus slack: the caller runs `trim` on it. */
 export type FinishedSet = 'completed' | 'failed'
 
-/** How one run ended: `lost` when it no longer owned the job (nothing changed for it). */
+/**
+ * How one run ended: `lost` when it no longer owned the job (nothing changed for it); `parent` when nothing
+ * changed because its job became a flow's parent while it ran and the run would remove it at once: sent
+ * again with FinishRun.parent, it goes with its flow keys.
+ */
 export interface RunOutcome {
-  status: 'ok' | 'lost'
+  status: 'ok' | 'lost' | 'parent'
   state: JobState | 'missing'
   /** A finished set that has just grown past its retention by another slack: trim it. */
   trim: FinishedSet | undefined
@@ -70,6 +74,11 @@ export interface FinishRun {
    * reads the token alone. Unset: it reads them all.
    */
   plain?: boolean
+  /**
+   * The job is a flow's parent (Taken.parent, or a `parent` outcome): a run that may remove it at once (not a
+   * release, nor a completion `kept`) sends its four flow keys, to go with it.
+   */
+  parent?: boolean
   /**
    * A completed job stays filed: neither its retention nor `keep` is "remove at once" (its log's key then
    * need not travel). Unset: the script is told nothing, and decides.
@@ -213,16 +222,22 @@ export async function finishRuns(
   }
 }
 
-/** A run's KEYS and ARGV (finish-16.lua's header says which): a completed job kept sends no log key, a first start no number. */
+/**
+ * A run's KEYS and ARGV (finish-16.lua's header says which): a completed job kept sends no log key, a first
+ * start no number, a job that is no parent (or a release) no flow keys.
+ */
 function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], r: FinishRun, workerToken: string): void {
+  const id = r.run.id
   const code = ACTION_CODES[r.action]
   const overrides = `${r.delayMs === undefined ? '' : `@${r.delayMs}`}${r.keep === undefined ? '' : `#${r.keep}`}`
   const kept = r.action === 'complete' && r.kept === true
-  if (kept) keyList.push(keys.job(r.run.id), keys.lock(r.run.id))
-  else keyList.push(keys.job(r.run.id), keys.lock(r.run.id), keys.logs(r.run.id))
+  const flows = r.parent === true && !kept && r.action !== 'release'
+  if (kept) keyList.push(keys.job(id), keys.lock(id))
+  else keyList.push(keys.job(id), keys.lock(id), keys.logs(id))
+  if (flows) keyList.push(...flowKeys(keys, id))
   const start = startOf(r.run.token, workerToken)
   const encoded = r.stacks !== undefined && (code === 'f' || code === 'F')
-  const marks = `${r.plain === true ? '' : '+'}${encoded ? '$' : ''}${overrides}`
+  const marks = `${r.plain === true ? '' : '+'}${encoded ? '$' : ''}${flows ? '&' : ''}${overrides}`
   if (start === undefined) args.push(`${kept ? 'c' : code}!${marks}`, r.run.token, r.value)
   else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${marks}`, r.value)
   if (code === 'f' || code === 'F') args.push(encoded ? (r.stacks as string) : (r.stack ?? ''))
@@ -233,7 +248,8 @@ type RunDetail = ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string,
 
 /**
  * The runs' outcomes, in order, from the reply's codes (one per run) and its details (one per ".", a
- * backoff per "d": a retry in `delayed`; "w": back in `wait`).
+ * backoff per "d": a retry in `delayed`; "w": back in `wait`; "p": nothing changed, send it again as a
+ * parent's).
  */
 function outcomesOf(codes: string, details: (RunDetail | number | string)[]): RunOutcome[] {
   let detail = 0
@@ -245,6 +261,10 @@ function outcomesOf(codes: string, details: (RunDetail | number | string)[]): Ru
     }
     if (code === 'h') {
       outcomes.push({ ...COMPLETED(), handoff: details[detail++] as unknown as string })
+      continue
+    }
+    if (code === 'p') {
+      outcomes.push({ status: 'parent', state: 'active', trim: undefined, handoff: undefined })
       continue
     }
     if (code === 'w' || code === 'd') {

@@ -284,8 +284,10 @@ const OPTION_AT = 10
 export const ATTEMPTS_STARTED_AT = 3
 /** Where `deid` is in takeJobs.lua's FIELD_AT (0-based): after the option fields. */
 const DEID_AT = OPTION_AT + OPTION_FIELDS.length
-/** Where takeJobs.lua's reply puts a run's startedOn when it is not the call's time (the token's place, last). */
+/** Where takeJobs.lua's reply puts a run's startedOn when it is not the call's time (the token's place). */
 export const STARTED_ON_AT = DEID_AT + 4
+/** Where `deps` is in takeJobs.lua's FIELD_AT (0-based): after the token's place, so the fields before kept their letters. */
+const DEPS_AT = STARTED_ON_AT + 1
 
 /** Where `createdOn` is in takeJobs.lua's FIELD_AT (0-based). */
 export const CREATED_ON_AT = 2
@@ -310,9 +312,18 @@ export function plainRun(f: (string | null)[]): boolean {
 }
 
 /**
+ * Whether the job of a run (its fields as taken) is a flow's parent, its hash's `deps`: a finish that may
+ * remove it at once sends its four flow keys, to go with it (finish-16.lua's "&").
+ */
+export function parentRun(f: (string | null)[]): boolean {
+  return f[DEPS_AT] != null
+}
+
+/**
  * Builds a Job just taken from takeJobs.lua's reply: its FIELD_AT fields in order (name, data, createdOn,
  * attemptsStarted, attempts, attemptsMade, lastError, retried, progress, stacktrace, then the option
- * fields of OPTION_FIELDS, then deid, parentKey, parent and a deferred failure; null, or past the end, for
+ * fields of OPTION_FIELDS, then deid, parentKey, parent and a deferred failure (the token's place and deps
+ * after them are read by the caller: STARTED_ON_AT, parentRun); null, or past the end, for
  * a field the hash lacks), with createdOn against `now` (the call's time, as text: createdOnOf) and
  * attemptsStarted absent for 1, and what the take set (active, since `startedOn`, by `workerName`). Decoded without a detour
  * through an object, as a busy worker does this for every job.

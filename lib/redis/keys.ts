@@ -27,8 +27,8 @@
  *                                  lua/includes/parents.lua), `flows` (legacy, written only by earlier
  *                                  versions, which did not count parents: '1' once a job became a parent;
  *                                  read, never written or cleared: its queue's trims look for parents for
- *                                  good), `adopted` (an unfinished job joined a parent: no finish reads a
- *                                  run as plain)
+ *                                  good), `adopted` (an unfinished job joined a parent, or one that may
+ *                                  run became a parent: no finish reads a run as plain)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists
@@ -166,6 +166,14 @@ export function queueKeys(prefix: string, queue: string): QueueKeys {
     unsuccessful: (id) => `${base}${id}:unsuccessful`,
   }
 }
+
+/** A flow's parent's four keys, in the order the scripts take them: dependencies, processed, failed, unsuccessful. */
+export const flowKeys = (k: QueueKeys, id: string): string[] => [
+  k.dependencies(id),
+  k.processed(id),
+  k.failedChildren(id),
+  k.unsuccessful(id),
+]
 
 /** `<prefix>:{q}`: BullMQ's qualifiedName of a queue, and the `queueKey` of a parent in a child's hash. */
 export function qualifiedName(prefix: string, queue: string): string {

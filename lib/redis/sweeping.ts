@@ -7,7 +7,7 @@
 import type { JobState, SweepCounts } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
-import type { QueueKeys } from './keys.js'
+import { flowKeys, type QueueKeys } from './keys.js'
 import { evalScript, eventKeys, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
@@ -221,30 +221,43 @@ function pairs(flat: string[]): [string, string][] {
   return out
 }
 
-/** One bounded step of the two-phase sweep over the given candidates. */
+type SweepReply = [string[], string[], string[], number, number, number, string[], string | null, string[], string[]]
+
+/**
+ * One bounded step of the two-phase sweep over the given candidates. A flow's parent that the step would
+ * fail and remove at once (a retention of 0 in `failed`) is set apart by the script, as its flow keys did
+ * not come with it; a second call ("parents") sends them, so they go with it.
+ */
 export async function sweepStep(
   client: RedisClient,
   keys: QueueKeys,
   { graceMs, mode, ids, page = { size: 0, passed: 0 } }: SweepStepRequest,
 ): Promise<SweepStepResult> {
-  const [marked, recovered, failed, left, done, trim, next, first, handoffs] = (await evalScript(
-    client,
-    SWEEP_SCRIPTS.sweepStep,
-    [
-      keys.active,
-      keys.stalled,
-      keys.wait,
-      keys.failed,
-      keys.marker,
-      ...eventKeys(keys),
-      keys.metrics,
-      keys.prioritized,
-      keys.handoffs,
-      ...ids.flatMap((id) => [keys.job(id), keys.lock(id), keys.logs(id)]),
-    ],
-    [graceMs, mode, page.size, page.passed, ...ids],
-  )) as [string[], string[], string[], number, number, number, string[], string | null, string[]]
-  return {
+  const call = (m: SweepStepRequest['mode'] | 'parents', some: string[], size: number, passed: number) => {
+    const perJob =
+      m === 'parents'
+        ? (id: string) => [keys.job(id), keys.lock(id), keys.logs(id), ...flowKeys(keys, id)]
+        : (id: string) => [keys.job(id), keys.lock(id), keys.logs(id)]
+    return evalScript(
+      client,
+      SWEEP_SCRIPTS.sweepStep,
+      [
+        keys.active,
+        keys.stalled,
+        keys.wait,
+        keys.failed,
+        keys.marker,
+        ...eventKeys(keys),
+        keys.metrics,
+        keys.prioritized,
+        keys.handoffs,
+        ...some.flatMap(perJob),
+      ],
+      [graceMs, m, size, passed, ...some],
+    ) as Promise<SweepReply>
+  }
+  const [marked, recovered, failed, left, done, trim, next, first, handoffs, parents] = await call(mode, ids, page.size, page.passed)
+  const result: SweepStepResult = {
     handoffs: pairs(handoffs),
     marked,
     recovered,
@@ -255,6 +268,18 @@ export async function sweepStep(
     next,
     firstRecoveredDeadline: first === null ? undefined : Number(first),
   }
+  if (parents.length === 0) return result
+  // The walk's page was read with the parents still in `active`; those the second call takes out of it no
+  // longer count among the candidates left in place.
+  const [markedAgain, again, failedAgain, leftAgain, , trimAgain, , firstAgain, handoffsAgain] = await call('parents', parents, 0, 0)
+  result.marked.push(...markedAgain)
+  result.recovered.push(...again)
+  result.failed.push(...failedAgain)
+  result.left += leftAgain - parents.length
+  result.trimFailed ||= trimAgain === 1
+  result.handoffs.push(...pairs(handoffsAgain))
+  if (firstAgain !== null) result.firstRecoveredDeadline = Math.min(Number(firstAgain), result.firstRecoveredDeadline ?? Number(firstAgain))
+  return result
 }
 
 export interface Promoted extends NextDue {
@@ -312,16 +337,7 @@ export async function trim(
   const withFlows = queuesWithFlows.has(keys.meta)
   const call = (mode: '' | 'p' | 'f', some: string[]) => {
     const perJob =
-      mode === 'f'
-        ? (id: string) => [
-            keys.job(id),
-            keys.logs(id),
-            keys.dependencies(id),
-            keys.processed(id),
-            keys.failedChildren(id),
-            keys.unsuccessful(id),
-          ]
-        : (id: string) => [keys.job(id), keys.logs(id)]
+      mode === 'f' ? (id: string) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)] : (id: string) => [keys.job(id), keys.logs(id)]
     return evalScript(
       client,
       SWEEP_SCRIPTS.trim,

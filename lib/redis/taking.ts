@@ -6,7 +6,7 @@
 
 import type { JobFields } from '../job.js'
 import type { RedisClient } from './connection.js'
-import { ATTEMPTS_STARTED_AT, CREATED_ON_AT, jobFromFields, plainRun, STARTED_ON_AT } from './job-codec.js'
+import { ATTEMPTS_STARTED_AT, CREATED_ON_AT, jobFromFields, parentRun, plainRun, STARTED_ON_AT } from './job-codec.js'
 import type { QueueKeys } from './keys.js'
 import { evalScript, eventKeys, jobKeyPairs, type NextDue, nextDue, prioritizedKeys } from './script-runner.js'
 
@@ -32,11 +32,13 @@ export interface Taken {
   token: string
   /** Its finish need read only its token (job-codec.ts plainRun): FinishRun.plain. */
   plain: boolean
+  /** Its job is a flow's parent (job-codec.ts parentRun): FinishRun.parent. */
+  parent: boolean
 }
 
 /**
  * A job's fields as takeJobs.lua sends them back: its FIELD_AT fields up to the last one present, attemptsStarted
- * absent for 1, createdOn against the call's time, and in the token's place (last) when the run started
+ * absent for 1, createdOn against the call's time, and in the token's place when the run started
  * before this call (a run handed back again) its startedOn (job-codec.ts jobFromFields); those after
  * data coded (fieldsOf).
  */
@@ -101,6 +103,7 @@ export function toTaken(reply: TakenReply, now: number, taker: Taker): Taken[] {
       job: jobFromFields(id, fields, nowText, startedOn == null ? now : Number(startedOn), taker.workerName),
       token: tokenOf(taker, fields),
       plain: plainRun(fields),
+      parent: parentRun(fields),
     })
   })
   return taken
@@ -123,7 +126,7 @@ export function toHanded(reply: HandedReply, now: number, readAt: number, taker:
   eachJob(reply, (id, sent) => {
     const fields = chain(sent)
     const job = jobFromFields(id, fields, nowText, readAt, taker.workerName)
-    handed.push({ job, token: tokenOf(taker, fields), plain: plainRun(fields), scored: (job.priority ?? 0) > 0 })
+    handed.push({ job, token: tokenOf(taker, fields), plain: plainRun(fields), parent: parentRun(fields), scored: (job.priority ?? 0) > 0 })
   })
   return handed
 }

@@ -81,6 +81,11 @@ export interface Run {
   token: string
   /** Its finish reads only the token (Taken.plain). */
   plain: boolean
+  /**
+   * Its job is a flow's parent (Taken.parent; or it became one while it ran, as its first finish call said):
+   * a finish that may remove it sends its flow keys.
+   */
+  parent: boolean
   /** Made only for a processor that declares its `signal` parameter (creating one costs a few µs a job). */
   controller: AbortController | undefined
   /** close() aborted its processor: a failure it then reports goes back in line, no attempt used. */

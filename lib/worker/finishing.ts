@@ -4,7 +4,7 @@
  * Jobs the worker will not start (reserved, in hand, or taken after close() began) go back to `wait`.
  */
 import type { Job, JobState } from '../job.js'
-import { type FinishAction, finish as finishCall, type Taken, unreserve } from '../redis/commands.js'
+import { type FinishAction, type FinishRun, finish as finishCall, type Taken, unreserve } from '../redis/commands.js'
 import { encodeKeep } from '../redis/job-codec.js'
 import type { Run, RunContext, RunPhase } from './context.js'
 
@@ -34,16 +34,25 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
     const keep = workerKeep(core, action)
     // A failure's stacktrace as it is to be stored, made here from the list the take sent (undefined: unchanged).
     const stacks = action.startsWith('fail') && stack !== '' && run.job.opts.stackTraceLimit > 0 ? stacksAfter(run.job, stack) : undefined
-    const reply = await core.finishes.add({
+    const request: FinishRun = {
       run: { id: run.job.id, token: run.token },
       plain: run.plain,
+      parent: run.parent,
       action,
       value,
       ...(action.startsWith('fail') ? { stacks: stacks ? JSON.stringify(stacks) : '' } : {}),
       ...(delayMs === undefined || action !== 'fail' ? {} : { delayMs }),
       ...(keep === undefined ? {} : { keep }),
       ...(action === 'complete' ? { kept: !removesAtOnce(keep) && !removesAtOnce(encodeKeep(run.job.opts.removeOnComplete)) } : {}),
-    })
+    }
+    let reply = await core.finishes.add(request)
+    // The job became a parent while it ran (a child adopted into it) and this finish would remove it at
+    // once: nothing changed, and it goes again with its flow keys, so none is left behind. A run sent as a
+    // parent's is never answered so.
+    if (reply.status === 'parent' && !run.parent) {
+      run.parent = true
+      reply = await core.finishes.add({ ...request, parent: true })
+    }
     if (reply.status === 'lost') {
       core.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
       return

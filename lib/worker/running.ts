@@ -38,7 +38,7 @@ export function startReady(core: RunContext): void {
  * Starts a run. A job from the hand is not taken yet: the call that takes it (the batcher's, which
  * leaves in this tick) goes out before its processor runs, and its lease is renewed once taken.
  */
-function start(core: RunContext, { job, token, plain, sentAt }: Started, fromHand = false): void {
+function start(core: RunContext, { job, token, plain, parent, sentAt }: Started, fromHand = false): void {
   const current = core.runs.get(job.id)
   if (current?.token === token) return // a replayed take handed back a run already going here
   // A sweep recovered the job from a run still going here and this worker took it again: that run is fenced out.
@@ -48,7 +48,7 @@ function start(core: RunContext, { job, token, plain, sentAt }: Started, fromHan
   core.processing++
   core.startsLeft--
   core.hadWork = true
-  const run: Run = { job: new Job(job, core.scope, token), token, plain, controller, phase: 'running', done: Promise.resolve() }
+  const run: Run = { job: new Job(job, core.scope, token), token, plain, parent, controller, phase: 'running', done: Promise.resolve() }
   core.runs.set(job.id, run)
   // A scheduler's run: its next run is made now, as BullMQ's worker makes it (worker/promoter.ts).
   core.promoter.started(job.id)

@@ -48,10 +48,12 @@ local function keepLimits(q, state, keep)
 end
 
 -- Files a job that just ended in `state` ('completed' or 'failed') under that set at `now` (in order
--- within its millisecond: score.lua), or removes it at once with its log (`logsKey`); returns the set's
--- name when it is now past its count by another slack (a trim is due), else ''. `q` holds the queue's keys
--- { completed, failed, meta }; `keep` is the job's field when the caller read it.
-local function fileFinished(jobKey, logsKey, q, state, id, now, keep)
+-- within its millisecond: score.lua), or removes it at once with its log (`logsKey`) and, for a flow's
+-- parent, its four flow keys (`flowKeys`, or nil); returns the set's name when it is now past its count by
+-- another slack (a trim is due), else '', and true when it removed the job (the caller counts a parent out
+-- of meta's `parents`). `q` holds the queue's keys { completed, failed, meta }; `keep` is the job's field
+-- when the caller read it.
+local function fileFinished(jobKey, logsKey, q, state, id, now, keep, flowKeys)
   local fields = KEEP_FIELDS[state]
   local setKey = q[state]
   if keep == nil then
@@ -62,8 +64,12 @@ local function fileFinished(jobKey, logsKey, q, state, id, now, keep)
   end
   local count = parseKeep(keep)
   if count == 0 then
-    rcall('UNLINK', jobKey, logsKey)
-    return ''
+    if flowKeys then
+      rcall('UNLINK', jobKey, logsKey, flowKeys[1], flowKeys[2], flowKeys[3], flowKeys[4])
+    else
+      rcall('UNLINK', jobKey, logsKey)
+    end
+    return '', true
   end
   rcall('ZADD', setKey, scoreAt(setKey, now), id)
   keepLimits(q, state, keep)

@@ -2,23 +2,25 @@
 -- them (from one HGETALL: bookkeeping fields, and what the take itself sets, do not travel back): those every
 -- job has first (name, data, createdOn, attemptsStarted), so a job with the default options ends its list
 -- there; then the options (backoff .. lifo), which make job.opts (absent ones, the defaults, come back as
--- nil). `token` stays last: it is dropped from the reply (set to nil), which ends the list there. Written
--- as literals, not built by a loop: a script's top level runs on every call, and inserting 23 keys one by
--- one (the table grown six times) cost each call some 5 µs of Redis time.
+-- nil). `token` is dropped from the reply (set to nil; its place carries a handed-back run's startedOn).
+-- `deps` (a flow's parent: a finish that removes it at once removes its flow keys with it, finish-16.lua)
+-- comes after it, added after the others so that each of theirs kept its letter. Written as literals, not
+-- built by a loop: a script's top level runs on every call, and inserting 23 keys one by one (the table
+-- grown six times) cost each call some 5 µs of Redis time.
 local FIELD_AT = {
   name = 1, data = 2, createdOn = 3, attemptsStarted = 4, attempts = 5, attemptsMade = 6, lastError = 7,
   retried = 8, progress = 9, stacktrace = 10, backoff = 11, keep = 12, keepFailed = 13, keepLogs = 14,
   priority = 15, stackTraceLimit = 16, delay = 17, lifo = 18, deid = 19, parentKey = 20, parent = 21,
-  defa = 22, token = 23,
+  defa = 22, token = 23, deps = 24,
 }
 local F_NAME, F_DATA, F_CREATED, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 3, 4, 15, 23
 -- The letter a field after data travels under (replyFields): the one at its place, 'c' for createdOn (the
--- third) .. 'w' for the token's place (lib/redis/taking.ts fieldsOf reads it back).
-local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w' }
+-- third) .. 'w' for the token's place, 'x' for deps (lib/redis/taking.ts fieldsOf reads it back).
+local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x' }
 
 -- The fields of FIELD_AT of a job, by place (nil for an absent one), from one HGETALL: a job hash holds few
--- fields (a job with the default options, five at its take), and asking HMGET for 23 names scans the hash
--- once per name and converts 23 replies. Also returns the last of them present, the token aside
+-- fields (a job with the default options, five at its take), and asking HMGET for 24 names scans the hash
+-- once per name and converts 24 replies. Also returns the last of them present, the token aside
 -- (replyFields ends the reply's list there). The hand reads the same fields: `priority` says whether the
 -- job waited in `prioritized` (so its reservation has a score kept in `reservedScores`, which its take then
 -- drops: confirmStarts).
@@ -30,7 +32,7 @@ local function readJob(jobKey)
   local f, top
   if #all > 8 then
     f, top = {
-      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
     }, 0
   else
     f, top = { nil, nil, nil, nil }, 0
@@ -39,7 +41,7 @@ local function readJob(jobKey)
     local at = FIELD_AT[all[i]]
     if at then
       f[at] = all[i + 1]
-      if at > top and at < F_TOKEN then
+      if at > top and at ~= F_TOKEN then
         top = at
       end
     end
@@ -87,8 +89,8 @@ end
 -- before a value shorter than the call's time (so that no whole value reads as such digits), and "" for a
 -- job without one. The absent fields at the end of the list are left off (the reply's list ends at the
 -- last field present): a job with the default options taken for the first time ends at its data, or at
--- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place, last. Name
--- and data go by place; the fields after them only when present, each prefixed by CODE.
+-- createdOn. `startedOn` (a run handed back again, not started now) takes the token's place. Name and
+-- data go by place; the fields after them only when present, each prefixed by CODE.
 local function replyFields(out, len, f, top, clock, startedOn)
   f[F_TOKEN] = startedOn
   if f[F_STARTS] == '1' then
@@ -115,7 +117,7 @@ local function replyFields(out, len, f, top, clock, startedOn)
       f[F_CREATED] = '=' .. created
     end
   end
-  if startedOn then
+  if startedOn and top < F_TOKEN then
     top = F_TOKEN
   end
   while top > 0 and not f[top] do
@@ -194,9 +196,9 @@ end
 -- taken emits `active`. The leases enter `active` in one ZADD, after the loop (nothing in it reads
 -- `active` for a job it took: an id named twice is found neither reserved nor waiting its second time).
 -- Returns { id, n, field 1 .. field n, id, n, ... } (the fields as replyFields sends them: the run's token is
--- "<taker.token>:<start number>"; startedOn last only when it is not `now`, a run handed back again), the
--- candidates left, how long to wait before asking again (ms; 0: no need, -1: the queue is paused), and how
--- many jobs were taken.
+-- "<taker.token>:<start number>"; startedOn in the token's place only when it is not `now`, a run handed
+-- back again), the candidates left, how long to wait before asking again (ms; 0: no need, -1: the queue is
+-- paused), and how many jobs were taken.
 local function takeJobs(q, taker, now, at)
   local firstKey, n = at.firstKey, at.count
   -- `taken` is flat (see replyFields): `len` its length, `count` the jobs in it.

@@ -112,8 +112,6 @@ export const differs = {
   flowRootDeduplicates: (lib: LibName): boolean => lib === 'bullmq',
   /** A job that ends with children still pending: BullMQ fails it ("pending dependencies"), EchoMQ completes it. */
   pendingChildrenFailParent: (lib: LibName): boolean => lib === 'bullmq',
-  /** A parent removed by its retention: BullMQ removes its processed children's results, EchoMQ leaves them. */
-  retentionRemovesParentResults: (lib: LibName): boolean => lib === 'bullmq',
   /** A child given a second parent: EchoMQ's ERR_JOB_STATE names the child; BullMQ's message the new parent. */
   secondParentRefusal: (lib: LibName, child: string, parentKey: string): { code?: string; mentions: string } =>
     lib === 'bullmq' ? { mentions: parentKey } : { code: 'ERR_JOB_STATE', mentions: child },

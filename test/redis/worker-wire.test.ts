@@ -183,3 +183,49 @@ describe('a plain run', () => {
     expect(reply.runs[0]?.handoff).toBeTruthy()
   })
 })
+
+describe('a parent run', () => {
+  it('is told by its take (`deps`, sent only for a parent); its finish that removes it sends its flow keys, removed with it', async () => {
+    const parent = await fx.queue.add('p', {}, { removeOnComplete: true })
+    const other = await fx.queue.add('x', {}, { removeOnComplete: true })
+    await redis.client.hset(keys.job(parent.id), 'deps', '1')
+    await redis.client.hset(keys.meta, 'parents', '1')
+    await redis.client.sadd(keys.dependencies(parent.id), 'emq:{kids}:1')
+    await redis.client.hset(keys.processed(parent.id), 'emq:{kids}:2', '"v"')
+    const { taken } = await take(redis.client, keys, taker, [parent.id, other.id])
+    expect(taken.map((t) => [t.job.id, t.parent])).toEqual([
+      [parent.id, true],
+      [other.id, false],
+    ])
+    const reply = await finishRuns(
+      redis.client,
+      keys,
+      taken.map((t) => ({ run: { id: t.job.id, token: t.token }, plain: t.plain, parent: t.parent, action: 'complete', value: '1' })),
+    )
+    expect(reply.runs.map((r) => r.state)).toEqual(['completed', 'completed'])
+    for (const id of [parent.id, other.id]) {
+      expect(await redis.client.exists(keys.job(id), keys.logs(id), keys.dependencies(id), keys.processed(id))).toBe(0)
+    }
+    expect(await redis.client.hexists(keys.meta, 'parents')).toBe(0)
+  })
+
+  it('whose job became a parent after its take changes nothing (status `parent`) until it is sent as a parent', async () => {
+    const job = await fx.queue.add('p', {}, { removeOnComplete: true })
+    const [run] = (await take(redis.client, keys, taker, [job.id])).taken
+    expect(run?.parent).toBe(false)
+    // adoptChild-4.lua on a running job: `deps`, counted, and meta's `adopted`.
+    await fx.queue.add('c', {}, { parent: { id: job.id, queue: fx.queue.qualifiedName } })
+    expect(await redis.client.hmget(keys.meta, 'parents', 'adopted')).toEqual(['1', '1'])
+    const lease = { id: job.id, token: run?.token as string }
+    const first = await finishRuns(redis.client, keys, [{ run: lease, plain: run?.plain === true, action: 'complete', value: '1' }])
+    expect(first.runs[0]).toMatchObject({ status: 'parent', state: 'active' })
+    expect(await redis.client.hmget(keys.job(job.id), 'state', 'token')).toEqual(['active', lease.token])
+    expect(await redis.client.get(keys.lock(job.id))).toBe(lease.token)
+    const second = await finishRuns(redis.client, keys, [
+      { run: lease, plain: run?.plain === true, parent: true, action: 'complete', value: '1' },
+    ])
+    expect(second.runs[0]).toMatchObject({ status: 'ok', state: 'completed' })
+    expect(await redis.client.exists(keys.job(job.id), keys.dependencies(job.id), keys.lock(job.id))).toBe(0)
+    expect(await redis.client.hexists(keys.meta, 'parents')).toBe(0)
+  })
+})
