@@ -4,8 +4,9 @@
  * - ElastiCache Serverless for Redis OSS: $0.0034 per million ECPUs. "Simple reads and writes require 1
  *   ECPU for each kilobyte (KB) of data transferred"; commands that take more vCPU time consume ECPUs in
  *   proportion (https://aws.amazon.com/elasticache/pricing/). AWS does not publish the vCPU time of one
- *   ECPU: this model takes a simple command's Redis CPU on this machine (SIMPLE_COMMAND_US, a GET/SET
- *   of under 1 KB measured with redis-benchmark) as one ECPU, and charges each job the larger of its
+ *   ECPU: this model takes a simple command's Redis CPU as one ECPU (a GET or SET of under 1 KB, measured
+ *   with redis-benchmark on the machine and in the run that measured the jobs: bench/cost.ts
+ *   simpleCommandUs; SIMPLE_COMMAND_US where it could not be), and charges each job the larger of its
  *   kilobytes transferred and its CPU in such units, and at least one ECPU per command.
  * - Upstash Redis pay-as-you-go: $0.20 per 100,000 commands (https://upstash.com/pricing/redis); a script
  *   call counts as one command.
@@ -13,7 +14,10 @@
  */
 export const ELASTICACHE_USD_PER_MILLION_ECPU = 0.0034
 export const UPSTASH_USD_PER_COMMAND = 0.2 / 100_000
-/** Redis CPU of one simple command under 1 KB on this machine (redis-benchmark -t get,set -P 1 -n 200000). */
+/**
+ * Redis CPU of one simple command under 1 KB (redis-benchmark -t get,set -P 1 -n 200000), as measured on the
+ * development machine of 2026-12-02: the unit when a run cannot measure its own (no redis-benchmark).
+ */
 export const SIMPLE_COMMAND_US = 3
 
 export interface PerJob {
@@ -22,13 +26,14 @@ export interface PerJob {
   commands: number
 }
 
-export function ecpusPerJob({ redisCpuUs, bytes, commands }: PerJob): number {
-  return Math.max(commands, bytes / 1024, redisCpuUs / SIMPLE_COMMAND_US)
+/** `simpleUs`: a simple command's Redis CPU (µs) on the machine that measured `job`. */
+export function ecpusPerJob({ redisCpuUs, bytes, commands }: PerJob, simpleUs = SIMPLE_COMMAND_US): number {
+  return Math.max(commands, bytes / 1024, redisCpuUs / simpleUs)
 }
 
-export function prices(job: PerJob): { elasticache: number; upstash: number } {
+export function prices(job: PerJob, simpleUs = SIMPLE_COMMAND_US): { elasticache: number; upstash: number } {
   return {
-    elasticache: (ecpusPerJob(job) * 1e6 * ELASTICACHE_USD_PER_MILLION_ECPU) / 1e6,
+    elasticache: (ecpusPerJob(job, simpleUs) * 1e6 * ELASTICACHE_USD_PER_MILLION_ECPU) / 1e6,
     upstash: job.commands * 1e6 * UPSTASH_USD_PER_COMMAND,
   }
 }

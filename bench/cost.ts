@@ -11,11 +11,12 @@
  * Ratios are the median of ROUNDS alternating runs (EchoMQ, BullMQ, EchoMQ, ...) with their range.
  * bench/cost-prices.ts turns the figures into US dollars per million jobs.
  */
+import { execFileSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { Redis } from 'ioredis'
 import { startLocalRedis } from '../cli/support/local-redis.js'
-import { functionPath, prices, sqsLambdaPath } from './cost-prices.js'
+import { functionPath, prices, SIMPLE_COMMAND_US, sqsLambdaPath } from './cost-prices.js'
 import { type FunctionRun, runBull, runEmq } from './cost-runners.js'
 import { COST_SCENARIOS, DEFAULT_SCENARIOS, type Scenario } from './cost-scenarios.js'
 import { fmt, table, xs } from './format.js'
@@ -84,6 +85,33 @@ async function runOnce(lib: 'emq' | 'bull', scenario: Scenario, n: number): Prom
   }
 }
 
+/**
+ * The unit of the ElastiCache model (bench/cost-prices.ts): Redis CPU (µs) of one simple command, GET or SET
+ * of 3 bytes, on a fresh server of this machine, as redis-benchmark sends them (50 clients, no pipelining).
+ * A job's CPU is priced in such units, so the dollars do not depend on the machine's speed. Undefined
+ * without redis-benchmark.
+ */
+export async function simpleCommandUs(): Promise<number | undefined> {
+  const server = await startLocalRedis(['--maxmemory-policy', 'noeviction'])
+  const meter = new Redis({ host: '127.0.0.1', port: server.port, lazyConnect: true })
+  await meter.connect()
+  const n = 100_000
+  try {
+    const before = await reading(meter)
+    execFileSync('redis-benchmark', ['-h', '127.0.0.1', '-p', String(server.port), '-t', 'set,get', '-n', String(n), '-P', '1', '-q'], {
+      stdio: 'ignore',
+      timeout: 120_000,
+    })
+    const after = await reading(meter)
+    return (after.cpuUs - before.cpuUs) / (2 * n)
+  } catch {
+    return undefined
+  } finally {
+    meter.disconnect()
+    await server.stop()
+  }
+}
+
 export interface CostRow {
   scenario: string
   emq: CostRun[]
@@ -122,7 +150,7 @@ export async function runCost(opts: { jobs: number; rounds: number; only?: strin
 
 const med = (runs: CostRun[], f: keyof CostRun) => median(runs.map((r) => r[f] ?? Number.NaN))
 
-export function costReport(rows: CostRow[]): string {
+export function costReport(rows: CostRow[], simpleUs = SIMPLE_COMMAND_US): string {
   const figures = table(
     [
       'scenario',
@@ -146,20 +174,23 @@ export function costReport(rows: CostRow[]): string {
   const dollars = table(
     ['scenario', 'ElastiCache Serverless $/M jobs emq / bull', 'Upstash $/M jobs emq / bull'],
     rows.map((r) => {
-      const e = prices({
-        redisCpuUs: med(r.emq, 'redisCpuUs'),
-        bytes: med(r.emq, 'bytesIn') + med(r.emq, 'bytesOut'),
-        commands: med(r.emq, 'commands'),
-      })
-      const b = prices({
-        redisCpuUs: med(r.bull, 'redisCpuUs'),
-        bytes: med(r.bull, 'bytesIn') + med(r.bull, 'bytesOut'),
-        commands: med(r.bull, 'commands'),
-      })
+      const e = prices(
+        { redisCpuUs: med(r.emq, 'redisCpuUs'), bytes: med(r.emq, 'bytesIn') + med(r.emq, 'bytesOut'), commands: med(r.emq, 'commands') },
+        simpleUs,
+      )
+      const b = prices(
+        {
+          redisCpuUs: med(r.bull, 'redisCpuUs'),
+          bytes: med(r.bull, 'bytesIn') + med(r.bull, 'bytesOut'),
+          commands: med(r.bull, 'commands'),
+        },
+        simpleUs,
+      )
       return [r.scenario, `${e.elasticache.toFixed(3)} / ${b.elasticache.toFixed(3)}`, `${e.upstash.toFixed(2)} / ${b.upstash.toFixed(2)}`]
     }),
   )
-  return [figures, dollars, serverlessPath(rows), targets(rows)].filter(Boolean).join('\n\n')
+  const unit = `ElastiCache's ECPU priced as ${fmt(simpleUs, 2)} µs of Redis CPU, a simple command's in this run (bench/cost-prices.ts)`
+  return [figures, `${dollars}\n${unit}`, serverlessPath(rows), targets(rows)].filter(Boolean).join('\n\n')
 }
 
 /** The function row turned into the serverless path's bill against SQS + Lambda, per million jobs. */
@@ -222,7 +253,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       .join(', ')}`,
   )
   const rows = await runCost(opts)
-  console.log(costReport(rows))
+  const simpleUs = await simpleCommandUs()
+  if (simpleUs === undefined) console.log(`no redis-benchmark: a simple command taken as ${SIMPLE_COMMAND_US} µs`)
+  console.log(costReport(rows, simpleUs))
   console.log(
     `load average at the end: ${os
       .loadavg()
@@ -231,5 +264,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   )
   // Every run's figures, for the docs' tables (bench/cost-results.json; a subset: cost-results-partial.json).
   const file = new URL(opts.only ? 'cost-results-partial.json' : 'cost-results.json', import.meta.url)
-  writeFileSync(file, `${JSON.stringify({ started, argv: process.argv.slice(2), loadavg: os.loadavg(), rows }, null, 2)}\n`)
+  writeFileSync(
+    file,
+    `${JSON.stringify({ started, argv: process.argv.slice(2), loadavg: os.loadavg(), simpleCommandUs: simpleUs, rows }, null, 2)}\n`,
+  )
 }
