@@ -14,9 +14,6 @@ import { parseJobKey, type QueueKeys, queueKeys } from '../redis/keys.js'
 import { jobState } from '../redis/queries.js'
 import { deliverHandoffs } from './handoffs.js'
 
-/** Most levels of children one removal follows. */
-const MAX_DEPTH = 100
-
 export async function removeJob(
   client: RedisClient,
   keys: QueueKeys,
@@ -25,10 +22,12 @@ export async function removeJob(
   tellParent = true,
   depth = 0,
 ): Promise<'removed' | 'missing' | 'active' | 'tree-active'> {
-  let reply = await remove(client, keys, id, { tellParent, parentCheck: removeChildren && depth < MAX_DEPTH })
+  // No depth limit: a tree built with `opts.parent` may go deeper than a flow may (a limit left the jobs
+  // below it behind a removed parent). Each job is removed once, so even a cycle of parents ends.
+  let reply = await remove(client, keys, id, { tellParent, parentCheck: removeChildren })
   let children: string[] = []
   if (reply.outcome === 'parent') {
-    if (depth === 0 && (await treeRunning(client, keys, id, 0))) return 'tree-active'
+    if (depth === 0 && (await treeRunning(client, keys, id, new Set()))) return 'tree-active'
     const d = await readDependencies(client, keys, id)
     children = [...Object.keys(d.processed), ...d.unprocessed, ...Object.keys(d.ignored), ...d.failed]
     reply = await remove(client, keys, id, { tellParent })
@@ -42,17 +41,22 @@ export async function removeJob(
   return reply.outcome === 'kept' ? 'removed' : reply.outcome
 }
 
-/** Whether a pending child of `id`, or one of theirs, is running: a read of each level's children. */
-async function treeRunning(client: RedisClient, keys: QueueKeys, id: string, depth: number): Promise<boolean> {
+/**
+ * Whether a pending child of `id`, or one of theirs, is running: a read of each level's children. `seen`
+ * holds the job keys read, so a cycle of parents (possible with `opts.parent` on existing jobs) ends.
+ */
+async function treeRunning(client: RedisClient, keys: QueueKeys, id: string, seen: Set<string>): Promise<boolean> {
+  seen.add(keys.job(id))
   const children = (await pendingChildren(client, keys, id)).flatMap((key) => {
     const at = parseJobKey(key)
-    return at && at.id !== '' ? [{ keys: queueKeys(at.prefix, at.queue), id: at.id }] : []
+    return at && at.id !== '' && !seen.has(key) ? [{ keys: queueKeys(at.prefix, at.queue), id: at.id }] : []
   })
   const states = await Promise.all(children.map((c) => jobState(client, c.keys, c.id)))
   if (states.includes('active')) return true
-  if (depth + 1 >= MAX_DEPTH) return false
-  const below = await Promise.all(
-    children.map((c, i) => (states[i] as string) === 'waiting-children' && treeRunning(client, c.keys, c.id, depth + 1)),
-  )
-  return below.includes(true)
+  // One level at a time, so `seen` holds every job of the levels above before the next is read.
+  for (const [i, c] of children.entries()) {
+    if ((states[i] as string) === 'waiting-children' && !seen.has(c.keys.job(c.id)) && (await treeRunning(client, c.keys, c.id, seen)))
+      return true
+  }
+  return false
 }

@@ -107,8 +107,15 @@ function planNode(
   nodes: PlannedNode[],
   seen: Set<string>,
 ): PlannedNode {
-  if (depth > MAX_DEPTH) fail('ERR_OPTIONS', `${where}: a flow may be at most ${MAX_DEPTH} levels deep`)
-  if (nodes.length >= MAX_FLOW_JOBS) fail('ERR_OPTIONS', `a call of FlowProducer adds at most ${MAX_FLOW_JOBS} jobs`)
+  // Named by its flow alone: the path to a node past the limit is a hundred "child 0"s long.
+  const flow = where.split(' child ')[0]
+  if (depth > MAX_DEPTH) fail('ERR_OPTIONS', `${flow}: a flow may be at most ${MAX_DEPTH} levels deep (a node at level ${depth + 1})`)
+  if (nodes.length >= MAX_FLOW_JOBS) {
+    fail(
+      'ERR_OPTIONS',
+      `${flow}: a call of FlowProducer adds at most ${MAX_FLOW_JOBS} jobs (the flows given hold more); add them in several calls`,
+    )
+  }
   const { node, children } = naming(where, () => nodeOf(value, where, depth, parent, limits, seen))
   nodes.push(node)
   node.children = children.map((c, i) => planNode(c, `${where} child ${i}`, depth + 1, node, limits, nodes, seen))

@@ -244,6 +244,53 @@ describe('removing', () => {
     await kids.remove(second.children?.[0]?.job.id as string)
     expect(await parents.getJobState(second.job.id)).toBe('waiting')
   })
+
+  it('a tree deeper than a flow may be (built with opts.parent) goes whole; no job is left under a removed parent', async () => {
+    const deep = fx.queue('deep')
+    const root = await deep.add('root', {}, { delay: 3_600_000 })
+    const ids = [root.id as string]
+    for (let i = 0; i < 105; i++) {
+      const child = await deep.add('n', {}, { delay: 3_600_000, parent: { id: ids.at(-1) as string, queue: deep.qualifiedName } })
+      ids.push(child.id as string)
+    }
+    expect(await deep.remove(root.id as string)).toBe(1)
+    const states = await Promise.all(ids.map((id) => deep.getJobState(id)))
+    expect(states.filter((s) => s !== 'unknown')).toEqual([])
+    expect(await redis.client.hget('emq:{deep}:meta', 'parents')).toBeNull()
+  })
+
+  it('a flow too deep or too large is refused naming its flow, in a short message, with nothing written', async () => {
+    type Node = { name: string; queueName: string; children?: Node[] }
+    let deepest: Node = { name: 'leaf', queueName: 'limits' }
+    for (let i = 0; i < 101; i++) deepest = { name: 'n', queueName: 'limits', children: [deepest] }
+    const tooDeep = await fx
+      .producer()
+      .add(deepest)
+      .catch((e: unknown) => e)
+    expect(tooDeep).toBeInstanceOf(EchoMQError)
+    expect((tooDeep as Error).message).toMatch(/a flow may be at most 100 levels deep \(a node at level 10\d\)$/)
+    expect((tooDeep as Error).message.length).toBeLessThan(120)
+    const wide = { name: 'p', queueName: 'limits', children: Array.from({ length: 10_000 }, () => ({ name: 'c', queueName: 'limits' })) }
+    const tooLarge = await fx
+      .producer()
+      .add(wide)
+      .catch((e: unknown) => e)
+    expect((tooLarge as Error).message).toMatch(/adds at most 10000 jobs .*several calls$/)
+    expect(await redis.client.keys('emq:{limits}:*')).toEqual([])
+  })
+
+  it('a cycle of parents (an existing job made a child of its own child) is removed, and the removal ends', async () => {
+    const loop = fx.queue('loop')
+    const flow = await fx
+      .producer()
+      .add({ name: 'x', queueName: 'loop', children: [{ name: 'y', queueName: 'loop', children: [{ name: 'z', queueName: 'loop' }] }] })
+    const x = flow.job.id as string
+    const y = flow.children?.[0]?.job.id as string
+    await loop.add('x', {}, { jobId: x, parent: { id: y, queue: loop.qualifiedName } })
+    expect(await loop.remove(x)).toBe(1)
+    const left = await Promise.all([x, y, flow.children?.[0]?.children?.[0]?.job.id as string].map((id) => loop.getJobState(id)))
+    expect(left).toEqual(['unknown', 'unknown', 'unknown'])
+  })
 })
 
 describe('retention', () => {
