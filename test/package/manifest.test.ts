@@ -14,8 +14,10 @@ const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.ur
 }
 
 describe('package.json', () => {
-  it('the library depends on ioredis and cron-parser only', () => {
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['cron-parser', 'ioredis'])
+  it('the library depends on ioredis and cron-parser only (and, types alone, on the types ioredis 6.1 imports)', () => {
+    const names = Object.keys(pkg.dependencies).sort()
+    expect(names.filter((n) => !n.startsWith('@types/'))).toEqual(['cron-parser', 'ioredis'])
+    expect(names.filter((n) => n.startsWith('@types/'))).toEqual(['@types/redis-errors'])
   })
 
   it("the reaper's packages (and the Lambda client its scaling loads) are optional peers, the same list the entries name when they are missing", () => {
