@@ -313,7 +313,7 @@ for i = 1, m do
         filed[#filed + 1] = id
         lastKeep, lastFiled = keep, i
       elseif flowKeys then
-        rcall('UNLINK', jobKey, logsKey, flowKeys[1], flowKeys[2], flowKeys[3], flowKeys[4])
+        rcall('UNLINK', jobKey, logsKey, unpack(flowKeys))
         parentsGone = parentsGone + 1
       elseif logsKey then
         rcall('UNLINK', jobKey, logsKey)

@@ -64,11 +64,7 @@ local function fileFinished(jobKey, logsKey, q, state, id, now, keep, flowKeys)
   end
   local count = parseKeep(keep)
   if count == 0 then
-    if flowKeys then
-      rcall('UNLINK', jobKey, logsKey, flowKeys[1], flowKeys[2], flowKeys[3], flowKeys[4])
-    else
-      rcall('UNLINK', jobKey, logsKey)
-    end
+    rcall('UNLINK', jobKey, logsKey, unpack(flowKeys or {}))
     return '', true
   end
   rcall('ZADD', setKey, scoreAt(setKey, now), id)

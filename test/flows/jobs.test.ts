@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { EchoMQError, type Job, QueueEvents, sweep, WaitingChildrenError } from '../../lib/index.js'
+import { monitorDuring } from '../helpers/commands-on-key.js'
 import { useFlows } from '../helpers/flows.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { snapshot } from '../helpers/snapshot.js'
@@ -19,32 +20,21 @@ const fx = useFlows(redis)
  * check for a parent), and the mode (ARGV[2]: '', 'p' or 'f') of each trim-2.lua call on `queue`'s `completed`.
  */
 async function trimsOf(queue: string, run: () => Promise<unknown>): Promise<{ depsChecks: number; modes: string[] }> {
-  const monitor = await redis.client.monitor()
   const completed = `emq:{${queue}}:completed`
   let depsChecks = 0
   const modes: string[] = []
-  let ended: () => void = () => undefined
-  const end = new Promise<void>((resolve) => {
-    ended = resolve
-  })
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    const name = (args[0] as string).toLowerCase()
-    if (name === 'echo' && args[1] === 'feed-end') ended()
-    else if (name === 'hexists' && args[2] === 'deps') depsChecks++
-    else if ((name === 'evalsha' || name === 'eval') && args[3] === completed && args[4] === `emq:{${queue}}:meta`) {
-      const argv = 3 + Number(args[2])
-      if (args[argv] === 'completed') modes.push(args[argv + 1] as string)
-    }
-  })
-  try {
-    await run()
-    // MONITOR's feed comes apart from the replies: an ECHO after the run marks where it ends.
-    await redis.client.echo('feed-end')
-    await end
-    return { depsChecks, modes }
-  } finally {
-    monitor.disconnect()
-  }
+  await monitorDuring(
+    redis.client,
+    (name, args) => {
+      if (name === 'hexists' && args[2] === 'deps') depsChecks++
+      else if ((name === 'evalsha' || name === 'eval') && args[3] === completed && args[4] === `emq:{${queue}}:meta`) {
+        const argv = 3 + Number(args[2])
+        if (args[argv] === 'completed') modes.push(args[argv + 1] as string)
+      }
+    },
+    run,
+  )
+  return { depsChecks, modes }
 }
 
 describe('opts.parent on Queue.add', () => {

@@ -4,14 +4,12 @@
  */
 import type { Redis } from 'ioredis'
 
-/** The commands Redis ran (scripts' included) on `key` during `run`, by name. */
-export async function commandsOnKey<T>(
-  client: Redis,
-  key: string,
-  run: () => Promise<T>,
-): Promise<{ result: T; calls: Record<string, number> }> {
+/**
+ * Runs `run` while MONITOR feeds `seen` every command Redis runs (scripts' included), and returns once the
+ * feed has caught up with it: the feed comes apart from the replies, so an ECHO after the run marks its end.
+ */
+export async function monitorDuring<T>(client: Redis, seen: (name: string, args: string[]) => void, run: () => Promise<T>): Promise<T> {
   const monitor = await client.monitor()
-  const calls: Record<string, number> = {}
   let ended: () => void = () => undefined
   const end = new Promise<void>((resolve) => {
     ended = resolve
@@ -19,15 +17,31 @@ export async function commandsOnKey<T>(
   monitor.on('monitor', (_time: string, args: string[]) => {
     const name = (args[0] as string).toLowerCase()
     if (name === 'echo' && args[1] === 'feed-end') ended()
-    else if (args[1] === key) calls[name] = (calls[name] ?? 0) + 1
+    else seen(name, args)
   })
   try {
     const result = await run()
-    // MONITOR's feed comes apart from the replies: an ECHO after the run marks where it ends.
     await client.echo('feed-end')
     await end
-    return { result, calls }
+    return result
   } finally {
     monitor.disconnect()
   }
+}
+
+/** The commands Redis ran (scripts' included) on `key` during `run`, by name. */
+export async function commandsOnKey<T>(
+  client: Redis,
+  key: string,
+  run: () => Promise<T>,
+): Promise<{ result: T; calls: Record<string, number> }> {
+  const calls: Record<string, number> = {}
+  const result = await monitorDuring(
+    client,
+    (name, args) => {
+      if (args[1] === key) calls[name] = (calls[name] ?? 0) + 1
+    },
+    run,
+  )
+  return { result, calls }
 }
