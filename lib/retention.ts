@@ -5,13 +5,17 @@
  * its set past the limits by another slack (about every tenth of the count, never per job), one trim per
  * set at a time (Trimmer); the sweep trims every set exactly to its limits.
  */
+import defaults from './defaults.json' with { type: 'json' }
 import { type FinishedSet, trim } from './redis/commands.js'
 import type { RedisClient } from './redis/connection.js'
 import type { QueueKeys } from './redis/keys.js'
 import { oldestIds } from './redis/queries.js'
 
-/** The slack of the default count (1,000: lua/includes/retention.lua trimSlack), so a worker's trim is one step. */
-const TRIM_BATCH = 100
+/**
+ * The slack of the default count (1,000: lua/includes/retention.lua trimSlack), so a worker's trim is one step;
+ * a finish that asks for a trim sends as many of the set's oldest ids with it (finish-16.lua).
+ */
+const TRIM_BATCH = defaults.trimBatch
 
 /**
  * Trims `set` to its limits; `first` are the oldest ids when the caller has read them. Returns how many
@@ -51,11 +55,12 @@ export class Trimmer {
     private readonly onError: (set: FinishedSet, err: unknown) => void,
   ) {}
 
-  request(set: FinishedSet): void {
+  /** `oldest`: the set's oldest ids, when the finish that asked read them (no read of its own then). */
+  request(set: FinishedSet, oldest?: string[]): void {
     if (this.running.has(set)) return
     this.running.add(set)
     this.track(
-      trimFinished(this.client, this.keys, set, undefined, true)
+      trimFinished(this.client, this.keys, set, oldest, true)
         .catch((err: unknown) => this.onError(set, err))
         .finally(() => this.running.delete(set)),
     )

@@ -86,10 +86,11 @@
   non-plain run reads: adoptChild-4.lua sets meta's `adopted`) that the run would remove at once without its
   flow keys, which did not come: the worker sends it again with "&",
   "." for the next entry of details: { "ok" | "lost", new (or current) state, set
-  to trim, hand-off[, backoff] } (backoff: a retry's wait in `delayed`, ms, only then). The hand-off is
-  the entry a flow's child wrote for its parent (lua/includes/handoff.lua), else ""; the set to trim is
-  "completed" or "failed" when it has just grown past its retention by another `slack` jobs (the worker
-  then runs trim-2.lua, see retention.lua), else ""; taken is { id, n, n job fields, ... } as in
+  to trim, hand-off[, backoff][, oldest] } (backoff: a retry's wait in `delayed`, ms, only then; false when
+  oldest follows without one). The hand-off is the entry a flow's child wrote for its parent
+  (lua/includes/handoff.lua), else ""; the set to trim is "completed" or "failed" when it has just grown
+  past its retention by another `slack` jobs (the worker then runs trim-2.lua, see retention.lua), else "",
+  and oldest its oldest ids then (at most TRIM_BATCH), the first trim's candidates; taken is { id, n, n job fields, ... } as in
   take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
   handed is { id, n, n job fields, ... } for the jobs read into the hand (fields as taken's); confirmed holds one character per start ("1" taken, "0" lost: its
   reservation was gone).
@@ -341,7 +342,7 @@ for i = 1, m do
           receipt = '=' .. token,
         })
       end
-      local trimSet, entry = '', ''
+      local trimSet, entry, oldest = '', '', false
       if state == 'failed' then
         local keepFailed = failing[6] or keepOverride or false
         if parentKey then
@@ -354,13 +355,21 @@ for i = 1, m do
         end
         failedCount = failedCount + 1
         -- Last for this run, as it may remove the job at once (retention "0"), a parent with its flow keys.
-        local removed
-        trimSet, removed = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed, flowKeys)
+        local removed, count
+        trimSet, removed, count = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed, flowKeys)
         if removed and flowKeys then
           parentsGone = parentsGone + 1
         end
+        if count then
+          oldest = rcall('ZRANGE', q.failed, 0, math.min(trimSlack(count), TRIM_BATCH) - 1)
+        end
       end
-      runs[i] = { 'ok', state, trimSet, entry, backoffMs }
+      if oldest then
+        -- No backoff (a failure's): false, not nil, keeps the list whole up to the ids.
+        runs[i] = { 'ok', state, trimSet, entry, backoffMs or false, oldest }
+      else
+        runs[i] = { 'ok', state, trimSet, entry, backoffMs }
+      end
     end
   end
 end
@@ -375,9 +384,11 @@ if #filed > 0 then
   if lastKeep then
     keepLimits(q, 'completed', lastKeep)
   end
-  if lastKeep and trimDue(parseKeep(lastKeep), before, before + #filed) then
+  local count = lastKeep and parseKeep(lastKeep)
+  if count and trimDue(count, before, before + #filed) then
     local run = runs[lastFiled]
-    runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run }
+    local oldest = rcall('ZRANGE', q.completed, 0, math.min(trimSlack(count), TRIM_BATCH) - 1)
+    runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run, false, oldest }
   end
 end
 if #holds > 0 then

@@ -44,6 +44,8 @@ export interface RunOutcome {
   state: JobState | 'missing'
   /** A finished set that has just grown past its retention by another slack: trim it. */
   trim: FinishedSet | undefined
+  /** With `trim`: that set's oldest ids, read by the same call (the trim's first candidates). */
+  oldest?: string[]
   /** A flow's child ended: the entry it left for its parent (lib/flows/handoffs.ts delivers it). */
   handoff: string | undefined
   /** A failed run's retry waits this backoff (ms) in `delayed`; undefined otherwise. */
@@ -243,8 +245,11 @@ function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], 
   if (code === 'f' || code === 'F') args.push(encoded ? (r.stacks as string) : (r.stack ?? ''))
 }
 
-/** A run's outcome as finish-16.lua details it (one that completed with nothing more to say is a "c"). */
-type RunDetail = ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, number?]
+/**
+ * A run's outcome as finish-16.lua details it (one that completed with nothing more to say is a "c"): its
+ * backoff is null when its set's oldest ids follow it without one.
+ */
+type RunDetail = ['ok' | 'lost', JobState | 'missing', FinishedSet | '', string, (number | null)?, string[]?]
 
 /**
  * The runs' outcomes, in order, from the reply's codes (one per run) and its details (one per ".", a
@@ -273,13 +278,14 @@ function outcomesOf(codes: string, details: (RunDetail | number | string)[]): Ru
       outcomes.push({ status: 'ok', state, trim: undefined, handoff: undefined, ...backoff })
       continue
     }
-    const [status, state, trim, handoff, backoffMs] = details[detail++] as RunDetail
+    const [status, state, trim, handoff, backoffMs, oldest] = details[detail++] as RunDetail
     outcomes.push({
       status,
       state,
       trim: trim === '' ? undefined : trim,
       handoff: handoff === '' ? undefined : handoff,
-      ...(backoffMs === undefined ? {} : { backoffMs }),
+      ...(backoffMs === undefined || backoffMs === null ? {} : { backoffMs }),
+      ...(oldest === undefined || trim === '' ? {} : { oldest }),
     })
   }
   return outcomes

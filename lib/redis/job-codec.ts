@@ -127,11 +127,13 @@ export function storedOptionFields(o: EncodedOptions): string[] {
 export function luaDefaults(): string {
   const { attempts, keep, keepFailed, stackTraceLimit } = STORED_DEFAULTS
   return [
-    '-- Generated from lib/defaults.json (lib/redis/job-codec.ts): a job hash omits a field whose value is one of these.',
+    '-- Generated from lib/defaults.json (lib/redis/job-codec.ts): a job hash omits a field whose value is one of these;',
+    '-- TRIM_BATCH is the most ids one trim step removes (lib/retention.ts).',
     `local DEFAULT_ATTEMPTS = ${attempts}`,
     `local DEFAULT_KEEP = { completed = '${keep}', failed = '${keepFailed}' }`,
     `local DEFAULT_STACK_TRACE_LIMIT = ${stackTraceLimit}`,
     `local DEFAULT_MAX_STALLED_COUNT = ${defaults.maxStalledCount}`,
+    `local TRIM_BATCH = ${defaults.trimBatch}`,
     '',
   ].join('\n')
 }

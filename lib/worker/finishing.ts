@@ -57,7 +57,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       core.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
       return
     }
-    if (reply.trim) core.trimmer.request(reply.trim)
+    if (reply.trim) core.trimmer.request(reply.trim, reply.oldest)
     run.job.state = reply.state as JobState
     if (action === 'release') return
     if (reply.delivered) {
