@@ -105,7 +105,7 @@ async function runFunction(connection: Connection & Record<string, unknown>, sce
   for (const chunk of scenario.chunks(n)) await queue.addBulk(chunk as never[])
   const handler = createWorkerHandler(QUEUE, scenario.processor(), {
     connection,
-    concurrency: FUNCTION_CONCURRENCY,
+    concurrency: scenario.functionConcurrency ?? FUNCTION_CONCURRENCY,
     redisTimeoutMs: 60_000,
     jobTimeoutMs: 300_000,
   })

@@ -42,11 +42,8 @@ interface FlowAdder {
   close(): Promise<void>
 }
 
-/** EchoMQ's FlowProducer, looked up at run time: flows are being built on their own branch. */
 function emqFlowProducer(connection: Connection): FlowAdder {
-  const Ctor = (emq as Record<string, unknown>).FlowProducer as (new (o: unknown) => FlowAdder) | undefined
-  if (!Ctor) throw new Error('cost bench: this EchoMQ has no FlowProducer (the flow scenario needs flows merged)')
-  return new Ctor({ connection })
+  return new emq.FlowProducer({ connection }) as unknown as FlowAdder
 }
 
 async function add(
@@ -84,7 +81,7 @@ export async function runEmq(connection: Connection, scenario: Scenario, n: numb
 async function runFunction(connection: Connection, scenario: Scenario, expected: number): Promise<FunctionRun> {
   const handler = createWorkerHandler(QUEUE, scenario.processor(), {
     connection: `redis://${connection.host}:${connection.port}`,
-    concurrency: FUNCTION_CONCURRENCY,
+    concurrency: scenario.functionConcurrency ?? FUNCTION_CONCURRENCY,
   })
   const end = performance.now() + DEADLINE_MS
   const context = { getRemainingTimeInMillis: () => end - performance.now() }

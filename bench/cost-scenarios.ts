@@ -34,6 +34,8 @@ export interface Scenario {
    * is its plain Worker.
    */
   emqRunner?: 'worker' | 'function'
+  /** The worker function's concurrency: the stack's default (10) unless set. */
+  functionConcurrency?: number
 }
 
 const CHUNK = 1000
@@ -104,6 +106,14 @@ export const COST_SCENARIOS: Scenario[] = [
     completions: (n) => Math.ceil(n / 2),
   },
   { name: 'function', chunks: (n) => chunked(n, (i) => ({ name: 'job', data: { i } })), processor: noop, emqRunner: 'function' },
+  {
+    // The same at BullMQ's Worker's concurrency in this bench (50): what the stack's default of 10 costs.
+    name: 'function-c50',
+    chunks: (n) => chunked(n, (i) => ({ name: 'job', data: { i } })),
+    processor: noop,
+    emqRunner: 'function',
+    functionConcurrency: 50,
+  },
   { name: 'flow', chunks: () => [], flows, processor: noop, completions: (n) => flowCount(n) * FLOW_JOBS },
 ]
 
