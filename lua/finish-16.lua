@@ -387,8 +387,12 @@ if #filed > 0 then
   local count = lastKeep and parseKeep(lastKeep)
   if count and trimDue(count, before, before + #filed) then
     local run = runs[lastFiled]
-    local oldest = rcall('ZRANGE', q.completed, 0, math.min(trimSlack(count), TRIM_BATCH) - 1)
-    runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run, false, oldest }
+    if before < count + trimSlack(count) then
+      local oldest = rcall('ZRANGE', q.completed, 0, math.min(trimSlack(count), TRIM_BATCH) - 1)
+      runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run, false, oldest }
+    else
+      runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run }
+    end
   end
 end
 if #holds > 0 then

@@ -31,9 +31,11 @@ local KEEP_FIELDS = { completed = { job = 'keep', meta = 'keepCompleted' }, fail
 -- the set is exactly `slack` past its count, which one step of trim-2.lua removes (lib/retention.ts
 -- TRIM_BATCH is the slack of the default count): a point one job later left that job to a second read
 -- and a second call, per trim.
--- A call that asks for a trim reads the set's oldest ids with it (ZRANGE, at most a trim step: TRIM_BATCH,
--- lib/defaults.json), as its caller's first trim-2.lua call needs them: a read of the caller's own would be
--- a round trip, and each wakes Redis, which on a virtual machine costs it more than the read.
+-- A trim's first ask (the set within a slack of its count before it) reads the set's oldest ids with it
+-- (ZRANGE, at most TRIM_BATCH, lib/defaults.json), as its caller's first trim-2.lua call needs them: a read
+-- of the caller's own would be a round trip, and each wakes Redis, which on a virtual machine costs it more
+-- than the read. A later ask finds trims lagging, the worker's likely still running (it takes no ids then):
+-- its trim reads its own.
 local function trimDue(count, before, size)
   if count == nil then
     return false
@@ -54,7 +56,7 @@ end
 -- within its millisecond: score.lua), or removes it at once with its log (`logsKey`) and, for a flow's
 -- parent, its four flow keys (`flowKeys`, or nil); returns the set's name when it is now past its count by
 -- another slack (a trim is due), else '', and true when it removed the job (the caller counts a parent out
--- of meta's `parents`), and the set's count when a trim is due. `q` holds the queue's keys { completed, failed, meta }; `keep` is the job's field
+-- of meta's `parents`), and the set's count when this is a trim's first ask (see trimDue). `q` holds the queue's keys { completed, failed, meta }; `keep` is the job's field
 -- when the caller read it.
 local function fileFinished(jobKey, logsKey, q, state, id, now, keep, flowKeys)
   local fields = KEEP_FIELDS[state]
@@ -79,7 +81,8 @@ local function fileFinished(jobKey, logsKey, q, state, id, now, keep, flowKeys)
   if count ~= nil then
     local size = rcall('ZCARD', setKey)
     if trimDue(count, size - 1, size) then
-      return state, false, count
+      -- The count for a first ask (see trimDue).
+      return state, false, size - 1 < count + trimSlack(count) and count or nil
     end
   end
   return ''

@@ -229,3 +229,24 @@ describe('a parent run', () => {
     expect(await redis.client.hexists(keys.meta, 'parents')).toBe(0)
   })
 })
+
+describe('a finish that asks for a trim', () => {
+  it('sends the set\u2019s oldest ids with its first ask, none with a later one (trims lagging behind)', async () => {
+    const completeOne = async (kept: number) => {
+      await redis.client.del(keys.completed)
+      if (kept > 0) await redis.client.zadd(keys.completed, ...Array.from({ length: kept }, (_, i) => [String(1000 + i), `old${i}`]).flat())
+      const job = await fx.queue.add('x', {}, { removeOnComplete: 20 })
+      const [run] = (await take(redis.client, keys, taker, [job.id])).taken
+      const reply = await finishRuns(redis.client, keys, [
+        { run: { id: job.id, token: run?.token as string }, action: 'complete', value: '1' },
+      ])
+      return reply.runs[0]
+    }
+    // Count 20, slack 10: the 30th kept job is a first ask, with the 10 oldest; the 40th is not.
+    expect(await completeOne(29)).toMatchObject({ trim: 'completed', oldest: Array.from({ length: 10 }, (_, i) => `old${i}`) })
+    const later = await completeOne(39)
+    expect(later?.trim).toBe('completed')
+    expect(later?.oldest).toBeUndefined()
+    expect(await completeOne(10)).toMatchObject({ trim: undefined })
+  })
+})
