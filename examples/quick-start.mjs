@@ -14,7 +14,7 @@ worker.on('failed', (job, err) => console.error(job.id, err.message))
 
 const job = await queue.add('send', { to: 'ada@example.com' })
 console.log(await job.waitUntilFinished(events, 10_000)) // sent to ada@example.com
-console.log(await queue.counts()) // { wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 1, failed: 0 }
+console.log(await queue.counts()) // EchoMQ's: { wait: 0, prioritized: 0, active: 0, stalled: 0, delayed: 0, completed: 1, failed: 0 }
 
 await worker.close()
 await events.close()

@@ -74,13 +74,14 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
     if (reply.state === 'completed' || reply.state === 'failed') run.job.finishedOn = reply.finishedOn
     if (action === 'complete') {
       run.job.returnValue = result
-      core.notify('completed', run.job, result)
+      // BullMQ's arguments, `prev` last.
+      core.notify('completed', run.job, result, 'active')
     } else {
       failedAttempt(run.job, value, stacks, reply.state)
       // BullMQ's job.delay is the retry's backoff (as the stored job's, lastDelay).
       if (reply.backoffMs !== undefined) run.job.delay = reply.backoffMs
       // BullMQ's `failed` event: the value as the processor threw it.
-      core.notify('failed', run.job, failed ? error : undefined)
+      core.notify('failed', run.job, failed ? error : undefined, 'active')
     }
   } catch (err) {
     // close() may have given up on the run meanwhile (past its timeout): its error is expected then.

@@ -67,7 +67,7 @@ function start(core: RunContext, { job, token, plain, parent, sentAt }: Started,
 
 /** Runs the processor, then finishes the run: complete, fail (an attempt used) or release. */
 async function execute(core: RunContext, run: Run): Promise<void> {
-  core.notify('active', run.job)
+  core.notify('active', run.job, 'waiting')
   const started = core.settings.clock.now()
   let ended: Ended
   try {

@@ -398,3 +398,28 @@ describe('worker: reserving the next jobs', () => {
     expect(otherReplay).toMatchObject({ state: 'completed', reserved: [] })
   })
 })
+
+describe('worker events', () => {
+  it('carry BullMQ\u2019s arguments, `prev` last: active (job, "waiting"), completed (job, result, "active"), failed (job, err, "active")', async () => {
+    const seen: unknown[][] = []
+    const w = worker(async (job: Job) => {
+      if (job.name === 'bad') throw new Error('no')
+      return 'ok'
+    })
+    w.on('active', (job: Job, prev: string) => seen.push(['active', job.id, prev]))
+    w.on('completed', (job: Job, result: unknown, prev: string) => seen.push(['completed', job.id, result, prev]))
+    w.on('failed', (job: Job, err: Error, prev: string) => seen.push(['failed', job.id, err.message, prev]))
+    await fx.queue.add('good', {}, { jobId: 'g' })
+    await fx.queue.add('bad', {}, { jobId: 'b' })
+    await waitFor(() => seen.length === 4, { what: 'four events' })
+
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        ['active', 'g', 'waiting'],
+        ['completed', 'g', 'ok', 'active'],
+        ['active', 'b', 'waiting'],
+        ['failed', 'b', 'no', 'active'],
+      ]),
+    )
+  })
+})
