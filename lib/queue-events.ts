@@ -313,12 +313,14 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
     if (watches && (event === 'completed' || event === 'failed')) for (const watch of [...watches]) watch.finished(event, data)
   }
 
-  /** A listener that throws is reported as an `error`, never left to stop the reading. */
+  /** A listener that throws is reported as an `error` (an Error as thrown, BullMQ's), never left to stop the reading. */
   private deliver(event: string, ...args: unknown[]): void {
     try {
       this.emit(event, ...args)
     } catch (err) {
-      this.report(new EchoMQError('ERR_OPTIONS', `a '${event}' listener of queue events ${this.name} threw: ${(err as Error)?.message}`))
+      if (err instanceof Error && this.listenerCount('error') > 0) this.report(err)
+      else
+        this.report(new EchoMQError('ERR_OPTIONS', `a '${event}' listener of queue events ${this.name} threw: ${(err as Error)?.message}`))
     }
   }
 

@@ -251,12 +251,20 @@ export class WorkerCore implements RunContext {
     })
   }
 
-  /** Emits to the application's listeners; a listener that throws is reported, never left to break a run. */
+  /**
+   * Emits to the application's listeners; a listener that throws is reported, never left to break a run: an
+   * Error reaches the `error` listeners as it was thrown (BullMQ's), and is printed naming its listener
+   * when there are none.
+   */
   notify(event: WorkerEvent, ...args: unknown[]): void {
     try {
       this.emitter.emit(event, ...args)
     } catch (err) {
-      this.report(new EchoMQError('ERR_OPTIONS', `a '${event}' listener of worker ${this.name} threw: ${thrownText(err)}`, { cause: err }))
+      if (err instanceof Error && this.emitter.listenerCount('error') > 0) this.report(err)
+      else
+        this.report(
+          new EchoMQError('ERR_OPTIONS', `a '${event}' listener of worker ${this.name} threw: ${thrownText(err)}`, { cause: err }),
+        )
     }
   }
 

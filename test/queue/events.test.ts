@@ -177,6 +177,22 @@ describe('QueueEvents', () => {
     expect(await redis.client.exists(fx.keys.events)).toBe(0)
   })
 
+  it('a listener that throws: its Error reaches `error` as thrown (BullMQ’s), and the reading goes on', async () => {
+    const events = await listen()
+    const bug = new RangeError('listener bug')
+    const errors: unknown[] = []
+    events.on('error', (err) => errors.push(err))
+    events.on('added', () => {
+      throw bug
+    })
+    const heard = record(events, ['waiting'])
+    await fx.queue.add('x', {}, { jobId: 'e1' })
+    await fx.queue.add('x', {}, { jobId: 'e2' })
+    await waitFor(() => heard.length === 2, { what: 'both jobs heard' })
+    expect(errors).toEqual([bug, bug])
+    expect(errors[0]).toBe(bug)
+  })
+
   it('refuses bad options with ERR_OPTIONS before connecting', () => {
     for (const options of [{ blockingTimeout: 0 }, { lastEventId: 'soon' }, { autorun: 'yes' }, { blockingTimeOut: 5 }]) {
       expect(() => new QueueEvents('q', { connection: redis.url, ...options } as never)).toThrow(
