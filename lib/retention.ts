@@ -13,7 +13,7 @@ import { oldestIds } from './redis/queries.js'
 
 /**
  * The slack of the default count (1,000: lua/includes/retention.lua trimSlack), so a worker's trim is one step;
- * a finish that asks for a trim sends as many of the set's oldest ids with it (finish-16.lua).
+ * a finish's first ask for a trim sends at most as many of the set's oldest ids with it (finish-16.lua).
  */
 const TRIM_BATCH = defaults.trimBatch
 

@@ -90,10 +90,11 @@
   oldest follows without one). The hand-off is the entry a flow's child wrote for its parent
   (lua/includes/handoff.lua), else ""; the set to trim is "completed" or "failed" when it has just grown
   past its retention by another `slack` jobs (the worker then runs trim-2.lua, see retention.lua), else "",
-  and oldest its oldest ids then (at most TRIM_BATCH), the first trim's candidates; taken is { id, n, n job fields, ... } as in
-  take-11.lua; peeked ids are next first; the due times are -1 when no job is delayed (nextDue.lua);
-  handed is { id, n, n job fields, ... } for the jobs read into the hand (fields as taken's); confirmed holds one character per start ("1" taken, "0" lost: its
-  reservation was gone).
+  and oldest, with a trim's first ask only (retention.lua trimDue), that set's oldest ids (at most
+  TRIM_BATCH), the trim's first candidates; taken is { id, n, n job fields, ... } as in take-11.lua; peeked
+  ids are next first; the due times are -1 when no job is delayed (nextDue.lua); handed is { id, n, n job
+  fields, ... } for the jobs read into the hand (fields as taken's); confirmed holds one character per start
+  ("1" taken, "0" lost: its reservation was gone).
 ]]
 local rcall = redis.call
 local q = {
