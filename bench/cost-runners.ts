@@ -43,7 +43,7 @@ interface FlowAdder {
 }
 
 function emqFlowProducer(connection: Connection): FlowAdder {
-  return new emq.FlowProducer({ connection }) as unknown as FlowAdder
+  return new emq.FlowProducer({ connection })
 }
 
 async function add(

@@ -356,21 +356,21 @@ for i = 1, m do
         end
         failedCount = failedCount + 1
         -- Last for this run, as it may remove the job at once (retention "0"), a parent with its flow keys.
-        local removed, count
-        trimSet, removed, count = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed, flowKeys)
+        local removed, firstIds
+        trimSet, removed, firstIds = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed, flowKeys)
         if removed and flowKeys then
           parentsGone = parentsGone + 1
         end
-        if count then
-          oldest = rcall('ZRANGE', q.failed, 0, math.min(trimSlack(count), TRIM_BATCH) - 1)
+        if firstIds then
+          oldest = rcall('ZRANGE', q.failed, 0, firstIds - 1)
         end
       end
+      local detail = { 'ok', state, trimSet, entry, backoffMs }
       if oldest then
-        -- No backoff (a failure's): false, not nil, keeps the list whole up to the ids.
-        runs[i] = { 'ok', state, trimSet, entry, backoffMs or false, oldest }
-      else
-        runs[i] = { 'ok', state, trimSet, entry, backoffMs }
+        -- After the backoff: false for none (a failure's), as nil would end the list.
+        detail[5], detail[6] = backoffMs or false, oldest
       end
+      runs[i] = detail
     end
   end
 end
@@ -385,15 +385,14 @@ if #filed > 0 then
   if lastKeep then
     keepLimits(q, 'completed', lastKeep)
   end
-  local count = lastKeep and parseKeep(lastKeep)
-  if count and trimDue(count, before, before + #filed) then
+  local due, firstIds = trimDue(lastKeep and parseKeep(lastKeep), before, before + #filed)
+  if due then
     local run = runs[lastFiled]
-    if before < count + trimSlack(count) then
-      local oldest = rcall('ZRANGE', q.completed, 0, math.min(trimSlack(count), TRIM_BATCH) - 1)
-      runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run, false, oldest }
-    else
-      runs[lastFiled] = { 'ok', 'completed', 'completed', run == DONE and '' or run }
+    local detail = { 'ok', 'completed', 'completed', run == DONE and '' or run }
+    if firstIds then
+      detail[5], detail[6] = false, rcall('ZRANGE', q.completed, 0, firstIds - 1)
     end
+    runs[lastFiled] = detail
   end
 end
 if #holds > 0 then

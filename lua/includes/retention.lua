@@ -31,17 +31,18 @@ local KEEP_FIELDS = { completed = { job = 'keep', meta = 'keepCompleted' }, fail
 -- the set is exactly `slack` past its count, which one step of trim-2.lua removes (lib/retention.ts
 -- TRIM_BATCH is the slack of the default count): a point one job later left that job to a second read
 -- and a second call, per trim.
--- A trim's first ask (the set within a slack of its count before it) reads the set's oldest ids with it
--- (ZRANGE, at most TRIM_BATCH, lib/defaults.json), as its caller's first trim-2.lua call needs them: a read
--- of the caller's own would be a round trip, and each wakes Redis, which on a virtual machine costs it more
--- than the read. A later ask finds trims lagging, the worker's likely still running (it takes no ids then):
--- its trim reads its own.
+-- Also returns, for a trim's first ask (the set within a slack of its count before it), how many of the
+-- set's oldest ids the caller reads with it (ZRANGE, at most TRIM_BATCH, lib/defaults.json), as its
+-- worker's first trim-2.lua call needs them: a read of the worker's own would be a round trip, and each
+-- wakes Redis, which on a virtual machine costs it more than the read. A later ask finds trims lagging, the
+-- worker's likely still running (it takes no ids then): its trim reads its own.
 local function trimDue(count, before, size)
   if count == nil then
     return false
   end
   local slack = trimSlack(count)
-  return size >= count + slack and math.floor((size - count) / slack) > math.floor((math.max(before, count) - count) / slack)
+  local due = size >= count + slack and math.floor((size - count) / slack) > math.floor((math.max(before, count) - count) / slack)
+  return due, due and before < count + slack and math.min(slack, TRIM_BATCH) or nil
 end
 
 -- The set's limits become those of the job that finished last: a read, not a write, per call.
@@ -56,8 +57,8 @@ end
 -- within its millisecond: score.lua), or removes it at once with its log (`logsKey`) and, for a flow's
 -- parent, its four flow keys (`flowKeys`, or nil); returns the set's name when it is now past its count by
 -- another slack (a trim is due), else '', and true when it removed the job (the caller counts a parent out
--- of meta's `parents`), and the set's count when this is a trim's first ask (see trimDue). `q` holds the queue's keys { completed, failed, meta }; `keep` is the job's field
--- when the caller read it.
+-- of meta's `parents`), and for a trim's first ask how many oldest ids to read with it (trimDue). `q`
+-- holds the queue's keys { completed, failed, meta }; `keep` is the job's field when the caller read it.
 local function fileFinished(jobKey, logsKey, q, state, id, now, keep, flowKeys)
   local fields = KEEP_FIELDS[state]
   local setKey = q[state]
@@ -80,9 +81,9 @@ local function fileFinished(jobKey, logsKey, q, state, id, now, keep, flowKeys)
   -- runs. Two trims that overlap are harmless (trim-2.lua re-checks each id).
   if count ~= nil then
     local size = rcall('ZCARD', setKey)
-    if trimDue(count, size - 1, size) then
-      -- The count for a first ask (see trimDue).
-      return state, false, size - 1 < count + trimSlack(count) and count or nil
+    local due, firstIds = trimDue(count, size - 1, size)
+    if due then
+      return state, false, firstIds
     end
   end
   return ''

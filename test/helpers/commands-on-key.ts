@@ -5,19 +5,24 @@
 import type { Redis } from 'ioredis'
 
 /**
- * Runs `run` while MONITOR feeds `seen` every command Redis runs (scripts' included), and returns once the
- * feed has caught up with it: the feed comes apart from the replies, so an ECHO after the run marks its end.
+ * Runs `run` while MONITOR feeds `seen` every command Redis runs (scripts' included: their `source` is
+ * "lua"), and returns once the feed has caught up with it: the feed comes apart from the replies, so an ECHO
+ * after the run marks its end.
  */
-export async function monitorDuring<T>(client: Redis, seen: (name: string, args: string[]) => void, run: () => Promise<T>): Promise<T> {
+export async function monitorDuring<T>(
+  client: Redis,
+  seen: (name: string, args: string[], source: string) => void,
+  run: () => Promise<T>,
+): Promise<T> {
   const monitor = await client.monitor()
   let ended: () => void = () => undefined
   const end = new Promise<void>((resolve) => {
     ended = resolve
   })
-  monitor.on('monitor', (_time: string, args: string[]) => {
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
     const name = (args[0] as string).toLowerCase()
     if (name === 'echo' && args[1] === 'feed-end') ended()
-    else seen(name, args)
+    else seen(name, args, source)
   })
   try {
     const result = await run()

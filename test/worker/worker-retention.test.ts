@@ -3,8 +3,10 @@
  * with age in SECONDS), for the jobs that have no retention of their own; a job's own wins.
  */
 import { expect, it } from 'vitest'
+import type { Job } from '../../lib/index.js'
 import { trim } from '../../lib/redis/commands.js'
 import { trimFinished } from '../../lib/retention.js'
+import { monitorDuring } from '../helpers/commands-on-key.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
@@ -103,65 +105,42 @@ it('a trim re-checks its candidates: one no longer among the oldest is neither r
   expect(await redis.client.zrange(fx.keys.completed, '0', '-1')).toEqual(['j4'])
 })
 
-/**
- * The commands clients (not scripts) sent while `run` ran, as MONITOR saw them: name and arguments. The feed
- * comes apart from the replies, so an ECHO after the run marks its end.
- */
-async function sentByClients(run: () => Promise<void>): Promise<string[][]> {
-  const monitor = await redis.client.monitor()
-  const sent: string[][] = []
-  let ended: () => void = () => undefined
-  const end = new Promise<void>((resolve) => {
-    ended = resolve
-  })
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (args[0]?.toLowerCase() === 'echo' && args[1] === 'sent-end') ended()
-    else if (source !== 'lua') sent.push(args)
-  })
-  try {
-    await run()
-    await redis.client.echo('sent-end')
-    await end
-  } finally {
-    monitor.disconnect()
-  }
-  return sent
-}
-
-it('a finish that asks for a trim sends its set\u2019s oldest ids with it: the worker\u2019s trim reads none of its own', async () => {
+it.each([
   // Count 20: slack 10, so the 30th completion asks for a trim, with the 10 oldest ids; the trim removes them.
-  const done: string[] = []
-  const sent = await sentByClients(async () => {
-    const w = fx.worker(() => 'ok', { removeOnComplete: 20 })
-    w.on('completed', (job) => done.push(job.id))
-    await fx.queue.addBulk(Array.from({ length: 35 }, (_, i) => ({ name: 'x', data: {}, opts: { jobId: `j${i}` } })))
-    await waitFor(() => done.length === 35, { what: '35 jobs done' })
-    await waitFor(async () => (await redis.client.zcard(fx.keys.completed)) === 25, { what: 'the trim' })
-    await w.close()
-  })
-
-  // The trim's candidates came with the finish: no client read the set's oldest ids (lib/retention.ts oldestIds).
-  expect(sent.filter((args) => args[0]?.toLowerCase() === 'zrange' && args[1] === fx.keys.completed)).toEqual([])
-  // The ten it removed went with their hashes.
-  expect(await redis.client.exists(...Array.from({ length: 35 }, (_, i) => fx.keys.job(`j${i}`)))).toBe(25)
-})
-
-it('a failure that asks for a trim of `failed` sends its oldest ids too', async () => {
-  const failed: string[] = []
-  const sent = await sentByClients(async () => {
-    const w = fx.worker(
-      () => {
-        throw new Error('no')
+  { set: 'completed', option: 'removeOnComplete', processor: () => 'ok', jobs: 35, left: 25 },
+  {
+    set: 'failed',
+    option: 'removeOnFail',
+    processor: () => {
+      throw new Error('no')
+    },
+    jobs: 30,
+    left: 20,
+  },
+] as const)(
+  'a finish that asks for a trim of `$set` sends its oldest ids with it: the worker\u2019s trim reads none of its own',
+  async ({ set, option, processor, jobs, left }) => {
+    const ended: string[] = []
+    // Commands clients (not scripts) read the set's oldest ids with (lib/retention.ts oldestIds).
+    const reads: string[][] = []
+    await monitorDuring(
+      redis.client,
+      (name, args, source) => {
+        if (source !== 'lua' && name === 'zrange' && args[1] === fx.keys[set]) reads.push(args)
       },
-      { removeOnFail: 20 },
+      async () => {
+        const w = fx.worker(processor, { [option]: 20 })
+        w.on(set, (job: Job) => ended.push(job.id))
+        await fx.queue.addBulk(Array.from({ length: jobs }, (_, i) => ({ name: 'x', data: {}, opts: { jobId: `j${i}` } })))
+        await waitFor(() => ended.length === jobs, { what: `${jobs} jobs ${set}` })
+        await waitFor(async () => (await redis.client.zcard(fx.keys[set])) === left, { what: 'the trim' })
+        await w.close()
+      },
     )
-    w.on('failed', (job) => failed.push(job.id))
-    await fx.queue.addBulk(Array.from({ length: 30 }, (_, i) => ({ name: 'x', data: {}, opts: { jobId: `f${i}` } })))
-    await waitFor(() => failed.length === 30, { what: '30 jobs failed' })
-    await waitFor(async () => (await redis.client.zcard(fx.keys.failed)) === 20, { what: 'the trim' })
-    await w.close()
-  })
 
-  expect(sent.filter((args) => args[0]?.toLowerCase() === 'zrange' && args[1] === fx.keys.failed)).toEqual([])
-  expect(await redis.client.exists(...Array.from({ length: 30 }, (_, i) => fx.keys.job(`f${i}`)))).toBe(20)
-})
+    // The trim's candidates came with the finish.
+    expect(reads).toEqual([])
+    // The jobs it removed went with their hashes.
+    expect(await redis.client.exists(...Array.from({ length: jobs }, (_, i) => fx.keys.job(`j${i}`)))).toBe(left)
+  },
+)
