@@ -41,8 +41,28 @@ export const CONFIGS = {
   },
 } as const satisfies Record<string, Config>
 
+/** How long usedMemory waits at most for the server to settle, and how often it reads meanwhile. */
+const SETTLE_MS = 3_000
+const SETTLE_EVERY_MS = 150
+
+/**
+ * The server's used_memory once it has settled: after many keys were deleted, the keyspace's hash table
+ * still has the buckets of its peak (512 KiB after 40,000 keys) until serverCron shrinks and rehashes it,
+ * within a cron or two (hz 10). Read right after a step, the figure said when the cron last ran, not what
+ * the jobs hold; so it is read until three reads in a row agree within 1 KiB (or SETTLE_MS passed).
+ */
 export async function usedMemory(meter: Redis): Promise<number> {
-  return Number(/^used_memory:(\d+)/m.exec(await meter.info('memory'))?.[1] ?? Number.NaN)
+  const read = async () => Number(/^used_memory:(\d+)/m.exec(await meter.info('memory'))?.[1] ?? Number.NaN)
+  const deadline = performance.now() + SETTLE_MS
+  let last = await read()
+  let agreeing = 1
+  while (agreeing < 3 && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_EVERY_MS))
+    const now = await read()
+    agreeing = Math.abs(now - last) <= 1024 ? agreeing + 1 : 1
+    last = now
+  }
+  return last
 }
 
 /** Adds jobs `from` .. `from + n - 1` (`dataBytes` of data each) with the config's job options. */

@@ -2,7 +2,10 @@
  * Retention memory: Redis `used_memory` while a queue completes many jobs, with each side's default
  * settings (EchoMQ keeps the last 1,000 completed for a day; BullMQ keeps every one) and with BullMQ set
  * to a comparable retention (removeOnComplete { count: 1000, age: 86400 }: BullMQ's age is in seconds).
- * Jobs (DATA_BYTES of JSON data) are added and completed in steps; after each step, with only the meter
+ * Jobs (DATA_BYTES of JSON data) are added and completed in steps of the first checkpoint's size, so each
+ * step peaks at the same number of keys: the keyspace's hash table is sized by its peak and not shrunk
+ * while a tenth full (added 40,000 at once, a queue keeping 1,000 holds 57 KiB more of buckets, which
+ * is Redis's sizing, not what a job kept costs). After each checkpoint, with only the meter
  * connected, the server's used_memory above the empty (warmed-up) server, its key count (DBSIZE: the
  * side's keys only) and the completed set's size are read. EchoMQ's worker trims `completed` in batches
  * once it passes its count plus a tenth, so the set, and the memory, swing between 1,000 and about 1,100
@@ -42,7 +45,7 @@ export interface RetentionResults {
   rows: RetentionRow[]
 }
 
-async function measureSide(ctx: Ctx, side: RetentionRow['side'], checkpoints: number[]): Promise<RetentionRow> {
+async function measureSide(ctx: Ctx, side: RetentionRow['side'], checkpoints: number[], step: number): Promise<RetentionRow> {
   const config = CONFIGS[side]
   const queue = 'ret'
   const { meter } = ctx.redis
@@ -51,9 +54,11 @@ async function measureSide(ctx: Ctx, side: RetentionRow['side'], checkpoints: nu
   const points: RetentionPoint[] = []
   let done = 0
   for (const checkpoint of checkpoints) {
-    await addJobs(ctx, config, queue, done + 1_000_000, checkpoint - done)
-    await completeJobs(ctx, config, queue, checkpoint - done)
-    done = checkpoint
+    for (; done < checkpoint; done += Math.min(step, checkpoint - done)) {
+      const n = Math.min(step, checkpoint - done)
+      await addJobs(ctx, config, queue, done + 1_000_000, n)
+      await completeJobs(ctx, config, queue, n)
+    }
     const used = await usedMemory(meter)
     points.push({
       completed: done,
@@ -72,7 +77,7 @@ async function measureSide(ctx: Ctx, side: RetentionRow['side'], checkpoints: nu
 export async function runRetention(ctx: Ctx): Promise<RetentionResults> {
   const checkpoints = ctx.quick ? [2_000, 4_000, 6_000] : [10_000, 50_000, 100_000]
   const rows: RetentionRow[] = []
-  for (const side of ['emq', 'bull', 'bullCount'] as const) rows.push(await measureSide(ctx, side, checkpoints))
+  for (const side of ['emq', 'bull', 'bullCount'] as const) rows.push(await measureSide(ctx, side, checkpoints, checkpoints[0] as number))
   await ctx.redis.meter.flushall()
   return { dataBytes: DATA_BYTES, rows }
 }
