@@ -6,7 +6,7 @@
  * (ioredis would ignore it and connect to 127.0.0.1:6379), with the closest known name. `keyPrefix` is
  * refused, as BullMQ does: the queue's `prefix` is the one prefix of its keys.
  */
-import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis'
+import { type Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
 import { EchoMQError } from '../errors.js'
 
 /** What `connection` may be, for every message that refuses one. */
@@ -14,7 +14,10 @@ export const CONNECTION_FORMS =
   'a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL, ioredis options ({ host, port, password, tls, db, ... }), ' +
   'or an ioredis Redis or Cluster'
 
-/** ioredis 6's RedisOptions (standalone, sentinel and common), and BullMQ's own skipVersionCheck (ignored). */
+/**
+ * ioredis 6's RedisOptions (standalone, sentinel and common; the `maint` ones from 6.1), and BullMQ's own
+ * skipVersionCheck (ignored).
+ */
 const IOREDIS_OPTIONS = new Set([
   ...['host', 'port', 'path', 'family', 'tls', 'username', 'password', 'db', 'connectionName', 'clientInfoTag', 'disableClientInfo'],
   ...['connectTimeout', 'commandTimeout', 'socketTimeout', 'blockingTimeout', 'blockingTimeoutGrace', 'disconnectTimeout'],
@@ -24,7 +27,8 @@ const IOREDIS_OPTIONS = new Set([
   ...['protocol', 'replyMapping', 'monitor', 'scripts', 'showFriendlyErrorStack', 'Connector', 'himportFieldsets', 'keyPrefix'],
   ...['sentinels', 'name', 'role', 'sentinelUsername', 'sentinelPassword', 'sentinelRetryStrategy', 'sentinelReconnectStrategy'],
   ...['preferredSlaves', 'sentinelCommandTimeout', 'enableTLSForSentinelMode', 'sentinelTLS', 'natMap', 'updateSentinels'],
-  ...['sentinelMaxConnections', 'failoverDetector', 'skipVersionCheck'],
+  ...['sentinelMaxConnections', 'failoverDetector', 'maintNotifications', 'maintEndpointType', 'maintRelaxedCommandTimeout'],
+  ...['maintRelaxedSocketTimeout', 'skipVersionCheck'],
 ])
 
 /** Names other clients use for what ioredis calls otherwise. */
@@ -95,8 +99,11 @@ export function checkConnectionObject(options: ConnectionObject): ConnectionObje
   if (db !== undefined && (typeof db !== 'number' || !Number.isInteger(db) || db < 0)) {
     bad(`expected db to be a database number (an integer from 0), got: ${show(db)}`)
   }
-  if (tls !== undefined && !isPlainObject(tls)) {
-    bad(`expected tls to be an object of node:tls options ({} for the defaults), got: ${show(tls)}`)
+  if (tls !== undefined && !isPlainObject(tls) && !isTlsProfile(tls)) {
+    bad(
+      'expected tls to be an object of node:tls options ({} for the defaults) or the name of a TLS profile of ioredis ' +
+        `(6.1: 'RedisCloudFixed', 'RedisCloudFlexible'), got: ${show(tls)}`,
+    )
   }
   for (const [name, value] of Object.entries({ username, password })) {
     if (value !== undefined && typeof value !== 'string') bad(`expected ${name} to be a string`)
@@ -125,3 +132,16 @@ export function describeConnectionObject(options: ConnectionObject): string {
  * BullMQ, and is refused when given (ERR_OPTIONS: pass an ioredis Cluster or a redis+cluster:// URL).
  */
 export type ConnectionOptions = RedisOptions | ClusterOptions | Redis | Cluster | string
+
+/**
+ * Whether the installed ioredis makes TLS options of `name` (its profiles, from 6.1: `tls: 'RedisCloudFixed'`).
+ * It does so in its client's constructor, and exports neither the profiles nor their names: a client that
+ * never connects (lazyConnect) is asked. A name it does not know would reach node:tls as a string.
+ */
+function isTlsProfile(name: unknown): boolean {
+  if (typeof name !== 'string') return false
+  const probe = new Redis({ lazyConnect: true, tls: name as RedisOptions['tls'] })
+  const known = isPlainObject(probe.options.tls)
+  probe.disconnect()
+  return known
+}

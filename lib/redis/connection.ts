@@ -199,8 +199,18 @@ function fromObject(connection: ConnectionObject, base: RedisOptions): Opened {
   const direct = given.path === undefined && given.sentinels === undefined
   return {
     client,
-    endpoint: direct ? { host: given.host ?? '127.0.0.1', port: given.port ?? 6379, tls: given.tls } : undefined,
+    endpoint: direct ? { host: given.host ?? '127.0.0.1', port: given.port ?? 6379, tls: tlsOf(client.options) } : undefined,
   }
+}
+
+/**
+ * The TLS options a connection is made with, for diagnosing it. ioredis 6.1 also takes a profile's name
+ * (`tls: 'RedisCloudFixed'`, or `{ profile }`) and makes a client's options from the profile (its CA);
+ * a name it does not know stays a name, and means TLS with Node's own CAs.
+ */
+function tlsOf(options: { tls?: RedisOptions['tls'] }): Endpoint['tls'] {
+  const { tls } = options
+  return typeof tls === 'string' ? {} : tls
 }
 
 function fromUrl(connection: unknown, options: OpenOptions, base: RedisOptions): Opened {
@@ -211,16 +221,16 @@ function fromUrl(connection: unknown, options: OpenOptions, base: RedisOptions):
     ...plain,
     ...(parsed.username ? { username: parsed.username } : {}),
     ...(parsed.password ? { password: parsed.password } : {}),
-    ...(parsed.tls ? { tls: { ...(tls ?? {}) } } : {}),
+    ...(parsed.tls ? { tls: typeof tls === 'string' ? tls : { ...tls } } : {}),
   }
   const node = parsed.nodes[0]
   const cluster = parsed.cluster || options.cluster === true
   if (!node || (!cluster && parsed.nodes.length > 1)) {
     badConnection(`a non-cluster Redis URL names one host, got: ${JSON.stringify(redactUrl(url))}`)
   }
-  const endpoint = { host: node.host, port: node.port, tls: common.tls }
-  if (cluster) return { client: openCluster(parsed.nodes, common), endpoint }
-  return { client: new Redis({ ...common, host: node.host, port: node.port, db: parsed.db }), endpoint }
+  if (cluster) return { client: openCluster(parsed.nodes, common), endpoint: { host: node.host, port: node.port, tls: tlsOf(common) } }
+  const client = new Redis({ ...common, host: node.host, port: node.port, db: parsed.db })
+  return { client, endpoint: { host: node.host, port: node.port, tls: tlsOf(client.options) } }
 }
 
 /**

@@ -105,6 +105,17 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
     expect(await sweep({ host: '127.0.0.1', port: redis.port }, 'q')).toEqual({ marked: [], recovered: [], failed: [] })
   })
 
+  it("ioredis 6.1's options are taken: a TLS profile's name (its CA on the client), the maintenance ones", async () => {
+    const profiled = { host: '127.0.0.1', port: redis.port, tls: 'RedisCloudFixed', lazyConnect: true } as const
+    // direct: a TLS profile's name as connection option is under test
+    const secured = track(new Queue('q', { connection: profiled }))
+    expect((secured.client.options as { tls?: { ca?: string } }).tls?.ca).toContain('BEGIN CERTIFICATE')
+    const connection = { host: '127.0.0.1', port: redis.port, maintNotifications: 'disabled', maintRelaxedCommandTimeout: 5_000 } as const
+    // direct: ioredis 6.1's maintenance options are under test
+    const queue = track(new Queue('q', { connection }))
+    expect(await queue.add('job', {}, { jobId: 'm' })).toMatchObject({ id: 'm' })
+  })
+
   it('a connection error names where the options point, without the password', async () => {
     await redis.client.call('ACL', 'SETUSER', 'u', 'on', '>right', '~*', '&*', '+@all')
     // direct: a connection error on options with a wrong password is under test
@@ -134,6 +145,7 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
     ['a port out of range', { host: '127.0.0.1', port: 99_999 }, /expected port to be an integer in 1-65535, got: 99999/],
     ['an empty host', { host: ' ' }, /expected host to be a host name or address/],
     ['tls: true', { host: 'h', tls: true }, /expected tls to be an object of node:tls options \(\{\} for the defaults\)/],
+    ['an unknown TLS profile', { host: 'h', tls: 'RedisCloud' }, /or the name of a TLS profile of ioredis .*got: "RedisCloud"/],
     ['a negative db', { db: -1 }, /expected db to be a database number/],
     ['keyPrefix', { keyPrefix: 'app:' }, /keyPrefix is not supported: use the prefix option/],
     ['a client with keyPrefix', new Redis({ lazyConnect: true, keyPrefix: 'app:' }), /keyPrefix is not supported/],
