@@ -104,8 +104,11 @@ local function deduplication()
     if holder then
       -- A hold with a ttl lasts the ttl whatever its job does (removed by its retention too), as in BullMQ:
       -- its holder's state matters only to a replace.
-      local state
-      if inMeta or replace then
+      local state, flow
+      if replace then
+        local f = redis.call('HMGET', holderKey, 'state', 'parentKey', 'deps')
+        state, flow = f[1], f[2] or f[3]
+      elseif inMeta then
         state = redis.call('HGET', holderKey, 'state')
       end
       local live = not inMeta or (state and state ~= 'completed' and state ~= 'failed')
@@ -113,7 +116,9 @@ local function deduplication()
         h.inMeta[field] = false
         holder = nil
       elseif replace then
-        if state ~= 'delayed' then
+        -- A job of a flow is kept, as one that left `delayed` is: removed here, a child would leave its
+        -- parent waiting for it, a parent its flow keys (and its count in meta's `parents`).
+        if state ~= 'delayed' or flow then
           return holder
         end
         -- Debounce: the newest add replaces a holder still waiting out its delay. The holder may be one of

@@ -172,6 +172,17 @@ describe('an id held with a ttl', () => {
       await events.close()
     }
   })
+
+  it('replace keeps a delayed holder that became a parent (a child added under it): its flow stays whole', async () => {
+    const dedup = { delay: 60_000, deduplication: { id: 'deb', ttl: 60_000, replace: true } }
+    const a = await fx.queue.add('j', { v: 1 }, dedup)
+    await fx.queue.add('c', {}, { parent: { id: a.id as string, queue: fx.queue.qualifiedName } })
+    const b = await fx.queue.add('j', { v: 2 }, dedup)
+    expect(b.id).toBe(a.id)
+    expect((await fx.queue.getJob(a.id as string))?.data).toEqual({ v: 1 })
+    expect(await fx.queue.getJobState(a.id as string)).toBe('delayed')
+    expect(await (await fx.queue.getJob(a.id as string))?.getDependenciesCount()).toMatchObject({ unprocessed: 1 })
+  })
 })
 
 describe('addBulk and the cost of the option', () => {
