@@ -58,11 +58,16 @@ end
 
 -- Removes iteration `id` if no worker has started it: from `delayed`, from the line, or from a worker's
 -- reservation (takeJobs.lua skips a reserved id no longer in `reserved`, so it never runs). `q` holds
--- { delayed, wait, prioritized, reserved, reservedScores }. Returns the state it left, or false.
+-- { delayed, wait, prioritized, reserved, reservedScores }. Returns the state it left, or false. One that
+-- joined a flow (a child of a parent, or a parent of a child added under it) stays, a job like any other:
+-- removed here, a parent would wait for it for good, or its flow keys stay behind.
 local function removeUnstarted(q, jobKey, logsKey, id)
-  local state = redis.call('HGET', jobKey, 'state')
+  local f = redis.call('HMGET', jobKey, 'state', 'parentKey', 'deps')
+  local state = f[1]
   local removed = false
-  if state == 'delayed' then
+  if f[2] or f[3] then
+    return false
+  elseif state == 'delayed' then
     removed = redis.call('ZREM', q.delayed, id) == 1
   elseif state == 'wait' or state == 'prioritized' then
     if redis.call('ZREM', q.reserved, id) == 1 then

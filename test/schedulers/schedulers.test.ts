@@ -242,6 +242,16 @@ describe('removeJobScheduler', () => {
     expect(await iterations('gone')).toEqual(made.slice(0, -1))
     expect(await fx.queue.removeJobScheduler('gone')).toBe(false)
   })
+
+  it('leaves its newest run that joined a flow (a child added under it) as a job like any other', async () => {
+    await fx.queue.upsertJobScheduler('fam', { every: 60_000, startDate: Date.now() + 60_000 })
+    const [due] = await iterations('fam')
+    const id = iterationId('fam', due as number)
+    await fx.queue.add('c', {}, { parent: { id, queue: fx.queue.qualifiedName } })
+    expect(await fx.queue.removeJobScheduler('fam')).toBe(true)
+    expect(await fx.queue.getJobState(id)).toBe('delayed')
+    expect(await (await fx.queue.getJob(id))?.getDependenciesCount()).toMatchObject({ unprocessed: 1 })
+  })
 })
 
 describe('the timing, without Redis', () => {
