@@ -206,6 +206,18 @@ describe.each(LIBRARIES)('%s: promoting a delayed job', (name) => {
     expect(job.delay).toBe(0)
     expect(await job.isDelayed()).toBe(false)
     expect(await job.isWaiting()).toBe(true)
+    // Read again: promoted, its delay is 0; its options keep the one it was added with.
+    const stored = await t.queue.getJob(job.id as string)
+    expect([stored?.delay, stored?.opts.delay]).toEqual([0, 1500])
+  })
+
+  it('once it ran, read again: delay 0, opts.delay as added', async () => {
+    const done = first<Job>()
+    t.worker(() => undefined).on('completed', done.listener)
+    const job = await t.queue.add('test', {}, { delay: 100 })
+    expect((await done.value).id).toBe(job.id)
+    const stored = await t.queue.getJob(job.id as string)
+    expect([stored?.delay, stored?.opts.delay]).toEqual([0, 100])
   })
 
   it('the promoted job runs by its priority', async () => {

@@ -144,7 +144,7 @@ describe('a promotion', () => {
     expect([calls.hmget, calls.hset, calls.hdel, calls.zmscore]).toEqual([3, 3, undefined, undefined])
     expect(await redis.client.lrange(keys.wait, 0, -1)).toEqual(['c', 'b', 'a'])
     const job = await fx.queue.getJob('a')
-    expect([job?.state, job?.dueAt, job?.delay]).toEqual(['wait', undefined, 1])
+    expect([job?.state, job?.dueAt, job?.delay, job?.opts.delay]).toEqual(['wait', undefined, 0, 1])
     expect(await redis.client.hexists(keys.job('a'), 'dueAt')).toBe(1)
   })
 
