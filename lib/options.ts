@@ -230,6 +230,30 @@ const flag = (name: string) => (v: unknown) => {
   return v
 }
 
+/**
+ * BullMQ Worker options EchoMQ takes under BullMQ's names (docs/migrating-from-bullmq.md): `lockRenewTime` is
+ * heartbeatInterval's; `autorun` may only be true (a Worker runs from its construction); `drainDelay` (an idle
+ * BullMQ worker's wait for a job, seconds) is checked and has no effect, as an idle EchoMQ worker waits on its
+ * queue's marker however long.
+ */
+const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime'] as const
+
+function bullmqWorkerNames(o: Record<string, unknown>): void {
+  if (o.autorun !== undefined && o.autorun !== true) {
+    fail(
+      'ERR_OPTIONS',
+      `autorun ${describe(o.autorun)} is not supported: an EchoMQ Worker runs from its construction (make it when it ` +
+        'should start); true, the default, is taken',
+    )
+  }
+  if (o.drainDelay !== undefined && (typeof o.drainDelay !== 'number' || !(o.drainDelay > 0))) {
+    fail('ERR_OPTIONS', `expected drainDelay to be a positive number of seconds, got: ${describe(o.drainDelay)}`)
+  }
+  if (o.lockRenewTime !== undefined && o.heartbeatInterval !== undefined && o.lockRenewTime !== o.heartbeatInterval) {
+    fail('ERR_OPTIONS', "lockRenewTime is BullMQ's name for heartbeatInterval: give one of them")
+  }
+}
+
 export function workerSettings(options: unknown): WorkerSettings {
   const o = checkKnown('Worker', options, [
     'connection',
@@ -247,15 +271,19 @@ export function workerSettings(options: unknown): WorkerSettings {
     'removeOnComplete',
     'removeOnFail',
     'settings',
+    ...BULLMQ_WORKER_NAMES,
   ])
+  bullmqWorkerNames(o)
   const lockDuration = opt(o.lockDuration, LOCK_DURATION_MS_DEFAULT, setting('lockDuration'))
   const strategy = checkKnown('settings', o.settings, ['backoffStrategy']).backoffStrategy
   if (strategy !== undefined && typeof strategy !== 'function')
     fail('ERR_OPTIONS', `expected settings.backoffStrategy to be a function, got: ${describe(strategy)}`)
   const heartbeatInterval = opt(
-    o.heartbeatInterval,
+    o.heartbeatInterval ?? o.lockRenewTime,
     Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)),
-    setting('heartbeatInterval'),
+    o.heartbeatInterval === undefined && o.lockRenewTime !== undefined
+      ? (v) => checkInteger('lockRenewTime', v, RANGES.heartbeatInterval)
+      : setting('heartbeatInterval'),
   )
   if (heartbeatInterval > lockDuration / 2) {
     fail(

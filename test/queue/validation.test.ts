@@ -151,12 +151,30 @@ describe('options', () => {
     [{ closeTimeout: -1 }, /closeTimeout/],
     [{ prefix: 'a{b}' }, /prefix/],
     [{ lockDuraton: 5000 }, /unknown Worker option "lockDuraton" \(did you mean "lockDuration"\?\)/],
+    [{ autorun: false }, /autorun false is not supported: an EchoMQ Worker runs from its construction/],
+    [{ drainDelay: 0 }, /expected drainDelay to be a positive number of seconds/],
+    [{ lockRenewTime: 0 }, /expected lockRenewTime to be a positive integer/],
+    [{ lockDuration: 1000, lockRenewTime: 800 }, /at most half of lockDuration/],
+    [{ lockRenewTime: 1000, heartbeatInterval: 2000 }, /lockRenewTime is BullMQ's name for heartbeatInterval/],
     [{ connection: 'http://example' }, /redis:\/\//],
   ])('Worker rejects %j', async (options, message) => {
     const o = options as Record<string, unknown>
     // direct: the constructor’s option validation is under test
     const err = await rejects('ERR_OPTIONS', () => new Worker('q', proc, { connection: redis.client, ...o }))
     expect(err.message).toMatch(message)
+  })
+
+  it("Worker takes BullMQ's autorun: true, drainDelay and lockRenewTime (its heartbeat's interval)", async () => {
+    const options = { connection: redis.client, autorun: true, drainDelay: 5, lockDuration: 1_000, lockRenewTime: 250 }
+    // direct: BullMQ's names among the constructor's options are under test
+    const worker = new Worker('q', proc, options)
+    try {
+      expect(await worker.waitUntilReady()).toBeTruthy()
+      expect(worker.isRunning()).toBe(true)
+      expect((worker as unknown as { core: { settings: { heartbeatInterval: number } } }).core.settings.heartbeatInterval).toBe(250)
+    } finally {
+      await worker.close()
+    }
   })
 
   it('Worker rejects a processor that is not a function', async () => {
