@@ -99,6 +99,11 @@ export function checkConnectionObject(options: ConnectionObject): ConnectionObje
   if (db !== undefined && (typeof db !== 'number' || !Number.isInteger(db) || db < 0)) {
     bad(`expected db to be a database number (an integer from 0), got: ${show(db)}`)
   }
+  if (isPlainObject(tls) && tls.profile !== undefined && !isTlsProfile(tls.profile)) {
+    bad(
+      `expected tls.profile to be the name of a TLS profile of ioredis (6.1: 'RedisCloudFixed', 'RedisCloudFlexible'), got: ${show(tls.profile)}`,
+    )
+  }
   if (tls !== undefined && !isPlainObject(tls) && !isTlsProfile(tls)) {
     bad(
       'expected tls to be an object of node:tls options ({} for the defaults) or the name of a TLS profile of ioredis ' +

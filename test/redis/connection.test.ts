@@ -146,6 +146,11 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
     ['an empty host', { host: ' ' }, /expected host to be a host name or address/],
     ['tls: true', { host: 'h', tls: true }, /expected tls to be an object of node:tls options \(\{\} for the defaults\)/],
     ['an unknown TLS profile', { host: 'h', tls: 'RedisCloud' }, /or the name of a TLS profile of ioredis .*got: "RedisCloud"/],
+    [
+      'an unknown tls.profile',
+      { host: 'h', tls: { profile: 'NoSuch' } },
+      /expected tls.profile to be the name of a TLS profile .*got: "NoSuch"/,
+    ],
     ['a negative db', { db: -1 }, /expected db to be a database number/],
     ['keyPrefix', { keyPrefix: 'app:' }, /keyPrefix is not supported: use the prefix option/],
     ['a client with keyPrefix', new Redis({ lazyConnect: true, keyPrefix: 'app:' }), /keyPrefix is not supported/],
