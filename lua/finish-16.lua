@@ -432,14 +432,14 @@ if roll < 0.0625 then
 end
 local peeked = peekNext(q, peek)
 local dueIn, dueAt = nextDue(q.delayed, now)
--- As BullMQ: the queue ran dry with this call (nothing taken next, nothing waiting, in flight or due
--- later, and not paused).
 -- meta's `adopted` is for the runs whose jobs a worker read before they joined a parent: such a job is in
 -- `active` (running) or `reserved` (in a hand). Once the queue has neither, every job is read as it is.
 if q.hold and q.hold.adopted and #taken == 0 and #handed == 0 and rcall('ZCARD', q.active) == 0
   and rcall('ZCARD', q.reserved) == 0 then
   rcall('HDEL', q.meta, 'adopted')
 end
+-- As BullMQ: the queue ran dry with this call (nothing taken next, nothing waiting, in flight or due
+-- later, and not paused).
 if #taken == 0 and #handed == 0 and not released and #gone > 0 and dueIn < 0 and listening(q) and rcall('LLEN', q.wait) == 0
   and rcall('ZCARD', q.reserved) == 0 and rcall('ZCARD', q.active) == 0 and rcall('ZCARD', q.prioritized) == 0
   and rcall('HEXISTS', q.meta, 'paused') == 0 then
