@@ -64,8 +64,7 @@
            "<ARGV[3]>:<n>"), or "!" (the token follows, whole); then "+" unless the run is plain (its job,
            as taken, had none of attemptsMade, keep, deid and parentKey, which fields a plain run's finish
            does not read: none of them is written while the run holds the job, but for a job that joins a parent,
-           which sets meta's `adopted`: then no run is read as plain, until a call finds `active` and
-           `reserved` empty and drops it); then "$" when a fail's stack is the
+           which sets meta's `adopted`: then no run is read as plain); then "$" when a fail's stack is the
            job's stacktrace as it is to be stored (JSON text, "" for no change: the worker has the stored list
            and the job's stackTraceLimit), else it is the run's stack alone; then "&" when the job is a flow's
            parent (its hash's `deps`, as taken, or as a "p" said) and the action is not "c": its four flow
@@ -432,12 +431,6 @@ if roll < 0.0625 then
 end
 local peeked = peekNext(q, peek)
 local dueIn, dueAt = nextDue(q.delayed, now)
--- meta's `adopted` is for the runs whose jobs a worker read before they joined a parent: such a job is in
--- `active` (running) or `reserved` (in a hand). Once the queue has neither, every job is read as it is.
-if q.hold and q.hold.adopted and #taken == 0 and #handed == 0 and rcall('ZCARD', q.active) == 0
-  and rcall('ZCARD', q.reserved) == 0 then
-  rcall('HDEL', q.meta, 'adopted')
-end
 -- As BullMQ: the queue ran dry with this call (nothing taken next, nothing waiting, in flight or due
 -- later, and not paused).
 if #taken == 0 and #handed == 0 and not released and #gone > 0 and dueIn < 0 and listening(q) and rcall('LLEN', q.wait) == 0

@@ -182,21 +182,6 @@ describe('a plain run', () => {
     expect(reply.runs[0]).toMatchObject({ status: 'ok', state: 'completed' })
     expect(reply.runs[0]?.handoff).toBeTruthy()
   })
-
-  it('meta `adopted` stays while a job read before it is held, and goes with the finish that leaves none', async () => {
-    const [a, b] = [await fx.queue.add('x', {}), await fx.queue.add('x', {})]
-    const { taken } = await take(redis.client, keys, taker, [a.id, b.id])
-    // A job that joins a parent while taken sets it (addFlow-10.lua join, adoptChild-4.lua).
-    await redis.client.hset(keys.meta, 'adopted', '1')
-    const finish = (i: number) =>
-      finishRuns(redis.client, keys, [
-        { run: { id: taken[i]?.job.id as string, token: taken[i]?.token as string }, plain: true, action: 'complete', value: '1' },
-      ])
-    await finish(0)
-    expect(await redis.client.hget(keys.meta, 'adopted')).toBe('1')
-    await finish(1)
-    expect(await redis.client.hget(keys.meta, 'adopted')).toBeNull()
-  })
 })
 
 describe('a parent run', () => {
