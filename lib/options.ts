@@ -286,9 +286,10 @@ export function workerSettings(options: unknown): WorkerSettings {
       : setting('heartbeatInterval'),
   )
   if (heartbeatInterval > lockDuration / 2) {
+    const given = o.heartbeatInterval === undefined && o.lockRenewTime !== undefined ? 'lockRenewTime' : 'heartbeatInterval'
     fail(
       'ERR_OPTIONS',
-      `expected heartbeatInterval (${heartbeatInterval} ms) to be at most half of lockDuration (${lockDuration} ms): ` +
+      `expected ${given} (${heartbeatInterval} ms) to be at most half of lockDuration (${lockDuration} ms): ` +
         'a lease must outlive a missed renewal, or a short event-loop pause (a GC, a busy callback) lets it lapse ' +
         `and a sweep runs the job a second time elsewhere; a worker survives pauses of up to lockDuration - heartbeatInterval`,
     )

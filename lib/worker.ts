@@ -84,6 +84,12 @@ export interface WorkerOptions {
   removeOnComplete?: Retention
   removeOnFail?: Retention
   settings?: { backoffStrategy?: BackoffStrategy }
+  /** BullMQ's; true is its default and the only value taken: a Worker runs from its construction. */
+  autorun?: true
+  /** BullMQ's idle wait (seconds); taken and checked, with no effect: an idle worker waits on its queue's marker. */
+  drainDelay?: number
+  /** BullMQ's name for heartbeatInterval (ms); give one of them. */
+  lockRenewTime?: number
 }
 
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's WorkerListener)

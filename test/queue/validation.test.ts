@@ -154,7 +154,7 @@ describe('options', () => {
     [{ autorun: false }, /autorun false is not supported: an EchoMQ Worker runs from its construction/],
     [{ drainDelay: 0 }, /expected drainDelay to be a positive number of seconds/],
     [{ lockRenewTime: 0 }, /expected lockRenewTime to be a positive integer/],
-    [{ lockDuration: 1000, lockRenewTime: 800 }, /at most half of lockDuration/],
+    [{ lockDuration: 1000, lockRenewTime: 800 }, /expected lockRenewTime \(800 ms\) to be at most half of lockDuration/],
     [{ lockRenewTime: 1000, heartbeatInterval: 2000 }, /lockRenewTime is BullMQ's name for heartbeatInterval/],
     [{ connection: 'http://example' }, /redis:\/\//],
   ])('Worker rejects %j', async (options, message) => {
@@ -165,9 +165,14 @@ describe('options', () => {
   })
 
   it("Worker takes BullMQ's autorun: true, drainDelay and lockRenewTime (its heartbeat's interval)", async () => {
-    const options = { connection: redis.client, autorun: true, drainDelay: 5, lockDuration: 1_000, lockRenewTime: 250 }
-    // direct: BullMQ's names among the constructor's options are under test
-    const worker = new Worker('q', proc, options)
+    // direct: BullMQ's names among the constructor's options are under test (a literal: its type is checked too)
+    const worker = new Worker('q', proc, {
+      connection: redis.client,
+      autorun: true,
+      drainDelay: 5,
+      lockDuration: 1_000,
+      lockRenewTime: 250,
+    })
     try {
       expect(await worker.waitUntilReady()).toBeTruthy()
       expect(worker.isRunning()).toBe(true)
