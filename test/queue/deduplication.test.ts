@@ -6,7 +6,7 @@
  * a job without the option stores no byte for it.
  */
 import { describe, expect, it } from 'vitest'
-import { type EchoMQError, type Job, Queue, QueueEvents } from '../../lib/index.js'
+import { type EchoMQError, FlowProducer, type Job, Queue, QueueEvents } from '../../lib/index.js'
 import { countingClient } from '../helpers/counting.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -170,6 +170,22 @@ describe('an id held with a ttl', () => {
       expect((await fx.queue.getJob(b.id))?.data).toEqual({ v: 2 })
     } finally {
       await events.close()
+    }
+  })
+
+  it('replace keeps a delayed holder that joined a flow as a child: its parent still waits for it', async () => {
+    const dedup = { delay: 60_000, deduplication: { id: 'kid', ttl: 60_000, replace: true } }
+    const a = await fx.queue.add('c', { v: 1 }, { ...dedup, jobId: 'h1' })
+    const producer = new FlowProducer({ connection: redis.url })
+    try {
+      // A flow node with the holder's id: the existing job joins the parent (BullMQ's updateExistingJobsParent).
+      const flow = await producer.add({ name: 'p', queueName: 'q', children: [{ name: 'c', queueName: 'q', opts: { jobId: a.id } }] })
+      expect((await fx.queue.add('c', { v: 2 }, dedup)).id).toBe(a.id)
+      expect(await fx.queue.getJobState(a.id as string)).toBe('delayed')
+      expect(await fx.queue.getJobState(flow.job.id as string)).toBe('waiting-children')
+      expect(await (await fx.queue.getJob(flow.job.id as string))?.getDependenciesCount()).toMatchObject({ unprocessed: 1 })
+    } finally {
+      await producer.close()
     }
   })
 
