@@ -54,10 +54,11 @@ async function measureSide(ctx: Ctx, side: RetentionRow['side'], checkpoints: nu
   const points: RetentionPoint[] = []
   let done = 0
   for (const checkpoint of checkpoints) {
-    for (; done < checkpoint; done += Math.min(step, checkpoint - done)) {
+    while (done < checkpoint) {
       const n = Math.min(step, checkpoint - done)
       await addJobs(ctx, config, queue, done + 1_000_000, n)
       await completeJobs(ctx, config, queue, n)
+      done += n
     }
     const used = await usedMemory(meter)
     points.push({

@@ -167,10 +167,10 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
 
   /**
    * BullMQ's job.delay (ms): while the job waits out a delay (`delayed`, or a flow's parent in
-   * `waiting-children` that was added with one and has not run), that delay: the one it was added with, or its later one (a
-   * retry's backoff, changeDelay(), moveToDelayed(): `lastDelay`); in any other state 0, as BullMQ sets its
-   * field to 0 when it promotes a job (its options keep the delay: `opts.delay`). When a delayed job is due
-   * is `dueAt`. Writable, as BullMQ's.
+   * `waiting-children` that was added with one and has not run), that delay: the one it was added with, or
+   * its later one (a retry's backoff, changeDelay(), moveToDelayed(): `lastDelay`); in any other state 0, as
+   * BullMQ sets its field to 0 when it promotes a job (its options keep the delay: `opts.delay`). When a
+   * delayed job is due is `dueAt`. Writable, as BullMQ's.
    */
   get delay(): number {
     if (this.#delay !== undefined) return this.#delay

@@ -278,15 +278,14 @@ export function workerSettings(options: unknown): WorkerSettings {
   const strategy = checkKnown('settings', o.settings, ['backoffStrategy']).backoffStrategy
   if (strategy !== undefined && typeof strategy !== 'function')
     fail('ERR_OPTIONS', `expected settings.backoffStrategy to be a function, got: ${describe(strategy)}`)
+  // The name the interval was given under, for its errors.
+  const given = o.heartbeatInterval === undefined && o.lockRenewTime !== undefined ? 'lockRenewTime' : 'heartbeatInterval'
   const heartbeatInterval = opt(
     o.heartbeatInterval ?? o.lockRenewTime,
     Math.max(1, Math.floor(lockDuration * HEARTBEAT_FRACTION_DEFAULT)),
-    o.heartbeatInterval === undefined && o.lockRenewTime !== undefined
-      ? (v) => checkInteger('lockRenewTime', v, RANGES.heartbeatInterval)
-      : setting('heartbeatInterval'),
+    (v) => checkInteger(given, v, RANGES.heartbeatInterval),
   )
   if (heartbeatInterval > lockDuration / 2) {
-    const given = o.heartbeatInterval === undefined && o.lockRenewTime !== undefined ? 'lockRenewTime' : 'heartbeatInterval'
     fail(
       'ERR_OPTIONS',
       `expected ${given} (${heartbeatInterval} ms) to be at most half of lockDuration (${lockDuration} ms): ` +

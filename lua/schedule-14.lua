@@ -3,8 +3,8 @@
   read the scheduler's next period and newest run and passes them: when another upsert or an advance
   (iterate-11.lua) moved them meanwhile, nothing changes and the caller tries again. The newest run, when
   no worker has started it (delayed, waiting, or reserved by a worker) and it joined no flow, is replaced by
-  the new schedule's first; when the timing is unchanged it is kept, with the new template: upserting the same schedule again
-  never duplicates a run. A first run due at once goes straight into line, and its next period is made
+  the new schedule's first; when the timing is unchanged it is kept, with the new template: upserting the
+  same schedule again never duplicates a run. A first run due at once goes straight into line, and its next period is made
   when a worker starts it or when it falls due, as iterate-11.lua says.
 
   KEYS[1]  schedulers      ZSET   <prefix>:{q}:schedulers

@@ -2,8 +2,8 @@
   Removes a job scheduler (queue.removeJobScheduler) and its pending run: its newest run, if no worker has
   started it (delayed, waiting, or reserved by a worker's take-ahead: a reservation is taken back, so the
   run never starts), unless it joined a flow (lua/includes/iteration.lua: then it stays, a job like any
-  other). Runs older than its newest (a backlog made while no worker ran) are due jobs like any
-  other and stay. The caller read the scheduler's next period and newest run; when an upsert or an
+  other). Runs older than its newest (a backlog made while no worker ran) are due jobs like any other and
+  stay. The caller read the scheduler's next period and newest run; when an upsert or an
   advance moved them meanwhile, nothing changes and the caller tries again.
 
   KEYS[1]  schedulers      ZSET   <prefix>:{q}:schedulers

@@ -228,9 +228,9 @@ function fromUrl(connection: unknown, options: OpenOptions, base: RedisOptions):
   if (!node || (!cluster && parsed.nodes.length > 1)) {
     badConnection(`a non-cluster Redis URL names one host, got: ${JSON.stringify(redactUrl(url))}`)
   }
-  if (cluster) return { client: openCluster(parsed.nodes, common), endpoint: { host: node.host, port: node.port, tls: tlsOf(common) } }
-  const client = new Redis({ ...common, host: node.host, port: node.port, db: parsed.db })
-  return { client, endpoint: { host: node.host, port: node.port, tls: tlsOf(client.options) } }
+  const endpoint = { host: node.host, port: node.port, tls: tlsOf(common) }
+  if (cluster) return { client: openCluster(parsed.nodes, common), endpoint }
+  return { client: new Redis({ ...common, host: node.host, port: node.port, db: parsed.db }), endpoint }
 }
 
 /**
