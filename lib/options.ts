@@ -212,6 +212,8 @@ export interface WorkerSettings {
   clock: Clock
   /** At most `max` jobs started in any `duration` ms, across every worker of the queue; undefined for no limit. */
   limiter: { max: number; duration: number } | undefined
+  /** BullMQ's autorun: the Worker takes jobs from its construction (true), or from worker.run() (false). */
+  autorun: boolean
 }
 
 function limiter(value: unknown): { max: number; duration: number } {
@@ -232,20 +234,13 @@ const flag = (name: string) => (v: unknown) => {
 
 /**
  * BullMQ Worker options EchoMQ takes under BullMQ's names (docs/migrating-from-bullmq.md): `lockRenewTime` is
- * heartbeatInterval's; `autorun` may only be true (a Worker runs from its construction); `drainDelay` (an idle
+ * heartbeatInterval's; `autorun` (false: the Worker takes jobs once worker.run() is called); `drainDelay` (an idle
  * BullMQ worker's wait for a job, seconds) is checked and has no effect, as an idle EchoMQ worker waits on its
  * queue's marker however long.
  */
 const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime'] as const
 
 function bullmqWorkerNames(o: Record<string, unknown>): void {
-  if (o.autorun !== undefined && o.autorun !== true) {
-    fail(
-      'ERR_OPTIONS',
-      `autorun ${describe(o.autorun)} is not supported: an EchoMQ Worker runs from its construction (make it when it ` +
-        'should start); true, the default, is taken',
-    )
-  }
   if (o.drainDelay !== undefined && (typeof o.drainDelay !== 'number' || !(o.drainDelay > 0))) {
     fail('ERR_OPTIONS', `expected drainDelay to be a positive number of seconds, got: ${describe(o.drainDelay)}`)
   }
@@ -310,6 +305,7 @@ export function workerSettings(options: unknown): WorkerSettings {
     backoffStrategy: strategy as BackoffStrategy | undefined,
     clock: opt(o.clock, systemClock, clock),
     limiter: opt(o.limiter, undefined, limiter),
+    autorun: opt(o.autorun, true, flag('autorun')),
   }
 }
 

@@ -21,9 +21,10 @@
  * limiter ({ max, duration }: at most max starts in any duration ms, across every worker of the queue; a
  * limited worker sleeps until the window has room, without asking Redis), stalledInterval (30000 ms) and
  * maxStalledCount (1) or skipStalledCheck (worker/stalled-checker.ts), removeOnComplete / removeOnFail (for
- * jobs with none of their own; age in s), settings.backoffStrategy (worker/failure.ts), clock (monotonic
- * timers; tests inject one). A processor that calls `await worker.rateLimit(ms)` then throws
- * Worker.RateLimitError() returns its job to the front of the line without using an attempt.
+ * jobs with none of their own; age in s), settings.backoffStrategy (worker/failure.ts), autorun (true;
+ * false: no job is taken until run()), clock (monotonic timers; tests inject one). A processor that calls
+ * `await worker.rateLimit(ms)` then throws Worker.RateLimitError() returns its job to the front of the line
+ * without using an attempt.
  *
  * Events: 'active' (job), 'progress' (job, progress), 'completed' (job, result), 'failed' (job, error;
  * job.state: 'delayed' or 'wait' when it will be retried, 'failed' when not; an UnrecoverableError fails
@@ -84,8 +85,8 @@ export interface WorkerOptions {
   removeOnComplete?: Retention
   removeOnFail?: Retention
   settings?: { backoffStrategy?: BackoffStrategy }
-  /** BullMQ's; true is its default and the only value taken: a Worker runs from its construction. */
-  autorun?: true
+  /** BullMQ's: true (the default) takes jobs from the construction; false from worker.run(). */
+  autorun?: boolean
   /** BullMQ's idle wait (seconds); taken and checked, with no effect: an idle worker waits on its queue's marker. */
   drainDelay?: number
   /** BullMQ's name for heartbeatInterval (ms); give one of them. */
@@ -105,6 +106,9 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   /** The worker's state and helpers, which every part under worker/ acts on. */
   private readonly core: WorkerCore
   private closing: Promise<void> | undefined
+  /** Set once the worker takes jobs: settles when it has closed (what run() returns). */
+  private started: Promise<void> | undefined
+  private closed: () => void = () => undefined
 
   constructor(name: string, processor: Processor<Data, Result, Name>, options?: WorkerOptions) {
     super()
@@ -117,9 +121,36 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       finishTogether: internal?.[FINISH_TOGETHER] === true,
     })
     watchConnection(this.core)
+    if (settings.autorun) this.start()
+  }
+
+  /**
+   * BullMQ's worker.run(), for a Worker made with `autorun: false`: starts taking jobs (its heartbeat, take
+   * loop and stalled sweep) and resolves once the worker has closed. After close() it resolves at once,
+   * having started nothing; a second call, or a call on a Worker that runs from its construction, rejects
+   * with ERR_OPTIONS ("Worker is already running.", BullMQ's words).
+   */
+  run(): Promise<void> {
+    if (this.started) {
+      return Promise.reject(
+        new EchoMQError('ERR_OPTIONS', `Worker is already running. (queue ${this.name})`, {
+          variable: 'autorun',
+          hint: 'call run() once, on a Worker made with autorun: false',
+        }),
+      )
+    }
+    if (this.closing) return this.closing
+    return this.start()
+  }
+
+  private start(): Promise<void> {
     this.core.locks.start()
     this.core.loopDone = takeLoop(this.core)
     this.core.startStalledCheck()
+    this.started = new Promise((resolve) => {
+      this.closed = resolve
+    })
+    return this.started
   }
 
   /**
@@ -141,7 +172,10 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     if (!this.closing) {
       this.core.notify('closing', 'closing')
       this.resumed()
-      this.closing = closeWorker(this.core).then(() => this.core.notify('closed'))
+      this.closing = closeWorker(this.core).then(() => {
+        this.core.notify('closed')
+        this.closed()
+      })
     }
     return this.closing
   }
@@ -187,9 +221,9 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     return this.core.pausedLocally
   }
 
-  /** Taking and running jobs: not paused, not closing. */
+  /** Taking and running jobs: started (autorun, or run()), not paused, not closing. */
   isRunning(): boolean {
-    return this.core.phase === 'running' && !this.core.pausedLocally
+    return this.started !== undefined && this.core.phase === 'running' && !this.core.pausedLocally
   }
 
   private resumed(): void {

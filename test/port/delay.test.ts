@@ -1,7 +1,7 @@
 /**
- * BullMQ's tests of delayed jobs (tests/delay.test.ts), ported, run on BullMQ 6.7 and on EchoMQ. Left out:
- * the `autorun: false` variants (EchoMQ's Worker runs from its construction: docs/migrating-from-bullmq.md,
- * "Left out").
+ * BullMQ's tests of delayed jobs (tests/delay.test.ts), ported, run on BullMQ 6.7 and on EchoMQ. Its
+ * `autorun: false` variants make the worker first and call `worker.run()` later: the same cases here, with
+ * the worker made when it should start (`autorun: false` itself is worker-run.test.ts's).
  */
 import type { Job } from 'bullmq'
 import { describe, expect, it } from 'vitest'

@@ -151,7 +151,7 @@ describe('options', () => {
     [{ closeTimeout: -1 }, /closeTimeout/],
     [{ prefix: 'a{b}' }, /prefix/],
     [{ lockDuraton: 5000 }, /unknown Worker option "lockDuraton" \(did you mean "lockDuration"\?\)/],
-    [{ autorun: false }, /autorun false is not supported: an EchoMQ Worker runs from its construction/],
+    [{ autorun: 'no' }, /expected autorun to be true or false, got: "no"/],
     [{ drainDelay: 0 }, /expected drainDelay to be a positive number of seconds/],
     [{ lockRenewTime: 0 }, /expected lockRenewTime to be a positive integer/],
     [{ lockDuration: 1000, lockRenewTime: 800 }, /expected lockRenewTime \(800 ms\) to be at most half of lockDuration/],
