@@ -5,6 +5,7 @@
 import type { JobFlows } from './flows/job-flows.js'
 import type { BullJobState, Job } from './job.js'
 import type { JobChanges } from './job-changes.js'
+import type { JobFinishes } from './job-finishes.js'
 
 /** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
 export interface JobQueue {
@@ -24,6 +25,8 @@ export interface JobScope {
   changes(): JobChanges
   /** A parent's children and moveToWaitingChildren (lib/flows/job-flows.ts). */
   flows(): JobFlows
+  /** moveToCompleted and moveToFailed (lib/job-finishes.ts). */
+  finishes(): JobFinishes
   /** The job's queue's qualified name, `<prefix>:{queue}` (BullMQ's queueQualifiedName). */
   readonly qualifiedName: string
 }

@@ -12,6 +12,7 @@
 import { EchoMQError } from './errors.js'
 import type { Dependencies, DependenciesOptions } from './flows/job-flows.js'
 import type { JobFields } from './job-fields.js'
+import type { NextJobData } from './job-finishes.js'
 import type { JobOptions, JobOpts } from './job-options.js'
 import type { JobScope } from './job-scope.js'
 import type { Untyped } from './listeners.js'
@@ -77,18 +78,21 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   readonly #scope: JobScope | undefined
   /** The run's token, for the job a processor is given: its updateProgress and log are fenced by it. */
   readonly #token: string | undefined
+  /** The token worker.getNextJob(token) was given (the run's is `<token>:<start number>`). */
+  readonly #given: string | undefined
   /** `delay` once promote(), moveToDelayed(), changeDelay() or a retry's backoff changed it on this object. */
   #delay: number | undefined
 
-  constructor(fields: JobFields<Data, Result, Name>, scope?: JobScope, token?: string) {
+  constructor(fields: JobFields<Data, Result, Name>, scope?: JobScope, token?: string, given?: string) {
     Object.assign(this, fields)
     this.#scope = scope
     this.#token = token
+    this.#given = given
   }
 
-  /** The run's token (BullMQ's job.token), for the job a processor is given; undefined elsewhere. */
+  /** The run's token (BullMQ's job.token): a processor's job's, or getNextJob's; undefined elsewhere. */
   get token(): string | undefined {
-    return this.#token
+    return this.#given ?? this.#token
   }
 
   /** The qualified name of the job's queue, `<prefix>:{queue}` (BullMQ's; a child's `opts.parent.queue` names its parent's). */
@@ -203,11 +207,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return { ...this, ...(queueQualifiedName === undefined ? {} : { queueQualifiedName }), ...names }
   }
 
-  /**
-   * Records the job's progress (a number or a JSON-serialisable object) and emits a `progress` event. For
-   * the job a processor runs, only while the run owns the job: a run whose lease was lost gets
-   * ERR_LOCK_LOST and changes nothing.
-   */
+  /** Records the job's progress (a number or JSON object), emits `progress`; a run's job: while the run owns it. */
   async updateProgress(progress: number | object): Promise<void> {
     await this.scope().updateProgress(this, progress, this.#token)
     this.progress = progress
@@ -218,15 +218,12 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.scope().log(this, row, this.#token)
   }
 
-  /** Clears the job's log, or keeps its newest `keepLogs` lines (BullMQ's clearLogs; not fenced by a run). */
+  /** Clears the job's log, or keeps its newest `keepLogs` lines (BullMQ's clearLogs; not fenced). */
   clearLogs(keepLogs?: number): Promise<void> {
     return this.scope().changes().clearLogs(this, keepLogs)
   }
 
-  /**
-   * Resolves to the job's return value once it completes, rejects with its failure reason once it fails
-   * for good, or with ERR_TIMEOUT after `ttl` ms. A job that finished before the call is answered at once.
-   */
+  /** The job's return value once it completes; rejects with its failure reason once it fails for good, or ERR_TIMEOUT. */
   waitUntilFinished(queueEvents: unknown, ttl?: number): Promise<Result> {
     return this.scope().waitUntilFinished(this, queueEvents, ttl) as Promise<Result>
   }
@@ -272,10 +269,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     this.delay = delay
   }
 
-  /**
-   * Extends the run's lease to `duration` ms from now (BullMQ's extendLock); resolves to 1, or 0 when
-   * `token` does not hold the lease (nothing changed).
-   */
+  /** Extends the run's lease to `duration` ms from now (BullMQ's extendLock): 1, or 0 when `token` does not hold it. */
   extendLock(token: string, duration: number): Promise<number> {
     return this.scope()
       .changes()
@@ -283,19 +277,34 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /**
-   * The token a change is fenced by: the one given (a processor's second argument), else the run's. An
-   * AbortSignal in the token's place (a processor written for EchoMQ's former `(job, signal)`) stands for
-   * the run's token too, rather than failing as a token that is not one.
+   * Completes the job, in flight, with `returnValue` (BullMQ's, for a job taken with worker.getNextJob(token));
+   * fetchNext takes the next job too (lib/job-finishes.ts). Fenced by `token`: ERR_LOCK_LOST, ERR_JOB_STATE.
    */
-  private runToken(token: unknown): string | undefined {
-    if (token === undefined || token instanceof AbortSignal) return this.#token ?? (token as undefined)
-    return token as string
+  moveToCompleted(returnValue: Result, token?: string, fetchNext = true): Promise<NextJobData | undefined> {
+    return this.scope().finishes().complete(this, returnValue, this.finishToken(token), fetchNext)
+  }
+
+  /** Fails the job, in flight, as a processor's throw of `err` does (an attempt used; BullMQ's moveToFailed). */
+  moveToFailed(err: unknown, token?: string, fetchNext = false): Promise<NextJobData | undefined> {
+    return this.scope().finishes().fail(this, err, this.finishToken(token), fetchNext)
+  }
+
+  /** BullMQ finishes with the token "0" unchecked: here it stands for the run's, which this Job holds (else none). */
+  private finishToken(token: unknown): string | undefined {
+    return token === '0' ? this.#token : this.runToken(token)
   }
 
   /**
-   * Releases the job's deduplication id if this job still holds it (BullMQ's removeDeduplicationKey):
-   * true when it did; false when another job holds it, none does, or the job has no deduplication id.
+   * The token a change is fenced by: the one given (a processor's second argument), else the run's. An
+   * AbortSignal in the token's place (a processor written for EchoMQ's former `(job, signal)`) stands for
+   * the run's token too, as getNextJob's token does (the run's is made of it).
    */
+  private runToken(token: unknown): string | undefined {
+    if (token === undefined || token instanceof AbortSignal || token === this.#given) return this.#token
+    return token as string
+  }
+
+  /** Releases the job's deduplication id if it still holds it (BullMQ's removeDeduplicationKey): true when it did. */
   async removeDeduplicationKey(): Promise<boolean> {
     if (this.deduplicationId === undefined) return false
     return this.scope().changes().removeDeduplicationKey(this, this.deduplicationId)
@@ -328,10 +337,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return queue.add(name, data, opts) as Promise<Job<D, R, N>>
   }
 
-  /**
-   * Sends a failed job back to `wait` with a fresh attempts budget (queue.retryJobs). BullMQ also retries
-   * completed jobs; EchoMQ retries failed ones only (ERR_JOB_STATE otherwise): add a new job to run again.
-   */
+  /** A failed job back to `wait` with fresh attempts (queue.retryJobs); a completed one is refused (ERR_JOB_STATE). */
   async retry(state: 'failed' | 'completed' = 'failed'): Promise<void> {
     if (state !== 'failed')
       throw new EchoMQError('ERR_JOB_STATE', `job ${this.id}: only a failed job can be retried; add a new job to run it again`)

@@ -28,6 +28,8 @@ export const HEARTBEAT_FRACTION_DEFAULT = 0.5
 export const CLOSE_TIMEOUT_MS_DEFAULT = undefined
 export const MAX_STALLED_COUNT_DEFAULT = defaults.maxStalledCount
 export const STALLED_INTERVAL_MS_DEFAULT = defaults.stalledIntervalMs
+/** How long worker.getNextJob({ block: true }) waits for a job (s): BullMQ's drainDelay. */
+export const DRAIN_DELAY_S_DEFAULT = defaults.drainDelayS
 /**
  * close() returns within closeTimeout plus this: the time it gives the calls that return running jobs to
  * `wait`. Calls still unanswered then (a stalled link) finish in the background.
@@ -214,6 +216,8 @@ export interface WorkerSettings {
   limiter: { max: number; duration: number } | undefined
   /** BullMQ's autorun: the Worker takes jobs from its construction (true), or from worker.run() (false). */
   autorun: boolean
+  /** How long getNextJob({ block: true }) waits for a job (s). */
+  drainDelay: number
 }
 
 function limiter(value: unknown): { max: number; duration: number } {
@@ -235,14 +239,18 @@ const flag = (name: string) => (v: unknown) => {
 /**
  * BullMQ Worker options EchoMQ takes under BullMQ's names (docs/migrating-from-bullmq.md): `lockRenewTime` is
  * heartbeatInterval's; `autorun` (false: the Worker takes jobs once worker.run() is called); `drainDelay` (an idle
- * BullMQ worker's wait for a job, seconds) is checked and has no effect, as an idle EchoMQ worker waits on its
- * queue's marker however long.
+ * BullMQ worker's wait for a job, seconds) is how long getNextJob waits for one; a running EchoMQ worker waits on
+ * its queue's marker however long.
  */
 const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime'] as const
+const MAX_DRAIN_DELAY_S = 600
 
 function bullmqWorkerNames(o: Record<string, unknown>): void {
-  if (o.drainDelay !== undefined && (typeof o.drainDelay !== 'number' || !(o.drainDelay > 0))) {
-    fail('ERR_OPTIONS', `expected drainDelay to be a positive number of seconds, got: ${describe(o.drainDelay)}`)
+  if (o.drainDelay !== undefined && (typeof o.drainDelay !== 'number' || !(o.drainDelay > 0) || o.drainDelay > MAX_DRAIN_DELAY_S)) {
+    fail(
+      'ERR_OPTIONS',
+      `expected drainDelay to be a positive number of seconds, at most ${MAX_DRAIN_DELAY_S}, got: ${describe(o.drainDelay)}`,
+    )
   }
   if (o.lockRenewTime !== undefined && o.heartbeatInterval !== undefined && o.lockRenewTime !== o.heartbeatInterval) {
     fail('ERR_OPTIONS', "lockRenewTime is BullMQ's name for heartbeatInterval: give one of them")
@@ -306,6 +314,7 @@ export function workerSettings(options: unknown): WorkerSettings {
     clock: opt(o.clock, systemClock, clock),
     limiter: opt(o.limiter, undefined, limiter),
     autorun: opt(o.autorun, true, flag('autorun')),
+    drainDelay: (o.drainDelay as number | undefined) ?? DRAIN_DELAY_S_DEFAULT,
   }
 }
 

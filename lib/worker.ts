@@ -35,6 +35,7 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { EchoMQError, RateLimitError } from './errors.js'
+import type { Job } from './job.js'
 import type { Retention } from './job-options.js'
 import type { Untyped, WorkerListener } from './listeners.js'
 import { type BackoffStrategy, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
@@ -45,10 +46,16 @@ import { closeWorker } from './worker/closing.js'
 import { FINISH_TOGETHER, type HANDED_BACK, type IDLE, MAX_STARTS, type Processor } from './worker/context.js'
 import { WorkerCore } from './worker/core.js'
 import { watchConnection } from './worker/events.js'
+import { getNextJob } from './worker/manual.js'
 import { rateLimit } from './worker/rate-limit.js'
 import { takeLoop } from './worker/taking.js'
 
 export { FINISH_TOGETHER, HANDED_BACK, IDLE, MAX_STARTS, type Processor } from './worker/context.js'
+
+/** The processor of a worker made with none: never run (such a worker starts no loop). */
+const byHand: Processor = () => {
+  throw new EchoMQError('ERR_OPTIONS', 'this worker takes jobs by hand (getNextJob): it has no processor')
+}
 
 /**
  * BullMQ's typed events (WorkerListener): `on('completed', (job, result) => ...)` gets typed arguments;
@@ -109,19 +116,36 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   /** Set once the worker takes jobs: settles when it has closed (what run() returns). */
   private started: Promise<void> | undefined
   private closed: () => void = () => undefined
+  /** Made with no processor: jobs are taken with getNextJob only. */
+  private readonly manual: boolean
 
-  constructor(name: string, processor: Processor<Data, Result, Name>, options?: WorkerOptions) {
+  /**
+   * `processor` null or undefined makes a worker that takes jobs only by hand (BullMQ's manual processing):
+   * worker.getNextJob(token), then job.moveToCompleted / moveToFailed (worker/manual.ts).
+   */
+  constructor(name: string, processor?: Processor<Data, Result, Name> | null, options?: WorkerOptions) {
     super()
     this.name = validateQueueName(name)
-    if (typeof processor !== 'function') throw new EchoMQError('ERR_OPTIONS', 'expected processor to be a function')
+    if (processor !== null && processor !== undefined && typeof processor !== 'function')
+      throw new EchoMQError('ERR_OPTIONS', 'expected processor to be a function, or null for a worker that takes jobs by hand')
     const settings: WorkerSettings = workerSettings(options)
     const internal = options as { [MAX_STARTS]?: number; [FINISH_TOGETHER]?: boolean } | undefined
-    this.core = new WorkerCore(this, this.name, this.id, processor as Processor, settings, {
+    this.manual = typeof processor !== 'function'
+    this.core = new WorkerCore(this, this.name, this.id, (processor ?? byHand) as Processor, settings, {
       maxStarts: internal?.[MAX_STARTS],
       finishTogether: internal?.[FINISH_TOGETHER] === true,
     })
     watchConnection(this.core)
-    if (settings.autorun) this.start()
+    if (settings.autorun && !this.manual) this.start()
+  }
+
+  /**
+   * BullMQ's worker.getNextJob(token, { block = true }): the next ready job, taken under `token` with a lease of
+   * lockDuration that nothing renews (job.extendLock(token, ms) does), finished with job.moveToCompleted or
+   * job.moveToFailed; undefined when none is ready (with block, after waiting drainDelay seconds, 5 by default).
+   */
+  getNextJob(token: string, options?: { block?: boolean }): Promise<Job<Data, Result, Name> | undefined> {
+    return getNextJob(this.core, token, options) as Promise<Job<Data, Result, Name> | undefined>
   }
 
   /**
@@ -131,6 +155,10 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
    * with ERR_OPTIONS ("Worker is already running.", BullMQ's words).
    */
   run(): Promise<void> {
+    if (this.manual)
+      return Promise.reject(
+        new EchoMQError('ERR_OPTIONS', `No process function is defined. (worker for queue ${this.name} takes jobs by hand: getNextJob)`),
+      )
     if (this.started) {
       return Promise.reject(
         new EchoMQError('ERR_OPTIONS', `Worker is already running. (queue ${this.name})`, {
@@ -151,6 +179,24 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       this.closed = resolve
     })
     return this.started
+  }
+
+  /**
+   * BullMQ's worker.cancelJob(jobId, reason): aborts the signal of the job's run in this worker (a processor
+   * that takes one, `(job, token, signal)`), with `reason` as `signal.reason`; the processor decides what
+   * follows (a throw fails the run as any other). False when this worker runs no such job or its processor
+   * takes no signal.
+   */
+  cancelJob(jobId: string, reason?: string): boolean {
+    const run = this.core.runs.get(jobId)
+    if (run?.phase !== 'running' || !run.controller) return false
+    run.controller.abort(reason)
+    return true
+  }
+
+  /** BullMQ's worker.cancelAllJobs(reason): cancelJob for every job this worker runs. */
+  cancelAllJobs(reason?: string): void {
+    for (const id of [...this.core.runs.keys()]) this.cancelJob(id, reason)
   }
 
   /**

@@ -10,6 +10,7 @@ import { EchoMQError } from '../errors.js'
 import { jobFlows } from '../flows/job-flows.js'
 import type { JobQueue, JobScope } from '../job.js'
 import { jobChanges } from '../job-changes.js'
+import { jobFinishes } from '../job-finishes.js'
 import type { QueueSettings } from '../options.js'
 import { type Connection, openConnection, type RedisClient, resilient } from '../redis/connection.js'
 import { connectionFailure } from '../redis/connection-failure.js'
@@ -63,7 +64,9 @@ export class QueueCore {
     const changes = jobChanges({ client: this.conn.client, keys: this.keys, queue: name, maxDataBytes: settings.maxDataBytes, call })
     const progressed = (id: string, progress: unknown) => this.emitter.emit('progress', id, progress)
     const flows = jobFlows({ client: this.conn.client, keys: this.keys, queue: name, call })
-    this.scope = jobScope(this.conn.client, this.keys, name, call, emitter, progressed, changes, flows)
+    // A Queue's job has no worker to take a next one: fetchNext takes nothing (lib/job-finishes.ts).
+    const finishes = jobFinishes({ client: this.conn.client, keys: this.keys, queue: name, call })
+    this.scope = jobScope(this.conn.client, this.keys, name, call, emitter, progressed, { changes, flows, finishes })
     this.ids = new JobIds((n) => reserveJobIds(this.conn.client, this.keys, n))
   }
 

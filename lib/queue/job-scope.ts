@@ -6,6 +6,7 @@ import { EchoMQError } from '../errors.js'
 import type { JobFlows } from '../flows/job-flows.js'
 import type { JobQueue, JobScope } from '../job.js'
 import type { JobChanges } from '../job-changes.js'
+import type { JobFinishes } from '../job-finishes.js'
 import type { OptionField } from '../job-opts.js'
 import { toJson } from '../json.js'
 import { waitUntilFinished } from '../queue-events.js'
@@ -59,9 +60,9 @@ export function jobScope(
   call: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
   owner: JobQueue,
   progressed: (id: string, progress: unknown) => void,
-  changes: JobChanges,
-  flows: JobFlows,
+  parts: { changes: JobChanges; flows: JobFlows; finishes: JobFinishes },
 ): JobScope {
+  const { changes, flows, finishes } = parts
   const missing = (id: string, what: string) => new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${queue} does not exist: ${what}`)
   return {
     async updateProgress(job, progress) {
@@ -82,6 +83,7 @@ export function jobScope(
     queue: () => owner,
     changes: () => changes,
     flows: () => flows,
+    finishes: () => finishes,
     qualifiedName: qualifiedNameOf(keys),
   }
 }

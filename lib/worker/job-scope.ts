@@ -7,6 +7,7 @@ import { EchoMQError } from '../errors.js'
 import { jobFlows } from '../flows/job-flows.js'
 import type { Job, JobScope } from '../job.js'
 import { jobChanges } from '../job-changes.js'
+import { jobFinishes } from '../job-finishes.js'
 import { progressJson } from '../queue/job-scope.js'
 import { Queue } from '../queue.js'
 import { waitUntilFinished } from '../queue-events.js'
@@ -14,6 +15,7 @@ import { addLog, updateProgress } from '../redis/commands.js'
 import { qualifiedNameOf } from '../redis/keys.js'
 import { readOutcome } from '../redis/queries.js'
 import type { RunContext } from './context.js'
+import { takeNext } from './manual.js'
 import { RESULT_MAX_BYTES } from './running.js'
 
 type Status = 'ok' | 'missing' | 'lost'
@@ -38,6 +40,15 @@ export function workerJobScope(core: RunContext): JobScope {
   }
   const changes = jobChanges({ client, keys, queue: name, maxDataBytes: RESULT_MAX_BYTES, call, moved })
   const flows = jobFlows({ client, keys, queue: name, call, moved })
+  // A job taken by hand (worker.getNextJob): fetchNext takes the next under the same token, as getNextJob does.
+  const finishes = jobFinishes({
+    client,
+    keys,
+    queue: name,
+    call,
+    next: (token) => takeNext(core, token),
+    backoffStrategy: core.settings.backoffStrategy,
+  })
   const refused = (job: Job, status: 'missing' | 'lost', what: string) =>
     status === 'lost'
       ? new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${name} lost its lease: ${what}`)
@@ -73,6 +84,7 @@ export function workerJobScope(core: RunContext): JobScope {
     },
     changes: () => changes,
     flows: () => flows,
+    finishes: () => finishes,
     qualifiedName: qualifiedNameOf(keys),
   }
 }

@@ -92,15 +92,15 @@ async function takeRound(core: RunContext, idle: boolean): Promise<'again' | 'id
   return woken === 'timeout' ? 'idle' : 'busy'
 }
 
-/** Waits on the marker until a job is added, close() is called, or BLOCK_TIMEOUT_S passes. */
-async function block(core: RunContext): Promise<'woken' | 'due' | 'timeout' | 'stopped'> {
+/** Waits on the marker until a job is added, close() is called, or `timeoutS` (BLOCK_TIMEOUT_S) passes. */
+export async function block(core: RunContext, timeoutS = BLOCK_TIMEOUT_S): Promise<'woken' | 'due' | 'timeout' | 'stopped'> {
   const { clock } = core.settings
   let guard: unknown
   const dead = new Promise<'dead'>((resolve) => {
-    guard = clock.setTimeout(() => resolve('dead'), BLOCK_TIMEOUT_S * 1000 + BLOCK_GUARD_MS)
+    guard = clock.setTimeout(() => resolve('dead'), timeoutS * 1000 + BLOCK_GUARD_MS)
   })
   try {
-    const popped = waitForWork(core.blocking, core.keys, BLOCK_TIMEOUT_S)
+    const popped = waitForWork(core.blocking, core.keys, timeoutS)
     const outcome = await Promise.race([popped, core.stopSignal.then(() => 'stopped' as const), dead])
     if (outcome === 'stopped') return 'stopped'
     if (outcome === 'dead') {

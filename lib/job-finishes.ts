@@ -1,0 +1,115 @@
+/**
+ * Finishing a job by hand, with BullMQ 6.7's names: `job.moveToCompleted(returnValue, token, fetchNext)` and
+ * `job.moveToFailed(err, token, fetchNext)`, for jobs taken with `worker.getNextJob(token)` (a Worker made
+ * with no processor). Each is the finish a Worker's run makes (lua/finish-16.lua), fenced by the run's token:
+ * a token that does not hold the job changes nothing and is refused with a typed EchoMQError. A failure uses
+ * an attempt as a processor's throw does (retried after the job's backoff, or failed when none is left; an
+ * UnrecoverableError fails it at once). What the finish leaves to do is done before the call returns: a
+ * finished set past its retention is trimmed, a flow child's parent is told.
+ *
+ * With `fetchNext`, the next ready job is then taken under the same token (a Worker's job only: its lease is
+ * the worker's lockDuration, not renewed, as BullMQ's manual jobs; a refused finish takes none): BullMQ's
+ * `[jobData, jobId, 0, 0]`, where jobData is the job's JSON (BullMQ gives its raw hash); `[0, 0, 0, 0]` when
+ * none was ready.
+ */
+import { EchoMQError } from './errors.js'
+import { deliverHandoffs } from './flows/handoffs.js'
+import type { Job, JobState } from './job.js'
+import { toJson } from './json.js'
+import { type BackoffStrategy, DEFAULTS } from './options.js'
+import * as commands from './redis/commands.js'
+import type { RedisClient } from './redis/connection.js'
+import type { QueueKeys } from './redis/keys.js'
+import { readBackoffType } from './redis/queries.js'
+import { trimFinished } from './retention.js'
+import { customRetry, failureOf } from './worker/failure.js'
+
+/** What moveToCompleted and moveToFailed resolve to with fetchNext: BullMQ's shape, the next job's JSON first. */
+export type NextJobData = [ReturnType<Job['toJSON']> | 0, string | 0, number, number]
+
+export interface JobFinishes {
+  complete(job: Job, result: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData | undefined>
+  fail(job: Job, err: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData | undefined>
+}
+
+export interface JobFinishesContext {
+  client: RedisClient
+  keys: QueueKeys
+  queue: string
+  call: <T>(what: string, fn: () => Promise<T>) => Promise<T>
+  /** Takes the next ready job under `token`, if any (a Worker's scope); undefined: fetchNext takes nothing. */
+  next?: (token: string) => Promise<Job | undefined>
+  /** The worker's settings.backoffStrategy, for a job whose backoff type is a custom one. */
+  backoffStrategy?: BackoffStrategy | undefined
+}
+
+export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
+  const { client, keys, queue, call } = ctx
+
+  async function finishOne(job: Job, token: string | undefined, request: Omit<commands.FinishRun, 'run'>, fetchNext: boolean) {
+    const run: commands.FinishRun = { run: { id: job.id, token: token ?? '' }, ...request }
+    const what = `finish job ${job.id} of queue`
+    let reply = await call(what, () => commands.finishRuns(client, keys, [run]))
+    // The job became a flow's parent since it was taken, and this finish would remove it at once: again, with its flow keys.
+    if (reply.runs[0]?.status === 'parent') reply = await call(what, () => commands.finishRuns(client, keys, [{ ...run, parent: true }]))
+    const outcome = reply.runs[0] as commands.RunOutcome
+    if (outcome.status !== 'ok') throw refused(job, outcome.state, token)
+    if (outcome.trim)
+      await call(`trim ${outcome.trim} jobs of queue`, () =>
+        trimFinished(client, keys, outcome.trim as commands.FinishedSet, outcome.oldest, true),
+      )
+    if (outcome.handoff !== undefined)
+      await call('tell the parent of a flow job of queue', () => deliverHandoffs(client, keys, [[job.id, outcome.handoff as string]]))
+    job.state = outcome.state as JobState
+    job.attemptsMade += 1
+    if (outcome.state === 'completed' || outcome.state === 'failed') job.finishedOn = reply.finishedOn
+    if (outcome.backoffMs !== undefined) job.delay = outcome.backoffMs
+    if (!fetchNext) return undefined
+    // Taken after the finish, not in its call: a finish refused must take nothing (the job it took would be held by no one).
+    const base = job.token ?? token
+    const next = base && ctx.next ? await ctx.next(base) : undefined
+    return (next ? [next.toJSON(), next.id, 0, 0] : [0, 0, 0, 0]) as NextJobData
+  }
+
+  function refused(job: Job, state: string, token: string | undefined): EchoMQError {
+    if (state === 'missing')
+      return new EchoMQError('ERR_JOB_MISSING', `job ${job.id} of queue ${queue} no longer exists: it was not finished`)
+    if (state !== 'active')
+      return new EchoMQError(
+        'ERR_JOB_STATE',
+        `job ${job.id} of queue ${queue} is not in the active state (it is ${state}): it was not finished`,
+      )
+    const why = token ? 'the token given does not hold it' : 'no token was given, and the job was not taken by this process'
+    return new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${queue}: ${why}; it was not finished`)
+  }
+
+  return {
+    async complete(job, result, token, fetchNext) {
+      const value = result === undefined ? 'null' : toJson(result, 'its result', DEFAULTS.maxDataBytes)
+      const reply = await finishOne(job, token, { action: 'complete', value }, fetchNext)
+      job.returnValue = result
+      return reply
+    },
+    async fail(job, err, token, fetchNext) {
+      const { action, reason, stack } = failureOf(err)
+      let retry: number | 'final' | undefined
+      if (action === 'fail' && ctx.backoffStrategy && job.attemptsMade + 1 < job.attempts) {
+        const type = await call('read the backoff of a job of queue', () => readBackoffType(client, keys, job.id))
+        retry = await customRetry(ctx.backoffStrategy, type, job.attemptsMade + 1, err, job)
+      }
+      const stacks = stack !== '' && job.opts.stackTraceLimit > 0 ? [...job.stacktrace, stack].slice(-job.opts.stackTraceLimit) : undefined
+      const request: Omit<commands.FinishRun, 'run'> = {
+        // A rate-limit or moved error has no meaning here: the job is failed as given.
+        action: retry === 'final' ? 'fail-final' : action === 'release' ? 'fail' : action,
+        value: reason,
+        stacks: stacks ? JSON.stringify(stacks) : '',
+        ...(typeof retry === 'number' ? { delayMs: retry } : {}),
+      }
+      const reply = await finishOne(job, token, request, fetchNext)
+      job.failedReason = reason
+      if (job.state !== 'failed') job.lastError = reason
+      if (stacks) job.stacktrace = stacks
+      return reply
+    },
+  }
+}

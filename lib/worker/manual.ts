@@ -1,0 +1,87 @@
+/**
+ * Taking jobs by hand (BullMQ's manual processing): a Worker made with no processor runs no loop, no
+ * heartbeat and no stalled sweep; `worker.getNextJob(token)` takes the next ready job, leased for
+ * lockDuration, and the caller finishes it with job.moveToCompleted / job.moveToFailed (lib/job-finishes.ts),
+ * extending the lease with job.extendLock(token, ms) when it needs longer: nothing renews it, as in BullMQ.
+ * A job whose lease lapses is recovered by a sweep, as any dead worker's.
+ *
+ * The run's token is `<token>:<start number>` (every lease EchoMQ writes names its start, so a late finish of
+ * an earlier start is refused); the Job's `token` is the one given, and its methods take either.
+ */
+import { EchoMQError } from '../errors.js'
+import { Job } from '../job.js'
+import { type Taker, take as takeCall } from '../redis/commands.js'
+import { readCandidates } from '../redis/job-reads.js'
+import { checkKnown, describe, fail, opt } from '../validate.js'
+import type { RunContext } from './context.js'
+import { block as waitOnMarker } from './taking.js'
+
+/** A token as a lease holds it: no whitespace (finish receipts are split on spaces), at most this long. */
+const TOKEN = /^\S{1,200}$/
+/** Takes per getNextJob whose candidate another worker got first, before it says there is none. */
+const MAX_TRIES = 5
+
+/** Who takes a job by hand under `token`: the worker's lease, name and limiter. */
+function manualTaker(core: RunContext, token: string): Taker {
+  const { lockDuration, name, limiter } = core.settings
+  return { workerToken: token, leaseMs: lockDuration, workerName: name, ...(limiter ? { limit: limiter } : {}) }
+}
+
+/**
+ * BullMQ's worker.getNextJob(token, { block }): the next ready job, taken under `token`, or undefined when
+ * none is ready (with `block`, after waiting drainDelay seconds for one), the worker is paused, or the
+ * queue is paused or rate limited.
+ */
+export async function getNextJob(core: RunContext, token: unknown, options: unknown): Promise<Job | undefined> {
+  if (typeof token !== 'string' || !TOKEN.test(token))
+    fail('ERR_OPTIONS', `expected getNextJob's token to be 1-200 characters with no whitespace, got: ${describe(token)}`)
+  const blocking = opt(checkKnown('getNextJob', options, ['block']).block, true, (v) => {
+    if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected block to be true or false, got: ${describe(v)}`)
+    return v
+  })
+  if (core.phase !== 'running') throw new EchoMQError('ERR_CLOSED', `worker for queue ${core.name} is closed: getNextJob takes nothing`)
+  const { clock, drainDelay } = core.settings
+  const deadline = clock.now() + drainDelay * 1000
+  for (let tries = 0; tries < MAX_TRIES && core.phase === 'running' && !core.pausedLocally; ) {
+    const taken = await takeOne(core, token)
+    if (taken instanceof Job) return taken
+    if (taken === 'gone') {
+      tries++
+      continue
+    }
+    if (taken === 'held' || !blocking) return undefined
+    const left = (deadline - clock.now()) / 1000
+    if (left <= 0) return undefined
+    const woken = await waitOnMarker(core, left)
+    if (woken === 'due') await core.promoter.promoteDue()
+    if (woken === 'timeout' || woken === 'stopped') return undefined
+  }
+  return undefined
+}
+
+/** The next ready job under `token`, without waiting (job.moveToCompleted's fetchNext); none once closing or paused. */
+export async function takeNext(core: RunContext, token: string): Promise<Job | undefined> {
+  for (let tries = 0; tries < MAX_TRIES && core.phase === 'running' && !core.pausedLocally; tries++) {
+    const taken = await takeOne(core, token)
+    if (taken instanceof Job) return taken
+    if (taken !== 'gone') return undefined
+  }
+  return undefined
+}
+
+/** One take of the next candidate: the Job, or why none: nothing ready, its candidate taken first, or held back. */
+async function takeOne(core: RunContext, token: string): Promise<Job | 'none' | 'gone' | 'held'> {
+  const { client } = core.conn
+  const ids = await core.calls.track(readCandidates(client, core.keys, 1)).catch((err: unknown) => {
+    throw core.failure('read the next job of queue', err)
+  })
+  if (ids.length === 0) return 'none'
+  const result = await core.calls.track(takeCall(client, core.keys, manualTaker(core, token), ids)).catch((err: unknown) => {
+    throw core.failure('take a job from queue', err)
+  })
+  core.promoter.learn(result)
+  const taken = result.taken[0]
+  if (taken) return new Job(taken.job, core.scope, taken.token, token)
+  // Paused (-1) or limited: nothing is taken until that ends.
+  return result.waitMs !== 0 ? 'held' : 'gone'
+}
