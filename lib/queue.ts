@@ -11,12 +11,11 @@
  * prefix ('emq'), maxDataBytes (1 MiB: the largest JSON text accepted as job data), defaultJobOptions
  * (see job-options.ts), streams.events.maxLen (the events stream's cap, 10,000).
  *
- * The class is the public surface; each method is a one-line delegation to the module of its group, so a
- * method's home follows from its name: queue/adding.ts (add, addBulk), queue/getters.ts (get*, counts),
- * queue/job-actions.ts (a job by id: progress, logs, retryJobs, promoteJob, remove), queue/control.ts
- * (pause, resume, rateLimit, drain, clean, obliterate), queue/job-schedulers.ts (*JobScheduler*),
- * queue/deduplication.ts (*Deduplication*), queue/workers.ts (getWorkers); events below; all act
- * through one QueueCore (queue/core.ts).
+ * The class is the public surface; each method is a one-line delegation to the module of its group:
+ * queue/adding.ts (add, addBulk), queue/getters.ts (get*, counts), queue/job-actions.ts (progress, logs,
+ * retryJobs, promoteJob(s), remove), queue/control.ts (pause, resume, rateLimit, drain, clean, obliterate),
+ * queue/job-schedulers.ts, queue/deduplication.ts, queue/workers.ts; events below; all act through one
+ * QueueCore (queue/core.ts).
  */
 import { EventEmitter } from 'node:events'
 import type { BullJobState, Job, QueueCounts } from './job.js'
@@ -171,6 +170,8 @@ export class Queue<
   getPrioritized = (start = 0, end = -1) => this.getJobs('prioritized', start, end, true)
   /** Flows' parents waiting for their children (lib/flows/), oldest first. */
   getWaitingChildren = (start = 0, end = -1) => this.getJobs('waiting-children', start, end, true)
+  /** Waiting jobs per priority asked for (BullMQ's; 0: those without one), keyed by priority. */
+  getCountsPerPriority = (priorities: number[]) => get.getCountsPerPriority(this.core, priorities)
 
   /**
    * Finished jobs per minute, BullMQ's shape ({ meta: { count, prevTS, prevCount }, data, count }), over
@@ -211,10 +212,11 @@ export class Queue<
     return act.retryJobs(this.core, options)
   }
 
-  /** A delayed job to the back of `wait` now, due or not (BullMQ's job.promote()). */
+  /** A delayed job to the back of `wait` now, due or not (BullMQ's job.promote()); promoteJobs: all of them. */
   promoteJob(id: string): Promise<void> {
     return act.promoteJob(this.core, id)
   }
+  promoteJobs = (opts?: { count?: number }): Promise<void> => act.promoteJobs(this.core, opts)
 
   /** BullMQ's remove: 1, or 0 when the job (or a pending job of its tree) is in flight: nothing removed (removeJob says more). */
   remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1> {

@@ -10,10 +10,22 @@
  */
 import { redisError } from '../errors.js'
 import { type BullJobState, JOB_STATES, type Job, type JobState, jobFromHash, type QueueCounts, type StoredState } from '../job.js'
+import { MAX_PRIORITY } from '../job-options.js'
 import { validateJobId } from '../options.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { idsIn, jobState, pageIds, readCounts, readJob, readJobs, readLogs, stateSize, waitingChildrenCount } from '../redis/queries.js'
+import {
+  idsIn,
+  jobState,
+  pageIds,
+  readCounts,
+  readCountsPerPriority,
+  readJob,
+  readJobs,
+  readLogs,
+  stateSize,
+  waitingChildrenCount,
+} from '../redis/queries.js'
 import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
 import { checkRank, type QueueCore } from './core.js'
 import { checkMetricsArgs, type Metrics, readMetrics } from './metrics.js'
@@ -157,6 +169,16 @@ export async function getJobCounts(q: QueueCore, types: unknown[]): Promise<Reco
 export async function getJobCountByTypes(q: QueueCore, types: unknown[]): Promise<number> {
   const counts = await getJobCounts(q, jobTypes(types, 'getJobCountByTypes types'))
   return Object.values(counts).reduce((a, b) => a + b, 0)
+}
+
+/** Waiting jobs of each priority asked for, keyed by it (BullMQ's getCountsPerPriority; 0: those without one). */
+export async function getCountsPerPriority(q: QueueCore, priorities: unknown): Promise<Record<string, number>> {
+  q.assertOpen()
+  if (!Array.isArray(priorities) || priorities.length > MAX_JOBS_PER_CALL)
+    fail('ERR_OPTIONS', `expected priorities to be an array of at most ${MAX_JOBS_PER_CALL} priorities, got: ${describe(priorities)}`)
+  const list = [...new Set(priorities.map((p) => checkInteger('priority', p, { min: 0, max: MAX_PRIORITY })))]
+  const counts = await q.call('count jobs per priority of queue', () => readCountsPerPriority(q.client, q.keys, list))
+  return Object.fromEntries(list.map((p, i) => [String(p), counts[i] ?? 0]))
 }
 
 /** Finished jobs per minute, BullMQ's shape (see queue/metrics.ts). */

@@ -10,7 +10,7 @@ import type { Job, JobState } from '../job.js'
 import type { JobProgress } from '../listeners.js'
 import { validateJobId } from '../options.js'
 import * as commands from '../redis/commands.js'
-import { failedUpTo, newestFailedScore, readJob } from '../redis/queries.js'
+import { failedUpTo, firstDelayed, newestFailedScore, readJob } from '../redis/queries.js'
 import { parseIteration, promoteIterationNow } from '../schedulers/iterations.js'
 import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
 import type { QueueCore } from './core.js'
@@ -112,15 +112,35 @@ async function retryOldest(q: QueueCore, limit: number): Promise<string[]> {
 export async function promoteJob(q: QueueCore, id: string): Promise<void> {
   q.assertOpen()
   validateJobId(id)
-  const outcome = await q.call('promote a job of queue', async () => {
-    if (!parseIteration(id)) return commands.promoteJob(q.client, q.keys, id)
-    // A scheduler's pending run moves its schedule on as it leaves `delayed`, as when it falls due.
-    if (await promoteIterationNow(q.client, q.keys, id)) return 'promoted'
-    return ((await readJob(q.client, q.keys, id)).state as JobState | undefined) ?? 'missing'
-  })
+  const outcome = await q.call('promote a job of queue', () => promoteOne(q, id))
   if (outcome === 'missing') throw new EchoMQError('ERR_JOB_MISSING', `job ${id} of queue ${q.name} does not exist: nothing promoted`)
   if (outcome !== 'promoted')
     throw new EchoMQError('ERR_JOB_STATE', `job ${id} of queue ${q.name} is ${outcome}, not delayed: nothing promoted`)
+}
+
+/** Promotes a delayed job: 'promoted', else the state it is in ('missing' when there is none). */
+async function promoteOne(q: QueueCore, id: string): Promise<string> {
+  if (!parseIteration(id)) return commands.promoteJob(q.client, q.keys, id)
+  // A scheduler's pending run moves its schedule on as it leaves `delayed`, as when it falls due.
+  if (await promoteIterationNow(q.client, q.keys, id)) return 'promoted'
+  return ((await readJob(q.client, q.keys, id)).state as JobState | undefined) ?? 'missing'
+}
+
+/**
+ * Every delayed job to `wait` now, due or not (BullMQ's promoteJobs): `count` at a time (1,000, each its
+ * own script call, sent together), until none is left or a round promoted none (jobs that left `delayed`
+ * meanwhile are skipped).
+ */
+export async function promoteJobs(q: QueueCore, opts?: unknown): Promise<void> {
+  q.assertOpen()
+  const o = checkKnown('promoteJobs', opts, ['count'])
+  const count = opt(o.count, MAX_JOBS_PER_CALL, (v) => checkInteger('count', v, { min: 1, max: MAX_JOBS_PER_CALL }))
+  for (;;) {
+    const ids = await q.call('read the delayed jobs of queue', () => firstDelayed(q.client, q.keys, count))
+    if (ids.length === 0) return
+    const outcomes = await q.call('promote the delayed jobs of queue', () => Promise.all(ids.map((id) => promoteOne(q, id))))
+    if (!outcomes.includes('promoted')) return
+  }
 }
 
 /**

@@ -121,6 +121,11 @@ export function failedUpTo(client: RedisClient, keys: QueueKeys, maxScore: numbe
   return client.zrangebyscore(keys.failed, '-inf', String(maxScore), 'LIMIT', skip, n)
 }
 
+/** The first `n` delayed ids, the soonest due first. */
+export function firstDelayed(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
+  return client.zrange(keys.delayed, 0, n - 1)
+}
+
 /** Delayed ids due at or before `now`. */
 export function dueDelayed(client: RedisClient, keys: QueueKeys, now: number, limit: number): Promise<string[]> {
   return client.zrangebyscore(keys.delayed, '-inf', now, 'LIMIT', 0, limit)
@@ -196,6 +201,25 @@ function countReads(batch: ChainableCommander, keys: QueueKeys): ChainableComman
     .zcard(keys.failed)
     .zcard(keys.prioritized)
     .hlen(keys.reservedScores)
+}
+
+/** The part of a `prioritized` score that is the priority (lua/includes/enter.lua: priority * 2^32 + a counter). */
+const PRIORITY_SCALE = 2 ** 32
+
+/**
+ * Waiting jobs of each priority (0: those without one, in `wait`), reservations counted where they came from,
+ * as readCounts counts them. One MULTI: a snapshot.
+ */
+export async function readCountsPerPriority(client: RedisClient, keys: QueueKeys, priorities: number[]): Promise<number[]> {
+  const batch = client.multi().llen(keys.wait).zcard(keys.reserved).hvals(keys.reservedScores)
+  for (const p of priorities) batch.zcount(keys.prioritized, p * PRIORITY_SCALE, (p + 1) * PRIORITY_SCALE - 1)
+  const replies = (await batch.exec()) ?? []
+  const [wait, reserved, scores, ...perPriority] = replies.map(([err, v]) => {
+    if (err) throw err
+    return v
+  }) as [number, number, string[], ...number[]]
+  const of = (p: number) => scores.filter((s) => Math.floor(Number(s) / PRIORITY_SCALE) === p).length
+  return priorities.map((p, i) => (p === 0 ? wait + reserved - scores.length : (perPriority[i] ?? 0) + of(p)))
 }
 
 /** How many parents wait for their children (BullMQ's waiting-children count). */

@@ -87,6 +87,18 @@ describe('priorities', () => {
     await w.close()
   })
 
+  it('getCountsPerPriority and promoteJobs refuse bad input with ERR_OPTIONS', async () => {
+    for (const priorities of [[-1], [2 ** 21], [1.5], ['1'], 3, Array(1001).fill(1)]) {
+      await expect(fx.queue.getCountsPerPriority(priorities as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+    }
+    await fx.queue.add('x', {}, { delay: 60_000 })
+    for (const opts of [{ count: 0 }, { count: 1.5 }, { cuont: 1 }]) {
+      await expect(fx.queue.promoteJobs(opts as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+    }
+    expect(await fx.queue.getCountsPerPriority([0, 0, 5])).toEqual({ '0': 0, '5': 0 })
+    expect((await fx.queue.counts()).delayed).toBe(1)
+  })
+
   it('refuses a priority out of range, or not an integer, with ERR_OPTIONS and nothing written', async () => {
     for (const priority of [-1, 2 ** 21, 1.5, '1']) {
       await expect(fx.queue.add('x', {}, { priority } as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
