@@ -70,8 +70,13 @@ export function withoutSecrets<T>(err: T): T {
 
 /** ioredis reports a failed handshake (TLS, DNS, AUTH) to commands only as retries; name the real cause. */
 export function withLastError(message: string, last: Error | undefined): string {
+  // ioredis's "Reached the max retries per request limit (which is 3). Refer to ..." says only that it gave the
+  // command up; the connection error says why.
+  if (last && MAX_RETRIES.test(message)) return `no connection (retrying): ${last.message}`
   return last && !message.includes(last.message) ? `${message} (last connection error: ${last.message})` : message
 }
+
+const MAX_RETRIES = /^Reached the max retries per request limit/
 
 function replyCode(message: string): EchoMQErrorCode {
   if (/WRONGTYPE/.test(message)) return 'ERR_WRONG_TYPE'

@@ -282,17 +282,21 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
   }
 
   private async consume(): Promise<void> {
+    // Failed reads are reported once until one succeeds (an outage fails a read every RETRY_MS).
+    let failing = false
     while (!this.closed) {
       try {
         if (this.markDue()) await this.markNow()
         const entries = await readEvents(this.blocking, this.keys, this.position, this.blockMs, READ_COUNT)
+        failing = false
         for (const [id, fields] of entries) {
           this.position = id
           this.dispatch(id, fields)
         }
       } catch (err) {
         if (this.closed) return
-        this.report(connectionFailure(this.conn, this.name, 'read the events of queue', err))
+        if (!failing) this.report(connectionFailure(this.conn, this.name, 'read the events of queue', err))
+        failing = true
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
       }
     }

@@ -33,8 +33,10 @@ import * as schedulers from './queue/job-schedulers.js'
 import type { Metrics } from './queue/metrics.js'
 import { queueWorkers } from './queue/workers.js'
 import { closeConnection, type RedisClient } from './redis/connection.js'
+import { connectionFailure } from './redis/connection-failure.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
 import { type QueueKeys, qualifiedNameOf } from './redis/keys.js'
+import { watchOutages } from './redis/outages.js'
 import { ping } from './redis/queries.js'
 import type { JobScheduler, JobTemplate, RepeatOptions } from './schedulers/schedulers.js'
 
@@ -76,12 +78,8 @@ export class Queue<
   /** Every part of the queue acts through it (queue/core.ts). */
   private readonly core: QueueCore
 
-  /** The connection's errors, passed on to this Queue's `error` listeners (none: not emitted). */
-  private readonly onClientError = (err: Error) => {
-    if (this.listenerCount('error') > 0) this.emit('error', err)
-  }
-  /** Whether onClientError listens to the client: from the first `error` listener on (a client may serve many queues). */
-  private watchingErrors = false
+  /** Stops passing the connection's outages on (set from the first `error` listener on: a client may serve many queues). */
+  private unwatchErrors: (() => void) | undefined
 
   constructor(name: string, options?: QueueOptions) {
     super()
@@ -359,7 +357,7 @@ export class Queue<
   close(): Promise<void> {
     const core = this.core
     core.closing ??= closeConnection(core.conn).finally(() => {
-      core.conn.client.off('error', this.onClientError)
+      this.unwatchErrors?.()
       for (const fail of core.waiting) fail()
     })
     return core.closing
@@ -368,9 +366,13 @@ export class Queue<
   // Events: BullMQ's typed QueueListener, for what this Queue's own calls did
 
   override on<U extends keyof QueueListener<J<Data, Result, Name>>>(event: U, listener: QueueListener<J<Data, Result, Name>>[U]): this {
-    if (event === 'error' && !this.watchingErrors && !this.core.closing) {
-      this.watchingErrors = true
-      this.core.conn.client.on('error', this.onClientError)
+    if (event === 'error' && !this.unwatchErrors && !this.core.closing) {
+      // Once an outage, explained as the Worker's (ERR_CONNECTION naming where it goes): calls wait through reconnects.
+      const conn = this.core.conn
+      this.unwatchErrors = watchOutages(conn.client, (err) => {
+        if (this.listenerCount('error') > 0)
+          this.emit('error', connectionFailure(conn, this.name, 'connect to Redis (retrying) for queue', err))
+      })
     }
     return super.on(event, listener)
   }

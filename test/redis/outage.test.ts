@@ -185,3 +185,32 @@ describe('queueEvents.close() with Redis gone', () => {
     })
   }
 })
+
+describe('an outage, as Queue and QueueEvents report it', () => {
+  it('once each (ioredis errs on every reconnect), as ERR_CONNECTION naming the refusal and where', async () => {
+    const own = await startRedis()
+    // direct: a queue and queue events on a Redis this test stops and starts
+    const queue = track(new Queue('q', { connection: own.url }))
+    // direct: as above
+    const events = track(new QueueEvents('q', { connection: own.url, blockingTimeout: 200 }))
+    const queueErrors: EchoMQError[] = []
+    const eventErrors: EchoMQError[] = []
+    queue.on('error', (err) => queueErrors.push(err as EchoMQError))
+    events.on('error', (err) => eventErrors.push(err as EchoMQError))
+    await events.waitUntilReady()
+    await queue.add('job', {})
+    let refusals = 0
+    queue.client.on('error', () => refusals++)
+    await own.stop()
+    // Several failed reconnects of the queue's client, and a failed read of the events' (past its retries).
+    await waitFor(() => refusals >= 3 && eventErrors.length > 0, { what: 'three failed reconnects and a failed read' })
+    expect(queueErrors).toHaveLength(1)
+    expect(eventErrors).toHaveLength(1)
+    for (const err of [...queueErrors, ...eventErrors]) {
+      expect(err).toMatchObject({ name: 'EchoMQError', code: 'ERR_CONNECTION' })
+      expect(err.message).toMatch(/ECONNREFUSED|ECONNRESET/)
+      expect(err.message).toContain(`(Redis at ${own.url})`)
+      expect(err.message).not.toMatch(/max retries/)
+    }
+  })
+})
