@@ -17,7 +17,8 @@
  * restart without persistence, a failover to an empty replica, a flush) loses the marks too, and the
  * scripts write nothing until a listener marks again: each marks again as soon as its connection comes
  * back, or (no reconnect) at its next renewal, which finds its mark gone. Events in between are lost to
- * `on(...)` listeners; waitUntilFinished re-reads its job then, so it misses no finish.
+ * `on(...)` listeners; waitUntilFinished re-reads its job then, so it misses no finish. A failed read is
+ * reported once until a read succeeds.
  *
  * Options: connection (a URL or an ioredis client; default redis://127.0.0.1:6379, as BullMQ's), prefix
  * ('emq'), lastEventId (read from this stream id; default: events after waitUntilReady), blockingTimeout
@@ -25,6 +26,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
+import { settlesWithin, systemClock } from './clock.js'
 import { EchoMQError, redisError } from './errors.js'
 import type { QueueEventsListener, Untyped } from './listeners.js'
 import { PREFIX_DEFAULT, validatePrefix, validateQueueName } from './options.js'
@@ -57,16 +59,6 @@ const RETRY_MS = 1_000
 /** How long close() waits for Redis to take the listener's mark away (ms); past it, the mark expires alone. */
 const LEAVE_TIMEOUT_MS = 1_000
 const STREAM_ID = /^(\d+-\d+|\d+|\$)$/
-
-/** Waits for `work` to settle (its outcome ignored), at most `ms`. */
-async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined
-  const bound = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms)
-  })
-  await Promise.race([work.catch(() => undefined), bound])
-  clearTimeout(timer)
-}
 
 /** BullMQ's fields that hold something other than text: parsed back. */
 function payload(event: string, fields: string[]): Record<string, unknown> {
@@ -215,7 +207,7 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
    * a reconnect that now never comes. The loop then ends with that command, if ever; nothing waits on it.
    */
   private async readLoopEnded(): Promise<void> {
-    if (this.running) await settledWithin(this.running, LEAVE_TIMEOUT_MS)
+    if (this.running) await settlesWithin(systemClock, this.running, LEAVE_TIMEOUT_MS)
   }
 
   /**
@@ -278,11 +270,10 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
       if (this.marksSet === 0 || this.conn.client.status !== 'ready') return
       await listen(this.conn.client, this.keys, this.listenerId, 0)
     })()
-    await settledWithin(leaving, LEAVE_TIMEOUT_MS)
+    await settlesWithin(systemClock, leaving, LEAVE_TIMEOUT_MS)
   }
 
   private async consume(): Promise<void> {
-    // Failed reads are reported once until one succeeds (an outage fails a read every RETRY_MS).
     let failing = false
     while (!this.closed) {
       try {

@@ -368,11 +368,9 @@ export class Queue<
   override on<U extends keyof QueueListener<J<Data, Result, Name>>>(event: U, listener: QueueListener<J<Data, Result, Name>>[U]): this {
     if (event === 'error' && !this.unwatchErrors && !this.core.closing) {
       // Once an outage, explained as the Worker's (ERR_CONNECTION naming where it goes): calls wait through reconnects.
-      const conn = this.core.conn
-      this.unwatchErrors = watchOutages(conn.client, (err) => {
-        if (this.listenerCount('error') > 0)
-          this.emit('error', connectionFailure(conn, this.name, 'connect to Redis (retrying) for queue', err))
-      })
+      const { conn, name } = this.core
+      const explain = (err: Error) => connectionFailure(conn, name, 'connect to Redis (retrying) for queue', err)
+      this.unwatchErrors = watchOutages(conn.client, (err) => this.listenerCount('error') > 0 && this.emit('error', explain(err)))
     }
     return super.on(event, listener)
   }
