@@ -137,7 +137,8 @@ function permissionHint(message: string): string {
 export function redisError(queue: string, what: string, err: unknown, lastConnectionError?: Error): EchoMQError {
   if (err instanceof EchoMQError) return err
   const message = withLastError(err instanceof Error ? err.message : String(err), lastConnectionError)
-  const code = replyCode(message)
+  // A connection problem a diagnosis explained (lib/redis/diagnosis.ts) is one, whatever its words.
+  const code = (err as Error | undefined)?.name === 'ConnectionProblem' ? 'ERR_CONNECTION' : replyCode(message)
   const hint = code === 'ERR_NOPERM' ? permissionHint(message) : undefined
   const more = hint ? ` (${hint})` : (HINTS[code] ?? notRedisHint(message))
   return new EchoMQError(code, `${what} ${queue}: ${message}${more}`, {

@@ -113,8 +113,29 @@ export function checkConnectionObject(options: ConnectionObject): ConnectionObje
   for (const [name, value] of Object.entries({ username, password })) {
     if (value !== undefined && typeof value !== 'string') bad(`expected ${name} to be a string`)
   }
+  checkMaint(options)
   const p = port(options.port)
   return p === undefined ? options : { ...options, port: p }
+}
+
+/** ioredis 6.1's values of its maintenance options (its MaintNotifications and MaintEndpointType). */
+const MAINT_VALUES: Record<string, readonly string[]> = {
+  maintNotifications: ['auto', 'enabled', 'disabled'],
+  maintEndpointType: ['auto', 'internal-ip', 'internal-fqdn', 'external-ip', 'external-fqdn', 'none'],
+}
+
+/** ioredis passes its maintenance options to Redis unchecked: a wrong one would fail the first command. */
+function checkMaint(options: ConnectionObject): void {
+  for (const [name, values] of Object.entries(MAINT_VALUES)) {
+    const value = options[name]
+    if (value !== undefined && !values.includes(value as string))
+      bad(`expected ${name} to be one of ${values.join(', ')}, got: ${show(value)}`)
+  }
+  for (const name of ['maintRelaxedCommandTimeout', 'maintRelaxedSocketTimeout']) {
+    const value = options[name]
+    if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 0))
+      bad(`expected ${name} to be a number of ms (an integer from 0), got: ${show(value)}`)
+  }
 }
 
 /** Where an options object points, as a URL without its password (for messages). */

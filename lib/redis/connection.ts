@@ -51,6 +51,7 @@ const problems = new WeakMap<object, ConnectionProblem>()
 const diagnoses = new WeakMap<object, Promise<void>>()
 /** A connection not up by then is diagnosed (a local or same-region Redis is up in milliseconds). */
 const SLOW_CONNECT_MS = 1_000
+const NO_CONNECTION_YET = 'no connection yet'
 
 /**
  * The last connection error of a client EchoMQ created (a TLS, DNS or auth failure that commands only see
@@ -77,7 +78,11 @@ function startDiagnosis(client: RedisClient, err: Error): void {
   const endpoint = endpoints.get(client)
   if (!endpoint || diagnoses.has(client) || isReply(err)) return
   const running = diagnose(endpoint, err).then((problem) => {
-    if (problem && client.status !== 'ready') problems.set(client, problem)
+    if (!problem || client.status === 'ready') return
+    problems.set(client, problem)
+    // A TLS client on a plain port, or a filtered one, has no error of its own until connectTimeout: the
+    // owner's listeners (a Worker's, a Queue's) hear the cause now.
+    if (err.message === NO_CONNECTION_YET) client.emit('error', problem)
   })
   diagnoses.set(client, running)
 }
@@ -281,7 +286,7 @@ function watch(client: RedisClient, endpoint: Endpoint | undefined): void {
   client.on('connecting', () => {
     clearTimeout(slow)
     slow = setTimeout(() => {
-      if (client.status !== 'ready') startDiagnosis(client, lastErrors.get(client) ?? new Error('no connection yet'))
+      if (client.status !== 'ready') startDiagnosis(client, lastErrors.get(client) ?? new Error(NO_CONNECTION_YET))
     }, SLOW_CONNECT_MS).unref()
   })
   client.on('end', () => clearTimeout(slow))

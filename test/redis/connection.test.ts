@@ -116,6 +116,22 @@ describe('ioredis options as connection ({ host, port, ... }, as BullMQ accepts 
     expect(await queue.add('job', {}, { jobId: 'm' })).toMatchObject({ id: 'm' })
   })
 
+  it("ioredis 6.1's maintenance options with values it does not know are refused (ERR_OPTIONS), before any connection", () => {
+    for (const wrong of [
+      { maintNotifications: 'bogus' },
+      { maintNotifications: true },
+      { maintEndpointType: 'public' },
+      { maintRelaxedCommandTimeout: -5 },
+      { maintRelaxedSocketTimeout: '10s' },
+    ]) {
+      // direct: the connection options' validation is under test
+      const make = () => new Queue('q', { connection: { host: '127.0.0.1', port: redis.port, ...wrong } as never })
+      expect(make).toThrow(
+        expect.objectContaining({ code: 'ERR_OPTIONS', message: expect.stringContaining(Object.keys(wrong)[0] as string) }),
+      )
+    }
+  })
+
   it('a connection error names where the options point, without the password', async () => {
     await redis.client.call('ACL', 'SETUSER', 'u', 'on', '>right', '~*', '&*', '+@all')
     // direct: a connection error on options with a wrong password is under test

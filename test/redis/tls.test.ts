@@ -266,6 +266,26 @@ describe('a URL whose scheme does not match the port', () => {
     })
   }, 30_000)
 
+  it("rediss:// on a plain port: a Worker's error event says so before a Queue call waiting on the same port gives up", async () => {
+    const url = `rediss://127.0.0.1:${plain.port}`
+    // direct: a Worker and a Queue on a rediss:// URL to a plain port are under test
+    const worker = new Worker('q', async () => 'ok', { connection: url })
+    const heard = new Promise<EchoMQError>((resolve) => worker.on('error', (err) => resolve(err as EchoMQError)))
+    // direct: as above
+    const queue = new Queue('q', { connection: url })
+    const order: string[] = []
+    const added = queue.add('job', {}).catch(() => order.push('queue call failed'))
+    const err = await heard
+    order.push('worker error')
+    await added
+    await Promise.all([worker.close(), queue.close()])
+    expect(order).toEqual(['worker error', 'queue call failed'])
+    expect(err).toMatchObject({
+      code: 'ERR_CONNECTION',
+      message: expect.stringMatching(/speaks plain Redis, not TLS: use a redis:\/\/ URL/),
+    })
+  }, 30_000)
+
   it('redis:// on the TLS port: the handler, a Queue call and the CLI say the port speaks TLS and to use rediss://', async () => {
     const url = `redis://emq:${redis.password}@127.0.0.1:${redis.tlsPort}`
     const handler = await handlerError(url)
