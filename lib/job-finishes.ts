@@ -9,8 +9,8 @@
  *
  * With `fetchNext`, the next ready job is then taken under the same token (a Worker's job only: its lease is
  * the worker's lockDuration, not renewed, as BullMQ's manual jobs; a refused finish takes none): BullMQ's
- * `[jobData, jobId, 0, 0]`, where jobData is the job's JSON (BullMQ gives its raw hash); `[0, 0, 0, 0]` when
- * none was ready.
+ * `[jobData, jobId, 0, 0]`, where jobData is the job's JSON (BullMQ gives its raw hash); `[]` when none was
+ * ready, without fetchNext, and for a failure retried at once (back in `wait`: BullMQ takes none then).
  */
 import { EchoMQError } from './errors.js'
 import { deliverHandoffs } from './flows/handoffs.js'
@@ -24,12 +24,12 @@ import { readBackoffType } from './redis/queries.js'
 import { trimFinished } from './retention.js'
 import { customRetry, failureOf } from './worker/failure.js'
 
-/** What moveToCompleted and moveToFailed resolve to with fetchNext: BullMQ's shape, the next job's JSON first. */
-export type NextJobData = [ReturnType<Job['toJSON']> | 0, string | 0, number, number]
+/** What moveToCompleted and moveToFailed resolve to: BullMQ's shape, the next job's JSON first; [] for none. */
+export type NextJobData = [ReturnType<Job['toJSON']>, string, number, number] | []
 
 export interface JobFinishes {
-  complete(job: Job, result: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData | undefined>
-  fail(job: Job, err: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData | undefined>
+  complete(job: Job, result: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData>
+  fail(job: Job, err: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData>
 }
 
 export interface JobFinishesContext {
@@ -46,7 +46,7 @@ export interface JobFinishesContext {
 export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
   const { client, keys, queue, call } = ctx
 
-  async function finishOne(job: Job, token: string | undefined, request: Omit<commands.FinishRun, 'run'>, fetchNext: boolean) {
+  async function finishOne(job: Job, token: string | undefined, request: Omit<commands.FinishRun, 'run'>, fetchNext: boolean): Promise<NextJobData> {
     const run: commands.FinishRun = { run: { id: job.id, token: token ?? '' }, ...request }
     const what = `finish job ${job.id} of queue`
     let reply = await call(what, () => commands.finishRuns(client, keys, [run]))
@@ -64,11 +64,12 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
     job.attemptsMade += 1
     if (outcome.state === 'completed' || outcome.state === 'failed') job.finishedOn = reply.finishedOn
     if (outcome.backoffMs !== undefined) job.delay = outcome.backoffMs
-    if (!fetchNext) return undefined
+    // As BullMQ's: a job retried at once takes nothing next (the next job would be itself).
+    if (!fetchNext || outcome.state === 'wait' || outcome.state === 'prioritized') return []
     // Taken after the finish, not in its call: a finish refused must take nothing (the job it took would be held by no one).
     const base = job.token ?? token
     const next = base && ctx.next ? await ctx.next(base) : undefined
-    return (next ? [next.toJSON(), next.id, 0, 0] : [0, 0, 0, 0]) as NextJobData
+    return next ? [next.toJSON(), next.id, 0, 0] : []
   }
 
   function refused(job: Job, state: string, token: string | undefined): EchoMQError {

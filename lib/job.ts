@@ -169,6 +169,11 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.startedOn
   }
 
+  /** BullMQ's name for workerName: the worker that took the job last. */
+  get processedBy(): string | undefined {
+    return this.workerName
+  }
+
   /**
    * BullMQ's job.delay (ms): while the job waits out a delay (`delayed`, or a flow's parent in
    * `waiting-children` that was added with one and has not run), that delay: the one it was added with, or
@@ -228,19 +233,13 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.scope().waitUntilFinished(this, queueEvents, ttl) as Promise<Result>
   }
 
-  /**
-   * Replaces the job's data (BullMQ's updateData), validated as add's: JSON, at most the queue's
-   * maxDataBytes. Not fenced by a run: any holder of the job may write it. ERR_JOB_MISSING once it is gone.
-   */
+  /** Replaces the job's data (BullMQ's updateData), checked as add's; not fenced by a run (docs/changing-jobs.md). */
   async updateData(data: Data): Promise<void> {
     await this.scope().changes().updateData(this, data)
     this.data = data
   }
 
-  /**
-   * Gives the job a new priority (0: none; BullMQ's changePriority). A waiting job is filed again at once,
-   * behind its equals (with `lifo`, in front of them); in any other state it keeps its place.
-   */
+  /** A new priority (0: none; BullMQ's changePriority): a waiting job is filed again at once, behind its equals. */
   async changePriority(options: { priority?: number; lifo?: boolean }): Promise<void> {
     this.priority = await this.scope().changes().changePriority(this, options)
   }
@@ -280,12 +279,12 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
    * Completes the job, in flight, with `returnValue` (BullMQ's, for a job taken with worker.getNextJob(token));
    * fetchNext takes the next job too (lib/job-finishes.ts). Fenced by `token`: ERR_LOCK_LOST, ERR_JOB_STATE.
    */
-  moveToCompleted(returnValue: Result, token?: string, fetchNext = true): Promise<NextJobData | undefined> {
+  moveToCompleted(returnValue: Result, token?: string, fetchNext = true): Promise<NextJobData> {
     return this.scope().finishes().complete(this, returnValue, this.finishToken(token), fetchNext)
   }
 
   /** Fails the job, in flight, as a processor's throw of `err` does (an attempt used; BullMQ's moveToFailed). */
-  moveToFailed(err: unknown, token?: string, fetchNext = false): Promise<NextJobData | undefined> {
+  moveToFailed(err: unknown, token?: string, fetchNext = false): Promise<NextJobData> {
     return this.scope().finishes().fail(this, err, this.finishToken(token), fetchNext)
   }
 
@@ -345,6 +344,8 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
       .queue()
       .retryJobs({ ids: [this.id] })
     this.state = 'wait'
+    // As BullMQ's retry leaves its Job: null (returnvalue null with returnValue gone).
+    Object.assign(this, { failedReason: null, finishedOn: null, startedOn: null, returnValue: undefined })
   }
 
   /** Moves a delayed job to `wait` now (queue.promoteJob). */

@@ -48,6 +48,7 @@ import { WorkerCore } from './worker/core.js'
 import { watchConnection } from './worker/events.js'
 import { getNextJob } from './worker/manual.js'
 import { rateLimit } from './worker/rate-limit.js'
+import { RunCycles } from './worker/run-cycles.js'
 import { takeLoop } from './worker/taking.js'
 
 export { FINISH_TOGETHER, HANDED_BACK, IDLE, MAX_STARTS, type Processor } from './worker/context.js'
@@ -113,9 +114,8 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   /** The worker's state and helpers, which every part under worker/ acts on. */
   private readonly core: WorkerCore
   private closing: Promise<void> | undefined
-  /** Set once the worker takes jobs: settles when it has closed (what run() returns). */
-  private started: Promise<void> | undefined
-  private closed: () => void = () => undefined
+  /** BullMQ's runs: from run() (or autorun) until paused with no job running, or closed (worker/run-cycles.ts). */
+  private readonly cycles: RunCycles
   /** Made with no processor: jobs are taken with getNextJob only. */
   private readonly manual: boolean
 
@@ -136,7 +136,12 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       finishTogether: internal?.[FINISH_TOGETHER] === true,
     })
     watchConnection(this.core)
-    if (settings.autorun && !this.manual) this.start()
+    this.cycles = new RunCycles(() => {
+      this.core.locks.start()
+      this.core.loopDone = takeLoop(this.core)
+      this.core.startStalledCheck()
+    })
+    if (settings.autorun && !this.manual) void this.cycles.begin()
   }
 
   /**
@@ -149,17 +154,17 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   }
 
   /**
-   * BullMQ's worker.run(), for a Worker made with `autorun: false`: starts taking jobs (its heartbeat, take
-   * loop and stalled sweep) and resolves once the worker has closed. After close() it resolves at once,
-   * having started nothing; a second call, or a call on a Worker that runs from its construction, rejects
-   * with ERR_OPTIONS ("Worker is already running.", BullMQ's words).
+   * BullMQ's worker.run(), for a Worker made with `autorun: false` (or paused since): takes jobs (its
+   * heartbeat, take loop and stalled sweep start with the first run) and resolves once the run ends: the
+   * worker closed, or was paused and its jobs ended. While paused or after close() it resolves at once; during
+   * a run it rejects with ERR_OPTIONS ("Worker is already running.", BullMQ's words).
    */
   run(): Promise<void> {
     if (this.manual)
       return Promise.reject(
         new EchoMQError('ERR_OPTIONS', `No process function is defined. (worker for queue ${this.name} takes jobs by hand: getNextJob)`),
       )
-    if (this.started) {
+    if (this.cycles.running) {
       return Promise.reject(
         new EchoMQError('ERR_OPTIONS', `Worker is already running. (queue ${this.name})`, {
           variable: 'autorun',
@@ -168,17 +173,8 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       )
     }
     if (this.closing) return this.closing
-    return this.start()
-  }
-
-  private start(): Promise<void> {
-    this.core.locks.start()
-    this.core.loopDone = takeLoop(this.core)
-    this.core.startStalledCheck()
-    this.started = new Promise((resolve) => {
-      this.closed = resolve
-    })
-    return this.started
+    if (this.core.pausedLocally) return Promise.resolve()
+    return this.cycles.begin()
   }
 
   /**
@@ -220,7 +216,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       this.resumed()
       this.closing = closeWorker(this.core).then(() => {
         this.core.notify('closed')
-        this.closed()
+        this.cycles.stop()
       })
     }
     return this.closing
@@ -243,33 +239,41 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
 
   /**
    * Stops this worker taking jobs (BullMQ's worker.pause(); queue.pause() stops every worker of the
-   * queue): jobs it holds in hand go back; resolves once its running jobs ended, unless `doNotWaitActive`.
+   * queue): jobs it holds in hand go back; resolves once its running jobs ended, then emits `paused`, unless
+   * `doNotWaitActive` (emitted at once). The run ends (run() resolves) once its jobs have.
    */
   async pause(doNotWaitActive = false): Promise<void> {
     const core = this.core
     if (core.phase !== 'running') return
-    if (!core.pausedLocally) {
-      core.pausedLocally = true
-      core.hand.giveBackAll()
-      core.notify('paused')
+    const ended = () => Promise.all([...core.runs.values()].map((r) => r.done))
+    if (core.pausedLocally) {
+      if (!doNotWaitActive) await ended()
+      return
     }
-    if (!doNotWaitActive) await Promise.all([...core.runs.values()].map((r) => r.done))
+    core.pausedLocally = true
+    core.hand.giveBackAll()
+    const idle = ended().then(() => core.pausedLocally && this.cycles.stop())
+    if (!doNotWaitActive) await idle
+    if (core.phase === 'running') core.notify('paused')
   }
 
-  /** Takes jobs again after pause(). */
+  /** Takes jobs again after pause() (BullMQ's: a Worker made with autorun false and never run starts running). */
   resume(): void {
-    if (!this.core.pausedLocally || this.core.phase !== 'running') return
+    const core = this.core
+    if (core.phase !== 'running' || this.manual || (!core.pausedLocally && this.cycles.running)) return
+    const paused = core.pausedLocally
     this.resumed()
-    this.core.notify('resumed')
+    if (!this.cycles.running) void this.cycles.begin()
+    if (paused) core.notify('resumed')
   }
 
   isPaused(): boolean {
     return this.core.pausedLocally
   }
 
-  /** Taking and running jobs: started (autorun, or run()), not paused, not closing. */
+  /** During a run (BullMQ's): from run() or autorun until paused with no job running, or closing. */
   isRunning(): boolean {
-    return this.started !== undefined && this.core.phase === 'running' && !this.core.pausedLocally
+    return this.cycles.running && this.core.phase === 'running'
   }
 
   private resumed(): void {
