@@ -8,7 +8,7 @@
  * `job.clearLogs(keepLogs)` too: one command (LTRIM or DEL of the job's log), not fenced, as BullMQ's.
  */
 import { EchoMQError } from './errors.js'
-import type { Job } from './job.js'
+import type { Job, JobQueue } from './job.js'
 import { DELAY, MAX_PRIORITY } from './job-options.js'
 import { toJson } from './json.js'
 import * as commands from './redis/commands.js'
@@ -117,4 +117,31 @@ export function jobChanges(ctx: JobChangesContext): JobChanges {
       )
     },
   }
+}
+
+/**
+ * job.retry(state, opts): a failed job back to `wait` (queue.retryJobs), attemptsMade kept unless
+ * `resetAttemptsMade`, as BullMQ's; the Job left as BullMQ's leaves it (failedReason, processedOn, finishedOn,
+ * returnvalue null). A completed job is refused (ERR_JOB_STATE: add it again), and so is
+ * `resetAttemptsStarted` (ERR_OPTIONS): each run's token is numbered by its start, so the count goes on.
+ */
+export async function retryJob(
+  job: Job,
+  queue: JobQueue,
+  state: unknown,
+  opts: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean },
+): Promise<void> {
+  if (state !== 'failed')
+    throw new EchoMQError('ERR_JOB_STATE', `job ${job.id}: only a failed job can be retried; add a new job to run it again`)
+  const o = checkKnown('retry', opts, ['resetAttemptsMade', 'resetAttemptsStarted'])
+  if (o.resetAttemptsStarted)
+    fail(
+      'ERR_OPTIONS',
+      `job ${job.id}: resetAttemptsStarted is not supported: each run's token is numbered by its start, so the count goes on`,
+    )
+  const fresh = o.resetAttemptsMade === true
+  await queue.retryJobs({ ids: [job.id], ...(fresh ? { resetAttemptsMade: true } : {}) })
+  job.state = 'wait'
+  if (fresh) job.attemptsMade = 0
+  Object.assign(job, { failedReason: null, finishedOn: null, startedOn: null, returnValue: undefined })
 }

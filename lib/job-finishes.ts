@@ -30,6 +30,8 @@ export type NextJobData = [ReturnType<Job['toJSON']>, string, number, number] | 
 export interface JobFinishes {
   complete(job: Job, result: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData>
   fail(job: Job, err: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData>
+  /** Back to the front of the line, no attempt used (BullMQ's moveToWait): 0, as BullMQ's with no rate limit. */
+  release(job: Job, token: string | undefined): Promise<number>
 }
 
 export interface JobFinishesContext {
@@ -46,7 +48,12 @@ export interface JobFinishesContext {
 export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
   const { client, keys, queue, call } = ctx
 
-  async function finishOne(job: Job, token: string | undefined, request: Omit<commands.FinishRun, 'run'>, fetchNext: boolean): Promise<NextJobData> {
+  async function finishOne(
+    job: Job,
+    token: string | undefined,
+    request: Omit<commands.FinishRun, 'run'>,
+    fetchNext: boolean,
+  ): Promise<NextJobData> {
     const run: commands.FinishRun = { run: { id: job.id, token: token ?? '' }, ...request }
     const what = `finish job ${job.id} of queue`
     let reply = await call(what, () => commands.finishRuns(client, keys, [run]))
@@ -61,7 +68,7 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
     if (outcome.handoff !== undefined)
       await call('tell the parent of a flow job of queue', () => deliverHandoffs(client, keys, [[job.id, outcome.handoff as string]]))
     job.state = outcome.state as JobState
-    job.attemptsMade += 1
+    if (request.action !== 'release') job.attemptsMade += 1
     if (outcome.state === 'completed' || outcome.state === 'failed') job.finishedOn = reply.finishedOn
     if (outcome.backoffMs !== undefined) job.delay = outcome.backoffMs
     // As BullMQ's: a job retried at once takes nothing next (the next job would be itself).
@@ -85,6 +92,10 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
   }
 
   return {
+    async release(job, token) {
+      await finishOne(job, token, { action: 'release', value: '' }, false)
+      return 0
+    },
     async complete(job, result, token, fetchNext) {
       const value = result === undefined ? 'null' : toJson(result, 'its result', DEFAULTS.maxDataBytes)
       const reply = await finishOne(job, token, { action: 'complete', value }, fetchNext)

@@ -1,16 +1,13 @@
 /**
- * A job as stored in its hash (read back by the job hash's codec, lib/redis/job-codec.ts), and a queue's
- * job counts.
- *
- * A Job is data (what its hash holds, under EchoMQ's names and BullMQ's: `createdOn` is also `timestamp`,
- * `startedOn` also `processedOn`, `returnValue` also `returnvalue`) with a few methods that act through
- * the Queue or Worker it came from (its scope): `updateProgress` and `log` (fenced by the run's token for
- * the job a processor is given), `waitUntilFinished`. The scope is not an enumerable property, so a Job
- * compares and copies as its data, and serialises as its data with BullMQ's names added (toJSON).
+ * A job as stored in its hash (read back by lib/redis/job-codec.ts): data, under EchoMQ's names and BullMQ's
+ * (`createdOn` is also `timestamp`, `startedOn` also `processedOn`, `returnValue` also `returnvalue`), with
+ * methods that act through the Queue or Worker it came from (its scope). The scope is not an enumerable
+ * property, so a Job compares and copies as its data, and serialises with BullMQ's names added (toJSON).
  */
 
 import { EchoMQError } from './errors.js'
 import type { Dependencies, DependenciesOptions } from './flows/job-flows.js'
+import { retryJob } from './job-changes.js'
 import type { JobFields } from './job-fields.js'
 import type { NextJobData } from './job-finishes.js'
 import type { JobOptions, JobOpts } from './job-options.js'
@@ -245,10 +242,8 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   }
 
   /**
-   * Moves the job, in flight, to `delayed` until `timestamp` (ms since the epoch) without using an attempt;
-   * the processor then throws `new DelayedError()`. Fenced by `token` (the run's, `job.token` in a
-   * processor, the default there): ERR_LOCK_LOST for a run that lost its lease, ERR_JOB_STATE when the job
-   * is not in flight, nothing changed then.
+   * The job, in flight, to `delayed` until `timestamp` (ms since the epoch), no attempt used; then throw
+   * `new DelayedError()`. Fenced by `token` (the run's by default): ERR_LOCK_LOST, ERR_JOB_STATE.
    */
   async moveToDelayed(timestamp: number, token?: string): Promise<void> {
     const due = await this.scope()
@@ -286,6 +281,11 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /** Fails the job, in flight, as a processor's throw of `err` does (an attempt used; BullMQ's moveToFailed). */
   moveToFailed(err: unknown, token?: string, fetchNext = false): Promise<NextJobData> {
     return this.scope().finishes().fail(this, err, this.finishToken(token), fetchNext)
+  }
+
+  /** The job, in flight, back to the front of the line with no attempt used (BullMQ's moveToWait; resolves to 0). */
+  moveToWait(token?: string): Promise<number> {
+    return this.scope().finishes().release(this, this.finishToken(token))
   }
 
   /** BullMQ finishes with the token "0" unchecked: here it stands for the run's, which this Job holds (else none). */
@@ -336,16 +336,9 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return queue.add(name, data, opts) as Promise<Job<D, R, N>>
   }
 
-  /** A failed job back to `wait` with fresh attempts (queue.retryJobs); a completed one is refused (ERR_JOB_STATE). */
-  async retry(state: 'failed' | 'completed' = 'failed'): Promise<void> {
-    if (state !== 'failed')
-      throw new EchoMQError('ERR_JOB_STATE', `job ${this.id}: only a failed job can be retried; add a new job to run it again`)
-    await this.scope()
-      .queue()
-      .retryJobs({ ids: [this.id] })
-    this.state = 'wait'
-    // As BullMQ's retry leaves its Job: null (returnvalue null with returnValue gone).
-    Object.assign(this, { failedReason: null, finishedOn: null, startedOn: null, returnValue: undefined })
+  /** A failed job back to `wait`, attemptsMade kept unless `resetAttemptsMade`, as BullMQ's (lib/job-changes.ts retryJob). */
+  retry(state: 'failed' | 'completed' = 'failed', opts: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean } = {}) {
+    return retryJob(this, this.scope().queue(), state, opts)
   }
 
   /** Moves a delayed job to `wait` now (queue.promoteJob). */

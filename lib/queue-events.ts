@@ -180,9 +180,10 @@ export class QueueEvents<ReturnType = Untyped> extends EventEmitter {
     return this.ready
   }
 
-  /** Reads until close(); resolves then. A second call returns the same run. */
+  /** Reads until close(); resolves then. A second call is refused as BullMQ's ("Queue Events is already running."). */
   run(): Promise<void> {
-    this.running ??= this.waitUntilReady().then(
+    if (this.running) return Promise.reject(new EchoMQError('ERR_OPTIONS', `Queue Events is already running. (queue ${this.name})`))
+    this.running = this.waitUntilReady().then(
       () => this.consume(),
       (err) => void this.report(err),
     )

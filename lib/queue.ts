@@ -205,8 +205,8 @@ export class Queue<
     return act.addJobLog(this.core, jobId, logRow)
   }
 
-  /** Failed jobs back to `wait` with a fresh attempts budget: `ids` (all failed), or the oldest `limit` (all). */
-  retryJobs(options?: { ids?: string[]; limit?: number }): Promise<string[]> {
+  /** Failed jobs back to `wait`, attemptsMade kept (BullMQ's): `ids` (all failed), or the oldest `limit` (all). */
+  retryJobs(options?: act.RetryJobsOptions): Promise<string[]> {
     return act.retryJobs(this.core, options)
   }
 

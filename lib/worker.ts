@@ -38,7 +38,7 @@ import { EchoMQError, RateLimitError } from './errors.js'
 import type { Job } from './job.js'
 import type { Retention } from './job-options.js'
 import type { Untyped, WorkerListener } from './listeners.js'
-import { type BackoffStrategy, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
+import { type BackoffStrategy, setting, validateQueueName, type WorkerSettings, workerSettings } from './options.js'
 import type { RedisClient } from './redis/connection.js'
 import { READY_TIMEOUT_MS, untilReady } from './redis/connection-failure.js'
 import type { ConnectionOptions } from './redis/connection-options.js'
@@ -142,6 +142,16 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
       this.core.startStalledCheck()
     })
     if (settings.autorun && !this.manual) void this.cycles.begin()
+  }
+
+  /** BullMQ's: the jobs run at once. Settable: more are taken at once, fewer as runs end (ERR_OPTIONS: not 1..10,000). */
+  get concurrency(): number {
+    return this.core.settings.concurrency
+  }
+
+  set concurrency(n: number) {
+    this.core.settings.concurrency = setting('concurrency')(n)
+    this.core.wake?.()
   }
 
   /**

@@ -1,6 +1,7 @@
 --[[
-  Sends failed jobs back to the back of `wait` with a fresh attempts budget, keeping their history: the
-  last error moves to `lastError`, `attemptsStarted` (total runs) stays, `retried` counts the redrives.
+  Sends failed jobs back to the back of `wait`, keeping their history: the last error moves to
+  `lastError`, `attemptsStarted` (total runs) stays, `retried` counts the redrives. `attemptsMade` stays
+  (BullMQ's retry: a job that used all its attempts runs once more), or is reset: a fresh attempts budget.
   All or nothing: when a candidate is not in `failed`, nothing changes.
   A flow's child becomes a pending dependency of its parent again (BullMQ 6.7's reprocessJob,
   moveChildBackToParentDependencies): its parent may be in another slot, so the retry leaves a "retried"
@@ -19,7 +20,7 @@
   KEYS[8 + i]       HASH   job i       (i = 1 .. n)
 
   ARGV[1] "strict": every candidate must be failed (ids named by the caller), or "any": candidates no
-          longer failed (retried or removed meanwhile) are skipped
+          longer failed (retried or removed meanwhile) are skipped; "strict+" or "any+": attemptsMade reset
   ARGV[2] the highest score (finish time) a candidate may have, or "+inf": a job that failed again after
           a "retry all" began is not retried by it a second time
   ARGV[2 + i] job id i
@@ -31,7 +32,8 @@ local rcall = redis.call
 local q = {
   failed = KEYS[1], wait = KEYS[2], marker = KEYS[3], meta = KEYS[4], events = KEYS[5], listened = KEYS[6], prioritized = KEYS[7],
 }
-local strict = ARGV[1] == 'strict'
+local strict = string.sub(ARGV[1], 1, 6) == 'strict'
+local fresh = string.sub(ARGV[1], -1) == '+'
 local maxScore = ARGV[2] == '+inf' and math.huge or tonumber(ARGV[2])
 local handoffsKey = KEYS[8]
 local n = #ARGV - 2
@@ -62,8 +64,10 @@ for i = 1, n do
     end
     local f = rcall('HMGET', jobKey, 'token', 'attemptsStarted', 'parentKey', 'parent')
     rcall('HSET', jobKey, 'attemptsStarted', startsOf(f[1], f[2]))
-    rcall('HDEL', jobKey, 'failedReason', 'finishedOn', 'token', 'returnValue')
-    rcall('HSET', jobKey, 'attemptsMade', 0)
+    rcall('HDEL', jobKey, 'failedReason', 'finishedOn', 'token', 'returnValue', 'startedOn')
+    if fresh then
+      rcall('HDEL', jobKey, 'attemptsMade')
+    end
     local gen = rcall('HINCRBY', jobKey, 'retried', 1)
     if f[3] then
       -- Overwrites an entry of its failure not delivered yet: the parent learns the retry instead.

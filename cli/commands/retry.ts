@@ -44,7 +44,8 @@ With --all the oldest failed jobs go first. Prints the ids moved.
     const report = await withClient(url, (c) =>
       withQueue(c, prefix, queue, async (q): Promise<RetryReport> => {
         if (dryRun) return all ? dryRunAll(q, limit) : dryRunIds(q, ids)
-        const retried = await q.retryJobs(all ? (limit === undefined ? {} : { limit }) : { ids })
+        // A fresh attempts budget, as the command says (docs/cli.md).
+        const retried = await q.retryJobs({ ...(all ? (limit === undefined ? {} : { limit }) : { ids }), resetAttemptsMade: true })
         return { queue, dryRun, retried }
       }),
     )

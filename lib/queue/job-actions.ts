@@ -33,29 +33,53 @@ export async function addJobLog(q: QueueCore, jobId: string, logRow: string): Pr
   return q.scope.log({ id: jobId } as Job, logRow, undefined)
 }
 
+/** retryJobs' options: EchoMQ's `ids` or `limit`, BullMQ 6.7's `count`, `state` and `timestamp`, and `resetAttemptsMade`. */
+export interface RetryJobsOptions {
+  ids?: string[]
+  limit?: number
+  /** BullMQ's: jobs per script call (every failed job is retried); EchoMQ sends RETRY_BATCH a call whatever it is. */
+  count?: number
+  /** BullMQ's: only 'failed' (a completed job is added again, not retried: ERR_JOB_STATE). */
+  state?: 'failed'
+  /** BullMQ's: only jobs that failed at or before this time (ms since the epoch). */
+  timestamp?: number
+  /** A fresh attempts budget (the dashboard's and the CLI's retry); BullMQ keeps attemptsMade. */
+  resetAttemptsMade?: boolean
+}
+
 /**
- * Sends failed jobs back to `wait` with a fresh attempts budget, keeping their history (the last error
- * in `lastError`, all runs in `attemptsStarted`). `ids`: those jobs, every one of which must be failed
- * (else ERR_JOB_STATE and nothing changes); otherwise the oldest failed jobs, at most `limit` (all).
+ * Sends failed jobs back to `wait`, keeping their history (the last error in `lastError`, all runs in
+ * `attemptsStarted`) and, as BullMQ's, their attemptsMade (a job that used its attempts runs once more)
+ * unless `resetAttemptsMade`. `ids`: those jobs, every one of which must be failed (else ERR_JOB_STATE and
+ * nothing changes); otherwise the oldest failed jobs (failed by `timestamp`), at most `limit` (all).
  * Resolves to the ids moved.
  */
-export async function retryJobs(q: QueueCore, options?: { ids?: string[]; limit?: number }): Promise<string[]> {
+export async function retryJobs(q: QueueCore, options?: RetryJobsOptions): Promise<string[]> {
   q.assertOpen()
-  const o = checkKnown('retryJobs', options, ['ids', 'limit'])
-  if (o.ids !== undefined && o.limit !== undefined) fail('ERR_OPTIONS', 'retryJobs takes ids or limit, not both')
-  if (o.ids !== undefined) return retryNamed(q, o.ids)
+  const o = checkKnown('retryJobs', options, ['ids', 'limit', 'count', 'state', 'timestamp', 'resetAttemptsMade'])
+  if (o.ids !== undefined && (o.limit !== undefined || o.timestamp !== undefined))
+    fail('ERR_OPTIONS', 'retryJobs takes ids, or limit and timestamp, not both')
+  if (o.state === 'completed') fail('ERR_JOB_STATE', 'retryJobs retries failed jobs only: add a completed job again to run it again')
+  if (o.state !== undefined && o.state !== 'failed') fail('ERR_OPTIONS', `expected state to be 'failed', got: ${describe(o.state)}`)
+  opt(o.count, 0, (v) => checkInteger('count', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
+  const fresh = opt(o.resetAttemptsMade, false, (v) => {
+    if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected resetAttemptsMade to be true or false, got: ${describe(v)}`)
+    return v
+  })
+  if (o.ids !== undefined) return retryNamed(q, o.ids, fresh)
   const limit = opt(o.limit, Number.POSITIVE_INFINITY, (v) => checkInteger('limit', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
-  return retryOldest(q, limit)
+  const before = opt(o.timestamp, Number.POSITIVE_INFINITY, (v) => checkInteger('timestamp', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))
+  return retryOldest(q, limit, before, fresh)
 }
 
 /** The jobs of `ids`, every one of which must be failed (else ERR_JOB_STATE and nothing changes). */
-async function retryNamed(q: QueueCore, given: unknown): Promise<string[]> {
+async function retryNamed(q: QueueCore, given: unknown, fresh: boolean): Promise<string[]> {
   if (!Array.isArray(given) || given.length === 0 || given.length > MAX_JOBS_PER_CALL) {
     fail('ERR_OPTIONS', `expected ids to be an array of 1-${MAX_JOBS_PER_CALL} job ids, got: ${describe(given)}`)
   }
   const ids = [...new Set(given.map((id) => validateJobId(id)))]
   const { moved, notFailed } = await q.call('retry failed jobs of queue', async () => {
-    const reply = await commands.retry(q.client, q.keys, ids, true)
+    const reply = await commands.retry(q.client, q.keys, ids, true, Number.POSITIVE_INFINITY, fresh)
     await tellParents(q, reply.handoffs)
     return reply
   })
@@ -76,12 +100,14 @@ async function tellParents(q: QueueCore, handoffs: [string, string][]): Promise<
   if (handoffs.length > 0) await deliverHandoffs(q.client, q.keys, handoffs)
 }
 
-/** The oldest failed jobs, at most `limit`. */
-async function retryOldest(q: QueueCore, limit: number): Promise<string[]> {
+/** The oldest failed jobs that failed by `before` (ms), at most `limit`. */
+async function retryOldest(q: QueueCore, limit: number, before: number, fresh: boolean): Promise<string[]> {
   // Only the jobs failed when the call began, each once: with workers failing them again meanwhile (the
   // downstream is still down), re-reading `failed` from its start would send them back over and over.
-  const bound = await q.call('retry failed jobs of queue', () => newestFailedScore(q.client, q.keys))
-  if (bound === undefined) return []
+  const newest = await q.call('retry failed jobs of queue', () => newestFailedScore(q.client, q.keys))
+  if (newest === undefined) return []
+  // A score is the failure's ms plus a fraction: a job that failed at `before` has a score under before + 1.
+  const bound = Math.min(newest, before + 1 - 2 ** -12)
   const moved = new Set<string>()
   // Jobs this call retried that failed again within the same millisecond as `bound` are still in range:
   // stepped over, not retried twice.
@@ -94,7 +120,7 @@ async function retryOldest(q: QueueCore, limit: number): Promise<string[]> {
       skip += read.length - ids.length
       if (read.length === 0) return undefined
       if (ids.length === 0) return []
-      const reply = await commands.retry(q.client, q.keys, ids, false, bound)
+      const reply = await commands.retry(q.client, q.keys, ids, false, bound, fresh)
       await tellParents(q, reply.handoffs)
       return reply.moved
     })

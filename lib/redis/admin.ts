@@ -25,7 +25,7 @@ export const ADMIN_SCRIPTS = {
 } as const
 
 /**
- * Sends failed jobs back to `wait` with a fresh attempts budget. `strict`: every id must be failed, else
+ * Sends failed jobs back to `wait`, their attemptsMade kept, or reset with `fresh`. `strict`: every id must be failed, else
  * nothing changes and the first other id is returned as `notFailed`, with its state. `maxScore`: only
  * jobs that failed no later than this (their score in `failed`) move. `handoffs`: the entries a flow's
  * children left for their parents (lib/flows/handoffs.ts delivers them).
@@ -36,12 +36,13 @@ export async function retry(
   ids: string[],
   strict: boolean,
   maxScore = Number.POSITIVE_INFINITY,
+  fresh = false,
 ): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined; handoffs: [string, string][] }> {
   const [status, result, third] = (await evalScript(
     client,
     ADMIN_SCRIPTS.retry,
     [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, keys.handoffs, ...ids.map((id) => keys.job(id))],
-    [strict ? 'strict' : 'any', Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
+    [`${strict ? 'strict' : 'any'}${fresh ? '+' : ''}`, Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
   )) as ['ok', string[], string[]] | ['not-failed', string, JobState | 'missing']
   if (status !== 'ok') return { moved: [], notFailed: { id: result, state: third }, handoffs: [] }
   const handoffs: [string, string][] = []

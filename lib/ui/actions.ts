@@ -39,7 +39,8 @@ export async function queueAction(queue: Queue, action: QueueAction, confirmed: 
           },
         }
       }
-      return { done: 'retried', n: (await queue.retryJobs()).length }
+      // The operator's retry: a fresh attempts budget (docs/dashboard.md).
+      return { done: 'retried', n: (await queue.retryJobs({ resetAttemptsMade: true })).length }
     }
     case 'clean-completed':
     case 'clean-failed': {
@@ -61,7 +62,7 @@ export async function queueAction(queue: Queue, action: QueueAction, confirmed: 
 export async function jobAction(queue: Queue, id: string, action: JobAction): Promise<Outcome> {
   switch (action) {
     case 'retry':
-      return { done: 'retried', n: (await queue.retryJobs({ ids: [id] })).length }
+      return { done: 'retried', n: (await queue.retryJobs({ ids: [id], resetAttemptsMade: true })).length }
     case 'remove':
       if (!(await queue.removeJob(id))) throw new DashboardError('ERR_UI_NOT_FOUND', `no job "${id}" in queue "${queue.name}"`)
       return { done: 'removed', n: 1 }

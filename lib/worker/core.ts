@@ -128,7 +128,10 @@ export class WorkerCore implements RunContext {
     this.blocking.on('error', () => undefined) // the main connection reports the outage
     this.wantsSignal = processor.length >= 3
     this.takeAhead = new TakeAhead({
-      concurrency: settings.concurrency,
+      // Read at each use: worker.concurrency may change it.
+      get concurrency() {
+        return settings.concurrency
+      },
       taker: {
         workerToken: id,
         leaseMs: lockDuration,

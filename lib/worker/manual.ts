@@ -69,7 +69,10 @@ export async function takeNext(core: RunContext, token: string): Promise<Job | u
   return undefined
 }
 
-/** One take of the next candidate: the Job, or why none: nothing ready, its candidate taken first, or held back. */
+/**
+ * One take of the next candidate: the Job (emitting `active`, as BullMQ's getNextJob), or why none: nothing
+ * ready, its candidate taken first, or held back (paused, -1, or limited: nothing is taken until that ends).
+ */
 async function takeOne(core: RunContext, token: string): Promise<Job | 'none' | 'gone' | 'held'> {
   const { client } = core.conn
   const ids = await core.calls.track(readCandidates(client, core.keys, 1)).catch((err: unknown) => {
@@ -81,7 +84,8 @@ async function takeOne(core: RunContext, token: string): Promise<Job | 'none' | 
   })
   core.promoter.learn(result)
   const taken = result.taken[0]
-  if (taken) return new Job(taken.job, core.scope, taken.token, token)
-  // Paused (-1) or limited: nothing is taken until that ends.
-  return result.waitMs !== 0 ? 'held' : 'gone'
+  if (!taken) return result.waitMs !== 0 ? 'held' : 'gone'
+  const job = new Job(taken.job, core.scope, taken.token, token)
+  core.notify('active', job, 'waiting')
+  return job
 }

@@ -182,6 +182,28 @@ describe('options', () => {
     }
   })
 
+  it('worker.concurrency refuses a value out of 1..10,000 (ERR_OPTIONS), keeping its own', async () => {
+    // direct: the concurrency setter's validation is under test
+    const worker = new Worker('q', proc, { connection: redis.client, concurrency: 2, autorun: false })
+    try {
+      for (const n of [0, -1, 1.5, Number.NaN, '3', 10_001]) {
+        expect(() => {
+          worker.concurrency = n as number
+        }).toThrow(expect.objectContaining({ code: 'ERR_OPTIONS' }))
+      }
+      expect(worker.concurrency).toBe(2)
+    } finally {
+      await worker.close()
+    }
+  })
+
+  it('job.retry refuses resetAttemptsStarted and unknown options (ERR_OPTIONS), changing nothing', async () => {
+    const job = await fx.queue.add('x', {})
+    await expect(job.retry('failed', { resetAttemptsStarted: true })).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+    await expect(job.retry('failed', { resetAttempts: true } as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+    expect(await job.getState()).toBe('waiting')
+  })
+
   it('Worker rejects a processor that is not a function', async () => {
     // direct: the constructor’s option validation is under test
     await rejects('ERR_OPTIONS', () => new Worker('q', 'nope' as never, { connection: redis.client }))

@@ -273,24 +273,52 @@ describe('failed-job operations', () => {
     expect((await fx.queue.getJobs('failed', {}))[0]).toMatchObject({ state: 'failed', failedReason: 'downstream is down' })
   })
 
-  it('retryJobs({ ids }) sends failed jobs back with a fresh budget, keeping their history', async () => {
+  it('retryJobs({ ids }) sends failed jobs back keeping their attemptsMade and history (BullMQ), or with a fresh budget', async () => {
     await failJobs(['a', 'b'])
 
     const moved = await fx.queue.retryJobs({ ids: ['a'] })
+    expect(await fx.queue.retryJobs({ ids: ['b'], resetAttemptsMade: true })).toEqual(['b'])
 
     expect(moved).toEqual(['a'])
     expect(await fx.queue.getJob('a')).toMatchObject({
       state: 'wait',
-      attemptsMade: 0,
+      attemptsMade: 1,
       attemptsStarted: 1,
       lastError: 'downstream is down',
       retried: 1,
     })
-    expect((await fx.queue.getJob('a'))?.failedReason).toBeUndefined()
-    expect(await fx.queue.counts()).toMatchObject({ wait: 1, failed: 1 })
+    expect(await fx.queue.getJob('b')).toMatchObject({ state: 'wait', attemptsMade: 0, attemptsStarted: 1, retried: 1 })
+    const a = await fx.queue.getJob('a')
+    expect([a?.failedReason, a?.startedOn, a?.finishedOn]).toEqual([undefined, undefined, undefined])
+    expect(await fx.queue.counts()).toMatchObject({ wait: 2, failed: 0 })
     const w = worker(() => 'fixed')
-    await nextEvent(w, 'completed')
-    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 })
+    await waitFor(async () => (await fx.queue.counts()).completed === 2, { what: 'both retried jobs completed' })
+    expect(await fx.queue.getJob('a')).toMatchObject({ state: 'completed', attemptsMade: 2, attemptsStarted: 2 })
+    expect(await fx.queue.getJob('b')).toMatchObject({ state: 'completed', attemptsMade: 1, attemptsStarted: 2 })
+    await w.close()
+  })
+
+  it('a job retried after its attempts are used runs once more: failing again, it fails for good (BullMQ)', async () => {
+    await fx.queue.add('x', {}, { jobId: 'once', attempts: 2 })
+    const w = worker(() => {
+      throw new Error('still down')
+    })
+    await waitFor(async () => (await fx.queue.getJob('once'))?.state === 'failed', { what: 'two attempts used' })
+    await fx.queue.retryJobs({ ids: ['once'] })
+    await waitFor(async () => (await fx.queue.getJob('once'))?.state === 'failed', { what: 'the one more run failed' })
+    expect(await fx.queue.getJob('once')).toMatchObject({ attemptsMade: 3, attemptsStarted: 3 })
+    await w.close()
+  })
+
+  it("retryJobs takes BullMQ's { count, state, timestamp }: only jobs failed by timestamp; a completed state refused", async () => {
+    await failJobs(['a', 'b'])
+    const [a, b] = [await fx.queue.getJob('a'), await fx.queue.getJob('b')]
+    expect(await fx.queue.retryJobs({ count: 10, state: 'failed', timestamp: (a?.finishedOn as number) - 1 })).toEqual([])
+    const cut = Math.min(a?.finishedOn as number, b?.finishedOn as number)
+    const first = await fx.queue.retryJobs({ timestamp: cut })
+    expect(first.length).toBeGreaterThanOrEqual(1)
+    await expect(fx.queue.retryJobs({ state: 'completed' } as never)).rejects.toMatchObject({ code: 'ERR_JOB_STATE' })
+    await expect(fx.queue.retryJobs({ count: 0 })).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
   })
 
   it('retryJobs() retries every failed job, oldest first, and { limit } only that many', async () => {
