@@ -34,6 +34,7 @@ import {
   type WorkerEvent,
   type WorkerPhase,
 } from './context.js'
+import { stalledFailed } from './events.js'
 import { finishRuns } from './finish-batch.js'
 import { unreserveHeld } from './finishing.js'
 import { Hand } from './hand.js'
@@ -202,8 +203,9 @@ export class WorkerCore implements RunContext {
       },
       clock: settings.clock,
       onError: (err) => this.report(this.failure('check for stalled jobs of queue', err)),
-      onStalled: (ids) => {
-        for (const jobId of ids) this.notify('stalled', jobId, 'active')
+      onStalled: ({ recovered, failed }) => {
+        for (const jobId of [...recovered, ...failed]) this.notify('stalled', jobId, 'active')
+        if (failed.length > 0) void this.calls.track(stalledFailed(this, failed))
       },
     })
   }

@@ -1,9 +1,34 @@
 /**
- * What a worker tells its listeners about its connection: an outage once, when it starts (calls wait
- * through reconnects before they fail), and `ready` the first time the connection answers.
+ * What a worker tells its listeners beyond its runs: an outage of its connection once, when it starts
+ * (calls wait through reconnects before they fail), `ready` the first time the connection answers, and
+ * `failed` for the jobs its stalled sweep failed.
  */
+import { UnrecoverableError } from '../errors.js'
+import { jobFromHash } from '../job.js'
 import { watchOutages } from '../redis/outages.js'
+import { readJobs } from '../redis/queries.js'
 import type { RunContext } from './context.js'
+
+/** The reason BullMQ gives a job stalled past maxStalledCount (lua/sweep-11.lua stores the same). */
+const STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
+
+/**
+ * `failed` (job, UnrecoverableError, 'active') for each job this worker's stalled sweep failed, as a BullMQ
+ * worker emits for one (BullMQ fails it in the worker that takes it next; EchoMQ's sweep fails it at once).
+ */
+export async function stalledFailed(core: RunContext, ids: string[]): Promise<void> {
+  let hashes: Record<string, string>[]
+  try {
+    hashes = await readJobs(core.conn.client, core.keys, ids)
+  } catch (err) {
+    return core.report(core.failure('read the jobs its stalled sweep failed, of queue', err))
+  }
+  for (const [i, id] of ids.entries()) {
+    const hash = hashes[i]
+    if (hash && Object.keys(hash).length > 0)
+      core.notify('failed', jobFromHash(id, hash, core.scope), new UnrecoverableError(STALLED_TOO_OFTEN), 'active')
+  }
+}
 
 export function watchConnection(core: RunContext): void {
   const client = core.conn.client

@@ -21,8 +21,8 @@ export interface StalledCheckerOptions {
   sweep: SweepSettings
   clock: Clock
   onError(err: unknown): void
-  /** After a pass that recovered or failed jobs (for the worker's `stalled` events). */
-  onStalled(ids: string[]): void
+  /** After a pass that recovered or failed jobs (for the worker's `stalled` and `failed` events). */
+  onStalled(pass: { recovered: string[]; failed: string[] }): void
 }
 
 export class StalledChecker {
@@ -56,8 +56,7 @@ export class StalledChecker {
     try {
       if (!(await claimStalledCheck(client, keys, intervalMs))) return
       const pass = await sweepQueue(client, keys, sweep)
-      const ids = [...pass.recovered, ...pass.failed]
-      if (ids.length > 0) this.o.onStalled(ids)
+      if (pass.recovered.length + pass.failed.length > 0) this.o.onStalled(pass)
     } catch (err) {
       if (!this.closed) this.o.onError(err)
     }

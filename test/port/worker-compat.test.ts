@@ -122,6 +122,24 @@ describe.each(LIBRARIES)('%s: worker lifecycle and retries', (name) => {
     expect((await t.queue.getJob(job.id as string))?.attemptsMade).toBe(0)
   })
 
+  it('a job stalled past maxStalledCount is failed, with a failed event on a worker', async () => {
+    const started = first<Job>()
+    const stuck = t.worker(() => new Promise(() => undefined), { stalledInterval: 100, maxStalledCount: 0 })
+    stuck.on('active', started.listener)
+    const job = await t.queue.add('test', { bar: 'baz' })
+    await started.value
+    // Gone without a word: its lease lapses (close(true) gives the running job up, its lease no longer renewed).
+    await stuck.close(true)
+    const failed = first<[Job, Error, string]>()
+    const checker = t.worker(() => undefined, { stalledInterval: 100, maxStalledCount: 0 })
+    checker.on('failed', (j, err, prev) => failed.listener([j as Job, err, prev as string]))
+    const [failedJob, err, prev] = await failed.value
+    expect(failedJob.id).toBe(job.id)
+    expect(err.message).toBe('job stalled more than allowable limit')
+    expect(prev).toBe('active')
+    expect(await job.getState()).toBe('failed')
+  })
+
   it('QueueEvents.run() while it runs is refused', async () => {
     const events = new t.lib.QueueEvents(t.queueName, { connection: t.connection, autorun: false })
     try {
