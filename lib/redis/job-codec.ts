@@ -290,6 +290,8 @@ const DEID_AT = OPTION_AT + OPTION_FIELDS.length
 export const STARTED_ON_AT = DEID_AT + 4
 /** Where `deps` is in takeJobs.lua's FIELD_AT (0-based): after the token's place, so the fields before kept their letters. */
 const DEPS_AT = STARTED_ON_AT + 1
+/** Where `stalledCounter` is in takeJobs.lua's FIELD_AT (0-based): after deps (a job that stalled has one). */
+const STALLED_AT = DEPS_AT + 1
 
 /** Where `createdOn` is in takeJobs.lua's FIELD_AT (0-based). */
 export const CREATED_ON_AT = 2
@@ -353,6 +355,7 @@ export function jobFromFields(id: string, f: (string | null)[], now: string, sta
   if (f[7] != null) job.retried = Number(f[7])
   if (f[8] != null) job.progress = parseJson(f[8])
   if (f[DEID_AT] != null) job.deduplicationId = f[DEID_AT] as string
+  if (f[STALLED_AT] != null) job.stalledCounter = Number(f[STALLED_AT])
   withFlowFields(job, f[DEID_AT + 1], f[DEID_AT + 2], f[DEID_AT + 3])
   return job
 }

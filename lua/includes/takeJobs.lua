@@ -4,19 +4,20 @@
 -- there; then the options (backoff .. lifo), which make job.opts (absent ones, the defaults, come back as
 -- nil). `token` is dropped from the reply (set to nil; its place carries a handed-back run's startedOn).
 -- `deps` (a flow's parent: a finish that removes it at once removes its flow keys with it, finish-16.lua)
--- comes after it, added after the others so that each of theirs kept its letter. Written as literals, not
+-- comes after it, added after the others so that each of theirs kept its letter; `stalledCounter` (a job that
+-- stalled: written only by a stall) after it. Written as literals, not
 -- built by a loop: a script's top level runs on every call, and inserting 23 keys one by one (the table
 -- grown six times) cost each call some 5 µs of Redis time.
 local FIELD_AT = {
   name = 1, data = 2, createdOn = 3, attemptsStarted = 4, attempts = 5, attemptsMade = 6, lastError = 7,
   retried = 8, progress = 9, stacktrace = 10, backoff = 11, keep = 12, keepFailed = 13, keepLogs = 14,
   priority = 15, stackTraceLimit = 16, delay = 17, lifo = 18, deid = 19, parentKey = 20, parent = 21,
-  defa = 22, token = 23, deps = 24,
+  defa = 22, token = 23, deps = 24, stalledCounter = 25,
 }
 local F_NAME, F_DATA, F_CREATED, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 3, 4, 15, 23
 -- The letter a field after data travels under (replyFields): the one at its place, 'c' for createdOn (the
--- third) .. 'w' for the token's place, 'x' for deps (lib/redis/taking.ts fieldsOf reads it back).
-local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x' }
+-- third) .. 'w' for the token's place, 'x' for deps, 'y' for stalledCounter (lib/redis/taking.ts fieldsOf).
+local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y' }
 
 -- The fields of FIELD_AT of a job, by place (nil for an absent one), from one HGETALL: a job hash holds few
 -- fields (a job with the default options, five at its take), and asking HMGET for 24 names scans the hash

@@ -140,6 +140,19 @@ describe.each(LIBRARIES)('%s: worker lifecycle and retries', (name) => {
     expect(await job.getState()).toBe('failed')
   })
 
+  it('a stalled job run again holds its stalledCounter', async () => {
+    const started = first<Job>()
+    const stuck = t.worker(() => new Promise(() => undefined), { stalledInterval: 100 })
+    stuck.on('active', started.listener)
+    await t.queue.add('test', {})
+    await started.value
+    await stuck.close(true)
+    const seen = first<[number, number]>()
+    const checker = t.worker((job: Job) => job.stalledCounter, { stalledInterval: 100 })
+    checker.on('completed', (job, result) => seen.listener([job.stalledCounter, result as number]))
+    expect(await seen.value).toEqual([1, 1])
+  })
+
   it('QueueEvents.run() while it runs is refused', async () => {
     const events = new t.lib.QueueEvents(t.queueName, { connection: t.connection, autorun: false })
     try {
