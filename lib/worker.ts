@@ -144,6 +144,11 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     if (settings.autorun && !this.manual) void this.cycles.begin()
   }
 
+  /** BullMQ's worker.opts: the settings in force, defaults filled in (a copy: change concurrency on the worker). */
+  get opts(): Readonly<WorkerSettings> {
+    return Object.freeze({ ...this.core.settings })
+  }
+
   /** BullMQ's: the jobs run at once. Settable: more are taken at once, fewer as runs end (ERR_OPTIONS: not 1..10,000). */
   get concurrency(): number {
     return this.core.settings.concurrency

@@ -38,7 +38,7 @@
           "prioritized", "delayed", "completed", "failed" or "waiting-children"
   ARGV[3 + i] job id i
 
-  Returns { status, count[, entries] }: status "active" (jobs in flight and not forced; nothing changed), "ok"
+  Returns { status, count[, entries] }: status "active" (jobs in flight or reserved, not forced; nothing changed), "ok"
   with the jobs removed and { child id, entry, ... } the outbox entries of the flow children among them (the
   caller delivers them), or in "keys" mode "done" (the queue's keys are gone) or "more" (a set is not empty).
 ]]
@@ -48,7 +48,8 @@ local completedKey, failedKey, reservedKey = KEYS[5], KEYS[6], KEYS[9]
 local mode, force, source = ARGV[1], ARGV[2] == '1', ARGV[3]
 -- @include handoff
 
-if not force and rcall('ZCARD', activeKey) > 0 then
+-- Reserved jobs count as in flight: a busy worker holds them to start next (BullMQ's would have taken them).
+if not force and rcall('ZCARD', activeKey) + rcall('ZCARD', reservedKey) > 0 then
   return { 'active', 0 }
 end
 if mode == 'keys' then

@@ -112,4 +112,7 @@ async function deliverOutbox(client: RedisClient, keys: QueueKeys): Promise<void
 }
 
 const refused = (queue: string) =>
-  new EchoMQError('ERR_QUEUE_ACTIVE', `Cannot obliterate queue with active jobs: queue ${queue} has jobs in flight (pass { force: true })`)
+  new EchoMQError(
+    'ERR_QUEUE_ACTIVE',
+    `Cannot obliterate queue with active jobs: queue ${queue} has jobs in flight or set aside by busy workers (pass { force: true })`,
+  )

@@ -85,9 +85,10 @@ describe.each(LIBRARIES)('%s: worker lifecycle and retries', (name) => {
 
   it('job.processedBy is the name of the worker that took it', async () => {
     const seen = first<string | undefined>()
-    t.worker(async (job: Job) => seen.listener(job.processedBy), { name: 'foobar' })
+    const worker = t.worker(async (job: Job) => seen.listener(job.processedBy), { name: 'foobar' })
     await t.queue.add('test', {})
     expect(await seen.value).toBe('foobar')
+    expect(worker.opts.name).toBe('foobar')
   })
 
   it('job.retry() keeps attemptsMade, so a job that used its attempts runs once more, and clears the Job', async () => {

@@ -294,6 +294,21 @@ describe('drain, clean, obliterate', () => {
     await expect(fx.queue.obliterate({ forse: true } as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
   })
 
+  it('obliterate refuses while a busy worker holds a reservation (its next job, out of wait): nothing deleted', async () => {
+    await fx.queue.addBulk([
+      { name: 'x', data: {}, opts: { jobId: 'next' } },
+      { name: 'x', data: {} },
+    ])
+    // What takeJobs.lua reserveNext leaves: the id out of `wait`, in `reserved` until its lease's deadline.
+    await redis.client.lrem(fx.keys.wait, 1, 'next')
+    await redis.client.zadd(fx.keys.reserved, Date.now() + 30_000, 'next')
+    const before = await keysOfQueue()
+    await expect(fx.queue.obliterate()).rejects.toMatchObject({ code: 'ERR_QUEUE_ACTIVE', message: expect.stringMatching(/set aside/) })
+    expect(await keysOfQueue()).toEqual(before)
+    await fx.queue.obliterate({ force: true })
+    expect(await keysOfQueue()).toEqual([])
+  })
+
   it('obliterate deletes the deduplication ids held with a ttl: the next add of such an id is a new job', async () => {
     const held = await fx.queue.add('x', { v: 1 }, { deduplication: { id: 'D', ttl: 60_000 } })
     await fx.queue.add('x', { v: 1 }, { deduplication: { id: 'U' } })
