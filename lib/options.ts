@@ -28,6 +28,8 @@ export const HEARTBEAT_FRACTION_DEFAULT = 0.5
 export const CLOSE_TIMEOUT_MS_DEFAULT = undefined
 export const MAX_STALLED_COUNT_DEFAULT = defaults.maxStalledCount
 export const STALLED_INTERVAL_MS_DEFAULT = defaults.stalledIntervalMs
+/** The longest a rate-limited worker sleeps before asking Redis again (ms): BullMQ's maximumRateLimitDelay. */
+export const MAXIMUM_RATE_LIMIT_DELAY_MS_DEFAULT = 30_000
 /** How long worker.getNextJob({ block: true }) waits for a job (s): BullMQ's drainDelay. */
 export const DRAIN_DELAY_S_DEFAULT = defaults.drainDelayS
 /**
@@ -218,6 +220,8 @@ export interface WorkerSettings {
   autorun: boolean
   /** How long getNextJob({ block: true }) waits for a job (s). */
   drainDelay: number
+  /** The longest a rate-limited worker sleeps before it asks Redis again (ms; BullMQ's, 30000). */
+  maximumRateLimitDelay: number
 }
 
 function limiter(value: unknown): { max: number; duration: number } {
@@ -242,7 +246,7 @@ const flag = (name: string) => (v: unknown) => {
  * BullMQ worker's wait for a job, seconds) is how long getNextJob waits for one; a running EchoMQ worker waits on
  * its queue's marker however long.
  */
-const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime'] as const
+const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime', 'maximumRateLimitDelay'] as const
 const MAX_DRAIN_DELAY_S = 600
 
 function bullmqWorkerNames(o: Record<string, unknown>): void {
@@ -315,6 +319,9 @@ export function workerSettings(options: unknown): WorkerSettings {
     limiter: opt(o.limiter, undefined, limiter),
     autorun: opt(o.autorun, true, flag('autorun')),
     drainDelay: (o.drainDelay as number | undefined) ?? DRAIN_DELAY_S_DEFAULT,
+    maximumRateLimitDelay: opt(o.maximumRateLimitDelay, MAXIMUM_RATE_LIMIT_DELAY_MS_DEFAULT, (v) =>
+      checkInteger('maximumRateLimitDelay', v, { min: 1, max: MAX_DURATION_MS, unit: 'ms' }),
+    ),
   }
 }
 

@@ -242,13 +242,13 @@ export class Queue<
     return control.isPaused(this.core)
   }
 
-  /**
-   * Holds every worker of the queue, on every host, back from starting jobs for `ms` (BullMQ's rateLimit):
-   * for a processor that learnt from an API that it must back off, before it throws Worker.RateLimitError().
-   */
+  /** Holds every worker of the queue back from starting jobs for `ms` (BullMQ's rateLimit; Worker.RateLimitError). */
   rateLimit(ms: number): Promise<void> {
     return control.rateLimit(this.core, ms)
   }
+
+  /** Lifts a rateLimit hold and empties the limiters' window (BullMQ's): 1 when there was one, else 0. */
+  removeRateLimitKey = (): Promise<number> => control.removeRateLimitKey(this.core)
 
   /**
    * BullMQ's getRateLimitTtl(maxJobs?): ms left before the queue may start jobs again (a rateLimit hold, or

@@ -99,6 +99,8 @@ export interface WorkerOptions {
   drainDelay?: number
   /** BullMQ's name for heartbeatInterval (ms); give one of them. */
   lockRenewTime?: number
+  /** The longest a rate-limited worker sleeps before it asks Redis again (ms; BullMQ's, 30000). */
+  maximumRateLimitDelay?: number
 }
 
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's WorkerListener)

@@ -35,6 +35,12 @@ export async function rateLimit(q: QueueCore, ms: number): Promise<void> {
   await q.call('rate-limit queue', () => commands.rateLimit(q.client, q.keys, ms))
 }
 
+/** BullMQ's removeRateLimitKey(): the hold lifted and the limiters' window emptied; 1 when there was either. */
+export async function removeRateLimitKey(q: QueueCore): Promise<number> {
+  q.assertOpen()
+  return q.call('lift the rate limit of queue', () => commands.removeRateLimit(q.client, q.keys))
+}
+
 /** BullMQ's getRateLimitTtl(maxJobs?) (see Queue.getRateLimitTtl; redis/queries.ts rateLimitTtl says how). */
 export async function getRateLimitTtl(q: QueueCore, maxJobs?: number): Promise<number> {
   if (maxJobs !== undefined && (!Number.isInteger(maxJobs) || maxJobs < 0))

@@ -100,6 +100,13 @@ export async function rateLimit(client: RedisClient, keys: QueueKeys, ms: number
   return (await evalScript(client, ADMIN_SCRIPTS.limit, [keys.meta], [ms])) as number
 }
 
+/** Lifts a hold (limit-1.lua with 0) and deletes the limiters' window: 1 when there was either, else 0. */
+export async function removeRateLimit(client: RedisClient, keys: QueueKeys): Promise<number> {
+  const held = await client.hexists(keys.meta, 'limitedUntil')
+  await rateLimit(client, keys, 0)
+  return Math.min(1, held + (await client.del(keys.limiter)))
+}
+
 // ---- listening to events -----------------------------------------------------------------------------
 
 /**

@@ -1,6 +1,6 @@
 /**
- * BullMQ's worker.rateLimit(ms): holds every worker of the queue back from starting jobs for `ms` (the
- * queue's limiter key), and this one at once; paired with `throw Worker.RateLimitError()`, which returns
+ * BullMQ's worker.rateLimit(ms): holds every worker of the queue back from starting jobs for `ms` (meta's
+ * `limitedUntil`), this one from its next call's answer; paired with `throw Worker.RateLimitError()`, which returns
  * the job to the line without using an attempt (worker/failure.ts).
  */
 import { EchoMQError } from '../errors.js'
@@ -15,5 +15,6 @@ export async function rateLimit(core: RunContext, ms: number): Promise<void> {
   } catch (err) {
     throw core.failure('rate-limit queue', err)
   }
-  core.hold(ms)
+  // No hold of its own: the worker's next take or finish is answered with the hold (as every worker's), and a
+  // hold lifted meanwhile (queue.removeRateLimitKey, rateLimit(0)) is not waited out.
 }

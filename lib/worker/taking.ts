@@ -67,10 +67,14 @@ async function takeRound(core: RunContext, idle: boolean): Promise<'again' | 'id
     await core.nap()
     return 'again'
   }
-  // Limited: sleep until the window has room (a run ending wakes it too), without asking Redis.
+  // Limited: sleep until the window has room (a run ending wakes it too), without asking Redis; at most
+  // maximumRateLimitDelay (BullMQ's), then ask again (a hold lifted meanwhile: queue.removeRateLimitKey).
   const held = core.heldUntil - clock.now()
   if (held > 0) {
-    await core.nap(held)
+    const napFrom = clock.now()
+    const most = core.settings.maximumRateLimitDelay
+    await core.nap(Math.min(held, most))
+    if (clock.now() - napFrom >= most) core.heldUntil = Math.min(core.heldUntil, clock.now())
     return 'again'
   }
   const took = !idle && (await take(core, Math.min(free, MAX_TAKE_BATCH)))

@@ -1,6 +1,7 @@
 /**
- * BullMQ's tests of queue.promoteJobs (tests/queue.test.ts) and queue.getCountsPerPriority
- * (tests/getters.test.ts), ported. They run on LIBRARIES (adapter.ts).
+ * BullMQ's tests of queue.promoteJobs (tests/queue.test.ts), queue.getCountsPerPriority
+ * (tests/getters.test.ts) and queue.removeRateLimitKey (tests/rate_limiter.test.ts), ported. They run on
+ * LIBRARIES (adapter.ts).
  */
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
@@ -33,5 +34,18 @@ describe.each(LIBRARIES)('%s: promoteJobs and getCountsPerPriority', (name) => {
     if (paused) await t.queue.pause()
     await t.queue.addBulk(Array.from({ length: 42 }, (_, index) => ({ name: 'test', data: {}, opts: { priority: index % 4 } })))
     expect(await t.queue.getCountsPerPriority([0, 1, 2, 3])).toEqual({ '0': 11, '1': 11, '2': 10, '3': 10 })
+  })
+
+  it('removeRateLimitKey lifts a rateLimit hold: jobs run again', async () => {
+    const worker = t.worker(() => 'done', { autorun: false })
+    await worker.rateLimit(60_000)
+    expect(await t.queue.getRateLimitTtl()).toBeGreaterThan(50_000)
+    expect(await t.queue.removeRateLimitKey()).toBe(1)
+    expect(await t.queue.getRateLimitTtl()).toBe(-2)
+    const completed = counted(1)
+    worker.on('completed', completed.listener)
+    await t.queue.add('test', {})
+    void worker.run()
+    await completed.done
   })
 })
