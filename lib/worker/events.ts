@@ -23,10 +23,9 @@ export async function stalledFailed(core: RunContext, ids: string[]): Promise<vo
   } catch (err) {
     return core.report(core.failure('read the jobs its stalled sweep failed, of queue', err))
   }
+  // A job its removeOnFail removed at once is told of too, as what is left of it: its id.
   for (const [i, id] of ids.entries()) {
-    const hash = hashes[i]
-    if (hash && Object.keys(hash).length > 0)
-      core.notify('failed', jobFromHash(id, hash, core.scope), new UnrecoverableError(STALLED_TOO_OFTEN), 'active')
+    core.notify('failed', jobFromHash(id, hashes[i] ?? {}, core.scope), new UnrecoverableError(STALLED_TOO_OFTEN), 'active')
   }
 }
 
