@@ -147,7 +147,7 @@ describe('readiness', () => {
 })
 
 describe("a worker's own pause", () => {
-  it('pause() lets the running job finish and takes nothing more until resume(); other workers go on', async () => {
+  it('pause() lets the running job finish, then emits paused, and takes nothing more until resume(); other workers go on', async () => {
     let release: () => void = () => undefined
     const ran: string[] = []
     const w = fx.worker((job: Job) => {
@@ -159,14 +159,18 @@ describe("a worker's own pause", () => {
     await started
     const paused = nextEvent(w, 'paused')
     let done = false
+    let heard = false
+    void paused.then(() => (heard = true))
     const pausing = w.pause().then(() => (done = true))
-    await paused
     expect(w.isPaused()).toBe(true)
-    expect(w.isRunning()).toBe(false)
+    // Its job still runs: the run goes on (isRunning), and `paused` waits for it, as BullMQ's.
+    expect(w.isRunning()).toBe(true)
     await fx.queue.add('x', {}, { jobId: 'second' })
-    expect(done).toBe(false)
+    expect([done, heard]).toEqual([false, false])
     release()
     await pausing
+    await paused
+    expect(w.isRunning()).toBe(false)
     expect(await fx.queue.getJobState('first')).toBe('completed')
     expect(await fx.queue.getJobState('second')).toBe('waiting')
     // Another worker of the queue takes it meanwhile: the pause was this worker's only.
