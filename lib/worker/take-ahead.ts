@@ -123,6 +123,14 @@ export class TakeAhead {
 
   constructor(private readonly o: TakeAheadOptions) {}
 
+  /**
+   * The queue is paused or held back: ids peeked at are stale by the time it is not (jobs added meanwhile,
+   * a lifo one in front of them), so the next take reads the line again.
+   */
+  forgetPeeked(): void {
+    this.hint = []
+  }
+
   /** A job ran for `ms`: what decides whether the worker reserves. */
   ran(ms: number): void {
     this.runMs = this.runMs === Number.POSITIVE_INFINITY ? ms : this.runMs * 0.9 + ms * 0.1

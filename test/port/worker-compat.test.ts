@@ -154,6 +154,19 @@ describe.each(LIBRARIES)('%s: worker lifecycle and retries', (name) => {
     expect(await seen.value).toEqual([1, 1])
   })
 
+  it('lifo jobs added while the queue is paused run newest first once it resumes', async () => {
+    const seen: number[] = []
+    const done = counted(4)
+    // Made before the pause, not waited for: its first look at the line may come while the queue is paused.
+    const worker = t.worker(async (job: Job) => void seen.push((job.data as { count: number }).count))
+    worker.on('completed', done.listener)
+    await t.queue.pause()
+    for (let count = 1; count <= 4; count++) await t.queue.add('test', { count }, { lifo: true })
+    await t.queue.resume()
+    await done.done
+    expect(seen).toEqual([4, 3, 2, 1])
+  })
+
   it('QueueEvents.run() while it runs is refused', async () => {
     const events = new t.lib.QueueEvents(t.queueName, { connection: t.connection, autorun: false })
     try {
