@@ -14,13 +14,14 @@
  */
 import { EchoMQError } from './errors.js'
 import { deliverHandoffs } from './flows/handoffs.js'
-import type { Job, JobState } from './job.js'
+import { type Job, Job as JobClass, type JobScope, type JobState } from './job.js'
+import type { JobFields } from './job-fields.js'
 import { toJson } from './json.js'
 import { type BackoffStrategy, DEFAULTS } from './options.js'
 import * as commands from './redis/commands.js'
 import type { RedisClient } from './redis/connection.js'
 import type { QueueKeys } from './redis/keys.js'
-import { readBackoffType } from './redis/queries.js'
+import { rateLimitTtl, readBackoffType } from './redis/queries.js'
 import { trimFinished } from './retention.js'
 import { customRetry, failureOf } from './worker/failure.js'
 
@@ -30,7 +31,7 @@ export type NextJobData = [ReturnType<Job['toJSON']>, string, number, number] | 
 export interface JobFinishes {
   complete(job: Job, result: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData>
   fail(job: Job, err: unknown, token: string | undefined, fetchNext: boolean): Promise<NextJobData>
-  /** Back to the front of the line, no attempt used (BullMQ's moveToWait): 0, as BullMQ's with no rate limit. */
+  /** Back to the front of the line, no attempt used (BullMQ's moveToWait): the rate limit's hold (ms), else 0. */
   release(job: Job, token: string | undefined): Promise<number>
 }
 
@@ -41,6 +42,8 @@ export interface JobFinishesContext {
   call: <T>(what: string, fn: () => Promise<T>) => Promise<T>
   /** Takes the next ready job under `token`, if any (a Worker's scope); undefined: fetchNext takes nothing. */
   next?: (token: string) => Promise<Job | undefined>
+  /** The worker's removeOnComplete (true) / removeOnFail (false), encoded, for a job with none of its own. */
+  keep?: (completed: boolean) => string | undefined
   /** The worker's settings.backoffStrategy, for a job whose backoff type is a custom one. */
   backoffStrategy?: BackoffStrategy | undefined
 }
@@ -54,19 +57,19 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
     request: Omit<commands.FinishRun, 'run'>,
     fetchNext: boolean,
   ): Promise<NextJobData> {
-    const run: commands.FinishRun = { run: { id: job.id, token: token ?? '' }, ...request }
+    const keep = request.action === 'release' ? undefined : ctx.keep?.(request.action === 'complete')
+    const run: commands.FinishRun = { run: { id: job.id, token: token ?? '' }, ...request, ...(keep === undefined ? {} : { keep }) }
     const what = `finish job ${job.id} of queue`
     let reply = await call(what, () => commands.finishRuns(client, keys, [run]))
     // The job became a flow's parent since it was taken, and this finish would remove it at once: again, with its flow keys.
     if (reply.runs[0]?.status === 'parent') reply = await call(what, () => commands.finishRuns(client, keys, [{ ...run, parent: true }]))
     const outcome = reply.runs[0] as commands.RunOutcome
-    if (outcome.status !== 'ok') throw refused(job, outcome.state, token)
-    if (outcome.trim)
-      await call(`trim ${outcome.trim} jobs of queue`, () =>
-        trimFinished(client, keys, outcome.trim as commands.FinishedSet, outcome.oldest, true),
-      )
-    if (outcome.handoff !== undefined)
-      await call('tell the parent of a flow job of queue', () => deliverHandoffs(client, keys, [[job.id, outcome.handoff as string]]))
+    if (outcome.status !== 'ok') throw refused(queue, job, outcome.state, token)
+    // The finish is recorded: what is left to do may fail without undoing it (the queue's next trim or sweep
+    // does it then: a trim, the parent's hand-off entry left in the outbox).
+    const trim = outcome.trim
+    if (trim) await trimFinished(client, keys, trim, outcome.oldest, true).catch(() => undefined)
+    if (outcome.handoff !== undefined) await deliverHandoffs(client, keys, [[job.id, outcome.handoff]]).catch(() => undefined)
     job.state = outcome.state as JobState
     if (request.action !== 'release') job.attemptsMade += 1
     if (outcome.state === 'completed' || outcome.state === 'failed') job.finishedOn = reply.finishedOn
@@ -79,22 +82,11 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
     return next ? [next.toJSON(), next.id, 0, 0] : []
   }
 
-  function refused(job: Job, state: string, token: string | undefined): EchoMQError {
-    if (state === 'missing')
-      return new EchoMQError('ERR_JOB_MISSING', `job ${job.id} of queue ${queue} no longer exists: it was not finished`)
-    if (state !== 'active')
-      return new EchoMQError(
-        'ERR_JOB_STATE',
-        `job ${job.id} of queue ${queue} is not in the active state (it is ${state}): it was not finished`,
-      )
-    const why = token ? 'the token given does not hold it' : 'no token was given, and the job was not taken by this process'
-    return new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${queue}: ${why}; it was not finished`)
-  }
-
   return {
     async release(job, token) {
       await finishOne(job, token, { action: 'release', value: '' }, false)
-      return 0
+      // As BullMQ's moveToWait: how long the queue's rate limit holds starts back (ms), 0 for none.
+      return Math.max(0, await call('read the rate limit of queue', () => rateLimitTtl(client, keys)))
     },
     async complete(job, result, token, fetchNext) {
       const value = result === undefined ? 'null' : toJson(result, 'its result', DEFAULTS.maxDataBytes)
@@ -124,4 +116,42 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
       return reply
     },
   }
+}
+
+/** Why a finish by hand changed nothing, as a typed error. */
+function refused(queue: string, job: Job, state: string, token: string | undefined): EchoMQError {
+  if (state === 'missing')
+    return new EchoMQError('ERR_JOB_MISSING', `job ${job.id} of queue ${queue} no longer exists: it was not finished`)
+  if (state !== 'active')
+    return new EchoMQError(
+      'ERR_JOB_STATE',
+      `job ${job.id} of queue ${queue} is not in the active state (it is ${state}): it was not finished`,
+    )
+  const why = token ? 'the token given does not hold it' : 'no token was given, and the job was not taken by this process'
+  return new EchoMQError('ERR_LOCK_LOST', `job ${job.id} of queue ${queue}: ${why}; it was not finished`)
+}
+
+/** BullMQ's names a job's JSON adds (toJSON), accessors on a Job: left out of the fields a Job is made of. */
+const JSON_ONLY = new Set(['returnvalue', 'timestamp', 'processedOn', 'delay', 'queueQualifiedName', 'processedBy'])
+
+/**
+ * Job.fromJSON(owner, json, jobId): a Job of a job's JSON (a string or the object, as moveToCompleted's fetchNext
+ * gives it) acting through the Queue or Worker `owner` (its methods need one). ERR_OPTIONS when `json` is not a job's.
+ */
+export function jobFromJSON(owner: unknown, json: unknown, jobId?: string): Job {
+  let data: unknown = json
+  if (typeof json === 'string') {
+    try {
+      data = JSON.parse(json)
+    } catch {
+      data = undefined
+    }
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data))
+    throw new EchoMQError('ERR_OPTIONS', "expected Job.fromJSON's json to be a job's JSON (moveToCompleted's fetchNext gives one)")
+  const fields = Object.fromEntries(Object.entries(data).filter(([name]) => !JSON_ONLY.has(name)))
+  const returnValue = (data as { returnvalue?: unknown }).returnvalue
+  if (fields.returnValue === undefined && returnValue !== undefined && returnValue !== null) fields.returnValue = returnValue
+  const scope = (owner as { core?: { scope?: JobScope } } | null)?.core?.scope
+  return new JobClass({ ...fields, id: jobId ?? String(fields.id) } as unknown as JobFields, scope)
 }

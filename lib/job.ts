@@ -9,7 +9,7 @@ import { EchoMQError } from './errors.js'
 import type { Dependencies, DependenciesOptions } from './flows/job-flows.js'
 import { retryJob } from './job-changes.js'
 import type { JobFields } from './job-fields.js'
-import type { NextJobData } from './job-finishes.js'
+import { jobFromJSON, type NextJobData } from './job-finishes.js'
 import type { JobOptions, JobOpts } from './job-options.js'
 import type { JobScope } from './job-scope.js'
 import type { Untyped } from './listeners.js'
@@ -296,10 +296,13 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
   /**
    * The token a change is fenced by: the one given (a processor's second argument), else the run's. An
    * AbortSignal in the token's place (a processor written for EchoMQ's former `(job, signal)`) stands for
-   * the run's token too, as getNextJob's token does (the run's is made of it).
+   * the run's token too, as getNextJob's token does (the run's is made of it). A Job not taken here (read,
+   * or Job.fromJSON of a fetched next job) given getNextJob's token: the run of its current start.
    */
   private runToken(token: unknown): string | undefined {
     if (token === undefined || token instanceof AbortSignal || token === this.#given) return this.#token
+    if (this.#token === undefined && typeof token === 'string' && !token.endsWith(`:${this.attemptsStarted}`))
+      return `${token}:${this.attemptsStarted}`
     return token as string
   }
 
@@ -324,6 +327,11 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     id: string,
   ): Promise<Job<D, R, N> | undefined> {
     return queue.getJob(id) as Promise<Job<D, R, N> | undefined>
+  }
+
+  /** A Job of `json` (a job's JSON: moveToCompleted's fetched next job) acting through `owner` (BullMQ's Job.fromJSON). */
+  static fromJSON(owner: unknown, json: unknown, jobId?: string): Job {
+    return jobFromJSON(owner, json, jobId)
   }
 
   /** Adds a job to `queue` and resolves to it (BullMQ's Job.create: queue.add, its options validated the same). */

@@ -243,19 +243,20 @@ const flag = (name: string) => (v: unknown) => {
 /**
  * BullMQ Worker options EchoMQ takes under BullMQ's names (docs/migrating-from-bullmq.md): `lockRenewTime` is
  * heartbeatInterval's; `autorun` (false: the Worker takes jobs once worker.run() is called); `drainDelay` (an idle
- * BullMQ worker's wait for a job, seconds) is how long getNextJob waits for one; a running EchoMQ worker waits on
- * its queue's marker however long.
+ * BullMQ worker's wait for a job, seconds) is how long getNextJob waits for one (a running EchoMQ worker waits
+ * on its queue's marker however long); `maximumRateLimitDelay` as BullMQ's.
  */
 const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime', 'maximumRateLimitDelay'] as const
 const MAX_DRAIN_DELAY_S = 600
 
+/** Seconds, as BullMQ's: not only whole ones. */
+function drainDelay(v: unknown): number {
+  if (typeof v !== 'number' || !(v > 0) || v > MAX_DRAIN_DELAY_S)
+    fail('ERR_OPTIONS', `expected drainDelay to be a positive number of seconds, at most ${MAX_DRAIN_DELAY_S}, got: ${describe(v)}`)
+  return v
+}
+
 function bullmqWorkerNames(o: Record<string, unknown>): void {
-  if (o.drainDelay !== undefined && (typeof o.drainDelay !== 'number' || !(o.drainDelay > 0) || o.drainDelay > MAX_DRAIN_DELAY_S)) {
-    fail(
-      'ERR_OPTIONS',
-      `expected drainDelay to be a positive number of seconds, at most ${MAX_DRAIN_DELAY_S}, got: ${describe(o.drainDelay)}`,
-    )
-  }
   if (o.lockRenewTime !== undefined && o.heartbeatInterval !== undefined && o.lockRenewTime !== o.heartbeatInterval) {
     fail('ERR_OPTIONS', "lockRenewTime is BullMQ's name for heartbeatInterval: give one of them")
   }
@@ -318,7 +319,7 @@ export function workerSettings(options: unknown): WorkerSettings {
     clock: opt(o.clock, systemClock, clock),
     limiter: opt(o.limiter, undefined, limiter),
     autorun: opt(o.autorun, true, flag('autorun')),
-    drainDelay: (o.drainDelay as number | undefined) ?? DRAIN_DELAY_S_DEFAULT,
+    drainDelay: opt(o.drainDelay, DRAIN_DELAY_S_DEFAULT, drainDelay),
     maximumRateLimitDelay: opt(o.maximumRateLimitDelay, MAXIMUM_RATE_LIMIT_DELAY_MS_DEFAULT, (v) =>
       checkInteger('maximumRateLimitDelay', v, { min: 1, max: MAX_DURATION_MS, unit: 'ms' }),
     ),

@@ -19,10 +19,11 @@
  * Options (validated in options.ts): connection, prefix ('emq'), name (<hostname>:<pid>), concurrency (1),
  * lockDuration (30000 ms), heartbeatInterval (half the lease; at most half), closeTimeout (none: wait),
  * limiter ({ max, duration }: at most max starts in any duration ms, across every worker of the queue; a
- * limited worker sleeps until the window has room, without asking Redis), stalledInterval (30000 ms) and
- * maxStalledCount (1) or skipStalledCheck (worker/stalled-checker.ts), removeOnComplete / removeOnFail (for
- * jobs with none of their own; age in s), settings.backoffStrategy (worker/failure.ts), autorun (true;
- * false: no job is taken until run()), clock (monotonic timers; tests inject one). A processor that calls
+ * limited worker sleeps until the window has room, asking Redis again after at most maximumRateLimitDelay),
+ * stalledInterval (30000 ms) and maxStalledCount (1) or skipStalledCheck (worker/stalled-checker.ts),
+ * removeOnComplete / removeOnFail (for jobs with none of their own; age in s), settings.backoffStrategy
+ * (worker/failure.ts), autorun (true; false: no job is taken until run()), drainDelay (5 s: getNextJob's
+ * wait), maximumRateLimitDelay (30000 ms), clock (monotonic timers; tests inject one). A processor that calls
  * `await worker.rateLimit(ms)` then throws Worker.RateLimitError() returns its job to the front of the line
  * without using an attempt.
  *
@@ -95,7 +96,7 @@ export interface WorkerOptions {
   settings?: { backoffStrategy?: BackoffStrategy }
   /** BullMQ's: true (the default) takes jobs from the construction; false from worker.run(). */
   autorun?: boolean
-  /** BullMQ's idle wait (seconds); taken and checked, with no effect: an idle worker waits on its queue's marker. */
+  /** How long getNextJob({ block: true }) waits for a job (s; BullMQ's, 5); a running worker waits on its queue's marker. */
   drainDelay?: number
   /** BullMQ's name for heartbeatInterval (ms); give one of them. */
   lockRenewTime?: number
@@ -120,6 +121,8 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   private readonly cycles: RunCycles
   /** Made with no processor: jobs are taken with getNextJob only. */
   private readonly manual: boolean
+  /** Pauses made: a pause ends the run only if no other came after it. */
+  private pauses = 0
 
   /**
    * `processor` null or undefined makes a worker that takes jobs only by hand (BullMQ's manual processing):
@@ -167,7 +170,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
    * job.moveToFailed; undefined when none is ready (with block, after waiting drainDelay seconds, 5 by default).
    */
   getNextJob(token: string, options?: { block?: boolean }): Promise<Job<Data, Result, Name> | undefined> {
-    return getNextJob(this.core, token, options) as Promise<Job<Data, Result, Name> | undefined>
+    return getNextJob(this.core, token, options, this.cycles.begun) as Promise<Job<Data, Result, Name> | undefined>
   }
 
   /**
@@ -189,8 +192,7 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
         }),
       )
     }
-    if (this.closing) return this.closing
-    if (this.core.pausedLocally) return Promise.resolve()
+    if (this.closing || this.core.pausedLocally) return Promise.resolve()
     return this.cycles.begin()
   }
 
@@ -269,7 +271,9 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
     }
     core.pausedLocally = true
     core.hand.giveBackAll()
-    const idle = ended().then(() => core.pausedLocally && this.cycles.stop())
+    // Only this pause's: a resume and another pause meanwhile make their own.
+    const pause = ++this.pauses
+    const idle = ended().then(() => core.pausedLocally && pause === this.pauses && this.cycles.stop())
     if (!doNotWaitActive) await idle
     if (core.phase === 'running') core.notify('paused')
   }
@@ -277,10 +281,11 @@ export class Worker<Data = Untyped, Result = Untyped, Name extends string = stri
   /** Takes jobs again after pause() (BullMQ's: a Worker made with autorun false and never run starts running). */
   resume(): void {
     const core = this.core
-    if (core.phase !== 'running' || this.manual || (!core.pausedLocally && this.cycles.running)) return
+    if (core.phase !== 'running' || (!core.pausedLocally && this.cycles.running)) return
     const paused = core.pausedLocally
     this.resumed()
-    if (!this.cycles.running) void this.cycles.begin()
+    // A worker with no processor has no run: resumed, its getNextJob takes jobs again.
+    if (!this.cycles.running && !this.manual) void this.cycles.begin()
     if (paused) core.notify('resumed')
   }
 

@@ -154,18 +154,18 @@ async function promoteOne(q: QueueCore, id: string): Promise<string> {
 
 /**
  * Every delayed job to `wait` now, due or not (BullMQ's promoteJobs): `count` at a time (1,000, each its
- * own script call, sent together), until none is left or a round promoted none (jobs that left `delayed`
- * meanwhile are skipped).
+ * own script call, sent together), until none is left.
  */
 export async function promoteJobs(q: QueueCore, opts?: unknown): Promise<void> {
   q.assertOpen()
   const o = checkKnown('promoteJobs', opts, ['count'])
   const count = opt(o.count, MAX_JOBS_PER_CALL, (v) => checkInteger('count', v, { min: 1, max: MAX_JOBS_PER_CALL }))
-  for (;;) {
-    const ids = await q.call('read the delayed jobs of queue', () => firstDelayed(q.client, q.keys, count))
+  // Ids that stay delayed (not promotable, or left meanwhile) are stepped over: the walk ends at the set's end.
+  for (let skip = 0; ; ) {
+    const ids = await q.call('read the delayed jobs of queue', () => firstDelayed(q.client, q.keys, count, skip))
     if (ids.length === 0) return
     const outcomes = await q.call('promote the delayed jobs of queue', () => Promise.all(ids.map((id) => promoteOne(q, id))))
-    if (!outcomes.includes('promoted')) return
+    skip += outcomes.filter((o) => o !== 'promoted').length
   }
 }
 

@@ -121,9 +121,9 @@ export function failedUpTo(client: RedisClient, keys: QueueKeys, maxScore: numbe
   return client.zrangebyscore(keys.failed, '-inf', String(maxScore), 'LIMIT', skip, n)
 }
 
-/** The first `n` delayed ids, the soonest due first. */
-export function firstDelayed(client: RedisClient, keys: QueueKeys, n: number): Promise<string[]> {
-  return client.zrange(keys.delayed, 0, n - 1)
+/** `n` delayed ids, the soonest due first, after the first `skip`. */
+export function firstDelayed(client: RedisClient, keys: QueueKeys, n: number, skip = 0): Promise<string[]> {
+  return client.zrange(keys.delayed, skip, skip + n - 1)
 }
 
 /** Delayed ids due at or before `now`. */

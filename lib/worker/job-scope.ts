@@ -12,6 +12,7 @@ import { progressJson } from '../queue/job-scope.js'
 import { Queue } from '../queue.js'
 import { waitUntilFinished } from '../queue-events.js'
 import { addLog, updateProgress } from '../redis/commands.js'
+import { encodeKeep } from '../redis/job-codec.js'
 import { qualifiedNameOf } from '../redis/keys.js'
 import { readOutcome } from '../redis/queries.js'
 import type { RunContext } from './context.js'
@@ -47,6 +48,10 @@ export function workerJobScope(core: RunContext): JobScope {
     queue: name,
     call,
     next: (token) => takeNext(core, token),
+    keep: (completed) => {
+      const keep = completed ? core.settings.removeOnComplete : core.settings.removeOnFail
+      return keep === undefined ? undefined : encodeKeep(keep)
+    },
     backoffStrategy: core.settings.backoffStrategy,
   })
   const refused = (job: Job, status: 'missing' | 'lost', what: string) =>

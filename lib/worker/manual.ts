@@ -29,10 +29,10 @@ function manualTaker(core: RunContext, token: string): Taker {
 
 /**
  * BullMQ's worker.getNextJob(token, { block }): the next ready job, taken under `token`, or undefined when
- * none is ready (with `block`, after waiting drainDelay seconds for one), the worker is paused, or the
- * queue is paused or rate limited.
+ * none is ready (with `block`, after waiting drainDelay seconds for one; not while the worker's take loop
+ * runs: `looping`), the worker is paused, or the queue is paused or rate limited.
  */
-export async function getNextJob(core: RunContext, token: unknown, options: unknown): Promise<Job | undefined> {
+export async function getNextJob(core: RunContext, token: unknown, options: unknown, looping = false): Promise<Job | undefined> {
   if (typeof token !== 'string' || !TOKEN.test(token))
     fail('ERR_OPTIONS', `expected getNextJob's token to be 1-200 characters with no whitespace, got: ${describe(token)}`)
   const blocking = opt(checkKnown('getNextJob', options, ['block']).block, true, (v) => {
@@ -49,14 +49,30 @@ export async function getNextJob(core: RunContext, token: unknown, options: unkn
       tries++
       continue
     }
-    if (taken === 'held' || !blocking) return undefined
+    if (taken === 'held' || !blocking || looping) return undefined
     const left = (deadline - clock.now()) / 1000
     if (left <= 0) return undefined
-    const woken = await waitOnMarker(core, left)
+    const woken = await sharedWait(core, left)
     if (woken === 'due') await core.promoter.promoteDue()
-    if (woken === 'timeout' || woken === 'stopped') return undefined
+    if (woken === 'stopped') return undefined
   }
   return undefined
+}
+
+/**
+ * The blocking connection holds one BZPOPMIN at a time: callers of getNextJob waiting together share the
+ * one wait (the first caller's, up to its deadline), each then taking for itself. A worker whose take loop
+ * runs (it has a processor) owns that connection: its getNextJob does not block.
+ */
+const waits = new WeakMap<RunContext, ReturnType<typeof waitOnMarker>>()
+
+function sharedWait(core: RunContext, seconds: number): ReturnType<typeof waitOnMarker> {
+  let wait = waits.get(core)
+  if (!wait) {
+    wait = waitOnMarker(core, seconds).finally(() => waits.delete(core))
+    waits.set(core, wait)
+  }
+  return wait
 }
 
 /** The next ready job under `token`, without waiting (job.moveToCompleted's fetchNext); none once closing or paused. */

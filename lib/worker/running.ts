@@ -17,11 +17,12 @@ export const RESULT_MAX_BYTES = DEFAULTS.maxDataBytes
 
 /**
  * A job a take or finish took starts in the slot that call was sent for; one whose reply came after
- * close() began (a slow or stalled link), or that finds no slot, goes back to `wait` unstarted.
+ * close() or pause() began (a slow or stalled link), or that finds no slot, goes back to `wait` unstarted.
  */
 export function startOrGiveBack(core: RunContext, started: Started): void {
   if (core.runs.get(started.job.id)?.token === started.token) return // a replayed take handed back a run going here
-  if (core.phase === 'running' && core.processing < core.settings.concurrency) start(core, started)
+  // Paused (worker.pause()) too: a call sent before the pause starts nothing after it, as BullMQ's fetches none.
+  if (core.phase === 'running' && !core.pausedLocally && core.processing < core.settings.concurrency) start(core, started)
   else void core.calls.track(giveBack(core, started))
 }
 

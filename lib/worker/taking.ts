@@ -2,7 +2,7 @@
  * How a worker takes jobs: its loop takes up to its free slots in one call (reserved or peeked ids, else
  * ids read from `wait`), and, when nothing was ready, blocks on the queue's marker key (BZPOPMIN,
  * BLOCK_TIMEOUT_S) rather than poll. A due time in the marker hands it delayed jobs to promote
- * (worker/promoter.ts); a limiter's hold makes it sleep, without asking Redis.
+ * (worker/promoter.ts); a limiter's hold makes it sleep, asking Redis again after maximumRateLimitDelay at most.
  */
 import { type TakeResult, take as takeCall } from '../redis/commands.js'
 import { rearmMarker, waitForWork } from '../redis/queries.js'

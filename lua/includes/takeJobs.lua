@@ -20,7 +20,7 @@ local F_NAME, F_DATA, F_CREATED, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 3, 4, 15,
 local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y' }
 
 -- The fields of FIELD_AT of a job, by place (nil for an absent one), from one HGETALL: a job hash holds few
--- fields (a job with the default options, five at its take), and asking HMGET for 24 names scans the hash
+-- fields (a job with the default options, five at its take), and asking HMGET for 25 names scans the hash
 -- once per name and converts 24 replies. Also returns the last of them present, the token aside
 -- (replyFields ends the reply's list there). The hand reads the same fields: `priority` says whether the
 -- job waited in `prioritized` (so its reservation has a score kept in `reservedScores`, which its take then
@@ -33,7 +33,7 @@ local function readJob(jobKey)
   local f, top
   if #all > 8 then
     f, top = {
-      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
     }, 0
   else
     f, top = { nil, nil, nil, nil }, 0

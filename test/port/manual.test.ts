@@ -121,6 +121,26 @@ describe.each(LIBRARIES)('%s: jobs processed by hand', (name) => {
     expect((await worker.getNextJob(token, { block: false }))?.name).toBe('test')
   })
 
+  it('the job fetchNext took is finished through Job.fromJSON with the same token', async () => {
+    const worker = manual()
+    await t.queue.addBulk([1, 2].map((n) => ({ name: 'test', data: { n } })))
+    const first = (await worker.getNextJob(token)) as Job
+    const [jobData, jobId] = (await first.moveToCompleted('one', token, true)) as [unknown, string]
+    const next = t.lib.Job.fromJSON(worker as never, jobData as never, jobId)
+    expect(next.data).toEqual({ n: 2 })
+    await next.moveToCompleted('two', token, false)
+    expect(await t.queue.getJobCounts('completed', 'active')).toEqual({ completed: 2, active: 0 })
+  })
+
+  it('a paused worker takes nothing by hand until resume()', async () => {
+    const worker = manual()
+    await t.queue.add('test', {})
+    await worker.pause()
+    expect(await worker.getNextJob(token, { block: false })).toBeUndefined()
+    worker.resume()
+    expect((await worker.getNextJob(token, { block: false }))?.name).toBe('test')
+  })
+
   it('a worker with no processor takes nothing on its own, and run() is refused', async () => {
     const worker = manual()
     await t.queue.add('test', {})

@@ -91,3 +91,33 @@ it('a result that is not JSON is refused before anything is written', async () =
   expect(await snapshot(redis.client)).toEqual(before)
   expect(await job?.getState()).toBe('active')
 })
+
+it('getNextJob calls waiting together share one wait, and each takes a job once jobs come', async () => {
+  const worker = manual()
+  await worker.waitUntilReady()
+  const waiting = [worker.getNextJob('a'), worker.getNextJob('b'), worker.getNextJob('c')]
+  await fx.queue.addBulk([1, 2, 3].map((n) => ({ name: 'late', data: { n } })))
+  const jobs = await Promise.all(waiting)
+  expect(jobs.map((j) => j?.data.n).sort()).toEqual([1, 2, 3])
+})
+
+it("a worker with a processor does not block in getNextJob (its take loop waits on the queue's marker)", async () => {
+  const worker = fx.worker(() => 'ok', { drainDelay: 600 })
+  await worker.waitUntilReady()
+  expect(await worker.getNextJob('t')).toBeUndefined()
+})
+
+it("a finish by hand applies the worker's retention, and moveToWait answers the rate limit's hold", async () => {
+  const worker = manual({ removeOnComplete: true })
+  await fx.queue.addBulk([
+    { name: 'x', data: {}, opts: { jobId: 'kept-not' } },
+    { name: 'x', data: {}, opts: { jobId: 'back' } },
+  ])
+  const first = await worker.getNextJob('t', { block: false })
+  await first?.moveToCompleted('done', 't', false)
+  expect(await fx.queue.getJob('kept-not')).toBeUndefined()
+  const second = await worker.getNextJob('t', { block: false })
+  await fx.queue.rateLimit(60_000)
+  expect(await second?.moveToWait('t')).toBeGreaterThan(50_000)
+  expect(await fx.queue.getJobState('back')).toBe('waiting')
+})
