@@ -301,7 +301,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
    */
   private runToken(token: unknown): string | undefined {
     if (token === undefined || token instanceof AbortSignal || token === this.#given) return this.#token
-    if (this.#token === undefined && typeof token === 'string' && !token.endsWith(`:${this.attemptsStarted}`))
+    if (this.#token === undefined && typeof token === 'string' && token !== '' && !token.endsWith(`:${this.attemptsStarted}`))
       return `${token}:${this.attemptsStarted}`
     return token as string
   }
