@@ -208,12 +208,22 @@ const PRIORITY_SCALE = 2 ** 32
 
 /**
  * Waiting jobs of each priority (0: those without one, in `wait`), reservations counted where they came from,
- * as readCounts counts them. One MULTI: a snapshot.
+ * as readCounts counts them. One MULTI: a snapshot (pipelined when Redis is out of memory, as readCounts).
  */
 export async function readCountsPerPriority(client: RedisClient, keys: QueueKeys, priorities: number[]): Promise<number[]> {
-  const batch = client.multi().llen(keys.wait).zcard(keys.reserved).hvals(keys.reservedScores)
-  for (const p of priorities) batch.zcount(keys.prioritized, p * PRIORITY_SCALE, (p + 1) * PRIORITY_SCALE - 1)
-  const replies = (await batch.exec()) ?? []
+  const reads = (batch: ChainableCommander) => {
+    batch.llen(keys.wait).zcard(keys.reserved).hvals(keys.reservedScores)
+    for (const p of priorities) batch.zcount(keys.prioritized, p * PRIORITY_SCALE, (p + 1) * PRIORITY_SCALE - 1)
+    return batch
+  }
+  let replies: [Error | null, unknown][]
+  try {
+    replies = (await reads(client.multi()).exec()) ?? []
+  } catch (err) {
+    // Out of memory, Redis refuses a MULTI's reads too (readCounts): the same reads, pipelined.
+    if (!/EXECABORT/.test((err as Error).message)) throw err
+    replies = (await reads(client.pipeline()).exec()) ?? []
+  }
   const [wait, reserved, scores, ...perPriority] = replies.map(([err, v]) => {
     if (err) throw err
     return v

@@ -87,6 +87,16 @@ describe('priorities', () => {
     await w.close()
   })
 
+  it('getCountsPerPriority answers with Redis out of memory (its MULTI refused, the reads pipelined)', async () => {
+    await fx.queue.addBulk([0, 1, 1].map((priority) => ({ name: 'x', data: {}, opts: { priority } })))
+    await redis.client.config('SET', 'maxmemory', '1')
+    try {
+      expect(await fx.queue.getCountsPerPriority([0, 1])).toEqual({ '0': 1, '1': 2 })
+    } finally {
+      await redis.client.config('SET', 'maxmemory', '0')
+    }
+  })
+
   it('getCountsPerPriority and promoteJobs refuse bad input with ERR_OPTIONS', async () => {
     for (const priorities of [[-1], [2 ** 21], [1.5], ['1'], 3, Array(1001).fill(1)]) {
       await expect(fx.queue.getCountsPerPriority(priorities as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
