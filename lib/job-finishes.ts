@@ -23,7 +23,7 @@ import type { RedisClient } from './redis/connection.js'
 import type { QueueKeys } from './redis/keys.js'
 import { rateLimitTtl, readBackoffType } from './redis/queries.js'
 import { trimFinished } from './retention.js'
-import { customRetry, failureOf } from './worker/failure.js'
+import { failedAttempt, failureOf, stacksAfter, strategyRetry } from './worker/failure.js'
 
 /** What moveToCompleted and moveToFailed resolve to: BullMQ's shape, the next job's JSON first; [] for none. */
 export type NextJobData = [ReturnType<Job['toJSON']>, string, number, number] | []
@@ -96,12 +96,9 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
     },
     async fail(job, err, token, fetchNext) {
       const { action, reason, stack } = failureOf(err)
-      let retry: number | 'final' | undefined
-      if (action === 'fail' && ctx.backoffStrategy && job.attemptsMade + 1 < job.attempts) {
-        const type = await call('read the backoff of a job of queue', () => readBackoffType(client, keys, job.id))
-        retry = await customRetry(ctx.backoffStrategy, type, job.attemptsMade + 1, err, job)
-      }
-      const stacks = stack !== '' && job.opts.stackTraceLimit > 0 ? [...job.stacktrace, stack].slice(-job.opts.stackTraceLimit) : undefined
+      const readType = () => call('read the backoff of a job of queue', () => readBackoffType(client, keys, job.id))
+      const retry = action === 'fail' ? await strategyRetry(ctx.backoffStrategy, job, err, readType) : undefined
+      const stacks = stacksAfter(job, stack)
       const request: Omit<commands.FinishRun, 'run'> = {
         // A rate-limit or moved error has no meaning here: the job is failed as given.
         action: retry === 'final' ? 'fail-final' : action === 'release' ? 'fail' : action,
@@ -110,9 +107,7 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
         ...(typeof retry === 'number' ? { delayMs: retry } : {}),
       }
       const reply = await finishOne(job, token, request, fetchNext)
-      job.failedReason = reason
-      if (job.state !== 'failed') job.lastError = reason
-      if (stacks) job.stacktrace = stacks
+      failedAttempt(job, reason, stacks, job.state)
       return reply
     },
   }

@@ -283,7 +283,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return this.scope().finishes().fail(this, err, this.finishToken(token), fetchNext)
   }
 
-  /** The job, in flight, back to the front of the line with no attempt used (BullMQ's moveToWait; resolves to 0). */
+  /** The job, in flight, back to the front of the line, no attempt used (BullMQ's moveToWait): the rate limit's hold, ms. */
   moveToWait(token?: string): Promise<number> {
     return this.scope().finishes().release(this, this.finishToken(token))
   }

@@ -235,7 +235,8 @@ function limiter(value: unknown): { max: number; duration: number } {
 /** BullMQ's settings.backoffStrategy: the wait before retry `attemptsMade` (ms); -1 fails the job instead. */
 export type BackoffStrategy = (attemptsMade: number, type: string, err: unknown, job: unknown) => number | Promise<number>
 
-const flag = (name: string) => (v: unknown) => {
+/** A true-or-false option's check (ERR_OPTIONS otherwise). */
+export const flag = (name: string) => (v: unknown) => {
   if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected ${name} to be true or false, got: ${describe(v)}`)
   return v
 }

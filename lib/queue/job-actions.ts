@@ -8,7 +8,7 @@ import { deliverHandoffs } from '../flows/handoffs.js'
 import { removeJob as removeFlowJob } from '../flows/removal.js'
 import type { Job, JobState } from '../job.js'
 import type { JobProgress } from '../listeners.js'
-import { validateJobId } from '../options.js'
+import { flag, validateJobId } from '../options.js'
 import * as commands from '../redis/commands.js'
 import { failedUpTo, firstDelayed, newestFailedScore, readJob } from '../redis/queries.js'
 import { parseIteration, promoteIterationNow } from '../schedulers/iterations.js'
@@ -62,10 +62,7 @@ export async function retryJobs(q: QueueCore, options?: RetryJobsOptions): Promi
   if (o.state === 'completed') fail('ERR_JOB_STATE', 'retryJobs retries failed jobs only: add a completed job again to run it again')
   if (o.state !== undefined && o.state !== 'failed') fail('ERR_OPTIONS', `expected state to be 'failed', got: ${describe(o.state)}`)
   opt(o.count, 0, (v) => checkInteger('count', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
-  const fresh = opt(o.resetAttemptsMade, false, (v) => {
-    if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected resetAttemptsMade to be true or false, got: ${describe(v)}`)
-    return v
-  })
+  const fresh = opt(o.resetAttemptsMade, false, flag('resetAttemptsMade'))
   if (o.ids !== undefined) return retryNamed(q, o.ids, fresh)
   const limit = opt(o.limit, Number.POSITIVE_INFINITY, (v) => checkInteger('limit', v, { min: 1, max: Number.MAX_SAFE_INTEGER }))
   const before = opt(o.timestamp, Number.POSITIVE_INFINITY, (v) => checkInteger('timestamp', v, { min: 0, max: Number.MAX_SAFE_INTEGER }))

@@ -159,26 +159,33 @@ export async function leaseStates(
 }
 
 /**
- * Each job counted once (QueueCounts): a reservation from `prioritized` keeps its score in `reservedScores`,
- * and every id of `stalled` is in `active` (leaveActive.lua removes both), so those are taken off the others.
- * One MULTI on the queue's own keys (one slot): a snapshot, as no job moves between two of its reads. A
- * Redis out of memory refuses every command queued in a MULTI, reads too: then the same reads, pipelined
- * (the operator needs the counts most when Redis is full).
+ * The replies of `reads` queued in one MULTI on the queue's own keys (one slot): a snapshot, as no job moves
+ * between two of its reads. A Redis out of memory refuses every command queued in a MULTI, reads too: then
+ * the same reads, pipelined (the operator needs the counts most when Redis is full).
  */
-export async function readCounts(client: RedisClient, keys: QueueKeys): Promise<QueueCounts> {
+async function snapshotReads(client: RedisClient, reads: (batch: ChainableCommander) => ChainableCommander): Promise<unknown[]> {
   let replies: [Error | null, unknown][] | null
   try {
-    replies = await countReads(client.multi(), keys).exec()
+    replies = await reads(client.multi()).exec()
   } catch (err) {
     if (!/EXECABORT/.test((err as Error).message)) throw err
-    replies = await countReads(client.pipeline(), keys).exec()
+    replies = await reads(client.pipeline()).exec()
   }
   if (!replies) throw new Error('the transaction was aborted')
+  return replies.map(([err, v]) => {
+    if (err) throw err
+    return v
+  })
+}
+
+/**
+ * Each job counted once (QueueCounts): a reservation from `prioritized` keeps its score in `reservedScores`,
+ * and every id of `stalled` is in `active` (leaveActive.lua removes both), so those are taken off the others.
+ * One snapshot (snapshotReads).
+ */
+export async function readCounts(client: RedisClient, keys: QueueKeys): Promise<QueueCounts> {
   const [wait = 0, reserved = 0, active = 0, stalled = 0, delayed = 0, completed = 0, failed = 0, prioritized = 0, scored = 0] =
-    replies.map(([err, n]) => {
-      if (err) throw err
-      return n as number
-    })
+    (await snapshotReads(client, (batch) => countReads(batch, keys))) as number[]
   return {
     wait: wait + Math.max(0, reserved - scored),
     prioritized: prioritized + scored,
@@ -208,26 +215,14 @@ const PRIORITY_SCALE = 2 ** 32
 
 /**
  * Waiting jobs of each priority (0: those without one, in `wait`), reservations counted where they came from,
- * as readCounts counts them. One MULTI: a snapshot (pipelined when Redis is out of memory, as readCounts).
+ * as readCounts counts them. One snapshot (snapshotReads).
  */
 export async function readCountsPerPriority(client: RedisClient, keys: QueueKeys, priorities: number[]): Promise<number[]> {
-  const reads = (batch: ChainableCommander) => {
+  const [wait, reserved, scores, ...perPriority] = (await snapshotReads(client, (batch) => {
     batch.llen(keys.wait).zcard(keys.reserved).hvals(keys.reservedScores)
     for (const p of priorities) batch.zcount(keys.prioritized, p * PRIORITY_SCALE, (p + 1) * PRIORITY_SCALE - 1)
     return batch
-  }
-  let replies: [Error | null, unknown][]
-  try {
-    replies = (await reads(client.multi()).exec()) ?? []
-  } catch (err) {
-    // Out of memory, Redis refuses a MULTI's reads too (readCounts): the same reads, pipelined.
-    if (!/EXECABORT/.test((err as Error).message)) throw err
-    replies = (await reads(client.pipeline()).exec()) ?? []
-  }
-  const [wait, reserved, scores, ...perPriority] = replies.map(([err, v]) => {
-    if (err) throw err
-    return v
-  }) as [number, number, string[], ...number[]]
+  })) as [number, number, string[], ...number[]]
   const of = (p: number) => scores.filter((s) => Math.floor(Number(s) / PRIORITY_SCALE) === p).length
   return priorities.map((p, i) => (p === 0 ? wait + reserved - scores.length : (perPriority[i] ?? 0) + of(p)))
 }

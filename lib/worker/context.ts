@@ -175,7 +175,7 @@ export interface RunContext {
   loopDone: Promise<void>
   /** Stops listening to the connection (worker/events.ts). */
   unwatch: () => void
-  /** A reply said the limiter (or queue.rateLimit) holds starts back for `ms`. */
+  /** A reply said the limiter (or queue.rateLimit) holds starts back for `ms` (-1: paused); ids peeked at are forgotten. */
   hold(ms: number): void
   /** The run's lease is gone: its signal is aborted, the worker told once ('lockLost'). */
   lockLost(jobId: string, reason: string, run?: Run): void

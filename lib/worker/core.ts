@@ -225,6 +225,8 @@ export class WorkerCore implements RunContext {
 
   /** A reply said the limiter (or queue.rateLimit) holds starts back for `ms`. */
   hold(ms: number): void {
+    // Paused (-1) or held back: ids peeked at are stale by the time it is not (TakeAhead.forgetPeeked).
+    if (ms !== 0) this.takeAhead.forgetPeeked()
     if (ms > 0) this.heldUntil = Math.max(this.heldUntil, this.settings.clock.now() + ms)
   }
 

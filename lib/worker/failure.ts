@@ -11,6 +11,7 @@
  *     ms; -1 fails the job instead of retrying (BullMQ's rule); another negative, or not a number, retries at once.
  */
 import { isDelayed, isRateLimit, isUnrecoverable, isWaitingChildren, thrownText } from '../errors.js'
+import type { Job } from '../job.js'
 import type { BackoffStrategy } from '../options.js'
 import type { FinishAction } from '../redis/commands.js'
 
@@ -51,7 +52,7 @@ const BUILT_IN = new Set(['fixed', 'exponential'])
  * A failure's retry under the worker's backoffStrategy: the wait (ms), or 'final' for -1; undefined when the
  * job's own backoff decides (no strategy, no backoff, a built-in type, or no attempt left).
  */
-export async function customRetry(
+async function customRetry(
   strategy: BackoffStrategy | undefined,
   backoffType: string | undefined,
   attemptsMade: number,
@@ -62,4 +63,38 @@ export async function customRetry(
   const ms = await strategy(attemptsMade, backoffType, err, job)
   if (ms === -1) return 'final'
   return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? Math.round(ms) : 0
+}
+
+/**
+ * A failure's retry under `strategy` (customRetry) for a job with attempts left, its backoff type read (by
+ * `readType`) only then; undefined when the job's own backoff decides.
+ */
+export async function strategyRetry(
+  strategy: BackoffStrategy | undefined,
+  job: { attemptsMade: number; attempts: number },
+  err: unknown,
+  readType: () => Promise<string | undefined>,
+): Promise<number | 'final' | undefined> {
+  if (!strategy || job.attemptsMade + 1 >= job.attempts) return undefined
+  return customRetry(strategy, await readType(), job.attemptsMade + 1, err, job)
+}
+
+/**
+ * The job's stacktrace once a failed run's stack joins it, the newest opts.stackTraceLimit kept; undefined
+ * when it joins none (no stack, or a limit of 0).
+ */
+export function stacksAfter(job: Job, stack: string): string[] | undefined {
+  if (stack === '' || job.opts.stackTraceLimit <= 0) return undefined
+  return [...job.stacktrace, stack].slice(-job.opts.stackTraceLimit)
+}
+
+/**
+ * The job of a failed attempt as its finish stored it (BullMQ's moveToFailed sets the same on its Job): the
+ * reason as failedReason (and lastError when retried), and the stacktrace the finish sent to be stored
+ * (`stacks`; undefined when the run's stack joined none).
+ */
+export function failedAttempt(job: Job, reason: string, stacks: string[] | undefined, state: string): void {
+  job.failedReason = reason
+  if (state !== 'failed') job.lastError = reason
+  if (stacks) job.stacktrace = stacks
 }

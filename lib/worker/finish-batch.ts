@@ -35,7 +35,6 @@ export async function finishRuns(core: RunContext, runs: FinishRun[]): Promise<F
   }
   core.promoter.learn(reply)
   core.hold(reply.waitMs)
-  if (reply.waitMs !== 0) core.takeAhead.forgetPeeked()
   confirmed(core, starts, reply, sentAt)
   for (const t of reply.taken) startOrGiveBack(core, { ...t, sentAt })
   const handed = reply.handed.map((t) => t.job.id)

@@ -3,10 +3,11 @@
  * worker/finish-batch.ts), fenced by the run's token; the reply says whether the run still owned its job.
  * Jobs the worker will not start (reserved, in hand, or taken after close() began) go back to `wait`.
  */
-import type { Job, JobState } from '../job.js'
+import type { JobState } from '../job.js'
 import { type FinishAction, type FinishRun, finish as finishCall, type Taken, unreserve } from '../redis/commands.js'
 import { encodeKeep } from '../redis/job-codec.js'
 import type { Run, RunContext, RunPhase } from './context.js'
+import { failedAttempt, stacksAfter } from './failure.js'
 
 /** How a processor's call ended, as its finish records it. */
 export interface Ended {
@@ -33,7 +34,7 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
   try {
     const keep = workerKeep(core, action)
     // A failure's stacktrace as it is to be stored, made here from the list the take sent (undefined: unchanged).
-    const stacks = action.startsWith('fail') && stack !== '' && run.job.opts.stackTraceLimit > 0 ? stacksAfter(run.job, stack) : undefined
+    const stacks = action.startsWith('fail') ? stacksAfter(run.job, stack) : undefined
     const request: FinishRun = {
       run: { id: run.job.id, token: run.token },
       plain: run.plain,
@@ -88,20 +89,6 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
     if ((run.phase as RunPhase) !== 'abandoned') core.report(core.failure(`finish job ${run.job.id} of queue`, err))
   }
 }
-
-/**
- * The job of a failed attempt as its finish stored it (BullMQ's moveToFailed sets the same on its Job): the
- * reason as failedReason (and lastError when retried), and the stacktrace the finish sent to be stored
- * (`stacks`; undefined when the run's stack joined none).
- */
-function failedAttempt(job: Job, reason: string, stacks: string[] | undefined, state: string): void {
-  job.failedReason = reason
-  if (state !== 'failed') job.lastError = reason
-  if (stacks) job.stacktrace = stacks
-}
-
-/** The job's stacktrace once a failed run's stack joins it: the newest opts.stackTraceLimit kept. */
-const stacksAfter = (job: Job, stack: string): string[] => [...job.stacktrace, stack].slice(-job.opts.stackTraceLimit)
 
 /** Whether an encoded retention removes a job at once: its count is 0 ("0", or "0," from the number 0), as retention.lua parseKeep reads it. */
 function removesAtOnce(keep: string | undefined): boolean {

@@ -10,6 +10,7 @@
  */
 import { EchoMQError } from '../errors.js'
 import { Job } from '../job.js'
+import { flag } from '../options.js'
 import { type Taker, take as takeCall } from '../redis/commands.js'
 import { readCandidates } from '../redis/job-reads.js'
 import { checkKnown, describe, fail, opt } from '../validate.js'
@@ -35,10 +36,7 @@ function manualTaker(core: RunContext, token: string): Taker {
 export async function getNextJob(core: RunContext, token: unknown, options: unknown, looping = false): Promise<Job | undefined> {
   if (typeof token !== 'string' || !TOKEN.test(token))
     fail('ERR_OPTIONS', `expected getNextJob's token to be 1-200 characters with no whitespace, got: ${describe(token)}`)
-  const blocking = opt(checkKnown('getNextJob', options, ['block']).block, true, (v) => {
-    if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected block to be true or false, got: ${describe(v)}`)
-    return v
-  })
+  const blocking = opt(checkKnown('getNextJob', options, ['block']).block, true, flag('block'))
   if (core.phase !== 'running') throw new EchoMQError('ERR_CLOSED', `worker for queue ${core.name} is closed: getNextJob takes nothing`)
   const { clock, drainDelay } = core.settings
   const deadline = clock.now() + drainDelay * 1000

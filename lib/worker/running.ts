@@ -9,7 +9,7 @@ import { toJson } from '../json.js'
 import { DEFAULTS } from '../options.js'
 import { readBackoffType } from '../redis/queries.js'
 import type { Run, RunContext, Started } from './context.js'
-import { customRetry, failureOf } from './failure.js'
+import { failureOf, strategyRetry } from './failure.js'
 import { type Ended, finish, giveBack } from './finishing.js'
 
 /** Most bytes of JSON a processor's result is stored with (as job data: DEFAULTS.maxDataBytes). */
@@ -121,11 +121,8 @@ async function processed(core: RunContext, run: Run): Promise<Ended> {
 
 /** A failure's retry under settings.backoffStrategy (worker/failure.ts): read the job's backoff type only then. */
 async function retryOf(core: RunContext, run: Run, err: unknown): Promise<number | 'final' | undefined> {
-  const strategy = core.settings.backoffStrategy
-  if (!strategy || run.job.attemptsMade + 1 >= run.job.attempts) return undefined
   try {
-    const type = await readBackoffType(core.conn.client, core.keys, run.job.id)
-    return await customRetry(strategy, type, run.job.attemptsMade + 1, err, run.job)
+    return await strategyRetry(core.settings.backoffStrategy, run.job, err, () => readBackoffType(core.conn.client, core.keys, run.job.id))
   } catch (e) {
     core.report(
       new EchoMQError('ERR_OPTIONS', `settings.backoffStrategy failed for job ${run.job.id}: ${String((e as Error)?.message ?? e)}`),

@@ -148,7 +148,6 @@ async function take(core: RunContext, n: number): Promise<boolean> {
   core.takeAhead.settle(look, { left: result.left, taken: result.taken.length, reservedNext: result.reserved })
   core.promoter.learn(result)
   core.hold(result.waitMs)
-  if (result.waitMs !== 0) core.takeAhead.forgetPeeked()
   if (result.taken.length > 0 || result.reserved.length > 0) return true
   // Candidates gone and none reserved in their place (a limiter reserves none): read the line again,
   // which says whether anything is still ready. Paused, or all left (the limiter): wait as told.
