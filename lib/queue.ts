@@ -28,6 +28,7 @@ import { QueueCore } from './queue/core.js'
 import * as dedup from './queue/deduplication.js'
 import type { JobType } from './queue/getters.js'
 import * as get from './queue/getters.js'
+import * as limits from './queue/global-limits.js'
 import * as act from './queue/job-actions.js'
 import * as schedulers from './queue/job-schedulers.js'
 import type { Metrics } from './queue/metrics.js'
@@ -259,6 +260,19 @@ export class Queue<
     return control.getRateLimitTtl(this.core, maxJobs)
   }
 
+  // The queue's own limits, across every worker (queue/global-limits.ts): BullMQ's, stored in meta as BullMQ's
+
+  /** At most `concurrency` jobs active at once, whatever each worker's concurrency (taken at each worker's next take). */
+  setGlobalConcurrency = (concurrency: number): Promise<number> => limits.setGlobalConcurrency(this.core, concurrency)
+  getGlobalConcurrency = (): Promise<number | null> => limits.getGlobalConcurrency(this.core)
+  removeGlobalConcurrency = (): Promise<number> => limits.removeGlobalConcurrency(this.core)
+  /** Whether as many jobs are active as the global concurrency allows. */
+  isMaxed = (): Promise<boolean> => limits.isMaxed(this.core)
+  /** At most `max` jobs started in any `duration` ms, across every worker, in place of the workers' own limiters. */
+  setGlobalRateLimit = (max: number, duration: number): Promise<number> => limits.setGlobalRateLimit(this.core, max, duration)
+  getGlobalRateLimit = (): Promise<{ max: number; duration: number } | null> => limits.getGlobalRateLimit(this.core)
+  removeGlobalRateLimit = (): Promise<number> => limits.removeGlobalRateLimit(this.core)
+
   /** Removes every waiting job, and with `delayed` every delayed one, with their logs (BullMQ's drain). */
   drain(delayed = false): Promise<void> {
     return control.drain(this.core, delayed)
@@ -310,18 +324,10 @@ export class Queue<
 
   // Deduplication (queue/deduplication.ts)
 
-  /**
-   * The id of the job that holds deduplication id `id` now, or null (BullMQ's getDeduplicationJobId): a
-   * job that completed or failed holds an id added without a ttl no longer; one with a ttl until it passes.
-   */
-  getDeduplicationJobId(id: string): Promise<string | null> {
-    return dedup.getDeduplicationJobId(this.core, id)
-  }
-
+  /** The id of the job holding deduplication id `id` now, or null (BullMQ's getDeduplicationJobId; see queue/deduplication.ts). */
+  getDeduplicationJobId = (id: string): Promise<string | null> => dedup.getDeduplicationJobId(this.core, id)
   /** Releases deduplication id `id` whoever holds it (BullMQ's removeDeduplicationKey): 1 when it was held, else 0. */
-  removeDeduplicationKey(id: string): Promise<number> {
-    return dedup.removeDeduplicationKey(this.core, id)
-  }
+  removeDeduplicationKey = (id: string): Promise<number> => dedup.removeDeduplicationKey(this.core, id)
 
   /** @deprecated BullMQ's old name for getDeduplicationJobId. */
   getDebounceJobId = (id: string): Promise<string | null> => this.getDeduplicationJobId(id)
@@ -330,19 +336,10 @@ export class Queue<
 
   // Workers and the connection (queue/workers.ts)
 
-  /**
-   * BullMQ's getWorkers(): this queue's workers as CLIENT LIST shows their connections (`name` is the
-   * queue's, `rawname` the connection's: `<prefix>:<base64(queue)>:w:<worker name>`). A Redis that refuses
-   * CLIENT LIST gets an EchoMQError (see queue/workers.ts).
-   */
-  getWorkers(): Promise<Record<string, string>[]> {
-    return queueWorkers(this.core)
-  }
-
+  /** BullMQ's getWorkers(): the workers' connections as CLIENT LIST shows them (queue/workers.ts; EchoMQError when refused). */
+  getWorkers = (): Promise<Record<string, string>[]> => queueWorkers(this.core)
   /** BullMQ's getWorkersCount(): how many workers getWorkers() lists. */
-  async getWorkersCount(): Promise<number> {
-    return (await this.getWorkers()).length
-  }
+  getWorkersCount = async (): Promise<number> => (await this.getWorkers()).length
 
   /** Resolves once the connection answers (BullMQ's waitUntilReady): the client, for a caller that wants it. */
   async waitUntilReady(): Promise<RedisClient> {

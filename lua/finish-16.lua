@@ -16,7 +16,7 @@
   KEYS[5]  failed          ZSET   <prefix>:{q}:failed
   KEYS[6]  marker          ZSET   <prefix>:{q}:marker
   KEYS[7]  delayed         ZSET   <prefix>:{q}:delayed
-  KEYS[8]  meta            HASH   <prefix>:{q}:meta (failedNew count, retention limits, `parents`, `adopted`)
+  KEYS[8]  meta            HASH   <prefix>:{q}:meta (failedNew count, retention limits, `parents`, `adopted`, limits)
   KEYS[9]  reserved        ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
   KEYS[10] events          STREAM <prefix>:{q}:events
   KEYS[11] listened        ZSET   <prefix>:{q}:listened
@@ -76,7 +76,7 @@
 
   Returns { runs, details, taken, reserved ids, peeked ids, candidates left, ms until the earliest delayed
   job is due, its due time, when the runs finished (ms), ms to wait before taking again (0: none; -1:
-  paused), handed, confirmed, now (ms, Redis's clock) }, each list (details, taken, the ids, handed) false
+  paused; -2: at the global concurrency), handed, confirmed, now (ms, Redis's clock) }, each list (details, taken, the ids, handed) false
   (a null) when empty,
   where runs holds one character per run, in order: "c" when it completed with nothing more to say ({ "ok",
   "completed", "", "" }), "w" when it went back to wait with nothing more to say ({ "ok", "wait", "", "" }),

@@ -13,7 +13,7 @@
   KEYS[3]  marker          ZSET   <prefix>:{q}:marker
   KEYS[4]  reserved        ZSET   <prefix>:{q}:reserved (id -> reservation expiry, ms)
   KEYS[5]  delayed         ZSET   <prefix>:{q}:delayed (id -> due time, ms)
-  KEYS[6]  meta            HASH   <prefix>:{q}:meta (paused, limitedUntil)
+  KEYS[6]  meta            HASH   <prefix>:{q}:meta (paused, limitedUntil, the global concurrency and rate limit)
   KEYS[7]  events          STREAM <prefix>:{q}:events
   KEYS[8]  listened        ZSET   <prefix>:{q}:listened
   KEYS[9]  prioritized     ZSET   <prefix>:{q}:prioritized
@@ -38,7 +38,7 @@
   place, then only the fields present, each prefixed by the letter of its place, with startedOn in the
   token's place when it is not `now`: see takeJobs.lua replyFields), candidates left, ms until the earliest
   delayed job is due (-1: none), its due time (ms; -1: none), ms to wait before taking again (0: none; -1:
-  paused), ids reserved in place of candidates found gone, now (ms, Redis's clock) } (see takeJobs.lua and
+  paused; -2: at the queue's global concurrency), ids reserved in place of candidates found gone, now (ms, Redis's clock) } (see takeJobs.lua and
   nextDue.lua).
 ]]
 local rcall = redis.call

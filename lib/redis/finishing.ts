@@ -101,7 +101,7 @@ export interface FinishManyResult extends NextDue {
   peeked: string[]
   /** When the runs ended (ms, Redis's clock). */
   finishedOn: number
-  /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while paused. */
+  /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while paused, MAXED at the global concurrency. */
   waitMs: number
   /** Jobs read into the hand (still reserved: taken only by the call that follows their start). */
   handed: Handed[]

@@ -254,17 +254,37 @@ export async function readLogs(client: RedisClient, keys: QueueKeys, id: string,
  * window's key's PTTL, counted only when it holds at least maxJobs starts, when maxJobs is given). With no
  * limit: -2 (the PTTL of no key, BullMQ's answer), or 0 when maxJobs is given.
  */
-export async function rateLimitTtl(client: RedisClient, keys: QueueKeys, maxJobs?: number): Promise<number> {
-  const [until, window, starts, now] = await Promise.all([
-    client.hget(keys.meta, 'limitedUntil'),
+export async function rateLimitTtl(client: RedisClient, keys: QueueKeys, asked?: number): Promise<number> {
+  // Without maxJobs, the global rate limit's max when there is one (BullMQ's).
+  const [[until, globalMax], window, starts, now] = await Promise.all([
+    client.hmget(keys.meta, 'limitedUntil', 'max'),
     client.pttl(keys.limiter),
-    maxJobs === undefined ? Promise.resolve(0) : client.zcard(keys.limiter),
+    client.zcard(keys.limiter),
     serverTimeMs(client),
   ])
+  const maxJobs = asked ?? (globalMax == null ? undefined : Number(globalMax))
   const held = until === null ? 0 : Math.max(0, Number(until) - now)
   const windowLeft = window > 0 && (maxJobs === undefined || starts >= maxJobs) ? window : 0
   const left = Math.max(held, windowLeft)
   return left > 0 ? left : maxJobs === undefined ? -2 : 0
+}
+
+/** The queue's global limits as meta holds them (null: none), and how many jobs are active. */
+export async function globalLimits(client: RedisClient, keys: QueueKeys) {
+  const [[concurrency, max, duration], active] = await Promise.all([
+    client.hmget(keys.meta, 'concurrency', 'max', 'duration'),
+    client.zcard(keys.active),
+  ])
+  const num = (v: string | null | undefined) => (v == null ? null : Number(v))
+  return { concurrency: num(concurrency), max: num(max), duration: num(duration), active }
+}
+
+/** Sets (a number) or removes (null) the queue's global limits in meta: HSET's or HDEL's count, as BullMQ's. */
+export async function setGlobalLimits(client: RedisClient, keys: QueueKeys, limits: Record<string, number | null>): Promise<number> {
+  const set = Object.entries(limits).filter(([, v]) => v !== null)
+  const gone = Object.entries(limits).filter(([, v]) => v === null)
+  if (set.length > 0) return client.hset(keys.meta, ...set.flatMap(([k, v]) => [k, String(v)]))
+  return client.hdel(keys.meta, ...gone.map(([k]) => k))
 }
 
 /** Claims the queue's stalled sweep for `ms` (BullMQ's stalled-check key): true for the one worker that won it. */

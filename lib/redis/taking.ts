@@ -145,11 +145,14 @@ export interface Taker {
 /** The limiter's ARGV: most starts per window, the window (ms). */
 export const limitArgs = (t: Taker) => [t.limit?.max ?? 0, t.limit?.duration ?? 0]
 
+/** A reply's waitMs when the queue runs as many jobs as its global concurrency (queue.setGlobalConcurrency) allows. */
+export const MAXED = -2
+
 export interface TakeResult extends NextDue {
   taken: Taken[]
   /** Candidates left where they were (reserved, or waiting): the reply was full (TAKE_MAX_BYTES), or the limiter said so. */
   left: string[]
-  /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while the queue is paused. */
+  /** ms to wait before taking again (the limiter, or queue.rateLimit), 0 for none, -1 while the queue is paused, MAXED at its global concurrency. */
   waitMs: number
   /** Ids reserved for this worker in place of candidates another worker took first (see `onMiss`). */
   reserved: string[]

@@ -159,6 +159,8 @@ export interface RunContext {
   force: boolean
   /** Until when (this worker's clock) the limiter, or queue.rateLimit, holds new starts back. */
   heldUntil: number
+  /** The last reply said the queue runs as many jobs as its global concurrency allows (MAXED). */
+  maxed: boolean
   /** Processors running now, or about to run (at most concurrency). */
   processing: number
   /** Jobs the take or finish calls in flight are taking, each for a slot free now. */

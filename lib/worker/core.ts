@@ -17,7 +17,7 @@ import {
 } from '../options.js'
 import type { Queue } from '../queue.js'
 import { namedDuplicate, workerConnectionName } from '../redis/clients.js'
-import { extend, type FinishRun, unreserve } from '../redis/commands.js'
+import { extend, type FinishRun, MAXED, unreserve } from '../redis/commands.js'
 import { type Connection, openConnection, type RedisClient, resilient } from '../redis/connection.js'
 import { connectionFailure } from '../redis/connection-failure.js'
 import { type QueueKeys, queueKeys } from '../redis/keys.js'
@@ -93,6 +93,7 @@ export class WorkerCore implements RunContext {
   force = false
   /** Until when (this worker's clock) the limiter, or queue.rateLimit, holds new starts back. */
   heldUntil = Number.NEGATIVE_INFINITY
+  maxed = false
   /** Processors running now, or about to run (at most concurrency). */
   processing = 0
   /** Jobs the take or finish calls in flight are taking, each for a slot free now. */
@@ -223,11 +224,12 @@ export class WorkerCore implements RunContext {
     )
   }
 
-  /** A reply said the limiter (or queue.rateLimit) holds starts back for `ms`. */
+  /** A reply said the limiter (or queue.rateLimit) holds starts back for `ms`, or the queue is paused (-1) or maxed (MAXED). */
   hold(ms: number): void {
-    // Paused (-1) or held back: ids peeked at are stale by the time it is not (TakeAhead.forgetPeeked).
+    // Paused (-1), maxed or held back: ids peeked at are stale by the time it is not (TakeAhead.forgetPeeked).
     if (ms !== 0) this.takeAhead.forgetPeeked()
     if (ms > 0) this.heldUntil = Math.max(this.heldUntil, this.settings.clock.now() + ms)
+    this.maxed = ms === MAXED
   }
 
   /** The run's lease is gone: its signal is aborted, the worker told once ('lockLost'). */

@@ -20,6 +20,12 @@ const BLOCK_TIMEOUT_S = 60
 const BLOCK_GUARD_MS = 10_000
 const MAX_TAKE_BATCH = 100
 const RETRY_BACKOFF_MS = [100, 250, 500, 1000, 2000]
+/**
+ * How long a worker with a free slot waits while the queue runs as many jobs as its global concurrency
+ * allows, before it asks again: a run of its own ending cuts the wait short (its slot is free), another
+ * worker's does not. Only a queue with a global concurrency ever waits so.
+ */
+const MAXED_NAP_MS = 1000
 
 /** The take loop, until close(): settles once it has stopped. */
 export async function takeLoop(core: RunContext): Promise<void> {
@@ -77,9 +83,14 @@ async function takeRound(core: RunContext, idle: boolean): Promise<'again' | 'id
     if (clock.now() - napFrom >= most) core.heldUntil = Math.min(core.heldUntil, clock.now())
     return 'again'
   }
+  if (core.maxed) {
+    core.maxed = false
+    await core.nap(MAXED_NAP_MS)
+    return 'again'
+  }
   const took = !idle && (await take(core, Math.min(free, MAX_TAKE_BATCH)))
-  // Held back by the limiter: the next round sleeps for it, rather than wait on the marker.
-  if (!took && core.heldUntil > clock.now()) return 'again'
+  // Held back by the limiter or the global concurrency: the next round sleeps for it, rather than wait on the marker.
+  if (!took && (core.heldUntil > clock.now() || core.maxed)) return 'again'
   if (took) return 'busy'
   // Nothing was ready (nor paused work): as BullMQ's worker, the queue ran dry for this worker since it last had work.
   if (core.hadWork) {

@@ -149,21 +149,40 @@ local function replyFields(out, len, f, top, clock, startedOn)
   return len + 1 + n
 end
 
--- meta's `paused`, `limitedUntil` and `adopted` (finish-16.lua), read once per call however many steps ask
--- (cached in `q`).
+-- meta's `paused`, `limitedUntil` and `adopted` (finish-16.lua), and the queue's own limits (`concurrency`,
+-- `max` and `duration`: queue.setGlobalConcurrency, setGlobalRateLimit), read once per call however many
+-- steps ask (cached in `q`): a queue without them pays three empty fields of one HMGET.
 local function holdOf(q)
   if q.hold == nil then
-    local meta = rcall('HMGET', q.meta, 'paused', 'limitedUntil', 'adopted')
-    q.hold = { paused = meta[1] ~= false, limitedUntil = tonumber(meta[2]), adopted = meta[3] ~= false }
+    local meta = rcall('HMGET', q.meta, 'paused', 'limitedUntil', 'adopted', 'concurrency', 'max', 'duration')
+    q.hold = {
+      paused = meta[1] ~= false, limitedUntil = tonumber(meta[2]), adopted = meta[3] ~= false,
+      concurrency = tonumber(meta[4]), max = tonumber(meta[5]), duration = tonumber(meta[6]),
+    }
   end
   return q.hold
 end
 
+-- The limiter that applies: the queue's (setGlobalRateLimit) over the worker's, as BullMQ's. Returns its
+-- most starts per window (0 for none) and the window (ms).
+local function limitOf(q, taker)
+  local hold = holdOf(q)
+  if hold.max and hold.duration then
+    return hold.max, hold.duration
+  end
+  return taker.max, taker.duration
+end
+
+-- The wait that says the queue runs as many jobs as its global concurrency allows: the worker asks again
+-- once one of its own runs ends, or after a short nap (lib/worker/taking.ts MAXED_NAP_MS).
+local MAXED = -2
+
 -- How many jobs may start now, and otherwise how long to wait (ms): nothing while the queue is paused
 -- (meta's `paused`; wait -1: the marker says when there is work again) or held back by queue.rateLimit
--- (meta's `limitedUntil`); with the worker's limiter { max, duration }, at most `max` starts in any
--- `duration` (a sliding window over `limiter`, one member per start scored by its time, so every window
--- of `duration` holds at most `max`, across every worker). Returns room, wait ms (0 when room > 0).
+-- (meta's `limitedUntil`); no more than its global concurrency less the jobs `active` (wait MAXED); with a
+-- limiter (limitOf) { max, duration }, at most `max` starts in any `duration` (a sliding window over
+-- `limiter`, one member per start scored by its time, so every window of `duration` holds at most `max`,
+-- across every worker). Returns room, wait ms (0 when room > 0).
 local function admission(q, taker, now)
   local hold = holdOf(q)
   if hold.paused then
@@ -173,16 +192,24 @@ local function admission(q, taker, now)
   if limitedUntil and limitedUntil > now then
     return 0, limitedUntil - now
   end
-  if taker.max <= 0 then
-    return math.huge, 0
+  local room = math.huge
+  if hold.concurrency then
+    room = hold.concurrency - rcall('ZCARD', q.active)
+    if room <= 0 then
+      return 0, MAXED
+    end
   end
-  rcall('ZREMRANGEBYSCORE', q.limiter, '-inf', string.format('%d', now - taker.duration))
-  local room = taker.max - rcall('ZCARD', q.limiter)
-  if room > 0 then
+  local max, duration = limitOf(q, taker)
+  if max <= 0 then
     return room, 0
   end
+  rcall('ZREMRANGEBYSCORE', q.limiter, '-inf', string.format('%d', now - duration))
+  local starts = max - rcall('ZCARD', q.limiter)
+  if starts > 0 then
+    return math.min(room, starts), 0
+  end
   local oldest = tonumber(rcall('ZRANGE', q.limiter, 0, 0, 'WITHSCORES')[2]) or now
-  return 0, math.max(1, oldest + taker.duration - now)
+  return 0, math.max(1, oldest + duration - now)
 end
 
 -- Takes candidate jobs and gives each a lease. `taker` is the worker: { token, leaseMs (a string, as
@@ -199,7 +226,7 @@ end
 -- Returns { id, n, field 1 .. field n, id, n, ... } (the fields as replyFields sends them: the run's token is
 -- "<taker.token>:<start number>"; startedOn in the token's place only when it is not `now`, a run handed
 -- back again), the candidates left, how long to wait before asking again (ms; 0: no need, -1: the queue is
--- paused), and how many jobs were taken.
+-- paused, MAXED), and how many jobs were taken.
 local function takeJobs(q, taker, now, at)
   local firstKey, n = at.firstKey, at.count
   -- `taken` is flat (see replyFields): `len` its length, `count` the jobs in it.
@@ -208,6 +235,8 @@ local function takeJobs(q, taker, now, at)
     return taken, left, 0, 0
   end
   local room, wait = admission(q, taker, now)
+  local limitMax, limitWindow = limitOf(q, taker)
+  local limited = limitMax > 0
   -- Candidates were read from the tail; look only that far (plus what may have been pushed since), so a
   -- long `wait` list never costs a full scan.
   local window = string.format('%d', 2 * n + 64)
@@ -268,7 +297,7 @@ local function takeJobs(q, taker, now, at)
         indexed[#indexed + 1] = deadline
         indexed[#indexed + 1] = id
         rcall('HSET', jobKey, 'state', 'active', 'token', token, 'startedOn', nowText, 'workerName', taker.name)
-        if taker.max > 0 then
+        if limited then
           -- One member per start: the job and its start number (a run token alone repeats across jobs).
           rcall('ZADD', q.limiter, nowText, id .. ':' .. started)
         end
@@ -307,13 +336,13 @@ local function takeJobs(q, taker, now, at)
   if #unscored > 0 then
     rcall('HDEL', q.reservedScores, unpack(unscored))
   end
-  if taker.max > 0 and count > 0 then
+  if limited and count > 0 then
     -- The window's starts outlive it by nothing: an idle limited queue keeps no limiter.
-    rcall('PEXPIRE', q.limiter, taker.duration)
-    if count >= room then
-      local _
-      _, wait = admission(q, taker, now)
-    end
+    rcall('PEXPIRE', q.limiter, limitWindow)
+  end
+  if count > 0 and count >= room then
+    local _
+    _, wait = admission(q, taker, now)
   end
   return taken, left, wait, count
 end
@@ -324,10 +353,12 @@ end
 -- when the reservation expires (a sweep returns expired ones; a closing worker returns its own at once).
 -- Reserving touches no job hash, so a busy worker knows its next candidates without reading `wait`
 -- itself, and no two workers get the same. Nothing is reserved while the queue is paused, or for a
--- worker with a limiter (its starts are paced anyway). The worker asks for no more than its bound
+-- worker with a limiter (its starts are paced anyway), or in a queue with a global concurrency (a job in
+-- hand would start before Redis counts it). The worker asks for no more than its bound
 -- (lib/worker/take-ahead.ts AHEAD_ROOM): what a job added with a higher priority may wait behind.
 local function reserveNext(q, taker, n, until_)
-  if n <= 0 or taker.max > 0 or holdOf(q).paused then
+  local hold = holdOf(q)
+  if n <= 0 or hold.paused or hold.concurrency or limitOf(q, taker) > 0 then
     return {}
   end
   local ids = rcall('RPOP', q.wait, n) or {}
