@@ -183,8 +183,8 @@ export interface RunContext {
   lockLost(jobId: string, reason: string, run?: Run): void
   /** n jobs set aside went back unstarted (the HANDED_BACK event); returns n. */
   handedBack(n: number): number
-  /** Sleeps until a run ends, close() is called, or `ms` passes. */
-  nap(ms?: number): Promise<void>
+  /** Sleeps until a run ends, close() is called, or `ms` passes: true when `ms` passed. */
+  nap(ms?: number): Promise<boolean>
   /** Emits to the application's listeners; a listener that throws is reported, never left to break a run. */
   notify(event: WorkerEvent, ...args: unknown[]): void
   /** A failed call as an EchoMQError, naming the connection's last error (the host, ECONNREFUSED...). */

@@ -248,15 +248,16 @@ export class WorkerCore implements RunContext {
   }
 
   /** Sleeps until a run ends, close() is called, or `ms` passes. */
-  nap(ms?: number): Promise<void> {
+  nap(ms?: number): Promise<boolean> {
     return new Promise((resolve) => {
       let timer: unknown
-      this.wake = () => {
+      const end = (timedOut: boolean) => {
         this.wake = undefined
         if (timer !== undefined) this.settings.clock.clearTimeout(timer)
-        resolve()
+        resolve(timedOut)
       }
-      if (ms !== undefined) timer = this.settings.clock.setTimeout(() => this.wake?.(), ms)
+      this.wake = () => end(false)
+      if (ms !== undefined) timer = this.settings.clock.setTimeout(() => end(true), ms)
     })
   }
 

@@ -77,10 +77,10 @@ async function takeRound(core: RunContext, idle: boolean): Promise<'again' | 'id
   // maximumRateLimitDelay (BullMQ's), then ask again (a hold lifted meanwhile: queue.removeRateLimitKey).
   const held = core.heldUntil - clock.now()
   if (held > 0) {
-    const napFrom = clock.now()
     const most = core.settings.maximumRateLimitDelay
-    await core.nap(Math.min(held, most))
-    if (clock.now() - napFrom >= most) core.heldUntil = Math.min(core.heldUntil, clock.now())
+    // Whether the nap ran its course, not the clock: a timer may fire a fraction of a ms early by performance.now().
+    const timedOut = await core.nap(Math.min(held, most))
+    if (timedOut && held >= most) core.heldUntil = Math.min(core.heldUntil, clock.now())
     return 'again'
   }
   if (core.maxed) {
