@@ -292,6 +292,8 @@ export const STARTED_ON_AT = DEID_AT + 4
 const DEPS_AT = STARTED_ON_AT + 1
 /** Where `stalledCounter` is in takeJobs.lua's FIELD_AT (0-based): after deps (a job that stalled has one). */
 const STALLED_AT = DEPS_AT + 1
+/** Where `repeatJobKey` is in takeJobs.lua's FIELD_AT (0-based): after stalledCounter (a job scheduler's run has one). */
+const REPEAT_AT = STALLED_AT + 1
 
 /** Where `createdOn` is in takeJobs.lua's FIELD_AT (0-based). */
 export const CREATED_ON_AT = 2
@@ -356,6 +358,7 @@ export function jobFromFields(id: string, f: (string | null)[], now: string, sta
   if (f[8] != null) job.progress = parseJson(f[8])
   if (f[DEID_AT] != null) job.deduplicationId = f[DEID_AT] as string
   if (f[STALLED_AT] != null) job.stalledCounter = Number(f[STALLED_AT])
+  if (f[REPEAT_AT] != null) job.repeatJobKey = f[REPEAT_AT] as string
   withFlowFields(job, f[DEID_AT + 1], f[DEID_AT + 2], f[DEID_AT + 3])
   return job
 }

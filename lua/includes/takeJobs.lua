@@ -5,23 +5,24 @@
 -- nil). `token` is dropped from the reply (set to nil; its place carries a handed-back run's startedOn).
 -- `deps` (a flow's parent: a finish that removes it at once removes its flow keys with it, finish-16.lua)
 -- comes after it, added after the others so that each of theirs kept its letter; `stalledCounter` (a job that
--- stalled: written only by a stall) after it. Written as literals, not
--- built by a loop: a script's top level runs on every call, and inserting 23 keys one by one (the table
+-- stalled: written only by a stall) after it, then `repeatJobKey` (a job scheduler's run). Written as literals, not
+-- built by a loop: a script's top level runs on every call, and inserting 26 keys one by one (the table
 -- grown six times) cost each call some 5 µs of Redis time.
 local FIELD_AT = {
   name = 1, data = 2, createdOn = 3, attemptsStarted = 4, attempts = 5, attemptsMade = 6, lastError = 7,
   retried = 8, progress = 9, stacktrace = 10, backoff = 11, keep = 12, keepFailed = 13, keepLogs = 14,
   priority = 15, stackTraceLimit = 16, delay = 17, lifo = 18, deid = 19, parentKey = 20, parent = 21,
-  defa = 22, token = 23, deps = 24, stalledCounter = 25,
+  defa = 22, token = 23, deps = 24, stalledCounter = 25, repeatJobKey = 26,
 }
 local F_NAME, F_DATA, F_CREATED, F_STARTS, F_PRIORITY, F_TOKEN = 1, 2, 3, 4, 15, 23
 -- The letter a field after data travels under (replyFields): the one at its place, 'c' for createdOn (the
--- third) .. 'w' for the token's place, 'x' for deps, 'y' for stalledCounter (lib/redis/taking.ts fieldsOf).
-local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y' }
+-- third) .. 'w' for the token's place, 'x' for deps, 'y' for stalledCounter, 'z' for repeatJobKey (lib/redis/taking.ts
+-- fieldsOf).
+local CODE = { nil, nil, 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z' }
 
 -- The fields of FIELD_AT of a job, by place (nil for an absent one), from one HGETALL: a job hash holds few
--- fields (a job with the default options, five at its take), and asking HMGET for 25 names scans the hash
--- once per name and converts 24 replies. Also returns the last of them present, the token aside
+-- fields (a job with the default options, five at its take), and asking HMGET for 26 names scans the hash
+-- once per name and converts 25 replies. Also returns the last of them present, the token aside
 -- (replyFields ends the reply's list there). The hand reads the same fields: `priority` says whether the
 -- job waited in `prioritized` (so its reservation has a score kept in `reservedScores`, which its take then
 -- drops: confirmStarts).
@@ -33,7 +34,7 @@ local function readJob(jobKey)
   local f, top
   if #all > 8 then
     f, top = {
-      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
+      nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil,
     }, 0
   else
     f, top = { nil, nil, nil, nil }, 0

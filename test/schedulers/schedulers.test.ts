@@ -57,6 +57,18 @@ describe('upsertJobScheduler', () => {
     expect(await fx.queue.getJobScheduler('tick')).toMatchObject({ next: first + 60_000, iterationCount: 2 })
   })
 
+  it('a worker is given the run with its repeatJobKey, as BullMQ\u2019s processor sees it; a plain job has none', async () => {
+    const seen: (string | undefined)[] = []
+    fx.worker((j) => {
+      seen.push(j.repeatJobKey)
+    })
+    await fx.queue.add('plain', {})
+    await waitFor(() => seen.length === 1, { what: 'the plain job run' })
+    await fx.queue.upsertJobScheduler('keyed', { every: 60_000 }, { name: 'beat' })
+    await waitFor(() => seen.length === 2, { what: 'the first run run' })
+    expect(seen).toEqual([undefined, 'keyed'])
+  })
+
   it('a cron pattern in a time zone: the first iteration delayed to the next occurrence; BullMQ 6 shape', async () => {
     const job = await fx.queue.upsertJobScheduler('nightly', { pattern: '0 30 2 * * *', tz: 'Europe/Paris' })
     const scheduler = await fx.queue.getJobScheduler('nightly')
