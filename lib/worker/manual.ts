@@ -100,6 +100,8 @@ async function takeOne(core: RunContext, token: string): Promise<Job | 'none' | 
   const taken = result.taken[0]
   if (!taken) return result.waitMs !== 0 ? 'held' : 'gone'
   const job = new Job(taken.job, core.scope, taken.token, token)
+  // A scheduler's run taken by hand makes its next run, as one a processor runs (worker/promoter.ts).
+  core.promoter.started(job.id)
   core.notify('active', job, 'waiting')
   return job
 }

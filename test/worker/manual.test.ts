@@ -121,3 +121,14 @@ it("a finish by hand applies the worker's retention, and moveToWait answers the 
   expect(await second?.moveToWait('t')).toBeGreaterThan(50_000)
   expect(await fx.queue.getJobState('back')).toBe('waiting')
 })
+
+it('a job scheduler\u2019s run taken by hand makes its next run, as one a processor runs', async () => {
+  const worker = manual()
+  const first = await fx.queue.upsertJobScheduler('hand', { every: 60_000 }, { name: 'beat' })
+  const job = await worker.getNextJob('t', { block: false })
+  expect(job?.id).toBe(first?.id)
+  const due = Number(first?.id.split(':')[2]) + 60_000
+  await waitFor(async () => (await fx.queue.getJob(`repeat:hand:${due}`))?.state === 'delayed', { what: 'the next run made' })
+  expect(await job?.moveToCompleted('ok', 't', false)).toEqual([])
+  expect(await fx.queue.getJobCounts('delayed', 'completed')).toEqual({ delayed: 1, completed: 1 })
+})
