@@ -120,9 +120,11 @@ export function jobChanges(ctx: JobChangesContext): JobChanges {
 }
 
 /**
- * job.retry(state, opts): a failed job back to `wait` (queue.retryJobs), attemptsMade kept unless
- * `resetAttemptsMade`, as BullMQ's; the Job left as BullMQ's leaves it (failedReason, processedOn, finishedOn,
- * returnvalue null). A completed job is refused (ERR_JOB_STATE: add it again), and so is
+ * job.retry(state, opts): a failed job, or a completed one (`state: 'completed'`), back to `wait`
+ * (queue.retryJobs), attemptsMade kept unless `resetAttemptsMade`, as BullMQ's; the Job left as BullMQ's
+ * leaves it (failedReason, processedOn, finishedOn, returnvalue null). A job not in `state` is refused
+ * (ERR_JOB_STATE, ERR_JOB_MISSING), and so is a completed job that may not be retried (lib/queue/job-actions.ts
+ * retryJobs: a flow's child whose parent moved on, a deduplication id another job holds), and
  * `resetAttemptsStarted` (ERR_OPTIONS): each run's token is numbered by its start, so the count goes on.
  */
 export async function retryJob(
@@ -131,8 +133,8 @@ export async function retryJob(
   state: unknown,
   opts: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean },
 ): Promise<void> {
-  if (state !== 'failed')
-    throw new EchoMQError('ERR_JOB_STATE', `job ${job.id}: only a failed job can be retried; add a new job to run it again`)
+  if (state !== 'failed' && state !== 'completed')
+    fail('ERR_OPTIONS', `job ${job.id}: expected state to be 'failed' or 'completed', got: ${describe(state)}`)
   const o = checkKnown('retry', opts, ['resetAttemptsMade', 'resetAttemptsStarted'])
   if (o.resetAttemptsStarted)
     fail(
@@ -140,8 +142,8 @@ export async function retryJob(
       `job ${job.id}: resetAttemptsStarted is not supported: each run's token is numbered by its start, so the count goes on`,
     )
   const fresh = o.resetAttemptsMade === true
-  await queue.retryJobs({ ids: [job.id], ...(fresh ? { resetAttemptsMade: true } : {}) })
-  job.state = 'wait'
+  await queue.retryJobs({ ids: [job.id], state, ...(fresh ? { resetAttemptsMade: true } : {}) })
+  job.state = job.priority > 0 ? 'prioritized' : 'wait'
   if (fresh) job.attemptsMade = 0
   Object.assign(job, { failedReason: null, finishedOn: null, startedOn: null, returnValue: undefined })
 }

@@ -33,7 +33,7 @@ export interface JobFields<Data = Untyped, Result = Untyped, Name extends string
   lastDelay?: number
   /** The `name` of the worker that took the job last. */
   workerName?: string
-  /** Times the job was sent back from `failed` by retryJobs. */
+  /** Times the job was sent back from `failed` or `completed` by retryJobs (job.retry). */
   retried?: number
   /** What the processor last reported with updateProgress (0 until then). */
   progress?: unknown

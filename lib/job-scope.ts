@@ -10,7 +10,7 @@ import type { JobFinishes } from './job-finishes.js'
 /** The Queue operations a Job's own methods use (job.remove() is queue.remove(job.id), and so on). */
 export interface JobQueue {
   remove(id: string, opts?: { removeChildren?: boolean }): Promise<0 | 1>
-  retryJobs(options: { ids: string[]; resetAttemptsMade?: boolean }): Promise<string[]>
+  retryJobs(options: { ids: string[]; state?: 'failed' | 'completed'; resetAttemptsMade?: boolean }): Promise<string[]>
   promoteJob(id: string): Promise<void>
   getJobState(id: string): Promise<BullJobState>
 }

@@ -344,7 +344,7 @@ export class Job<Data = Untyped, Result = Untyped, Name extends string = string>
     return queue.add(name, data, opts) as Promise<Job<D, R, N>>
   }
 
-  /** A failed job back to `wait`, attemptsMade kept unless `resetAttemptsMade`, as BullMQ's (lib/job-changes.ts retryJob). */
+  /** A failed (or completed) job back to `wait`, attemptsMade kept unless `resetAttemptsMade`, as BullMQ's (job-changes.ts retryJob). */
   retry(state: 'failed' | 'completed' = 'failed', opts: { resetAttemptsMade?: boolean; resetAttemptsStarted?: boolean } = {}) {
     return retryJob(this, this.scope().queue(), state, opts)
   }

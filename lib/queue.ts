@@ -206,7 +206,7 @@ export class Queue<
     return act.addJobLog(this.core, jobId, logRow)
   }
 
-  /** Failed jobs back to `wait`, attemptsMade kept (BullMQ's): `ids` (all failed), or the oldest `limit` (all). */
+  /** Failed (or `state: 'completed'`) jobs back to `wait`, attemptsMade kept (BullMQ's): `ids` (all in that state), or the oldest `limit` (all). */
   retryJobs(options?: act.RetryJobsOptions): Promise<string[]> {
     return act.retryJobs(this.core, options)
   }
@@ -279,10 +279,10 @@ export class Queue<
   }
 
   /**
-   * Removes up to `limit` jobs (0: no limit) of `type` ('completed' or 'failed') that finished at least
-   * `grace` ms ago, oldest first, with their logs; resolves to their ids (BullMQ's clean).
+   * BullMQ's clean: removes up to `limit` jobs (0: no limit) of `type` at least `grace` ms old (a waiting one by BullMQ's
+   * timestamps) as remove() does, oldest first; resolves to their ids. 'paused' removes none (its jobs are 'wait'); 'active': ERR_OPTIONS.
    */
-  clean(grace: number, limit = 0, type: 'completed' | 'failed' = 'completed'): Promise<string[]> {
+  clean(grace: number, limit = 0, type: control.CleanType = 'completed'): Promise<string[]> {
     return control.clean(this.core, grace, limit, type)
   }
 

@@ -4,7 +4,9 @@
   `wait`, `reserved`, or the head of `prioritized` or `delayed`); each is removed only if it is still
   there, so a job a worker took meanwhile is left to it. Emits nothing, as BullMQ's drain. A flow's child
   tells its parent it is gone, as a removed one does (lua/includes/handoff.lua: an outcome already in the
-  outbox is handed on instead), so the parent stops waiting for it; BullMQ's drain does too.
+  outbox is handed on instead), so the parent stops waiting for it; BullMQ's drain does too. A deduplication
+  id a drained job held without a ttl is released, as a removed job's is. A job scheduler's pending run is
+  not passed (lib/queue/cleanup.ts drainQueue keeps it, as BullMQ's drain does).
 
   KEYS[1] wait      LIST  <prefix>:{q}:wait
   KEYS[2] reserved  ZSET  <prefix>:{q}:reserved
@@ -13,7 +15,8 @@
   KEYS[5] prioritized     ZSET  <prefix>:{q}:prioritized
   KEYS[6] reservedScores  HASH  <prefix>:{q}:reservedScores
   KEYS[7] handoffs        HASH  <prefix>:{q}:handoffs (child id -> what its parent must learn)
-  KEYS[8] meta            HASH  <prefix>:{q}:meta (`parents`: the parents removed are counted out, trim-2.lua)
+  KEYS[8] meta            HASH  <prefix>:{q}:meta (`parents`: the parents removed are counted out, trim-2.lua;
+                                deduplication ids held, `de:<did>`)
   KEYS[6i + 3]      HASH  job i        (i = 1 .. n)
   KEYS[6i + 4]      LIST  log of job i
   KEYS[6i + 5] .. KEYS[6i + 8]  SET, HASH, HASH, ZSET: job i's dependencies, processed, failed and
@@ -30,6 +33,7 @@ local prioritizedKey, reservedScoresKey, handoffsKey, metaKey = KEYS[5], KEYS[6]
 local source = ARGV[1]
 -- @include handoff
 -- @include parents
+-- @include releaseDeduplication
 
 local handoffs = {}
 
@@ -50,7 +54,8 @@ for i = 1, #ARGV - 1 do
   end
   if gone > 0 then
     local k = 6 * i + 3
-    local f = rcall('HMGET', KEYS[k], 'parentKey', 'parent', 'deps')
+    local f = rcall('HMGET', KEYS[k], 'parentKey', 'parent', 'deps', 'deid')
+    releaseDeduplication(metaKey, f[4], id)
     if f[3] then
       parents = parents + 1
     end

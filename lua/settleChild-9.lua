@@ -15,7 +15,10 @@
     failed under rdof  -> dropped; the last dependency moves the parent on
     retried            -> a failed child sent back to wait (job.retry, retryJobs): out of the parent's
                           `unsuccessful` or `failed` and back among its dependencies; the parent stays where it
-                          is (BullMQ's moveChildBackToParentDependencies: one that moved on is not sent back)
+                          is (BullMQ's moveChildBackToParentDependencies: one that moved on is not sent back);
+                          a completed child: out of `processed` and back among them while the parent is in
+                          `waiting-children`, else nothing (the retry's caller refused it when it saw the
+                          parent had moved on; one that moved on since keeps the result)
   Deliveries of one child may cross (a worker delivers a run's failure while the child is retried, a sweep
   delivers an entry late): each entry has a place in the child's history, 2g for the g-th retry and 2g + 1
   for the outcome of the run after it, and once a child has been retried its parent's hash keeps the latest
@@ -218,6 +221,12 @@ end
 local function settleDirect(P, childKey, outcome, value)
   if outcome == 'retried' then
     if rcall('ZREM', P.unsuccessfulKey, childKey) == 1 or rcall('HDEL', P.failedKey, childKey) == 1 then
+      rcall('SADD', P.depsKey, childKey)
+      return 2
+    end
+    -- A completed child: only a parent still waiting for children waits for it again. One that moved on ran,
+    -- or runs, with its result, and keeps it: a dependency added now would be one it never waits for.
+    if rcall('ZSCORE', q.waitingChildren, P.id) and rcall('HDEL', P.processedKey, childKey) == 1 then
       rcall('SADD', P.depsKey, childKey)
       return 2
     end

@@ -21,7 +21,7 @@
   ARGV[2 + i] job id i, oldest first
 
   A queue holds flow keys only while a job of it is a parent: meta's `parents` counts the jobs with `deps`
-  (addFlow-10.lua, adoptChild-4.lua count them; this script, remove-19.lua, clean-5.lua, drain-8.lua, and
+  (addFlow-10.lua, adoptChild-4.lua count them; this script, remove-22.lua, clean-5.lua, drain-8.lua, and
   finish-16.lua and sweep-11.lua for a parent removed as it ends, count them out with their flow keys, and
   drop the field at 0). Without parents a job's two keys are all it
   has, and the caller sends only those. Called with "" on a queue that has them, it removes nothing and

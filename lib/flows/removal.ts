@@ -21,16 +21,18 @@ export async function removeJob(
   removeChildren = true,
   tellParent = true,
   depth = 0,
-): Promise<'removed' | 'missing' | 'active' | 'tree-active'> {
+): Promise<'removed' | 'missing' | 'active' | 'tree-active' | 'scheduler'> {
   // No depth limit: a tree built with `opts.parent` may go deeper than a flow may (a limit left the jobs
   // below it behind a removed parent). Each job is removed once, so even a cycle of parents ends.
-  let reply = await remove(client, keys, id, { tellParent, parentCheck: removeChildren })
+  // A job scheduler's pending run is refused when asked for by name (depth 0), as BullMQ's remove refuses it.
+  const schedulerCheck = depth === 0
+  let reply = await remove(client, keys, id, { tellParent, parentCheck: removeChildren, schedulerCheck })
   let children: string[] = []
   if (reply.outcome === 'parent') {
     if (depth === 0 && (await treeRunning(client, keys, id, new Set()))) return 'tree-active'
     const d = await readDependencies(client, keys, id)
     children = [...Object.keys(d.processed), ...d.unprocessed, ...Object.keys(d.ignored), ...d.failed]
-    reply = await remove(client, keys, id, { tellParent })
+    reply = await remove(client, keys, id, { tellParent, schedulerCheck })
   }
   if (reply.outcome === 'parent') return 'active'
   if (reply.handoff) await deliverHandoffs(client, keys, [[id, reply.handoff]])

@@ -1,20 +1,32 @@
 /**
- * Removing many jobs, in bounded steps (each one script over at most CLEANUP_BATCH ids the caller read
- * first and the script re-checks): `drain` (waiting jobs, and delayed ones when asked), `clean` (finished
- * jobs past a grace period) and `obliterate` (the whole queue). A step never holds Redis for long, so
+ * Removing many jobs, in bounded steps (each one script over at most CLEANUP_BATCH ids read before it and
+ * re-checked by it): `drain` (waiting jobs, and delayed ones when asked), `clean` (jobs of a finished or a
+ * waiting state past a grace period) and `obliterate` (the whole queue). A step never holds Redis for long, so
  * these run beside live workers; a job a worker takes meanwhile is left to it.
  */
 import { EchoMQError } from '../errors.js'
 import { deliverHandoffs } from '../flows/handoffs.js'
-import { clean, type DrainSource, drain, type FinishedSet, type ObliterateSource, obliterate, outboxPage } from '../redis/commands.js'
+import {
+  type CleanPlace,
+  type CleanSource,
+  clean,
+  cleanWaiting,
+  type DrainSource,
+  drain,
+  type FinishedSet,
+  type ObliterateSource,
+  obliterate,
+  outboxPage,
+} from '../redis/commands.js'
 import type { RedisClient } from '../redis/connection.js'
 import type { QueueKeys } from '../redis/keys.js'
-import { deleteDeduplicationHolds, dropFromRegistry, headIds, oldestIds, stateSize } from '../redis/queries.js'
-import { parseIteration } from '../schedulers/iterations.js'
+import { deleteDeduplicationHolds, dropFromRegistry, headIds, oldestIds, pendingRuns, serverTimeMs, stateSize } from '../redis/queries.js'
 import { listSchedulers, removeScheduler } from '../schedulers/schedulers.js'
 
 /** Ids per step: each passes six or seven keys (a parent's flow keys too), so one call stays well under 3,999 args. */
 const CLEANUP_BATCH = 250
+/** Candidates per step of a waiting state's clean: each passes seven keys (its scheduler's too). */
+const CLEAN_WAITING_BATCH = 200
 
 /**
  * Removes every waiting job (and, with `delayed`, every delayed one) and its log; resolves to how many. A
@@ -25,19 +37,24 @@ export async function drainQueue(client: RedisClient, keys: QueueKeys, delayed: 
   let removed = 0
   const sources: DrainSource[] = delayed ? ['reserved', 'wait', 'prioritized', 'delayed'] : ['reserved', 'wait', 'prioritized']
   for (const source of sources) {
+    // A scheduler's pending run stays (as in BullMQ): the schedule goes on. The runs kept stay near the
+    // head, so each read covers them and as many more, and leaves them out by id.
+    const kept = new Set<string>()
     for (;;) {
-      const read = await headIds(client, keys, source, CLEANUP_BATCH)
-      // A scheduler's pending iteration stays (as in BullMQ): the schedule goes on; remove the scheduler to stop it.
-      const ids = source === 'delayed' ? read.filter((id) => parseIteration(id) === undefined) : read
-      if (ids.length === 0) break
+      const read = (await headIds(client, keys, source, kept.size + CLEANUP_BATCH)).filter((id) => !kept.has(id))
+      if (read.length === 0) break
+      for (const id of await pendingRuns(client, keys, read)) kept.add(id)
+      const ids = read.filter((id) => !kept.has(id))
+      if (ids.length === 0) continue
       const step = await drain(client, keys, source, ids)
       // A drained flow child lets its parent stop waiting for it (the last moves it on), as BullMQ's drain.
       if (step.handoffs.length > 0) await deliverHandoffs(client, keys, step.handoffs)
-      const gone = step.removed
-      removed += gone.length
-      // None of them was still there: others took them; read again only if the source moved on.
-      if (gone.length === 0 && (await headIds(client, keys, source, 1))[0] === read[0]) break
-      if (ids.length < read.length && gone.length === ids.length) break
+      removed += step.removed.length
+      // None of them was still there: others took them; read again only if the line moved on.
+      if (step.removed.length === 0) {
+        const again = (await headIds(client, keys, source, kept.size + 1)).filter((id) => !kept.has(id))
+        if (again[0] === ids[0]) break
+      }
     }
   }
   return removed
@@ -56,6 +73,60 @@ export async function cleanSet(client: RedisClient, keys: QueueKeys, set: Finish
     if (step.handoffs.length > 0) await deliverHandoffs(client, keys, step.handoffs)
     removed.push(...step.removed)
     if (step.done || step.removed.length === 0) break
+  }
+  return removed
+}
+
+/** The waiting states clean takes, and where each one's jobs are, the first in line first. */
+export type WaitingState = 'wait' | 'prioritized' | 'delayed'
+const WAITING_SOURCES: Record<WaitingState, CleanSource[]> = {
+  wait: ['reserved', 'wait'],
+  prioritized: ['reserved', 'prioritized'],
+  delayed: ['delayed'],
+}
+
+/**
+ * Jobs of `wait` within the grace period a clean passes over before it stops: each step's LREM walks them
+ * from the tail (some 60 ns a job), so this bounds a step's Redis time (about a millisecond). BullMQ's clean
+ * looks at no more of a list than its oldest 10,000 (or `limit`) either.
+ */
+const MAX_PASSED_IN_WAIT = 10_000
+/** Steps in a row that neither removed a job nor moved on (the line moving under each read) before clean gives up. */
+const MAX_IDLE_STEPS = 5
+/** Most steps of one waiting state's clean: 10 million candidates at CLEAN_WAITING_BATCH a step. */
+const MAX_STEPS = 50_000
+
+/**
+ * Removes up to `limit` (0: all) jobs of a waiting state whose timestamp (BullMQ's, see cleanWaiting-10.lua)
+ * is at least `graceMs` old, oldest first, as queue.remove removes them; resolves to their ids. Jobs within
+ * the grace period are passed over, not a stop (in `wait`, at most MAX_PASSED_IN_WAIT of them).
+ */
+export async function cleanWaitingState(
+  client: RedisClient,
+  keys: QueueKeys,
+  state: WaitingState,
+  graceMs: number,
+  limit: number,
+): Promise<string[]> {
+  // One bound for the whole call: jobs that join the line while it runs are not what it was asked to clean.
+  const bound = (await serverTimeMs(client)) - graceMs
+  const removed: string[] = []
+  for (const source of WAITING_SOURCES[state]) {
+    let at: CleanPlace = { frontier: 0, anchor: '', next: [] }
+    // Workers taking the jobs passed over reset the walk (the anchor gone): MAX_STEPS bounds the call whatever they do.
+    for (let idle = 0, steps = 0; idle < MAX_IDLE_STEPS && steps < MAX_STEPS; steps++) {
+      const room = limit === 0 ? CLEAN_WAITING_BATCH : limit - removed.length
+      if (room <= 0) return removed
+      const most = source === 'wait' ? MAX_PASSED_IN_WAIT : Number.MAX_SAFE_INTEGER
+      const step = await cleanWaiting(client, keys, { source, state, bound, room, batch: CLEAN_WAITING_BATCH, most }, at)
+      // A cleaned flow child lets its parent stop waiting for it (the last moves it on), as queue.remove.
+      if (step.handoffs.length > 0) await deliverHandoffs(client, keys, step.handoffs)
+      removed.push(...step.removed)
+      idle = step.removed.length > 0 || step.at.frontier > at.frontier || at.next.length === 0 ? 0 : idle + 1
+      at = step.at
+      // At the source's end; unless a parent just moved on, which may have joined this very line.
+      if (at.next.length === 0 && step.handoffs.length === 0) break
+    }
   }
   return removed
 }

@@ -6,7 +6,7 @@ import { EchoMQError } from '../errors.js'
 import * as commands from '../redis/commands.js'
 import { rateLimitTtl, isPaused as readPaused } from '../redis/queries.js'
 import { checkInteger, checkKnown, describe, fail, opt } from '../validate.js'
-import { cleanSet, drainQueue, obliterateQueue } from './cleanup.js'
+import { cleanSet, cleanWaitingState, drainQueue, obliterateQueue } from './cleanup.js'
 import type { QueueCore } from './core.js'
 
 /** Every worker of the queue, on every host, stops taking jobs (running ones finish); adds and recoveries go on. */
@@ -56,15 +56,31 @@ export async function drain(q: QueueCore, delayed: boolean): Promise<void> {
   await q.call('drain queue', () => drainQueue(q.client, q.keys, delayed))
 }
 
-/** BullMQ's clean (see Queue.clean): up to `limit` finished jobs of `type` older than `grace` ms. */
-export async function clean(q: QueueCore, grace: number, limit: number, type: 'completed' | 'failed'): Promise<string[]> {
+/** The types BullMQ 6.7's clean takes ('active' is refused here: see clean). */
+export type CleanType = 'completed' | 'wait' | 'waiting' | 'active' | 'paused' | 'prioritized' | 'delayed' | 'failed'
+const CLEAN_TYPES: readonly string[] = ['completed', 'failed', 'wait', 'waiting', 'paused', 'prioritized', 'delayed']
+
+/**
+ * BullMQ's clean (see Queue.clean): up to `limit` jobs of `type` older than `grace` ms. 'paused' lists no
+ * job (getters.ts: a paused queue's jobs wait in `wait`), so it removes none, as BullMQ 6.7's.
+ */
+export async function clean(q: QueueCore, grace: number, limit: number, type: CleanType): Promise<string[]> {
   q.assertOpen()
   checkInteger('grace', grace, { min: 0, max: Number.MAX_SAFE_INTEGER, unit: 'ms' })
   checkInteger('limit', limit, { min: 0, max: Number.MAX_SAFE_INTEGER })
-  if (type !== 'completed' && type !== 'failed')
-    fail('ERR_OPTIONS', `expected clean's type to be completed or failed, got: ${describe(type)}`)
-  const ids = await q.call(`clean ${type} jobs of queue`, () => cleanSet(q.client, q.keys, type, grace, limit))
-  q.emitter.emit('cleaned', ids, type)
+  // BullMQ removes active jobs whose lock is gone; here such a job's lease lapsed and the sweep recovers it
+  // (back in line, or failed), while its worker may still finish it: removing it would race both.
+  if (type === 'active')
+    fail('ERR_OPTIONS', "clean does not take active: an active job holds a lease, and one whose lease lapsed is the sweep's to recover")
+  if (!CLEAN_TYPES.includes(type))
+    fail('ERR_OPTIONS', `expected clean's type to be one of ${CLEAN_TYPES.join(', ')}, got: ${describe(type)}`)
+  // BullMQ names 'waiting' 'wait' in the cleaned event too.
+  const named = type === 'waiting' ? 'wait' : type
+  const ids = await q.call(`clean ${named} jobs of queue`, () => {
+    if (named === 'completed' || named === 'failed') return cleanSet(q.client, q.keys, named, grace, limit)
+    return named === 'paused' ? Promise.resolve([]) : cleanWaitingState(q.client, q.keys, named, grace, limit)
+  })
+  q.emitter.emit('cleaned', ids, named)
   return ids
 }
 

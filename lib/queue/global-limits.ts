@@ -3,7 +3,12 @@
  * setGlobalRateLimit): stored in meta under BullMQ's field names, read by each take in the HMGET it makes
  * anyway (lua/includes/takeJobs.lua admission), so a queue that sets none pays nothing more.
  */
-import { globalLimits, setGlobalLimits } from '../redis/queries.js'
+import {
+  globalLimits,
+  removeGlobalLimit,
+  setGlobalConcurrency as setConcurrency,
+  setGlobalRateLimit as setRateLimit,
+} from '../redis/queries.js'
 import { checkInteger } from '../validate.js'
 import type { QueueCore } from './core.js'
 
@@ -14,7 +19,7 @@ const MOST = 2 ** 31 - 1
 export async function setGlobalConcurrency(q: QueueCore, concurrency: number): Promise<number> {
   checkInteger('concurrency', concurrency, { min: 1, max: MOST })
   q.assertOpen()
-  return q.call('set the global concurrency of queue', () => setGlobalLimits(q.client, q.keys, { concurrency }))
+  return q.call('set the global concurrency of queue', () => setConcurrency(q.client, q.keys, concurrency))
 }
 
 /** At most `max` jobs started in any `duration` ms, over each worker's own limiter (BullMQ's). */
@@ -22,17 +27,17 @@ export async function setGlobalRateLimit(q: QueueCore, max: number, duration: nu
   checkInteger('max', max, { min: 1, max: MOST })
   checkInteger('duration', duration, { min: 1, max: MOST, unit: 'ms' })
   q.assertOpen()
-  return q.call('set the global rate limit of queue', () => setGlobalLimits(q.client, q.keys, { max, duration }))
+  return q.call('set the global rate limit of queue', () => setRateLimit(q.client, q.keys, max, duration))
 }
 
 export async function removeGlobalConcurrency(q: QueueCore): Promise<number> {
   q.assertOpen()
-  return q.call('remove the global concurrency of queue', () => setGlobalLimits(q.client, q.keys, { concurrency: null }))
+  return q.call('remove the global concurrency of queue', () => removeGlobalLimit(q.client, q.keys, 'concurrency'))
 }
 
 export async function removeGlobalRateLimit(q: QueueCore): Promise<number> {
   q.assertOpen()
-  return q.call('remove the global rate limit of queue', () => setGlobalLimits(q.client, q.keys, { max: null, duration: null }))
+  return q.call('remove the global rate limit of queue', () => removeGlobalLimit(q.client, q.keys, 'rateLimit'))
 }
 
 /** The global concurrency, or null when none is set. */

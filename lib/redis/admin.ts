@@ -4,60 +4,133 @@
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
 
-import type { JobState } from '../job.js'
+import type { StoredState } from '../job.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
+import { parseIteration } from './iteration-id.js'
 import { flowKeys, type QueueKeys } from './keys.js'
 import { evalScript, eventKeys, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const ADMIN_SCRIPTS = {
   retry: 'retry-8.lua',
-  remove: 'remove-19.lua',
+  remove: 'remove-22.lua',
   pause: 'pause-6.lua',
   progress: 'progress-5.lua',
   log: 'log-3.lua',
   clean: 'clean-5.lua',
+  cleanWaiting: 'cleanWaiting-10.lua',
   drain: 'drain-8.lua',
   obliterate: 'obliterate-18.lua',
   limit: 'limit-1.lua',
   listen: 'listen-1.lua',
 } as const
 
+/** The set a retry takes jobs from; its name is the `prev` of their `waiting` event too. */
+export type RetrySet = 'failed' | 'completed'
+
+/** What a retry of completed jobs is told once retry-8.lua asked for it (a "need" reply). */
+export interface RetryKnown {
+  /** Deduplication ids of the candidates: the keys of their holds with a ttl go with the call. */
+  deduplicationIds: string[]
+  /** The jobs meta names as those ids' holders: their hashes go with the call (a live holder refuses the retry). */
+  holders: string[]
+  /** Flow children whose parents the caller found still waiting for children, or gone. */
+  checkedParents: string[]
+}
+
+/** A candidate retry-8.lua asked about: its deduplication id and that id's holder in meta, or its unchecked parent. */
+export interface RetryNeed {
+  id: string
+  deduplicationId?: string
+  holder?: string
+  parentKey?: string
+}
+
+export type RetryReply =
+  | { status: 'ok'; moved: string[]; handoffs: [string, string][]; refused: string[] }
+  | { status: 'not-in'; id: string; state: StoredState | 'missing' }
+  | { status: 'held'; id: string; deduplicationId: string; holder: string }
+  | { status: 'need'; needs: RetryNeed[] }
+
 /**
- * Sends failed jobs back to `wait`, their attemptsMade kept, or reset with `fresh`. `strict`: every id must be failed, else
- * nothing changes and the first other id is returned as `notFailed`, with its state. `maxScore`: only
- * jobs that failed no later than this (their score in `failed`) move. `handoffs`: the entries a flow's
- * children left for their parents (lib/flows/handoffs.ts delivers them).
+ * Sends failed or completed jobs (`set`) back to `wait`, their attemptsMade kept, or reset with `fresh`.
+ * `strict`: every id must be in the set and none refused, else nothing changes (`not-in`, with the first
+ * other id's state; `held`). `maxScore`: only jobs that finished no later than this (their score) move.
+ * Completed jobs come with what the script asked for (`known`) and may be answered `need` (nothing changed).
+ * `handoffs`: the entries a flow's children left for their parents (lib/flows/handoffs.ts delivers them);
+ * `refused`: ids left in the set (not strict).
  */
 export async function retry(
   client: RedisClient,
   keys: QueueKeys,
-  ids: string[],
-  strict: boolean,
-  maxScore = Number.POSITIVE_INFINITY,
-  fresh = false,
-): Promise<{ moved: string[]; notFailed: { id: string; state: JobState | 'missing' } | undefined; handoffs: [string, string][] }> {
-  const [status, result, third] = (await evalScript(
+  call: { set: RetrySet; ids: string[]; strict: boolean; maxScore?: number; fresh?: boolean; known?: RetryKnown },
+): Promise<RetryReply> {
+  const { set, ids, known } = call
+  const maxScore = call.maxScore ?? Number.POSITIVE_INFINITY
+  const given = known ? [...known.deduplicationIds.map((d) => keys.deduplication(d)), ...known.holders.map((h) => keys.job(h))] : []
+  const reply = (await evalScript(
     client,
     ADMIN_SCRIPTS.retry,
-    [keys.failed, keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, keys.handoffs, ...ids.map((id) => keys.job(id))],
-    [`${strict ? 'strict' : 'any'}${fresh ? '+' : ''}`, Number.isFinite(maxScore) ? String(maxScore) : '+inf', ...ids],
-  )) as ['ok', string[], string[]] | ['not-failed', string, JobState | 'missing']
-  if (status !== 'ok') return { moved: [], notFailed: { id: result, state: third }, handoffs: [] }
-  const handoffs: [string, string][] = []
-  for (let i = 0; i + 1 < third.length; i += 2) handoffs.push([third[i] as string, third[i + 1] as string])
-  return { moved: result, notFailed: undefined, handoffs }
+    [keys[set], keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, keys.handoffs, ...ids.map((id) => keys.job(id)), ...given],
+    [
+      `${call.strict ? 'strict' : 'any'}${call.fresh ? '+' : ''}`,
+      Number.isFinite(maxScore) ? String(maxScore) : '+inf',
+      set,
+      ids.length,
+      ...ids,
+      ...(known?.checkedParents ?? []),
+    ],
+  )) as [string, ...unknown[]]
+  const [status, a, b, c] = reply
+  if (status === 'ok') return { status, moved: a as string[], handoffs: pairs(b as string[]), refused: c as string[] }
+  if (status === 'not-in') return { status, id: a as string, state: b as StoredState | 'missing' }
+  if (status === 'held') return { status, id: a as string, deduplicationId: b as string, holder: c as string }
+  const needs = (a as string[][]).map(([id, deduplicationId, holder, parentKey]) => ({
+    id: id as string,
+    ...(deduplicationId ? { deduplicationId } : {}),
+    ...(holder ? { holder } : {}),
+    ...(parentKey ? { parentKey } : {}),
+  }))
+  return { status: 'need', needs }
 }
 
-/** What remove-19.lua did: removed, or why not. */
-export type RemoveOutcome = 'removed' | 'missing' | 'active' | 'parent' | 'kept'
+/** The newest score of a finished set (its latest finish time, as Redis writes it), undefined when it is empty. */
+export async function newestScore(client: RedisClient, keys: QueueKeys, set: RetrySet): Promise<string | undefined> {
+  const [, score] = await client.zrange(keys[set], '-1', '-1', 'WITHSCORES')
+  return score
+}
+
+/**
+ * Up to `n` [id, score] of a finished set, oldest first, from score `min` (the first `skip` members at that
+ * score passed over) up to `max`: scores as Redis writes them, so one given back as `min` is exact.
+ */
+export async function finishedFrom(
+  client: RedisClient,
+  keys: QueueKeys,
+  set: RetrySet,
+  from: { min: string; skip: number },
+  max: string,
+  n: number,
+): Promise<[string, string][]> {
+  const flat = await client.zrangebyscore(keys[set], from.min, max, 'WITHSCORES', 'LIMIT', from.skip, n)
+  return pairs(flat)
+}
+
+/** Each job's state, by its key in any queue (a flow's parents), undefined for a job that does not exist: one HGET each, pipelined. */
+export function statesOf(client: RedisClient, jobKeys: string[]): Promise<(string | undefined)[]> {
+  return Promise.all(jobKeys.map(async (key) => (await client.hget(key, 'state')) ?? undefined))
+}
+
+/** What remove-22.lua did: removed, or why not. */
+export type RemoveOutcome = 'removed' | 'missing' | 'active' | 'parent' | 'kept' | 'scheduler'
 
 /**
  * Removes a job that is not in flight, with a parent's own keys; a flow's child that had not completed
  * leaves the entry for its parent (`handoff`, lib/flows/handoffs.ts delivers it) unless `tellParent` is false.
  * With `parentCheck`, a parent is left as it is and answered `parent` (its children are read first); with
- * `keepFinished`, a completed or failed job is left as it is and answered `kept`.
+ * `keepFinished`, a completed or failed job is left as it is and answered `kept`; with `schedulerCheck`, a job
+ * scheduler's pending run is left and answered `scheduler`. A job in `active` whose lease lapsed is removed.
  */
 export async function remove(
   client: RedisClient,
@@ -67,8 +140,10 @@ export async function remove(
     tellParent = true,
     parentCheck = false,
     keepFinished = false,
-  }: { tellParent?: boolean; parentCheck?: boolean; keepFinished?: boolean } = {},
+    schedulerCheck = false,
+  }: { tellParent?: boolean; parentCheck?: boolean; keepFinished?: boolean; schedulerCheck?: boolean } = {},
 ): Promise<{ outcome: RemoveOutcome; handoff?: string }> {
+  const run = schedulerCheck ? parseIteration(id) : undefined
   const [outcome, handoff] = (await evalScript(
     client,
     ADMIN_SCRIPTS.remove,
@@ -89,8 +164,11 @@ export async function remove(
       keys.processed(id),
       keys.failedChildren(id),
       keys.unsuccessful(id),
+      keys.lock(id),
+      keys.stalled,
+      schedulerOf(keys, id),
     ],
-    [id, tellParent ? '1' : '0', parentCheck ? '1' : '0', keepFinished ? '1' : '0'],
+    [id, tellParent ? '1' : '0', parentCheck ? '1' : '0', keepFinished ? '1' : '0', run ? '1' : '0'],
   )) as [RemoveOutcome, string?]
   return handoff ? { outcome, handoff } : { outcome }
 }
@@ -186,6 +264,51 @@ export async function clean(
     [graceMs, ...ids],
   )) as [string[], number, string[]]
   return { removed, done: done === 1, handoffs: pairs(flat) }
+}
+
+/** Where a step of clean reads a waiting state's jobs: `reserved` holds a busy worker's (of `wait` or `prioritized`). */
+export type CleanSource = 'wait' | 'reserved' | 'prioritized' | 'delayed'
+
+/** Where a step of cleanWaiting left off: the jobs passed over at the source's start, the newest of them, and what to look at next. */
+export type CleanPlace = { frontier: number; anchor: string; next: string[] }
+
+/** What one step of cleanWaiting is told: the state it cleans and where it reads it, its bounds, where the step before left off. */
+type CleanStep = { source: CleanSource; state: Exclude<CleanSource, 'reserved'>; bound: number; room: number; batch: number; most: number }
+
+/**
+ * One step of clean for a waiting state (cleanWaiting-10.lua says how): removes, of `at.next`, the jobs in
+ * `state` whose timestamp is `bound` (ms, Redis's clock) or earlier, at most `room`, and reads `batch` ids
+ * for the next step, none past the `most`-th job passed over. `handoffs`: the outbox entries of the flow children among them, to deliver.
+ */
+export async function cleanWaiting(
+  client: RedisClient,
+  keys: QueueKeys,
+  step: CleanStep,
+  at: CleanPlace,
+): Promise<{ removed: string[]; handoffs: [string, string][]; at: CleanPlace }> {
+  const [removed, flat, next, frontier, anchor] = (await evalScript(
+    client,
+    ADMIN_SCRIPTS.cleanWaiting,
+    [
+      keys.wait,
+      keys.reserved,
+      keys.reservedScores,
+      keys.prioritized,
+      keys.delayed,
+      ...eventKeys(keys),
+      keys.handoffs,
+      keys.schedulers,
+      ...at.next.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id), schedulerOf(keys, id)]),
+    ],
+    [step.source, step.state, step.bound, step.room, step.batch, step.most, at.frontier, at.anchor, ...at.next],
+  )) as [string[], string[], string[], number, string]
+  return { removed, handoffs: pairs(flat), at: { frontier, anchor, next } }
+}
+
+/** The hash of the job scheduler a run's id names (`last`: its pending run); the schedulers' set, not read, for any other id. */
+function schedulerOf(keys: QueueKeys, id: string): string {
+  const run = parseIteration(id)
+  return run ? keys.scheduler(run.schedulerId) : keys.schedulers
 }
 
 /** A flat list of pairs ([id, entry, id, entry...]) as tuples. */

@@ -110,17 +110,6 @@ export function oldestIds(client: RedisClient, key: string, n: number): Promise<
   return client.zrange(key, '0', String(n - 1))
 }
 
-/** The score of the newest failed job (its finish time), undefined when none failed. */
-export async function newestFailedScore(client: RedisClient, keys: QueueKeys): Promise<number | undefined> {
-  const [, score] = await client.zrange(keys.failed, '-1', '-1', 'WITHSCORES')
-  return score === undefined ? undefined : Number(score)
-}
-
-/** Failed ids with a score up to `maxScore`, oldest first, `skip` of them skipped. */
-export function failedUpTo(client: RedisClient, keys: QueueKeys, maxScore: number, skip: number, n: number): Promise<string[]> {
-  return client.zrangebyscore(keys.failed, '-inf', String(maxScore), 'LIMIT', skip, n)
-}
-
 /** `n` delayed ids, the soonest due first, after the first `skip`. */
 export function firstDelayed(client: RedisClient, keys: QueueKeys, n: number, skip = 0): Promise<string[]> {
   return client.zrange(keys.delayed, skip, skip + n - 1)
@@ -279,12 +268,19 @@ export async function globalLimits(client: RedisClient, keys: QueueKeys) {
   return { concurrency: num(concurrency), max: num(max), duration: num(duration), active }
 }
 
-/** Sets (a number) or removes (null) the queue's global limits in meta: HSET's or HDEL's count, as BullMQ's. */
-export async function setGlobalLimits(client: RedisClient, keys: QueueKeys, limits: Record<string, number | null>): Promise<number> {
-  const set = Object.entries(limits).filter(([, v]) => v !== null)
-  const gone = Object.entries(limits).filter(([, v]) => v === null)
-  if (set.length > 0) return client.hset(keys.meta, ...set.flatMap(([k, v]) => [k, String(v)]))
-  return client.hdel(keys.meta, ...gone.map(([k]) => k))
+/** Sets the queue's global concurrency in meta: HSET's count, as BullMQ's. */
+export function setGlobalConcurrency(client: RedisClient, keys: QueueKeys, concurrency: number): Promise<number> {
+  return client.hset(keys.meta, 'concurrency', String(concurrency))
+}
+
+/** Sets the queue's global rate limit in meta (both fields at once): HSET's count, as BullMQ's. */
+export function setGlobalRateLimit(client: RedisClient, keys: QueueKeys, max: number, duration: number): Promise<number> {
+  return client.hset(keys.meta, 'max', String(max), 'duration', String(duration))
+}
+
+/** Removes the global concurrency (`concurrency`) or the global rate limit (`rateLimit`): HDEL's count, as BullMQ's. */
+export function removeGlobalLimit(client: RedisClient, keys: QueueKeys, limit: 'concurrency' | 'rateLimit'): Promise<number> {
+  return limit === 'concurrency' ? client.hdel(keys.meta, 'concurrency') : client.hdel(keys.meta, 'duration', 'max')
 }
 
 /** Claims the queue's stalled sweep for `ms` (BullMQ's stalled-check key): true for the one worker that won it. */

@@ -28,7 +28,9 @@
  *                                  versions, which did not count parents: '1' once a job became a parent;
  *                                  read, never written or cleared: its queue's trims look for parents for
  *                                  good), `adopted` (an unfinished job joined a parent, or one that may
- *                                  run became a parent: no finish reads a run as plain)
+ *                                  run became a parent: no finish reads a run as plain), `concurrency`,
+ *                                  `max`, `duration` (the global limits, BullMQ's names: queue/global-limits.ts,
+ *                                  read by each take, lua/includes/takeJobs.lua admission)
  *   <prefix>:{q}:reserved   ZSET   job id -> reservation expiry (ms, Redis clock): waiting jobs a busy worker
  *                                  popped from `wait` for its next calls to take
  *   <prefix>:{q}:events     STREAM the queue's events (QueueEvents), written only while `listened` exists

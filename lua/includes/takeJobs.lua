@@ -394,13 +394,16 @@ end
 -- without taking it. The job stays reserved (waiting, as every count says) and unleased until it starts;
 -- the call that follows its start takes it (confirmStarts). So a worker that dies with a job in hand
 -- leaves a reservation, which the sweep returns with no attempt used: only a job that started is ever
--- charged one. Nothing is read while the queue is paused. `at` = { firstKey, count }: job i's hash is
+-- charged one. Nothing is read while the queue is paused or has a global limit. `at` = { firstKey, count }: job i's hash is
 -- KEYS[at.firstKey + i] (a read needs no lease key). Returns { id, n, n fields, ... } (the
 -- fields and token as takeJobs says, as flat; a job removed meanwhile is left out). A job with a priority (its
 -- fields say) waited in `prioritized`: its start's confirm drops the score its reservation kept.
 local function readHand(q, taker, now, at)
   local handed, len = {}, 0
-  if at.count == 0 or holdOf(q).paused then
+  -- With a global limit, a reservation made before it was set is taken as a candidate (takeJobs, admitted)
+  -- rather than started from a hand, which no admission checks.
+  local hold = at.count > 0 and holdOf(q)
+  if at.count == 0 or hold.paused or hold.concurrency or limitOf(q, taker) > 0 then
     return handed
   end
   local clock = replyClock(now)

@@ -41,11 +41,16 @@ describe("a job's own methods", () => {
     const bad = await fx.queue.add('x', { fail: true }, { jobId: 'bad', attempts: 1 })
     await waitFor(async () => (await bad.isFailed()) && (await ok.isCompleted()), { what: 'one completed, one failed' })
     expect(seen).toEqual(['active', 'active'])
-    expect(await codeOf(ok.retry('completed'))).toBe('ERR_JOB_STATE')
+    expect(await codeOf(ok.retry('failed'))).toBe('ERR_JOB_STATE')
+    await ok.retry('completed')
+    expect(ok.state).toBe('wait')
     await bad.retry()
     expect(bad.state).toBe('wait')
     await waitFor(async () => (await fx.queue.getJobState('bad')) === 'failed', { what: 'the retried job to fail again' })
     expect((await fx.queue.getJob('bad'))?.attemptsStarted).toBe(2)
+    const again = async () => fx.queue.getJob('ok')
+    await waitFor(async () => (await again())?.state === 'completed', { what: 'the retried completed job to complete again' })
+    expect(await again()).toMatchObject({ state: 'completed', attemptsMade: 2, attemptsStarted: 2, returnValue: 'ok' })
   })
 
   it('promote() runs a delayed job now; remove() removes it, and refuses one in flight', async () => {

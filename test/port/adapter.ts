@@ -92,10 +92,11 @@ export const differs = {
    */
   ageTrimsAtFinish: (lib: LibName): boolean => lib === 'bullmq',
   /**
-   * `job.retry('completed')`: BullMQ runs a completed job again; EchoMQ refuses it with ERR_JOB_STATE ("add it
-   * again", docs/migrating-from-bullmq.md, "Left out").
+   * `job.retry(state, { resetAttemptsStarted: true })`: BullMQ counts the job's starts from 0 again; EchoMQ
+   * refuses it with ERR_OPTIONS ("each run's token is numbered by its start, so that count goes on",
+   * docs/migrating-from-bullmq.md, "Retrying a job").
    */
-  retriesCompleted: (lib: LibName): boolean => lib === 'bullmq',
+  resetsAttemptsStarted: (lib: LibName): boolean => lib === 'bullmq',
   /**
    * The `timestamp` and `sizeLimit` job options: BullMQ takes them; EchoMQ refuses both with ERR_OPTIONS ("a
    * job's creation time is Redis's clock"; "maxDataBytes on the Queue bounds data", docs/migrating-from-bullmq-queue.md).

@@ -266,7 +266,7 @@ describe('drain, clean, obliterate', () => {
     expect(await fx.queue.clean(0, 0, 'failed')).toEqual(['f'])
     expect(await fx.queue.counts()).toMatchObject({ completed: 0, failed: 0 })
     await expect(fx.queue.clean(-1)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
-    await expect(fx.queue.clean(0, 0, 'wait' as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
+    await expect(fx.queue.clean(0, 0, 'finished' as never)).rejects.toMatchObject({ code: 'ERR_OPTIONS' })
   })
 
   it('obliterate refuses while jobs are in flight (nothing deleted), and with force deletes every key of the queue', async () => {

@@ -143,3 +143,32 @@ it('bad limits are refused with ERR_OPTIONS and nothing is written', async () =>
   await brief()
   expect(await redis.client.hmget(fx.keys.meta, 'concurrency', 'max', 'duration')).toEqual([null, null, null])
 })
+
+it('jobs a busy worker reserved before setGlobalConcurrency start within it: none from a hand', async () => {
+  const gates: (() => void)[] = []
+  let running = 0
+  const startedWith: number[] = []
+  fx.worker(
+    async () => {
+      running++
+      startedWith.push(running)
+      // The first ends at once (its finish reserves the next jobs ahead); the next two wait to be let go.
+      if (startedWith.length === 2 || startedWith.length === 3) await new Promise<void>((resolve) => gates.push(resolve))
+      running--
+    },
+    { concurrency: 2 },
+  )
+  await fx.queue.addBulk(Array.from({ length: 12 }, () => ({ name: 'job', data: {} })))
+  await waitFor(() => gates.length === 2, { what: 'two jobs held running' })
+  await waitFor(async () => (await redis.client.zcard(fx.keys.reserved)) > 0, { what: 'jobs reserved ahead' })
+  await fx.queue.setGlobalConcurrency(1)
+  // One of the two ends: the other still runs, so the queue is at its limit and nothing more starts.
+  gates[0]?.()
+  await waitFor(async () => (await fx.queue.getCompletedCount()) === 2, { what: 'the second job completed' })
+  await waitFor(async () => fx.queue.isMaxed(), { what: 'the queue maxed' })
+  expect(startedWith).toHaveLength(3)
+  gates[1]?.()
+  await waitFor(async () => (await fx.queue.getCompletedCount()) === 12, { what: 'every job completed' })
+  // After the two that ran when it was set, each job started alone, the reserved ones too.
+  expect(startedWith.slice(3)).toEqual(Array.from({ length: 9 }, () => 1))
+})

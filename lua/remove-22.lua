@@ -1,11 +1,16 @@
 --[[
   Removes a job that is not in flight: its hash, its log, and its entry in whichever set or list holds it.
-  A job in `active` is left alone (its worker owns it). A job id whose job was removed can be added again;
+  A job in `active` is left alone while its lease lives (its worker owns it); one whose lease lapsed (its
+  worker died or stalled, and no sweep has recovered it yet) is removed, as BullMQ removes an active job
+  whose lock is gone: its worker, if it comes back, finds the job gone and its finish changes nothing. With
+  ARGV[5] "1", a job scheduler's pending run (the one its scheduler points at) is refused, as BullMQ's:
+  removeJobScheduler removes it with its schedule. A job id whose job was removed can be added again;
   a deduplication id it held without a ttl is released (releaseDeduplication.lua).
   Flows: a parent's own keys (its dependencies, its children's values and failures) go with it, and a
   parent in `waiting-children` leaves it (the caller removes its children, BullMQ's default); a child that
   had not completed tells its parent it is gone (lua/includes/handoff.lua: the parent stops waiting for it
-  and, if it was the last, moves on), unless ARGV[2] is "0" (its parent is being removed too).
+  and, if it was the last, moves on), unless ARGV[2] is "0" (its parent is being removed too). The removal
+  itself is lua/includes/removeJob.lua, which queue.clean of the waiting states shares (cleanWaiting-10.lua).
 
   KEYS[1]  job        HASH   <prefix>:{q}:<id>
   KEYS[2]  active     ZSET   <prefix>:{q}:active
@@ -26,6 +31,10 @@
   KEYS[17] processed       HASH  <prefix>:{q}:<id>:processed
   KEYS[18] failed          HASH  <prefix>:{q}:<id>:failed
   KEYS[19] unsuccessful    ZSET  <prefix>:{q}:<id>:unsuccessful
+  KEYS[20] lock            STRING <prefix>:{q}:<id>:lock
+  KEYS[21] stalled         ZSET  <prefix>:{q}:stalled
+  KEYS[22] scheduler       HASH  <prefix>:{q}:schedulers:<sid>, the job scheduler the id names (`last`: the due
+                                time of its newest run, the pending one); for an id no scheduler's, not read
 
   ARGV[1] job id
   ARGV[2] "0" not to tell the job's parent (it is being removed), else "1"
@@ -33,30 +42,37 @@
           "parent", for the caller to read its children first; "0": removed all the same
   ARGV[4] "1": a completed or failed job is not removed but answered "kept" (BullMQ's removeUnprocessedChildren
           keeps the children that ran); absent or "0": removed all the same
+  ARGV[5] "1": a job scheduler's pending run (its newest, KEYS[22]'s `last`) is not removed but answered
+          "scheduler"; "0" (or an id no scheduler's): not read
 
   Returns { "removed", hand-off entry or "" }, { "missing" } (no such job), { "active" } (in flight;
-  nothing changed), { "parent" } (see ARGV[3]; nothing changed) or { "kept" } (see ARGV[4]; nothing changed). Emits `removed`
+  nothing changed), { "parent" } (see ARGV[3]; nothing changed), { "kept" } (see ARGV[4]; nothing changed)
+  or { "scheduler" } (see ARGV[5]; nothing changed). Emits `removed`
   with `prev`, the state the job was removed from (BullMQ's key names: wait, prioritized, delayed,
   completed, failed).
 ]]
 local rcall = redis.call
-local jobKey, activeKey, logsKey = KEYS[1], KEYS[2], KEYS[11]
-local waitKey, delayedKey, completedKey, failedKey, reservedKey = KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local q = { meta = KEYS[8], events = KEYS[9], listened = KEYS[10] }
-local prioritizedKey, reservedScoresKey = KEYS[12], KEYS[13]
+local q = {
+  wait = KEYS[3], delayed = KEYS[4], completed = KEYS[5], failed = KEYS[6], reserved = KEYS[7], meta = KEYS[8], events = KEYS[9],
+  listened = KEYS[10], prioritized = KEYS[12], reservedScores = KEYS[13], waitingChildren = KEYS[14], handoffs = KEYS[15],
+}
 local id = ARGV[1]
 -- @include events
 -- @include releaseDeduplication
 -- @include handoff
 -- @include parents
+-- @include removeJob
 
-if rcall('ZSCORE', activeKey, id) then
+if rcall('ZSCORE', KEYS[2], id) and rcall('EXISTS', KEYS[20]) == 1 then
   return { 'active' }
 end
-local f = rcall('HMGET', jobKey, 'state', 'deid', 'parentKey', 'parent', 'deps')
+local f = rcall('HMGET', KEYS[1], 'state', 'deid', 'parentKey', 'parent', 'deps')
 local state = f[1]
 if not state then
   return { 'missing' }
+end
+if ARGV[5] == '1' and rcall('HGET', KEYS[22], 'last') == string.match(id, ':(%d+)$') then
+  return { 'scheduler' }
 end
 if ARGV[4] == '1' and (state == 'completed' or state == 'failed') then
   return { 'kept' }
@@ -64,35 +80,10 @@ end
 if ARGV[3] == '1' and rcall('EXISTS', KEYS[16], KEYS[17], KEYS[18], KEYS[19]) > 0 then
   return { 'parent' }
 end
--- Only the structure the job's state names holds it: one removal, O(log n) except in `wait`, where LREM
--- walks the list (as every Redis list queue's remove does).
-if state == 'wait' or state == 'prioritized' then
-  -- A waiting job may be reserved by a busy worker for its next call (see takeJobs.lua).
-  if rcall('ZREM', reservedKey, id) == 1 then
-    rcall('HDEL', reservedScoresKey, id)
-  elseif state == 'wait' then
-    rcall('LREM', waitKey, 0, id)
-  else
-    rcall('ZREM', prioritizedKey, id)
-  end
-elseif state == 'delayed' then
-  rcall('ZREM', delayedKey, id)
-elseif state == 'waiting-children' then
-  rcall('ZREM', KEYS[14], id)
+if state == 'active' then
+  rcall('ZREM', KEYS[2], id)
+  rcall('ZREM', KEYS[21], id)
 else
-  rcall('ZREM', completedKey, id)
-  rcall('ZREM', failedKey, id)
+  leaveLine(q, id, state)
 end
-releaseDeduplication(q.meta, f[2], id)
-local entry = ''
-if f[3] and state ~= 'completed' and ARGV[2] ~= '0' then
-  -- An outcome not yet told (a failure under a policy) is the one the parent must learn: it stays, and goes
-  -- back for the caller to deliver, rather than being overwritten by `removed`.
-  entry = rcall('HGET', KEYS[15], id) or handOff(KEYS[15], id, f[3], f[4], 'removed', '')
-end
-rcall('UNLINK', jobKey, logsKey, KEYS[16], KEYS[17], KEYS[18], KEYS[19])
-if f[5] then
-  countOutParents(q.meta, 1)
-end
-emit(q, 'removed', 'jobId', id, 'prev', state)
-return { 'removed', entry }
+return { 'removed', dropJob(q, id, { KEYS[1], KEYS[11], KEYS[16], KEYS[17], KEYS[18], KEYS[19] }, f, ARGV[2] ~= '0') }
