@@ -49,7 +49,8 @@
   ARGV[8 + i] candidate i's id
 
   Returns { removed ids, { child id, entry, ... } the outbox entries to deliver (lib/flows/handoffs.ts), the
-  next step's candidates (none: the source's end), the frontier, the anchor }. Emits `removed` for each job
+  next step's candidates (none: the source's end), the frontier, the anchor, { id, deduplication id, ... } of
+  the jobs removed that had one (a hold with a ttl is the caller's to release, lib/redis/admin.ts) }. Emits `removed` for each job
   removed and `cleaned` with their count.
 ]]
 local rcall = redis.call
@@ -136,7 +137,7 @@ local slot = {}
 for i = 9, #ARGV do
   slot[ARGV[i]] = 7 * (i - 8) + 4
 end
-local removed, handoffs = {}, {}
+local removed, handoffs, held = {}, {}, {}
 local passed = 0
 for _, id in ipairs(readAfter(frontier, #ARGV - 8)) do
   local k = slot[id]
@@ -160,6 +161,10 @@ for _, id in ipairs(readAfter(frontier, #ARGV - 8)) do
       handoffs[#handoffs + 1] = entry
     end
     removed[#removed + 1] = id
+    if f[2] then
+      held[#held + 1] = id
+      held[#held + 1] = f[2]
+    end
   end
 end
 if #removed > 0 then
@@ -169,4 +174,4 @@ if #removed > 0 then
   emit(q, 'cleaned', 'count', #removed)
 end
 frontier = frontier + passed
-return { removed, handoffs, readAfter(frontier, math.min(batch, most - frontier)), frontier, anchor }
+return { removed, handoffs, readAfter(frontier, math.min(batch, most - frontier)), frontier, anchor, held }

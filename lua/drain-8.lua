@@ -25,7 +25,9 @@
   ARGV[1] the source: "wait", "reserved", "prioritized" or "delayed"
   ARGV[1 + i] job id i (for "wait": read from its tail, where LREM from the tail finds it at once)
 
-  Returns { the ids removed, { child id, entry, ... } the outbox entries to deliver (lib/flows/handoffs.ts) }.
+  Returns { the ids removed, { child id, entry, ... } the outbox entries to deliver (lib/flows/handoffs.ts),
+  { id, deduplication id, ... } of the jobs removed that had one (a hold with a ttl is the caller's to
+  release: its key is named by the id, lib/redis/admin.ts) }.
 ]]
 local rcall = redis.call
 local waitKey, reservedKey, delayedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -35,7 +37,7 @@ local source = ARGV[1]
 -- @include parents
 -- @include releaseDeduplication
 
-local handoffs = {}
+local handoffs, held = {}, {}
 
 local removed = {}
 local parents = 0
@@ -56,6 +58,10 @@ for i = 1, #ARGV - 1 do
     local k = 6 * i + 3
     local f = rcall('HMGET', KEYS[k], 'parentKey', 'parent', 'deps', 'deid')
     releaseDeduplication(metaKey, f[4], id)
+    if f[4] then
+      held[#held + 1] = id
+      held[#held + 1] = f[4]
+    end
     if f[3] then
       parents = parents + 1
     end
@@ -71,4 +77,4 @@ countOutParents(metaKey, parents)
 if source == 'delayed' and rcall('ZCARD', delayedKey) == 0 then
   rcall('ZREM', markerKey, 'd')
 end
-return { removed, handoffs }
+return { removed, handoffs, held }

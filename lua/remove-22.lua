@@ -45,7 +45,8 @@
   ARGV[5] "1": a job scheduler's pending run (its newest, KEYS[22]'s `last`) is not removed but answered
           "scheduler"; "0" (or an id no scheduler's): not read
 
-  Returns { "removed", hand-off entry or "" }, { "missing" } (no such job), { "active" } (in flight;
+  Returns { "removed", hand-off entry or "", its deduplication id or "" (a hold with a ttl is the caller's to
+  release: its key is named by the id, lib/redis/admin.ts) }, { "missing" } (no such job), { "active" } (in flight;
   nothing changed), { "parent" } (see ARGV[3]; nothing changed), { "kept" } (see ARGV[4]; nothing changed)
   or { "scheduler" } (see ARGV[5]; nothing changed). Emits `removed`
   with `prev`, the state the job was removed from (BullMQ's key names: wait, prioritized, delayed,
@@ -86,4 +87,5 @@ if state == 'active' then
 else
   leaveLine(q, id, state)
 end
-return { 'removed', dropJob(q, id, { KEYS[1], KEYS[11], KEYS[16], KEYS[17], KEYS[18], KEYS[19] }, f, ARGV[2] ~= '0') }
+local entry = dropJob(q, id, { KEYS[1], KEYS[11], KEYS[16], KEYS[17], KEYS[18], KEYS[19] }, f, ARGV[2] ~= '0')
+return { 'removed', entry, f[2] or '' }

@@ -1,19 +1,18 @@
 /**
- * Admin and clean-up: retry, remove, the queue's rate limit, listening, pause, progress and logs, clean,
- * drain and obliterate.
+ * Admin and clean-up: remove, the queue's rate limit, listening, pause, progress and logs, clean, drain and
+ * obliterate (retrying.ts: retry).
  * Each function owns its script's KEYS and ARGV order and turns the reply into named results.
  */
 
-import type { StoredState } from '../job.js'
+import { unhold } from './changing.js'
 import type { RedisClient } from './connection.js'
 import type { FinishedSet } from './finishing.js'
 import { parseIteration } from './iteration-id.js'
 import { flowKeys, type QueueKeys } from './keys.js'
-import { evalScript, eventKeys, prioritizedKeys } from './script-runner.js'
+import { evalScript, eventKeys, pairs, prioritizedKeys } from './script-runner.js'
 
 /** The scripts this module runs (its part of SCRIPT_FILES in commands.ts). */
 export const ADMIN_SCRIPTS = {
-  retry: 'retry-8.lua',
   remove: 'remove-22.lua',
   pause: 'pause-6.lua',
   progress: 'progress-5.lua',
@@ -25,102 +24,6 @@ export const ADMIN_SCRIPTS = {
   limit: 'limit-1.lua',
   listen: 'listen-1.lua',
 } as const
-
-/** The set a retry takes jobs from; its name is the `prev` of their `waiting` event too. */
-export type RetrySet = 'failed' | 'completed'
-
-/** What a retry of completed jobs is told once retry-8.lua asked for it (a "need" reply). */
-export interface RetryKnown {
-  /** Deduplication ids of the candidates: the keys of their holds with a ttl go with the call. */
-  deduplicationIds: string[]
-  /** The jobs meta names as those ids' holders: their hashes go with the call (a live holder refuses the retry). */
-  holders: string[]
-  /** Flow children whose parents the caller found still waiting for children, or gone. */
-  checkedParents: string[]
-}
-
-/** A candidate retry-8.lua asked about: its deduplication id and that id's holder in meta, or its unchecked parent. */
-export interface RetryNeed {
-  id: string
-  deduplicationId?: string
-  holder?: string
-  parentKey?: string
-}
-
-export type RetryReply =
-  | { status: 'ok'; moved: string[]; handoffs: [string, string][]; refused: string[] }
-  | { status: 'not-in'; id: string; state: StoredState | 'missing' }
-  | { status: 'held'; id: string; deduplicationId: string; holder: string }
-  | { status: 'need'; needs: RetryNeed[] }
-
-/**
- * Sends failed or completed jobs (`set`) back to `wait`, their attemptsMade kept, or reset with `fresh`.
- * `strict`: every id must be in the set and none refused, else nothing changes (`not-in`, with the first
- * other id's state; `held`). `maxScore`: only jobs that finished no later than this (their score) move.
- * Completed jobs come with what the script asked for (`known`) and may be answered `need` (nothing changed).
- * `handoffs`: the entries a flow's children left for their parents (lib/flows/handoffs.ts delivers them);
- * `refused`: ids left in the set (not strict).
- */
-export async function retry(
-  client: RedisClient,
-  keys: QueueKeys,
-  call: { set: RetrySet; ids: string[]; strict: boolean; maxScore?: number; fresh?: boolean; known?: RetryKnown },
-): Promise<RetryReply> {
-  const { set, ids, known } = call
-  const maxScore = call.maxScore ?? Number.POSITIVE_INFINITY
-  const given = known ? [...known.deduplicationIds.map((d) => keys.deduplication(d)), ...known.holders.map((h) => keys.job(h))] : []
-  const reply = (await evalScript(
-    client,
-    ADMIN_SCRIPTS.retry,
-    [keys[set], keys.wait, keys.marker, ...eventKeys(keys), keys.prioritized, keys.handoffs, ...ids.map((id) => keys.job(id)), ...given],
-    [
-      `${call.strict ? 'strict' : 'any'}${call.fresh ? '+' : ''}`,
-      Number.isFinite(maxScore) ? String(maxScore) : '+inf',
-      set,
-      ids.length,
-      ...ids,
-      ...(known?.checkedParents ?? []),
-    ],
-  )) as [string, ...unknown[]]
-  const [status, a, b, c] = reply
-  if (status === 'ok') return { status, moved: a as string[], handoffs: pairs(b as string[]), refused: c as string[] }
-  if (status === 'not-in') return { status, id: a as string, state: b as StoredState | 'missing' }
-  if (status === 'held') return { status, id: a as string, deduplicationId: b as string, holder: c as string }
-  const needs = (a as string[][]).map(([id, deduplicationId, holder, parentKey]) => ({
-    id: id as string,
-    ...(deduplicationId ? { deduplicationId } : {}),
-    ...(holder ? { holder } : {}),
-    ...(parentKey ? { parentKey } : {}),
-  }))
-  return { status: 'need', needs }
-}
-
-/** The newest score of a finished set (its latest finish time, as Redis writes it), undefined when it is empty. */
-export async function newestScore(client: RedisClient, keys: QueueKeys, set: RetrySet): Promise<string | undefined> {
-  const [, score] = await client.zrange(keys[set], '-1', '-1', 'WITHSCORES')
-  return score
-}
-
-/**
- * Up to `n` [id, score] of a finished set, oldest first, from score `min` (the first `skip` members at that
- * score passed over) up to `max`: scores as Redis writes them, so one given back as `min` is exact.
- */
-export async function finishedFrom(
-  client: RedisClient,
-  keys: QueueKeys,
-  set: RetrySet,
-  from: { min: string; skip: number },
-  max: string,
-  n: number,
-): Promise<[string, string][]> {
-  const flat = await client.zrangebyscore(keys[set], from.min, max, 'WITHSCORES', 'LIMIT', from.skip, n)
-  return pairs(flat)
-}
-
-/** Each job's state, by its key in any queue (a flow's parents), undefined for a job that does not exist: one HGET each, pipelined. */
-export function statesOf(client: RedisClient, jobKeys: string[]): Promise<(string | undefined)[]> {
-  return Promise.all(jobKeys.map(async (key) => (await client.hget(key, 'state')) ?? undefined))
-}
 
 /** What remove-22.lua did: removed, or why not. */
 export type RemoveOutcome = 'removed' | 'missing' | 'active' | 'parent' | 'kept' | 'scheduler'
@@ -144,7 +47,7 @@ export async function remove(
   }: { tellParent?: boolean; parentCheck?: boolean; keepFinished?: boolean; schedulerCheck?: boolean } = {},
 ): Promise<{ outcome: RemoveOutcome; handoff?: string }> {
   const run = schedulerCheck ? parseIteration(id) : undefined
-  const [outcome, handoff] = (await evalScript(
+  const [outcome, handoff, deid] = (await evalScript(
     client,
     ADMIN_SCRIPTS.remove,
     [
@@ -169,7 +72,8 @@ export async function remove(
       schedulerOf(keys, id),
     ],
     [id, tellParent ? '1' : '0', parentCheck ? '1' : '0', keepFinished ? '1' : '0', run ? '1' : '0'],
-  )) as [RemoveOutcome, string?]
+  )) as [RemoveOutcome, string?, string?]
+  if (deid) await releaseTtlHolds(client, keys, [id, deid])
   return handoff ? { outcome, handoff } : { outcome }
 }
 
@@ -286,7 +190,7 @@ export async function cleanWaiting(
   step: CleanStep,
   at: CleanPlace,
 ): Promise<{ removed: string[]; handoffs: [string, string][]; at: CleanPlace }> {
-  const [removed, flat, next, frontier, anchor] = (await evalScript(
+  const [removed, flat, next, frontier, anchor, held] = (await evalScript(
     client,
     ADMIN_SCRIPTS.cleanWaiting,
     [
@@ -301,7 +205,8 @@ export async function cleanWaiting(
       ...at.next.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id), schedulerOf(keys, id)]),
     ],
     [step.source, step.state, step.bound, step.room, step.batch, step.most, at.frontier, at.anchor, ...at.next],
-  )) as [string[], string[], string[], number, string]
+  )) as [string[], string[], string[], number, string, string[]]
+  await releaseTtlHolds(client, keys, held)
   return { removed, handoffs: pairs(flat), at: { frontier, anchor, next } }
 }
 
@@ -311,11 +216,15 @@ function schedulerOf(keys: QueueKeys, id: string): string {
   return run ? keys.scheduler(run.schedulerId) : keys.schedulers
 }
 
-/** A flat list of pairs ([id, entry, id, entry...]) as tuples. */
-function pairs(flat: string[]): [string, string][] {
-  const out: [string, string][] = []
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string])
-  return out
+/**
+ * Releases the deduplication ids held with a ttl by jobs just removed (`held`: id, deduplication id, ...), as
+ * BullMQ's remove does: a hold's key is named by its id, which only the removal read. A hold without a ttl
+ * went with the removal; one another job holds now is left alone (unhold-2.lua).
+ */
+async function releaseTtlHolds(client: RedisClient, keys: QueueKeys, held: string[]): Promise<void> {
+  const releases: Promise<number>[] = []
+  for (let i = 0; i + 1 < held.length; i += 2) releases.push(unhold(client, keys, held[i + 1] as string, held[i] as string))
+  await Promise.all(releases)
 }
 
 /** Where drain read the ids it passes. */
@@ -331,7 +240,7 @@ export async function drain(
   source: DrainSource,
   ids: string[],
 ): Promise<{ removed: string[]; handoffs: [string, string][] }> {
-  const [removed, flat] = (await evalScript(
+  const [removed, flat, held] = (await evalScript(
     client,
     ADMIN_SCRIPTS.drain,
     [
@@ -345,7 +254,8 @@ export async function drain(
       ...ids.flatMap((id) => [keys.job(id), keys.logs(id), ...flowKeys(keys, id)]),
     ],
     [source, ...ids],
-  )) as [string[], string[]]
+  )) as [string[], string[], string[]]
+  await releaseTtlHolds(client, keys, held)
   return { removed, handoffs: pairs(flat) }
 }
 

@@ -6,7 +6,8 @@
  *   finishing.ts         a run's finish (finish-16), which takes the next jobs in the same call
  *   flows.ts             flows: addFlow, adoptChild, settleChild, moveToWaitingChildren, a parent's reads
  *   sweeping.ts          the sweep: probe, sweep steps, promote, trim, the reaper's failure claim
- *   admin.ts             admin and clean-up: retry, remove, rate limit, listen, pause, progress, logs, clean, drain, obliterate
+ *   admin.ts             admin and clean-up: remove, rate limit, listen, pause, progress, logs, clean, drain, obliterate
+ *   retrying.ts          retrying finished jobs: retry
  *   scheduling.ts        job schedulers: schedule, iterate, unschedule
  *   changing.ts          changing a job (updateData, changePriority, moveToDelayed, changeDelay, extendLock) and unhold
  *   worker-functions.ts  worker functions: invocation leases, the backlog
@@ -19,6 +20,7 @@ import { CHANGE_SCRIPTS } from './changing.js'
 import type { RedisClient } from './connection.js'
 import { FINISH_SCRIPTS } from './finishing.js'
 import { FLOW_SCRIPTS } from './flows.js'
+import { RETRY_SCRIPTS } from './retrying.js'
 import { SCHEDULE_SCRIPTS } from './scheduling.js'
 import { loadScript } from './script-runner.js'
 import { SWEEP_SCRIPTS } from './sweeping.js'
@@ -31,6 +33,7 @@ export * from './changing.js'
 export * from './finishing.js'
 export * from './flows.js'
 export { iterationId } from './iteration-id.js'
+export * from './retrying.js'
 export * from './scheduling.js'
 export type { NextDue } from './script-runner.js'
 export { loadScript, setScriptWrapper } from './script-runner.js'
@@ -46,6 +49,7 @@ export const SCRIPT_FILES = {
   ...FLOW_SCRIPTS,
   ...SWEEP_SCRIPTS,
   ...ADMIN_SCRIPTS,
+  ...RETRY_SCRIPTS,
   ...SCHEDULE_SCRIPTS,
   ...CHANGE_SCRIPTS,
   ...WORKER_FUNCTION_SCRIPTS,

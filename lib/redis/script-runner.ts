@@ -153,3 +153,10 @@ async function transaction(
   if (!replies) throw new EchoMQError('ERR_SCRIPT', 'the bulk add transaction was aborted')
   return replies
 }
+
+/** A flat list of pairs ([id, entry, id, entry...]) as tuples. */
+export function pairs(flat: string[]): [string, string][] {
+  const out: [string, string][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i] as string, flat[i + 1] as string])
+  return out
+}

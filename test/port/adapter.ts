@@ -80,12 +80,6 @@ export const differs = {
     }
   },
   /**
-   * `job.remove()` on the holder of a deduplication id held with a ttl: BullMQ releases the id, EchoMQ keeps
-   * it until the ttl passes (docs/changing-jobs.md, "Deduplication": "Removing the holder with job.remove()
-   * does not end a hold with a ttl (BullMQ's does): removeDeduplicationKey does").
-   */
-  removeEndsTtlHold: (lib: LibName): boolean => lib === 'bullmq',
-  /**
    * A finished job past its retention's `age`: BullMQ removes it at the queue's next finish; EchoMQ keeps
    * "jobs past the age until the next trim or sweep; after a sweep of the queue the limits hold exactly"
    * (docs/guide.md, "Retention").

@@ -78,3 +78,29 @@ it('clean of the waiting states keeps a scheduler\u2019s pending run, its first 
   expect((await fx.queue.getJob(first?.id as string))?.state).toBe('wait')
   expect((await fx.queue.getJob(later?.id as string))?.state).toBe('delayed')
 })
+
+it('removing a deduplication holder ends its hold with a ttl too (remove, drain, clean), as BullMQ\u2019s remove', async () => {
+  const held = (id: string) => fx.queue.getDeduplicationJobId(id)
+  const a = await fx.queue.add('j', {}, { deduplication: { id: 'r', ttl: 60_000 } })
+  const b = await fx.queue.add('j', {}, { deduplication: { id: 'd', ttl: 60_000 } })
+  const c = await fx.queue.add('j', {}, { delay: 60_000, deduplication: { id: 'c', ttl: 60_000 } })
+  expect(await fx.queue.remove(a.id)).toBe(1)
+  expect(await held('r')).toBeNull()
+  await fx.queue.drain()
+  expect(await held('d')).toBeNull()
+  expect(await fx.queue.clean(0, 0, 'delayed')).toEqual([c.id])
+  expect(await held('c')).toBeNull()
+  // A new add with each id is a new job, which runs.
+  const again = await fx.queue.add('j', {}, { deduplication: { id: 'r', ttl: 60_000 } })
+  expect(again.id).not.toBe(a.id)
+  expect((await fx.queue.getJob(again.id))?.state).toBe('wait')
+  expect(b.id).not.toBe(again.id)
+})
+
+it('a removed job that no longer holds its deduplication id leaves the new holder\u2019s hold alone', async () => {
+  const old = await fx.queue.add('j', {}, { deduplication: { id: 'k', ttl: 60_000 } })
+  expect(await fx.queue.removeDeduplicationKey('k')).toBe(1)
+  const holder = await fx.queue.add('j', {}, { deduplication: { id: 'k', ttl: 60_000 } })
+  expect(await fx.queue.remove(old.id)).toBe(1)
+  expect(await fx.queue.getDeduplicationJobId('k')).toBe(holder.id)
+})

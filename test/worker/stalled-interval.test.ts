@@ -61,9 +61,10 @@ it('one worker of the queue sweeps per interval: the stalled-check key is set wi
   await waitFor(() => performance.now() - t0 > 10 * intervalMs, { intervalMs: 50, what: 'ten intervals' })
   const [sets, scripts] = await Promise.all([commandCalls('set'), commandCalls('evalsha')])
   // Each worker claims once per interval; only the winner runs the sweep's probe (one script on an idle queue).
-  expect(sets).toBeGreaterThanOrEqual(2 * 8)
+  // The lower bounds leave room for timers a loaded machine fires late (7 of 10 seen with a second suite running).
+  expect(sets).toBeGreaterThanOrEqual(2 * 6)
   expect(sets).toBeLessThanOrEqual(2 * 12)
-  expect(scripts).toBeGreaterThanOrEqual(8)
+  expect(scripts).toBeGreaterThanOrEqual(6)
   expect(scripts).toBeLessThanOrEqual(12)
 })
 
