@@ -21,6 +21,17 @@ import { block as waitOnMarker } from './taking.js'
 const TOKEN = /^\S{1,200}$/
 /** Takes per getNextJob whose candidate another worker got first, before it says there is none. */
 const MAX_TRIES = 5
+/** The longest getNextJob waits for a scheduler's next run to be made. */
+const NEXT_RUN_WAIT_MS = 2_000
+
+/** Waits for `made`, at most NEXT_RUN_WAIT_MS. */
+async function madeWithin(core: RunContext, made: Promise<void>): Promise<void> {
+  let timer: unknown
+  const late = new Promise<void>((resolve) => {
+    timer = core.settings.clock.setTimeout(resolve, NEXT_RUN_WAIT_MS)
+  })
+  await Promise.race([made, late]).finally(() => core.settings.clock.clearTimeout(timer))
+}
 
 /** Who takes a job by hand under `token`: the worker's lease, name and limiter. */
 function manualTaker(core: RunContext, token: string): Taker {
@@ -100,8 +111,9 @@ async function takeOne(core: RunContext, token: string): Promise<Job | 'none' | 
   const taken = result.taken[0]
   if (!taken) return result.waitMs !== 0 ? 'held' : 'gone'
   const job = new Job(taken.job, core.scope, taken.token, token)
-  // A scheduler's run taken by hand makes its next run, as one a processor runs (worker/promoter.ts).
-  core.promoter.started(job.id)
+  // A scheduler's run taken by hand makes its next run before getNextJob resolves, as BullMQ's (worker/promoter.ts),
+  // waiting at most NEXT_RUN_WAIT_MS: an outage leaves it to the promoter's retries.
+  await madeWithin(core, core.promoter.started(job.id))
   core.notify('active', job, 'waiting')
   return job
 }

@@ -71,18 +71,19 @@ export class Promoter {
     this.schedule(due)
   }
 
-  /** The worker started job `id`: when it is a scheduler's run, the schedule's next run is made now. */
-  started(id: string): void {
+  /** The worker started job `id`: when it is a scheduler's run, the schedule's next run is made now (resolves once made; errors are reported and retried, never thrown). */
+  started(id: string): Promise<void> {
     const sid = parseIteration(id)?.schedulerId
-    if (sid === undefined || this.closed) return
+    if (sid === undefined || this.closed) return Promise.resolve()
     const current = this.advancing.get(sid)
     if (current) {
       current.again = true
-      return
+      return current.done
     }
     const entry = { again: false, done: Promise.resolve() }
     this.advancing.set(sid, entry)
     entry.done = this.advance(id, entry).finally(() => this.advancing.delete(sid))
+    return entry.done
   }
 
   /** Stops the timer; another idle worker inherits the due time it was waiting for. */

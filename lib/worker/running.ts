@@ -52,7 +52,7 @@ function start(core: RunContext, { job, token, plain, parent, sentAt }: Started,
   const run: Run = { job: new Job(job, core.scope, token), token, plain, parent, controller, phase: 'running', done: Promise.resolve() }
   core.runs.set(job.id, run)
   // A scheduler's run: its next run is made now, as BullMQ's worker makes it (worker/promoter.ts).
-  core.promoter.started(job.id)
+  void core.promoter.started(job.id)
   let running: Promise<void>
   if (fromHand) {
     core.finishes.poke()
