@@ -71,7 +71,10 @@ export class Promoter {
     this.schedule(due)
   }
 
-  /** The worker started job `id`: when it is a scheduler's run, the schedule's next run is made now (resolves once made; errors are reported and retried, never thrown). */
+  /**
+   * The worker started job `id`: when it is a scheduler's run, the schedule's next run is made now. Resolves
+   * once made; errors are reported and retried, never thrown.
+   */
   started(id: string): Promise<void> {
     const sid = parseIteration(id)?.schedulerId
     if (sid === undefined || this.closed) return Promise.resolve()
