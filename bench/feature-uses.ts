@@ -61,6 +61,25 @@ export const FEATURES: Feature[] = [
   { name: 'priorities', what: 'one job with priority 5, run', use: (t) => addAndRun(t, (q) => q.add('j', {}, { priority: 5 })) },
   { name: 'delays', what: 'one job delayed 50 ms, run', use: (t) => addAndRun(t, (q) => q.add('j', {}, { delay: 50 })) },
   {
+    name: 'globalLimits',
+    what: 'setGlobalConcurrency(2) and setGlobalRateLimit(10, 100), two jobs run, both limits removed',
+    use: (t) =>
+      addAndRun(
+        t,
+        async (q) => {
+          await q.setGlobalConcurrency(2)
+          await q.setGlobalRateLimit(10, 100)
+          await q.addBulk([0, 1].map((i) => ({ name: 'j', data: { i } })))
+        },
+        2,
+        {},
+        async (q) => {
+          await q.removeGlobalConcurrency()
+          await q.removeGlobalRateLimit()
+        },
+      ),
+  },
+  {
     name: 'schedulers',
     what: 'a scheduler every 200 ms, two runs, then removed',
     use: (t) =>
