@@ -77,6 +77,8 @@ export function checkKnown(what: string, options: unknown, known: readonly strin
   }
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue
+    // BullMQ's own words for an option it removed, which its programs may still pass.
+    if (key === 'debounce') fail('ERR_OPTIONS', `Debounce option has been removed. Use deduplication option instead (${what})`)
     const closest = [...known].sort((a, b) => editDistance(key, a) - editDistance(key, b))[0]
     const hint = closest !== undefined && editDistance(key, closest) <= 3 ? ` (did you mean "${closest}"?)` : ''
     fail('ERR_OPTIONS', `unknown ${what} option "${key}"${hint}; known options: ${known.join(', ')}`)

@@ -307,8 +307,8 @@ function schedulerRun(q: QueueCore, id: string): EchoMQError {
   const sid = parseIteration(id)?.schedulerId
   return new EchoMQError(
     'ERR_JOB_STATE',
-    `job ${id} of queue ${q.name} belongs to job scheduler ${sid} and cannot be removed directly: ` +
-      `removeJobScheduler('${sid}') removes it with its schedule`,
+    `Job ${id} belongs to a job scheduler and cannot be removed directly. remove (queue ${q.name}: ` +
+      `removeJobScheduler('${sid}') removes it with its schedule)`,
   )
 }
 

@@ -85,7 +85,7 @@ export async function upsertScheduler(
   for (let tries = 0; tries < RACE_TRIES; tries++) {
     const [existing, now] = await Promise.all([readScheduler(client, keys, id), serverTimeMs(client)])
     if (t.endDate !== undefined && t.endDate < now) {
-      fail('ERR_OPTIONS', `expected endDate to be in the future, got ${new Date(t.endDate).toISOString()}`)
+      fail('ERR_OPTIONS', `End date must be greater than current timestamp: endDate ${new Date(t.endDate).toISOString()}`)
     }
     // The same timing keeps the schedule where it is, and its newest run (with the new template).
     const keep = existing !== undefined && sameTiming(timingFromHash(existing.hash), t)

@@ -82,8 +82,14 @@ function cronNext(pattern: string, tz: string | undefined, after: number): numbe
 
 export function timing(options: unknown): Timing {
   const o = checkKnown('upsertJobScheduler', options, ['every', 'pattern', 'tz', 'limit', 'startDate', 'endDate', 'immediately', 'offset'])
-  if ((o.every === undefined) === (o.pattern === undefined)) {
-    fail('ERR_OPTIONS', 'expected a job scheduler to have either every (ms) or pattern (a cron expression), not both and not neither')
+  // BullMQ's words, so a program that matches them still does.
+  if (o.every !== undefined && o.pattern !== undefined)
+    fail('ERR_OPTIONS', 'Both .pattern and .every options are defined for this repeatable job')
+  if (o.every === undefined && o.pattern === undefined) {
+    fail(
+      'ERR_OPTIONS',
+      'Either .pattern or .every options must be defined for this repeatable job: every (ms) or pattern (a cron expression)',
+    )
   }
   const t: Timing = {
     immediately: opt(o.immediately, false, (v) => {
@@ -110,7 +116,8 @@ export function timing(options: unknown): Timing {
   if (o.limit !== undefined) t.limit = checkInteger('limit', o.limit, { min: 1, max: Number.MAX_SAFE_INTEGER })
   if (o.startDate !== undefined) t.startDate = date('startDate', o.startDate)
   if (o.endDate !== undefined) t.endDate = date('endDate', o.endDate)
-  if (t.immediately && t.startDate !== undefined) fail('ERR_OPTIONS', 'immediately and startDate cannot both be given')
+  if (t.immediately && t.startDate !== undefined)
+    fail('ERR_OPTIONS', 'Both .immediately and .startDate options are defined for this repeatable job')
   if (t.offset > 0 && t.every === undefined) fail('ERR_OPTIONS', 'offset goes with every, not with pattern')
   if (t.startDate !== undefined && t.endDate !== undefined && t.endDate < t.startDate) {
     fail('ERR_OPTIONS', `expected endDate to be after startDate, got ${new Date(t.endDate).toISOString()}`)
