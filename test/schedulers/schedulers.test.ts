@@ -313,23 +313,26 @@ describe('the timing, without Redis', () => {
 })
 
 it('refusals BullMQ programs match on carry BullMQ\u2019s words, with ERR_OPTIONS', async () => {
-  const refusals: [Promise<unknown>, string][] = [
+  const refusals: [() => Promise<unknown>, string][] = [
     [
-      fx.queue.upsertJobScheduler('r', { every: 5_000, pattern: '* * * * *' }),
+      () => fx.queue.upsertJobScheduler('r', { every: 5_000, pattern: '* * * * *' }),
       'Both .pattern and .every options are defined for this repeatable job',
     ],
-    [fx.queue.upsertJobScheduler('r', {}), 'Either .pattern or .every options must be defined for this repeatable job'],
+    [() => fx.queue.upsertJobScheduler('r', {}), 'Either .pattern or .every options must be defined for this repeatable job'],
     [
-      fx.queue.upsertJobScheduler('r', { every: 5_000, immediately: true, startDate: new Date() }),
+      () => fx.queue.upsertJobScheduler('r', { every: 5_000, immediately: true, startDate: new Date() }),
       'Both .immediately and .startDate options are defined for this repeatable job',
     ],
-    [fx.queue.upsertJobScheduler('r', { every: 5_000, endDate: Date.now() - 1_000 }), 'End date must be greater than current timestamp'],
     [
-      fx.queue.upsertJobScheduler('r', { every: 100 }, { opts: { debounce: { id: 'legacy' } } as never }),
+      () => fx.queue.upsertJobScheduler('r', { every: 5_000, endDate: Date.now() - 1_000 }),
+      'End date must be greater than current timestamp',
+    ],
+    [
+      () => fx.queue.upsertJobScheduler('r', { every: 100 }, { opts: { debounce: { id: 'legacy' } } as never }),
       'Debounce option has been removed. Use deduplication option instead',
     ],
   ]
   for (const [call, words] of refusals)
-    await expect(call).rejects.toMatchObject({ code: 'ERR_OPTIONS', message: expect.stringContaining(words) })
+    await expect(call()).rejects.toMatchObject({ code: 'ERR_OPTIONS', message: expect.stringContaining(words) })
   expect(await fx.queue.getJobSchedulersCount()).toBe(0)
 })
