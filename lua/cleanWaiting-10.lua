@@ -70,6 +70,7 @@ local inList = source == 'wait'
 -- @include handoff
 -- @include parents
 -- @include removeJob
+-- @include lastDue
 
 -- What a cleaned job of `wait` is marked with until the step's LREM: no job id is empty (lib/options.ts).
 local MARK = ''
@@ -123,8 +124,7 @@ local function stays(id, f, scheduler)
     end
   end
   if f[9] then
-    local last = rcall('HGET', scheduler, 'last') or rcall('ZSCORE', schedulersKey, f[9])
-    return last ~= false and id == 'repeat:' .. f[9] .. ':' .. string.format('%.0f', tonumber(last))
+    return id == 'repeat:' .. f[9] .. ':' .. lastDue(scheduler, rcall('ZSCORE', schedulersKey, f[9]))
   end
   return false
 end

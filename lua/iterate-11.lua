@@ -53,6 +53,7 @@ local afterDue, pendingId, afterId = tonumber(ARGV[5]), ARGV[6], ARGV[7]
 -- @include events
 -- @include score
 -- @include enter
+-- @include lastDue
 -- @include iteration
 
 local at = rcall('ZSCORE', q.schedulers, sid)

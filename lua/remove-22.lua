@@ -63,6 +63,7 @@ local id = ARGV[1]
 -- @include handoff
 -- @include parents
 -- @include removeJob
+-- @include lastDue
 
 if rcall('ZSCORE', KEYS[2], id) and rcall('EXISTS', KEYS[20]) == 1 then
   return { 'active' }
@@ -72,7 +73,7 @@ local state = f[1]
 if not state then
   return { 'missing' }
 end
-if ARGV[5] == '1' and rcall('HGET', KEYS[22], 'last') == string.match(id, ':(%d+)$') then
+if ARGV[5] == '1' and lastDue(KEYS[22]) == string.match(id, ':(%d+)$') then
   return { 'scheduler' }
 end
 if ARGV[4] == '1' and (state == 'completed' or state == 'failed') then

@@ -48,6 +48,7 @@ local firstDue, firstId, secondDue = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7
 -- @include events
 -- @include score
 -- @include enter
+-- @include lastDue
 -- @include iteration
 
 local at = rcall('ZSCORE', q.schedulers, sid)

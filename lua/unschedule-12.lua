@@ -37,6 +37,7 @@ local sid, readNext, readLast, newestId = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 -- @include events
 -- @include score
 -- @include enter
+-- @include lastDue
 -- @include iteration
 
 local at = rcall('ZSCORE', schedulersKey, sid)

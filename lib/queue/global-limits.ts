@@ -8,6 +8,7 @@ import {
   removeGlobalLimit,
   setGlobalConcurrency as setConcurrency,
   setGlobalRateLimit as setRateLimit,
+  stateSize,
 } from '../redis/queries.js'
 import { checkInteger } from '../validate.js'
 import type { QueueCore } from './core.js'
@@ -56,6 +57,8 @@ export async function getGlobalRateLimit(q: QueueCore): Promise<{ max: number; d
 /** Whether the queue has as many jobs active as its global concurrency allows (false without one). */
 export async function isMaxed(q: QueueCore): Promise<boolean> {
   q.assertOpen()
-  const { concurrency, active } = await q.call('read the global concurrency of queue', () => globalLimits(q.client, q.keys))
+  const [{ concurrency }, active] = await q.call('read the global concurrency of queue', () =>
+    Promise.all([globalLimits(q.client, q.keys), stateSize(q.client, q.keys, 'active')]),
+  )
   return concurrency !== null && active >= concurrency
 }

@@ -258,14 +258,11 @@ export async function rateLimitTtl(client: RedisClient, keys: QueueKeys, asked?:
   return left > 0 ? left : maxJobs === undefined ? -2 : 0
 }
 
-/** The queue's global limits as meta holds them (null: none), and how many jobs are active. */
+/** The queue's global limits as meta holds them (null: none). */
 export async function globalLimits(client: RedisClient, keys: QueueKeys) {
-  const [[concurrency, max, duration], active] = await Promise.all([
-    client.hmget(keys.meta, 'concurrency', 'max', 'duration'),
-    client.zcard(keys.active),
-  ])
+  const [concurrency, max, duration] = await client.hmget(keys.meta, 'concurrency', 'max', 'duration')
   const num = (v: string | null | undefined) => (v == null ? null : Number(v))
-  return { concurrency: num(concurrency), max: num(max), duration: num(duration), active }
+  return { concurrency: num(concurrency), max: num(max), duration: num(duration) }
 }
 
 /** Sets the queue's global concurrency in meta: HSET's count, as BullMQ's. */

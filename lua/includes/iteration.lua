@@ -3,14 +3,9 @@
 -- `last` (the due time of the newest one); `schedulers` scores the scheduler with its next period. When
 -- `last` equals it, that run is made already and waits in `delayed` (a worker started the one before, as
 -- BullMQ makes it; iterate-11.lua); otherwise it is made when it falls due. A scheduler made before
--- `last` existed always had its next run made: `last` reads as the next period then. Needs enter, events
--- and score.
+-- `last` existed always had its next run made: `last` reads as the next period then (lastDue). Needs enter,
+-- events, score and lastDue.
 local TEMPLATE = { 'name', 'data', 'attempts', 'backoff', 'keep', 'keepFailed', 'keepLogs', 'priority', 'stackTraceLimit' }
-
--- The newest iteration's due time as text ('' for none): `last`, or the next period (see above).
-local function lastDue(schedulerKey, at)
-  return redis.call('HGET', schedulerKey, 'last') or (at and string.format('%.0f', tonumber(at)) or '')
-end
 
 -- Creates iteration `id` of scheduler `sid`, due at `due`, unless it exists (another producer made it:
 -- the deterministic id makes that a no-op): into `delayed`, or with `inLine` straight into line, waiting

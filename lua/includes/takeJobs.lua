@@ -174,6 +174,14 @@ local function limitOf(q, taker)
   return taker.max, taker.duration
 end
 
+-- Whether jobs may be set aside ahead of their start (reserveNext, readHand): not while the queue is paused,
+-- nor under a limiter or a global concurrency, which only a take's admission applies (a job in hand would
+-- start before Redis counts it).
+local function setsAside(q, taker)
+  local hold = holdOf(q)
+  return not (hold.paused or hold.concurrency or limitOf(q, taker) > 0)
+end
+
 -- The wait that says the queue runs as many jobs as its global concurrency allows: the worker asks again
 -- once one of its own runs ends, or after a short nap (lib/worker/taking.ts MAXED_NAP_MS).
 local MAXED = -2
@@ -358,8 +366,7 @@ end
 -- hand would start before Redis counts it). The worker asks for no more than its bound
 -- (lib/worker/take-ahead.ts AHEAD_ROOM): what a job added with a higher priority may wait behind.
 local function reserveNext(q, taker, n, until_)
-  local hold = holdOf(q)
-  if n <= 0 or hold.paused or hold.concurrency or limitOf(q, taker) > 0 then
+  if n <= 0 or not setsAside(q, taker) then
     return {}
   end
   local ids = rcall('RPOP', q.wait, n) or {}
@@ -402,8 +409,7 @@ local function readHand(q, taker, now, at)
   local handed, len = {}, 0
   -- With a global limit, a reservation made before it was set is taken as a candidate (takeJobs, admitted)
   -- rather than started from a hand, which no admission checks.
-  local hold = at.count > 0 and holdOf(q)
-  if at.count == 0 or hold.paused or hold.concurrency or limitOf(q, taker) > 0 then
+  if at.count == 0 or not setsAside(q, taker) then
     return handed
   end
   local clock = replyClock(now)

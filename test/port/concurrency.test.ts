@@ -319,20 +319,18 @@ describe.each(LIBRARIES)('%s: Concurrency', (name) => {
   })
 
   describe('when jobs use backoff strategy', () => {
-    it('processes jobs without getting stuck', { timeout: 20_000 }, async () => {
-      const numJobs = 2
-      const globalConcurrency = 1
+    /** BullMQ's two backoff cases: every job fails its first run, retried after `backoff` ms, under a global concurrency of 1. */
+    async function retriedOnce(numJobs: number, backoff: number, concurrency: number, workMs: number) {
       for (let j = 0; j < numJobs; j++) {
-        await t.queue.add('test', { foo: `bar${j}` }, { attempts: 2, backoff: 100 })
+        await t.queue.add('test', { foo: `bar${j}` }, { attempts: 2, backoff })
       }
-      await t.queue.setGlobalConcurrency(globalConcurrency)
+      await t.queue.setGlobalConcurrency(1)
 
-      const concurrency = 10
       const processedJobs: { data: unknown }[] = []
       const processing = new Promise<void>((resolve) => {
         t.worker(
           async (job) => {
-            await work(25)
+            await work(workMs)
             if (job.attemptsStarted === 1) throw new Error('Not yet!')
             processedJobs.push({ data: job.data })
             if (processedJobs.length === numJobs) resolve()
@@ -342,33 +340,12 @@ describe.each(LIBRARIES)('%s: Concurrency', (name) => {
       })
       await processing
       expect(processedJobs.length).toBe(numJobs)
-    })
+    }
+
+    it('processes jobs without getting stuck', { timeout: 20_000 }, () => retriedOnce(2, 100, 10, 25))
 
     describe('when backoff is 0', () => {
-      it('processes jobs without getting stuck', { timeout: 10_000 }, async () => {
-        const numJobs = 7
-        const globalConcurrency = 1
-        for (let j = 0; j < numJobs; j++) {
-          await t.queue.add('test', { foo: `bar${j}` }, { attempts: 2, backoff: 0 })
-        }
-        await t.queue.setGlobalConcurrency(globalConcurrency)
-
-        const concurrency = 4
-        const processedJobs: { data: unknown }[] = []
-        const processing = new Promise<void>((resolve) => {
-          t.worker(
-            async (job) => {
-              await work(20)
-              if (job.attemptsStarted === 1) throw new Error('Not yet!')
-              processedJobs.push({ data: job.data })
-              if (processedJobs.length === numJobs) resolve()
-            },
-            { concurrency },
-          )
-        })
-        await processing
-        expect(processedJobs.length).toBe(numJobs)
-      })
+      it('processes jobs without getting stuck', { timeout: 10_000 }, () => retriedOnce(7, 0, 4, 20))
     })
   })
 

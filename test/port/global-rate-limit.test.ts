@@ -21,6 +21,35 @@ const redis = useRedis()
 /** BullMQ's `currentPackageVersion` (its src/version.ts): the installed BullMQ's. */
 const currentPackageVersion = (createRequire(import.meta.url)('bullmq/package.json') as { version: string }).version
 
+/**
+ * BullMQ's pattern of these cases: resolves once `numJobs` jobs completed and `check` passes (it runs then),
+ * rejects when a job fails (closing the worker) or `check` throws.
+ */
+function allCompleted(
+  queueEvents: { on(event: string, listener: (...args: never[]) => unknown): unknown },
+  worker: { close(): Promise<unknown> },
+  numJobs: number,
+  check: () => void,
+): Promise<void> {
+  const completed = counted(numJobs)
+  return new Promise<void>((resolve, reject) => {
+    // after every job has been completed
+    completed.done.then(() => {
+      try {
+        check()
+        resolve()
+      } catch (err) {
+        reject(err)
+      }
+    }, reject)
+    queueEvents.on('completed', completed.listener)
+    queueEvents.on('failed', async (err) => {
+      await worker.close()
+      reject(err)
+    })
+  })
+}
+
 describe.each(LIBRARIES)('%s: Rate Limiter, global limits', (name) => {
   const t = usePort(redis, name)
 
@@ -41,23 +70,9 @@ describe.each(LIBRARIES)('%s: Rate Limiter, global limits', (name) => {
       expect(globalRateLimit).toEqual({ max: 1, duration: 500 })
 
       let startTime = 0
-      const completed = counted(numJobs)
-      const result = new Promise<void>((resolve, reject) => {
-        // after every job has been completed
-        completed.done.then(() => {
-          try {
-            const timeDiff = Date.now() - startTime
-            expect(timeDiff).toBeGreaterThanOrEqual((numJobs - 1) * 500)
-            resolve()
-          } catch (err) {
-            reject(err)
-          }
-        }, reject)
-        queueEvents.on('completed', completed.listener)
-        queueEvents.on('failed', async (err) => {
-          await worker.close()
-          reject(err)
-        })
+      const result = allCompleted(queueEvents, worker, numJobs, () => {
+        const timeDiff = Date.now() - startTime
+        expect(timeDiff).toBeGreaterThanOrEqual((numJobs - 1) * 500)
       })
 
       startTime = Date.now()
@@ -84,23 +99,9 @@ describe.each(LIBRARIES)('%s: Rate Limiter, global limits', (name) => {
         expect(globalRateLimit).toBeNull()
 
         let startTime = 0
-        const completed = counted(numJobs)
-        const result = new Promise<void>((resolve, reject) => {
-          // after every job has been completed
-          completed.done.then(() => {
-            try {
-              const timeDiff = Date.now() - startTime
-              expect(timeDiff).toBeLessThanOrEqual(150)
-              resolve()
-            } catch (err) {
-              reject(err)
-            }
-          }, reject)
-          queueEvents.on('completed', completed.listener)
-          queueEvents.on('failed', async (err) => {
-            await worker.close()
-            reject(err)
-          })
+        const result = allCompleted(queueEvents, worker, numJobs, () => {
+          const timeDiff = Date.now() - startTime
+          expect(timeDiff).toBeLessThanOrEqual(150)
         })
 
         const jobs = Array.from({ length: numJobs }, () => ({ name: 'rate test', data: {} }))
