@@ -5,8 +5,9 @@
  * `queue.removeDeduplicationKey(id)`. Without a ttl the id is held until its job completes or fails for
  * good (or is removed); with a ttl (ms) until the ttl passes, whatever the job does, as in BullMQ.
  * `extend` restarts the ttl on each deduplicated add; `replace` replaces a holder that is still delayed
- * with the new job (debouncing). BullMQ 6.7 refuses the old `debounce` option, and so does EchoMQ;
- * `keepLastIfActive` and `reschedule` are refused by name (not supported). Where an id is held is in
+ * with the new job (debouncing); `reschedule` keeps a holder that is still delayed but makes it due the new
+ * add's delay from now (ignored with `replace`). BullMQ 6.7 refuses the old `debounce` option, and so does
+ * EchoMQ; `keepLastIfActive` is refused by name (not supported). Where an id is held is in
  * lua/includes/deduplicate.lua. A job without the option costs nothing: no field, no key, no command.
  */
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
@@ -20,13 +21,15 @@ export interface DeduplicationOptions {
   extend?: boolean
   /** Replace a holder that is still delayed with the new job (debounce). */
   replace?: boolean
+  /** Keep a holder that is still delayed, due the add's delay (0 when none) from now; ignored with `replace`. */
+  reschedule?: boolean
 }
 
 /** The longest deduplication id accepted (it is part of a Redis key and a meta field). */
 const MAX_ID_LENGTH = 512
 /** The longest ttl: a year, as the longest delay. */
 const MAX_TTL_MS = 365 * 24 * 3_600_000
-const UNSUPPORTED = ['keepLastIfActive', 'reschedule']
+const UNSUPPORTED = ['keepLastIfActive']
 
 const flag = (name: string) => (v: unknown) => {
   if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected deduplication.${name} to be true or false, got: ${describe(v)}`)
@@ -42,13 +45,20 @@ export function deduplicationOption(value: unknown, debounce: unknown): Deduplic
     for (const name of UNSUPPORTED)
       if (name in value) fail('ERR_OPTIONS', `deduplication.${name} is not supported by EchoMQ (see docs/changing-jobs.md)`)
   }
-  const o = checkKnown('deduplication', value, ['id', 'ttl', 'extend', 'replace'])
+  const o = checkKnown('deduplication', value, ['id', 'ttl', 'extend', 'replace', 'reschedule'])
   if (typeof o.id !== 'string' || o.id.length === 0 || o.id.length > MAX_ID_LENGTH)
     fail('ERR_OPTIONS', `expected deduplication.id to be a string of 1-${MAX_ID_LENGTH} characters, got: ${describe(o.id)}`)
   const ttl = opt(o.ttl, 0, (v) => checkInteger('deduplication.ttl', v, { min: 1, max: MAX_TTL_MS, unit: 'ms' }))
   const extend = opt(o.extend, false, flag('extend'))
   const replace = opt(o.replace, false, flag('replace'))
-  return { id: o.id, ...(ttl > 0 ? { ttl } : {}), ...(extend ? { extend } : {}), ...(replace ? { replace } : {}) }
+  const reschedule = opt(o.reschedule, false, flag('reschedule'))
+  return {
+    id: o.id,
+    ...(ttl > 0 ? { ttl } : {}),
+    ...(extend ? { extend } : {}),
+    ...(replace ? { replace } : {}),
+    ...(reschedule ? { reschedule } : {}),
+  }
 }
 
 /**

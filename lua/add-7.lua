@@ -27,16 +27,17 @@
     attempts, the total starts allowed; delay, ms; backoff, "<type>,<delay>,<maxDelay>,<jitter>", see
     backoff.lua; keep and keepFailed, the retention in `completed` and `failed`, "<count>,<ageMs>" or "0"
     to remove at once, see retention.lua; keepLogs, lines; priority, 1 = highest .. 2^21 - 1; lifo, "1" to
-    the front of `wait`; stackTraceLimit); with F = 4 its deduplication ("<ttl>,<extend><replace><n>,<holder
+    the front of `wait`; stackTraceLimit); with F = 4 its deduplication ("<ttl>,<extend><delayed><n>,<holder
     expected, n bytes><id>", see deduplicate.lua; "" for none)
-  `delay` and `lifo` are stored when given (for job.opts), not read by any script.
+  `delay` and `lifo` are stored when given (for job.opts), not read by any script but a reschedule's.
   The caller leaves out an option at its default (lib/redis/job-codec.ts): the scripts read an absent field
   as its default, so a job with the defaults costs no byte for them, here or in its hash.
 
   Returns { now (ms, Redis's clock), codes }: codes one character a job, '1' added or '0' its id was taken;
   with F = 4 a list instead, per job 1, 0, the holder's id (deduplicated) or '?<holder>' (not the holder
   the caller expected: nothing done for that job).
-  Emits `added` then `waiting` or `delayed` per job added, `duplicated` per id taken, `deduplicated`.
+  Emits `added` then `waiting` or `delayed` per job added, `duplicated` per id taken, `deduplicated` (then
+  `delayed` for a holder rescheduled).
 ]]
 local rcall = redis.call
 local q = {
@@ -170,17 +171,18 @@ end
 
 -- The deduplicated jobs' specs, by their place among them (parseDeduplication), their meta fields and keys.
 local m = 0
-local dTtl, dExtend, dReplace, dExpected, dDeid, dField, dKey
+local dTtl, dExtend, dReplace, dReschedule, dExpected, dDeid, dField, dKey
 local parseDeduplication, readHolds, deduplicate, writeHolds
 if D then
   parseDeduplication, readHolds, deduplicate, writeHolds = deduplication()
-  dTtl, dExtend, dReplace, dExpected, dDeid, dField, dKey = {}, {}, {}, {}, {}, {}, {}
+  dTtl, dExtend, dReplace, dReschedule, dExpected, dDeid, dField, dKey = {}, {}, {}, {}, {}, {}, {}, {}
   for i = 1, n do
     local spec = ARGV[F * i + 1]
     if spec ~= '' then
       m = m + 1
-      local ttl, extend, replace, expected, deid = parseDeduplication(spec)
+      local ttl, extend, replace, reschedule, expected, deid = parseDeduplication(spec)
       dTtl[m], dExtend[m], dReplace[m], dExpected[m], dDeid[m], dField[m] = ttl, extend, replace, expected, deid, 'de:' .. deid
+      dReschedule[m] = reschedule
       dKey[m] = KEYS[7 + n + m]
     end
   end
@@ -198,6 +200,18 @@ local holds
 local keysHeld = 0
 if m > 0 then
   holds = readHolds(q, dField, dKey, found > 0, file)
+  -- deduplication's `reschedule`: a holder still delayed (perhaps one of this call's jobs: those before are
+  -- filed first) is due `delayMs` from now, recorded as changeDelay-6.lua records it, and emits `delayed`.
+  holds.reschedule = function(holderKey, holder, delayMs)
+    file()
+    rcall('ZREM', q.delayed, holder)
+    local due = now + delayMs
+    local dueText = string.format('%d', due)
+    rcall('HSET', holderKey, 'dueAt', dueText, 'lastDelay', string.format('%d', delayMs))
+    rcall('ZADD', q.delayed, delayedScore(due, dueText), holder)
+    rcall('ZADD', q.marker, 'LT', dueText, 'd')
+    emit(q, 'delayed', 'jobId', holder, 'delay', dueText)
+  end
   for j = 1, m do
     if holds.key[j] then
       keysHeld = keysHeld + 1
@@ -238,7 +252,10 @@ for i = 1, n do
       emit(q, 'duplicated', 'jobId', id)
     end
   elseif j then
-    code, deid = deduplicate(q, holds, j, dField[j], dedupKey, holderKey, holderLogsKey, id, dTtl[j], dExtend[j], dReplace[j], dExpected[j], dDeid[j])
+    -- The new job's delay ('d' among its options), which a reschedule gives the holder.
+    local delayMs = dReschedule[j] and (tonumber(string.match(';' .. ARGV[a + 3], ';d(%d+)')) or 0)
+    code, deid = deduplicate(q, holds, j, dField[j], dedupKey, holderKey, holderLogsKey, id, dTtl[j], dExtend[j], dReplace[j],
+      dReschedule[j], delayMs, dExpected[j], dDeid[j])
   end
   if code == nil then
     code = ADDED

@@ -7,13 +7,16 @@ import type { RedisClient } from './connection.js'
 import type { QueueKeys } from './keys.js'
 
 /**
- * The script's form of the option with the holder the call expects: "<ttl>,<extend><replace><holder's
- * length in bytes>,<holder><id>", each flag 0 or 1. Both ids may hold any character, commas too: the
- * length says where the holder ends (in bytes, as Lua's string.sub counts).
+ * The script's form of the option with the holder the call expects: "<ttl>,<extend><delayed><holder's
+ * length in bytes>,<holder><id>", extend 0 or 1, delayed what becomes of a holder still delayed: 0 kept, 1
+ * replaced (`replace`), 2 rescheduled (`reschedule`, ignored with `replace`, as BullMQ ignores it). Both ids
+ * may hold any character, commas too: the length says where the holder ends (in bytes, as Lua's
+ * string.sub counts).
  */
 export function encodeDeduplication(d: DeduplicationOptions, holder: string | null): string {
   const h = holder ?? ''
-  return `${d.ttl ?? 0},${d.extend ? 1 : 0}${d.replace ? 1 : 0}${Buffer.byteLength(h)},${h}${d.id}`
+  const delayed = d.replace ? 1 : d.reschedule ? 2 : 0
+  return `${d.ttl ?? 0},${d.extend ? 1 : 0}${delayed}${Buffer.byteLength(h)},${h}${d.id}`
 }
 
 /**

@@ -1,4 +1,4 @@
--- Deduplication (BullMQ's `deduplication: { id, ttl?, extend?, replace? }`): who holds a deduplication id.
+-- Deduplication (BullMQ's `deduplication: { id, ttl?, extend?, replace?, reschedule? }`): who holds a deduplication id.
 -- An id held with a ttl is the key <prefix>:{q}:de:<id> (the holder's job id, PX ttl): it is held until the
 -- ttl passes, even after its job finished, as in BullMQ. An id held without a ttl is meta's field `de:<id>`:
 -- released when its job completes or fails for good (releaseDeduplication.lua, called by the scripts
@@ -16,19 +16,20 @@
 -- not six): parseDeduplication, readHolds, deduplicate, writeHolds.
 local HOLDS_NOTE = 'deduplication ids held without a ttl are the fields de:<id> (see lua/includes/deduplicate.lua)'
 local function deduplication()
-  -- A deduplication as the caller sends it, "<ttl ms>,<extend 0|1><replace 0|1><n>,<holder><deduplication
+  -- A deduplication as the caller sends it, "<ttl ms>,<extend 0|1><delayed 0|1|2><n>,<holder><deduplication
   -- id>", where the holder the caller expects is its first n bytes ('' for none): either id may hold commas.
-  -- Returns ttl (a number), extend, replace (booleans), the expected holder, the deduplication id. Plain
-  -- finds rather than a pattern: string.match costs several times as much.
+  -- `delayed` says what becomes of a holder still delayed: 1 replaced, 2 rescheduled, 0 kept as it is.
+  -- Returns ttl (a number), extend, replace, reschedule (booleans), the expected holder, the deduplication
+  -- id. Plain finds rather than a pattern: string.match costs several times as much.
   local function parseDeduplication(spec)
     local c1 = string.find(spec, ',', 1, true)
-    local extend, replace, digit = string.byte(spec, c1 + 1, c1 + 3)
+    local extend, delayed, digit = string.byte(spec, c1 + 1, c1 + 3)
     local c2 = string.find(spec, ',', c1 + 3, true)
     -- A number of one digit (a ttl of 0, a holder's length under 10) read from its byte.
     local ttl = c1 == 2 and string.byte(spec) - 48 or tonumber(string.sub(spec, 1, c1 - 1))
     local n = c2 == c1 + 4 and digit - 48 or tonumber(string.sub(spec, c1 + 3, c2 - 1))
     local expected = n == 0 and '' or string.sub(spec, c2 + 1, c2 + n)
-    return ttl, extend == 49, replace == 49, expected, string.sub(spec, c2 + n + 1)
+    return ttl, extend == 49, delayed == 49, delayed == 50, expected, string.sub(spec, c2 + n + 1)
   end
 
   -- A read, `command` on `key` (false: none) with the values in `list`, in slices (unpack's C stack holds some
@@ -82,11 +83,12 @@ local function deduplication()
 
   -- Job `id`, the j-th deduplicated job of the call (`field`, `dedupKey` its deduplication's; `holderKey` and
   -- `holderLogsKey` the expected holder's, nil when none is expected: not read then (its logs only with
-  -- `replace`); the rest as
+  -- `replace`); `delayMs` the new job's delay, read only with `reschedule`; the rest as
   -- parseDeduplication gives them). Returns nil and the deduplication id when the new job now holds it (the
   -- caller adds the job and records `deid`), or the holder's id when the add is deduplicated, or
-  -- '?<holder>' (expected another).
-  local function deduplicate(q, h, j, field, dedupKey, holderKey, holderLogsKey, id, ttl, extend, replace, expected, deid)
+  -- '?<holder>' (expected another). A holder still delayed is rescheduled by `h.reschedule` (add-7.lua).
+  local function deduplicate(q, h, j, field, dedupKey, holderKey, holderLogsKey, id, ttl, extend, replace, reschedule, delayMs,
+                             expected, deid)
     local inMeta = h.inMeta[field]
     if inMeta == nil then
       inMeta = h.meta[j]
@@ -139,6 +141,10 @@ local function deduplication()
           redis.call('SET', dedupKey, holder, 'PX', ttl)
         end
         emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
+        -- BullMQ's reschedule: the holder keeps its id and data, due the new add's delay from now.
+        if reschedule and (state or redis.call('HGET', holderKey, 'state')) == 'delayed' then
+          h.reschedule(holderKey, holder, delayMs)
+        end
         return holder
       end
     end

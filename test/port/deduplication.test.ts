@@ -263,6 +263,30 @@ describe.each(LIBRARIES)('%s: deduplication', (name) => {
       expect(deduplicated).toHaveLength(1)
     })
 
+    // Not among BullMQ's cases (its tests predate the option): written here, run on both libraries.
+    it('reschedule keeps a delayed holder and its data, due the new delay from now; not one that started', async () => {
+      const opts = { deduplication: { id: 'r1', reschedule: true } }
+      const job1 = await t.queue.add('test', { foo: 'bar' }, { ...opts, delay: 60_000 })
+      const job2 = await t.queue.add('test', { foo: 'baz' }, { ...opts, delay: 100 })
+      expect(job2.id).toBe(job1.id)
+      expect((await t.queue.getJob(job1.id as string))?.delay).toBe(100)
+      const completed: Job[] = []
+      t.worker(() => undefined).on('completed', (job: Job) => completed.push(job))
+      await waitFor(() => completed.length === 1, { what: 'the rescheduled holder to run' })
+      expect(completed[0]?.id).toBe(job1.id)
+      expect(completed[0]?.data).toEqual({ foo: 'bar' })
+      // A holder added with a minute's delay, rescheduled by an add without one: due now, it runs.
+      const job3 = await t.queue.add('test', { foo: 'bax' }, { ...opts, delay: 60_000 })
+      expect(job3.id).not.toBe(job1.id)
+      const job4 = await t.queue.add('test', { foo: 'qux' }, { ...opts })
+      expect(job4.id).toBe(job3.id)
+      await waitFor(() => completed.length === 2, { what: 'the second holder to run' })
+      expect(completed[1]?.id).toBe(job3.id)
+      expect(completed[1]?.data).toEqual({ foo: 'bax' })
+      await settled(events, t.queue)
+      expect(deduplicated).toHaveLength(2)
+    })
+
     it('removing the holder frees the id', async () => {
       const job = await t.queue.add('test', { foo: 'bar' }, { deduplication: { id: 'a1' } })
       await job.remove()

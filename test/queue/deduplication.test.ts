@@ -314,7 +314,7 @@ describe('addBulk and the cost of the option', () => {
       { id: 'a', extend: 'yes' },
       { id: 'a', replace: 1 },
       { id: 'a', keepLastIfActive: true },
-      { id: 'a', reschedule: true },
+      { id: 'a', reschedule: 'yes' },
       { id: 'a', other: 1 },
       'a',
       null,
