@@ -1,13 +1,15 @@
 /**
  * Deduplication, with BullMQ 6.7's names and meaning: the job option `deduplication: { id, ttl?, extend?,
- * replace? }`; an add whose id is held returns the job that holds it (and emits `deduplicated` with
- * { jobId, deduplicationId, deduplicatedJobId }); `queue.getDeduplicationJobId(id)`,
+ * replace?, reschedule?, keepLastIfActive? }`; an add whose id is held returns the job that holds it (and
+ * emits `deduplicated` with { jobId, deduplicationId, deduplicatedJobId }); `queue.getDeduplicationJobId(id)`,
  * `queue.removeDeduplicationKey(id)`. Without a ttl the id is held until its job completes or fails for
  * good (or is removed); with a ttl (ms) until the ttl passes, whatever the job does, as in BullMQ.
  * `extend` restarts the ttl on each deduplicated add; `replace` replaces a holder that is still delayed
  * with the new job (debouncing); `reschedule` keeps a holder that is still delayed but makes it due the new
- * add's delay from now (ignored with `replace`). BullMQ 6.7 refuses the old `debounce` option, and so does
- * EchoMQ; `keepLastIfActive` is refused by name (not supported). Where an id is held is in
+ * add's delay from now (ignored with `replace`); `keepLastIfActive` stores an add made while the holder runs
+ * as the id's next job, added when the holder ends for good (the latest such add wins; the hold then has no
+ * ttl: `ttl` is ignored, as BullMQ ignores it). BullMQ 6.7 refuses the old `debounce` option, and so does
+ * EchoMQ. Where an id is held is in
  * lua/includes/deduplicate.lua. A job without the option costs nothing: no field, no key, no command.
  */
 import { checkInteger, checkKnown, describe, fail, opt } from './validate.js'
@@ -23,14 +25,14 @@ export interface DeduplicationOptions {
   replace?: boolean
   /** Keep a holder that is still delayed, due the add's delay (0 when none) from now; ignored with `replace`. */
   reschedule?: boolean
+  /** While the holder runs, keep the latest add as the id's next job, added when the holder ends for good. */
+  keepLastIfActive?: boolean
 }
 
 /** The longest deduplication id accepted (it is part of a Redis key and a meta field). */
 const MAX_ID_LENGTH = 512
 /** The longest ttl: a year, as the longest delay. */
 const MAX_TTL_MS = 365 * 24 * 3_600_000
-const UNSUPPORTED = ['keepLastIfActive']
-
 const flag = (name: string) => (v: unknown) => {
   if (typeof v !== 'boolean') fail('ERR_OPTIONS', `expected deduplication.${name} to be true or false, got: ${describe(v)}`)
   return v
@@ -41,23 +43,21 @@ export function deduplicationOption(value: unknown, debounce: unknown): Deduplic
   if (debounce !== undefined)
     fail('ERR_OPTIONS', 'the debounce option was removed in BullMQ 6; use deduplication: { id, ttl?, extend?, replace? }')
   if (value === undefined) return undefined
-  if (value !== null && typeof value === 'object') {
-    for (const name of UNSUPPORTED)
-      if (name in value) fail('ERR_OPTIONS', `deduplication.${name} is not supported by EchoMQ (see docs/changing-jobs.md)`)
-  }
-  const o = checkKnown('deduplication', value, ['id', 'ttl', 'extend', 'replace', 'reschedule'])
+  const o = checkKnown('deduplication', value, ['id', 'ttl', 'extend', 'replace', 'reschedule', 'keepLastIfActive'])
   if (typeof o.id !== 'string' || o.id.length === 0 || o.id.length > MAX_ID_LENGTH)
     fail('ERR_OPTIONS', `expected deduplication.id to be a string of 1-${MAX_ID_LENGTH} characters, got: ${describe(o.id)}`)
   const ttl = opt(o.ttl, 0, (v) => checkInteger('deduplication.ttl', v, { min: 1, max: MAX_TTL_MS, unit: 'ms' }))
   const extend = opt(o.extend, false, flag('extend'))
   const replace = opt(o.replace, false, flag('replace'))
   const reschedule = opt(o.reschedule, false, flag('reschedule'))
+  const keepLastIfActive = opt(o.keepLastIfActive, false, flag('keepLastIfActive'))
   return {
     id: o.id,
     ...(ttl > 0 ? { ttl } : {}),
     ...(extend ? { extend } : {}),
     ...(replace ? { replace } : {}),
     ...(reschedule ? { reschedule } : {}),
+    ...(keepLastIfActive ? { keepLastIfActive } : {}),
   }
 }
 

@@ -20,7 +20,7 @@
  *   priority          1 (highest) .. 2,097,151; 0 or none: no priority, and such jobs run first (0)
  *   lifo              to the front of the line rather than the back (false; ignored with a priority)
  *   stackTraceLimit   stack traces of failed runs kept in job.stacktrace, the newest (10; 0 for none)
- *   deduplication     { id, ttl?, extend?, replace?, reschedule? }: an add whose id is held returns the holder
+ *   deduplication     { id, ttl?, extend?, replace?, reschedule?, keepLastIfActive? }: an add whose id is held returns the holder
  *                     (lib/deduplication.ts; add only)
  *
  * Validated here, before any Redis call; what reaches the scripts is encoded once, by the job hash's

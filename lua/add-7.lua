@@ -171,18 +171,18 @@ end
 
 -- The deduplicated jobs' specs, by their place among them (parseDeduplication), their meta fields and keys.
 local m = 0
-local dTtl, dExtend, dReplace, dReschedule, dExpected, dDeid, dField, dKey
+local dTtl, dExtend, dReplace, dReschedule, dKeepLast, dExpected, dDeid, dField, dKey
 local parseDeduplication, readHolds, deduplicate, writeHolds
 if D then
   parseDeduplication, readHolds, deduplicate, writeHolds = deduplication()
-  dTtl, dExtend, dReplace, dReschedule, dExpected, dDeid, dField, dKey = {}, {}, {}, {}, {}, {}, {}, {}
+  dTtl, dExtend, dReplace, dReschedule, dKeepLast, dExpected, dDeid, dField, dKey = {}, {}, {}, {}, {}, {}, {}, {}, {}
   for i = 1, n do
     local spec = ARGV[F * i + 1]
     if spec ~= '' then
       m = m + 1
-      local ttl, extend, replace, reschedule, expected, deid = parseDeduplication(spec)
+      local ttl, extend, replace, reschedule, keepLast, expected, deid = parseDeduplication(spec)
       dTtl[m], dExtend[m], dReplace[m], dExpected[m], dDeid[m], dField[m] = ttl, extend, replace, expected, deid, 'de:' .. deid
-      dReschedule[m] = reschedule
+      dReschedule[m], dKeepLast[m] = reschedule, keepLast
       dKey[m] = KEYS[7 + n + m]
     end
   end
@@ -254,8 +254,16 @@ for i = 1, n do
   elseif j then
     -- The new job's delay ('d' among its options), which a reschedule gives the holder.
     local delayMs = dReschedule[j] and (tonumber(string.match(';' .. ARGV[a + 3], ';d(%d+)')) or 0)
-    code, deid = deduplicate(q, holds, j, dField[j], dedupKey, holderKey, holderLogsKey, id, dTtl[j], dExtend[j], dReplace[j],
-      dReschedule[j], delayMs, dExpected[j], dDeid[j])
+    local asNext
+    code, deid, asNext = deduplicate(q, holds, j, dField[j], dedupKey, holderKey, holderLogsKey, id, dTtl[j], dExtend[j], dReplace[j],
+      dReschedule[j], dKeepLast[j], delayMs, dExpected[j], dDeid[j])
+    if asNext then
+      -- keepLastIfActive, its holder running: this job is the id's next (lua/includes/nextJob.lua), replacing one
+      -- stored before.
+      -- meta's `nexts`: from now on the queue's finishes ask meta for the next job of a job's deduplication id.
+      local options = ARGV[a + 3]
+      rcall('HSET', q.meta, 'dn:' .. dDeid[j], string.format('%d,%d,%d,', #id, #name, #data) .. id .. name .. data .. options, 'nexts', '1')
+    end
   end
   if code == nil then
     code = ADDED

@@ -69,7 +69,9 @@
            and the job's stackTraceLimit), else it is the run's stack alone; then "&" when the job is a flow's
            parent (its hash's `deps`, as taken, or as a "p" said) and the action is not "c": its four flow
            keys follow its log's, and go with it when the run removes it at once (counted out of meta's
-           `parents`, parents.lua); then optionally "@<ms>" (a fail's retry
+           `parents`, parents.lua); then "^" when the run sends the key of its deduplication id's next job
+           (HASH, after its other keys: the job an add stored while the run held the id, keepLastIfActive,
+           lua/includes/nextJob.lua, which an "n" named); then optionally "@<ms>" (a fail's retry
            waits this, from the worker's settings.backoffStrategy) and "#<keep>" (the worker's retention
            for a job with none of its own, as retention.lua reads it). The value: the return value (JSON
            text) for complete, the error message for fail.
@@ -85,6 +87,8 @@
   "p" when the run changed nothing, as its job is a parent (it became one while the run held it, which a
   non-plain run reads: adoptChild-4.lua sets meta's `adopted`) that the run would remove at once without its
   flow keys, which did not come: the worker sends it again with "&",
+  "n" when the run changed nothing, as its job holds a deduplication id with a next job stored (the next
+  entry of details: its id) whose key did not come: the worker sends it again with "^" and that key,
   "." for the next entry of details: { "ok" | "lost", new (or current) state, set
   to trim, hand-off[, backoff][, oldest] } (backoff: a retry's wait in `delayed`, ms, only then; false when
   oldest follows without one). The hand-off is the entry a flow's child wrote for its parent
@@ -142,11 +146,22 @@ local function rarely()
     -- @include handoff
     -- @include parents
     rare = {
-      enterWait = enterWait, useAttempt = useAttempt, releaseDeduplications = releaseDeduplications, handOff = handOff,
-      countOutParents = countOutParents,
+      enterWait = enterWait, enterDelayed = enterDelayed, useAttempt = useAttempt, releaseDeduplications = releaseDeduplications,
+      handOff = handOff, countOutParents = countOutParents,
     }
   end
   return rare
+end
+
+-- The next jobs of deduplication ids (keepLastIfActive), made only by a call that meets one.
+local nextOnes
+local function nexts()
+  if not nextOnes then
+    local enterWait, enterDelayed = rarely().enterWait, rarely().enterDelayed
+    -- @include nextJob
+    nextOnes = { decodeNext = decodeNext, addNextJob = addNextJob }
+  end
+  return nextOnes
 end
 
 local now = nowMs()
@@ -190,11 +205,13 @@ local firstRun = taker.token .. ':1'
 -- A job that joined a parent while it ran or waited (addFlow-10.lua join) was taken as plain: once the
 -- queue has had one, no run is read as plain.
 local anyPlain = m == 0 or not holdOf(q).adopted
+-- Whether an add ever stored a next job in this queue (keepLastIfActive: meta's `nexts`, nextJob.lua).
+local anyNext = m > 0 and holdOf(q).nexts
 for i = 1, m do
   local action, token = ARGV[a], firstRun
-  local jobKey, lockKey, logsKey, flowKeys = KEYS[k], KEYS[k + 1], nil, nil
+  local jobKey, lockKey, logsKey, flowKeys, nextKey = KEYS[k], KEYS[k + 1], nil, nil, nil
   -- The worker's overrides, parsed only when it sent any (a custom backoff, a worker's retention).
-  local delayOverride, keepOverride, plain, encoded, flows = nil, nil, anyPlain, false, false
+  local delayOverride, keepOverride, plain, encoded, flows, nextSent = nil, nil, anyPlain, false, false, false
   if #action > 1 then
     local starts, rest
     action, starts, rest = string.match(action, '^(.)(%d*)(.*)$')
@@ -206,10 +223,14 @@ for i = 1, m do
       token = taker.token .. ':' .. starts
     end
     plain = anyPlain and string.sub(rest, 1, 1) ~= '+'
-    encoded = string.find(rest, '$', 1, true) ~= nil
-    flows = string.find(rest, '&', 1, true) ~= nil
-    delayOverride = tonumber(string.match(rest, '@(%d+)'))
-    keepOverride = string.match(rest, '#(.*)$')
+    -- Most runs that are not plain send "+" alone: the marks after it are looked for only when any came.
+    if rest ~= '+' and rest ~= '' then
+      encoded = string.find(rest, '$', 1, true) ~= nil
+      flows = string.find(rest, '&', 1, true) ~= nil
+      nextSent = string.find(rest, '^', 1, true) ~= nil
+      delayOverride = tonumber(string.match(rest, '@(%d+)'))
+      keepOverride = string.match(rest, '#(.*)$')
+    end
   end
   local value, stack = ARGV[a + 1], ''
   if action == 'c' then
@@ -227,6 +248,10 @@ for i = 1, m do
     else
       a = a + 2
     end
+  end
+  if nextSent then
+    nextKey = KEYS[k]
+    k = k + 1
   end
   local id = idOf(q, jobKey)
   -- Ownership is the run's token on the job: a job holds a token only while it is in flight. A lapsed
@@ -256,6 +281,14 @@ for i = 1, m do
     local job = rcall('HMGET', jobKey, 'token', 'attemptsMade', 'keep', 'deid', 'parentKey', 'deps')
     held, attemptsMade, keepOwn, deid, parentKey, deps = job[1], job[2], job[3], job[4], job[5], job[6]
   end
+  -- deduplication's keepLastIfActive: the next job an add stored while this run held the id
+  -- (lua/includes/nextJob.lua), added when the job ends for good, with its key, which the worker sends once
+  -- the reply named it ("n"). Asked only in a queue where an add has stored one (meta's `nexts`).
+  local nextSpec, nextId = false, nil
+  if anyNext and deid and action ~= 'r' and held == token then
+    nextSpec = rcall('HGET', q.meta, 'dn:' .. deid)
+    nextId = nextSpec and nexts().decodeNext(nextSpec)
+  end
   if held ~= token then
     local receipt = held or ''
     local rest = string.sub(receipt, #token + 2)
@@ -277,6 +310,8 @@ for i = 1, m do
     -- flow keys for good, and filed instead it would change the set's limits or outlive them. A failure
     -- with attempts left asks too (rare: the worker's second call retries it as the first would have).
     runs[i] = AGAIN
+  elseif nextSpec and not (nextKey and idOf(q, nextKey) == nextId) then
+    runs[i] = { 'next', nextId }
   else
     local parent, retried = false, false
     if parentKey then
@@ -306,7 +341,10 @@ for i = 1, m do
       end
       emit(q, 'completed', 'jobId', id, 'returnvalue', value, 'prev', 'active')
       completedCount = completedCount + 1
-      if deid then
+      if nextSpec then
+        -- The id passes to the next job (its hold is not released).
+        nexts().addNextJob(nextKey, q, deid, nextSpec, now, nowText)
+      elseif deid then
         holds[#holds + 1], holders[#holders + 1] = deid, id
       end
       local entry = parentKey and rarely().handOff(handoffsKey, id, parentKey, parent, 'completed', value, false, retried, outbox) or ''
@@ -355,6 +393,10 @@ for i = 1, m do
           rcall('HDEL', jobKey, 'defa')
         end
         failedCount = failedCount + 1
+        if nextSpec then
+          -- Released by useAttempt; the next job takes the id.
+          nexts().addNextJob(nextKey, q, deid, nextSpec, now, nowText)
+        end
         -- Last for this run, as it may remove the job at once (retention "0"), a parent with its flow keys.
         local removed, firstIds
         trimSet, removed, firstIds = fileFinished(jobKey, logsKey, q, state, id, now, keepFailed, flowKeys)
@@ -449,6 +491,9 @@ for i = 1, m do
     -- A flow's child that completed: its hand-off alone (a table a child cost Redis a conversion).
     codes[i] = 'h'
     details[#details + 1] = run
+  elseif run[1] == 'next' then
+    codes[i] = 'n'
+    details[#details + 1] = run[2]
   elseif run[1] == 'ok' and run[3] == '' and run[4] == '' and (run[2] == 'wait' or (run[2] == 'delayed' and run[5])) then
     -- A retry (or a release) with nothing more to say: its entry was most of a failed run's reply.
     if run[2] == 'wait' then

@@ -8,7 +8,8 @@ import type { QueueKeys } from './keys.js'
 
 /**
  * The script's form of the option with the holder the call expects: "<ttl>,<extend><delayed><holder's
- * length in bytes>,<holder><id>", extend 0 or 1, delayed what becomes of a holder still delayed: 0 kept, 1
+ * length in bytes>,<holder><id>", extend 0 or 1, or 2 for keepLastIfActive (sent with a ttl of 0: its hold
+ * has none, BullMQ's rule), delayed what becomes of a holder still delayed: 0 kept, 1
  * replaced (`replace`), 2 rescheduled (`reschedule`, ignored with `replace`, as BullMQ ignores it). Both ids
  * may hold any character, commas too: the length says where the holder ends (in bytes, as Lua's
  * string.sub counts).
@@ -16,7 +17,8 @@ import type { QueueKeys } from './keys.js'
 export function encodeDeduplication(d: DeduplicationOptions, holder: string | null): string {
   const h = holder ?? ''
   const delayed = d.replace ? 1 : d.reschedule ? 2 : 0
-  return `${d.ttl ?? 0},${d.extend ? 1 : 0}${delayed}${Buffer.byteLength(h)},${h}${d.id}`
+  const [ttl, extend] = d.keepLastIfActive ? [0, 2] : [d.ttl ?? 0, d.extend ? 1 : 0]
+  return `${ttl},${extend}${delayed}${Buffer.byteLength(h)},${h}${d.id}`
 }
 
 /**

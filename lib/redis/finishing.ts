@@ -37,10 +37,14 @@ export type FinishedSet = 'completed' | 'failed'
 /**
  * How one run ended: `lost` when it no longer owned the job (nothing changed for it); `parent` when nothing
  * changed because its job became a flow's parent while it ran and the run would remove it at once: sent
- * again with FinishRun.parent, it goes with its flow keys.
+ * again with FinishRun.parent, it goes with its flow keys; `next` when nothing changed because an add stored
+ * a next job for the deduplication id its job holds (keepLastIfActive): sent again with FinishRun.next,
+ * the finish adds that job (see againWith).
  */
 export interface RunOutcome {
-  status: 'ok' | 'lost' | 'parent'
+  status: 'ok' | 'lost' | 'parent' | 'next'
+  /** With `next`: the id of the job stored as the deduplication id's next. */
+  next?: string
   state: JobState | 'missing'
   /** A finished set that has just grown past its retention by another slack: trim it. */
   trim: FinishedSet | undefined
@@ -81,6 +85,8 @@ export interface FinishRun {
    * release, nor a completion `kept`) sends its four flow keys, to go with it.
    */
   parent?: boolean
+  /** The id of the job an add stored as its deduplication id's next (a `next` outcome): its key goes along. */
+  next?: string
   /**
    * A completed job stays filed: neither its retention nor `keep` is "remove at once" (its log's key then
    * need not travel). Unset: the script is told nothing, and decides.
@@ -237,9 +243,10 @@ function pushRun(keys: QueueKeys, keyList: string[], args: (string | number)[], 
   if (kept) keyList.push(keys.job(id), keys.lock(id))
   else keyList.push(keys.job(id), keys.lock(id), keys.logs(id))
   if (flows) keyList.push(...flowKeys(keys, id))
+  if (r.next !== undefined) keyList.push(keys.job(r.next))
   const start = startOf(r.run.token, workerToken)
   const encoded = r.stacks !== undefined && (code === 'f' || code === 'F')
-  const marks = `${r.plain === true ? '' : '+'}${encoded ? '$' : ''}${flows ? '&' : ''}${overrides}`
+  const marks = `${r.plain === true ? '' : '+'}${encoded ? '$' : ''}${flows ? '&' : ''}${r.next === undefined ? '' : '^'}${overrides}`
   if (start === undefined) args.push(`${kept ? 'c' : code}!${marks}`, r.run.token, r.value)
   else args.push(`${kept ? 'c' : code}${start === '1' ? '' : start}${marks}`, r.value)
   if (code === 'f' || code === 'F') args.push(encoded ? (r.stacks as string) : (r.stack ?? ''))
@@ -272,6 +279,10 @@ function outcomesOf(codes: string, details: (RunDetail | number | string)[]): Ru
       outcomes.push({ status: 'parent', state: 'active', trim: undefined, handoff: undefined })
       continue
     }
+    if (code === 'n') {
+      outcomes.push({ status: 'next', state: 'active', trim: undefined, handoff: undefined, next: String(details[detail++]) })
+      continue
+    }
     if (code === 'w' || code === 'd') {
       const state = code === 'w' ? 'wait' : 'delayed'
       const backoff = code === 'd' ? { backoffMs: details[detail++] as number } : {}
@@ -290,6 +301,20 @@ function outcomesOf(codes: string, details: (RunDetail | number | string)[]): Ru
   }
   return outcomes
 }
+
+/**
+ * The run to send again when its outcome changed nothing but asked for more keys (`parent`: its flow keys;
+ * `next`: the key of its deduplication id's next job), else undefined. A run is sent again at most
+ * MAX_FINISH_SENDS times in all (a next job replaced by another add between two sends asks again).
+ */
+export function againWith(run: FinishRun, outcome: RunOutcome | undefined): FinishRun | undefined {
+  if (outcome?.status === 'parent' && run.parent !== true) return { ...run, parent: true }
+  if (outcome?.status === 'next' && outcome.next !== undefined) return { ...run, next: outcome.next }
+  return undefined
+}
+
+/** How many times a run's finish is sent at most (see againWith). */
+export const MAX_FINISH_SENDS = 4
 
 /** The actions as finish-16.lua reads them ("C": complete, its log's key sent; "c" for a job kept, see FinishRun.kept). */
 const ACTION_CODES: Record<FinishAction, string> = { complete: 'C', fail: 'f', 'fail-final': 'F', release: 'r' }

@@ -21,7 +21,10 @@
  *                                  retention limits), `maxStalledCount` and `maxLenEvents` (the workers' and
  *                                  the queue's settings the scripts read), `de:<did>` (a deduplication id
  *                                  held without a ttl: the holder's job id; with them `de`, a note long
- *                                  enough to keep meta a hash table), `parents` (how many of the queue's
+ *                                  enough to keep meta a hash table), `dn:<did>` (the id's next job, stored
+ *                                  by an add while the holder ran: keepLastIfActive, lua/includes/nextJob.lua;
+ *                                  `nexts` '1' for good once one was: finishes then ask for them),
+ *                                  `parents` (how many of the queue's
  *                                  jobs hold flow keys, their hash's field deps: while above 0, trim-2.lua
  *                                  looks for them among the jobs it removes; dropped at 0, never negative:
  *                                  lua/includes/parents.lua), `flows` (legacy, written only by earlier

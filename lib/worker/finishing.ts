@@ -4,7 +4,15 @@
  * Jobs the worker will not start (reserved, in hand, or taken after close() began) go back to `wait`.
  */
 import type { JobState } from '../job.js'
-import { type FinishAction, type FinishRun, finish as finishCall, type Taken, unreserve } from '../redis/commands.js'
+import {
+  againWith,
+  type FinishAction,
+  type FinishRun,
+  finish as finishCall,
+  MAX_FINISH_SENDS,
+  type Taken,
+  unreserve,
+} from '../redis/commands.js'
 import { encodeKeep } from '../redis/job-codec.js'
 import type { Run, RunContext, RunPhase } from './context.js'
 import { failedAttempt, stacksAfter } from './failure.js'
@@ -46,14 +54,18 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       ...(keep === undefined ? {} : { keep }),
       ...(action === 'complete' ? { kept: !removesAtOnce(keep) && !removesAtOnce(encodeKeep(run.job.opts.removeOnComplete)) } : {}),
     }
-    let reply = await core.finishes.add(request)
-    // The job became a parent while it ran (a child adopted into it) and this finish would remove it at
-    // once: nothing changed, and it goes again with its flow keys, so none is left behind. A run sent as a
-    // parent's is never answered so.
-    if (reply.status === 'parent' && !run.parent) {
-      run.parent = true
-      reply = await core.finishes.add({ ...request, parent: true })
+    let sent = request
+    let reply = await core.finishes.add(sent)
+    // Nothing changed, and the run goes again with the keys the reply asked for (againWith): its flow keys
+    // (the job became a parent while it ran, a child adopted into it, and this finish would remove it at once),
+    // or its deduplication id's next job's (keepLastIfActive).
+    for (let sends = 1, again = againWith(sent, reply); again && sends < MAX_FINISH_SENDS; sends++, again = againWith(sent, reply)) {
+      if (again.parent) run.parent = true
+      sent = again
+      reply = await core.finishes.add(sent)
     }
+    if (reply.status === 'parent' || reply.status === 'next')
+      throw new Error(`the finish of job ${run.job.id} asked for more keys ${MAX_FINISH_SENDS} times (${reply.status})`)
     if (reply.status === 'lost') {
       core.lockLost(run.job.id, `the job is now ${reply.state}; this run's result was discarded`, run)
       return

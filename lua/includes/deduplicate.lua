@@ -16,11 +16,12 @@
 -- not six): parseDeduplication, readHolds, deduplicate, writeHolds.
 local HOLDS_NOTE = 'deduplication ids held without a ttl are the fields de:<id> (see lua/includes/deduplicate.lua)'
 local function deduplication()
-  -- A deduplication as the caller sends it, "<ttl ms>,<extend 0|1><delayed 0|1|2><n>,<holder><deduplication
+  -- A deduplication as the caller sends it, "<ttl ms>,<extend 0|1|2><delayed 0|1|2><n>,<holder><deduplication
   -- id>", where the holder the caller expects is its first n bytes ('' for none): either id may hold commas.
-  -- `delayed` says what becomes of a holder still delayed: 1 replaced, 2 rescheduled, 0 kept as it is.
-  -- Returns ttl (a number), extend, replace, reschedule (booleans), the expected holder, the deduplication
-  -- id. Plain finds rather than a pattern: string.match costs several times as much.
+  -- `extend` 2 is keepLastIfActive (sent with a ttl of 0: its hold has none, as BullMQ's); `delayed` says
+  -- what becomes of a holder still delayed: 1 replaced, 2 rescheduled, 0 kept as it is. Returns ttl (a
+  -- number), extend, replace, reschedule, keepLast (booleans), the expected holder, the deduplication id.
+  -- Plain finds rather than a pattern: string.match costs several times as much.
   local function parseDeduplication(spec)
     local c1 = string.find(spec, ',', 1, true)
     local extend, delayed, digit = string.byte(spec, c1 + 1, c1 + 3)
@@ -29,7 +30,7 @@ local function deduplication()
     local ttl = c1 == 2 and string.byte(spec) - 48 or tonumber(string.sub(spec, 1, c1 - 1))
     local n = c2 == c1 + 4 and digit - 48 or tonumber(string.sub(spec, c1 + 3, c2 - 1))
     local expected = n == 0 and '' or string.sub(spec, c2 + 1, c2 + n)
-    return ttl, extend == 49, delayed == 49, delayed == 50, expected, string.sub(spec, c2 + n + 1)
+    return ttl, extend == 49, delayed == 49, delayed == 50, extend == 50, expected, string.sub(spec, c2 + n + 1)
   end
 
   -- A read, `command` on `key` (false: none) with the values in `list`, in slices (unpack's C stack holds some
@@ -86,9 +87,11 @@ local function deduplication()
   -- `replace`); `delayMs` the new job's delay, read only with `reschedule`; the rest as
   -- parseDeduplication gives them). Returns nil and the deduplication id when the new job now holds it (the
   -- caller adds the job and records `deid`), or the holder's id when the add is deduplicated, or
-  -- '?<holder>' (expected another). A holder still delayed is rescheduled by `h.reschedule` (add-7.lua).
-  local function deduplicate(q, h, j, field, dedupKey, holderKey, holderLogsKey, id, ttl, extend, replace, reschedule, delayMs,
-                             expected, deid)
+  -- '?<holder>' (expected another); with `keepLast`, a holder that is running is returned with true third:
+  -- the caller stores the job as the id's next (nextJob.lua). A holder still delayed is rescheduled by
+  -- `h.reschedule` (add-7.lua).
+  local function deduplicate(q, h, j, field, dedupKey, holderKey, holderLogsKey, id, ttl, extend, replace, reschedule, keepLast,
+                             delayMs, expected, deid)
     local inMeta = h.inMeta[field]
     if inMeta == nil then
       inMeta = h.meta[j]
@@ -140,7 +143,13 @@ local function deduplication()
         if extend and ttl > 0 and not inMeta then
           redis.call('SET', dedupKey, holder, 'PX', ttl)
         end
+        if keepLast then
+          state = state or redis.call('HGET', holderKey, 'state')
+        end
         emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
+        if keepLast and state == 'active' then
+          return holder, nil, true
+        end
         -- BullMQ's reschedule: the holder keeps its id and data, due the new add's delay from now.
         if reschedule and (state or redis.call('HGET', holderKey, 'state')) == 'delayed' then
           h.reschedule(holderKey, holder, delayMs)

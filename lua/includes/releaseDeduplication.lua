@@ -1,11 +1,13 @@
 -- Releases a deduplication id held without a ttl (meta's field `de:<deid>`, see deduplicate.lua) when job
 -- `id` holds it: the job completed, failed for good, or was removed. `deid` is the job's field, nil for a
 -- job added without a deduplication (the callers read it with fields they read anyway: no command then).
+-- A next job stored for the id (keepLastIfActive, nextJob.lua) goes with it, in the same HDEL: as BullMQ's
+-- removal drops it; a finish that adds it read it first.
 local function releaseDeduplication(metaKey, deid, id)
   if deid then
     local field = 'de:' .. deid
     if redis.call('HGET', metaKey, field) == id then
-      redis.call('HDEL', metaKey, field)
+      redis.call('HDEL', metaKey, field, 'dn:' .. deid)
     end
   end
 end

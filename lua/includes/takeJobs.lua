@@ -150,15 +150,15 @@ local function replyFields(out, len, f, top, clock, startedOn)
   return len + 1 + n
 end
 
--- meta's `paused`, `limitedUntil` and `adopted` (finish-16.lua), and the queue's own limits (`concurrency`,
--- `max` and `duration`: queue.setGlobalConcurrency, setGlobalRateLimit), read once per call however many
--- steps ask (cached in `q`): a queue without them pays three empty fields of one HMGET.
+-- meta's `paused`, `limitedUntil`, `adopted` and `nexts` (finish-16.lua), and the queue's own limits
+-- (`concurrency`, `max` and `duration`: queue.setGlobalConcurrency, setGlobalRateLimit), read once per call
+-- however many steps ask (cached in `q`): a queue without them pays empty fields of one HMGET.
 local function holdOf(q)
   if q.hold == nil then
-    local meta = rcall('HMGET', q.meta, 'paused', 'limitedUntil', 'adopted', 'concurrency', 'max', 'duration')
+    local meta = rcall('HMGET', q.meta, 'paused', 'limitedUntil', 'adopted', 'concurrency', 'max', 'duration', 'nexts')
     q.hold = {
       paused = meta[1] ~= false, limitedUntil = tonumber(meta[2]), adopted = meta[3] ~= false,
-      concurrency = tonumber(meta[4]), max = tonumber(meta[5]), duration = tonumber(meta[6]),
+      concurrency = tonumber(meta[4]), max = tonumber(meta[5]), duration = tonumber(meta[6]), nexts = meta[7] ~= false,
     }
   end
   return q.hold

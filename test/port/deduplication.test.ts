@@ -1,6 +1,6 @@
 /**
  * BullMQ's tests of deduplication (tests/deduplication.test.ts), ported, run on BullMQ 6.7 and on EchoMQ.
- * Left out: `keepLastIfActive` (EchoMQ refuses it by name: docs/changing-jobs.md, "Deduplication"), and the
+ * Left out: `keepLastIfActive` (its cases are in deduplication-keep-last.test.ts), and the
  * reading of BullMQ's events stream by its key (read here through QueueEvents). Where BullMQ's cases wait
  * fixed times for a ttl to run out, these poll getDeduplicationJobId until the id is free.
  */

@@ -313,7 +313,7 @@ describe('addBulk and the cost of the option', () => {
       { id: 'a', ttl: 1.5 },
       { id: 'a', extend: 'yes' },
       { id: 'a', replace: 1 },
-      { id: 'a', keepLastIfActive: true },
+      { id: 'a', keepLastIfActive: 1 },
       { id: 'a', reschedule: 'yes' },
       { id: 'a', other: 1 },
       'a',

@@ -61,13 +61,14 @@ function args(text: string): string[] {
 
 /**
  * The field names the non-literal expressions stand for, read from the scripts: a deduplication hold's field
- * (`'de:' .. deid`) and the retention limits (retention.lua's KEEP_FIELDS). Any other expression fails the test,
+ * (`'de:' .. deid`), a deduplication id's next job (`'dn:' .. deid`, keepLastIfActive) and the retention limits (retention.lua's KEEP_FIELDS). Any other expression fails the test,
  * so a new field cannot be written unseen.
  */
 function fieldsOf(expr: string, file: string): string[] {
   const literal = /^'([^']*)'$/.exec(expr)
   if (literal) return [literal[1] as string]
   if (/^'de:' \.\. \w+$/.test(expr)) return ['de:<>']
+  if (/^'dn:' \.\. [\w[\]]+$/.test(expr)) return ['dn:<>']
   if (expr === 'field' && /(deduplicate|releaseDeduplication)\.lua$/.test(file)) {
     expect(read(file)).toMatch(/local field = 'de:' \.\. deid/)
     return ['de:<>']
