@@ -26,6 +26,7 @@ export type { JobOptions, JobOptions as JobsOptions } from './job-options.js'
 export type { JobOpts } from './job-opts.js'
 export type { JobProgress, QueueEventsListener, QueueListener, WorkerListener } from './listeners.js'
 export * from './options.js'
+export { MetricsTime } from './queue/metrics.js'
 export {
   type BulkJob,
   type JobScheduler,

@@ -245,9 +245,11 @@ export const flag = (name: string) => (v: unknown) => {
  * BullMQ Worker options EchoMQ takes under BullMQ's names (docs/migrating-from-bullmq.md): `lockRenewTime` is
  * heartbeatInterval's; `autorun` (false: the Worker takes jobs once worker.run() is called); `drainDelay` (an idle
  * BullMQ worker's wait for a job, seconds) is how long getNextJob waits for one (a running EchoMQ worker waits
- * on its queue's marker however long); `maximumRateLimitDelay` as BullMQ's.
+ * on its queue's marker however long); `maximumRateLimitDelay` as BullMQ's; `metrics: { maxDataPoints }`
+ * (BullMQ's switch to start counting finished jobs) is checked and changes nothing: every EchoMQ queue counts
+ * them per minute over the last hour (lib/queue/metrics.ts).
  */
-const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime', 'maximumRateLimitDelay'] as const
+const BULLMQ_WORKER_NAMES = ['autorun', 'drainDelay', 'lockRenewTime', 'maximumRateLimitDelay', 'metrics'] as const
 const MAX_DRAIN_DELAY_S = 600
 
 /** Seconds, as BullMQ's: not only whole ones. */
@@ -260,6 +262,10 @@ function drainDelay(v: unknown): number {
 function bullmqWorkerNames(o: Record<string, unknown>): void {
   if (o.lockRenewTime !== undefined && o.heartbeatInterval !== undefined && o.lockRenewTime !== o.heartbeatInterval) {
     fail('ERR_OPTIONS', "lockRenewTime is BullMQ's name for heartbeatInterval: give one of them")
+  }
+  if (o.metrics !== undefined) {
+    const { maxDataPoints } = checkKnown('metrics', o.metrics, ['maxDataPoints'])
+    if (maxDataPoints !== undefined) checkInteger('metrics.maxDataPoints', maxDataPoints, { min: 1, max: Number.MAX_SAFE_INTEGER })
   }
 }
 

@@ -102,6 +102,11 @@ export interface WorkerOptions {
   lockRenewTime?: number
   /** The longest a rate-limited worker sleeps before it asks Redis again (ms; BullMQ's, 30000). */
   maximumRateLimitDelay?: number
+  /**
+   * BullMQ's switch to count finished jobs per minute (`maxDataPoints`: MetricsTime). Taken and checked, it
+   * changes nothing: every queue keeps those counts over the last hour (queue.getMetrics).
+   */
+  metrics?: { maxDataPoints?: number }
 }
 
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above only types on/once/off (BullMQ's WorkerListener)

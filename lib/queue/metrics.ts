@@ -14,6 +14,21 @@ import type { QueueKeys } from '../redis/keys.js'
 import { finishedPerMinute } from '../redis/queries.js'
 import { checkInteger, describe, fail } from '../validate.js'
 
+/**
+ * BullMQ's MetricsTime: data points (minutes) for a Worker's `metrics: { maxDataPoints }`, which EchoMQ takes
+ * and checks; its counts cover the last hour whatever the option.
+ */
+export const MetricsTime = {
+  ONE_MINUTE: 1,
+  FIVE_MINUTES: 5,
+  FIFTEEN_MINUTES: 15,
+  THIRTY_MINUTES: 30,
+  ONE_HOUR: 60,
+  ONE_WEEK: 10080,
+  TWO_WEEKS: 20160,
+  ONE_MONTH: 80640,
+} as const
+
 /** BullMQ's Metrics. */
 export interface Metrics {
   meta: { count: number; prevTS: number; prevCount: number }

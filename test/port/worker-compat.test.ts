@@ -3,8 +3,9 @@
  * processedBy, job.retry, moveToWait, getNextJob's `active`; tests/events.test.ts: QueueEvents.run()),
  * ported: the cases found to differ when BullMQ's own tests were run on EchoMQ. They run on LIBRARIES.
  */
-import type { Job } from 'bullmq'
+import { type Job, MetricsTime } from 'bullmq'
 import { describe, expect, it } from 'vitest'
+import * as echomq from '../../lib/index.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
 import { counted, first, LIBRARIES, usePort } from './adapter.js'
@@ -19,6 +20,11 @@ function gate(): { open: () => void; opened: Promise<void> } {
   })
   return { open, opened }
 }
+
+it("EchoMQ's MetricsTime has BullMQ's names and values", () => {
+  const bull = Object.fromEntries(Object.entries(MetricsTime).filter(([key]) => Number.isNaN(Number(key))))
+  expect(echomq.MetricsTime).toEqual(bull)
+})
 
 describe.each(LIBRARIES)('%s: worker lifecycle and retries', (name) => {
   const t = usePort(redis, name)
@@ -81,6 +87,17 @@ describe.each(LIBRARIES)('%s: worker lifecycle and retries', (name) => {
     await started.done
     expect(most).toBe(4)
     rest.open()
+  })
+
+  it("a worker made with BullMQ's metrics option runs jobs, and getMetrics counts them", async () => {
+    const done = counted<[Job]>(2)
+    t.worker(async () => 'ok', { metrics: { maxDataPoints: MetricsTime.TWO_WEEKS } }).on('completed', done.listener)
+    await t.queue.addBulk([
+      { name: 'a', data: {} },
+      { name: 'b', data: {} },
+    ])
+    await done.done
+    await waitFor(async () => (await t.queue.getMetrics('completed')).meta.count === 2, { what: 'two completed jobs counted' })
   })
 
   it('job.processedBy is the name of the worker that took it', async () => {

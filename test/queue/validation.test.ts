@@ -1,6 +1,6 @@
 /** Bad input gets an EchoMQError with a code, and nothing in Redis is changed. */
 import { beforeEach, describe, expect, it } from 'vitest'
-import { EchoMQError, Queue, sweep, Worker } from '../../lib/index.js'
+import { EchoMQError, MetricsTime, Queue, sweep, Worker } from '../../lib/index.js'
 import { useQueue, useQueues } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { snapshot } from '../helpers/snapshot.js'
@@ -159,6 +159,10 @@ describe('options', () => {
     [{ lockRenewTime: 0 }, /expected lockRenewTime to be a positive integer/],
     [{ lockDuration: 1000, lockRenewTime: 800 }, /expected lockRenewTime \(800 ms\) to be at most half of lockDuration/],
     [{ lockRenewTime: 1000, heartbeatInterval: 2000 }, /lockRenewTime is BullMQ's name for heartbeatInterval/],
+    [{ metrics: { maxDataPoints: 0 } }, /expected metrics.maxDataPoints to be a positive integer/],
+    [{ metrics: { maxDataPoints: '1w' } }, /expected metrics.maxDataPoints to be/],
+    [{ metrics: { maxPoints: 60 } }, /unknown metrics option "maxPoints"/],
+    [{ metrics: true }, /metrics/],
     [{ connection: 'http://example' }, /redis:\/\//],
   ])('Worker rejects %j', async (options, message) => {
     const o = options as Record<string, unknown>
@@ -167,7 +171,7 @@ describe('options', () => {
     expect(err.message).toMatch(message)
   })
 
-  it("Worker takes BullMQ's autorun: true, drainDelay and lockRenewTime (its heartbeat's interval)", async () => {
+  it("Worker takes BullMQ's autorun: true, drainDelay, lockRenewTime (its heartbeat's interval) and metrics", async () => {
     // direct: BullMQ's names among the constructor's options are under test (a literal: its type is checked too)
     const worker = new Worker('q', proc, {
       connection: redis.client,
@@ -175,6 +179,8 @@ describe('options', () => {
       drainDelay: 5,
       lockDuration: 1_000,
       lockRenewTime: 250,
+      // BullMQ's switch to count finished jobs: taken, and every queue counts them anyway (getMetrics).
+      metrics: { maxDataPoints: MetricsTime.ONE_WEEK * 2 },
     })
     try {
       expect(await worker.waitUntilReady()).toBeTruthy()
