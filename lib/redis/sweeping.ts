@@ -212,6 +212,8 @@ export interface SweepStepResult {
   firstRecoveredDeadline: number | undefined
   /** Flow hand-offs this step wrote (children failed past the stall allowance): id -> entry. */
   handoffs: [string, string][]
+  /** Jobs this step failed that their retention of 0 removed at once, as they were: id -> their hash. */
+  removedFailed: [string, Record<string, string>][]
 }
 
 /** A flat [id, entry, id, entry...] reply as pairs. */
@@ -221,7 +223,19 @@ function pairs(flat: string[]): [string, string][] {
   return out
 }
 
-type SweepReply = [string[], string[], string[], number, number, number, string[], string | null, string[], string[]]
+type SweepReply = [string[], string[], string[], number, number, number, string[], string | null, string[], string[], (string | string[])[]]
+
+/** The reply's removed failed jobs, { id, [field, value, ...], ... }, as id -> hash. */
+function removedJobs(flat: (string | string[])[]): [string, Record<string, string>][] {
+  const out: [string, Record<string, string>][] = []
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const fields = flat[i + 1] as string[]
+    const hash: Record<string, string> = {}
+    for (let f = 0; f + 1 < fields.length; f += 2) hash[fields[f] as string] = fields[f + 1] as string
+    out.push([flat[i] as string, hash])
+  }
+  return out
+}
 
 /**
  * One bounded step of the two-phase sweep over the given candidates. A flow's parent that the step would
@@ -256,9 +270,15 @@ export async function sweepStep(
       [graceMs, m, size, passed, ...some],
     ) as Promise<SweepReply>
   }
-  const [marked, recovered, failed, left, done, trim, next, first, handoffs, parents] = await call(mode, ids, page.size, page.passed)
+  const [marked, recovered, failed, left, done, trim, next, first, handoffs, parents, removed] = await call(
+    mode,
+    ids,
+    page.size,
+    page.passed,
+  )
   const result: SweepStepResult = {
     handoffs: pairs(handoffs),
+    removedFailed: removedJobs(removed),
     marked,
     recovered,
     failed,
@@ -271,13 +291,19 @@ export async function sweepStep(
   if (parents.length === 0) return result
   // The walk's page was read with the parents still in `active`; those the second call takes out of it no
   // longer count among the candidates left in place.
-  const [markedAgain, again, failedAgain, leftAgain, , trimAgain, , firstAgain, handoffsAgain] = await call('parents', parents, 0, 0)
+  const [markedAgain, again, failedAgain, leftAgain, , trimAgain, , firstAgain, handoffsAgain, , removedAgain] = await call(
+    'parents',
+    parents,
+    0,
+    0,
+  )
   result.marked.push(...markedAgain)
   result.recovered.push(...again)
   result.failed.push(...failedAgain)
   result.left += leftAgain - parents.length
   result.trimFailed ||= trimAgain === 1
   result.handoffs.push(...pairs(handoffsAgain))
+  result.removedFailed.push(...removedJobs(removedAgain))
   if (firstAgain !== null) result.firstRecoveredDeadline = Math.min(Number(firstAgain), result.firstRecoveredDeadline ?? Number(firstAgain))
   return result
 }

@@ -204,9 +204,9 @@ export class WorkerCore implements RunContext {
       },
       clock: settings.clock,
       onError: (err) => this.report(this.failure('check for stalled jobs of queue', err)),
-      onStalled: ({ recovered, failed }) => {
+      onStalled: ({ recovered, failed, removedFailed }) => {
         for (const jobId of [...recovered, ...failed]) this.notify('stalled', jobId, 'active')
-        if (failed.length > 0) void this.calls.track(stalledFailed(this, failed))
+        if (failed.length > 0) void this.calls.track(stalledFailed(this, failed, removedFailed))
       },
     })
   }

@@ -16,16 +16,19 @@ const STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
  * `failed` (job, UnrecoverableError, 'active') for each job this worker's stalled sweep failed, as a BullMQ
  * worker emits for one (BullMQ fails it in the worker that takes it next; EchoMQ's sweep fails it at once).
  */
-export async function stalledFailed(core: RunContext, ids: string[]): Promise<void> {
+export async function stalledFailed(core: RunContext, ids: string[], removed = new Map<string, Record<string, string>>()): Promise<void> {
+  // A job its removeOnFail removed at once is told of as it was when it failed: the sweep sent it back.
+  const unread = ids.filter((id) => !removed.has(id))
   let hashes: Record<string, string>[]
   try {
-    hashes = await readJobs(core.conn.client, core.keys, ids)
+    hashes = unread.length > 0 ? await readJobs(core.conn.client, core.keys, unread) : []
   } catch (err) {
     return core.report(core.failure('read the jobs its stalled sweep failed, of queue', err))
   }
-  // A job its removeOnFail removed at once is told of too, as what is left of it: its id.
-  for (const [i, id] of ids.entries()) {
-    core.notify('failed', jobFromHash(id, hashes[i] ?? {}, core.scope), new UnrecoverableError(STALLED_TOO_OFTEN), 'active')
+  const read = new Map(unread.map((id, i) => [id, hashes[i] ?? {}]))
+  for (const id of ids) {
+    const hash = removed.get(id) ?? read.get(id) ?? {}
+    core.notify('failed', jobFromHash(id, hash, core.scope), new UnrecoverableError(STALLED_TOO_OFTEN), 'active')
   }
 }
 

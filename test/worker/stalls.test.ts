@@ -105,3 +105,19 @@ it('maxStalledCount 0 fails a stalled job at its first stall; a bad value is ref
   expect(await fx.queue.getDeduplicationJobId('mail-z0')).toBeNull()
   expect(await redis.client.hget(keys.meta, 'de:mail-z0')).toBeNull()
 })
+
+it('a worker tells of a job its stalled sweep failed and its removeOnFail removed at once, as it was: name, data, stalls', async () => {
+  const zero = fx.worker(() => 'ok', { maxStalledCount: 0, skipStalledCheck: true })
+  await waitFor(async () => (await redis.client.hget(keys.meta, 'maxStalledCount')) === '0', { what: 'maxStalledCount 0 in meta' })
+  await zero.close()
+  await fx.queue.add('mail', { to: 'a@b.c' }, { jobId: 'r1', removeOnFail: true })
+  await crashWhileHolding('r1')
+  const w = fx.worker(() => 'ok', { maxStalledCount: 0, stalledInterval: 100 })
+  const [job, err] = await nextEvent<[{ id: string; name: string; data: unknown; stalledCounter: number; state: string }, Error]>(
+    w,
+    'failed',
+  )
+  expect(job).toMatchObject({ id: 'r1', name: 'mail', data: { to: 'a@b.c' }, stalledCounter: 1, state: 'failed' })
+  expect(err.message).toBe('job stalled more than allowable limit')
+  expect(await fx.queue.getJob('r1')).toBeUndefined()
+})
