@@ -167,19 +167,7 @@ export async function sweepQueue(
     const first = found.trim[set]
     if (first.length > 0 || trims.has(set)) trimmed[set] = await trimFinished(client, keys, set, first.length > 0 ? first : undefined)
   }
-  // The probe's counts, moved on by what this pass did.
-  const c = found.counts
-  const left = result.recovered.length + result.failed.length
-  const counts: SweepCounts = {
-    wait: c.wait + result.recovered.length + promoted + made,
-    // A recovered or promoted job may have joined `prioritized`: the probe's figure, not moved on.
-    prioritized: c.prioritized,
-    active: c.active - left,
-    stalled: Math.max(0, c.stalled + result.marked.length - left),
-    delayed: c.delayed - promoted,
-    completed: c.completed - trimmed.completed,
-    failed: c.failed + result.failed.length - trimmed.failed,
-  }
+  const counts = movedCounts(found.counts, result, promoted + made, promoted, trimmed)
   const waited = await waitingFor(client, keys, found)
   const recoveredWaited = earliestRecovered === undefined ? undefined : Math.max(0, found.now - earliestRecovered)
   const oldestWaitMs =
@@ -198,6 +186,27 @@ export async function sweepQueue(
     head: found.head,
     auditWindow: found.auditWindow,
     ...(removedFailed.size > 0 ? { removedFailed } : {}),
+  }
+}
+
+/** The probe's counts, moved on by what a pass did: `lined` jobs put in line, `promoted` of them from `delayed`. */
+function movedCounts(
+  c: SweepCounts,
+  result: SweepResult,
+  lined: number,
+  promoted: number,
+  trimmed: { completed: number; failed: number },
+): SweepCounts {
+  const left = result.recovered.length + result.failed.length
+  return {
+    wait: c.wait + result.recovered.length + lined,
+    // A recovered or promoted job may have joined `prioritized`: the probe's figure, not moved on.
+    prioritized: c.prioritized,
+    active: c.active - left,
+    stalled: Math.max(0, c.stalled + result.marked.length - left),
+    delayed: c.delayed - promoted,
+    completed: c.completed - trimmed.completed,
+    failed: c.failed + result.failed.length - trimmed.failed,
   }
 }
 

@@ -5,7 +5,8 @@
  *   taking.ts            a run's take and its lease: take, requeue, unreserve, extend, reclaim
  *   finishing.ts         a run's finish (finish-16), which takes the next jobs in the same call
  *   flows.ts             flows: addFlow, adoptChild, settleChild, moveToWaitingChildren, a parent's reads
- *   sweeping.ts          the sweep: probe, sweep steps, promote, trim, the reaper's failure claim
+ *   sweeping.ts          the sweep: probe, promote, trim, the reaper's failure claim
+ *   sweep-step.ts        one step of the stalled sweep (sweep-11)
  *   admin.ts             admin and clean-up: remove, rate limit, listen, pause, progress, logs, clean, drain, obliterate
  *   retrying.ts          retrying finished jobs: retry
  *   scheduling.ts        job schedulers: schedule, iterate, unschedule
@@ -37,6 +38,7 @@ export * from './retrying.js'
 export * from './scheduling.js'
 export type { NextDue } from './script-runner.js'
 export { loadScript, setScriptWrapper } from './script-runner.js'
+export * from './sweep-step.js'
 export * from './sweeping.js'
 export * from './taking.js'
 export * from './worker-functions.js'
