@@ -58,6 +58,38 @@ export const FEATURES: Feature[] = [
     what: 'one add with deduplication: { id }, and a duplicate of it, run',
     use: (t) => addAndRun(t, (q) => q.addBulk([0, 1].map(() => ({ name: 'j', data: {}, opts: { deduplication: { id: 'once' } } })))),
   },
+  {
+    name: 'keepLastIfActive',
+    what: "deduplication's keepLastIfActive: an add while its holder ran kept as the next job, both run",
+    use: async (t) => {
+      const queue = new emq.Queue(t.queue, { connection: connection(t), prefix: EMQ_PREFIX })
+      let release: () => void = () => undefined
+      const held = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let started = 0
+      let done = 0
+      const worker = new emq.Worker(
+        t.queue,
+        async () => {
+          if (started++ === 0) await held
+        },
+        { connection: connection(t), prefix: EMQ_PREFIX },
+      )
+      worker.on('completed', () => void done++)
+      const opts = { deduplication: { id: 'last', keepLastIfActive: true } }
+      try {
+        await queue.add('j', { n: 1 }, opts)
+        await until(() => started >= 1, `${t.queue}: the holder running`, 30_000)
+        await queue.add('j', { n: 2 }, opts)
+        release()
+        await until(() => done >= 2, `${t.queue}: the holder and its next job`, 30_000)
+      } finally {
+        await worker.close()
+        await queue.close()
+      }
+    },
+  },
   { name: 'priorities', what: 'one job with priority 5, run', use: (t) => addAndRun(t, (q) => q.add('j', {}, { priority: 5 })) },
   { name: 'delays', what: 'one job delayed 50 ms, run', use: (t) => addAndRun(t, (q) => q.add('j', {}, { delay: 50 })) },
   {

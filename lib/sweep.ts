@@ -63,8 +63,8 @@ export interface QueuePass extends SweepResult {
    * count stands after this pass: the probe's reading plus the jobs this pass failed (0 unless asked for).
    */
   failedNew: number
-  /** Jobs this pass failed that their retention of 0 removed at once, as they were (for a worker's `failed` event); absent for none. */
-  removedFailed?: Map<string, Record<string, string>>
+  /** The jobs this pass failed, as they were (for a worker's `failed` event: its retention, or the pass's trim, may have removed one); absent for none. */
+  failedJobs?: Map<string, Record<string, string>>
   /**
    * How long the oldest job in `wait` has waited (ms), when `wait` is not empty: the job next in line
    * when the pass began, or a job this pass recovered, whose wait began when its lease expired.
@@ -130,7 +130,7 @@ export async function sweepQueue(
   const trims = new Set<FinishedSet>()
   // Flow hand-offs to deliver: those a dead worker left (the probe's page), and those this pass writes.
   const handoffs = new Map<string, string>(found.handoffs)
-  const removedFailed = new Map<string, Record<string, string>>()
+  const failedJobs = new Map<string, Record<string, string>>()
   // The earliest lease deadline of a job the deadline walk recovers: when its wait for a worker began.
   let earliestRecovered: number | undefined
   const step = async (ids: string[], mode: 'deadline' | 'audit', page = { size: 0, passed: 0 }) => {
@@ -143,7 +143,7 @@ export async function sweepQueue(
     result.failed.push(...reply.failed)
     if (reply.trimFailed) trims.add('failed')
     for (const [id, entry] of reply.handoffs) handoffs.set(id, entry)
-    for (const [id, hash] of reply.removedFailed) removedFailed.set(id, hash)
+    for (const [id, hash] of reply.failedJobs) failedJobs.set(id, hash)
     return reply
   }
   // Each step returns the next page of expired leases; candidates that stay in place (marked, within
@@ -185,7 +185,7 @@ export async function sweepQueue(
     ...(backlog ? { backlog } : {}),
     head: found.head,
     auditWindow: found.auditWindow,
-    ...(removedFailed.size > 0 ? { removedFailed } : {}),
+    ...(failedJobs.size > 0 ? { failedJobs } : {}),
   }
 }
 

@@ -58,8 +58,8 @@
   deadline of the first job recovered (false when none), the hand-offs written { id, entry, ... } (a
   flow's child failed past the allowance under a failure policy, or removed at once by a retention of 0:
   lua/includes/handoff.lua), the parents set apart (ids, for a call in mode "parents"; counted in the
-  candidates left in place), the failed jobs their retention of 0 removed { id, { field, value, ... }, ... }
-  (what each was, for a worker's `failed` event) } where done = 1 when a live deadline was
+  candidates left in place), the jobs failed here as they were { id, { field, value, ... }, ... } (for a
+  worker's `failed` event: one its retention removes at once, or the pass's trim, is gone after) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
   `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
@@ -93,8 +93,8 @@ local left, done, trim, firstDeadline = 0, 0, 0, false
 local handoffs = {}
 -- Parents that would go at once but whose flow keys did not come (see mode "parents").
 local setApart = {}
--- Failed jobs removed at once, as they were (id, fields, ...).
-local removedFailed = {}
+-- The jobs failed here, as they were (id, fields, ...).
+local failedJobs = {}
 -- A flow's child failed here is removed at once when its retention in `failed` is 0 (read only for a child).
 local function failedRemovedNow(jobKey)
   return parseKeep(rcall('HGET', jobKey, 'keepFailed') or DEFAULT_KEEP.failed) == 0
@@ -223,12 +223,10 @@ for i = 0, n - 1 do
             handoffs[#handoffs + 1] = entry
           end
           countFinished(KEYS[9], 'failed', now)
-          -- One its retention removes at once goes back with the reply as it was: a worker's `failed` event
-          -- tells of the job, as BullMQ's does (rare: a stall past the allowance with removeOnFail).
-          if failedRemovedNow(jobKey) then
-            removedFailed[#removedFailed + 1] = id
-            removedFailed[#removedFailed + 1] = rcall('HGETALL', jobKey)
-          end
+          -- The job as it failed goes back with the reply: a worker's `failed` event tells of it as BullMQ's
+          -- does, even when its retention removes it now or the pass's trim does (rare: a stall past the allowance).
+          failedJobs[#failedJobs + 1] = id
+          failedJobs[#failedJobs + 1] = rcall('HGETALL', jobKey)
           -- A parent's flow keys came only in mode "parents" (its `deps` read again here, as it may have gone).
           local flowKeys = withFlows and f[9] and { KEYS[at + 3], KEYS[at + 4], KEYS[at + 5], KEYS[at + 6] } or nil
           local trimSet, removed = fileFinished(jobKey, logsKey, q, 'failed', id, now, nil, flowKeys)
@@ -280,4 +278,4 @@ local page = {}
 if pageSize > 0 and done == 0 and n >= pageSize then
   page = rcall('ZRANGEBYSCORE', activeKey, '-inf', now, 'LIMIT', passed + left, pageSize)
 end
-return { marked, recovered, failed, left, done, trim, page, firstDeadline, handoffs, setApart, removedFailed }
+return { marked, recovered, failed, left, done, trim, page, firstDeadline, handoffs, setApart, failedJobs }

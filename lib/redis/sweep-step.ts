@@ -32,14 +32,14 @@ export interface SweepStepResult {
   firstRecoveredDeadline: number | undefined
   /** Flow hand-offs this step wrote (children failed past the stall allowance): id -> entry. */
   handoffs: [string, string][]
-  /** Jobs this step failed that their retention of 0 removed at once, as they were: id -> their hash. */
-  removedFailed: [string, Record<string, string>][]
+  /** The jobs this step failed, as they were: id -> their hash (one its retention of 0 removed is gone after). */
+  failedJobs: [string, Record<string, string>][]
 }
 
 type SweepReply = [string[], string[], string[], number, number, number, string[], string | null, string[], string[], (string | string[])[]]
 
-/** The reply's removed failed jobs, { id, [field, value, ...], ... }, as id -> hash. */
-function removedJobs(flat: (string | string[])[]): [string, Record<string, string>][] {
+/** The reply's failed jobs, { id, [field, value, ...], ... }, as id -> hash. */
+function jobHashes(flat: (string | string[])[]): [string, Record<string, string>][] {
   const out: [string, Record<string, string>][] = []
   for (let i = 0; i + 1 < flat.length; i += 2) {
     const fields = flat[i + 1] as string[]
@@ -91,7 +91,7 @@ export async function sweepStep(
   )
   const result: SweepStepResult = {
     handoffs: pairs(handoffs),
-    removedFailed: removedJobs(removed),
+    failedJobs: jobHashes(removed),
     marked,
     recovered,
     failed,
@@ -116,7 +116,7 @@ export async function sweepStep(
   result.left += leftAgain - parents.length
   result.trimFailed ||= trimAgain === 1
   result.handoffs.push(...pairs(handoffsAgain))
-  result.removedFailed.push(...removedJobs(removedAgain))
+  result.failedJobs.push(...jobHashes(removedAgain))
   if (firstAgain !== null) result.firstRecoveredDeadline = Math.min(Number(firstAgain), result.firstRecoveredDeadline ?? Number(firstAgain))
   return result
 }

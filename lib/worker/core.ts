@@ -204,9 +204,9 @@ export class WorkerCore implements RunContext {
       },
       clock: settings.clock,
       onError: (err) => this.report(this.failure('check for stalled jobs of queue', err)),
-      onStalled: ({ recovered, failed, removedFailed }) => {
+      onStalled: ({ recovered, failed, failedJobs }) => {
         for (const jobId of [...recovered, ...failed]) this.notify('stalled', jobId, 'active')
-        if (failed.length > 0) void this.calls.track(stalledFailed(this, failed, removedFailed))
+        if (failed.length > 0) void this.calls.track(stalledFailed(this, failed, failedJobs))
       },
     })
   }

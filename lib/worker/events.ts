@@ -16,9 +16,10 @@ const STALLED_TOO_OFTEN = 'job stalled more than allowable limit'
  * `failed` (job, UnrecoverableError, 'active') for each job this worker's stalled sweep failed, as a BullMQ
  * worker emits for one (BullMQ fails it in the worker that takes it next; EchoMQ's sweep fails it at once).
  */
-export async function stalledFailed(core: RunContext, ids: string[], removed = new Map<string, Record<string, string>>()): Promise<void> {
-  // A job its removeOnFail removed at once is told of as it was when it failed: the sweep sent it back.
-  const unread = ids.filter((id) => !removed.has(id))
+export async function stalledFailed(core: RunContext, ids: string[], sent = new Map<string, Record<string, string>>()): Promise<void> {
+  // As each job was when it failed (the sweep sent it back: its removeOnFail, or the pass's trim, may have
+  // removed it since); read from Redis only if not sent.
+  const unread = ids.filter((id) => !sent.has(id))
   let hashes: Record<string, string>[]
   try {
     hashes = unread.length > 0 ? await readJobs(core.conn.client, core.keys, unread) : []
@@ -27,7 +28,7 @@ export async function stalledFailed(core: RunContext, ids: string[], removed = n
   }
   const read = new Map(unread.map((id, i) => [id, hashes[i] ?? {}]))
   for (const id of ids) {
-    const hash = removed.get(id) ?? read.get(id) ?? {}
+    const hash = sent.get(id) ?? read.get(id) ?? {}
     core.notify('failed', jobFromHash(id, hash, core.scope), new UnrecoverableError(STALLED_TOO_OFTEN), 'active')
   }
 }

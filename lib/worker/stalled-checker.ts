@@ -22,7 +22,7 @@ export interface StalledCheckerOptions {
   clock: Clock
   onError(err: unknown): void
   /** After a pass that recovered or failed jobs (for the worker's `stalled` and `failed` events). */
-  onStalled(pass: { recovered: string[]; failed: string[]; removedFailed?: Map<string, Record<string, string>> | undefined }): void
+  onStalled(pass: { recovered: string[]; failed: string[]; failedJobs?: Map<string, Record<string, string>> | undefined }): void
 }
 
 export class StalledChecker {

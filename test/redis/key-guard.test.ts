@@ -430,7 +430,7 @@ describe('the guard fires', () => {
       trimFailed: false,
       next: [],
       firstRecoveredDeadline: undefined,
-      removedFailed: [],
+      failedJobs: [],
     })
   })
 })
