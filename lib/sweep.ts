@@ -63,7 +63,10 @@ export interface QueuePass extends SweepResult {
    * count stands after this pass: the probe's reading plus the jobs this pass failed (0 unless asked for).
    */
   failedNew: number
-  /** The jobs this pass failed, as they were (for a worker's `failed` event: its retention, or the pass's trim, may have removed one); absent for none. */
+  /**
+   * The jobs this pass failed, as they were (for a worker's `failed` event: its retention, or the pass's trim,
+   * may have removed one), those that fit a step's reply (sweep-11.lua); absent for none.
+   */
   failedJobs?: Map<string, Record<string, string>>
   /**
    * How long the oldest job in `wait` has waited (ms), when `wait` is not empty: the job next in line

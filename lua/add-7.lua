@@ -75,6 +75,11 @@ local ADDED, TAKEN = 1, 0
 if not D then
   ADDED, TAKEN = '1', '0'
 end
+-- The id of a next job a finish has named (keepLastIfActive, lua/includes/nextJob.lua): rare, made when needed.
+local function claimedId(stored)
+  -- @include nextSpec
+  return decodeNext(stored)
+end
 -- Whether anyone listens, once: the emits below are then skipped without a call.
 local listened = listening(q)
 
@@ -261,8 +266,15 @@ for i = 1, n do
       -- keepLastIfActive, its holder running: this job is the id's next (lua/includes/nextJob.lua), replacing one
       -- stored before.
       -- meta's `nexts`: from now on the queue's finishes ask meta for the next job of a job's deduplication id.
-      local options = ARGV[a + 3]
-      rcall('HSET', q.meta, 'dn:' .. dDeid[j], string.format('%d,%d,%d,', #id, #name, #data) .. id .. name .. data .. options, 'nexts', '1')
+      -- A next job the holder's finish has named ("*", claimed: its worker sends its key) keeps that id, so
+      -- the finish that sends it adds this add's job under it (nextJob.lua).
+      local nextId, claim = id, ''
+      local stored = rcall('HGET', q.meta, 'dn:' .. dDeid[j])
+      if stored and string.byte(stored) == 42 then
+        nextId, claim = claimedId(stored), '*'
+      end
+      local spec = claim .. string.format('%d,%d,%d,', #nextId, #name, #data) .. nextId .. name .. data .. ARGV[a + 3]
+      rcall('HSET', q.meta, 'dn:' .. dDeid[j], spec, 'nexts', '1')
     end
   end
   if code == nil then

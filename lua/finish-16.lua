@@ -158,6 +158,7 @@ local nextOnes
 local function nexts()
   if not nextOnes then
     local enterWait, enterDelayed = rarely().enterWait, rarely().enterDelayed
+    -- @include nextSpec
     -- @include nextJob
     nextOnes = { decodeNext = decodeNext, addNextJob = addNextJob }
   end
@@ -284,8 +285,11 @@ for i = 1, m do
   -- deduplication's keepLastIfActive: the next job an add stored while this run held the id
   -- (lua/includes/nextJob.lua), added when the job ends for good, with its key, which the worker sends once
   -- the reply named it ("n"). Asked only in a queue where an add has stored one (meta's `nexts`).
+  -- Only a run that ends its job for good asks: a completion, or a failure with no attempt left (useAttempt's
+  -- rule; "F" fails whatever remains).
   local nextSpec, nextId = false, nil
-  if anyNext and deid and action ~= 'r' and held == token then
+  if anyNext and deid and action ~= 'r' and held == token
+    and (action ~= 'f' or (tonumber(attemptsMade) or 0) + 1 >= (tonumber(failing[1]) or DEFAULT_ATTEMPTS)) then
     nextSpec = rcall('HGET', q.meta, 'dn:' .. deid)
     nextId = nextSpec and nexts().decodeNext(nextSpec)
   end
@@ -311,6 +315,11 @@ for i = 1, m do
     -- with attempts left asks too (rare: the worker's second call retries it as the first would have).
     runs[i] = AGAIN
   elseif nextSpec and not (nextKey and idOf(q, nextKey) == nextId) then
+    -- Named, the next job keeps its id ("*"): an add meanwhile replaces only what it holds, so the run sent
+    -- again with this key finds it.
+    if string.byte(nextSpec) ~= 42 then
+      rcall('HSET', q.meta, 'dn:' .. deid, '*' .. nextSpec)
+    end
     runs[i] = { 'next', nextId }
   else
     local parent, retried = false, false

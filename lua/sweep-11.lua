@@ -59,7 +59,8 @@
   flow's child failed past the allowance under a failure policy, or removed at once by a retention of 0:
   lua/includes/handoff.lua), the parents set apart (ids, for a call in mode "parents"; counted in the
   candidates left in place), the jobs failed here as they were { id, { field, value, ... }, ... } (for a
-  worker's `failed` event: one its retention removes at once, or the pass's trim, is gone after) } where done = 1 when a live deadline was
+  worker's `failed` event: one its retention removes at once, or the pass's trim, is gone after; at most
+  256 KiB of their data a call) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
   `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
@@ -93,8 +94,10 @@ local left, done, trim, firstDeadline = 0, 0, 0, false
 local handoffs = {}
 -- Parents that would go at once but whose flow keys did not come (see mode "parents").
 local setApart = {}
--- The jobs failed here, as they were (id, fields, ...).
-local failedJobs = {}
+-- The jobs failed here, as they were (id, fields, ...), for a worker's `failed` event: at most
+-- FAILED_BYTES of their data, stacks and errors a call, so a reply stays small whatever the jobs (one past it
+-- goes back as its id alone, and the worker reads what is left of it).
+local failedJobs, failedBytes, FAILED_BYTES = {}, 0, 262144
 -- A flow's child failed here is removed at once when its retention in `failed` is 0 (read only for a child).
 local function failedRemovedNow(jobKey)
   return parseKeep(rcall('HGET', jobKey, 'keepFailed') or DEFAULT_KEEP.failed) == 0
@@ -225,8 +228,12 @@ for i = 0, n - 1 do
           countFinished(KEYS[9], 'failed', now)
           -- The job as it failed goes back with the reply: a worker's `failed` event tells of it as BullMQ's
           -- does, even when its retention removes it now or the pass's trim does (rare: a stall past the allowance).
-          failedJobs[#failedJobs + 1] = id
-          failedJobs[#failedJobs + 1] = rcall('HGETALL', jobKey)
+          local size = rcall('HSTRLEN', jobKey, 'data') + rcall('HSTRLEN', jobKey, 'stacktrace') + rcall('HSTRLEN', jobKey, 'lastError')
+          if failedBytes + size <= FAILED_BYTES then
+            failedBytes = failedBytes + size
+            failedJobs[#failedJobs + 1] = id
+            failedJobs[#failedJobs + 1] = rcall('HGETALL', jobKey)
+          end
           -- A parent's flow keys came only in mode "parents" (its `deps` read again here, as it may have gone).
           local flowKeys = withFlows and f[9] and { KEYS[at + 3], KEYS[at + 4], KEYS[at + 5], KEYS[at + 6] } or nil
           local trimSet, removed = fileFinished(jobKey, logsKey, q, 'failed', id, now, nil, flowKeys)

@@ -124,6 +124,11 @@ local function deduplication()
         -- A job of a flow is kept, as one that left `delayed` is: removed here, a child would leave its
         -- parent waiting for it, a parent its flow keys (and its count in meta's `parents`).
         if state ~= 'delayed' or flow then
+          -- keepLastIfActive: a running holder keeps the add as its next job, as without `replace` (BullMQ's).
+          if keepLast and state == 'active' then
+            emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
+            return holder, nil, true
+          end
           return holder
         end
         -- Debounce: the newest add replaces a holder still waiting out its delay. The holder may be one of

@@ -6,22 +6,10 @@
 -- an add needs no key of the job it replaces, and only the finish that adds it needs its job's key (the
 -- worker learns the id from the finish's first reply and sends the run again, finish-16.lua "n"). The add
 -- that stores one sets meta's `nexts` for good: only then do a queue's finishes ask meta for the next job of
--- a job's deduplication id (one HGET a run with one). add-7.lua stores it (deduplicate.lua decides),
--- finish-16.lua adds the job.
--- The next job's id, name, data and options, from meta's field.
-local function decodeNext(spec)
-  local c1 = string.find(spec, ',', 1, true)
-  local c2 = string.find(spec, ',', c1 + 1, true)
-  local c3 = string.find(spec, ',', c2 + 1, true)
-  local idLen, nameLen, dataLen = tonumber(string.sub(spec, 1, c1 - 1)), tonumber(string.sub(spec, c1 + 1, c2 - 1)),
-    tonumber(string.sub(spec, c2 + 1, c3 - 1))
-  local at = c3 + 1
-  local id = string.sub(spec, at, at + idLen - 1)
-  local name = string.sub(spec, at + idLen, at + idLen + nameLen - 1)
-  local data = string.sub(spec, at + idLen + nameLen, at + idLen + nameLen + dataLen - 1)
-  return id, name, data, string.sub(spec, at + idLen + nameLen + dataLen)
-end
-
+-- a job's deduplication id (one HGET a run with one). Once a finish has named the next job it is marked "*"
+-- (claimed): a later add replaces what it holds but keeps its id, so the run sent again with that key always
+-- finds it (adds arriving faster than a round trip cannot starve the finish). add-7.lua stores it
+-- (deduplicate.lua decides), finish-16.lua adds the job. Needs the nextSpec include (decodeNext) before it.
 -- The job hash's field of each option letter (add-7.lua's OPTION_FIELDS).
 local NEXT_OPTION_FIELDS = {
   a = 'attempts', d = 'delay', b = 'backoff', k = 'keep', f = 'keepFailed', l = 'keepLogs', p = 'priority', o = 'lifo',

@@ -7,6 +7,7 @@
  */
 import { expect, it } from 'vitest'
 import { type EchoMQError, type Job, sweep } from '../../lib/index.js'
+import { finishRuns } from '../../lib/redis/commands.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
 import { nextEvent, waitFor } from '../helpers/wait.js'
@@ -116,4 +117,48 @@ it('a keepLastIfActive that is not a boolean is refused, nothing written', async
   expect(err.code).toBe('ERR_OPTIONS')
   expect(err.message).toContain('keepLastIfActive')
   expect(await redis.client.dbsize()).toBe(before)
+})
+
+it('the next job a finish named keeps its id while adds replace what it holds: the finish sent again finds it', async () => {
+  const a = await fx.queue.add('j', { v: 1 }, keepLast)
+  const manual = fx.worker(null as never)
+  const holder = await manual.getNextJob('t')
+  expect(holder?.id).toBe(a.id)
+  await fx.queue.add('j', { v: 2 }, { ...keepLast, jobId: 'n2' })
+  const run = { run: { id: a.id as string, token: 't:1' }, action: 'complete' as const, value: 'null' }
+  // The first send names the next job and claims it ("*")...
+  const first = await finishRuns(redis.client, keys, [run])
+  expect(first.runs[0]).toMatchObject({ status: 'next', next: 'n2' })
+  expect(await redis.client.hget(keys.meta, 'dn:k')).toMatch(/^\*/)
+  // ...an add before the second send replaces what it holds, not its id...
+  expect((await fx.queue.add('j', { v: 3 }, { ...keepLast, jobId: 'n3' })).id).toBe(a.id)
+  // ...so the second send, with n2's key, completes the holder and adds the latest add's job as n2.
+  const second = await finishRuns(redis.client, keys, [{ ...run, next: 'n2' }])
+  expect(second.runs[0]).toMatchObject({ status: 'ok', state: 'completed' })
+  expect(await fx.queue.getJob('n2')).toMatchObject({ data: { v: 3 }, state: 'wait' })
+  expect(await fx.queue.getJob('n3')).toBeUndefined()
+  expect(await fx.queue.getDeduplicationJobId('k')).toBe('n2')
+})
+
+it('a failure with attempts left does not ask for the next job', async () => {
+  await fx.queue.add('j', { v: 1 }, { ...keepLast, attempts: 2, backoff: { type: 'fixed', delay: 60_000 } })
+  const { w, release } = await holdingWorker(true)
+  await fx.queue.add('j', { v: 2 }, keepLast)
+  const failed = nextEvent(w, 'failed')
+  release()
+  await failed
+  // No finish named it: not claimed, the id it will take is still the latest add's.
+  expect(await redis.client.hget(keys.meta, 'dn:k')).toMatch(/^\d/)
+})
+
+it('with replace, a running holder keeps the add as its next job (BullMQ: replace only removes a delayed holder)', async () => {
+  const both = { deduplication: { id: 'r', keepLastIfActive: true, replace: true } }
+  const b = await fx.queue.add('j', { v: 1 }, both)
+  const { w, release } = await holdingWorker()
+  expect((await fx.queue.add('j', { v: 2 }, { ...both, jobId: 'r2' })).id).toBe(b.id)
+  const done: string[] = []
+  w.on('completed', (job) => done.push(job.id as string))
+  release()
+  await waitFor(() => done.length === 2, { what: 'the holder and its next job' })
+  expect(done).toEqual([b.id, 'r2'])
 })
