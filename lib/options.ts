@@ -265,7 +265,7 @@ function bullmqWorkerNames(o: Record<string, unknown>): void {
   }
   if (o.metrics !== undefined) {
     const { maxDataPoints } = checkKnown('metrics', o.metrics, ['maxDataPoints'])
-    if (maxDataPoints !== undefined) checkInteger('metrics.maxDataPoints', maxDataPoints, { min: 1, max: Number.MAX_SAFE_INTEGER })
+    if (maxDataPoints !== undefined) checkInteger('metrics.maxDataPoints', maxDataPoints, { min: 0, max: Number.MAX_SAFE_INTEGER })
   }
 }
 

@@ -63,7 +63,7 @@
   256 KiB of their data a call) } where done = 1 when a live deadline was
   reached, so no later candidate can be stalled. The next page saves the walk a round trip per step, and
   the deadline tells the reaper when the longest-waiting recovered job's wait began. A recovery emits
-  `waiting` (prev `active`) then `stalled`; a stall past the allowance `failed`.
+  `waiting` (prev `active`) then `stalled`; a stall past the allowance `stalled` then `failed`.
 ]]
 local rcall = redis.call
 local activeKey, stalledKey = KEYS[1], KEYS[2]
@@ -218,6 +218,8 @@ for i = 0, n - 1 do
             'finishedOn', nowText)
           rcall('HINCRBY', q.meta, 'failedNew', 1)
           releaseDeduplication(q.meta, f[5], id)
+          -- As BullMQ's: `stalled`, then `failed`.
+          emit(q, 'stalled', 'jobId', id)
           emit(q, 'failed', 'jobId', id, 'failedReason', STALLED_TOO_OFTEN, 'prev', 'active')
           failed[#failed + 1] = id
           local entry = f[6] and handOff(KEYS[11], id, f[6], f[7], 'failed', STALLED_TOO_OFTEN, failedRemovedNow(jobKey), f[8])

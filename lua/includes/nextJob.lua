@@ -18,13 +18,15 @@ local NEXT_OPTION_FIELDS = {
 
 -- Adds the next job of deduplication id `deid` (`spec` as meta kept it) as its add would have: its key is
 -- `jobKey`, it is created now, waits its delay from now, and holds the id (meta's `de:<deid>`; a hold
--- without a ttl, as the option keeps). A job already under that id is left as it is, and the id is free.
+-- without a ttl, as the option keeps). A job already under that id is left as it is (`duplicated` emitted, as
+-- for an add of a taken id), and the id is free.
 -- Needs the enter include (enterWait, enterDelayed) and events.
 local function addNextJob(jobKey, q, deid, spec, now, nowText)
   local id, name, data, options = decodeNext(spec)
   rcall('HDEL', q.meta, 'dn:' .. deid)
   if rcall('EXISTS', jobKey) == 1 then
     rcall('HDEL', q.meta, 'de:' .. deid)
+    emit(q, 'duplicated', 'jobId', id)
     return
   end
   local fields = { 'name', name, 'data', data, 'createdOn', nowText, 'deid', deid }

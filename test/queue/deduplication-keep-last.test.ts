@@ -6,7 +6,7 @@
  * value refused with nothing written.
  */
 import { expect, it } from 'vitest'
-import { type EchoMQError, type Job, sweep } from '../../lib/index.js'
+import { type EchoMQError, type Job, QueueEvents, sweep } from '../../lib/index.js'
 import { finishRuns } from '../../lib/redis/commands.js'
 import { useQueue } from '../helpers/fixture.js'
 import { useRedis } from '../helpers/redis-server.js'
@@ -161,4 +161,24 @@ it('with replace, a running holder keeps the add as its next job (BullMQ: replac
   release()
   await waitFor(() => done.length === 2, { what: 'the holder and its next job' })
   expect(done).toEqual([b.id, 'r2'])
+})
+
+it('a next job whose custom id was taken meanwhile is not added: duplicated is emitted, and the id is free', async () => {
+  const events = new QueueEvents('q', { connection: redis.url, blockingTimeout: 200 })
+  await events.waitUntilReady()
+  try {
+    const a = await fx.queue.add('j', { v: 1 }, keepLast)
+    const { w, release } = await holdingWorker()
+    expect((await fx.queue.add('j', { v: 2 }, { ...keepLast, jobId: 'y' })).id).toBe(a.id)
+    await fx.queue.add('other', { v: 'plain' }, { jobId: 'y', delay: 60_000 })
+    const duplicated = nextEvent<[{ jobId: string }]>(events, 'duplicated')
+    const completed = nextEvent(w, 'completed')
+    release()
+    await completed
+    expect((await duplicated)[0].jobId).toBe('y')
+    expect(await fx.queue.getJob('y')).toMatchObject({ name: 'other', data: { v: 'plain' } })
+    expect(await fx.queue.getDeduplicationJobId('k')).toBeNull()
+  } finally {
+    await events.close()
+  }
 })

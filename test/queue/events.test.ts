@@ -95,7 +95,7 @@ describe('QueueEvents', () => {
     expect(await fx.queue.getJob('u')).toMatchObject({ state: 'failed', attemptsMade: 1 })
   })
 
-  it('the sweep recovering a stalled job emits waiting then stalled; one stalled past maxStalledCount emits failed', async () => {
+  it('the sweep recovering a stalled job emits waiting then stalled; one stalled past maxStalledCount stalled then failed', async () => {
     const twice = await crashedJobs(redis.client, 'q', 2, { attempts: 1 })
     for (const id of twice) await redis.client.hset(fx.keys.job(id), 'stalledCounter', '1') // stalled once before
     await crashedJobs(redis.client, 'q', 1, { attempts: 2, idPrefix: 'r' })
@@ -103,13 +103,15 @@ describe('QueueEvents', () => {
     const heard = record(events, ALL)
     await sweep(redis.client, 'q', { graceMs: 0 })
     await sweep(redis.client, 'q', { graceMs: 0 })
-    await waitFor(() => heard.length >= 4, { what: 'the sweep events' })
+    await waitFor(() => heard.length >= 6, { what: 'the sweep events' })
 
     expect(heard.filter(([, p]) => (p as { jobId: string }).jobId === 'r0').map(([name, p]) => [name, p])).toEqual([
       ['waiting', { jobId: 'r0', prev: 'active' }],
       ['stalled', { jobId: 'r0' }],
     ])
     expect(heard.filter(([name]) => name === 'failed').map(([, p]) => (p as { jobId: string }).jobId)).toEqual(['j0', 'j1'])
+    // As BullMQ's: stalled, then failed.
+    expect(heard.filter(([, p]) => (p as { jobId: string }).jobId === 'j0').map(([name]) => name)).toEqual(['stalled', 'failed'])
   })
 
   it('removed, paused, resumed, duplicated and drained', async () => {

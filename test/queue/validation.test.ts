@@ -159,7 +159,7 @@ describe('options', () => {
     [{ lockRenewTime: 0 }, /expected lockRenewTime to be a positive integer/],
     [{ lockDuration: 1000, lockRenewTime: 800 }, /expected lockRenewTime \(800 ms\) to be at most half of lockDuration/],
     [{ lockRenewTime: 1000, heartbeatInterval: 2000 }, /lockRenewTime is BullMQ's name for heartbeatInterval/],
-    [{ metrics: { maxDataPoints: 0 } }, /expected metrics.maxDataPoints to be a positive integer/],
+    [{ metrics: { maxDataPoints: -1 } }, /expected metrics.maxDataPoints to be/],
     [{ metrics: { maxDataPoints: '1w' } }, /expected metrics.maxDataPoints to be/],
     [{ metrics: { maxPoints: 60 } }, /unknown metrics option "maxPoints"/],
     [{ metrics: true }, /metrics/],
