@@ -60,16 +60,11 @@ export function jobFinishes(ctx: JobFinishesContext): JobFinishes {
     const keep = request.action === 'release' ? undefined : ctx.keep?.(request.action === 'complete')
     const run: commands.FinishRun = { run: { id: job.id, token: token ?? '' }, ...request, ...(keep === undefined ? {} : { keep }) }
     const what = `finish job ${job.id} of queue`
-    let sent = run
-    let reply = await call(what, () => commands.finishRuns(client, keys, [sent]))
-    // Again with the keys the reply asked for (commands.againWith): the job became a flow's parent since it was
-    // taken and this finish would remove it at once, or its deduplication id has a next job (keepLastIfActive).
-    for (let sends = 1; sends < commands.MAX_FINISH_SENDS; sends++) {
-      const again = commands.againWith(sent, reply.runs[0])
-      if (!again) break
-      sent = again
-      reply = await call(what, () => commands.finishRuns(client, keys, [sent]))
-    }
+    const { reply } = await commands.sendAsAsked(
+      run,
+      (r) => call(what, () => commands.finishRuns(client, keys, [r])),
+      (r) => r.runs[0],
+    )
     const outcome = reply.runs[0] as commands.RunOutcome
     if (outcome.status !== 'ok') throw refused(queue, job, outcome.state, token)
     // The finish is recorded: what is left to do may fail without undoing it (the queue's next trim or sweep

@@ -178,6 +178,7 @@ end
 local m = 0
 local dTtl, dExtend, dReplace, dReschedule, dKeepLast, dExpected, dDeid, dField, dKey
 local parseDeduplication, readHolds, deduplicate, writeHolds
+local anyReschedule = false
 if D then
   parseDeduplication, readHolds, deduplicate, writeHolds = deduplication()
   dTtl, dExtend, dReplace, dReschedule, dKeepLast, dExpected, dDeid, dField, dKey = {}, {}, {}, {}, {}, {}, {}, {}, {}
@@ -188,6 +189,7 @@ if D then
       local ttl, extend, replace, reschedule, keepLast, expected, deid = parseDeduplication(spec)
       dTtl[m], dExtend[m], dReplace[m], dExpected[m], dDeid[m], dField[m] = ttl, extend, replace, expected, deid, 'de:' .. deid
       dReschedule[m], dKeepLast[m] = reschedule, keepLast
+      anyReschedule = anyReschedule or reschedule
       dKey[m] = KEYS[7 + n + m]
     end
   end
@@ -207,7 +209,8 @@ if m > 0 then
   holds = readHolds(q, dField, dKey, found > 0, file)
   -- deduplication's `reschedule`: a holder still delayed (perhaps one of this call's jobs: those before are
   -- filed first) is due `delayMs` from now, recorded as changeDelay-6.lua records it, and emits `delayed`.
-  holds.reschedule = function(holderKey, holder, delayMs)
+  -- Made only for a call that asks it.
+  holds.reschedule = anyReschedule and function(holderKey, holder, delayMs)
     file()
     rcall('ZREM', q.delayed, holder)
     local due = now + delayMs

@@ -157,7 +157,8 @@ end
 local nextOnes
 local function nexts()
   if not nextOnes then
-    local enterWait, enterDelayed = rarely().enterWait, rarely().enterDelayed
+    local r = rarely()
+    local enterWait, enterDelayed = r.enterWait, r.enterDelayed
     -- @include nextSpec
     -- @include nextJob
     nextOnes = { decodeNext = decodeNext, addNextJob = addNextJob }

@@ -304,17 +304,37 @@ function outcomesOf(codes: string, details: (RunDetail | number | string)[]): Ru
 
 /**
  * The run to send again when its outcome changed nothing but asked for more keys (`parent`: its flow keys;
- * `next`: the key of its deduplication id's next job), else undefined. A run is sent again at most
- * MAX_FINISH_SENDS times in all (a next job replaced by another add between two sends asks again).
+ * `next`: the key of its deduplication id's next job), else undefined.
  */
-export function againWith(run: FinishRun, outcome: RunOutcome | undefined): FinishRun | undefined {
+function againWith(run: FinishRun, outcome: RunOutcome | undefined): FinishRun | undefined {
   if (outcome?.status === 'parent' && run.parent !== true) return { ...run, parent: true }
   if (outcome?.status === 'next' && outcome.next !== undefined) return { ...run, next: outcome.next }
   return undefined
 }
 
-/** How many times a run's finish is sent at most (see againWith). */
+/** How many times a run's finish is sent at most (see sendAsAsked). */
 export const MAX_FINISH_SENDS = 4
+
+/**
+ * Sends a run's finish with `send`, then again with the keys each reply asked for (againWith: the job became a
+ * flow's parent while it ran and the finish would remove it at once, or its deduplication id has a next job),
+ * at most MAX_FINISH_SENDS times in all. Returns the last reply and the run as it was last sent.
+ */
+export async function sendAsAsked<R>(
+  run: FinishRun,
+  send: (run: FinishRun) => Promise<R>,
+  outcomeOf: (reply: R) => RunOutcome | undefined,
+): Promise<{ reply: R; sent: FinishRun }> {
+  let sent = run
+  let reply = await send(sent)
+  for (let sends = 1; sends < MAX_FINISH_SENDS; sends++) {
+    const again = againWith(sent, outcomeOf(reply))
+    if (!again) break
+    sent = again
+    reply = await send(sent)
+  }
+  return { reply, sent }
+}
 
 /** The actions as finish-16.lua reads them ("C": complete, its log's key sent; "c" for a job kept, see FinishRun.kept). */
 const ACTION_CODES: Record<FinishAction, string> = { complete: 'C', fail: 'f', 'fail-final': 'F', release: 'r' }

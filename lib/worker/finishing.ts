@@ -5,11 +5,11 @@
  */
 import type { JobState } from '../job.js'
 import {
-  againWith,
   type FinishAction,
   type FinishRun,
   finish as finishCall,
   MAX_FINISH_SENDS,
+  sendAsAsked,
   type Taken,
   unreserve,
 } from '../redis/commands.js'
@@ -54,16 +54,14 @@ export async function finish(core: RunContext, run: Run, ended: Ended): Promise<
       ...(keep === undefined ? {} : { keep }),
       ...(action === 'complete' ? { kept: !removesAtOnce(keep) && !removesAtOnce(encodeKeep(run.job.opts.removeOnComplete)) } : {}),
     }
-    let sent = request
-    let reply = await core.finishes.add(sent)
-    // Nothing changed, and the run goes again with the keys the reply asked for (againWith): its flow keys
-    // (the job became a parent while it ran, a child adopted into it, and this finish would remove it at once),
-    // or its deduplication id's next job's (keepLastIfActive).
-    for (let sends = 1, again = againWith(sent, reply); again && sends < MAX_FINISH_SENDS; sends++, again = againWith(sent, reply)) {
-      if (again.parent) run.parent = true
-      sent = again
-      reply = await core.finishes.add(sent)
-    }
+    // Sent again while a reply asks for more keys: a child adopted into the job while it ran, or its
+    // deduplication id's next job (keepLastIfActive).
+    const { reply, sent } = await sendAsAsked(
+      request,
+      (r) => core.finishes.add(r),
+      (r) => r,
+    )
+    if (sent.parent) run.parent = true
     if (reply.status === 'parent' || reply.status === 'next')
       throw new Error(`the finish of job ${run.job.id} asked for more keys ${MAX_FINISH_SENDS} times (${reply.status})`)
     if (reply.status === 'lost') {

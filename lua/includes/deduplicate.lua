@@ -108,27 +108,26 @@ local function deduplication()
     end
     if holder then
       -- A hold with a ttl lasts the ttl whatever its job does (removed by its retention too), as in BullMQ:
-      -- its holder's state matters only to a replace.
+      -- its holder's state matters only to a replace and a keepLastIfActive.
       local state, flow
       if replace then
         local f = redis.call('HMGET', holderKey, 'state', 'parentKey', 'deps')
         state, flow = f[1], f[2] or f[3]
-      elseif inMeta then
+      elseif inMeta or keepLast then
         state = redis.call('HGET', holderKey, 'state')
       end
       local live = not inMeta or (state and state ~= 'completed' and state ~= 'failed')
       if not live then
         h.inMeta[field] = false
         holder = nil
+      elseif keepLast and state == 'active' then
+        -- keepLastIfActive: a running holder keeps the add as its next job, with `replace` too (BullMQ's).
+        emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
+        return holder, nil, true
       elseif replace then
         -- A job of a flow is kept, as one that left `delayed` is: removed here, a child would leave its
         -- parent waiting for it, a parent its flow keys (and its count in meta's `parents`).
         if state ~= 'delayed' or flow then
-          -- keepLastIfActive: a running holder keeps the add as its next job, as without `replace` (BullMQ's).
-          if keepLast and state == 'active' then
-            emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
-            return holder, nil, true
-          end
           return holder
         end
         -- Debounce: the newest add replaces a holder still waiting out its delay. The holder may be one of
@@ -148,13 +147,7 @@ local function deduplication()
         if extend and ttl > 0 and not inMeta then
           redis.call('SET', dedupKey, holder, 'PX', ttl)
         end
-        if keepLast then
-          state = state or redis.call('HGET', holderKey, 'state')
-        end
         emit(q, 'deduplicated', 'jobId', holder, 'deduplicationId', deid, 'deduplicatedJobId', id)
-        if keepLast and state == 'active' then
-          return holder, nil, true
-        end
         -- BullMQ's reschedule: the holder keeps its id and data, due the new add's delay from now.
         if reschedule and (state or redis.call('HGET', holderKey, 'state')) == 'delayed' then
           h.reschedule(holderKey, holder, delayMs)

@@ -289,3 +289,21 @@ export function gate(timeoutMs = 10_000): { open: () => void; passed: Promise<vo
     },
   }
 }
+
+/** A processor's run that lasts `ms`: a job's duration, not a wait for something to happen. */
+export const runFor = (ms: number): Promise<void> => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Where assertions made inside listeners and processors are kept, to be checked after the case awaited. */
+export function collector(): { failures: unknown[]; check(fn: () => void): void } {
+  const failures: unknown[] = []
+  return {
+    failures,
+    check(fn: () => void) {
+      try {
+        fn()
+      } catch (e) {
+        failures.push(e)
+      }
+    },
+  }
+}

@@ -8,12 +8,9 @@ import type { Job, QueueEvents } from 'bullmq'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { gate, LIBRARIES, usePort } from './adapter.js'
+import { gate, LIBRARIES, runFor, usePort } from './adapter.js'
 
 const redis = useRedis()
-
-/** A processor's run that lasts `ms`. */
-const runFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 const ALL = ['active', 'completed', 'delayed', 'failed', 'prioritized', 'waiting', 'waiting-children'] as const
 

@@ -8,30 +8,12 @@ import type { Job, QueueEvents } from 'bullmq'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
 import { waitFor } from '../helpers/wait.js'
-import { LIBRARIES, usePort } from './adapter.js'
+import { collector, LIBRARIES, runFor, usePort } from './adapter.js'
 
 const redis = useRedis()
 
-/** A processor's run that lasts `ms`. */
-const runFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
 /** A turn of the event loop: the calls around it are made one after another, not at once. */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
-
-/** Where assertions made inside listeners and processors are kept, to be checked after the case awaited. */
-function collector() {
-  const failures: unknown[] = []
-  return {
-    failures,
-    check(fn: () => void) {
-      try {
-        fn()
-      } catch (e) {
-        failures.push(e)
-      }
-    },
-  }
-}
 
 describe.each(LIBRARIES)('%s: pause', (name) => {
   const t = usePort(redis, name)
@@ -191,7 +173,7 @@ describe.each(LIBRARIES)('%s: pause', (name) => {
     })
     await worker.waitUntilReady()
 
-    const jobs: Promise<Job | void>[] = []
+    const jobs: Promise<unknown>[] = []
     for (let i = 0; i < 10; i++) jobs.push(t.queue.add('test', i))
     jobs.push(startProcessing)
     await Promise.all(jobs)

@@ -6,12 +6,9 @@
 import type { Job, QueueEvents, Worker } from 'bullmq'
 import { describe, expect, it } from 'vitest'
 import { useRedis } from '../helpers/redis-server.js'
-import { LIBRARIES, type Port, until, usePort } from './adapter.js'
+import { collector, LIBRARIES, type Port, runFor, until, usePort } from './adapter.js'
 
 const redis = useRedis()
-
-/** A processor's run that lasts `ms` (a job that outlives its worker's close(true), or its lease). */
-const runFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** lodash's after(n, fn), as BullMQ's tests use it: fn runs on the n-th call. */
 function onCall<A extends unknown[]>(n: number, fn: (...args: A) => unknown): (...args: A) => void {
@@ -22,20 +19,6 @@ function onCall<A extends unknown[]>(n: number, fn: (...args: A) => unknown): (.
   }
 }
 
-/** Where assertions made inside listeners and processors are kept, to be checked after the case awaited. */
-function collector() {
-  const failures: unknown[] = []
-  return {
-    failures,
-    check(fn: () => void) {
-      try {
-        fn()
-      } catch (e) {
-        failures.push(e)
-      }
-    },
-  }
-}
 const NoopProc = () => Promise.resolve()
 const errorMessage = 'job stalled more than allowable limit'
 /**
